@@ -1,0 +1,30 @@
+# ember: the two commands are `make demo` and `make test`.
+SHELL := /bin/bash
+CARGO ?= cargo
+
+.PHONY: setup build demo test lint unit peer bench clean
+
+## Install what the demo and the tests need (Debian and Python packages, peer data). Idempotent.
+setup:
+	@bash scripts/setup.sh
+
+build:
+	$(CARGO) build --release --bin ember
+
+## Build ember and run its main job end to end on embedded defaults.
+demo: setup build
+	@bash scripts/demo.sh
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+
+unit:
+	$(CARGO) test --workspace --release
+
+## Every test: formatting, lints, unit and end-to-end tests, and the peer comparisons.
+test: setup lint unit
+
+clean:
+	$(CARGO) clean
+	rm -rf out

@@ -1,0 +1,49 @@
+//! `ember`: a storage-level block cache and its laboratory.
+
+use clap::{Parser, Subcommand};
+
+mod cmd_gen;
+mod cmd_sim;
+mod cmd_trace;
+
+/// ember: a storage-level block cache (serve) and its laboratory (sim, trace).
+#[derive(Parser)]
+#[command(name = "ember", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Read, convert, describe and generate block traces.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+    /// Simulate replacement policies over a trace at several cache sizes.
+    Sim(cmd_sim::SimArgs),
+}
+
+#[derive(Subcommand)]
+enum TraceCommand {
+    /// Print requests, reads, writes, volumes, time span and working-set size.
+    Info(cmd_trace::InfoArgs),
+    /// Convert a trace from any readable format into another (default: ember's binary).
+    Convert(cmd_trace::ConvertArgs),
+    /// Write a synthetic trace.
+    #[command(subcommand)]
+    Gen(cmd_gen::GenCommand),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Trace(TraceCommand::Info(a)) => cmd_trace::info(a),
+        Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),
+        Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
+        Command::Sim(a) => cmd_sim::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("ember: error: {e:#}");
+        std::process::exit(1);
+    }
+}

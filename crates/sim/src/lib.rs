@@ -1,0 +1,1 @@
+//! Trace-driven cache simulation: runs `ember-policy` decisions over `ember-trace` requests.
