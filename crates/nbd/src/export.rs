@@ -1,0 +1,92 @@
+//! What the server needs from whatever it exports (ember's engine, or a plain device in tests).
+
+use std::sync::Arc;
+
+/// Capabilities an export honours; the server advertises exactly these in its transmission
+/// flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExportFlags {
+    /// The export refuses writes.
+    pub read_only: bool,
+    /// FLUSH makes every write acknowledged before it durable.
+    pub can_flush: bool,
+    /// The FUA flag on a write makes that write durable before its reply.
+    pub can_fua: bool,
+    /// TRIM is honoured (data in the range may read back as anything afterwards).
+    pub can_trim: bool,
+    /// WRITE_ZEROES is honoured.
+    pub can_write_zeroes: bool,
+    /// A FLUSH on any connection covers writes acknowledged on every connection, so clients
+    /// may open several connections (NBD_FLAG_CAN_MULTI_CONN).
+    pub can_multi_conn: bool,
+}
+
+/// Why an export could not carry out a command; the server maps each to an NBD error.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// An I/O error on a device (NBD_EIO).
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// No space left (NBD_ENOSPC).
+    #[error("no space left")]
+    NoSpace,
+    /// The request is invalid for this export (NBD_EINVAL).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// The export is read-only (NBD_EPERM).
+    #[error("export is read-only")]
+    ReadOnly,
+    /// The export cannot do this command (NBD_ENOTSUP).
+    #[error("not supported: {0}")]
+    NotSupported(&'static str),
+    /// The server is shutting down (NBD_ESHUTDOWN).
+    #[error("shutting down")]
+    Shutdown,
+}
+
+/// One exported block device. Methods take `&self`: the server calls them from many threads
+/// at once (requests in flight on many connections), so an export does its own locking.
+/// Offsets and lengths are already checked against [`Export::size`] by the server.
+pub trait Export: Send + Sync {
+    /// Size in bytes.
+    fn size(&self) -> u64;
+
+    /// Preferred I/O block size in bytes (advertised with NBD_INFO_BLOCK_SIZE).
+    fn preferred_block_size(&self) -> u32 {
+        4096
+    }
+
+    /// The capabilities this export honours.
+    fn flags(&self) -> ExportFlags;
+
+    /// Read `buf.len()` bytes at `offset`.
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError>;
+
+    /// Write `data` at `offset`; with `fua`, durable before returning.
+    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError>;
+
+    /// Make every write completed before this call durable (an NBD barrier).
+    fn flush(&self) -> Result<(), ExportError>;
+
+    /// Discard `len` bytes at `offset`; with `fua`, durable before returning.
+    fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ExportError>;
+
+    /// Write `len` zero bytes at `offset`; with `fua`, durable before returning. `may_trim`
+    /// is false when the client set NBD_CMD_FLAG_NO_HOLE.
+    fn write_zeroes(
+        &self,
+        offset: u64,
+        len: u64,
+        fua: bool,
+        may_trim: bool,
+    ) -> Result<(), ExportError>;
+}
+
+/// The exports a server offers, by name.
+pub trait ExportSet: Send + Sync {
+    /// The export called `name` (the empty name selects the default export, if any).
+    fn get(&self, name: &str) -> Option<Arc<dyn Export>>;
+
+    /// Every export's name and description, for NBD_OPT_LIST.
+    fn list(&self) -> Vec<(String, String)>;
+}
