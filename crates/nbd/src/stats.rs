@@ -26,13 +26,13 @@ pub struct CommandObservation {
 /// Receives the server's observations. Called from many threads at once.
 pub trait ServerObserver: Send + Sync {
     /// A request was answered (DISC, which has no reply, is reported with zero latency).
-    fn command(&self, observation: &CommandObservation);
+    fn on_command(&self, observation: &CommandObservation);
 
     /// A client connected.
-    fn connection_opened(&self) {}
+    fn on_connection_opened(&self) {}
 
     /// A client's connection closed (after all its replies were written or dropped).
-    fn connection_closed(&self) {}
+    fn on_connection_closed(&self) {}
 }
 
 /// Counters for one command.
@@ -99,7 +99,7 @@ impl ServerStats {
 }
 
 impl ServerObserver for ServerStats {
-    fn command(&self, observation: &CommandObservation) {
+    fn on_command(&self, observation: &CommandObservation) {
         let stats = &self.commands[observation.command.index()];
         stats.count.fetch_add(1, Ordering::Relaxed);
         if observation.error.is_some() {
@@ -110,11 +110,11 @@ impl ServerObserver for ServerStats {
         stats.latency.record(observation.latency);
     }
 
-    fn connection_opened(&self) {
+    fn on_connection_opened(&self) {
         self.opened.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn connection_closed(&self) {
+    fn on_connection_closed(&self) {
         self.closed.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -132,13 +132,13 @@ mod tests {
             latency: Duration::from_micros(10),
             error: None,
         };
-        stats.command(&ok);
-        stats.command(&ok);
-        stats.command(&CommandObservation { error: Some(Errno::Inval), ..ok });
-        stats.command(&CommandObservation { command: Command::Unknown(77), ..ok });
-        stats.connection_opened();
-        stats.connection_opened();
-        stats.connection_closed();
+        stats.on_command(&ok);
+        stats.on_command(&ok);
+        stats.on_command(&CommandObservation { error: Some(Errno::Inval), ..ok });
+        stats.on_command(&CommandObservation { command: Command::Unknown(77), ..ok });
+        stats.on_connection_opened();
+        stats.on_connection_opened();
+        stats.on_connection_closed();
         let read = stats.command(Command::Read);
         assert_eq!(read.count(), 3);
         assert_eq!(read.errors(), 1);

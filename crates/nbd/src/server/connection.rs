@@ -90,7 +90,7 @@ impl InFlight {
 /// Serve one accepted connection until it ends.
 pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
     if let Some(observer) = &shared.observer {
-        observer.connection_opened();
+        observer.on_connection_opened();
     }
     let _ = stream.set_write_timeout(shared.config.write_timeout);
     let mut stream = stream;
@@ -102,13 +102,13 @@ pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
         stream.shutdown(Shutdown::Both);
     }
     if let Some(observer) = &shared.observer {
-        observer.connection_closed();
+        observer.on_connection_closed();
     }
 }
 
 fn observe(observer: &Option<Arc<dyn ServerObserver>>, command: Command, moved: u64, error: Option<Errno>, latency: Duration) {
     if let Some(observer) = observer {
-        observer.command(&CommandObservation {
+        observer.on_command(&CommandObservation {
             command,
             bytes: moved,
             latency,
