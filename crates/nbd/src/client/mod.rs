@@ -315,9 +315,12 @@ impl Client {
             std::thread::Builder::new()
                 .name("nbd-client-reader".into())
                 .spawn(move || {
-                    let reason = match read_replies(BufReader::with_capacity(256 * 1024, reader_stream), &shared) {
-                        Ok(()) => "server closed the connection".to_string(),
-                        Err(e) => e.to_string(),
+                    let reader = BufReader::with_capacity(256 * 1024, reader_stream);
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_replies(reader, &shared)));
+                    let reason = match outcome {
+                        Ok(Ok(())) => "server closed the connection".to_string(),
+                        Ok(Err(e)) => e.to_string(),
+                        Err(_) => "client reader failed".to_string(),
                     };
                     shared.kill(reason);
                 })?
@@ -659,14 +662,23 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
     }
 }
 
+fn request_len_limit(slot: &Slot) -> u64 {
+    u64::from(slot.length) + MAX_CHUNK_OVERHEAD
+}
+
 /// Apply one structured chunk to its request.
 fn chunk(r: &mut impl Read, slot: &mut Slot, kind: u16, length: u32) -> Result<(), ClientError> {
     let length = u64::from(length);
-    if length > u64::from(slot.length) + MAX_CHUNK_OVERHEAD {
+    if length > request_len_limit(slot) {
         return Err(ClientError::Protocol(format!("chunk of {length} bytes is too long")));
     }
     let start = slot.offset;
-    let end = slot.offset + u64::from(slot.length);
+    let request_len = u64::from(slot.length);
+    // Where `n` bytes at `offset` fall in the request's buffer, if wholly inside it.
+    let place = |offset: u64, n: u64| -> Option<usize> {
+        let at = offset.checked_sub(start)?;
+        (at.checked_add(n)? <= request_len).then_some(at as usize)
+    };
     match kind {
         proto::REPLY_TYPE_NONE => {
             if length != 0 {
@@ -676,22 +688,21 @@ fn chunk(r: &mut impl Read, slot: &mut Slot, kind: u16, length: u32) -> Result<(
         proto::REPLY_TYPE_OFFSET_DATA if slot.command == Command::Read && length > 8 => {
             let offset = u64::from_be_bytes(read_array(r)?);
             let n = length - 8;
-            if offset < start || offset.checked_add(n).is_none_or(|e| e > end) {
+            let Some(at) = place(offset, n) else {
                 return Err(ClientError::Protocol(format!("data chunk {offset}+{n} outside the request")));
-            }
-            let at = (offset - start) as usize;
+            };
             r.read_exact(&mut slot.data[at..at + n as usize])?;
-            slot.covered += n;
+            slot.covered = slot.covered.saturating_add(n);
         }
         proto::REPLY_TYPE_OFFSET_HOLE if slot.command == Command::Read && length == 12 => {
             let offset = u64::from_be_bytes(read_array(r)?);
             let n = u64::from(u32::from_be_bytes(read_array(r)?));
-            if n == 0 || offset < start || offset.checked_add(n).is_none_or(|e| e > end) {
-                return Err(ClientError::Protocol(format!("hole chunk {offset}+{n} outside the request")));
-            }
-            let at = (offset - start) as usize;
+            let at = match place(offset, n) {
+                Some(at) if n > 0 => at,
+                _ => return Err(ClientError::Protocol(format!("hole chunk {offset}+{n} outside the request"))),
+            };
             slot.data[at..at + n as usize].fill(0);
-            slot.covered += n;
+            slot.covered = slot.covered.saturating_add(n);
         }
         kind if kind & proto::REPLY_TYPE_FLAG_ERROR != 0 => {
             if length < 6 {
