@@ -73,9 +73,11 @@ mod tests {
 
     #[test]
     fn empty_name_selects_the_default() {
-        let map = ExportMap::new()
-            .with("a", "first", Arc::new(MemExport::new(10)))
-            .with("b", "second", Arc::new(MemExport::new(20)));
+        let map = ExportMap::new().with("a", "first", Arc::new(MemExport::new(10))).with(
+            "b",
+            "second",
+            Arc::new(MemExport::new(20)),
+        );
         assert_eq!(map.get("").map(|e| e.size()), Some(10));
         assert_eq!(map.describe(""), Some(("a".to_string(), "first".to_string())));
         let map = map.default_export("b");

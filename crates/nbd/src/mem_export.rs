@@ -64,10 +64,7 @@ impl MemExport {
 
     /// Number of chunks currently holding memory.
     pub fn allocated_chunks(&self) -> usize {
-        self.chunks
-            .iter()
-            .filter(|c| c.lock().map(|c| c.is_some()).unwrap_or(false))
-            .count()
+        self.chunks.iter().filter(|c| c.lock().map(|c| c.is_some()).unwrap_or(false)).count()
     }
 
     fn check(&self, offset: u64, len: u64) -> Result<(), ExportError> {
@@ -85,7 +82,11 @@ impl MemExport {
         &self,
         offset: u64,
         len: u64,
-        mut f: impl FnMut(usize, std::ops::Range<usize>, std::ops::Range<usize>) -> Result<(), ExportError>,
+        mut f: impl FnMut(
+            usize,
+            std::ops::Range<usize>,
+            std::ops::Range<usize>,
+        ) -> Result<(), ExportError>,
     ) -> Result<(), ExportError> {
         let mut done = 0u64;
         while done < len {
@@ -178,7 +179,13 @@ impl Export for MemExport {
         self.zero_range(offset, len, true)
     }
 
-    fn write_zeroes(&self, offset: u64, len: u64, fua: bool, may_trim: bool) -> Result<(), ExportError> {
+    fn write_zeroes(
+        &self,
+        offset: u64,
+        len: u64,
+        fua: bool,
+        may_trim: bool,
+    ) -> Result<(), ExportError> {
         if self.flags.read_only {
             return Err(ExportError::ReadOnly);
         }
@@ -239,8 +246,9 @@ mod tests {
         let mut buf = [0u8; 10];
         assert!(matches!(export.read(995, &mut buf), Err(ExportError::Invalid(_))));
         assert!(matches!(export.write(u64::MAX, &buf, false), Err(ExportError::Invalid(_))));
-        let ro = MemExport::with_flags(1000, ExportFlags { read_only: true, ..ExportFlags::default() });
+        let ro =
+            MemExport::with_flags(1000, ExportFlags { read_only: true, ..ExportFlags::default() });
         assert!(matches!(ro.write(0, &buf, false), Err(ExportError::ReadOnly)));
-        assert_eq!(ro.flags().read_only, true);
+        assert!(ro.flags().read_only);
     }
 }

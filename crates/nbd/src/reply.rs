@@ -42,15 +42,18 @@ pub fn truncate_message(message: &str, max: usize) -> &str {
 
 /// A whole error chunk (`NBD_REPLY_TYPE_ERROR`, or `NBD_REPLY_TYPE_ERROR_OFFSET` when
 /// `offset` is given) carrying `error` and a human-readable `message` (cut to 4096 bytes).
-pub fn error_chunk(cookie: u64, error: u32, message: &str, offset: Option<u64>, done: bool) -> Vec<u8> {
+pub fn error_chunk(
+    cookie: u64,
+    error: u32,
+    message: &str,
+    offset: Option<u64>,
+    done: bool,
+) -> Vec<u8> {
     let message = truncate_message(message, proto::MAX_STRING_LEN);
     let extra = if offset.is_some() { 8 } else { 0 };
     let length = 6 + message.len() + extra;
-    let kind = if offset.is_some() {
-        proto::REPLY_TYPE_ERROR_OFFSET
-    } else {
-        proto::REPLY_TYPE_ERROR
-    };
+    let kind =
+        if offset.is_some() { proto::REPLY_TYPE_ERROR_OFFSET } else { proto::REPLY_TYPE_ERROR };
     let flags = if done { proto::REPLY_FLAG_DONE } else { 0 };
     let mut out = Vec::with_capacity(proto::STRUCTURED_REPLY_HEADER_LEN + length);
     // `length` is at most 6 + 4096 + 8, so it fits in u32.

@@ -156,9 +156,7 @@ impl Request {
 
     /// Whether `offset + length` stays within an export of `size` bytes (no overflow).
     pub fn within(&self, size: u64) -> bool {
-        self.offset
-            .checked_add(u64::from(self.length))
-            .is_some_and(|end| end <= size)
+        self.offset.checked_add(u64::from(self.length)).is_some_and(|end| end <= size)
     }
 }
 

@@ -92,9 +92,7 @@ impl ServerStats {
 
     /// Connections currently open.
     pub fn connections_open(&self) -> u64 {
-        self.opened
-            .load(Ordering::Relaxed)
-            .saturating_sub(self.closed.load(Ordering::Relaxed))
+        self.opened.load(Ordering::Relaxed).saturating_sub(self.closed.load(Ordering::Relaxed))
     }
 }
 

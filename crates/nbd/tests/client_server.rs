@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use common::*;
 use ember_nbd::server::ServerConfig;
-use ember_nbd::{proto, Client, ClientBuilder, ClientError, Command, Errno, ExportFlags, ExportMap, MemExport};
+use ember_nbd::{
+    proto, Client, ClientBuilder, ClientError, Command, Errno, ExportFlags, ExportMap, MemExport,
+};
 
 #[test]
 fn round_trip_over_tcp_and_unix_with_both_reply_kinds() {
@@ -47,17 +49,11 @@ fn round_trip_over_tcp_and_unix_with_both_reply_kinds() {
 fn flags_follow_the_export() {
     let ro = Arc::new(MemExport::with_flags(
         1 << 20,
-        ExportFlags {
-            read_only: true,
-            can_flush: true,
-            ..ExportFlags::default()
-        },
+        ExportFlags { read_only: true, can_flush: true, ..ExportFlags::default() },
     ));
     let rw = Arc::new(MemExport::new(1 << 20));
-    let server = serve_with(
-        ExportMap::new().with("ro", "", ro).with("rw", "", rw),
-        ServerConfig::default(),
-    );
+    let server =
+        serve_with(ExportMap::new().with("ro", "", ro).with("rw", "", rw), ServerConfig::default());
     let client = server.client("ro");
     let flags = client.info().flags;
     assert_eq!(
@@ -85,7 +81,11 @@ fn flags_follow_the_export() {
     );
     // DF is offered exactly when structured replies are on.
     assert_ne!(rw.info().flags & proto::TX_SEND_DF, 0);
-    let simple = ClientBuilder::new().export("rw").structured_replies(false).connect_tcp(server.tcp).unwrap();
+    let simple = ClientBuilder::new()
+        .export("rw")
+        .structured_replies(false)
+        .connect_tcp(server.tcp)
+        .unwrap();
     assert_eq!(simple.info().flags & proto::TX_SEND_DF, 0);
     server.stop();
 }
@@ -119,7 +119,11 @@ fn flush_fua_trim_and_zeroes_reach_the_export() {
 fn errors_past_the_end_follow_the_spec() {
     let (server, _export) = serve_mem("d", 1 << 20);
     for structured in [true, false] {
-        let client = ClientBuilder::new().export("d").structured_replies(structured).connect_tcp(server.tcp).unwrap();
+        let client = ClientBuilder::new()
+            .export("d")
+            .structured_replies(structured)
+            .connect_tcp(server.tcp)
+            .unwrap();
         let end = 1u64 << 20;
         let cases = [
             (Command::Read, end - 512, 1024, Errno::Inval),
@@ -129,8 +133,10 @@ fn errors_past_the_end_follow_the_spec() {
             (Command::WriteZeroes, end - 1, 2, Errno::NoSpc),
         ];
         for (command, offset, length, expected) in cases {
-            let payload = if command == Command::Write { vec![1u8; length as usize] } else { Vec::new() };
-            let err = client.submit(command, 0, offset, length, &payload).unwrap().wait().unwrap_err();
+            let payload =
+                if command == Command::Write { vec![1u8; length as usize] } else { Vec::new() };
+            let err =
+                client.submit(command, 0, offset, length, &payload).unwrap().wait().unwrap_err();
             match err {
                 ClientError::Server { errno, message, .. } => {
                     assert_eq!(errno, expected, "{command:?} at {offset}");
@@ -143,7 +149,11 @@ fn errors_past_the_end_follow_the_spec() {
         // Unknown command number, and a flag not valid for the command.
         let err = client.submit(Command::Unknown(77), 0, 0, 0, &[]).unwrap().wait().unwrap_err();
         assert!(matches!(err, ClientError::Server { errno: Errno::Inval, .. }));
-        let err = client.submit(Command::Read, proto::CMD_FLAG_NO_HOLE, 0, 512, &[]).unwrap().wait().unwrap_err();
+        let err = client
+            .submit(Command::Read, proto::CMD_FLAG_NO_HOLE, 0, 512, &[])
+            .unwrap()
+            .wait()
+            .unwrap_err();
         assert!(matches!(err, ClientError::Server { errno: Errno::Inval, .. }));
         // The connection is still good.
         assert_works(&client, 3);
@@ -166,12 +176,16 @@ fn many_threads_many_requests_in_flight() {
                     let tickets: Vec<_> = data
                         .chunks(64 * 1024)
                         .enumerate()
-                        .map(|(i, c)| client.start_write(base + i as u64 * 65536, c, false).unwrap())
+                        .map(|(i, c)| {
+                            client.start_write(base + i as u64 * 65536, c, false).unwrap()
+                        })
                         .collect();
                     for t in tickets {
                         t.wait().unwrap();
                     }
-                    let reads: Vec<_> = (0..16u64).map(|i| client.start_read(base + i * 65536, 65536).unwrap()).collect();
+                    let reads: Vec<_> = (0..16u64)
+                        .map(|i| client.start_read(base + i * 65536, 65536).unwrap())
+                        .collect();
                     let mut back = Vec::new();
                     for r in reads {
                         back.extend_from_slice(&r.wait().unwrap());
@@ -189,7 +203,7 @@ fn many_threads_many_requests_in_flight() {
     client.disconnect().unwrap();
     let writes = server.stats.command(Command::Write);
     assert_eq!(writes.count(), 8 * 4 * 16);
-    assert_eq!(writes.bytes(), 8 * 4 << 20);
+    assert_eq!(writes.bytes(), (8 * 4) << 20);
     assert_eq!(writes.latency().count(), 8 * 4 * 16);
     assert_eq!(server.stats.command(Command::Read).count(), 8 * 4 * 16);
     assert_eq!(server.stats.command(Command::Read).errors(), 0);
@@ -199,12 +213,15 @@ fn many_threads_many_requests_in_flight() {
 #[test]
 fn list_info_and_unknown_exports() {
     let server = serve_with(
-        ExportMap::new()
-            .with("alpha", "first disk", Arc::new(MemExport::new(4096)))
-            .with("beta", "second disk", Arc::new(MemExport::new(8192))),
+        ExportMap::new().with("alpha", "first disk", Arc::new(MemExport::new(4096))).with(
+            "beta",
+            "second disk",
+            Arc::new(MemExport::new(8192)),
+        ),
         ServerConfig::default(),
     );
-    let list = Client::list_exports(&ember_nbd::client::Endpoint::Unix(server.unix.clone())).unwrap();
+    let list =
+        Client::list_exports(&ember_nbd::client::Endpoint::Unix(server.unix.clone())).unwrap();
     assert_eq!(
         list,
         vec![
@@ -228,10 +245,7 @@ fn list_info_and_unknown_exports() {
 
 #[test]
 fn structured_read_errors_carry_the_failing_offset() {
-    let faulty = Arc::new(FaultyExport {
-        inner: MemExport::new(1 << 20),
-        bad: 3 * 4096 + 100,
-    });
+    let faulty = Arc::new(FaultyExport { inner: MemExport::new(1 << 20), bad: 3 * 4096 + 100 });
     let server = serve_with(ExportMap::new().with("f", "", faulty), ServerConfig::default());
     let structured = server.client("f");
     let err = structured.start_read(0, 8 * 4096).unwrap().wait().unwrap_err();
@@ -243,7 +257,8 @@ fn structured_read_errors_carry_the_failing_offset() {
         }
         other => panic!("unexpected {other}"),
     }
-    let simple = ClientBuilder::new().export("f").structured_replies(false).connect_tcp(server.tcp).unwrap();
+    let simple =
+        ClientBuilder::new().export("f").structured_replies(false).connect_tcp(server.tcp).unwrap();
     let err = simple.start_read(0, 8 * 4096).unwrap().wait().unwrap_err();
     assert!(matches!(err, ClientError::Server { errno: Errno::Io, offset: None, .. }));
     // Reads avoiding the bad byte succeed on both.
@@ -271,7 +286,10 @@ fn shutdown_answers_requests_in_flight_then_closes() {
     server.stop();
     // The server closed the connection: later requests fail instead of hanging.
     let later = client.submit(Command::Read, 0, 0, 512, &[]).and_then(|t| t.wait());
-    assert!(matches!(later, Err(ClientError::Disconnected(_)) | Err(ClientError::Io(_))), "{later:?}");
+    assert!(
+        matches!(later, Err(ClientError::Disconnected(_)) | Err(ClientError::Io(_))),
+        "{later:?}"
+    );
 }
 
 #[test]

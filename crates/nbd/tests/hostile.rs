@@ -20,9 +20,11 @@ fn server() -> TestServer {
         ..ServerConfig::default()
     };
     serve_with(
-        ExportMap::new()
-            .with("d", "hostile target", Arc::new(MemExport::new(SIZE)))
-            .with("good", "", Arc::new(MemExport::new(SIZE))),
+        ExportMap::new().with("d", "hostile target", Arc::new(MemExport::new(SIZE))).with(
+            "good",
+            "",
+            Arc::new(MemExport::new(SIZE)),
+        ),
         config,
     )
 }
@@ -268,7 +270,9 @@ fn unknown_commands_and_flags_get_einval() {
     let server = server();
     let good = server.client("good");
     let (mut raw, _, _) = Raw::go(server.tcp, "d", false);
-    for (cookie, command) in [(1u64, 42u16), (2, proto::CMD_CACHE), (3, proto::CMD_BLOCK_STATUS), (4, 0xffff)] {
+    for (cookie, command) in
+        [(1u64, 42u16), (2, proto::CMD_CACHE), (3, proto::CMD_BLOCK_STATUS), (4, 0xffff)]
+    {
         raw.request(0, command, cookie, 0, 512, &[]);
         assert_eq!(raw.simple_reply(), (22, cookie), "command {command}");
     }
@@ -288,9 +292,11 @@ fn unknown_commands_and_flags_get_einval() {
 fn disconnecting_with_requests_in_flight_costs_nothing_else() {
     let gate = Arc::new(GateExport::new(SIZE));
     let server = serve_with(
-        ExportMap::new()
-            .with("gate", "", gate.clone())
-            .with("good", "", Arc::new(MemExport::new(SIZE))),
+        ExportMap::new().with("gate", "", gate.clone()).with(
+            "good",
+            "",
+            Arc::new(MemExport::new(SIZE)),
+        ),
         ServerConfig::default(),
     );
     let good = server.client("good");
@@ -325,5 +331,9 @@ fn disconnecting_with_requests_in_flight_costs_nothing_else() {
     // 32 abandoned reads, 150 stalled ones and 4 by the good client were all answered
     // (or their replies dropped) by the time the server stopped.
     assert_eq!(stats.command(Command::Read).count(), 32 + 150 + 4);
-    assert_eq!(stats.command(Command::Write).count(), 4, "the partial write never reached a worker");
+    assert_eq!(
+        stats.command(Command::Write).count(),
+        4,
+        "the partial write never reached a worker"
+    );
 }

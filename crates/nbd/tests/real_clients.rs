@@ -15,9 +15,9 @@ use ember_nbd::{Export, ExportFlags, ExportMap, MemExport};
 /// Run `command`; panic with its output unless it succeeds. Returns stdout.
 fn run(command: &mut Command) -> String {
     let program = command.get_program().to_string_lossy().into_owned();
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {program} (install qemu-utils, libnbd-bin, fio): {e}"));
+    let output = command.output().unwrap_or_else(|e| {
+        panic!("cannot run {program} (install qemu-utils, libnbd-bin, fio): {e}")
+    });
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -44,9 +44,12 @@ fn sha256(path: &Path) -> String {
 #[test]
 fn qemu_io_writes_and_verifies_a_pattern() {
     let (server, export) = serve_mem("disk", 4 << 20);
-    let out = run(Command::new("qemu-io")
-        .args(["-f", "raw", &server.uri("disk")])
-        .args(["-c", "write -P 0xab 0 1M", "-c", "read -P 0xab 0 1M"]));
+    let out = run(Command::new("qemu-io").args(["-f", "raw", &server.uri("disk")]).args([
+        "-c",
+        "write -P 0xab 0 1M",
+        "-c",
+        "read -P 0xab 0 1M",
+    ]));
     assert!(out.contains("wrote 1048576/1048576 bytes at offset 0"), "{out}");
     assert!(out.contains("read 1048576/1048576 bytes at offset 0"), "{out}");
     assert!(!out.contains("Pattern verification failed"), "{out}");
@@ -84,8 +87,14 @@ fn qemu_img_convert_and_compare_round_trip() {
     let dst = dir.path().join("dst.img");
     std::fs::write(&src, pattern(42, size)).unwrap();
     let uri = server.uri("img");
-    run(Command::new("qemu-img").args(["convert", "-n", "-f", "raw", "-O", "raw"]).arg(&src).arg(&uri));
-    let out = run(Command::new("qemu-img").args(["compare", "-f", "raw", "-F", "raw"]).arg(&src).arg(&uri));
+    run(Command::new("qemu-img")
+        .args(["convert", "-n", "-f", "raw", "-O", "raw"])
+        .arg(&src)
+        .arg(&uri));
+    let out = run(Command::new("qemu-img")
+        .args(["compare", "-f", "raw", "-F", "raw"])
+        .arg(&src)
+        .arg(&uri));
     assert!(out.contains("Images are identical"), "{out}");
     run(Command::new("qemu-img").args(["convert", "-f", "raw", "-O", "raw"]).arg(&uri).arg(&dst));
     assert_eq!(std::fs::read(&dst).unwrap(), std::fs::read(&src).unwrap());
@@ -144,20 +153,19 @@ fn nbdcopy_256_mib_in_and_out() {
 fn nbdinfo_shows_flags_and_lists_exports() {
     let ro = MemExport::with_flags(
         1 << 20,
-        ExportFlags {
-            read_only: true,
-            can_flush: true,
-            ..ExportFlags::default()
-        },
+        ExportFlags { read_only: true, can_flush: true, ..ExportFlags::default() },
     );
     let server = serve_with(
-        ExportMap::new()
-            .with("rw", "writable disk", Arc::new(MemExport::new(2 << 20)))
-            .with("ro", "read-only disk", Arc::new(ro)),
+        ExportMap::new().with("rw", "writable disk", Arc::new(MemExport::new(2 << 20))).with(
+            "ro",
+            "read-only disk",
+            Arc::new(ro),
+        ),
         ServerConfig::default(),
     );
     let info: serde_json::Value =
-        serde_json::from_str(&run(Command::new("nbdinfo").arg("--json").arg(server.uri("rw")))).unwrap();
+        serde_json::from_str(&run(Command::new("nbdinfo").arg("--json").arg(server.uri("rw"))))
+            .unwrap();
     let export = &info["exports"][0];
     assert_eq!(info["protocol"], "newstyle-fixed");
     assert_eq!(info["structured"], true);
@@ -177,8 +185,10 @@ fn nbdinfo_shows_flags_and_lists_exports() {
     }
     assert_eq!(export["block_size_maximum"], 32 << 20);
 
-    let info: serde_json::Value =
-        serde_json::from_str(&run(Command::new("nbdinfo").arg("--json").arg(server.unix_uri("ro")))).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&run(Command::new("nbdinfo")
+        .arg("--json")
+        .arg(server.unix_uri("ro"))))
+    .unwrap();
     let export = &info["exports"][0];
     for (key, value) in [
         ("is_read_only", true),

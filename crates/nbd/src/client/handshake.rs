@@ -53,7 +53,11 @@ pub(crate) fn greet(stream: &mut (impl Read + Write)) -> Result<bool, ClientErro
 }
 
 /// Send one option.
-pub(crate) fn send_option(stream: &mut impl Write, option: u32, data: &[u8]) -> Result<(), ClientError> {
+pub(crate) fn send_option(
+    stream: &mut impl Write,
+    option: u32,
+    data: &[u8],
+) -> Result<(), ClientError> {
     let mut out = Vec::with_capacity(16 + data.len());
     out.extend_from_slice(&proto::IHAVEOPT.to_be_bytes());
     out.extend_from_slice(&option.to_be_bytes());
@@ -64,7 +68,10 @@ pub(crate) fn send_option(stream: &mut impl Write, option: u32, data: &[u8]) -> 
 }
 
 /// One option reply: (reply type, data).
-pub(crate) fn read_option_reply(stream: &mut impl Read, option: u32) -> Result<(u32, Vec<u8>), ClientError> {
+pub(crate) fn read_option_reply(
+    stream: &mut impl Read,
+    option: u32,
+) -> Result<(u32, Vec<u8>), ClientError> {
     if read_u64(stream)? != proto::OPTION_REPLY_MAGIC {
         return Err(ClientError::Handshake("bad option reply magic".into()));
     }
@@ -152,9 +159,12 @@ pub(crate) fn go(
                         info.description = Some(String::from_utf8_lossy(body).into_owned())
                     }
                     proto::INFO_BLOCK_SIZE if body.len() == 12 => {
-                        info.min_block = u32::from_be_bytes([body[0], body[1], body[2], body[3]]).max(1);
-                        info.preferred_block = u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
-                        info.max_payload = u32::from_be_bytes([body[8], body[9], body[10], body[11]]);
+                        info.min_block =
+                            u32::from_be_bytes([body[0], body[1], body[2], body[3]]).max(1);
+                        info.preferred_block =
+                            u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                        info.max_payload =
+                            u32::from_be_bytes([body[8], body[9], body[10], body[11]]);
                     }
                     proto::INFO_EXPORT | proto::INFO_BLOCK_SIZE => {
                         return Err(ClientError::Handshake(format!(
@@ -168,14 +178,20 @@ pub(crate) fn go(
             }
             proto::REP_ACK => {
                 if !got_export {
-                    return Err(ClientError::Handshake("NBD_OPT_GO acknowledged without NBD_INFO_EXPORT".into()));
+                    return Err(ClientError::Handshake(
+                        "NBD_OPT_GO acknowledged without NBD_INFO_EXPORT".into(),
+                    ));
                 }
                 return Ok(info);
             }
             proto::REP_ERR_UNSUP => return export_name(stream, export, no_zeroes, info),
-            other if other & proto::REP_FLAG_ERROR != 0 => return Err(refused(proto::OPT_GO, other, &data)),
+            other if other & proto::REP_FLAG_ERROR != 0 => {
+                return Err(refused(proto::OPT_GO, other, &data))
+            }
             other => {
-                return Err(ClientError::Handshake(format!("unexpected reply {other} to NBD_OPT_GO")));
+                return Err(ClientError::Handshake(format!(
+                    "unexpected reply {other} to NBD_OPT_GO"
+                )));
             }
         }
     }
@@ -206,11 +222,15 @@ pub(crate) fn list(stream: &mut (impl Read + Write)) -> Result<Vec<(String, Stri
         match kind {
             proto::REP_SERVER => {
                 if data.len() < 4 {
-                    return Err(ClientError::Handshake("NBD_REP_SERVER shorter than 4 bytes".into()));
+                    return Err(ClientError::Handshake(
+                        "NBD_REP_SERVER shorter than 4 bytes".into(),
+                    ));
                 }
                 let len = u32::from_be_bytes([data[0], data[1], data[2], data[3]]) as usize;
                 if len > data.len() - 4 {
-                    return Err(ClientError::Handshake("NBD_REP_SERVER name overruns the reply".into()));
+                    return Err(ClientError::Handshake(
+                        "NBD_REP_SERVER name overruns the reply".into(),
+                    ));
                 }
                 let name = String::from_utf8_lossy(&data[4..4 + len]).into_owned();
                 let description = String::from_utf8_lossy(&data[4 + len..]).into_owned();

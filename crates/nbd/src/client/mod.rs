@@ -149,9 +149,7 @@ impl InFlight {
 
     /// Wait for the reply: the data of a READ, an empty vector otherwise.
     pub fn wait(self) -> Result<Vec<u8>, ClientError> {
-        self.done
-            .recv()
-            .unwrap_or_else(|_| Err(ClientError::Disconnected("reply lost".into())))
+        self.done.recv().unwrap_or_else(|_| Err(ClientError::Disconnected("reply lost".into())))
     }
 }
 
@@ -216,10 +214,7 @@ pub struct ClientBuilder {
 
 impl Default for ClientBuilder {
     fn default() -> Self {
-        ClientBuilder {
-            export: String::new(),
-            structured: true,
-        }
+        ClientBuilder { export: String::new(), structured: true }
     }
 }
 
@@ -306,24 +301,22 @@ impl Client {
         let structured = options.structured && handshake::structured_replies(&mut stream)?;
         let info = handshake::go(&mut stream, &options.export, no_zeroes, structured)?;
         let reader_stream = stream.try_clone()?;
-        let shared = Arc::new(Shared {
-            pending: Mutex::new(Pending::default()),
-            idle: Condvar::new(),
-        });
+        let shared =
+            Arc::new(Shared { pending: Mutex::new(Pending::default()), idle: Condvar::new() });
         let reader = {
             let shared = Arc::clone(&shared);
-            std::thread::Builder::new()
-                .name("nbd-client-reader".into())
-                .spawn(move || {
-                    let reader = BufReader::with_capacity(256 * 1024, reader_stream);
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_replies(reader, &shared)));
-                    let reason = match outcome {
-                        Ok(Ok(())) => "server closed the connection".to_string(),
-                        Ok(Err(e)) => e.to_string(),
-                        Err(_) => "client reader failed".to_string(),
-                    };
-                    shared.kill(reason);
-                })?
+            std::thread::Builder::new().name("nbd-client-reader".into()).spawn(move || {
+                let reader = BufReader::with_capacity(256 * 1024, reader_stream);
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    read_replies(reader, &shared)
+                }));
+                let reason = match outcome {
+                    Ok(Ok(())) => "server closed the connection".to_string(),
+                    Ok(Err(e)) => e.to_string(),
+                    Err(_) => "client reader failed".to_string(),
+                };
+                shared.kill(reason);
+            })?
         };
         Ok(Client {
             info,
@@ -348,14 +341,17 @@ impl Client {
     /// Send any request as is, without checking it against the export (for tests of server
     /// behaviour and for replaying traces faithfully). `payload` is sent after the header
     /// (it must be `length` bytes for a WRITE).
-    pub fn submit(&self, command: Command, flags: u16, offset: u64, length: u32, payload: &[u8]) -> Result<InFlight, ClientError> {
+    pub fn submit(
+        &self,
+        command: Command,
+        flags: u16,
+        offset: u64,
+        length: u32,
+        payload: &[u8],
+    ) -> Result<InFlight, ClientError> {
         let cookie = self.next_cookie.fetch_add(1, Ordering::Relaxed);
         let (done, receiver) = crossbeam::channel::bounded(1);
-        let data = if command == Command::Read {
-            vec![0u8; length as usize]
-        } else {
-            Vec::new()
-        };
+        let data = if command == Command::Read { vec![0u8; length as usize] } else { Vec::new() };
         {
             let mut pending = self.shared.lock();
             if let Some(reason) = &pending.dead {
@@ -363,26 +359,11 @@ impl Client {
             }
             pending.slots.insert(
                 cookie,
-                Slot {
-                    command,
-                    offset,
-                    length,
-                    data,
-                    covered: 0,
-                    error: None,
-                    done,
-                },
+                Slot { command, offset, length, data, covered: 0, error: None, done },
             );
             pending.outstanding += 1;
         }
-        let header = Request {
-            flags,
-            command,
-            cookie,
-            offset,
-            length,
-        }
-        .encode();
+        let header = Request { flags, command, cookie, offset, length }.encode();
         let sent = {
             let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
             if payload.len() <= 64 * 1024 {
@@ -408,7 +389,7 @@ impl Client {
 
     fn check_range(&self, offset: u64, length: u64) -> Result<(), ClientError> {
         let min = u64::from(self.info.min_block);
-        if offset % min != 0 || length % min != 0 {
+        if !offset.is_multiple_of(min) || !length.is_multiple_of(min) {
             return Err(ClientError::Invalid(format!(
                 "{offset}+{length} is not aligned to the minimum block size {min}"
             )));
@@ -437,7 +418,12 @@ impl Client {
     }
 
     /// Send a WRITE of `data` (at most the maximum payload).
-    pub fn start_write(&self, offset: u64, data: &[u8], fua: bool) -> Result<InFlight, ClientError> {
+    pub fn start_write(
+        &self,
+        offset: u64,
+        data: &[u8],
+        fua: bool,
+    ) -> Result<InFlight, ClientError> {
         if self.info.read_only() {
             return Err(ClientError::Invalid("the export is read-only".into()));
         }
@@ -475,7 +461,13 @@ impl Client {
     }
 
     /// Send a WRITE_ZEROES (`no_hole`: NBD_CMD_FLAG_NO_HOLE).
-    pub fn start_write_zeroes(&self, offset: u64, length: u32, fua: bool, no_hole: bool) -> Result<InFlight, ClientError> {
+    pub fn start_write_zeroes(
+        &self,
+        offset: u64,
+        length: u32,
+        fua: bool,
+        no_hole: bool,
+    ) -> Result<InFlight, ClientError> {
         if !self.info.can_write_zeroes() {
             return Err(ClientError::Invalid("the server does not support WRITE_ZEROES".into()));
         }
@@ -527,7 +519,13 @@ impl Client {
     }
 
     /// Write `length` zero bytes at `offset`.
-    pub fn write_zeroes(&self, offset: u64, length: u32, fua: bool, no_hole: bool) -> Result<(), ClientError> {
+    pub fn write_zeroes(
+        &self,
+        offset: u64,
+        length: u32,
+        fua: bool,
+        no_hole: bool,
+    ) -> Result<(), ClientError> {
         self.start_write_zeroes(offset, length, fua, no_hole)?.wait().map(|_| ())
     }
 
@@ -601,12 +599,16 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
         }
         match u32::from_be_bytes(magic) {
             proto::SIMPLE_REPLY_MAGIC => {
-                let ReplyHeader::Simple { error, cookie } = ReplyHeader::simple(&read_array(&mut r)?) else {
+                let ReplyHeader::Simple { error, cookie } =
+                    ReplyHeader::simple(&read_array(&mut r)?)
+                else {
                     unreachable!("simple() returns Simple")
                 };
                 let slot = shared.lock().slots.remove(&cookie);
                 let Some(mut slot) = slot else {
-                    return Err(ClientError::Protocol(format!("simple reply for unknown cookie {cookie}")));
+                    return Err(ClientError::Protocol(format!(
+                        "simple reply for unknown cookie {cookie}"
+                    )));
                 };
                 let result = if error != 0 {
                     Err(ClientError::Server {
@@ -623,18 +625,16 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
                 shared.complete(slot, result);
             }
             proto::STRUCTURED_REPLY_MAGIC => {
-                let ReplyHeader::Structured {
-                    flags,
-                    kind,
-                    cookie,
-                    length,
-                } = ReplyHeader::structured(&read_array(&mut r)?)
+                let ReplyHeader::Structured { flags, kind, cookie, length } =
+                    ReplyHeader::structured(&read_array(&mut r)?)
                 else {
                     unreachable!("structured() returns Structured")
                 };
                 let slot = shared.lock().slots.remove(&cookie);
                 let Some(mut slot) = slot else {
-                    return Err(ClientError::Protocol(format!("structured reply for unknown cookie {cookie}")));
+                    return Err(ClientError::Protocol(format!(
+                        "structured reply for unknown cookie {cookie}"
+                    )));
                 };
                 if let Err(e) = chunk(&mut r, &mut slot, kind, length) {
                     let reason = e.to_string();
@@ -644,7 +644,9 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
                 if flags & proto::REPLY_FLAG_DONE != 0 {
                     let result = match slot.error.take() {
                         Some(e) => Err(e),
-                        None if slot.command == Command::Read && slot.covered != u64::from(slot.length) => {
+                        None if slot.command == Command::Read
+                            && slot.covered != u64::from(slot.length) =>
+                        {
                             Err(ClientError::Protocol(format!(
                                 "read reply covered {} of {} bytes",
                                 slot.covered, slot.length
@@ -689,7 +691,9 @@ fn chunk(r: &mut impl Read, slot: &mut Slot, kind: u16, length: u32) -> Result<(
             let offset = u64::from_be_bytes(read_array(r)?);
             let n = length - 8;
             let Some(at) = place(offset, n) else {
-                return Err(ClientError::Protocol(format!("data chunk {offset}+{n} outside the request")));
+                return Err(ClientError::Protocol(format!(
+                    "data chunk {offset}+{n} outside the request"
+                )));
             };
             r.read_exact(&mut slot.data[at..at + n as usize])?;
             slot.covered = slot.covered.saturating_add(n);
@@ -699,7 +703,11 @@ fn chunk(r: &mut impl Read, slot: &mut Slot, kind: u16, length: u32) -> Result<(
             let n = u64::from(u32::from_be_bytes(read_array(r)?));
             let at = match place(offset, n) {
                 Some(at) if n > 0 => at,
-                _ => return Err(ClientError::Protocol(format!("hole chunk {offset}+{n} outside the request"))),
+                _ => {
+                    return Err(ClientError::Protocol(format!(
+                        "hole chunk {offset}+{n} outside the request"
+                    )))
+                }
             };
             slot.data[at..at + n as usize].fill(0);
             slot.covered = slot.covered.saturating_add(n);

@@ -65,10 +65,7 @@ impl NbdUri {
             } else {
                 format!("{authority}:{DEFAULT_PORT}")
             };
-            Ok(NbdUri {
-                endpoint: Endpoint::Tcp(host_port),
-                export: percent_decode(path)?,
-            })
+            Ok(NbdUri { endpoint: Endpoint::Tcp(host_port), export: percent_decode(path)? })
         } else if let Some(rest) = uri.strip_prefix("nbd+unix://") {
             let (path_part, query) = match rest.find('?') {
                 Some(i) => (&rest[..i], &rest[i + 1..]),
@@ -97,10 +94,7 @@ mod tests {
     fn parses_tcp_and_unix_uris() {
         assert_eq!(
             NbdUri::parse("nbd://127.0.0.1:1234/disk%201").unwrap(),
-            NbdUri {
-                endpoint: Endpoint::Tcp("127.0.0.1:1234".into()),
-                export: "disk 1".into()
-            }
+            NbdUri { endpoint: Endpoint::Tcp("127.0.0.1:1234".into()), export: "disk 1".into() }
         );
         assert_eq!(
             NbdUri::parse("nbd://example.com").unwrap().endpoint,
@@ -112,10 +106,7 @@ mod tests {
         );
         assert_eq!(
             NbdUri::parse("nbd+unix:///name?socket=/tmp/s.sock").unwrap(),
-            NbdUri {
-                endpoint: Endpoint::Unix("/tmp/s.sock".into()),
-                export: "name".into()
-            }
+            NbdUri { endpoint: Endpoint::Unix("/tmp/s.sock".into()), export: "name".into() }
         );
         assert!(NbdUri::parse("http://x").is_err());
         assert!(NbdUri::parse("nbd+unix:///name").is_err());

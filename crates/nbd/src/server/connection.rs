@@ -52,7 +52,13 @@ impl ConnShared {
 
 /// The bytes of an error reply to `request`: a structured error chunk when structured
 /// replies were negotiated (with the offset, if given), else a simple reply.
-pub(crate) fn error_reply(structured: bool, request: &Request, error: Errno, message: &str, offset: Option<u64>) -> Vec<u8> {
+pub(crate) fn error_reply(
+    structured: bool,
+    request: &Request,
+    error: Errno,
+    message: &str,
+    offset: Option<u64>,
+) -> Vec<u8> {
     if structured {
         reply::error_chunk(request.cookie, error.code(), message, offset, true)
     } else {
@@ -95,7 +101,8 @@ pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
     let _ = stream.set_write_timeout(shared.config.write_timeout);
     let mut stream = stream;
     let shutting_down = || shared.shutting_down();
-    let negotiated = handshake::negotiate(&mut stream, shared.exports.as_ref(), &shared.config, &shutting_down);
+    let negotiated =
+        handshake::negotiate(&mut stream, shared.exports.as_ref(), &shared.config, &shutting_down);
     if let Ok(Some(negotiated)) = negotiated {
         transmission(shared, stream, negotiated, jobs);
     } else {
@@ -106,18 +113,24 @@ pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
     }
 }
 
-fn observe(observer: &Option<Arc<dyn ServerObserver>>, command: Command, moved: u64, error: Option<Errno>, latency: Duration) {
+fn observe(
+    observer: &Option<Arc<dyn ServerObserver>>,
+    command: Command,
+    moved: u64,
+    error: Option<Errno>,
+    latency: Duration,
+) {
     if let Some(observer) = observer {
-        observer.on_command(&CommandObservation {
-            command,
-            bytes: moved,
-            latency,
-            error,
-        });
+        observer.on_command(&CommandObservation { command, bytes: moved, latency, error });
     }
 }
 
-fn writer_loop(stream: Stream, replies: Receiver<Outgoing>, in_flight: Arc<InFlight>, observer: Option<Arc<dyn ServerObserver>>) {
+fn writer_loop(
+    stream: Stream,
+    replies: Receiver<Outgoing>,
+    in_flight: Arc<InFlight>,
+    observer: Option<Arc<dyn ServerObserver>>,
+) {
     let mut out = BufWriter::with_capacity(64 * 1024, stream);
     let mut dead = false;
     for reply in replies.iter() {
@@ -142,7 +155,13 @@ fn writer_loop(stream: Stream, replies: Receiver<Outgoing>, in_flight: Arc<InFli
 }
 
 /// Why a request is refused before reaching the export, per `doc/proto.md`.
-pub(crate) fn validate(request: &Request, tx_flags: u16, size: u64, structured: bool, max_payload: u32) -> Result<(), (Errno, String)> {
+pub(crate) fn validate(
+    request: &Request,
+    tx_flags: u16,
+    size: u64,
+    structured: bool,
+    max_payload: u32,
+) -> Result<(), (Errno, String)> {
     let command = request.command;
     let supported = match command {
         Command::Read | Command::Write => true,
@@ -154,7 +173,11 @@ pub(crate) fn validate(request: &Request, tx_flags: u16, size: u64, structured: 
     if !supported {
         return Err((
             Errno::Inval,
-            format!("command {} ({}) is not supported by this export", command.to_type(), command.label()),
+            format!(
+                "command {} ({}) is not supported by this export",
+                command.to_type(),
+                command.label()
+            ),
         ));
     }
     let mut allowed = 0;
@@ -169,7 +192,11 @@ pub(crate) fn validate(request: &Request, tx_flags: u16, size: u64, structured: 
     if request.flags & !allowed != 0 {
         return Err((
             Errno::Inval,
-            format!("command flags {:#06x} are not valid for {}", request.flags & !allowed, command.label()),
+            format!(
+                "command flags {:#06x} are not valid for {}",
+                request.flags & !allowed,
+                command.label()
+            ),
         ));
     }
     let writes = matches!(command, Command::Write | Command::Trim | Command::WriteZeroes);
@@ -183,7 +210,12 @@ pub(crate) fn validate(request: &Request, tx_flags: u16, size: u64, structured: 
         };
         return Err((
             errno,
-            format!("{} {}+{} beyond export size {size}", command.label(), request.offset, request.length),
+            format!(
+                "{} {}+{} beyond export size {size}",
+                command.label(),
+                request.offset,
+                request.length
+            ),
         ));
     }
     if command == Command::Read && request.length > max_payload {
@@ -196,7 +228,12 @@ pub(crate) fn validate(request: &Request, tx_flags: u16, size: u64, structured: 
     Ok(())
 }
 
-fn transmission(shared: &Arc<Shared>, mut reader: Stream, negotiated: Negotiated, jobs: Sender<Job>) {
+fn transmission(
+    shared: &Arc<Shared>,
+    mut reader: Stream,
+    negotiated: Negotiated,
+    jobs: Sender<Job>,
+) {
     let Ok(writer_stream) = reader.try_clone() else {
         reader.shutdown(Shutdown::Both);
         return;
@@ -220,24 +257,12 @@ fn transmission(shared: &Arc<Shared>, mut reader: Stream, negotiated: Negotiated
         reader.shutdown(Shutdown::Both);
         return;
     };
-    let Negotiated {
-        export,
-        structured,
-        tx_flags,
-    } = negotiated;
+    let Negotiated { export, structured, tx_flags } = negotiated;
     let size = export.size();
-    let conn = Arc::new(ConnShared {
-        export,
-        structured,
-        replies,
-    });
+    let conn = Arc::new(ConnShared { export, structured, replies });
 
     let mut header = [0u8; proto::REQUEST_HEADER_LEN];
-    loop {
-        match stream::read_exact_or_eof(&mut reader, &mut header) {
-            Ok(true) => {}
-            Ok(false) | Err(_) => break,
-        }
+    while let Ok(true) = stream::read_exact_or_eof(&mut reader, &mut header) {
         // Bad magic: the stream cannot be resynchronized; hard disconnect.
         let Ok(request) = Request::parse(&header) else {
             break;
@@ -255,7 +280,10 @@ fn transmission(shared: &Arc<Shared>, mut reader: Stream, negotiated: Negotiated
                     break;
                 }
                 in_flight.acquire(0);
-                let message = format!("write length {length} exceeds the maximum payload {}", config.max_payload);
+                let message = format!(
+                    "write length {length} exceeds the maximum payload {}",
+                    config.max_payload
+                );
                 conn.send(Outgoing {
                     bytes: error_reply(structured, &request, Errno::Inval, &message, None),
                     command: Command::Write,
@@ -280,7 +308,9 @@ fn transmission(shared: &Arc<Shared>, mut reader: Stream, negotiated: Negotiated
             in_flight.acquire(charge);
         }
         let received = Instant::now();
-        if let Err((errno, message)) = validate(&request, tx_flags, size, structured, config.max_payload) {
+        if let Err((errno, message)) =
+            validate(&request, tx_flags, size, structured, config.max_payload)
+        {
             conn.send(Outgoing {
                 bytes: error_reply(structured, &request, errno, &message, None),
                 command: request.command,
@@ -291,18 +321,18 @@ fn transmission(shared: &Arc<Shared>, mut reader: Stream, negotiated: Negotiated
             });
             continue;
         }
-        let job = Job {
-            conn: Arc::clone(&conn),
-            request,
-            payload,
-            received,
-            charge,
-        };
+        let job = Job { conn: Arc::clone(&conn), request, payload, received, charge };
         if let Err(failed) = jobs.send(job) {
             // No workers left (cannot happen while the server runs); answer ESHUTDOWN.
             let job = failed.into_inner();
             conn.send(Outgoing {
-                bytes: error_reply(structured, &job.request, Errno::Shutdown, "server is shutting down", None),
+                bytes: error_reply(
+                    structured,
+                    &job.request,
+                    Errno::Shutdown,
+                    "server is shutting down",
+                    None,
+                ),
                 command: job.request.command,
                 moved: 0,
                 error: Some(Errno::Shutdown),
@@ -323,13 +353,7 @@ mod tests {
     use super::*;
 
     fn request(command: Command, flags: u16, offset: u64, length: u32) -> Request {
-        Request {
-            flags,
-            command,
-            cookie: 1,
-            offset,
-            length,
-        }
+        Request { flags, command, cookie: 1, offset, length }
     }
 
     const ALL: u16 = proto::TX_HAS_FLAGS
@@ -345,44 +369,110 @@ mod tests {
     #[test]
     fn out_of_range_errors_follow_the_spec() {
         let max = proto::DEFAULT_MAX_PAYLOAD;
-        assert_eq!(errno(validate(&request(Command::Read, 0, 1000, 100), ALL, 1024, false, max)), Some(Errno::Inval));
-        assert_eq!(errno(validate(&request(Command::Trim, 0, 1000, 100), ALL, 1024, false, max)), Some(Errno::Inval));
-        assert_eq!(errno(validate(&request(Command::Write, 0, 1000, 100), ALL, 1024, false, max)), Some(Errno::NoSpc));
+        assert_eq!(
+            errno(validate(&request(Command::Read, 0, 1000, 100), ALL, 1024, false, max)),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(&request(Command::Trim, 0, 1000, 100), ALL, 1024, false, max)),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(&request(Command::Write, 0, 1000, 100), ALL, 1024, false, max)),
+            Some(Errno::NoSpc)
+        );
         assert_eq!(
             errno(validate(&request(Command::WriteZeroes, 0, u64::MAX, 1), ALL, 1024, false, max)),
             Some(Errno::NoSpc)
         );
-        assert_eq!(errno(validate(&request(Command::Read, 0, 0, 1024), ALL, 1024, false, max)), None);
+        assert_eq!(
+            errno(validate(&request(Command::Read, 0, 0, 1024), ALL, 1024, false, max)),
+            None
+        );
     }
 
     #[test]
     fn unknown_commands_flags_and_read_only() {
         let max = proto::DEFAULT_MAX_PAYLOAD;
-        assert_eq!(errno(validate(&request(Command::Unknown(42), 0, 0, 0), ALL, 1024, false, max)), Some(Errno::Inval));
-        assert_eq!(errno(validate(&request(Command::Cache, 0, 0, 512), ALL, 1024, false, max)), Some(Errno::Inval));
+        assert_eq!(
+            errno(validate(&request(Command::Unknown(42), 0, 0, 0), ALL, 1024, false, max)),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(&request(Command::Cache, 0, 0, 512), ALL, 1024, false, max)),
+            Some(Errno::Inval)
+        );
         // FLUSH not advertised.
         assert_eq!(
-            errno(validate(&request(Command::Flush, 0, 0, 0), proto::TX_HAS_FLAGS, 1024, false, max)),
+            errno(validate(
+                &request(Command::Flush, 0, 0, 0),
+                proto::TX_HAS_FLAGS,
+                1024,
+                false,
+                max
+            )),
             Some(Errno::Inval)
         );
         // FUA without SEND_FUA; NO_HOLE on a write; DF without structured replies.
         assert_eq!(
-            errno(validate(&request(Command::Write, proto::CMD_FLAG_FUA, 0, 1), proto::TX_HAS_FLAGS, 1024, false, max)),
+            errno(validate(
+                &request(Command::Write, proto::CMD_FLAG_FUA, 0, 1),
+                proto::TX_HAS_FLAGS,
+                1024,
+                false,
+                max
+            )),
             Some(Errno::Inval)
         );
-        assert_eq!(errno(validate(&request(Command::Write, proto::CMD_FLAG_NO_HOLE, 0, 1), ALL, 1024, false, max)), Some(Errno::Inval));
-        assert_eq!(errno(validate(&request(Command::Read, proto::CMD_FLAG_DF, 0, 1), ALL, 1024, false, max)), Some(Errno::Inval));
         assert_eq!(
-            errno(validate(&request(Command::Read, proto::CMD_FLAG_DF, 0, 1), ALL | proto::TX_SEND_DF, 1024, true, max)),
+            errno(validate(
+                &request(Command::Write, proto::CMD_FLAG_NO_HOLE, 0, 1),
+                ALL,
+                1024,
+                false,
+                max
+            )),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(
+                &request(Command::Read, proto::CMD_FLAG_DF, 0, 1),
+                ALL,
+                1024,
+                false,
+                max
+            )),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(
+                &request(Command::Read, proto::CMD_FLAG_DF, 0, 1),
+                ALL | proto::TX_SEND_DF,
+                1024,
+                true,
+                max
+            )),
             None
         );
         assert_eq!(
-            errno(validate(&request(Command::WriteZeroes, proto::CMD_FLAG_NO_HOLE | proto::CMD_FLAG_FUA, 0, 1), ALL, 1024, false, max)),
+            errno(validate(
+                &request(Command::WriteZeroes, proto::CMD_FLAG_NO_HOLE | proto::CMD_FLAG_FUA, 0, 1),
+                ALL,
+                1024,
+                false,
+                max
+            )),
             None
         );
         let ro = ALL | proto::TX_READ_ONLY;
-        assert_eq!(errno(validate(&request(Command::Write, 0, 0, 1), ro, 1024, false, max)), Some(Errno::Perm));
-        assert_eq!(errno(validate(&request(Command::Trim, 0, 0, 1), ro, 1024, false, max)), Some(Errno::Perm));
+        assert_eq!(
+            errno(validate(&request(Command::Write, 0, 0, 1), ro, 1024, false, max)),
+            Some(Errno::Perm)
+        );
+        assert_eq!(
+            errno(validate(&request(Command::Trim, 0, 0, 1), ro, 1024, false, max)),
+            Some(Errno::Perm)
+        );
         assert_eq!(errno(validate(&request(Command::Read, 0, 0, 1), ro, 1024, false, max)), None);
     }
 

@@ -138,11 +138,7 @@ pub(crate) fn negotiate(
                     out.extend_from_slice(&[0u8; 124]);
                 }
                 stream.write_all(&out)?;
-                return Ok(Some(Negotiated {
-                    export,
-                    structured,
-                    tx_flags,
-                }));
+                return Ok(Some(Negotiated { export, structured, tx_flags }));
             }
             proto::OPT_ABORT => {
                 // The client may already have closed; a failed ACK does not matter.
@@ -151,7 +147,12 @@ pub(crate) fn negotiate(
             }
             proto::OPT_LIST => {
                 if !data.is_empty() {
-                    error_reply(stream, option, proto::REP_ERR_INVALID, "NBD_OPT_LIST takes no data")?;
+                    error_reply(
+                        stream,
+                        option,
+                        proto::REP_ERR_INVALID,
+                        "NBD_OPT_LIST takes no data",
+                    )?;
                     continue;
                 }
                 let mut out = Vec::new();
@@ -172,11 +173,7 @@ pub(crate) fn negotiate(
                         stream.write_all(&replies)?;
                         if option == proto::OPT_GO {
                             let tx_flags = transmission_flags(export.as_ref(), structured);
-                            return Ok(Some(Negotiated {
-                                export,
-                                structured,
-                                tx_flags,
-                            }));
+                            return Ok(Some(Negotiated { export, structured, tx_flags }));
                         }
                     }
                 }
@@ -206,6 +203,12 @@ pub(crate) fn negotiate(
     }
 }
 
+/// The bytes of every reply to a successful NBD_OPT_INFO / NBD_OPT_GO, and the export.
+type InfoReplies = (Vec<u8>, Arc<dyn Export>);
+
+/// An option error: the NBD_REP_ERR_* type and its message.
+type OptionError = (u32, String);
+
 /// The replies to NBD_OPT_INFO / NBD_OPT_GO (every NBD_REP_INFO then NBD_REP_ACK), or the
 /// error reply type and message.
 fn info(
@@ -214,7 +217,7 @@ fn info(
     exports: &dyn ExportSet,
     config: &ServerConfig,
     structured: bool,
-) -> Result<(Vec<u8>, Arc<dyn Export>), (u32, String)> {
+) -> Result<InfoReplies, OptionError> {
     let invalid = |m: &str| (proto::REP_ERR_INVALID, m.to_string());
     if data.len() < 6 {
         return Err(invalid("option data shorter than 6 bytes"));
@@ -226,22 +229,20 @@ fn info(
     if name_len > proto::MAX_STRING_LEN {
         return Err((proto::REP_ERR_TOO_BIG, "export name longer than 4096 bytes".into()));
     }
-    let name = std::str::from_utf8(&data[4..4 + name_len]).map_err(|_| invalid("export name is not UTF-8"))?;
+    let name = std::str::from_utf8(&data[4..4 + name_len])
+        .map_err(|_| invalid("export name is not UTF-8"))?;
     let rest = &data[4 + name_len..];
     let count = u16::from_be_bytes([rest[0], rest[1]]) as usize;
     if rest.len() != 2 + 2 * count {
         return Err(invalid("information request count does not match the option length"));
     }
-    let requests: Vec<u16> = rest[2..]
-        .chunks_exact(2)
-        .map(|c| u16::from_be_bytes([c[0], c[1]]))
-        .collect();
+    let requests: Vec<u16> =
+        rest[2..].chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
     let Some(export) = exports.get(name) else {
         return Err((proto::REP_ERR_UNKNOWN, format!("no export named {name:?}")));
     };
-    let (canonical, description) = exports
-        .describe(name)
-        .unwrap_or_else(|| (name.to_string(), String::new()));
+    let (canonical, description) =
+        exports.describe(name).unwrap_or_else(|| (name.to_string(), String::new()));
 
     let mut out = Vec::new();
     let mut export_info = Vec::with_capacity(12);
@@ -254,7 +255,9 @@ fn info(
     let mut sizes = Vec::with_capacity(14);
     sizes.extend_from_slice(&proto::INFO_BLOCK_SIZE.to_be_bytes());
     sizes.extend_from_slice(&1u32.to_be_bytes());
-    sizes.extend_from_slice(&preferred_block_size(export.as_ref(), config.max_payload).to_be_bytes());
+    sizes.extend_from_slice(
+        &preferred_block_size(export.as_ref(), config.max_payload).to_be_bytes(),
+    );
     sizes.extend_from_slice(&config.max_payload.to_be_bytes());
     out.extend_from_slice(&option_reply(option, proto::REP_INFO, &sizes));
 

@@ -138,7 +138,8 @@ impl ServerBuilder {
     /// max(2 × `bytes`, 64 MiB).
     pub fn max_payload(mut self, bytes: u32) -> ServerBuilder {
         self.config.max_payload = bytes;
-        self.config.discard_limit = (2 * u64::from(bytes)).max(2 * u64::from(proto::DEFAULT_MAX_PAYLOAD));
+        self.config.discard_limit =
+            (2 * u64::from(bytes)).max(2 * u64::from(proto::DEFAULT_MAX_PAYLOAD));
         self
     }
 
@@ -155,16 +156,16 @@ impl ServerBuilder {
     }
 
     /// Listen on a TCP address (port 0 picks a free port; see [`Server::addrs`]).
-    pub fn listen_tcp(mut self, address: impl ToSocketAddrs + std::fmt::Debug) -> Result<ServerBuilder, ServerError> {
+    pub fn listen_tcp(
+        mut self,
+        address: impl ToSocketAddrs + std::fmt::Debug,
+    ) -> Result<ServerBuilder, ServerError> {
         let describe = format!("{address:?}");
-        let listener = TcpListener::bind(&address).map_err(|source| ServerError::Bind {
-            address: describe.clone(),
-            source,
-        })?;
-        let local = listener.local_addr().map_err(|source| ServerError::Bind {
-            address: describe,
-            source,
-        })?;
+        let listener = TcpListener::bind(&address)
+            .map_err(|source| ServerError::Bind { address: describe.clone(), source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ServerError::Bind { address: describe, source })?;
         self.listeners.push((Listener::Tcp(listener), ListenAddr::Tcp(local)));
         Ok(self)
     }
@@ -173,10 +174,7 @@ impl ServerBuilder {
     /// the file is removed when the server stops.
     pub fn listen_unix(mut self, path: impl AsRef<Path>) -> Result<ServerBuilder, ServerError> {
         let path = path.as_ref().to_path_buf();
-        let bind_error = |source| ServerError::Bind {
-            address: path.display().to_string(),
-            source,
-        };
+        let bind_error = |source| ServerError::Bind { address: path.display().to_string(), source };
         if path.exists() && UnixStream::connect(&path).is_err() {
             use std::os::unix::fs::FileTypeExt;
             let is_socket = std::fs::symlink_metadata(&path)
@@ -208,7 +206,9 @@ impl ServerBuilder {
             return Err(ServerError::Config("max_in_flight must be at least 1".into()));
         }
         if self.listeners.is_empty() {
-            return Err(ServerError::Config("no listening socket (listen_tcp / listen_unix)".into()));
+            return Err(ServerError::Config(
+                "no listening socket (listen_tcp / listen_unix)".into(),
+            ));
         }
         let (listeners, addrs) = self.listeners.into_iter().unzip();
         Ok(Server {
@@ -334,9 +334,7 @@ impl Server {
 
     /// A handle that stops this server.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
-        ShutdownHandle {
-            shared: Arc::clone(&self.shared),
-        }
+        ShutdownHandle { shared: Arc::clone(&self.shared) }
     }
 
     /// Serve until [`ShutdownHandle::shutdown`] is called, then drain: stop accepting, let
@@ -380,10 +378,7 @@ impl Server {
         }
         drop(jobs);
         if startup_error.is_some() {
-            ShutdownHandle {
-                shared: Arc::clone(&shared),
-            }
-            .shutdown();
+            ShutdownHandle { shared: Arc::clone(&shared) }.shutdown();
         }
 
         // Wait for the shutdown signal.
@@ -494,7 +489,11 @@ fn wake(addr: &ListenAddr) {
     }
 }
 
-fn accept_loop(listener: Listener, shared: Arc<Shared>, jobs: crossbeam::channel::Sender<worker::Job>) {
+fn accept_loop(
+    listener: Listener,
+    shared: Arc<Shared>,
+    jobs: crossbeam::channel::Sender<worker::Job>,
+) {
     loop {
         let accepted = match &listener {
             Listener::Tcp(l) => l.accept().and_then(|(s, _)| Stream::tcp(s)),

@@ -38,13 +38,7 @@ fn guarded<T>(call: impl FnOnce() -> Result<T, ExportError>) -> Result<T, Export
 }
 
 fn execute(job: Job) {
-    let Job {
-        conn,
-        request,
-        payload,
-        received,
-        charge,
-    } = job;
+    let Job { conn, request, payload, received, charge } = job;
     let export = conn.export.as_ref();
     let fua = request.flags & proto::CMD_FLAG_FUA != 0;
     let length = u64::from(request.length);
@@ -68,7 +62,10 @@ fn execute(job: Job) {
                 Ok(()) => (reply::simple_header(0, request.cookie).to_vec(), None),
                 Err(e) => {
                     let errno = Errno::from(&e);
-                    (error_reply(conn.structured, &request, errno, &e.to_string(), None), Some(errno))
+                    (
+                        error_reply(conn.structured, &request, errno, &e.to_string(), None),
+                        Some(errno),
+                    )
                 }
             }
         }
@@ -78,14 +75,7 @@ fn execute(job: Job) {
         (Command::Flush, _) | (_, Some(_)) => 0,
         _ => length,
     };
-    conn.send(Outgoing {
-        bytes,
-        command: request.command,
-        moved,
-        error,
-        received,
-        charge,
-    });
+    conn.send(Outgoing { bytes, command: request.command, moved, error, received, charge });
 }
 
 /// A READ's reply. Structured: one OFFSET_DATA chunk with DONE on success; on failure the
@@ -115,7 +105,8 @@ fn read(export: &dyn Export, structured: bool, request: &Request) -> (Vec<u8>, O
         };
     }
     if len == 0 {
-        let done = reply::structured_header(proto::REPLY_FLAG_DONE, proto::REPLY_TYPE_NONE, cookie, 0);
+        let done =
+            reply::structured_header(proto::REPLY_FLAG_DONE, proto::REPLY_TYPE_NONE, cookie, 0);
         return (done.to_vec(), None);
     }
     let head = proto::STRUCTURED_REPLY_HEADER_LEN + 8;
@@ -144,7 +135,8 @@ fn read(export: &dyn Export, structured: bool, request: &Request) -> (Vec<u8>, O
         Some((good, error)) => {
             let errno = Errno::from(&error);
             let failed_at = request.offset + good as u64;
-            let chunk = reply::error_chunk(cookie, errno.code(), &error.to_string(), Some(failed_at), true);
+            let chunk =
+                reply::error_chunk(cookie, errno.code(), &error.to_string(), Some(failed_at), true);
             if good == 0 {
                 return (chunk, Some(errno));
             }
@@ -158,7 +150,11 @@ fn read(export: &dyn Export, structured: bool, request: &Request) -> (Vec<u8>, O
 
 /// Re-read `buf` (the range at `offset`) in preferred-block-size pieces; `None` if every
 /// piece now succeeds, else how many bytes at the start are good and the error.
-fn locate_failure(export: &dyn Export, offset: u64, buf: &mut [u8]) -> Option<(usize, ExportError)> {
+fn locate_failure(
+    export: &dyn Export,
+    offset: u64,
+    buf: &mut [u8],
+) -> Option<(usize, ExportError)> {
     let block = u64::from(export.preferred_block_size().max(512));
     let mut done = 0usize;
     while done < buf.len() {

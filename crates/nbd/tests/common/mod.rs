@@ -10,7 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{
-    Client, ClientBuilder, Export, ExportError, ExportFlags, ExportMap, MemExport, RunningServer, Server, ServerStats,
+    Client, ClientBuilder, Export, ExportError, ExportFlags, ExportMap, MemExport, RunningServer,
+    Server, ServerStats,
 };
 
 /// A running server; shut down (and checked to stop cleanly) on drop.
@@ -67,13 +68,7 @@ pub fn serve_with(exports: ExportMap, config: ServerConfig) -> TestServer {
         .expect("build");
     let tcp = server.tcp_addr().expect("tcp address");
     let running = server.spawn().expect("spawn");
-    TestServer {
-        running: Some(running),
-        tcp,
-        unix,
-        stats,
-        _dir: dir,
-    }
+    TestServer { running: Some(running), tcp, unix, stats, _dir: dir }
 }
 
 /// Serve one MemExport of `size` bytes called `name`.
@@ -166,7 +161,13 @@ impl Export for GateExport {
     fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ExportError> {
         self.inner.trim(offset, len, fua)
     }
-    fn write_zeroes(&self, offset: u64, len: u64, fua: bool, may_trim: bool) -> Result<(), ExportError> {
+    fn write_zeroes(
+        &self,
+        offset: u64,
+        len: u64,
+        fua: bool,
+        may_trim: bool,
+    ) -> Result<(), ExportError> {
         self.inner.write_zeroes(offset, len, fua, may_trim)
     }
 }
@@ -199,7 +200,13 @@ impl Export for FaultyExport {
     fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ExportError> {
         self.inner.trim(offset, len, fua)
     }
-    fn write_zeroes(&self, offset: u64, len: u64, fua: bool, may_trim: bool) -> Result<(), ExportError> {
+    fn write_zeroes(
+        &self,
+        offset: u64,
+        len: u64,
+        fua: bool,
+        may_trim: bool,
+    ) -> Result<(), ExportError> {
         self.inner.write_zeroes(offset, len, fua, may_trim)
     }
 }
@@ -300,7 +307,15 @@ impl Raw {
         (raw, size, flags)
     }
 
-    pub fn request(&mut self, flags: u16, command: u16, cookie: u64, offset: u64, length: u32, payload: &[u8]) {
+    pub fn request(
+        &mut self,
+        flags: u16,
+        command: u16,
+        cookie: u64,
+        offset: u64,
+        length: u32,
+        payload: &[u8],
+    ) {
         let mut out = Vec::with_capacity(28 + payload.len());
         out.extend_from_slice(&0x2560_9513u32.to_be_bytes());
         out.extend_from_slice(&flags.to_be_bytes());
@@ -336,7 +351,12 @@ impl Raw {
                 Ok(0) => return true,
                 Ok(_) => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
                     return false
                 }
                 Err(_) => return true,
