@@ -307,3 +307,23 @@ fn stats_count_connections() {
     assert_eq!(stats.connections_open(), 0);
     assert_eq!(stats.command(Command::Disc).count(), 2);
 }
+
+#[test]
+fn requests_read_after_shutdown_began_get_eshutdown() {
+    let gate = Arc::new(GateExport::new(1 << 20));
+    let config = ServerConfig { max_in_flight: 1, ..ServerConfig::default() };
+    let server = serve_with(ExportMap::new().with("g", "", gate.clone()), config);
+    let client = server.client("g");
+    let first = client.start_read(0, 4096).unwrap();
+    gate.wait_for_waiters(1);
+    // The reader holds this one back (the connection has its one request in flight), or it
+    // is still in the socket buffer, which stays readable after the server shuts its read
+    // side (Linux): either way it is read after shutdown began.
+    let second = client.start_read(4096, 4096).unwrap();
+    server.running.as_ref().unwrap().shutdown_handle().shutdown();
+    gate.open();
+    assert_eq!(first.wait().unwrap(), vec![0u8; 4096], "the request in flight is answered");
+    let err = second.wait().unwrap_err();
+    assert!(matches!(err, ClientError::Server { errno: Errno::Shutdown, .. }), "{err}");
+    server.stop();
+}

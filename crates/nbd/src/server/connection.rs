@@ -308,9 +308,13 @@ fn transmission(
             in_flight.acquire(charge);
         }
         let received = Instant::now();
-        if let Err((errno, message)) =
+        let verdict = if shared.shutting_down() {
+            // Read after shutdown began: refused, as the spec suggests, with NBD_ESHUTDOWN.
+            Err((Errno::Shutdown, "server is shutting down".to_string()))
+        } else {
             validate(&request, tx_flags, size, structured, config.max_payload)
-        {
+        };
+        if let Err((errno, message)) = verdict {
             conn.send(Outgoing {
                 bytes: error_reply(structured, &request, errno, &message, None),
                 command: request.command,
