@@ -2,7 +2,7 @@
 //! thread) parsing requests and a writer thread serializing replies; export calls run on
 //! the shared worker pool.
 
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::Shutdown;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -228,14 +228,9 @@ pub(crate) fn validate(
     Ok(())
 }
 
-fn transmission(
-    shared: &Arc<Shared>,
-    mut reader: Stream,
-    negotiated: Negotiated,
-    jobs: Sender<Job>,
-) {
-    let Ok(writer_stream) = reader.try_clone() else {
-        reader.shutdown(Shutdown::Both);
+fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jobs: Sender<Job>) {
+    let Ok(writer_stream) = socket.try_clone() else {
+        socket.shutdown(Shutdown::Both);
         return;
     };
     let config = &shared.config;
@@ -254,7 +249,7 @@ fn transmission(
             .spawn(move || writer_loop(writer_stream, reply_queue, in_flight, observer))
     };
     let Ok(writer) = writer else {
-        reader.shutdown(Shutdown::Both);
+        socket.shutdown(Shutdown::Both);
         return;
     };
     let Negotiated { export, structured, tx_flags } = negotiated;
@@ -262,6 +257,8 @@ fn transmission(
     let conn = Arc::new(ConnShared { export, structured, replies });
 
     let mut header = [0u8; proto::REQUEST_HEADER_LEN];
+    // Buffered from here on only: the handshake read exactly what it needed, unbuffered.
+    let mut reader = BufReader::with_capacity(64 * 1024, socket);
     while let Ok(true) = stream::read_exact_or_eof(&mut reader, &mut header) {
         // Bad magic: the stream cannot be resynchronized; hard disconnect.
         let Ok(request) = Request::parse(&header) else {
@@ -349,7 +346,7 @@ fn transmission(
     drop(conn);
     drop(jobs);
     let _ = writer.join();
-    reader.shutdown(Shutdown::Both);
+    reader.get_ref().shutdown(Shutdown::Both);
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 //! to that socket); a pool of workers shared by all connections carries out the export calls.
 
 mod connection;
-mod handshake;
+pub(crate) mod handshake;
 mod worker;
 
 use std::collections::HashMap;
