@@ -3,6 +3,8 @@
 //! pipelining client ([`client`]). The protocol subset and every error mapping are documented
 //! in `docs/nbd.md`.
 
+#![warn(missing_docs)]
+
 pub mod client;
 pub mod errno;
 pub mod export;

@@ -67,46 +67,46 @@ pub fn error_chunk(
     out
 }
 
-/// The header of a reply as the client reads it: the first 4 bytes (magic) decide whether 12
-/// more (simple) or 16 more (structured) follow.
+/// A simple reply header as the client reads it (after its 4-byte magic).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplyHeader {
-    /// A simple reply.
-    Simple {
-        /// Error field (0 on success).
-        error: u32,
-        /// The request's cookie.
-        cookie: u64,
-    },
-    /// A structured reply chunk.
-    Structured {
-        /// Reply flags (`NBD_REPLY_FLAG_DONE`).
-        flags: u16,
-        /// Chunk type (`NBD_REPLY_TYPE_*`).
-        kind: u16,
-        /// The request's cookie.
-        cookie: u64,
-        /// Payload length.
-        length: u32,
-    },
+pub struct SimpleHeader {
+    /// Error field (0 on success).
+    pub error: u32,
+    /// The request's cookie.
+    pub cookie: u64,
 }
 
-impl ReplyHeader {
+impl SimpleHeader {
     /// Decode the 12 bytes after a simple reply magic.
-    pub fn simple(rest: &[u8; 12]) -> ReplyHeader {
+    pub fn parse(rest: &[u8; 12]) -> SimpleHeader {
         let mut cookie = [0u8; 8];
         cookie.copy_from_slice(&rest[4..12]);
-        ReplyHeader::Simple {
+        SimpleHeader {
             error: u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]),
             cookie: u64::from_be_bytes(cookie),
         }
     }
+}
 
+/// A structured reply chunk header as the client reads it (after its 4-byte magic).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkHeader {
+    /// Reply flags (`NBD_REPLY_FLAG_DONE`).
+    pub flags: u16,
+    /// Chunk type (`NBD_REPLY_TYPE_*`).
+    pub kind: u16,
+    /// The request's cookie.
+    pub cookie: u64,
+    /// Payload length.
+    pub length: u32,
+}
+
+impl ChunkHeader {
     /// Decode the 16 bytes after a structured reply magic.
-    pub fn structured(rest: &[u8; 16]) -> ReplyHeader {
+    pub fn parse(rest: &[u8; 16]) -> ChunkHeader {
         let mut cookie = [0u8; 8];
         cookie.copy_from_slice(&rest[4..12]);
-        ReplyHeader::Structured {
+        ChunkHeader {
             flags: u16::from_be_bytes([rest[0], rest[1]]),
             kind: u16::from_be_bytes([rest[2], rest[3]]),
             cookie: u64::from_be_bytes(cookie),
@@ -125,7 +125,7 @@ mod tests {
         assert_eq!(&bytes[0..4], &[0x67, 0x44, 0x66, 0x98]);
         let mut rest = [0u8; 12];
         rest.copy_from_slice(&bytes[4..]);
-        assert_eq!(ReplyHeader::simple(&rest), ReplyHeader::Simple { error: 22, cookie: 7 });
+        assert_eq!(SimpleHeader::parse(&rest), SimpleHeader { error: 22, cookie: 7 });
     }
 
     #[test]
@@ -135,8 +135,8 @@ mod tests {
         let mut rest = [0u8; 16];
         rest.copy_from_slice(&bytes[4..20]);
         assert_eq!(
-            ReplyHeader::structured(&rest),
-            ReplyHeader::Structured {
+            ChunkHeader::parse(&rest),
+            ChunkHeader {
                 flags: proto::REPLY_FLAG_DONE,
                 kind: proto::REPLY_TYPE_ERROR_OFFSET,
                 cookie: 9,

@@ -37,7 +37,7 @@ use crossbeam::channel::{Receiver, Sender};
 
 use crate::errno::Errno;
 use crate::proto;
-use crate::reply::ReplyHeader;
+use crate::reply::{ChunkHeader, SimpleHeader};
 use crate::request::{Command, Request};
 use crate::stream::Stream;
 
@@ -599,11 +599,7 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
         }
         match u32::from_be_bytes(magic) {
             proto::SIMPLE_REPLY_MAGIC => {
-                let ReplyHeader::Simple { error, cookie } =
-                    ReplyHeader::simple(&read_array(&mut r)?)
-                else {
-                    unreachable!("simple() returns Simple")
-                };
+                let SimpleHeader { error, cookie } = SimpleHeader::parse(&read_array(&mut r)?);
                 let slot = shared.lock().slots.remove(&cookie);
                 let Some(mut slot) = slot else {
                     return Err(ClientError::Protocol(format!(
@@ -625,11 +621,8 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
                 shared.complete(slot, result);
             }
             proto::STRUCTURED_REPLY_MAGIC => {
-                let ReplyHeader::Structured { flags, kind, cookie, length } =
-                    ReplyHeader::structured(&read_array(&mut r)?)
-                else {
-                    unreachable!("structured() returns Structured")
-                };
+                let ChunkHeader { flags, kind, cookie, length } =
+                    ChunkHeader::parse(&read_array(&mut r)?);
                 let slot = shared.lock().slots.remove(&cookie);
                 let Some(mut slot) = slot else {
                     return Err(ClientError::Protocol(format!(
