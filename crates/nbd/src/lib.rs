@@ -25,5 +25,7 @@ pub use export_map::ExportMap;
 pub use latency::LatencyHistogram;
 pub use mem_export::MemExport;
 pub use request::{Command, Request};
-pub use server::{RunningServer, Server, ServerBuilder, ServerError, ShutdownHandle};
+pub use server::{
+    ListenAddr, RunningServer, Server, ServerBuilder, ServerConfig, ServerError, ShutdownHandle,
+};
 pub use stats::{CommandObservation, CommandStats, ServerObserver, ServerStats};

@@ -327,3 +327,44 @@ fn requests_read_after_shutdown_began_get_eshutdown() {
     assert!(matches!(err, ClientError::Server { errno: Errno::Shutdown, .. }), "{err}");
     server.stop();
 }
+
+#[test]
+fn many_connections_at_once_over_tcp_and_unix() {
+    let (server, _export) = serve_mem("d", 32 << 20);
+    let tcp = server.tcp;
+    let unix = server.unix.clone();
+    let threads: Vec<_> = (0..16u64)
+        .map(|i| {
+            let unix = unix.clone();
+            std::thread::spawn(move || {
+                let builder = ClientBuilder::new().export("d");
+                let client = if i % 2 == 0 {
+                    builder.connect_tcp(tcp).unwrap()
+                } else {
+                    builder.connect_unix(&unix).unwrap()
+                };
+                let data = pattern(1000 + i, 1 << 20);
+                client.write(i << 21, &data, i % 3 == 0).unwrap();
+                let mut back = vec![0u8; data.len()];
+                client.read(i << 21, &mut back).unwrap();
+                assert_eq!(back, data, "connection {i}");
+                client.disconnect().unwrap();
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let stats = server.stats.clone();
+    server.stop();
+    assert_eq!(stats.connections_opened(), 16);
+    assert_eq!(stats.command(Command::Write).bytes(), 16 << 20);
+}
+
+#[test]
+fn client_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Client>();
+    assert_send_sync::<ember_nbd::InFlight>();
+    assert_send_sync::<ember_nbd::ShutdownHandle>();
+}
