@@ -19,6 +19,7 @@
 
 mod connection;
 pub(crate) mod handshake;
+mod replies;
 mod worker;
 
 use std::collections::HashMap;
