@@ -219,6 +219,7 @@ impl ServerBuilder {
                 observer: self.observer,
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
+                stopping: std::sync::atomic::AtomicBool::new(false),
             }),
             listeners,
             addrs,
@@ -241,6 +242,7 @@ pub(crate) struct Shared {
     pub(crate) observer: Option<Arc<dyn ServerObserver>>,
     state: Mutex<State>,
     changed: Condvar,
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -250,8 +252,9 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether shutdown has begun (a lock-free read; the flag is set under the state lock).
     pub(crate) fn shutting_down(&self) -> bool {
-        self.state().shutting_down
+        self.stopping.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Register a new connection; `None` when shutting down (the caller drops it).
@@ -288,6 +291,7 @@ impl ShutdownHandle {
         let mut state = self.shared.state();
         if !state.shutting_down {
             state.shutting_down = true;
+            self.shared.stopping.store(true, std::sync::atomic::Ordering::Release);
             for stream in state.connections.values() {
                 stream.shutdown(Shutdown::Read);
             }
