@@ -36,6 +36,14 @@ impl Stream {
         };
     }
 
+    /// Set a timeout on blocking reads (`None`: wait forever).
+    pub fn set_read_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(timeout),
+            Stream::Unix(s) => s.set_read_timeout(timeout),
+        }
+    }
+
     /// Set a timeout on blocking writes (`None`: wait forever).
     pub fn set_write_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
         match self {

@@ -56,10 +56,16 @@ pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
         observer.on_connection_opened();
     }
     let _ = stream.set_write_timeout(shared.config.write_timeout);
+    let _ = stream.set_read_timeout(shared.config.handshake_timeout);
     let mut stream = stream;
     let shutting_down = || shared.shutting_down();
     let negotiated =
         handshake::negotiate(&mut stream, shared.exports.as_ref(), &shared.config, &shutting_down);
+    let negotiated = match negotiated {
+        Ok(Some(n)) if stream.set_read_timeout(None).is_ok() => Ok(Some(n)),
+        Ok(_) => Ok(None),
+        Err(e) => Err(e),
+    };
     if let Ok(Some(negotiated)) = negotiated {
         transmission(shared, stream, negotiated, jobs);
     } else {

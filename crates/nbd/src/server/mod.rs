@@ -75,6 +75,9 @@ pub struct ServerConfig {
     /// How long a reply write may block on a client that does not read before the
     /// connection is dropped (`None`: forever).
     pub write_timeout: Option<Duration>,
+    /// How long the handshake may wait for the client's next bytes before the connection is
+    /// dropped, so idle half-open connections do not pin threads (`None`: forever).
+    pub handshake_timeout: Option<Duration>,
 }
 
 impl Default for ServerConfig {
@@ -86,6 +89,7 @@ impl Default for ServerConfig {
             max_in_flight: 128,
             max_in_flight_bytes: 128 << 20,
             write_timeout: Some(Duration::from_secs(120)),
+            handshake_timeout: Some(Duration::from_secs(60)),
         }
     }
 }
