@@ -1,5 +1,5 @@
 //! Serve a RAM disk over NBD until stdin closes: `cargo run -p ember-nbd --example serve_mem
-//! -- 127.0.0.1:10809 disk 1073741824`, then e.g. `nbdinfo nbd://127.0.0.1:10809/disk`.
+//! -- 127.0.0.1:10809 disk 1073741824 [workers]`, then e.g. `nbdinfo nbd://127.0.0.1:10809/disk`.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -13,6 +13,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size: u64 = match args.get(3) {
         Some(s) => s.parse().map_err(|e| format!("size {s:?}: {e}"))?,
         None => 1 << 30,
+    };
+    let workers: usize = match args.get(4) {
+        Some(s) => s.parse().map_err(|e| format!("workers {s:?}: {e}"))?,
+        None => 8,
     };
     let stats = Arc::new(ServerStats::new());
     let exports =
