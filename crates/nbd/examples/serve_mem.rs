@@ -21,8 +21,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stats = Arc::new(ServerStats::new());
     let exports =
         ExportMap::new().with(name, "ember-nbd MemExport demo", Arc::new(MemExport::new(size)));
-    let server =
-        Server::builder(Arc::new(exports)).observer(stats.clone()).listen_tcp(address)?.build()?;
+    let server = Server::builder(Arc::new(exports))
+        .observer(stats.clone())
+        .workers(workers)
+        .listen_tcp(address)?
+        .build()?;
     eprintln!("serving {name} ({size} bytes) on {:?}; close stdin to stop", server.addrs());
     let running = server.spawn()?;
     let mut sink = Vec::new();
