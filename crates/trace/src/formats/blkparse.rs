@@ -11,7 +11,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{parse_nonneg_f64, parse_u64, secs_to_ns, to_length, Line, SECTOR_SIZE};
+use super::{parse_time_ns, parse_u64, to_length, Line, SECTOR_SIZE};
 use crate::{Op, Request, TraceError, VolumeTable};
 
 /// The blkparse action whose events become requests.
@@ -128,7 +128,7 @@ impl BlkparseParser {
             }
             return Err(format!("expected 'sector + count' after RWBS {rwbs:?}"));
         }
-        let time_ns = secs_to_ns(parse_nonneg_f64(t[3], "time")?)?;
+        let time_ns = parse_time_ns(t[3], 1_000_000_000, "time")?;
         let sector = parse_u64(t[7], "sector")?;
         let count = parse_u64(t[9], "sector count")?;
         let offset = sector

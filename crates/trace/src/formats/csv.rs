@@ -10,7 +10,7 @@ use std::fmt;
 use std::io::Write;
 use std::str::FromStr;
 
-use super::{parse_nonneg_f64, parse_u64, to_length, Line, WriteFail, SECTOR_SIZE};
+use super::{parse_time_ns, parse_u64, to_length, Line, WriteFail, SECTOR_SIZE};
 use crate::{Op, Request, TraceError, VolumeTable};
 
 /// The unit of a CSV time column.
@@ -29,12 +29,12 @@ pub enum TimeUnit {
 
 impl TimeUnit {
     /// Nanoseconds in one unit.
-    pub fn ns(self) -> f64 {
+    pub fn ns(self) -> u64 {
         match self {
-            TimeUnit::S => 1e9,
-            TimeUnit::Ms => 1e6,
-            TimeUnit::Us => 1e3,
-            TimeUnit::Ns => 1.0,
+            TimeUnit::S => 1_000_000_000,
+            TimeUnit::Ms => 1_000_000,
+            TimeUnit::Us => 1_000,
+            TimeUnit::Ns => 1,
         }
     }
 }
@@ -245,13 +245,7 @@ impl CsvParser {
         }
         .ok_or_else(|| format!("offset {raw} {} overflows a 64-bit byte offset", c.offset_unit))?;
         let time_ns = match c.time {
-            Some(t) => {
-                let v = parse_nonneg_f64(f[t - 1], "time")? * c.time_unit.ns();
-                if v >= u64::MAX as f64 {
-                    return Err(format!("time {} overflows 64-bit nanoseconds", f[t - 1]));
-                }
-                v.round() as u64
-            }
+            Some(t) => parse_time_ns(f[t - 1], c.time_unit.ns(), "time")?,
             None => 0,
         };
         let length = match c.size {
