@@ -1,7 +1,7 @@
 //! ember's readers on libCacheSim's shipped sample trace cloudPhysicsIO, in its vscsi, csv and
 //! oracleGeneral renditions (fetched into `.cache/peer/` by `make setup`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ember_trace::{
     read_oracle_general_keys, read_oracle_general_records, read_trace, write_trace, CsvColumns,
@@ -19,7 +19,7 @@ fn peer(name: &str) -> PathBuf {
     p
 }
 
-fn read(path: &PathBuf, opts: &ReadOptions) -> Trace {
+fn read(path: &Path, opts: &ReadOptions) -> Trace {
     match read_trace(path, opts) {
         Ok((t, s)) => {
             assert_eq!(s.skipped, 0, "{}", path.display());
