@@ -540,3 +540,7 @@ impl ExportSet for Engine {
             .collect()
     }
 }
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;
