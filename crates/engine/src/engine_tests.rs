@@ -5,9 +5,9 @@ use super::*;
 use crate::config::{VolumeConfig, VolumeSpec};
 use crate::device::fault::PowerCut;
 use crate::device::{FaultDevice, IoKind, MemDevice};
-use crate::testlru::Lru;
 use ember_nbd::ExportError;
 use ember_policy::admission::Aod;
+use ember_policy::replacement::Lru;
 use ember_policy::{Access, Admission};
 
 const BS: u64 = 4096;

@@ -19,8 +19,6 @@ pub mod report;
 mod state;
 pub mod stats;
 mod stripes;
-#[cfg(test)]
-mod testlru;
 mod volume;
 
 pub use config::{EngineConfig, FormatSpec, ReplacementFactory, VolumeConfig, VolumeSpec};

@@ -196,8 +196,8 @@ impl CacheState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testlru::Lru;
     use ember_policy::admission::Aod;
+    use ember_policy::replacement::Lru;
 
     fn state(n: u32) -> CacheState {
         CacheState::new(n, Box::new(Lru::new(n as usize)), Box::new(Aod))

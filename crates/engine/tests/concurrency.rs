@@ -55,7 +55,7 @@ fn run(mode: WriteMode, seed: u64) {
                     };
                     let mut m = model.lock().unwrap();
                     apply(&mut m, &req);
-                    if let (Req::Read { vol, off, len }, Some(got)) = (&req, got) {
+                    if let (Req::Read { vol, off, .. }, Some(got)) = (&req, got) {
                         // Check the bytes of groups this thread owns (stable under races).
                         for (k, &g) in got.iter().enumerate() {
                             let byte = *off as usize + k;

@@ -116,7 +116,7 @@ fn sweep(seed: u64, mode: WriteMode) {
     }
     for (i, n) in cuts.into_iter().enumerate() {
         let i = i as u64;
-        let survive = if i % 2 == 0 { 0.0 } else { 0.5 };
+        let survive = if i.is_multiple_of(2) { 0.0 } else { 0.5 };
         let (start, _, _) = run(seed, mode, Some((n, PowerCut { survive, seed: seed ^ i })));
         match start {
             StartKind::Warm => warm += 1,

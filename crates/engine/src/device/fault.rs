@@ -71,7 +71,7 @@ fn injected(what: &str) -> io::Error {
 impl FaultDevice {
     /// Wrap `inner`, whose size must be a multiple of [`SECTOR`].
     pub fn new(inner: Arc<dyn Device>) -> io::Result<Self> {
-        if inner.size() % SECTOR != 0 {
+        if !inner.size().is_multiple_of(SECTOR) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("fault device needs a size multiple of {SECTOR}, got {}", inner.size()),

@@ -3,15 +3,17 @@
 //!
 //! Implementations: [`FileDevice`] (a regular file or a block device, optionally O_DIRECT),
 //! [`MemDevice`] (memory), [`FaultDevice`] (a wrapper that injects I/O errors and simulates a
-//! power cut, for tests), and an upstream NBD server (see `nbd.rs` when present).
+//! power cut, for tests), and [`NbdDevice`] (an export of an upstream NBD server).
 
 pub mod fault;
 pub mod file;
 pub mod mem;
+pub mod nbd;
 
 pub use fault::{FaultDevice, IoKind};
 pub use file::{FileDevice, FileOptions};
 pub use mem::MemDevice;
+pub use nbd::NbdDevice;
 
 use std::io;
 

@@ -120,7 +120,7 @@ impl Geometry {
         if *self != expect {
             return Err(format!("regions are not where version 1 puts them: {self:?}"));
         }
-        if self.journal_len % bs != 0 || self.warmup_len % bs != 0 {
+        if !self.journal_len.is_multiple_of(bs) || !self.warmup_len.is_multiple_of(bs) {
             return Err("regions not block-aligned".into());
         }
         if self.end() > device_size {

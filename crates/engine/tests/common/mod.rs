@@ -3,13 +3,11 @@
 
 #![allow(dead_code)]
 
-#[path = "../../src/testlru.rs"]
-mod testlru;
-
 use ember_engine::device::MemDevice;
 use ember_engine::{Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};
 use ember_nbd::Export;
 use ember_policy::admission::Aod;
+use ember_policy::replacement::{build, Kind};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::sync::Arc;
@@ -37,7 +35,7 @@ impl Jitter {
     fn pause(&self) {
         let n = self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-        if h % 3 == 0 {
+        if h.is_multiple_of(3) {
             std::thread::sleep(std::time::Duration::from_micros(h % 100));
         }
     }
@@ -108,7 +106,7 @@ impl Rig {
                 })
                 .collect(),
             write_mode: mode,
-            replacement: Box::new(|cap| Box::new(testlru::Lru::new(cap))),
+            replacement: Box::new(|cap| build(Kind::Lru, cap)),
             admission: Box::new(Aod),
         })
     }
