@@ -54,15 +54,16 @@ impl Geometry {
         let mut n = avail / (bs + 2 * ENTRY_SIZE);
         loop {
             let g = Self::with_blocks(block_size, journal_len, warmup_len, n);
-            if g.end() <= device_size {
-                if n == 0 {
-                    return Err(LayoutError::Invalid(format!(
-                        "device of {device_size} bytes is too small for any data block \
-                         (metadata alone takes {} bytes)",
-                        g.data_offset
-                    )));
-                }
+            if g.end() <= device_size && n > 0 {
                 return Ok(g);
+            }
+            if n == 0 {
+                return Err(LayoutError::Invalid(format!(
+                    "device of {device_size} bytes is too small for any data block \
+                     (superblocks, checkpoints, a {journal_len}-byte journal and a \
+                     {warmup_len}-byte warmup log take {} bytes)",
+                    Self::with_blocks(block_size, journal_len, warmup_len, 1).data_offset
+                )));
             }
             n -= 1;
         }
@@ -159,6 +160,13 @@ mod tests {
     #[test]
     fn rejects_tiny_devices_and_odd_block_sizes() {
         assert!(Geometry::compute(16 * 1024, 4096, 0, 0).is_err());
+        let e = Geometry::compute(2 << 20, 4096, 4 << 20, 0).unwrap_err();
+        assert!(e.to_string().contains("too small for any data block"), "{e}");
+        let tiny = Geometry::compute(32 * 1024, 4096, 0, 0).unwrap();
+        assert_eq!(
+            tiny.data_blocks, 2,
+            "32 KiB = 8 KiB superblocks + 2 x 8 KiB checkpoints + 2 blocks"
+        );
         assert!(Geometry::compute(1 << 20, 3000, 0, 0).is_err());
         assert!(Geometry::compute(1 << 20, 2048, 0, 0).is_err());
     }
