@@ -3,8 +3,12 @@
 use clap::{Parser, Subcommand};
 
 mod cmd_gen;
+mod cmd_replay;
+mod cmd_serve;
+mod cmd_stats;
 mod cmd_sim;
 mod cmd_trace;
+mod metrics;
 mod trace_args;
 
 /// ember: a storage-level block cache (serve) and its laboratory (sim, trace).
@@ -22,6 +26,12 @@ enum Command {
     Trace(TraceCommand),
     /// Simulate replacement policies over a trace at several cache sizes.
     Sim(cmd_sim::SimArgs),
+    /// Serve a cache device in front of backing volumes over NBD.
+    Serve(cmd_serve::ServeArgs),
+    /// Replay a trace against an NBD server, verifying every read.
+    Replay(cmd_replay::ReplayArgs),
+    /// Print a running server's statistics (from its --metrics address).
+    Stats(cmd_stats::StatsArgs),
 }
 
 #[derive(Subcommand)]
@@ -42,6 +52,9 @@ fn main() {
         Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),
         Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
         Command::Sim(a) => cmd_sim::run(a),
+        Command::Serve(a) => cmd_serve::run(a),
+        Command::Replay(a) => cmd_replay::run(a),
+        Command::Stats(a) => cmd_stats::run(a),
     };
     if let Err(e) = result {
         eprintln!("ember: error: {e:#}");
