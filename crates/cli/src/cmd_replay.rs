@@ -99,9 +99,13 @@ pub fn map_volumes(
 ) -> anyhow::Result<(Vec<Option<usize>>, Vec<String>)> {
     let mut explicit = Vec::new();
     for m in map {
-        let (v, e) = m.split_once('=').ok_or_else(|| anyhow!("--map {m:?}: expected VOLUME=EXPORT"))?;
+        let (v, e) =
+            m.split_once('=').ok_or_else(|| anyhow!("--map {m:?}: expected VOLUME=EXPORT"))?;
         if trace.volumes.id(v).is_none() {
-            bail!("--map {m:?}: the trace has no volume {v:?} (volumes: {})", trace.volumes.names().join(", "));
+            bail!(
+                "--map {m:?}: the trace has no volume {v:?} (volumes: {})",
+                trace.volumes.names().join(", ")
+            );
         }
         explicit.push((v.to_string(), e.to_string()));
     }
@@ -144,7 +148,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
     if let Some(n) = args.max_requests {
         trace.requests.truncate(n);
     }
-    let export = args.export.clone().or_else(|| (!uri.export.is_empty()).then(|| uri.export.clone()));
+    let export =
+        args.export.clone().or_else(|| (!uri.export.is_empty()).then(|| uri.export.clone()));
     let server_exports: Vec<String> = Client::list_exports(&uri.endpoint)
         .with_context(|| format!("listing the exports of {}", args.server))?
         .into_iter()
@@ -222,7 +227,8 @@ mod tests {
         assert_eq!(m, Ok((vec![Some(0), Some(1)], s(&["web", "db"]))));
         let m = map_volumes(&t, Some("x"), &[], &s(&["x"])).map_err(|e| e.to_string());
         assert_eq!(m, Ok((vec![Some(0), Some(0)], s(&["x"]))));
-        let m = map_volumes(&t, Some("x"), &s(&["db=y"]), &s(&["x", "y"])).map_err(|e| e.to_string());
+        let m =
+            map_volumes(&t, Some("x"), &s(&["db=y"]), &s(&["x", "y"])).map_err(|e| e.to_string());
         assert_eq!(m, Ok((vec![Some(0), Some(1)], s(&["x", "y"]))));
         let one = trace(&["0"]);
         let m = map_volumes(&one, None, &[], &s(&["disk"])).map_err(|e| e.to_string());

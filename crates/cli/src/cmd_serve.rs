@@ -103,9 +103,9 @@ pub struct Backing {
 
 /// Parse `NAME=PATH` or `NAME=nbd://…`.
 pub fn parse_backing(s: &str) -> anyhow::Result<Backing> {
-    let (name, spec) = s
-        .split_once('=')
-        .ok_or_else(|| anyhow!("--backing {s:?}: expected NAME=PATH or NAME=nbd://HOST:PORT/EXPORT"))?;
+    let (name, spec) = s.split_once('=').ok_or_else(|| {
+        anyhow!("--backing {s:?}: expected NAME=PATH or NAME=nbd://HOST:PORT/EXPORT")
+    })?;
     if name.is_empty() || name.len() > 64 {
         bail!("--backing {s:?}: the name must be 1 to 64 bytes");
     }
@@ -241,7 +241,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         builder = builder.listen_tcp(l.as_str()).with_context(|| format!("listening on {l}"))?;
     }
     if let Some(u) = &args.unix {
-        builder = builder.listen_unix(u).with_context(|| format!("listening on {}", u.display()))?;
+        builder =
+            builder.listen_unix(u).with_context(|| format!("listening on {}", u.display()))?;
     }
     let server = builder.build().context("starting the NBD server")?;
 

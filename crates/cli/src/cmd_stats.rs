@@ -74,8 +74,12 @@ pub fn view(samples: &[Sample]) -> ServerView {
         } else if let Some(command) = s.label("command") {
             let command = command.to_string();
             match s.name.as_str() {
-                "ember_nbd_requests_total" => v.nbd.entry(command).or_default().count = s.value as u64,
-                "ember_nbd_errors_total" => v.nbd.entry(command).or_default().errors = s.value as u64,
+                "ember_nbd_requests_total" => {
+                    v.nbd.entry(command).or_default().count = s.value as u64
+                }
+                "ember_nbd_errors_total" => {
+                    v.nbd.entry(command).or_default().errors = s.value as u64
+                }
                 "ember_nbd_bytes_total" => v.nbd.entry(command).or_default().bytes = s.value as u64,
                 "ember_nbd_request_duration_seconds_bucket" => {
                     let le = match s.label("le") {
@@ -119,7 +123,11 @@ pub fn table(v: &ServerView) -> String {
         g("capacity_blocks"),
         g("block_size_bytes"),
         g("resident_blocks"),
-        if g("capacity_blocks") > 0.0 { 100.0 * g("resident_blocks") / g("capacity_blocks") } else { 0.0 },
+        if g("capacity_blocks") > 0.0 {
+            100.0 * g("resident_blocks") / g("capacity_blocks")
+        } else {
+            0.0
+        },
         100.0 * g("read_hit_ratio")
     );
     let names: Vec<&String> = v.volumes.keys().collect();
@@ -133,8 +141,15 @@ pub fn table(v: &ServerView) -> String {
         let mut hit_row = format!("{:<22}", "read hit ratio");
         for n in &names {
             let c = &v.volumes[*n];
-            let (h, m) = (c.get("read_hits").copied().unwrap_or(0), c.get("read_misses").copied().unwrap_or(0));
-            let r = if h + m > 0 { format!("{:.2}%", 100.0 * h as f64 / (h + m) as f64) } else { "-".into() };
+            let (h, m) = (
+                c.get("read_hits").copied().unwrap_or(0),
+                c.get("read_misses").copied().unwrap_or(0),
+            );
+            let r = if h + m > 0 {
+                format!("{:.2}%", 100.0 * h as f64 / (h + m) as f64)
+            } else {
+                "-".into()
+            };
             let _ = write!(hit_row, " {r:>16}");
         }
         let _ = writeln!(out, "{hit_row}");

@@ -25,7 +25,8 @@ fn escape(label: &str) -> String {
 /// The NBD server's statistics as Prometheus text.
 pub fn render_server(stats: &ServerStats, out: &mut String) {
     let commands = Command::TRACKED;
-    let per_command: [(&str, &str, fn(&ember_nbd::CommandStats) -> u64); 3] = [
+    type Getter = fn(&ember_nbd::CommandStats) -> u64;
+    let per_command: [(&str, &str, Getter); 3] = [
         ("ember_nbd_requests_total", "NBD requests answered, by command.", |c| c.count()),
         ("ember_nbd_errors_total", "NBD requests answered with an error, by command.", |c| {
             c.errors()
@@ -48,7 +49,8 @@ pub fn render_server(stats: &ServerStats, out: &mut String) {
             let le = if bound.is_infinite() { "+Inf".to_string() } else { format!("{bound}") };
             let _ = writeln!(out, "{name}_bucket{{command=\"{}\",le=\"{le}\"}} {count}", c.label());
         }
-        let _ = writeln!(out, "{name}_sum{{command=\"{}\"}} {}", c.label(), h.sum_ns() as f64 / 1e9);
+        let _ =
+            writeln!(out, "{name}_sum{{command=\"{}\"}} {}", c.label(), h.sum_ns() as f64 / 1e9);
         let _ = writeln!(out, "{name}_count{{command=\"{}\"}} {}", c.label(), h.count());
     }
     family(out, "ember_nbd_connections_opened_total", "counter", "NBD connections accepted.");
@@ -62,9 +64,17 @@ pub fn render_server(stats: &ServerStats, out: &mut String) {
 pub fn render_engine(stats: &Stats, out: &mut String) {
     let gauges = [
         ("ember_cache_block_size_bytes", "Cache block size.", stats.block_size as f64),
-        ("ember_cache_capacity_blocks", "Cache blocks in the data region.", stats.capacity_blocks as f64),
+        (
+            "ember_cache_capacity_blocks",
+            "Cache blocks in the data region.",
+            stats.capacity_blocks as f64,
+        ),
         ("ember_cache_resident_blocks", "Cache blocks holding data.", stats.resident_blocks as f64),
-        ("ember_cache_read_hit_ratio", "Read hits / block reads since start, all volumes.", stats.read_hit_ratio()),
+        (
+            "ember_cache_read_hit_ratio",
+            "Read hits / block reads since start, all volumes.",
+            stats.read_hit_ratio(),
+        ),
     ];
     for (name, help, value) in gauges {
         family(out, name, "gauge", help);
@@ -138,7 +148,8 @@ fn answer(mut stream: TcpStream, render: &Render) -> io::Result<()> {
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut request = Vec::new();
     let mut buf = [0u8; 1024];
-    while !request.windows(4).any(|w| w == b"\r\n\r\n") && !request.windows(2).any(|w| w == b"\n\n") {
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") && !request.windows(2).any(|w| w == b"\n\n")
+    {
         let n = stream.read(&mut buf)?;
         if n == 0 || request.len() > 16 * 1024 {
             break;
@@ -203,11 +214,8 @@ mod tests {
 
     #[test]
     fn engine_counters_per_volume() {
-        let mut a = ember_engine::VolumeStats::default();
-        a.read_hits = 5;
-        a.read_misses = 3;
-        let mut b = ember_engine::VolumeStats::default();
-        b.read_hits = 2;
+        let a = ember_engine::VolumeStats { read_hits: 5, read_misses: 3, ..Default::default() };
+        let b = ember_engine::VolumeStats { read_hits: 2, ..Default::default() };
         let mut total = a;
         total.add(&b);
         let stats = Stats {
@@ -243,7 +251,8 @@ mod tests {
         let url = MetricsUrl::parse(&server.addr().to_string()).map_err(|e| e.to_string());
         let got = url.and_then(|u| u.scrape().map_err(|e| e.to_string()));
         assert_eq!(got.map(|s| sum(&s, "x_total")), Ok(42.0));
-        let other = MetricsUrl::parse(&format!("{}/nope", server.addr())).map_err(|e| e.to_string());
+        let other =
+            MetricsUrl::parse(&format!("{}/nope", server.addr())).map_err(|e| e.to_string());
         let err = other.and_then(|u| u.fetch().map_err(|e| e.to_string()));
         assert!(matches!(&err, Err(m) if m.contains("404")), "{err:?}");
         server.stop();

@@ -14,8 +14,13 @@ fn serve_file(dir: &std::path::Path, size: u64, cache: &str) -> Serve {
     let backing = dir.join("disk.img");
     sparse_file(&backing, size);
     Serve::start(&[
-        "--cache", dir.join("cache.img").to_str().unwrap(), "--cache-size", cache,
-        "--format-if-needed", "--backing", &format!("disk={}", backing.display()),
+        "--cache",
+        dir.join("cache.img").to_str().unwrap(),
+        "--cache-size",
+        cache,
+        "--format-if-needed",
+        "--backing",
+        &format!("disk={}", backing.display()),
     ])
 }
 
@@ -54,9 +59,22 @@ fn every_read_verifies_after_prefill_pipelined() {
     write_csv_trace(&trace, &reqs);
     let server = format!("nbd://{}", serve.nbd);
     let r = replay_json(&[
-        trace.to_str().unwrap(), "--format", "csv", "--server", &server, "--export", "disk",
-        "--prefill", "--queue-depth", "8", "--connections", "2",
-        "--metrics-url", &serve.metrics, "--metrics-interval", "0.1",
+        trace.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--server",
+        &server,
+        "--export",
+        "disk",
+        "--prefill",
+        "--queue-depth",
+        "8",
+        "--connections",
+        "2",
+        "--metrics-url",
+        &serve.metrics,
+        "--metrics-interval",
+        "0.1",
     ]);
     let v = &r["verification"];
     assert_eq!(v["reads_failed"], 0, "{r:#}");
@@ -99,8 +117,20 @@ fn every_read_verifies_after_prefill_pipelined() {
     // Again, synchronously, at the trace's timing (1 ms apart) 100 times faster: the writes
     // of the first replay are overwritten by this one's own writes before they are read.
     let r = replay_json(&[
-        trace.to_str().unwrap(), "--format", "csv", "--server", &server, "--export", "disk",
-        "--prefill", "--timing", "trace", "--speed", "100", "--max-requests", "500",
+        trace.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--server",
+        &server,
+        "--export",
+        "disk",
+        "--prefill",
+        "--timing",
+        "trace",
+        "--speed",
+        "100",
+        "--max-requests",
+        "500",
     ]);
     assert_eq!(r["timing"], "trace x100");
     assert_eq!(r["verification"]["reads_failed"], 0);
@@ -118,7 +148,8 @@ fn wrong_content_is_an_error_exit() {
     write_csv_trace(&trace, &random_block_reads("disk", 50, 2048, 3));
     // Nothing was prefilled, but the replay is told it was: the zeros read are wrong.
     let o = run_status(
-        Command::new(ember()).args(["replay", trace.to_str().unwrap(), "--format", "csv", "--server"])
+        Command::new(ember())
+            .args(["replay", trace.to_str().unwrap(), "--format", "csv", "--server"])
             .arg(serve.uri("disk"))
             .arg("--assume-prefilled"),
         Duration::from_secs(60),
@@ -140,7 +171,8 @@ fn reads_of_unwritten_data_are_unverifiable() {
     reqs.push(("disk".into(), true, 4096 * 7, 4096));
     reqs.push(("disk".into(), false, 4096 * 7, 8192));
     write_csv_trace(&trace, &reqs);
-    let r = replay_json(&[trace.to_str().unwrap(), "--format", "csv", "--server", &serve.uri("disk")]);
+    let r =
+        replay_json(&[trace.to_str().unwrap(), "--format", "csv", "--server", &serve.uri("disk")]);
     let v = &r["verification"];
     assert_eq!(v["reads_failed"], 0, "{r:#}");
     assert_eq!(v["reads_partly_verified"], 1, "{r:#}");

@@ -29,15 +29,24 @@ fn qemu_io_patterns_reach_the_backing_file() {
     let uri = serve.uri("disk");
     let out = run(
         Command::new("qemu-io").args(["-f", "raw", &uri]).args([
-            "-c", "write -P 0xab 0 1M",
-            "-c", "read -P 0xab 0 1M",
-            "-c", "write -P 0x11 1000 3000",
-            "-c", "flush",
-            "-c", "write -z 2M 64k",
-            "-c", "read -P 0x11 1000 3000",
-            "-c", "read -P 0 2M 64k",
-            "-c", "read -P 0xab 4000 4096",
-            "-c", "read -P 0xab 1000000 48576",
+            "-c",
+            "write -P 0xab 0 1M",
+            "-c",
+            "read -P 0xab 0 1M",
+            "-c",
+            "write -P 0x11 1000 3000",
+            "-c",
+            "flush",
+            "-c",
+            "write -z 2M 64k",
+            "-c",
+            "read -P 0x11 1000 3000",
+            "-c",
+            "read -P 0 2M 64k",
+            "-c",
+            "read -P 0xab 4000 4096",
+            "-c",
+            "read -P 0xab 1000000 48576",
         ]),
         MIN,
     );
@@ -70,20 +79,40 @@ fn qemu_img_convert_and_compare() {
     let data: Vec<u8> = (0..8 << 20).map(|_| rng.next() as u8).collect();
     std::fs::write(&src, &data).unwrap();
     let serve = Serve::start(&[
-        "--cache", cache.to_str().unwrap(), "--cache-size", "8M", "--format-if-needed",
-        "--backing", &format!("img={}", backing.display()),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--cache-size",
+        "8M",
+        "--format-if-needed",
+        "--backing",
+        &format!("img={}", backing.display()),
     ]);
     let uri = serve.uri("img");
-    run(Command::new("qemu-img").args(["convert", "-n", "-f", "raw", "-O", "raw"]).arg(&src).arg(&uri), MIN);
-    let out = run(Command::new("qemu-img").args(["compare", "-f", "raw", "-F", "raw"]).arg(&src).arg(&uri), MIN);
+    run(
+        Command::new("qemu-img")
+            .args(["convert", "-n", "-f", "raw", "-O", "raw"])
+            .arg(&src)
+            .arg(&uri),
+        MIN,
+    );
+    let out = run(
+        Command::new("qemu-img").args(["compare", "-f", "raw", "-F", "raw"]).arg(&src).arg(&uri),
+        MIN,
+    );
     assert!(out.contains("Images are identical"), "{out}");
-    run(Command::new("qemu-img").args(["convert", "-f", "raw", "-O", "raw"]).arg(&uri).arg(&dst), MIN);
+    run(
+        Command::new("qemu-img").args(["convert", "-f", "raw", "-O", "raw"]).arg(&uri).arg(&dst),
+        MIN,
+    );
     assert!(std::fs::read(&dst).unwrap() == data, "qemu-img convert out differs");
     // One changed byte in the source is noticed through the cache.
     let mut changed = data.clone();
     changed[5 << 20] ^= 0xff;
     std::fs::write(&src, &changed).unwrap();
-    let o = run_status(Command::new("qemu-img").args(["compare", "-f", "raw", "-F", "raw"]).arg(&src).arg(&uri), MIN);
+    let o = run_status(
+        Command::new("qemu-img").args(["compare", "-f", "raw", "-F", "raw"]).arg(&src).arg(&uri),
+        MIN,
+    );
     assert_eq!(o.status.code(), Some(1), "{}{}", o.stdout, o.stderr);
     serve.stop();
     assert!(std::fs::read(&backing).unwrap() == data, "write-through left the backing file behind");
@@ -110,8 +139,13 @@ fn nbdcopy_256_mib_in_and_out_with_checksums() {
     }
     // A 96 MiB cache: the copy evicts most of what it allocates.
     let serve = Serve::start(&[
-        "--cache", cache.to_str().unwrap(), "--cache-size", "96M", "--format-if-needed",
-        "--backing", &format!("big={}", backing.display()),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--cache-size",
+        "96M",
+        "--format-if-needed",
+        "--backing",
+        &format!("big={}", backing.display()),
     ]);
     let uri = serve.uri("big");
     run(Command::new("nbdcopy").arg(&src).arg(&uri), Duration::from_secs(300));
@@ -138,12 +172,19 @@ fn nbdinfo_flags_and_list() {
     sparse_file(&a, 4 << 20);
     sparse_file(&b, (3 << 20) + 512);
     let serve = Serve::start(&[
-        "--cache", cache.to_str().unwrap(), "--cache-size", "8M", "--format-if-needed",
-        "--backing", &format!("alpha={}", a.display()),
-        "--backing", &format!("beta={}", b.display()),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--cache-size",
+        "8M",
+        "--format-if-needed",
+        "--backing",
+        &format!("alpha={}", a.display()),
+        "--backing",
+        &format!("beta={}", b.display()),
     ]);
     let out = run(Command::new("nbdinfo").arg("--json").arg(serve.uri("beta")), MIN);
-    let info: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let info: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let export = &info["exports"][0];
     assert_eq!(export["export-name"], "beta", "{out}");
     assert_eq!(export["export-size"], (3u64 << 20) + 512, "{out}");
@@ -166,22 +207,35 @@ fn fio_nbd_randrw_with_crc32c_verify() {
     sparse_file(&backing, 64 << 20);
     // The cache holds the 32 MiB working set, so fio's verification reads hit.
     let serve = Serve::start(&[
-        "--cache", cache.to_str().unwrap(), "--cache-size", "40M", "--format-if-needed",
-        "--backing", &format!("fio={}", backing.display()),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--cache-size",
+        "40M",
+        "--format-if-needed",
+        "--backing",
+        &format!("fio={}", backing.display()),
     ]);
     let out = run(
         Command::new("fio")
             .current_dir(dir.path())
             .args([
-                "--name=randrw", "--ioengine=nbd", "--rw=randrw", "--bs=4k", "--size=32M",
-                "--iodepth=16", "--verify=crc32c", "--verify_fatal=1", "--verify_state_save=0",
+                "--name=randrw",
+                "--ioengine=nbd",
+                "--rw=randrw",
+                "--bs=4k",
+                "--size=32M",
+                "--iodepth=16",
+                "--verify=crc32c",
+                "--verify_fatal=1",
+                "--verify_state_save=0",
                 "--output-format=json",
             ])
             .arg(format!("--uri={}", serve.uri("fio"))),
         Duration::from_secs(300),
     );
     let json = &out[out.find('{').unwrap_or(0)..];
-    let report: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let report: serde_json::Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {out}"));
     let job = &report["jobs"][0];
     assert_eq!(job["error"], 0, "{out}");
     assert!(job["write"]["io_bytes"].as_u64().unwrap_or(0) > 0, "{out}");

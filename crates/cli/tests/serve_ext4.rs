@@ -77,8 +77,13 @@ fn ext4_on_nbdfuse_and_a_loop_device() {
     let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("fs.img"));
     sparse_file(&backing, 128 << 20);
     let serve = Serve::start(&[
-        "--cache", cache.to_str().unwrap(), "--cache-size", "48M", "--format-if-needed",
-        "--backing", &format!("fs={}", backing.display()),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--cache-size",
+        "48M",
+        "--format-if-needed",
+        "--backing",
+        &format!("fs={}", backing.display()),
     ]);
     let fuse_dir = dir.path().join("fuse");
     let mnt = dir.path().join("mnt");
@@ -100,12 +105,10 @@ fn ext4_on_nbdfuse_and_a_loop_device() {
             assert!(Instant::now() < deadline, "nbdfuse did not expose {}", image.display());
             std::thread::sleep(Duration::from_millis(50));
         }
-        let dev = run(
-            Command::new("losetup").args(["--direct-io=on", "-f", "--show"]).arg(&image),
-            T,
-        )
-        .trim()
-        .to_string();
+        let dev =
+            run(Command::new("losetup").args(["--direct-io=on", "-f", "--show"]).arg(&image), T)
+                .trim()
+                .to_string();
         assert!(dev.starts_with("/dev/loop"), "{dev}");
         td.loop_dev = Some(dev.clone());
         run(Command::new("mkfs.ext4").args(["-q", "-F", &dev]), T);
@@ -124,7 +127,10 @@ fn ext4_on_nbdfuse_and_a_loop_device() {
         // `td` drops here: losetup -d, fusermount3 -u, nbdfuse exits.
     }
     let samples = scrape(&serve.metrics);
-    assert!(metric(&samples, "ember_cache_read_hits_total") > 0.0, "remount read through the cache");
+    assert!(
+        metric(&samples, "ember_cache_read_hits_total") > 0.0,
+        "remount read through the cache"
+    );
     assert_eq!(metric(&samples, "ember_nbd_errors_total"), 0.0);
     serve.stop();
     // Write-through: the backing file alone is a clean ext4 with the files.

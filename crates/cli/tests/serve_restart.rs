@@ -16,8 +16,16 @@ const SEED: &str = "77";
 
 fn pass(trace: &std::path::Path, server: &str, metrics: &str) -> serde_json::Value {
     let r = replay_json(&[
-        trace.to_str().unwrap(), "--format", "csv", "--server", server, "--assume-prefilled",
-        "--seed", SEED, "--metrics-url", metrics,
+        trace.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--server",
+        server,
+        "--assume-prefilled",
+        "--seed",
+        SEED,
+        "--metrics-url",
+        metrics,
     ]);
     assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
     assert_eq!(r["verification"]["reads_unverifiable"], 0, "{r:#}");
@@ -37,8 +45,13 @@ fn warm_restart_keeps_the_first_pass_hits() {
     let trace = dir.path().join("reads.csv");
     write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 9));
     let args = [
-        "--cache", cache.to_str().unwrap(), "--cache-size", "16M", "--format-if-needed",
-        "--backing", &format!("disk={}", backing.display()),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--cache-size",
+        "16M",
+        "--format-if-needed",
+        "--backing",
+        &format!("disk={}", backing.display()),
     ];
     let serve = Serve::start(&args);
     let uri = serve.uri("disk");
@@ -63,7 +76,10 @@ fn warm_restart_keeps_the_first_pass_hits() {
     assert_eq!(stats["volumes"]["disk"]["read_hits"], 300, "{stats:#}");
     assert_eq!(stats["volumes"]["disk"]["read_misses"], 0);
     assert_eq!(stats["nbd"]["read"]["count"], 300);
-    let table = run(Command::new(ember()).args(["stats", "--metrics", &serve.metrics]), Duration::from_secs(30));
+    let table = run(
+        Command::new(ember()).args(["stats", "--metrics", &serve.metrics]),
+        Duration::from_secs(30),
+    );
     assert!(table.contains("read hit ratio") && table.contains("100.00%"), "{table}");
     serve.stop();
 }
@@ -81,8 +97,13 @@ fn slow_backing_second_pass_is_20x_faster_and_after_restart() {
     // 400 distinct blocks: ≥ 2 s of backing delay in the first pass; all fit the cache.
     write_csv_trace(&trace, &random_block_reads("slow", 400, 4096, 21));
     let args = [
-        "--cache", cache.to_str().unwrap(), "--cache-size", "16M", "--format-if-needed",
-        "--backing", &format!("slow={}", nbdkit.uri()),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--cache-size",
+        "16M",
+        "--format-if-needed",
+        "--backing",
+        &format!("slow={}", nbdkit.uri()),
     ];
     let serve = Serve::start(&args);
     let uri = serve.uri("slow");

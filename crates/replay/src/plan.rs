@@ -105,7 +105,10 @@ pub fn plan(
             continue;
         };
         let Some(target) = exports.get(export) else {
-            return Err(format!("volume {} is mapped to export #{export}, which does not exist", r.volume));
+            return Err(format!(
+                "volume {} is mapped to export #{export}, which does not exist",
+                r.volume
+            ));
         };
         if r.length == 0 {
             stats.skipped_empty += 1;
@@ -189,18 +192,19 @@ mod tests {
     fn wraps_aligns_clips_and_maps() {
         let t = trace(&[
             (0, Op::Read, 0, 4096),
-            (0, Op::Write, 1 << 20, 4096),       // past a 64 KiB export: wrapped to 0
-            (0, Op::Read, 65536 - 1024, 4096),   // straddles the end: moved back
-            (0, Op::Read, 100, 10),              // unaligned: widened to sector 0
-            (1, Op::Read, 0, 4096),              // unmapped volume
-            (0, Op::Read, 0, 0),                 // empty
-            (0, Op::Read, 0, 1 << 20),           // longer than the export
+            (0, Op::Write, 1 << 20, 4096), // past a 64 KiB export: wrapped to 0
+            (0, Op::Read, 65536 - 1024, 4096), // straddles the end: moved back
+            (0, Op::Read, 100, 10),        // unaligned: widened to sector 0
+            (1, Op::Read, 0, 4096),        // unmapped volume
+            (0, Op::Read, 0, 0),           // empty
+            (0, Op::Read, 0, 1 << 20),     // longer than the export
         ]);
         let p = match plan(&t, &[Some(0), None], vec![target("x", 65536)]) {
             Ok(p) => p,
             Err(e) => panic!("{e}"),
         };
-        let got: Vec<(bool, u64, u32)> = p.ios.iter().map(|i| (i.write, i.sector, i.sectors)).collect();
+        let got: Vec<(bool, u64, u32)> =
+            p.ios.iter().map(|i| (i.write, i.sector, i.sectors)).collect();
         assert_eq!(
             got,
             vec![(false, 0, 8), (true, 0, 8), (false, 120, 8), (false, 0, 1), (false, 0, 128)]
@@ -231,10 +235,7 @@ mod tests {
         ]);
         let p = plan(&t, &[Some(0), Some(1)], vec![target("x", 1 << 20), target("y", 1 << 20)]);
         let p = p.map_err(|e| e.to_string());
-        assert_eq!(
-            p.map(|p| p.footprint),
-            Ok(vec![vec![(0, 9), (128, 129)], vec![(16, 24)]])
-        );
+        assert_eq!(p.map(|p| p.footprint), Ok(vec![vec![(0, 9), (128, 129)], vec![(16, 24)]]));
     }
 
     #[test]

@@ -17,8 +17,7 @@ use crate::expected::{ExpectedMap, Segment};
 use crate::pattern::{check_sector, fill, Stamp, SECTOR};
 use crate::plan::{ExportTarget, Plan, PlannedIo};
 use crate::report::{
-    Failure, HitSample, LatencySummary, OpReport, PrefillReport, Report, ServerReport,
-    Verification,
+    Failure, HitSample, LatencySummary, OpReport, PrefillReport, Report, ServerReport, Verification,
 };
 use crate::scrape::{sum, MetricsUrl, ScrapeError, READ_HITS, READ_MISSES};
 
@@ -267,7 +266,12 @@ impl Run<'_> {
         }
     }
 
-    fn finish(&self, position: usize, failed_write: Option<&PlannedIo>, fatal: Option<ReplayError>) {
+    fn finish(
+        &self,
+        position: usize,
+        failed_write: Option<&PlannedIo>,
+        fatal: Option<ReplayError>,
+    ) {
         let mut st = lock(&self.state);
         st.in_flight.retain(|f| f.0 != position);
         if let Some(io) = failed_write {
@@ -411,7 +415,10 @@ fn prefill(plan: &Plan, session: &Session, seed: u64) -> Result<PrefillReport, R
                 let mut buf = vec![0u8; n as usize * SECTOR];
                 fill(&mut buf, e as u32, at, 0, seed);
                 let offset = at * SECTOR as u64;
-                tickets.push_back((offset, client.start_write(offset, &buf, false).map_err(conn_err(offset))?));
+                tickets.push_back((
+                    offset,
+                    client.start_write(offset, &buf, false).map_err(conn_err(offset))?,
+                ));
                 report.bytes += buf.len() as u64;
                 if tickets.len() >= 16 {
                     if let Some((o, t)) = tickets.pop_front() {
@@ -469,7 +476,11 @@ fn sample_metrics(
 
 /// Replay `plan` over `session`. Error replies are counted (and make [`Report::failed`]
 /// true); a broken connection ends the replay with an error.
-pub fn replay(plan: &Plan, session: &Session, config: &ReplayConfig) -> Result<Report, ReplayError> {
+pub fn replay(
+    plan: &Plan,
+    session: &Session,
+    config: &ReplayConfig,
+) -> Result<Report, ReplayError> {
     if config.queue_depth == 0 {
         return Err(ReplayError::Config("queue depth must be at least 1".into()));
     }
@@ -482,11 +493,8 @@ pub fn replay(plan: &Plan, session: &Session, config: &ReplayConfig) -> Result<R
         return Err(ReplayError::Config("the plan was made for other exports".into()));
     }
     let mut expected = vec![ExpectedMap::new(); plan.exports.len()];
-    let prefill_report = if config.prefill {
-        Some(prefill(plan, session, config.seed)?)
-    } else {
-        None
-    };
+    let prefill_report =
+        if config.prefill { Some(prefill(plan, session, config.seed)?) } else { None };
     if config.prefill || config.assume_prefilled {
         for (map, extents) in expected.iter_mut().zip(&plan.footprint) {
             for &(s, e) in extents {
@@ -514,8 +522,14 @@ pub fn replay(plan: &Plan, session: &Session, config: &ReplayConfig) -> Result<R
             let start = run.start;
             scope.spawn(move || sample_metrics(url, config.metrics_interval, start, stop))
         });
-        let workers: Vec<_> =
-            (0..config.queue_depth).map(|t| scope.spawn({ let run = &run; move || run.worker(t) })).collect();
+        let workers: Vec<_> = (0..config.queue_depth)
+            .map(|t| {
+                scope.spawn({
+                    let run = &run;
+                    move || run.worker(t)
+                })
+            })
+            .collect();
         let tallies: Vec<Tally> = workers.into_iter().filter_map(|w| w.join().ok()).collect();
         stop.store(true, Ordering::Relaxed);
         let samples = sampler.and_then(|s| s.join().ok()).unwrap_or_default();

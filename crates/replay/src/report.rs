@@ -231,7 +231,17 @@ impl fmt::Display for Report {
         writeln!(
             f,
             "{:<6} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}",
-            "op", "count", "errors", "IOPS", "MB/s", "mean µs", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs"
+            "op",
+            "count",
+            "errors",
+            "IOPS",
+            "MB/s",
+            "mean µs",
+            "p50 µs",
+            "p90 µs",
+            "p99 µs",
+            "p99.9 µs",
+            "max µs"
         )?;
         for o in &self.ops {
             let l = &o.latency;

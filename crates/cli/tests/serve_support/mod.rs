@@ -70,7 +70,11 @@ pub fn run_status(command: &mut Command, timeout: Duration) -> Output {
     let out = collect(child.stdout.take().unwrap());
     let err = collect(child.stderr.take().unwrap());
     let status = wait_child(&mut child, timeout, &program);
-    Output { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
 }
 
 /// Run `command` with a timeout; panic with its output unless it succeeds. Returns stdout.
@@ -145,7 +149,10 @@ impl Serve {
                 Err(_) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    panic!("ember serve did not become ready:\n{}", lines.lock().unwrap().join("\n"));
+                    panic!(
+                        "ember serve did not become ready:\n{}",
+                        lines.lock().unwrap().join("\n")
+                    );
                 }
             }
         }
@@ -307,7 +314,8 @@ pub fn patterned_backing(path: &Path, size: u64, seed: u64) {
 
 /// `ember replay … --json`; returns the parsed report (panics unless it succeeds).
 pub fn replay_json(args: &[&str]) -> serde_json::Value {
-    let out = run(Command::new(ember()).arg("replay").args(args).arg("--json"), Duration::from_secs(120));
+    let out =
+        run(Command::new(ember()).arg("replay").args(args).arg("--json"), Duration::from_secs(120));
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("replay JSON: {e}\n{out}"))
 }
 
