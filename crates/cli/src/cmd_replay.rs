@@ -63,6 +63,11 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub prefill: bool,
 
+    /// Only prefill (write the pattern over the trace's footprint) and replay nothing, e.g.
+    /// straight to a backing server before putting a cache in front of it.
+    #[arg(long, conflicts_with = "assume_prefilled")]
+    pub prefill_only: bool,
+
     /// Verify as if the footprint had been prefilled with this --seed by an earlier run (for
     /// a read-only trace replayed again, e.g. after a server restart).
     #[arg(long, conflicts_with = "prefill")]
@@ -157,7 +162,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         .collect();
     let (volume_map, exports) = map_volumes(&trace, export.as_deref(), &args.map, &server_exports)?;
     let session = Session::connect(&uri.endpoint, &exports, args.connections)?;
-    let p = plan(&trace, &volume_map, session.targets().to_vec()).map_err(|e| anyhow!(e))?;
+    let mut p = plan(&trace, &volume_map, session.targets().to_vec()).map_err(|e| anyhow!(e))?;
+    if args.prefill_only {
+        p.ios.clear();
+    }
     let timing = match args.timing {
         TimingArg::Fast => Timing::Fast,
         TimingArg::Trace => Timing::Trace { speed: args.speed },
@@ -169,7 +177,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         queue_depth: args.queue_depth,
         timing,
         seed: args.seed,
-        prefill: args.prefill,
+        prefill: args.prefill || args.prefill_only,
         assume_prefilled: args.assume_prefilled,
         metrics: args.metrics_url.as_deref().map(MetricsUrl::parse).transpose()?,
         metrics_interval: Duration::from_secs_f64(args.metrics_interval),
