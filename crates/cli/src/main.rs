@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod cmd_cache;
 mod cmd_gen;
 mod cmd_sim;
 mod cmd_trace;
@@ -21,6 +22,9 @@ enum Command {
     Trace(TraceCommand),
     /// Simulate replacement policies over a trace at several cache sizes.
     Sim(cmd_sim::SimArgs),
+    /// Format and inspect cache devices.
+    #[command(subcommand)]
+    Cache(cmd_cache::CacheCommand),
 }
 
 #[derive(Subcommand)]
@@ -41,6 +45,7 @@ fn main() {
         Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),
         Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
         Command::Sim(a) => cmd_sim::run(a),
+        Command::Cache(c) => cmd_cache::run(c),
     };
     if let Err(e) = result {
         eprintln!("ember: error: {e:#}");

@@ -67,6 +67,16 @@ pub fn write_zeroes_by_writes<D: Device + ?Sized>(
     Ok(())
 }
 
+/// Open a device named on a command line: an NBD URI (`nbd://…`, `nbd+unix://…`) is an
+/// upstream export ([`NbdDevice`]); anything else is a path ([`FileDevice`] with `options`).
+pub fn open_spec(spec: &str, options: FileOptions) -> io::Result<std::sync::Arc<dyn Device>> {
+    if spec.starts_with("nbd://") || spec.starts_with("nbd+unix://") {
+        Ok(std::sync::Arc::new(NbdDevice::connect(spec)?))
+    } else {
+        Ok(std::sync::Arc::new(FileDevice::open(std::path::Path::new(spec), options)?))
+    }
+}
+
 /// Check that `[offset, offset + len)` lies within a device of `size` bytes.
 pub(crate) fn check_range(size: u64, offset: u64, len: u64, what: &str) -> io::Result<()> {
     match offset.checked_add(len) {
