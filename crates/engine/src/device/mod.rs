@@ -96,5 +96,8 @@ pub(crate) fn io_context(
     len: u64,
     e: io::Error,
 ) -> io::Error {
+    if len == 0 && offset == 0 {
+        return io::Error::new(e.kind(), format!("{}: {op}: {e}", dev.describe()));
+    }
     io::Error::new(e.kind(), format!("{}: {op} of {len} bytes at {offset}: {e}", dev.describe()))
 }
