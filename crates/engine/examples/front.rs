@@ -29,7 +29,10 @@ fn size(s: &str) -> Result<u64, String> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a: Vec<String> = std::env::args().collect();
     if a.len() < 5 {
-        return Err("usage: front CACHE_FILE CACHE_SIZE UPSTREAM LISTEN [write-through|write-around]".into());
+        return Err(
+            "usage: front CACHE_FILE CACHE_SIZE UPSTREAM LISTEN [write-through|write-around]"
+                .into(),
+        );
     }
     let cache = open_spec(&a[1], FileOptions { direct: false, create_size: Some(size(&a[2])?) })?;
     let backing = open_spec(&a[3], FileOptions::default())?;
@@ -50,7 +53,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?);
     eprintln!("ember front: {:?}", engine.open_report());
     let builder = ember_nbd::Server::builder(engine.clone());
-    let builder = if a[4].contains(':') { builder.listen_tcp(a[4].as_str())? } else { builder.listen_unix(&a[4])? };
+    let builder = if a[4].contains(':') {
+        builder.listen_tcp(a[4].as_str())?
+    } else {
+        builder.listen_unix(&a[4])?
+    };
     let running = builder.build()?.spawn()?;
     eprintln!("ember front: serving export \"disk\" on {}; close stdin to stop", a[4]);
     let _ = std::io::stdin().read_to_end(&mut Vec::new());

@@ -11,7 +11,7 @@ pub mod mem;
 pub mod nbd;
 
 pub use fault::{FaultDevice, IoKind};
-pub use file::{FileDevice, FileOptions};
+pub use file::{AlignedBuf, FileDevice, FileOptions};
 pub use mem::MemDevice;
 pub use nbd::NbdDevice;
 
