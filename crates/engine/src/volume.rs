@@ -189,7 +189,7 @@ impl VolumeExport {
         // Aligned, so an O_DIRECT cache device reads and fills without a bounce copy.
         let mut scratch = crate::device::AlignedBuf::new((n * bs) as usize);
         let mut filled = vec![false; plans.len()];
-        let result = self.read_io(first, span, &plans, scratch.as_mut(), &mut filled);
+        let result = self.read_io(first, span, &plans, scratch.as_mut_slice(), &mut filled);
         {
             let mut st = inner.state.lock();
             for (i, p) in plans.iter().enumerate() {

@@ -79,9 +79,9 @@ impl FileDevice {
     fn read_direct(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let (start, n) = Self::span(offset, buf.len());
         let mut bounce = AlignedBuf::new(n);
-        self.file.read_exact_at(bounce.as_mut(), start)?;
+        self.file.read_exact_at(bounce.as_mut_slice(), start)?;
         let skip = (offset - start) as usize;
-        buf.copy_from_slice(&bounce.as_mut()[skip..skip + buf.len()]);
+        buf.copy_from_slice(&bounce.as_mut_slice()[skip..skip + buf.len()]);
         Ok(())
     }
 
@@ -90,10 +90,10 @@ impl FileDevice {
         let mut bounce = AlignedBuf::new(n);
         let skip = (offset - start) as usize;
         if skip != 0 || n != data.len() {
-            self.file.read_exact_at(bounce.as_mut(), start)?;
+            self.file.read_exact_at(bounce.as_mut_slice(), start)?;
         }
-        bounce.as_mut()[skip..skip + data.len()].copy_from_slice(data);
-        self.file.write_all_at(bounce.as_mut(), start)
+        bounce.as_mut_slice()[skip..skip + data.len()].copy_from_slice(data);
+        self.file.write_all_at(bounce.as_mut_slice(), start)
     }
 
     fn fallocate(&self, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
@@ -131,7 +131,7 @@ impl AlignedBuf {
     }
 
     /// The bytes, writable.
-    pub fn as_mut(&mut self) -> &mut [u8] {
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
         &mut self.raw[self.start..self.start + self.len]
     }
 }
@@ -246,7 +246,7 @@ mod tests {
     fn aligned_buffers_are_aligned() {
         for len in [1, 4096, 10_000] {
             let mut b = AlignedBuf::new(len);
-            assert_eq!(b.as_mut().as_ptr() as usize % DIRECT_ALIGN, 0);
+            assert_eq!(b.as_mut_slice().as_ptr() as usize % DIRECT_ALIGN, 0);
             assert_eq!(b.as_slice().len(), len);
             assert!(b.as_slice().iter().all(|&x| x == 0));
         }
