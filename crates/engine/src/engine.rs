@@ -309,7 +309,14 @@ impl Engine {
         }
         let g = sb.geometry;
         let cap = g.data_blocks as usize;
-        let mut state = CacheState::new(g.data_blocks as u32, replacement(cap), admission);
+        let replacement = replacement(cap);
+        if replacement.name() == "opt" {
+            return Err(EngineError::Config(
+                "replacement policy opt needs the future (an oracle) and runs only in simulation"
+                    .into(),
+            ));
+        }
+        let mut state = CacheState::new(g.data_blocks as u32, replacement, admission);
         let served: HashSet<u32> = infos.iter().map(|v| v.id).collect();
         let open_report = if !sb.is_clean() {
             OpenReport {

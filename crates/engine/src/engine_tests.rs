@@ -362,6 +362,19 @@ fn mismatched_volumes_are_refused_with_reasons() {
     assert!(e.contains("formatted for 524288 bytes"), "{e}");
     let e = rig.open_with(WriteMode::WriteBackPersist, Box::new(Aod)).err().unwrap().to_string();
     assert!(e.contains("not implemented yet"), "{e}");
+    let e = Engine::open(EngineConfig {
+        cache: rig.cache.clone(),
+        volumes: vec![VolumeConfig { name: "a".into(), backing: rig.backing[0].clone() }],
+        write_mode: WriteMode::WriteThrough,
+        replacement: Box::new(|cap| {
+            ember_policy::replacement::build(ember_policy::replacement::Kind::Opt, cap)
+        }),
+        admission: Box::new(Aod),
+    })
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("opt needs the future"), "{e}");
 }
 
 #[test]
