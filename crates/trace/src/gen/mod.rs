@@ -1,0 +1,3 @@
+//! Synthetic trace generators.
+
+pub mod ensemble;
