@@ -3,7 +3,8 @@
 //! volume of the same total size, sized in proportion to the volume's share of accesses
 //! (*proportional*, the paper's iso-capacity per-server configuration) or equally (*equal*).
 
-use crate::sievestore::{day_origin, run_sieve, SieveRun, SieveSpec};
+use crate::sieve_lru::SieveLru;
+use crate::sievestore::{day_origin, run_sieve_with, CacheFactory, SieveRun, SieveSpec};
 use ember_policy::admission::SieveConfigError;
 use ember_trace::Request;
 use std::str::FromStr;
@@ -93,8 +94,8 @@ pub fn partition_capacities(
     caps
 }
 
-/// Run `spec` over `requests` with `capacity` blocks shared as `mode` says; per-volume runs
-/// each get a fresh sieve and are added up into one [`SieveRun`].
+/// Run `spec` over `requests` with `capacity` blocks shared as `mode` says, under LRU; per-volume
+/// runs each get a fresh sieve and are added up into one [`SieveRun`].
 pub fn run_partitioned(
     requests: &[Request],
     block_size: u64,
@@ -102,9 +103,23 @@ pub fn run_partitioned(
     mode: Partition,
     spec: &SieveSpec,
 ) -> Result<SieveRun, SieveConfigError> {
+    run_partitioned_with(requests, block_size, capacity, mode, spec, &|c| {
+        Box::new(SieveLru::new(c))
+    })
+}
+
+/// [`run_partitioned`] with the replacement policy made by `make_cache`.
+pub fn run_partitioned_with(
+    requests: &[Request],
+    block_size: u64,
+    capacity: usize,
+    mode: Partition,
+    spec: &SieveSpec,
+    make_cache: CacheFactory<'_>,
+) -> Result<SieveRun, SieveConfigError> {
     let origin = day_origin(requests);
     if mode == Partition::Ensemble {
-        return run_sieve(requests, block_size, origin, capacity, spec);
+        return run_sieve_with(requests, block_size, origin, capacity, spec, make_cache);
     }
     let caps = partition_capacities(requests, block_size, capacity, mode);
     let mut per_volume: Vec<Vec<Request>> = vec![Vec::new(); caps.len()];
@@ -116,7 +131,7 @@ pub fn run_partitioned(
         if reqs.is_empty() {
             continue;
         }
-        let run = run_sieve(reqs, block_size, origin, caps[v], spec)?;
+        let run = run_sieve_with(reqs, block_size, origin, caps[v], spec, make_cache)?;
         total.merge(&run);
     }
     Ok(total)

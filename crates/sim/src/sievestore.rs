@@ -502,7 +502,7 @@ pub fn run_discrete(
 }
 
 /// Run `spec` over `requests` with a cache of `capacity` blocks (LRU under continuous
-/// sieves).
+/// sieves, as in the paper's simulator).
 pub fn run_sieve(
     requests: &[Request],
     block_size: u64,
@@ -510,10 +510,26 @@ pub fn run_sieve(
     capacity: usize,
     spec: &SieveSpec,
 ) -> Result<SieveRun, SieveConfigError> {
+    run_sieve_with(requests, block_size, origin, capacity, spec, &|c| Box::new(SieveLru::new(c)))
+}
+
+/// Makes an empty replacement policy of a given capacity (for continuous sieves).
+pub type CacheFactory<'a> = &'a (dyn Fn(usize) -> Box<dyn Replacement> + Sync);
+
+/// [`run_sieve`] with the replacement policy under continuous sieves made by `make_cache`
+/// (discrete sieves have no replacement inside an epoch).
+pub fn run_sieve_with(
+    requests: &[Request],
+    block_size: u64,
+    origin: u64,
+    capacity: usize,
+    spec: &SieveSpec,
+    make_cache: CacheFactory<'_>,
+) -> Result<SieveRun, SieveConfigError> {
     Ok(match spec.build()? {
         Sieve::Continuous(mut s) => {
-            let mut lru = SieveLru::new(capacity);
-            run_continuous(requests, block_size, origin, &mut lru, s.as_mut())
+            let mut cache = make_cache(capacity);
+            run_continuous(requests, block_size, origin, cache.as_mut(), s.as_mut())
         }
         Sieve::Discrete(mut s, epoch_ns) => {
             run_discrete(requests, block_size, origin, capacity, epoch_ns, s.as_mut())
