@@ -4,8 +4,10 @@
 
 pub mod access;
 pub mod admission;
+pub mod keymap;
 pub mod replacement;
+pub mod slab;
 
 pub use access::{Access, NEVER};
 pub use admission::Admission;
-pub use replacement::Replacement;
+pub use replacement::{Fifo, Lru, Replacement};

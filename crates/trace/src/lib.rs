@@ -5,6 +5,7 @@
 //! part of a block touches that block.
 
 pub mod error;
+pub mod gen;
 pub mod request;
 pub mod trace;
 pub mod volume;
