@@ -9,14 +9,30 @@
 //! preallocated [`Slab`](crate::slab::Slab) of nodes linked into intrusive lists. Nothing
 //! allocates after construction.
 
+pub mod arc;
+pub mod clock;
 pub mod fifo;
+pub mod kind;
 pub mod lru;
+pub mod opt;
 mod queue;
+pub mod s3fifo;
+pub mod sieve;
+pub mod slru;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod two_q;
 
+pub use arc::Arc;
+pub use clock::Clock;
 pub use fifo::Fifo;
+pub use kind::{build, Kind, UnknownKind};
 pub use lru::Lru;
+pub use opt::Opt;
+pub use s3fifo::S3Fifo;
+pub use sieve::Sieve;
+pub use slru::Slru;
+pub use two_q::TwoQ;
 
 /// A replacement policy over a fixed number of block slots.
 ///

@@ -3,7 +3,7 @@
 //! which node leaves; this type only keeps index, slab and list consistent.
 
 use crate::keymap::KeyMap;
-use crate::slab::{List, Slab, NIL};
+use crate::slab::{List, Node, Slab, NIL};
 
 /// Resident blocks in one list, indexed by key.
 #[derive(Clone, Debug)]
@@ -43,6 +43,16 @@ impl<M: Copy + Default> Queue<M> {
     pub(crate) fn find(&self, key: u64) -> Option<u32> {
         let slab = &self.slab;
         self.map.get(key, |s| slab.key(s))
+    }
+
+    #[inline(always)]
+    pub(crate) fn node_mut(&mut self, i: u32) -> &mut Node<M> {
+        self.slab.node_mut(i)
+    }
+
+    #[inline(always)]
+    pub(crate) fn node(&self, i: u32) -> &Node<M> {
+        self.slab.node(i)
     }
 
     /// Move resident node `i` to the head.
