@@ -6,6 +6,8 @@ use crate::plot;
 use anyhow::{bail, Context};
 use clap::Args;
 use ember_policy::admission::Aod;
+use ember_policy::replacement::Kind;
+use ember_policy::with_replacement;
 use ember_sim::{
     default_threads, run_grid, simulate_with_progress, AccessStream, Capacity, GridProgress,
     Interval, RunConfig, SimResult,
@@ -21,7 +23,8 @@ pub struct SimArgs {
     /// The trace file.
     #[arg(long)]
     pub trace: PathBuf,
-    /// Replacement policies, comma-separated (lru, fifo, ...).
+    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo,
+    /// opt.
     #[arg(long, default_value = "lru", value_delimiter = ',')]
     pub policy: Vec<String>,
     /// Cache sizes, comma-separated: blocks (1000), bytes (64MiB, 1GiB, 512KB) or a
@@ -58,7 +61,7 @@ pub struct SimArgs {
 
 /// One run of the grid: a policy at a size.
 struct Cell {
-    policy: String,
+    policy: Kind,
     size: String,
     capacity: u64,
 }
@@ -71,30 +74,9 @@ fn run_cell(
     tick: &mut dyn FnMut(u64),
 ) -> SimResult {
     let cap = usize::try_from(cell.capacity).unwrap_or(usize::MAX);
-    match cell.policy.as_str() {
-        "fifo" => simulate_with_progress(
-            &mut ember_policy::Fifo::new(cap),
-            &mut Aod,
-            stream,
-            config,
-            tick,
-        ),
-        _ => {
-            simulate_with_progress(&mut ember_policy::Lru::new(cap), &mut Aod, stream, config, tick)
-        }
-    }
-}
-
-fn check_policy(name: &str) -> anyhow::Result<String> {
-    let n = name.trim().to_ascii_lowercase();
-    match n.as_str() {
-        "lru" | "fifo" => Ok(n),
-        _ => bail!("unknown policy {name:?} (known: lru, fifo)"),
-    }
-}
-
-fn needs_oracle(_policy: &str) -> bool {
-    false
+    with_replacement!(cell.policy, cap, |p| simulate_with_progress(
+        &mut p, &mut Aod, stream, config, tick
+    ))
 }
 
 fn load_trace(path: &Path) -> anyhow::Result<ember_trace::Trace> {
@@ -109,8 +91,12 @@ fn sibling(path: &Path, ext: &str) -> PathBuf {
 
 /// Run `ember sim`.
 pub fn run(args: SimArgs) -> anyhow::Result<()> {
-    let policies: Vec<String> =
-        args.policy.iter().map(|p| check_policy(p)).collect::<anyhow::Result<_>>()?;
+    let policies: Vec<Kind> = args
+        .policy
+        .iter()
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.parse::<Kind>())
+        .collect::<Result<_, _>>()?;
     let sizes: Vec<(String, Capacity)> = args
         .size
         .iter()
@@ -126,7 +112,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let quiet = args.quiet;
     let started = Instant::now();
     let trace = load_trace(&args.trace)?;
-    let oracle = policies.iter().any(|p| needs_oracle(p));
+    let oracle = policies.iter().any(|p| p.needs_oracle());
     let stream = AccessStream::from_trace(&trace, args.block_size, oracle)
         .with_context(|| format!("preparing {}", args.trace.display()))?;
     drop(trace);
@@ -137,7 +123,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         .flat_map(|p| {
             let stream = &stream;
             sizes.iter().map(move |(text, c)| Cell {
-                policy: p.clone(),
+                policy: *p,
                 size: text.clone(),
                 capacity: c.blocks(stream.block_size(), stream.wss()),
             })
