@@ -3,6 +3,7 @@
 
 use crate::output::{Report, Row};
 use crate::plot;
+use crate::trace_args::TraceInput;
 use anyhow::{bail, Context};
 use clap::Args;
 use ember_policy::admission::Aod;
@@ -20,9 +21,9 @@ use std::time::Instant;
 /// Arguments of `ember sim`.
 #[derive(Args)]
 pub struct SimArgs {
-    /// The trace file.
-    #[arg(long)]
-    pub trace: PathBuf,
+    /// The trace and how to read it (format, CSV columns, block size, ...).
+    #[command(flatten)]
+    pub input: TraceInput,
     /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo,
     /// opt.
     #[arg(long, default_value = "lru", value_delimiter = ',')]
@@ -31,9 +32,6 @@ pub struct SimArgs {
     /// percentage of the working set (1%, 10%).
     #[arg(long, default_value = "1%,10%", value_delimiter = ',')]
     pub size: Vec<String>,
-    /// Cache block size in bytes.
-    #[arg(long, default_value_t = ember_trace::DEFAULT_BLOCK_SIZE)]
-    pub block_size: u64,
     /// Also record a timeline: a time span (1h, 10m, 30s) or a request count (100000req).
     #[arg(long)]
     pub interval: Option<Interval>,
@@ -79,10 +77,6 @@ fn run_cell(
     ))
 }
 
-fn load_trace(path: &Path) -> anyhow::Result<ember_trace::Trace> {
-    bail!("{}: no trace reader available yet", path.display())
-}
-
 /// `a/b.csv` -> `a/b.timeline.csv`.
 fn sibling(path: &Path, ext: &str) -> PathBuf {
     let stem = path.file_stem().map_or_else(|| "sim".into(), |s| s.to_string_lossy().into_owned());
@@ -106,15 +100,24 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     if policies.is_empty() || sizes.is_empty() {
         bail!("give at least one --policy and one --size");
     }
-    if args.block_size == 0 {
+    let block_size = args.input.block_size;
+    if block_size == 0 {
         bail!("--block-size must be positive");
     }
     let quiet = args.quiet;
     let started = Instant::now();
-    let trace = load_trace(&args.trace)?;
+    let trace_path = args.input.path().to_path_buf();
+    let (trace, stats) = args.input.read()?;
+    if stats.skipped > 0 && !quiet {
+        eprintln!(
+            "ember sim: skipped {} malformed records of {}",
+            stats.skipped,
+            trace_path.display()
+        );
+    }
     let oracle = policies.iter().any(|p| p.needs_oracle());
-    let stream = AccessStream::from_trace(&trace, args.block_size, oracle)
-        .with_context(|| format!("preparing {}", args.trace.display()))?;
+    let stream = AccessStream::from_trace(&trace, block_size, oracle)
+        .with_context(|| format!("preparing {}", trace_path.display()))?;
     drop(trace);
     let loaded = started.elapsed();
 
@@ -162,7 +165,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         let accesses = stream.len() as f64 * cells.len() as f64;
         eprintln!(
             "ember sim: read {} in {:.2} s; {} runs of {} accesses in {:.2} s on {} threads ({:.1} M accesses/s)",
-            args.trace.display(),
+            trace_path.display(),
             loaded.as_secs_f64(),
             cells.len(),
             stream.len(),
@@ -173,7 +176,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     }
 
     let report = Report {
-        trace: args.trace.display().to_string(),
+        trace: trace_path.display().to_string(),
         block_size: stream.block_size(),
         requests: stream.requests(),
         block_accesses: stream.len() as u64,
