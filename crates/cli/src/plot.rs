@@ -53,35 +53,88 @@ fn by_policy(report: &Report) -> Vec<Series> {
     out
 }
 
-fn draw<X>(
-    path: &Path,
+/// How the x axis is labelled.
+#[derive(Clone, Copy)]
+enum XLabels {
+    /// Percentages on a log axis: label only 1, 2 and 5 times powers of ten.
+    LogPercent,
+    /// Percentages on a linear axis.
+    Percent,
+    /// Hours.
+    Hours,
+    /// Counts (requests), with k / M suffixes.
+    Count,
+}
+
+impl XLabels {
+    fn format(self, x: f64) -> String {
+        match self {
+            XLabels::LogPercent => {
+                let p = 10f64.powf(x.log10().floor());
+                let m = x / p;
+                if [1.0, 2.0, 5.0].iter().any(|&k| (m - k).abs() < 1e-6) {
+                    format!("{}%", trim(x))
+                } else {
+                    String::new()
+                }
+            }
+            XLabels::Percent => format!("{}%", trim(x)),
+            XLabels::Hours => format!("{}h", trim(x)),
+            XLabels::Count => {
+                if x >= 1e6 {
+                    format!("{}M", trim(x / 1e6))
+                } else if x >= 1e3 {
+                    format!("{}k", trim(x / 1e3))
+                } else {
+                    trim(x)
+                }
+            }
+        }
+    }
+}
+
+/// A number with at most 3 significant decimals and no trailing zeros.
+fn trim(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// One chart on `area`.
+#[allow(clippy::too_many_arguments)]
+fn draw<X, DB>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
     caption: &str,
+    caption_size: u32,
     x_desc: &str,
     x: X,
+    labels: XLabels,
     y_max: f64,
     series: &[Series],
 ) -> anyhow::Result<()>
 where
     X: AsRangedCoord<Value = f64>,
     X::CoordDescType: ValueFormatter<f64>,
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
 {
-    let err = |e: &dyn std::fmt::Display| anyhow!("drawing {}: {e}", path.display());
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .margin(20)
-        .caption(caption, ("sans-serif", 26))
+    let err = |e: &dyn std::fmt::Display| anyhow!("drawing: {e}");
+    let mut chart = ChartBuilder::on(area)
+        .margin(16)
+        .caption(caption, ("sans-serif", caption_size))
         .x_label_area_size(50)
-        .y_label_area_size(70)
+        .y_label_area_size(64)
         .build_cartesian_2d(x, 0.0..y_max)
         .map_err(|e| err(&e))?;
+    let fmt = move |v: &f64| labels.format(*v);
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc("hit ratio (block accesses)")
-        .label_style(("sans-serif", 16))
-        .axis_desc_style(("sans-serif", 18))
-        .light_line_style(RGBColor(235, 235, 235))
+        .x_label_formatter(&fmt)
+        .y_label_formatter(&|v: &f64| trim(*v))
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .light_line_style(RGBColor(238, 238, 238))
         .draw()
         .map_err(|e| err(&e))?;
     for (i, s) in series.iter().enumerate() {
@@ -99,18 +152,18 @@ where
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font(("sans-serif", 16))
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font(("sans-serif", 15))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
         .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e)).with_context(|| format!("writing {}", path.display()))
+    Ok(())
 }
 
 fn y_top(series: &[Series]) -> f64 {
     let m = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(0.0, f64::max);
-    (m * 1.1).clamp(0.05, 1.0)
+    (m * 1.15).clamp(0.05, 1.0)
 }
 
 fn trace_name(report: &Report) -> String {
@@ -134,18 +187,40 @@ pub fn hit_ratio_curve(report: &Report, path: &Path) -> anyhow::Result<()> {
         report.wss_blocks, report.block_size
     );
     let y = y_top(&series);
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("drawing {}: {e}", path.display()))?;
     if hi / lo.max(f64::MIN_POSITIVE) >= 10.0 {
-        draw(path, &caption, &desc, (lo / 1.25..hi * 1.25).log_scale(), y, &series)
+        draw(
+            &root,
+            &caption,
+            26,
+            &desc,
+            (lo / 1.25..hi * 1.25).log_scale(),
+            XLabels::LogPercent,
+            y,
+            &series,
+        )
     } else {
         let pad = ((hi - lo) * 0.05).max(hi * 0.02);
-        draw(path, &caption, &desc, (lo - pad).max(0.0)..hi + pad, y, &series)
+        draw(
+            &root,
+            &caption,
+            26,
+            &desc,
+            (lo - pad).max(0.0)..hi + pad,
+            XLabels::Percent,
+            y,
+            &series,
+        )
     }
+    .with_context(|| format!("drawing {}", path.display()))?;
+    root.present().map_err(|e| anyhow!("writing {}: {e}", path.display()))
 }
 
-/// Hit ratio per interval, one line per run. The x axis is hours for time intervals and
-/// requests for request-count intervals.
+/// Hit ratio per interval: one panel per policy, one line per cache size. The x axis is
+/// hours for time intervals and requests for request-count intervals.
 pub fn timeline(report: &Report, path: &Path, by_requests: bool) -> anyhow::Result<()> {
-    let mut series = Vec::new();
+    let mut panels: Vec<(String, Vec<Series>)> = Vec::new();
     for r in &report.rows {
         let Some(tl) = &r.result.timeline else { continue };
         let points = tl
@@ -156,17 +231,43 @@ pub fn timeline(report: &Report, path: &Path, by_requests: bool) -> anyhow::Resu
                 (x, i.counters.hit_ratio())
             })
             .collect();
-        series.push(Series { name: format!("{} {}", r.result.policy, r.size), points });
+        let s = Series { name: r.size.clone(), points };
+        match panels.iter_mut().find(|p| p.0 == r.result.policy) {
+            Some(p) => p.1.push(s),
+            None => panels.push((r.result.policy.clone(), vec![s])),
+        }
     }
-    let hi = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(0.0, f64::max);
+    if panels.is_empty() {
+        return Err(anyhow!("no timeline to plot"));
+    }
+    let all: Vec<&Series> = panels.iter().flat_map(|p| p.1.iter()).collect();
+    let hi = all.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(0.0, f64::max);
     let hi = if hi > 0.0 { hi * 1.02 } else { 1.0 };
-    let caption = format!(
+    let y = (all.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(0.0, f64::max) * 1.15)
+        .clamp(0.05, 1.0);
+    let cols = if panels.len() > 1 { 2 } else { 1 };
+    let rows = panels.len().div_ceil(cols);
+    let size = (SIZE.0, 80 + 420 * rows as u32);
+    let root = BitMapBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("drawing {}: {e}", path.display()))?;
+    let title = format!(
         "Hit ratio per {} interval: {}",
         report.interval.as_deref().unwrap_or("?"),
         trace_name(report)
     );
-    let desc = if by_requests { "requests" } else { "time (hours since the first request)" };
-    draw(path, &caption, desc, 0.0..hi, y_top(&series), &series)
+    let root = root
+        .titled(&title, ("sans-serif", 26))
+        .map_err(|e| anyhow!("drawing {}: {e}", path.display()))?;
+    let (desc, labels) = if by_requests {
+        ("requests", XLabels::Count)
+    } else {
+        ("hours since the first request", XLabels::Hours)
+    };
+    for (area, (policy, series)) in root.split_evenly((rows, cols)).iter().zip(&panels) {
+        draw(area, policy, 20, desc, 0.0..hi, labels, y, series)
+            .with_context(|| format!("drawing {}", path.display()))?;
+    }
+    root.present().map_err(|e| anyhow!("writing {}: {e}", path.display()))
 }
 
 #[cfg(test)]
