@@ -6,6 +6,9 @@ mod cmd_gen;
 mod cmd_sievestore;
 mod cmd_sim;
 mod cmd_trace;
+mod output;
+mod plot;
+mod trace_args;
 
 /// ember: a storage-level block cache (serve) and its laboratory (sim, trace).
 #[derive(Parser)]
