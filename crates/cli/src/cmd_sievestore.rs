@@ -4,11 +4,14 @@
 
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
+use ember_policy::replacement::{build, Kind};
 use ember_sim::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
 use ember_sim::ensemble::{run_partitioned_with, Partition};
 use ember_sim::experiment_sievestore::{ExperimentReport, ExperimentRow, SieveStoreExperiment};
 use ember_sim::sievestore::{CacheFactory, SieveRun, SieveSpec};
-use ember_trace::Trace;
+use ember_sim::Capacity;
+use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
+use ember_trace::{write_trace, Format, Trace};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -208,6 +211,104 @@ pub fn run_admissions(
         write(&dir.join("sievestore_runs.json"), &json)?;
     }
     Ok(rows)
+}
+
+/// `ember sim`'s dispatch to SieveStore (when [`SieveArgs::wanted`]): the experiment, or
+/// `--admission` runs of every sieve x replacement policy x size. Results go to `out` (the
+/// experiment defaults to the current directory).
+#[allow(clippy::too_many_arguments)]
+pub fn dispatch(
+    args: &SieveArgs,
+    trace: &Trace,
+    trace_path: &Path,
+    block_size: u64,
+    policies: &[Kind],
+    sizes: &[(String, Capacity)],
+    threads: usize,
+    out: Option<&Path>,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let name = trace_path
+        .file_name()
+        .map_or_else(|| trace_path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    if args.experiment.is_some() {
+        let dir = out.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        run_experiment(args, trace, &name, block_size, threads, &dir, quiet)?;
+        return Ok(());
+    }
+    let mut wss: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    for r in &trace.requests {
+        wss.extend(r.block_keys(block_size));
+    }
+    let blocks: Vec<(String, u64)> =
+        sizes.iter().map(|(t, c)| (t.clone(), c.blocks(block_size, wss.len() as u64))).collect();
+    for &kind in policies {
+        if kind.needs_oracle() {
+            bail!("--policy {kind}: oracle replacement is not available under --admission");
+        }
+        if !quiet {
+            println!("replacement {kind} (continuous sieves; discrete sieves replace only at epoch ends)");
+        }
+        let sub = out.map(|d| d.join(kind.name()));
+        run_admissions(args, trace, block_size, &blocks, &|c| build(kind, c), sub.as_deref())?;
+    }
+    Ok(())
+}
+
+/// Arguments of `ember trace gen ensemble`.
+#[derive(Args, Clone, Debug)]
+pub struct GenEnsembleArgs {
+    /// Output file.
+    #[arg(long, short)]
+    pub out: PathBuf,
+    /// Output format (default msr: MSR-Cambridge CSV).
+    #[arg(long, default_value = "msr")]
+    pub format: String,
+    /// Number of volumes (MSR names: prxy_0, src1_2, web_0, ...; at most 36).
+    #[arg(long, default_value_t = 12)]
+    pub volumes: usize,
+    /// Calendar days.
+    #[arg(long, default_value_t = 4)]
+    pub days: u32,
+    /// Block accesses per day over the ensemble.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub accesses_per_day: u64,
+    /// Fraction of each hot set replaced per day.
+    #[arg(long, default_value_t = 0.15)]
+    pub drift: f64,
+    /// Block size in bytes.
+    #[arg(long, default_value_t = 4096)]
+    pub block_size: u64,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Run `ember trace gen ensemble`: generate the ensemble workload and write it.
+pub fn gen_ensemble(args: &GenEnsembleArgs) -> anyhow::Result<()> {
+    if args.volumes == 0 || args.volumes > MSR_VOLUMES.len() {
+        bail!("--volumes must be within 1..={}", MSR_VOLUMES.len());
+    }
+    let format: Format = args.format.parse().map_err(|e| anyhow!("--format: {e}"))?;
+    let cfg = EnsembleConfig {
+        days: args.days,
+        accesses_per_day: args.accesses_per_day,
+        drift: args.drift,
+        block_size: args.block_size,
+        seed: args.seed,
+        ..EnsembleConfig::with_volumes(args.volumes)
+    };
+    let trace = ensemble::generate(&cfg)?;
+    write_trace(&args.out, format, &trace, args.block_size)
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    eprintln!(
+        "ember trace gen ensemble: {} requests, {} volumes, {} days -> {}",
+        trace.requests.len(),
+        trace.volumes.len(),
+        args.days,
+        args.out.display()
+    );
+    Ok(())
 }
 
 fn write(path: &PathBuf, text: &str) -> anyhow::Result<()> {

@@ -55,6 +55,9 @@ pub struct SimArgs {
     /// No progress bar and no timing line.
     #[arg(long, short)]
     pub quiet: bool,
+    /// SieveStore: --experiment, --admission, --partition, --device, --cache-blocks.
+    #[command(flatten)]
+    pub sieve: crate::cmd_sievestore::SieveArgs,
 }
 
 /// One run of the grid: a policy at a size.
@@ -113,6 +116,21 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             "ember sim: skipped {} malformed records of {}",
             stats.skipped,
             trace_path.display()
+        );
+    }
+    if args.sieve.wanted() {
+        let threads = args.threads.unwrap_or_else(default_threads).max(1);
+        let out = args.out.as_deref();
+        return crate::cmd_sievestore::dispatch(
+            &args.sieve,
+            &trace,
+            &trace_path,
+            block_size,
+            &policies,
+            &sizes,
+            threads,
+            out,
+            quiet,
         );
     }
     let oracle = policies.iter().any(|p| p.needs_oracle());
