@@ -131,7 +131,8 @@ pub fn run_partitioned_with(
         if reqs.is_empty() {
             continue;
         }
-        let run = run_sieve_with(reqs, block_size, origin, caps[v], spec, make_cache)?;
+        let share = spec.for_partition(caps[v] as f64 / capacity.max(1) as f64);
+        let run = run_sieve_with(reqs, block_size, origin, caps[v], &share, make_cache)?;
         total.merge(&run);
     }
     Ok(total)

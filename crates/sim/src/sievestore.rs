@@ -126,6 +126,25 @@ impl SieveSpec {
         !matches!(self, SieveSpec::Aod | SieveSpec::Wmna)
     }
 
+    /// The same sieve sized for a partition holding `fraction` (0..=1) of the cache: the
+    /// fixed-size tables (SieveStore-C's IMCT, OCF's nhit hash) shrink in proportion (to at
+    /// least 1024 entries), so per-volume partitions together use the memory of one
+    /// ensemble sieve.
+    pub fn for_partition(&self, fraction: f64) -> SieveSpec {
+        let scale = |n: usize| ((n as f64 * fraction.clamp(0.0, 1.0)).round() as usize).max(1024);
+        match self {
+            SieveSpec::SieveStoreC(c) => SieveSpec::SieveStoreC(SieveStoreCConfig {
+                imct_entries: scale(c.imct_entries).min(c.imct_entries),
+                ..*c
+            }),
+            SieveSpec::OcfNhit(c) => SieveSpec::OcfNhit(OcfNhitConfig {
+                hash_entries: scale(c.hash_entries).min(c.hash_entries),
+                ..*c
+            }),
+            other => other.clone(),
+        }
+    }
+
     /// A fresh instance.
     pub fn build(&self) -> Result<Sieve, SieveConfigError> {
         Ok(match self {
@@ -391,6 +410,7 @@ pub fn run_continuous(
     let mut peak_mem = sieve.memory_bytes();
     let mut n = 0u64;
     for a in accesses(requests, block_size) {
+        sieve.prefetch(&a);
         let hit = cache.lookup(&a);
         sieve.observe(&a, hit);
         let mut allocated = false;
@@ -647,6 +667,20 @@ mod tests {
         let r = run_sieve(&reqs, 4096, 0, 10, &SieveSpec::Aod).unwrap();
         assert_eq!(r.total().allocation_writes, 2);
         assert_eq!(r.total().hits(), 3);
+    }
+
+    #[test]
+    fn partition_sieves_share_the_imct() {
+        let s: SieveSpec = "sievestore-c".parse().unwrap();
+        match s.for_partition(0.25) {
+            SieveSpec::SieveStoreC(c) => assert_eq!(c.imct_entries, 1 << 16),
+            other => panic!("{other:?}"),
+        }
+        match s.for_partition(0.0) {
+            SieveSpec::SieveStoreC(c) => assert_eq!(c.imct_entries, 1024),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(SieveSpec::Aod.for_partition(0.5), SieveSpec::Aod);
     }
 
     #[test]

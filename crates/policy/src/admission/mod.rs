@@ -56,4 +56,10 @@ pub trait Admission: Send {
     /// The cache's occupancy before the coming [`Admission::admit`]: `resident` of `capacity`
     /// blocks. Only occupancy-triggered sieves (OCF's nhit) use it; the default ignores it.
     fn set_occupancy(&mut self, _resident: usize, _capacity: usize) {}
+
+    /// A hint, given before the cache lookup of `access`, that [`Admission::admit`] may be
+    /// asked about it: a sieve with large tables can start loading the entry it will need
+    /// (SieveStore-C's IMCT) while the cache is searched. It must not change any decision.
+    #[inline]
+    fn prefetch(&self, _access: &crate::Access) {}
 }

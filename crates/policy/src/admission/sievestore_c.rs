@@ -43,7 +43,7 @@ pub struct SieveStoreCConfig {
 }
 
 impl Default for SieveStoreCConfig {
-    /// The paper's tuned parameters (t1 = 9, t2 = 4, W = 8 h, k = 4), an IMCT of 2^20 entries,
+    /// The paper's tuned parameters (t1 = 9, t2 = 4, W = 8 h, k = 4), an IMCT of 2^18 entries (2 MiB),
     /// and pruning once per window.
     fn default() -> Self {
         Self {
@@ -51,7 +51,7 @@ impl Default for SieveStoreCConfig {
             t2: 4,
             window_ns: 8 * HOUR_NS,
             k: 4,
-            imct_entries: 1 << 20,
+            imct_entries: 1 << 18,
             prune_interval_ns: 8 * HOUR_NS,
         }
     }
@@ -85,8 +85,10 @@ pub struct SieveStoreC {
     cfg: SieveStoreCConfig,
     sub_ns: u64,
     imct_shift: u32,
-    imct_counts: Vec<u8>,
-    imct_last: Vec<u64>,
+    /// IMCT entries of `imct_stride` bytes: the last sub-window updated (u32, little endian,
+    /// wrapping) then `k` one-byte counters, so one entry is one memory access.
+    imct: Vec<u8>,
+    imct_stride: usize,
     mct: KeyMap<MctEntry>,
     next_prune_ns: Option<u64>,
     stats: SieveStoreCStats,
@@ -123,8 +125,8 @@ impl SieveStoreC {
             cfg,
             sub_ns: cfg.window_ns / cfg.k as u64,
             imct_shift: 64 - bits,
-            imct_counts: vec![0; entries * cfg.k],
-            imct_last: vec![0; entries],
+            imct: vec![0; entries * (4 + cfg.k)],
+            imct_stride: 4 + cfg.k,
             mct: key_map(),
             next_prune_ns: None,
             stats: SieveStoreCStats::default(),
@@ -179,6 +181,36 @@ impl SieveStoreC {
     }
 }
 
+/// The full sub-window index of a stored (wrapped, 32-bit) `last`, given the current full
+/// index `now`: the candidate nearest `now` (so a `last` up to 2^31 sub-windows behind or ahead
+/// is recovered exactly; an entry never written reads as far in the past, i.e. stale).
+#[inline]
+fn widen(stored: u32, now: u64) -> u64 {
+    let back = (now as u32).wrapping_sub(stored);
+    if back <= u32::MAX / 2 {
+        now.saturating_sub(back as u64)
+    } else {
+        now + (stored.wrapping_sub(now as u32)) as u64
+    }
+}
+
+/// Ask the CPU to bring the cache line holding `b` closer (x86-64 `prefetcht0`; elsewhere a
+/// no-op).
+#[inline(always)]
+fn prefetch_read(b: &u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: SSE is part of the x86-64 baseline, so the instruction exists; a prefetch
+        // never faults and `b` is a valid reference anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(b as *const u8 as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = b;
+    }
+}
+
 impl Admission for SieveStoreC {
     fn name(&self) -> &'static str {
         "sievestore-c"
@@ -214,8 +246,13 @@ impl Admission for SieveStoreC {
             self.mct.remove(&access.key);
         }
         let slot = self.imct_index(access.key);
-        let n =
-            bump(&mut self.imct_counts[slot * k..(slot + 1) * k], &mut self.imct_last[slot], now);
+        let e = &mut self.imct[slot * self.imct_stride..(slot + 1) * self.imct_stride];
+        let (last_bytes, counts) = e.split_at_mut(4);
+        let stored =
+            u32::from_le_bytes([last_bytes[0], last_bytes[1], last_bytes[2], last_bytes[3]]);
+        let mut last = widen(stored, now);
+        let n = bump(counts, &mut last, now);
+        last_bytes.copy_from_slice(&(last as u32).to_le_bytes());
         if n >= self.cfg.t1 {
             self.mct.insert(access.key, MctEntry { counts: [0; MAX_SUBWINDOWS], last: now });
             self.stats.imct_passes += 1;
@@ -224,10 +261,19 @@ impl Admission for SieveStoreC {
         false
     }
 
-    /// IMCT (k one-byte counters and an 8-byte timestamp per entry) plus the MCT's table
+    /// Start loading the IMCT entry of `access.key` (a CPU prefetch; no state changes).
+    #[inline]
+    fn prefetch(&self, access: &Access) {
+        let i = self.imct_index(access.key) * self.imct_stride;
+        if let Some(b) = self.imct.get(i) {
+            prefetch_read(b);
+        }
+    }
+
+    /// IMCT (k one-byte counters and a 4-byte sub-window stamp per entry) plus the MCT's table
     /// (key, entry and one control byte per bucket of its capacity).
     fn memory_bytes(&self) -> usize {
-        let imct = self.imct_counts.len() + self.imct_last.len() * std::mem::size_of::<u64>();
+        let imct = self.imct.len();
         let bucket = std::mem::size_of::<u64>() + std::mem::size_of::<MctEntry>() + 1;
         imct + self.mct.capacity() * bucket
     }
@@ -335,11 +381,20 @@ mod tests {
         }
         assert_eq!(s.mct_len(), 50);
         let mem = s.memory_bytes();
-        assert!(mem >= 1024 * (4 + 8) + 50 * 24, "memory {mem} too small");
+        assert!(mem >= 1024 * (4 + 4) + 50 * 24, "memory {mem} too small");
         // One prune interval (8 h) later the first miss triggers pruning of all 50.
         miss(&mut s, 9_999, t + 8 * H);
         assert_eq!(s.stats().pruned, 50);
         assert_eq!(s.mct_len(), 1);
+    }
+
+    #[test]
+    fn widen_recovers_the_full_subwindow() {
+        assert_eq!(widen(5, 7), 5);
+        assert_eq!(widen(9, 7), 9, "a little ahead (out-of-order time)");
+        let now = (3u64 << 32) + 2;
+        assert_eq!(widen(u32::MAX, now), now - 3, "across a 2^32 wrap");
+        assert_eq!(widen(0, 1_000_000), 0);
     }
 
     #[test]
