@@ -4,8 +4,12 @@ use clap::{Parser, Subcommand};
 
 mod cmd_cache;
 mod cmd_gen;
+mod cmd_sievestore;
 mod cmd_sim;
 mod cmd_trace;
+mod output;
+mod plot;
+mod trace_args;
 
 /// ember: a storage-level block cache (serve) and its laboratory (sim, trace).
 #[derive(Parser)]

@@ -5,13 +5,26 @@
 //! part of a block touches that block.
 
 pub mod error;
+pub mod formats;
+pub mod gen;
+pub mod open;
 pub mod request;
 pub mod trace;
 pub mod volume;
+pub mod write;
 
 pub use error::TraceError;
+pub use formats::blkparse::BlkAction;
+pub use formats::csv::{CsvColumns, OffsetUnit, TimeUnit};
+pub use formats::oracle_general::OracleGeneralRecord;
+pub use formats::Format;
+pub use open::{
+    detect_format, for_each_oracle_general, open, read_oracle_general_keys,
+    read_oracle_general_records, read_trace, ReadOptions, ReadStats, TraceReader,
+};
 pub use request::{
     block_key, key_block, key_volume, Op, Request, DEFAULT_BLOCK_SIZE, MAX_BLOCK_INDEX,
 };
 pub use trace::Trace;
 pub use volume::VolumeTable;
+pub use write::{write_trace, TraceWriter};

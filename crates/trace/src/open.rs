@@ -1,0 +1,722 @@
+//! Opening a trace: format detection, transparent `.gz` / `.zst` decompression, and the
+//! streaming [`TraceReader`].
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use crate::formats::blkparse::{looks_like_event, BlkAction, BlkparseParser};
+use crate::formats::csv::{CsvColumns, CsvParser};
+use crate::formats::ember::{self as ember_fmt, HeaderError};
+use crate::formats::msr::MsrParser;
+use crate::formats::oracle_general::{self as og, OracleGeneralDecoder};
+use crate::formats::spc::SpcParser;
+use crate::formats::vscsi::{self, VscsiDecoder};
+use crate::formats::{Format, Line};
+use crate::{Request, Trace, TraceError, VolumeTable, DEFAULT_BLOCK_SIZE};
+
+/// How to read a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The format; `None` detects it ([`detect_format`]).
+    pub format: Option<Format>,
+    /// Skip and count malformed records instead of stopping at the first.
+    pub skip_bad: bool,
+    /// Which blkparse events are requests.
+    pub blkparse_action: BlkAction,
+    /// Column mapping for [`Format::Csv`].
+    pub csv: CsvColumns,
+    /// Block size in bytes: the length of an oracleGeneral record's request, and the unit of
+    /// CSV block offsets and of CSV requests without a size column.
+    pub block_size: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            format: None,
+            skip_bad: false,
+            blkparse_action: BlkAction::D,
+            csv: CsvColumns::default(),
+            block_size: DEFAULT_BLOCK_SIZE,
+        }
+    }
+}
+
+/// What reading a whole trace found besides its requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadStats {
+    /// The format read.
+    pub format: Format,
+    /// Malformed records skipped (with [`ReadOptions::skip_bad`]).
+    pub skipped: u64,
+    /// Well-formed lines or records that are not requests (headers, empty lines, blkparse
+    /// events of other actions, flushes, SCSI commands other than reads and writes).
+    pub ignored: u64,
+}
+
+/// The compression of a file, from its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// Not compressed.
+    None,
+    /// gzip (`1f 8b`).
+    Gzip,
+    /// Zstandard (`28 b5 2f fd`).
+    Zstd,
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> TraceError {
+    TraceError::Io { path: path.to_owned(), source }
+}
+
+fn detect_compression(path: &Path) -> Result<Compression, TraceError> {
+    let mut f = File::open(path).map_err(|e| io_err(path, e))?;
+    let mut b = [0u8; 4];
+    let mut n = 0;
+    while n < 4 {
+        let k = f.read(&mut b[n..]).map_err(|e| io_err(path, e))?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    Ok(if n >= 2 && b[..2] == [0x1f, 0x8b] {
+        Compression::Gzip
+    } else if n == 4 && b == [0x28, 0xb5, 0x2f, 0xfd] {
+        Compression::Zstd
+    } else {
+        Compression::None
+    })
+}
+
+/// Open `path` for reading, decompressing gzip and zstd transparently (by content, whatever
+/// the extension).
+pub fn open_decompressed(path: &Path) -> Result<Box<dyn Read + Send>, TraceError> {
+    let comp = detect_compression(path)?;
+    let f = File::open(path).map_err(|e| io_err(path, e))?;
+    Ok(match comp {
+        Compression::None => Box::new(f),
+        Compression::Gzip => {
+            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, f)))
+        }
+        Compression::Zstd => {
+            Box::new(zstd::stream::read::Decoder::new(f).map_err(|e| io_err(path, e))?)
+        }
+    })
+}
+
+/// The file name without a trailing `.gz`, `.zst` or `.zstd`.
+fn uncompressed_name(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for suffix in [".gz", ".zst", ".zstd"] {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            return stem.to_owned();
+        }
+    }
+    name
+}
+
+/// The format a file name names, if any: `.msr`, `.spc`, `.blkparse`, `.vscsi`, `.ember`,
+/// `*.oracleGeneral*` (libCacheSim's `x.oracleGeneral.bin` naming), each possibly followed by
+/// `.gz` / `.zst`. `.csv` and `.txt` name no format: content decides.
+pub fn format_from_name(path: &Path) -> Option<Format> {
+    let name = uncompressed_name(path);
+    if name.to_ascii_lowercase().contains("oraclegeneral") {
+        return Some(Format::OracleGeneral);
+    }
+    let ext = name.rsplit_once('.')?.1;
+    Format::from_extension(ext)
+}
+
+/// Read up to `n` bytes from the start of the (decompressed) file.
+fn head(path: &Path, n: usize) -> Result<Vec<u8>, TraceError> {
+    let r = open_decompressed(path)?;
+    let mut buf = Vec::with_capacity(n);
+    r.take(n as u64).read_to_end(&mut buf).map_err(|e| io_err(path, e))?;
+    Ok(buf)
+}
+
+/// Decide a format from content.
+fn sniff(path: &Path, head: &[u8]) -> Result<Format, TraceError> {
+    if head.starts_with(&ember_fmt::MAGIC) {
+        return Ok(Format::Ember);
+    }
+    let texty = !head.is_empty()
+        && head.iter().all(|&b| {
+            b == b'\n' || b == b'\r' || b == b'\t' || (0x20..0x7f).contains(&b) || b >= 0x80
+        });
+    if texty {
+        // The last line may be cut by the sniff window; look at complete lines only.
+        let text = String::from_utf8_lossy(head);
+        let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(8).collect();
+        if lines.len() > 1 && !text.ends_with('\n') {
+            lines.pop();
+        }
+        if let Some(first) = lines.first() {
+            if lines.iter().take(4).any(|l| looks_like_event(l)) {
+                return Ok(Format::Blkparse);
+            }
+            let data = lines
+                .iter()
+                .find(|l| !l.to_ascii_lowercase().starts_with("timestamp"))
+                .unwrap_or(first);
+            let f: Vec<&str> = data.split(',').map(str::trim).collect();
+            if f.len() >= 6
+                && f[0].parse::<u64>().is_ok_and(|t| t > crate::formats::msr::FILETIME_UNIX_EPOCH)
+                && (f[3].eq_ignore_ascii_case("read") || f[3].eq_ignore_ascii_case("write"))
+            {
+                return Ok(Format::MsrCsv);
+            }
+            if f.len() >= 5
+                && f[0].parse::<u64>().is_ok()
+                && f[1].parse::<u64>().is_ok()
+                && matches!(f[3], "r" | "R" | "w" | "W")
+                && f[4].parse::<f64>().is_ok()
+            {
+                return Ok(Format::SpcCsv);
+            }
+            if first.contains([',', '\t', '|']) {
+                return Ok(Format::Csv);
+            }
+        }
+        return Err(TraceError::Format {
+            path: path.to_owned(),
+            message: "cannot tell the trace format from its text; pass --format".into(),
+        });
+    }
+    if vscsi::detect_version(head).is_some() {
+        return Ok(Format::Vscsi);
+    }
+    Err(TraceError::Format {
+        path: path.to_owned(),
+        message: "cannot tell the format of this binary file; pass --format (oracleGeneral \
+                  files are recognised by an .oracleGeneral.bin name)"
+            .into(),
+    })
+}
+
+/// The format of `path`: by name first ([`format_from_name`]), then by sniffing the first
+/// bytes (after decompression): ember's magic, blkparse event lines, MSR-Cambridge and SPC
+/// field shapes, any other delimited text as CSV, vscsi's version fields.
+pub fn detect_format(path: &Path) -> Result<Format, TraceError> {
+    if let Some(f) = format_from_name(path) {
+        return Ok(f);
+    }
+    let h = head(path, 8192)?;
+    sniff(path, &h)
+}
+
+/// A byte stream with a refillable buffer, for binary records from a decompressor.
+struct StreamBytes {
+    r: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    eof: bool,
+}
+
+impl StreamBytes {
+    fn new(r: Box<dyn Read + Send>) -> Self {
+        Self { r, buf: vec![0; 1 << 18], pos: 0, len: 0, eof: false }
+    }
+
+    /// Make at least `need` bytes available unless the stream ends; return how many are.
+    fn fill(&mut self, need: usize) -> std::io::Result<usize> {
+        while self.len - self.pos < need && !self.eof {
+            if self.pos > 0 {
+                self.buf.copy_within(self.pos..self.len, 0);
+                self.len -= self.pos;
+                self.pos = 0;
+            }
+            if self.len == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            match self.r.read(&mut self.buf[self.len..]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.len += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self.len - self.pos)
+    }
+}
+
+impl Read for StreamBytes {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.len {
+            self.fill(1)?;
+        }
+        let n = out.len().min(self.len - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Where binary records come from.
+enum Bytes {
+    /// An uncompressed file mapped into memory.
+    Mmap { map: Mmap, pos: usize },
+    /// A decompressing (or unmappable) stream.
+    Stream(StreamBytes),
+}
+
+/// The next record of `size` bytes: `Ok(Some(Ok(bytes)))`, `Ok(Some(Err(n)))` for a truncated
+/// last record of `n` bytes, `Ok(None)` at the end.
+type NextRecord<'a> = std::io::Result<Option<Result<&'a [u8], usize>>>;
+
+impl Bytes {
+    #[inline]
+    fn next_record(&mut self, size: usize) -> NextRecord<'_> {
+        match self {
+            Bytes::Mmap { map, pos } => {
+                let rest = map.len() - *pos;
+                if rest == 0 {
+                    return Ok(None);
+                }
+                let start = *pos;
+                if rest < size {
+                    *pos = map.len();
+                    return Ok(Some(Err(rest)));
+                }
+                *pos += size;
+                Ok(Some(Ok(&map[start..start + size])))
+            }
+            Bytes::Stream(s) => {
+                let avail = s.fill(size)?;
+                if avail == 0 {
+                    return Ok(None);
+                }
+                if avail < size {
+                    s.pos = s.len;
+                    return Ok(Some(Err(avail)));
+                }
+                let start = s.pos;
+                s.pos += size;
+                Ok(Some(Ok(&s.buf[start..start + size])))
+            }
+        }
+    }
+}
+
+enum TextParser {
+    Msr(MsrParser),
+    Spc(SpcParser),
+    Blkparse(BlkparseParser),
+    Csv(Box<CsvParser>),
+}
+
+enum BinDecoder {
+    Vscsi(VscsiDecoder),
+    Oracle(OracleGeneralDecoder),
+    Ember { n_volumes: u32, expected: Option<u64> },
+}
+
+impl BinDecoder {
+    fn record_size(&self) -> usize {
+        match self {
+            BinDecoder::Vscsi(d) => d.record_size(),
+            BinDecoder::Oracle(_) => og::RECORD_SIZE,
+            BinDecoder::Ember { .. } => ember_fmt::RECORD_SIZE,
+        }
+    }
+}
+
+enum Inner {
+    Text { reader: Box<dyn BufRead + Send>, buf: Vec<u8>, line: u64, parser: TextParser },
+    Binary { bytes: Bytes, record: u64, decoder: BinDecoder },
+}
+
+/// A streaming trace reader: an iterator of requests in file order.
+///
+/// After a malformed record the iterator yields the error and ends, unless
+/// [`ReadOptions::skip_bad`] is set, in which case the record is counted in
+/// [`TraceReader::skipped`] and reading goes on. I/O errors always end it.
+pub struct TraceReader {
+    path: PathBuf,
+    format: Format,
+    volumes: VolumeTable,
+    skip_bad: bool,
+    skipped: u64,
+    ignored: u64,
+    done: bool,
+    inner: Inner,
+}
+
+impl std::fmt::Debug for TraceReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceReader")
+            .field("path", &self.path)
+            .field("format", &self.format)
+            .field("skipped", &self.skipped)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Open a trace for streaming. The format comes from `opts.format` or [`detect_format`].
+pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> {
+    if opts.block_size == 0 || opts.block_size > u32::MAX as u64 {
+        return Err(TraceError::Invalid(format!(
+            "block size {} must be between 1 and 2^32-1 bytes",
+            opts.block_size
+        )));
+    }
+    let format = match opts.format {
+        Some(f) => f,
+        None => detect_format(path)?,
+    };
+    let mut volumes = VolumeTable::new();
+    let inner = if format.is_binary() {
+        let mut bytes = if detect_compression(path)? == Compression::None {
+            let file = File::open(path).map_err(|e| io_err(path, e))?;
+            let len = file.metadata().map_err(|e| io_err(path, e))?.len();
+            if len == 0 {
+                Bytes::Stream(StreamBytes::new(Box::new(file)))
+            } else {
+                // SAFETY: the map is read-only and private to this reader; like every mmap of
+                // a file it assumes no other process truncates the file while it is read.
+                let map = unsafe { Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
+                #[cfg(unix)]
+                let _ = map.advise(memmap2::Advice::Sequential);
+                Bytes::Mmap { map, pos: 0 }
+            }
+        } else {
+            Bytes::Stream(StreamBytes::new(open_decompressed(path)?))
+        };
+        let decoder = match format {
+            Format::Vscsi => {
+                let head: &[u8] = match &mut bytes {
+                    Bytes::Mmap { map, .. } => map,
+                    Bytes::Stream(s) => {
+                        let n = s.fill(2 * vscsi::V2_RECORD).map_err(|e| io_err(path, e))?;
+                        &s.buf[s.pos..s.pos + n]
+                    }
+                };
+                let v = vscsi::detect_version(head).ok_or_else(|| TraceError::Format {
+                    path: path.to_owned(),
+                    message:
+                        "not a vscsi trace: the first two records carry neither version 1 nor 2"
+                            .into(),
+                })?;
+                BinDecoder::Vscsi(VscsiDecoder::new(v))
+            }
+            Format::OracleGeneral => BinDecoder::Oracle(OracleGeneralDecoder::new(opts.block_size)),
+            _ => {
+                let header = match &mut bytes {
+                    Bytes::Mmap { map, pos } => {
+                        let mut cur: &[u8] = map;
+                        let h = ember_fmt::read_header(&mut cur);
+                        if let Ok(h) = &h {
+                            *pos = h.len;
+                        }
+                        h
+                    }
+                    Bytes::Stream(s) => ember_fmt::read_header(s),
+                };
+                let h = header.map_err(|e| match e {
+                    HeaderError::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                        TraceError::Format {
+                            path: path.to_owned(),
+                            message: "ember header is truncated".into(),
+                        }
+                    }
+                    HeaderError::Io(e) => io_err(path, e),
+                    HeaderError::Bad(m) => TraceError::Format { path: path.to_owned(), message: m },
+                })?;
+                volumes = h.volumes;
+                BinDecoder::Ember { n_volumes: volumes.len() as u32, expected: h.record_count }
+            }
+        };
+        if matches!(decoder, BinDecoder::Vscsi(_)) {
+            volumes.intern("0");
+        }
+        Inner::Binary { bytes, record: 0, decoder }
+    } else {
+        let parser = match format {
+            Format::MsrCsv => TextParser::Msr(MsrParser::default()),
+            Format::SpcCsv => TextParser::Spc(SpcParser::default()),
+            Format::Blkparse => TextParser::Blkparse(BlkparseParser::new(opts.blkparse_action)),
+            _ => {
+                opts.csv.validate()?;
+                TextParser::Csv(Box::new(CsvParser::new(opts.csv.clone(), opts.block_size)))
+            }
+        };
+        let reader = Box::new(BufReader::with_capacity(1 << 18, open_decompressed(path)?));
+        Inner::Text { reader, buf: Vec::with_capacity(256), line: 0, parser }
+    };
+    Ok(TraceReader {
+        path: path.to_owned(),
+        format,
+        volumes,
+        skip_bad: opts.skip_bad,
+        skipped: 0,
+        ignored: 0,
+        done: false,
+        inner,
+    })
+}
+
+impl TraceReader {
+    /// The volume names seen so far (all of them once the iterator has ended; ember traces
+    /// know them all from the start).
+    pub fn volumes(&self) -> &VolumeTable {
+        &self.volumes
+    }
+
+    /// Malformed records skipped so far.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Well-formed lines or records that were not requests, so far.
+    pub fn ignored(&self) -> u64 {
+        self.ignored
+    }
+
+    /// The format being read.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The file being read.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The statistics so far.
+    pub fn stats(&self) -> ReadStats {
+        ReadStats { format: self.format, skipped: self.skipped, ignored: self.ignored }
+    }
+
+    /// Read the rest of the trace into memory.
+    pub fn read_all(mut self) -> Result<(Trace, ReadStats), TraceError> {
+        let mut requests = Vec::new();
+        if let Inner::Binary { bytes: Bytes::Mmap { map, pos }, decoder, .. } = &self.inner {
+            requests.reserve((map.len() - pos) / decoder.record_size());
+        }
+        for r in self.by_ref() {
+            requests.push(r?);
+        }
+        let stats = self.stats();
+        Ok((Trace::new(requests, std::mem::take(&mut self.volumes)), stats))
+    }
+
+    fn malformed(&self, line: u64, message: String) -> TraceError {
+        TraceError::Malformed { path: self.path.clone(), line, message }
+    }
+
+    /// A malformed record: skip it, or end with its error.
+    fn bad(&mut self, line: u64, message: String) -> Option<TraceError> {
+        if self.skip_bad {
+            self.skipped += 1;
+            None
+        } else {
+            self.done = true;
+            Some(self.malformed(line, message))
+        }
+    }
+
+    fn next_text(&mut self) -> Option<Result<Request, TraceError>> {
+        loop {
+            let Inner::Text { reader, buf, line, parser } = &mut self.inner else {
+                return None;
+            };
+            buf.clear();
+            match reader.read_until(b'\n', buf) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(io_err(&self.path, e)));
+                }
+            }
+            *line += 1;
+            let n = *line;
+            let parsed = match std::str::from_utf8(buf) {
+                Err(_) => Err("line is not UTF-8 text".to_string()),
+                Ok(text) => match parser {
+                    TextParser::Msr(p) => p.parse(text, n, &mut self.volumes),
+                    TextParser::Spc(p) => p.parse(text, &mut self.volumes),
+                    TextParser::Blkparse(p) => p.parse(text, &mut self.volumes),
+                    TextParser::Csv(p) => p.parse(text, n, &mut self.volumes),
+                },
+            };
+            match parsed {
+                Ok(Line::Request(r)) => return Some(Ok(r)),
+                Ok(Line::NotRequest) => self.ignored += 1,
+                Ok(Line::End) => {
+                    self.done = true;
+                    return None;
+                }
+                Err(m) => {
+                    if let Some(e) = self.bad(n, m) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn next_binary(&mut self) -> Option<Result<Request, TraceError>> {
+        loop {
+            let Inner::Binary { bytes, record, decoder } = &mut self.inner else {
+                return None;
+            };
+            let size = decoder.record_size();
+            let next = match bytes.next_record(size) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(io_err(&self.path, e)));
+                }
+            };
+            *record += 1;
+            let n = *record;
+            let decoded = match next {
+                None => {
+                    if let BinDecoder::Ember { expected: Some(c), .. } = decoder {
+                        let (c, got) = (*c, n - 1);
+                        if got != c && !self.skip_bad {
+                            self.done = true;
+                            return Some(Err(self.malformed(
+                                n,
+                                format!(
+                                    "file ends after {got} records but its header promises {c}"
+                                ),
+                            )));
+                        }
+                    }
+                    self.done = true;
+                    return None;
+                }
+                Some(Err(partial)) => Err(format!("truncated record: {partial} of {size} bytes")),
+                Some(Ok(rec)) => match decoder {
+                    BinDecoder::Oracle(d) => {
+                        let rec: &[u8; og::RECORD_SIZE] = match rec.try_into() {
+                            Ok(r) => r,
+                            Err(_) => return None,
+                        };
+                        d.decode(rec, &mut self.volumes).map(Some)
+                    }
+                    BinDecoder::Ember { n_volumes, .. } => {
+                        let rec: &[u8; ember_fmt::RECORD_SIZE] = match rec.try_into() {
+                            Ok(r) => r,
+                            Err(_) => return None,
+                        };
+                        ember_fmt::decode(rec, *n_volumes).map(Some)
+                    }
+                    BinDecoder::Vscsi(d) => d.decode(rec),
+                },
+            };
+            match decoded {
+                Ok(Some(r)) => return Some(Ok(r)),
+                Ok(None) => self.ignored += 1,
+                Err(m) => {
+                    if let Some(e) = self.bad(n, m) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for TraceReader {
+    type Item = Result<Request, TraceError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.inner {
+            Inner::Text { .. } => self.next_text(),
+            Inner::Binary { .. } => self.next_binary(),
+        }
+    }
+}
+
+/// Read a whole trace into memory.
+pub fn read_trace(path: &Path, opts: &ReadOptions) -> Result<(Trace, ReadStats), TraceError> {
+    open(path, opts)?.read_all()
+}
+
+/// Read the block keys of an uncompressed or compressed oracleGeneral file: each record's
+/// `obj_id`, which for ember-written files is the [`crate::block_key`]. The fast path for
+/// simulation: one pass over the mapped file, no per-record allocation.
+pub fn read_oracle_general_keys(path: &Path) -> Result<Vec<u64>, TraceError> {
+    let mut keys = Vec::new();
+    for_each_oracle_general(path, |r| keys.push(r.obj_id))?;
+    Ok(keys)
+}
+
+/// Read every record of an oracleGeneral file (with clock time, size and next-access vtime).
+pub fn read_oracle_general_records(
+    path: &Path,
+) -> Result<Vec<og::OracleGeneralRecord>, TraceError> {
+    let mut recs = Vec::new();
+    for_each_oracle_general(path, |r| recs.push(r))?;
+    Ok(recs)
+}
+
+/// Call `f` on each record of an oracleGeneral file, in order. A file whose size is not a
+/// multiple of 24 bytes is malformed (its last record is truncated).
+pub fn for_each_oracle_general(
+    path: &Path,
+    mut f: impl FnMut(og::OracleGeneralRecord),
+) -> Result<(), TraceError> {
+    let truncated = |n: u64, partial: usize| TraceError::Malformed {
+        path: path.to_owned(),
+        line: n,
+        message: format!("truncated record: {partial} of {} bytes", og::RECORD_SIZE),
+    };
+    if detect_compression(path)? == Compression::None {
+        let file = File::open(path).map_err(|e| io_err(path, e))?;
+        if file.metadata().map_err(|e| io_err(path, e))?.len() == 0 {
+            return Ok(());
+        }
+        // SAFETY: read-only private map; assumes the file is not truncated while read.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Sequential);
+        let chunks = map.chunks_exact(og::RECORD_SIZE);
+        let rest = chunks.remainder().len();
+        let n = chunks.len() as u64;
+        for c in chunks {
+            if let Ok(rec) = <&[u8; og::RECORD_SIZE]>::try_from(c) {
+                f(og::OracleGeneralRecord::decode(rec));
+            }
+        }
+        if rest != 0 {
+            return Err(truncated(n + 1, rest));
+        }
+        return Ok(());
+    }
+    let mut s = StreamBytes::new(open_decompressed(path)?);
+    let mut n = 0u64;
+    loop {
+        let avail = s.fill(og::RECORD_SIZE).map_err(|e| io_err(path, e))?;
+        if avail == 0 {
+            return Ok(());
+        }
+        if avail < og::RECORD_SIZE {
+            return Err(truncated(n + 1, avail));
+        }
+        let whole = avail / og::RECORD_SIZE * og::RECORD_SIZE;
+        for c in s.buf[s.pos..s.pos + whole].chunks_exact(og::RECORD_SIZE) {
+            if let Ok(rec) = <&[u8; og::RECORD_SIZE]>::try_from(c) {
+                f(og::OracleGeneralRecord::decode(rec));
+            }
+        }
+        n += (whole / og::RECORD_SIZE) as u64;
+        s.pos += whole;
+    }
+}
