@@ -25,7 +25,7 @@ enum Command {
     #[command(subcommand)]
     Trace(TraceCommand),
     /// Simulate replacement policies over a trace at several cache sizes.
-    Sim(cmd_sim::SimArgs),
+    Sim(Box<cmd_sim::SimArgs>),
     /// Format and inspect cache devices.
     #[command(subcommand)]
     Cache(cmd_cache::CacheCommand),
@@ -48,7 +48,7 @@ fn main() {
         Command::Trace(TraceCommand::Info(a)) => cmd_trace::info(a),
         Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),
         Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
-        Command::Sim(a) => cmd_sim::run(a),
+        Command::Sim(a) => cmd_sim::run(*a),
         Command::Cache(c) => cmd_cache::run(c),
     };
     if let Err(e) = result {

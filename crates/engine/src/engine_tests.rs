@@ -162,6 +162,31 @@ fn a_refusing_sieve_allocates_nothing() {
 }
 
 #[test]
+fn sieves_from_the_policy_crate_decide_allocation() {
+    use ember_policy::admission::{OcfNhit, OcfNhitConfig, Wmna};
+    // WMNA (SieveStore section 1): read misses allocate, write misses do not.
+    let rig = Rig::mem(1 << 20);
+    let eng = rig.open_with(WriteMode::WriteThrough, Box::new(Wmna)).unwrap();
+    let a = eng.volume("a").unwrap();
+    a.write(0, &[1u8; 4 * BS as usize], false).unwrap();
+    assert_eq!(eng.stats().resident_blocks, 0);
+    read(&a, 8 * BS, 2 * BS as usize);
+    assert_eq!(eng.stats().resident_blocks, 2);
+    assert_eq!(eng.stats().total.allocation_writes, 2);
+    // OCF nhit with a trigger of 0 % occupancy: a block is allocated on its 3rd miss.
+    let rig = Rig::mem(1 << 20);
+    let cfg = OcfNhitConfig { insertion_threshold: 3, trigger_threshold: 0.0, hash_entries: 64 };
+    let eng = rig.open_with(WriteMode::WriteThrough, Box::new(OcfNhit::new(cfg).unwrap())).unwrap();
+    let a = eng.volume("a").unwrap();
+    for expect in [0, 0, 1, 1] {
+        read(&a, 3 * BS, BS as usize);
+        assert_eq!(eng.stats().resident_blocks, expect);
+    }
+    let s = eng.stats();
+    assert_eq!((s.total.read_misses, s.total.read_hits, s.total.allocation_writes), (3, 1, 1));
+}
+
+#[test]
 fn eviction_under_pressure_keeps_data_correct() {
     let rig = Rig::mem(256 * 1024);
     let eng = rig.open();

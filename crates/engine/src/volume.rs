@@ -163,7 +163,7 @@ impl VolumeExport {
                     continue;
                 }
                 st.admission.observe(&acc, false);
-                if !st.admission.admit(&acc) {
+                if !st.admit(&acc) {
                     plans.push(Plan::Pass);
                     continue;
                 }
@@ -300,7 +300,7 @@ impl VolumeExport {
                 }
                 ctr.write_misses.fetch_add(1, Relaxed);
                 st.admission.observe(&acc, false);
-                if !whole || inner.mode != WriteMode::WriteThrough || !st.admission.admit(&acc) {
+                if !whole || inner.mode != WriteMode::WriteThrough || !st.admit(&acc) {
                     plans.push(Plan::Pass);
                     continue;
                 }
