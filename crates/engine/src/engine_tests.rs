@@ -184,6 +184,19 @@ fn sieves_from_the_policy_crate_decide_allocation() {
     }
     let s = eng.stats();
     assert_eq!((s.total.read_misses, s.total.read_hits, s.total.allocation_writes), (3, 1, 1));
+    // SieveStore-C with the paper's parameters (section 3.3: t1 = 9, t2 = 4, W = 8 h): an
+    // unaliased block is allocated on its 13th miss within the window.
+    use ember_policy::admission::{SieveStoreC, SieveStoreCConfig};
+    let rig = Rig::mem(1 << 20);
+    let sieve = SieveStoreC::new(SieveStoreCConfig::default()).unwrap();
+    let eng = rig.open_with(WriteMode::WriteThrough, Box::new(sieve)).unwrap();
+    let a = eng.volume("a").unwrap();
+    for i in 1..=20u64 {
+        read(&a, 7 * BS, BS as usize);
+        assert_eq!(eng.stats().resident_blocks, u64::from(i >= 13), "after read {i}");
+    }
+    let s = eng.stats();
+    assert_eq!((s.total.read_misses, s.total.read_hits), (13, 7));
 }
 
 #[test]
