@@ -337,6 +337,26 @@ fn clean_shutdown_makes_the_next_start_warm() {
 }
 
 #[test]
+fn a_volume_changed_while_stopped_is_served_cold() {
+    let rig = Rig::mem(1 << 20);
+    let eng = rig.open();
+    read(&eng.volume("a").unwrap(), 0, 6 * BS as usize);
+    read(&eng.volume("b").unwrap(), 0, 4 * BS as usize);
+    eng.shutdown().unwrap();
+    // Someone makes a new file system on volume a behind ember's back.
+    rig.backing[0].write_at(0, &[0xEE; 512]).unwrap();
+    rig.backing[0].write_at(3 * BS, &[0xEE; 512]).unwrap();
+    let eng = rig.open();
+    let r = eng.open_report();
+    assert_eq!(r.start, StartKind::Warm);
+    assert_eq!((r.loaded_blocks, r.dropped_blocks), (4, 6), "{r:?}");
+    assert!(r.reason.contains("volume(s) a changed"), "{}", r.reason);
+    assert_eq!(read(&eng.volume("a").unwrap(), 3 * BS, 4), vec![0xEE; 4], "not the stale copy");
+    read(&eng.volume("b").unwrap(), 0, 4 * BS as usize);
+    assert_eq!(eng.stats().volumes[1].1.read_hits, 4, "volume b stays warm");
+}
+
+#[test]
 fn a_crash_comes_back_cold_and_correct() {
     let rig = Rig::mem(1 << 20);
     let eng = rig.open();
