@@ -57,7 +57,7 @@ pub struct SimArgs {
     pub quiet: bool,
     /// SieveStore: --experiment, --admission, --partition, --device, --cache-blocks.
     #[command(flatten)]
-    pub sieve: crate::cmd_sievestore::SieveArgs,
+    pub sieve: Box<crate::cmd_sievestore::SieveArgs>,
 }
 
 /// One run of the grid: a policy at a size.
