@@ -34,10 +34,14 @@ fn gen_ensemble_then_sievestore_experiment_and_admission_runs() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let tables = std::fs::read_to_string(out.join("sievestore.txt")).unwrap();
-    for needle in ["Accesses captured", "Allocation-writes", "Drives needed", "sievestore-c/proportional"] {
+    for needle in
+        ["Accesses captured", "Allocation-writes", "Drives needed", "sievestore-c/proportional"]
+    {
         assert!(tables.contains(needle), "missing {needle}");
     }
-    for png in ["fig5_accesses_captured.png", "fig6_allocation_writes.png", "fig8_drive_occupancy.png"] {
+    for png in
+        ["fig5_accesses_captured.png", "fig6_allocation_writes.png", "fig8_drive_occupancy.png"]
+    {
         let bytes = std::fs::read(out.join(png)).unwrap();
         assert_eq!(&bytes[1..4], b"PNG", "{png}");
     }
