@@ -11,6 +11,10 @@
 //!   X by another client" (section 5.1). `Partial { shared_fraction: 1.0 }` is fully shared but
 //!   not conjoint; `Partial { shared_fraction: 0.0 }` is disjoint.
 //!
+//! Section 5.1's simulated system is the section 3 one "with the single client ... simply
+//! replaced by N clients, each with 1/N of the cache memory of the single client": the cache
+//! sizes belong to the simulator; this generator only shapes the READ streams.
+//!
 //! # Representation: volume = client, offset = array address
 //!
 //! A [`Request`] has no client field. In a multi-client trace the **volume is the client**
