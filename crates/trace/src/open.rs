@@ -653,7 +653,7 @@ pub fn read_trace(path: &Path, opts: &ReadOptions) -> Result<(Trace, ReadStats),
 /// `obj_id`, which for ember-written files is the [`crate::block_key`]. The fast path for
 /// simulation: one pass over the mapped file, no per-record allocation.
 pub fn read_oracle_general_keys(path: &Path) -> Result<Vec<u64>, TraceError> {
-    let mut keys = Vec::new();
+    let mut keys = Vec::with_capacity(record_hint(path));
     for_each_oracle_general(path, |r| keys.push(r.obj_id))?;
     Ok(keys)
 }
@@ -665,6 +665,16 @@ pub fn read_oracle_general_records(
     let mut recs = Vec::new();
     for_each_oracle_general(path, |r| recs.push(r))?;
     Ok(recs)
+}
+
+/// The number of records an uncompressed oracleGeneral file holds (0 when unknown).
+fn record_hint(path: &Path) -> usize {
+    match detect_compression(path) {
+        Ok(Compression::None) => {
+            std::fs::metadata(path).map(|m| m.len() as usize / og::RECORD_SIZE).unwrap_or(0)
+        }
+        _ => 0,
+    }
 }
 
 /// Call `f` on each record of an oracleGeneral file, in order. A file whose size is not a
