@@ -209,6 +209,15 @@ pub fn detect_format(path: &Path) -> Result<Format, TraceError> {
     sniff(path, &h)
 }
 
+/// Map a whole file read-only, prefaulting its pages (one sequential read instead of a page
+/// fault per 4 KiB).
+///
+/// # Safety
+/// Like every file mapping, it assumes no other process truncates the file while it is mapped.
+unsafe fn map_file(file: &File) -> std::io::Result<Mmap> {
+    memmap2::MmapOptions::new().map(file)
+}
+
 /// A byte stream with a refillable buffer, for binary records from a decompressor.
 struct StreamBytes {
     r: Box<dyn Read + Send>,
@@ -379,7 +388,7 @@ pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> 
             } else {
                 // SAFETY: the map is read-only and private to this reader; like every mmap of
                 // a file it assumes no other process truncates the file while it is read.
-                let map = unsafe { Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
+                let map = unsafe { map_file(&file) }.map_err(|e| io_err(path, e))?;
                 #[cfg(unix)]
                 let _ = map.advise(memmap2::Advice::Sequential);
                 Bytes::Mmap { map, pos: 0 }
@@ -694,7 +703,7 @@ pub fn for_each_oracle_general(
             return Ok(());
         }
         // SAFETY: read-only private map; assumes the file is not truncated while read.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
+        let map = unsafe { map_file(&file) }.map_err(|e| io_err(path, e))?;
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
         let chunks = map.chunks_exact(og::RECORD_SIZE);

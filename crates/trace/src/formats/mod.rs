@@ -162,6 +162,35 @@ impl From<std::io::Error> for WriteFail {
     }
 }
 
+/// The first `N` fields of `line` split at `delim`, and the total number of fields, without
+/// allocating.
+#[inline]
+pub(crate) fn split_fields<const N: usize>(line: &str, delim: char) -> ([&str; N], usize) {
+    let mut f = [""; N];
+    let mut n = 0;
+    for s in line.split(delim) {
+        if n < N {
+            f[n] = s;
+        }
+        n += 1;
+    }
+    (f, n)
+}
+
+/// The first `N` whitespace-separated tokens of `line`, and the total number of tokens.
+#[inline]
+pub(crate) fn split_tokens<const N: usize>(line: &str) -> ([&str; N], usize) {
+    let mut f = [""; N];
+    let mut n = 0;
+    for s in line.split_ascii_whitespace() {
+        if n < N {
+            f[n] = s;
+        }
+        n += 1;
+    }
+    (f, n)
+}
+
 /// Parse an unsigned decimal integer field, naming the field in the error.
 pub(crate) fn parse_u64(field: &str, what: &str) -> Result<u64, String> {
     let t = field.trim();
