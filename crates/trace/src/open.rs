@@ -449,10 +449,7 @@ pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> 
             Format::MsrCsv => TextParser::Msr(MsrParser::default()),
             Format::SpcCsv => TextParser::Spc(SpcParser::default()),
             Format::Blkparse => TextParser::Blkparse(BlkparseParser::new(opts.blkparse_action)),
-            _ => {
-                opts.csv.validate()?;
-                TextParser::Csv(Box::new(CsvParser::new(opts.csv.clone(), opts.block_size)))
-            }
+            _ => TextParser::Csv(Box::new(CsvParser::new(opts.csv.clone(), opts.block_size)?)),
         };
         let reader = Box::new(BufReader::with_capacity(1 << 18, open_decompressed(path)?));
         Inner::Text { reader, buf: Vec::with_capacity(256), line: 0, parser }
@@ -557,7 +554,7 @@ impl TraceReader {
                     TextParser::Csv(p) => p.parse(text, n, &mut self.volumes),
                 },
             };
-            match parsed {
+            match parsed.and_then(check_end) {
                 Ok(Line::Request(r)) => return Some(Ok(r)),
                 Ok(Line::NotRequest) => self.ignored += 1,
                 Ok(Line::End) => {
@@ -625,7 +622,10 @@ impl TraceReader {
                     BinDecoder::Vscsi(d) => d.decode(rec),
                 },
             };
-            match decoded {
+            match decoded.and_then(|d| match d {
+                Some(r) => check_end(Line::Request(r)).map(|_| Some(r)),
+                None => Ok(None),
+            }) {
                 Ok(Some(r)) => return Some(Ok(r)),
                 Ok(None) => self.ignored += 1,
                 Err(m) => {
@@ -636,6 +636,17 @@ impl TraceReader {
             }
         }
     }
+}
+
+/// Reject a request whose last byte lies beyond 2^64 (no block index could name it).
+#[inline]
+fn check_end(l: Line) -> Result<Line, String> {
+    if let Line::Request(r) = &l {
+        if r.offset.checked_add(r.length as u64).is_none() {
+            return Err(format!("offset {} + length {} overflows 64 bits", r.offset, r.length));
+        }
+    }
+    Ok(l)
 }
 
 impl Iterator for TraceReader {

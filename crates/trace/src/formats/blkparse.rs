@@ -104,11 +104,8 @@ impl BlkparseParser {
             }
             return Err(format!("expected a device 'major,minor' first, found {:?}", t[0]));
         }
-        if t.len() < 6 {
-            return Err(format!(
-                "expected 'dev cpu seq time pid action ...', found {} fields",
-                t.len()
-            ));
+        if n < 6 {
+            return Err(format!("expected 'dev cpu seq time pid action ...', found {} fields", n));
         }
         if t[5] != self.action.letter() {
             return Ok(Line::NotRequest);
