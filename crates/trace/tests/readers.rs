@@ -193,6 +193,15 @@ fn vscsi_versions_and_truncation() {
     // Content detection (no extension).
     let q = write_file(&dir, "trace.bin", &v1);
     assert_eq!(detect_format(&q).ok(), Some(Format::Vscsi));
+    // Through gzip: the version is detected on the decompressed stream.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    assert!(gz.write_all(&v1).is_ok());
+    let gz = gz.finish().unwrap_or_default();
+    let g = write_file(&dir, "t.vscsi.gz", &gz);
+    let (rg, _, _, _) = read(&g, &ReadOptions::default());
+    assert_eq!(rg, r);
+    let g = write_file(&dir, "noext", &gz);
+    assert_eq!(detect_format(&g).ok(), Some(Format::Vscsi));
 
     let mut v2 = Vec::new();
     v2.extend_from_slice(&vscsi::encode_v2(1, 4096, 42, 100, 10, 1));
