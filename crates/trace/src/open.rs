@@ -209,8 +209,8 @@ pub fn detect_format(path: &Path) -> Result<Format, TraceError> {
     sniff(path, &h)
 }
 
-/// Map a whole file read-only, prefaulting its pages (one sequential read instead of a page
-/// fault per 4 KiB).
+/// Map a whole file read-only. (Prefaulting with MAP_POPULATE measured no faster than
+/// MADV_SEQUENTIAL read-ahead on 240 MB files, so the map is lazy.)
 ///
 /// # Safety
 /// Like every file mapping, it assumes no other process truncates the file while it is mapped.
