@@ -10,7 +10,7 @@ use std::fmt;
 use std::io::Write;
 use std::str::FromStr;
 
-use super::{parse_nonneg_f64, parse_u64, to_length, Line, WriteFail, SECTOR_SIZE};
+use super::{parse_time_ns, parse_u64, to_length, Line, WriteFail, SECTOR_SIZE};
 use crate::{Op, Request, TraceError, VolumeTable};
 
 /// The unit of a CSV time column.
@@ -29,12 +29,12 @@ pub enum TimeUnit {
 
 impl TimeUnit {
     /// Nanoseconds in one unit.
-    pub fn ns(self) -> f64 {
+    pub fn ns(self) -> u64 {
         match self {
-            TimeUnit::S => 1e9,
-            TimeUnit::Ms => 1e6,
-            TimeUnit::Us => 1e3,
-            TimeUnit::Ns => 1.0,
+            TimeUnit::S => 1_000_000_000,
+            TimeUnit::Ms => 1_000_000,
+            TimeUnit::Us => 1_000,
+            TimeUnit::Ns => 1,
         }
     }
 }
@@ -194,14 +194,16 @@ pub struct CsvParser {
 }
 
 impl CsvParser {
-    /// A parser for `cols`, with `block_size` for block offsets and missing sizes.
-    pub fn new(cols: CsvColumns, block_size: u64) -> Self {
+    /// A parser for `cols` (checked with [`CsvColumns::validate`]), with `block_size` for
+    /// block offsets and missing sizes.
+    pub fn new(cols: CsvColumns, block_size: u64) -> Result<Self, TraceError> {
+        cols.validate()?;
         let n_fields = [Some(cols.offset), cols.time, cols.size, cols.op, cols.volume]
             .into_iter()
             .flatten()
             .max()
             .unwrap_or(1);
-        Self { delimiter: cols.delimiter, cols, block_size, last: None, n_fields }
+        Ok(Self { delimiter: cols.delimiter, cols, block_size, last: None, n_fields })
     }
 
     /// Parse one line (`lineno` is 1-based).
@@ -245,13 +247,7 @@ impl CsvParser {
         }
         .ok_or_else(|| format!("offset {raw} {} overflows a 64-bit byte offset", c.offset_unit))?;
         let time_ns = match c.time {
-            Some(t) => {
-                let v = parse_nonneg_f64(f[t - 1], "time")? * c.time_unit.ns();
-                if v >= u64::MAX as f64 {
-                    return Err(format!("time {} overflows 64-bit nanoseconds", f[t - 1]));
-                }
-                v.round() as u64
-            }
+            Some(t) => parse_time_ns(f[t - 1], c.time_unit.ns(), "time")?,
             None => 0,
         };
         let length = match c.size {
@@ -329,7 +325,7 @@ mod tests {
 
     #[test]
     fn default_mapping_reads_its_own_output() {
-        let mut p = CsvParser::new(CsvColumns::default(), 4096);
+        let mut p = CsvParser::new(CsvColumns::default(), 4096).unwrap_or_else(|e| panic!("{e}"));
         let mut v = VolumeTable::new();
         assert_eq!(p.parse(HEADER, 1, &mut v), Ok(Line::NotRequest));
         let r = req(&mut p, &mut v, "1500,web_0,write,8192,4096", 2);
@@ -355,7 +351,7 @@ mod tests {
             write_values: vec!["2a".into()],
             ..CsvColumns::default()
         };
-        let mut p = CsvParser::new(cols, 4096);
+        let mut p = CsvParser::new(cols, 4096).unwrap_or_else(|e| panic!("{e}"));
         let mut v = VolumeTable::new();
         assert_eq!(p.parse("version,time,op,size,lbn", 1, &mut v), Ok(Line::NotRequest));
         let r = req(&mut p, &mut v, "1,5633898,2a,512,42932745", 2);
@@ -378,7 +374,7 @@ mod tests {
             offset_unit: OffsetUnit::Blocks,
             ..CsvColumns::default()
         };
-        let mut p = CsvParser::new(cols, 4096);
+        let mut p = CsvParser::new(cols, 4096).unwrap_or_else(|e| panic!("{e}"));
         let mut v = VolumeTable::new();
         let r = req(&mut p, &mut v, "x\t7", 1);
         assert_eq!((r.offset, r.length, r.op, r.time_ns), (7 * 4096, 4096, Op::Read, 0));
@@ -386,7 +382,7 @@ mod tests {
 
     #[test]
     fn rejects_malformed_lines_and_mappings() {
-        let mut p = CsvParser::new(CsvColumns::default(), 4096);
+        let mut p = CsvParser::new(CsvColumns::default(), 4096).unwrap_or_else(|e| panic!("{e}"));
         let mut v = VolumeTable::new();
         let mut e = |l: &str| p.parse(l, 2, &mut v).err().unwrap_or_default();
         assert!(e("1,a,read,0").contains("found 4"));

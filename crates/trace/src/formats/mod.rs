@@ -162,6 +162,35 @@ impl From<std::io::Error> for WriteFail {
     }
 }
 
+/// The first `N` fields of `line` split at `delim`, and the total number of fields, without
+/// allocating.
+#[inline]
+pub(crate) fn split_fields<const N: usize>(line: &str, delim: char) -> ([&str; N], usize) {
+    let mut f = [""; N];
+    let mut n = 0;
+    for s in line.split(delim) {
+        if n < N {
+            f[n] = s;
+        }
+        n += 1;
+    }
+    (f, n)
+}
+
+/// The first `N` whitespace-separated tokens of `line`, and the total number of tokens.
+#[inline]
+pub(crate) fn split_tokens<const N: usize>(line: &str) -> ([&str; N], usize) {
+    let mut f = [""; N];
+    let mut n = 0;
+    for s in line.split_ascii_whitespace() {
+        if n < N {
+            f[n] = s;
+        }
+        n += 1;
+    }
+    (f, n)
+}
+
 /// Parse an unsigned decimal integer field, naming the field in the error.
 pub(crate) fn parse_u64(field: &str, what: &str) -> Result<u64, String> {
     let t = field.trim();
@@ -186,18 +215,37 @@ pub(crate) fn parse_nonneg_f64(field: &str, what: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// Parse a non-negative decimal time in a unit of `unit_ns` nanoseconds to nanoseconds,
+/// exactly for plain decimals (`1172163600.000001500`) and through f64 for exponent notation.
+pub(crate) fn parse_time_ns(field: &str, unit_ns: u64, what: &str) -> Result<u64, String> {
+    let t = field.trim();
+    let overflow = || format!("{what} {t:?} overflows 64-bit nanoseconds");
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if !int.is_empty() && digits(int) && digits(frac) {
+        let whole: u64 = int.parse().map_err(|_| overflow())?;
+        let mut ns = whole.checked_mul(unit_ns).ok_or_else(overflow)?;
+        // The fraction, rounded to the nearest nanosecond.
+        let mut num: u128 = 0;
+        let mut denom: u128 = 1;
+        for b in frac.bytes().take(30) {
+            num = num * 10 + u128::from(b - b'0');
+            denom *= 10;
+        }
+        let v = (num * u128::from(unit_ns) * 2 + denom) / (denom * 2);
+        ns = ns.checked_add(u64::try_from(v).map_err(|_| overflow())?).ok_or_else(overflow)?;
+        return Ok(ns);
+    }
+    let v = parse_nonneg_f64(t, what)? * unit_ns as f64;
+    if v >= u64::MAX as f64 {
+        return Err(overflow());
+    }
+    Ok(v.round() as u64)
+}
+
 /// A byte length that must fit a request's `u32` length.
 pub(crate) fn to_length(v: u64, what: &str) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("{what} {v} exceeds the 4 GiB request limit"))
-}
-
-/// Seconds as f64 to nanoseconds, rounded to the nearest nanosecond.
-pub(crate) fn secs_to_ns(secs: f64) -> Result<u64, String> {
-    let ns = (secs * 1e9).round();
-    if ns >= u64::MAX as f64 {
-        return Err(format!("time {secs} s overflows 64-bit nanoseconds"));
-    }
-    Ok(ns as u64)
 }
 
 #[cfg(test)]
@@ -222,7 +270,16 @@ mod tests {
         assert_eq!(parse_nonneg_f64("1.5", "t"), Ok(1.5));
         assert!(parse_nonneg_f64("-1.5", "t").is_err());
         assert!(parse_nonneg_f64("nan", "t").is_err());
-        assert_eq!(secs_to_ns(1.25), Ok(1_250_000_000));
+        assert_eq!(
+            parse_time_ns("1172163600.000001500", 1_000_000_000, "t"),
+            Ok(1_172_163_600_000_001_500)
+        );
+        assert_eq!(parse_time_ns("1172163600001000448", 1, "t"), Ok(1_172_163_600_001_000_448));
+        assert_eq!(parse_time_ns("0.5", 1_000, "t"), Ok(500));
+        assert_eq!(parse_time_ns("1.5e3", 1, "t"), Ok(1500));
+        assert!(parse_time_ns("-1", 1, "t").is_err());
+        assert!(parse_time_ns("x", 1, "t").is_err());
+        assert!(parse_time_ns("99999999999999999999", 1, "t").is_err());
         assert!(to_length(1 << 33, "size").is_err());
     }
 }
