@@ -165,7 +165,7 @@ fn sniff(path: &Path, head: &[u8]) -> Result<Format, TraceError> {
                 .unwrap_or(first);
             let f: Vec<&str> = data.split(',').map(str::trim).collect();
             if f.len() >= 6
-                && f[0].parse::<u64>().is_ok_and(|t| t > crate::formats::msr::FILETIME_UNIX_EPOCH)
+                && f[0].parse::<u64>().is_ok_and(|t| t >= crate::formats::msr::FILETIME_UNIX_EPOCH)
                 && (f[3].eq_ignore_ascii_case("read") || f[3].eq_ignore_ascii_case("write"))
             {
                 return Ok(Format::MsrCsv);

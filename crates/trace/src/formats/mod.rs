@@ -1,7 +1,7 @@
 //! The trace formats ember reads and writes, one file per format.
 //!
 //! Each text format provides a line parser, each binary format a fixed-size record decoder;
-//! [`crate::open`] drives them over a (possibly decompressed) file.
+//! [`crate::open()`] drives them over a (possibly decompressed) file.
 
 pub mod blkparse;
 pub mod csv;
