@@ -5,6 +5,8 @@ use clap::{Parser, Subcommand};
 mod cmd_gen;
 mod cmd_sim;
 mod cmd_trace;
+mod output;
+mod plot;
 mod trace_args;
 
 /// ember: a storage-level block cache (serve) and its laboratory (sim, trace).

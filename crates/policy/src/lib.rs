@@ -4,8 +4,13 @@
 
 pub mod access;
 pub mod admission;
+pub mod ghost;
+pub mod keymap;
 pub mod replacement;
+pub mod slab;
 
 pub use access::{Access, NEVER};
 pub use admission::Admission;
-pub use replacement::Replacement;
+pub use replacement::{
+    build, Arc, Clock, Fifo, Kind, Lru, Opt, Replacement, S3Fifo, Sieve, Slru, TwoQ,
+};

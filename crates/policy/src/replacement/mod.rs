@@ -1,7 +1,38 @@
 //! Replacement orders: which resident block to evict when room is needed.
 //!
 //! Every policy implements [`Replacement`] over uniform-size blocks with a capacity counted in
-//! blocks, so the simulator and the engine can use any of them.
+//! blocks, so the simulator and the engine can use any of them. [`Kind`] names them all;
+//! [`build`] makes a boxed one and [`with_replacement!`](crate::with_replacement) a concrete one
+//! for a monomorphized hot loop.
+//!
+//! All share one layout: a [`KeyMap`](crate::keymap::KeyMap) (key → `u32` slot) over a
+//! preallocated [`Slab`](crate::slab::Slab) of nodes linked into intrusive lists. Nothing
+//! allocates after construction.
+
+pub mod arc;
+pub mod clock;
+pub mod fifo;
+pub mod kind;
+pub mod lru;
+pub mod opt;
+mod queue;
+pub mod s3fifo;
+pub mod sieve;
+pub mod slru;
+#[cfg(test)]
+pub(crate) mod testing;
+pub mod two_q;
+
+pub use arc::Arc;
+pub use clock::Clock;
+pub use fifo::Fifo;
+pub use kind::{build, Kind, UnknownKind};
+pub use lru::Lru;
+pub use opt::Opt;
+pub use s3fifo::S3Fifo;
+pub use sieve::Sieve;
+pub use slru::Slru;
+pub use two_q::TwoQ;
 
 /// A replacement policy over a fixed number of block slots.
 ///
@@ -47,5 +78,35 @@ pub trait Replacement: Send {
         } else {
             (false, self.insert(access))
         }
+    }
+
+    /// Bytes of memory the policy's own structures occupy (index, nodes, ghosts), all
+    /// reserved at construction. 0 if the policy does not report it.
+    fn memory_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// For each position of a key sequence, the index of the next occurrence of the same key,
+/// or [`crate::NEVER`]: the oracle [`crate::Access::next_vtime`] that OPT needs.
+pub fn next_vtimes(keys: &[u64]) -> Vec<u64> {
+    let mut next = vec![crate::NEVER; keys.len()];
+    let mut seen: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    for (t, &k) in keys.iter().enumerate().rev() {
+        if let Some(later) = seen.insert(k, t as u64) {
+            next[t] = later;
+        }
+    }
+    next
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn next_vtimes_points_at_the_next_occurrence() {
+        assert_eq!(
+            super::next_vtimes(&[1, 2, 1, 3, 2, 1]),
+            vec![2, 4, 5, crate::NEVER, crate::NEVER, crate::NEVER]
+        );
     }
 }

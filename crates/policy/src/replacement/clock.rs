@@ -1,0 +1,195 @@
+//! CLOCK: FIFO with a second chance (Corbató's clock), with an n-bit access counter.
+//!
+//! Blocks sit in a circular order; a hit sets (increments, saturating at `2^bits - 1`) the
+//! block's counter. To evict, the hand looks at the oldest block: a non-zero counter is
+//! decremented and the block passes behind the hand (it becomes the newest); the first block
+//! found at zero is evicted. New blocks enter with counter `init_freq`.
+//!
+//! Defaults match libCacheSim's `Clock` (`Clock.c`: `n-bit-counter=1`, `init-freq=0`), and the
+//! order is the same: libCacheSim keeps the clock as a list whose tail is the hand and
+//! "passes" a block by moving it to the head, which is exactly what this implementation does,
+//! so miss counts are equal for every setting.
+
+use super::queue::Queue;
+use super::Replacement;
+use crate::Access;
+
+/// CLOCK replacement with an n-bit counter per block.
+#[derive(Clone, Debug)]
+pub struct Clock {
+    q: Queue<u8>,
+    max_freq: u8,
+    init_freq: u8,
+}
+
+impl Clock {
+    /// CLOCK with one reference bit and new blocks unreferenced (libCacheSim's default).
+    pub fn new(capacity: usize) -> Self {
+        Self::with_counter(capacity, 1, 0)
+    }
+
+    /// CLOCK with a `bits`-bit counter (1..=7) and new blocks entering at `init_freq`
+    /// (clamped to the counter's maximum).
+    pub fn with_counter(capacity: usize, bits: u32, init_freq: u8) -> Self {
+        let bits = bits.clamp(1, 7);
+        let max_freq = ((1u32 << bits) - 1) as u8;
+        Self { q: Queue::with_capacity(capacity), max_freq, init_freq: init_freq.min(max_freq) }
+    }
+
+    /// Resident keys from newest (just behind the hand) to oldest (under the hand).
+    pub fn keys(&self) -> Vec<u64> {
+        self.q.keys()
+    }
+
+    /// The counter of resident `key`, or `None` (for tests and inspection).
+    pub fn counter(&self, key: u64) -> Option<u8> {
+        self.q.find(key).map(|i| self.q.node(i).meta)
+    }
+
+    #[inline(always)]
+    fn hit(&mut self, i: u32) {
+        let max = self.max_freq;
+        let f = &mut self.q.node_mut(i).meta;
+        if *f < max {
+            *f += 1;
+        }
+    }
+
+    #[inline]
+    fn insert_absent(&mut self, key: u64) -> Option<u64> {
+        if !self.q.is_full() {
+            self.q.push_new(key, self.init_freq);
+            return None;
+        }
+        if self.q.capacity() == 0 {
+            return None;
+        }
+        loop {
+            let hand = self.q.list.tail;
+            let f = self.q.node(hand).meta;
+            if f == 0 {
+                return Some(self.q.replace(hand, key, self.init_freq));
+            }
+            self.q.node_mut(hand).meta = f - 1;
+            self.q.move_to_head(hand);
+        }
+    }
+}
+
+impl Replacement for Clock {
+    fn name(&self) -> &'static str {
+        "clock"
+    }
+
+    fn capacity(&self) -> usize {
+        self.q.capacity()
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.q.find(key).is_some()
+    }
+
+    #[inline]
+    fn lookup(&mut self, access: &Access) -> bool {
+        match self.q.find(access.key) {
+            Some(i) => {
+                self.hit(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, access: &Access) -> Option<u64> {
+        if self.lookup(access) {
+            return None;
+        }
+        self.insert_absent(access.key)
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        match self.q.find(key) {
+            Some(i) => {
+                self.q.remove_node(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
+        match self.q.find(access.key) {
+            Some(i) => {
+                self.hit(i);
+                (true, None)
+            }
+            None => (false, self.insert_absent(access.key)),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.q.memory_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replacement::testing::run;
+
+    #[test]
+    fn referenced_block_gets_a_second_chance() {
+        // 1 2 3 fill; 1 is hit; 4 finds 1 referenced under the hand, clears it, moves it
+        // behind the hand and evicts 2 instead.
+        let mut c = Clock::new(3);
+        let out = run(&mut c, &[1, 2, 3, 1, 4]);
+        assert_eq!(out[4], (false, Some(2)));
+        assert_eq!(c.keys(), vec![4, 1, 3]);
+        assert_eq!(c.counter(1), Some(0));
+        // 5: hand at 3 (unreferenced) → evict 3.
+        assert_eq!(run(&mut c, &[5]), vec![(false, Some(3))]);
+    }
+
+    #[test]
+    fn all_referenced_degrades_to_fifo() {
+        let mut c = Clock::new(2);
+        let out = run(&mut c, &[1, 2, 1, 2, 3]);
+        // Both referenced: the hand clears both, comes back to 1 and evicts it.
+        assert_eq!(out[4], (false, Some(1)));
+    }
+
+    #[test]
+    fn two_bit_counter_survives_two_sweeps() {
+        let mut c = Clock::with_counter(2, 2, 0);
+        run(&mut c, &[1, 1, 1, 1, 2]);
+        assert_eq!(c.counter(1), Some(3));
+        // 3: 1 (3→2) passes, 2 evicted.
+        assert_eq!(run(&mut c, &[3]), vec![(false, Some(2))]);
+        assert_eq!(c.counter(1), Some(2));
+        // 4: 1 (2→1) passes, 3 evicted; 5: 1 (1→0) passes, 4 evicted; 6: 1 evicted.
+        assert_eq!(
+            run(&mut c, &[4, 5, 6]),
+            vec![(false, Some(3)), (false, Some(4)), (false, Some(1))]
+        );
+    }
+
+    #[test]
+    fn remove_and_capacity_one() {
+        let mut c = Clock::new(1);
+        assert_eq!(
+            run(&mut c, &[1, 1, 2, 2, 3]),
+            vec![(false, None), (true, None), (false, Some(1)), (true, None), (false, Some(2))]
+        );
+        assert!(c.remove(3));
+        assert!(!c.contains(3));
+        assert_eq!(run(&mut c, &[4]), vec![(false, None)]);
+    }
+}

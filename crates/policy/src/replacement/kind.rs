@@ -1,0 +1,227 @@
+//! The registry of replacement policies: names, parsing, and construction, boxed
+//! ([`build`]) or concrete ([`with_replacement!`](crate::with_replacement)).
+
+use super::{Arc, Clock, Fifo, Lru, Opt, Replacement, S3Fifo, Sieve, Slru, TwoQ};
+use std::fmt;
+use std::str::FromStr;
+
+/// Every replacement policy ember implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Least recently used ([`Lru`]).
+    Lru,
+    /// First in, first out ([`Fifo`]).
+    Fifo,
+    /// CLOCK, one reference bit ([`Clock`]).
+    Clock,
+    /// SIEVE ([`Sieve`]).
+    Sieve,
+    /// Adaptive Replacement Cache ([`Arc`]).
+    Arc,
+    /// Segmented LRU, probationary + protected ([`Slru`]).
+    Slru,
+    /// 2Q, full version ([`TwoQ`]).
+    TwoQ,
+    /// S3-FIFO ([`S3Fifo`]).
+    S3Fifo,
+    /// Belady's OPT, an oracle needing `next_vtime` ([`Opt`]).
+    Opt,
+}
+
+impl Kind {
+    /// All policies, in a stable order.
+    pub const ALL: [Kind; 9] = [
+        Kind::Lru,
+        Kind::Fifo,
+        Kind::Clock,
+        Kind::Sieve,
+        Kind::Arc,
+        Kind::Slru,
+        Kind::TwoQ,
+        Kind::S3Fifo,
+        Kind::Opt,
+    ];
+
+    /// The command-line name (`lru`, `fifo`, `clock`, `sieve`, `arc`, `slru`, `2q`, `s3fifo`,
+    /// `opt`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Lru => "lru",
+            Kind::Fifo => "fifo",
+            Kind::Clock => "clock",
+            Kind::Sieve => "sieve",
+            Kind::Arc => "arc",
+            Kind::Slru => "slru",
+            Kind::TwoQ => "2q",
+            Kind::S3Fifo => "s3fifo",
+            Kind::Opt => "opt",
+        }
+    }
+
+    /// True if the policy reads [`crate::Access::next_vtime`] (the caller must fill it in).
+    pub const fn needs_oracle(self) -> bool {
+        matches!(self, Kind::Opt)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A policy name that is not one of [`Kind::ALL`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown replacement policy `{0}` (expected one of: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo, opt)")]
+pub struct UnknownKind(pub String);
+
+impl FromStr for Kind {
+    type Err = UnknownKind;
+
+    /// Parses a name case-insensitively; also accepts `belady` for OPT, `s3-fifo` and
+    /// `twoq`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "lru" => Ok(Kind::Lru),
+            "fifo" => Ok(Kind::Fifo),
+            "clock" => Ok(Kind::Clock),
+            "sieve" => Ok(Kind::Sieve),
+            "arc" => Ok(Kind::Arc),
+            "slru" => Ok(Kind::Slru),
+            "2q" | "twoq" => Ok(Kind::TwoQ),
+            "s3fifo" | "s3-fifo" => Ok(Kind::S3Fifo),
+            "opt" | "belady" => Ok(Kind::Opt),
+            _ => Err(UnknownKind(s.to_string())),
+        }
+    }
+}
+
+/// A policy of `kind` with `capacity` blocks and its default parameters, boxed.
+pub fn build(kind: Kind, capacity: usize) -> Box<dyn Replacement> {
+    match kind {
+        Kind::Lru => Box::new(Lru::new(capacity)),
+        Kind::Fifo => Box::new(Fifo::new(capacity)),
+        Kind::Clock => Box::new(Clock::new(capacity)),
+        Kind::Sieve => Box::new(Sieve::new(capacity)),
+        Kind::Arc => Box::new(Arc::new(capacity)),
+        Kind::Slru => Box::new(Slru::new(capacity)),
+        Kind::TwoQ => Box::new(TwoQ::new(capacity)),
+        Kind::S3Fifo => Box::new(S3Fifo::new(capacity)),
+        Kind::Opt => Box::new(Opt::new(capacity)),
+    }
+}
+
+/// Run `body` with `p` bound to a concrete policy of `kind` and `capacity` blocks (default
+/// parameters), so the body is compiled once per policy type and its calls are static:
+///
+/// ```
+/// use ember_policy::{with_replacement, Access, Replacement, replacement::Kind};
+/// let misses = with_replacement!(Kind::Lru, 2, |p| {
+///     [1u64, 2, 1, 3, 2].iter().enumerate()
+///         .filter(|(t, &k)| !p.access(&Access::read(k, *t as u64)).0)
+///         .count()
+/// });
+/// assert_eq!(misses, 4);
+/// ```
+#[macro_export]
+macro_rules! with_replacement {
+    ($kind:expr, $capacity:expr, |$p:ident| $body:expr) => {{
+        use $crate::replacement as __r;
+        let __capacity: usize = $capacity;
+        match $kind {
+            __r::Kind::Lru => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Lru::new(__capacity);
+                $body
+            }
+            __r::Kind::Fifo => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Fifo::new(__capacity);
+                $body
+            }
+            __r::Kind::Clock => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Clock::new(__capacity);
+                $body
+            }
+            __r::Kind::Sieve => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Sieve::new(__capacity);
+                $body
+            }
+            __r::Kind::Arc => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Arc::new(__capacity);
+                $body
+            }
+            __r::Kind::Slru => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Slru::new(__capacity);
+                $body
+            }
+            __r::Kind::TwoQ => {
+                #[allow(unused_mut)]
+                let mut $p = __r::TwoQ::new(__capacity);
+                $body
+            }
+            __r::Kind::S3Fifo => {
+                #[allow(unused_mut)]
+                let mut $p = __r::S3Fifo::new(__capacity);
+                $body
+            }
+            __r::Kind::Opt => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Opt::new(__capacity);
+                $body
+            }
+        }
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Access;
+
+    #[test]
+    fn names_round_trip_and_aliases_parse() {
+        for k in Kind::ALL {
+            assert_eq!(k.name().parse::<Kind>(), Ok(k));
+            assert_eq!(build(k, 4).name(), k.name());
+            assert_eq!(build(k, 4).capacity(), 4);
+        }
+        assert_eq!("Belady".parse::<Kind>(), Ok(Kind::Opt));
+        assert_eq!("S3-FIFO".parse::<Kind>(), Ok(Kind::S3Fifo));
+        assert_eq!("twoq".parse::<Kind>(), Ok(Kind::TwoQ));
+        let err = "lfu".parse::<Kind>().unwrap_err();
+        assert!(err.to_string().contains("`lfu`"));
+        assert!(Kind::Opt.needs_oracle() && !Kind::Lru.needs_oracle());
+    }
+
+    #[test]
+    fn macro_and_boxed_agree_for_every_kind() {
+        // Skewed: squares of a scrambled counter favour small keys.
+        let keys: Vec<u64> = (0..3000u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 7) % 97)
+            .map(|r| r * r / 97)
+            .collect();
+        let next = crate::replacement::next_vtimes(&keys);
+        let accesses: Vec<Access> = keys
+            .iter()
+            .enumerate()
+            .map(|(t, &k)| Access { next_vtime: next[t], ..Access::read(k, t as u64) })
+            .collect();
+        for k in Kind::ALL {
+            let mut boxed = build(k, 30);
+            let a: usize = accesses.iter().filter(|x| !boxed.access(x).0).count();
+            let b: usize = crate::with_replacement!(k, 30, |p| accesses
+                .iter()
+                .filter(|x| !p.access(x).0)
+                .count());
+            assert_eq!(a, b, "{k}");
+            let distinct = keys.iter().collect::<std::collections::HashSet<_>>().len();
+            assert!(a >= distinct, "{k}: {a} misses, fewer than the distinct keys");
+            assert!(a < keys.len(), "{k}: no hits at all");
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! A keyed queue: the hash index, the slab and one list, shared by the single-queue
+//! policies (LRU, FIFO, CLOCK, SIEVE). Each policy decides what a hit does to the order and
+//! which node leaves; this type only keeps index, slab and list consistent.
+
+use crate::keymap::KeyMap;
+use crate::slab::{List, Node, Slab, NIL};
+
+/// Resident blocks in one list, indexed by key.
+#[derive(Clone, Debug)]
+pub(crate) struct Queue<M> {
+    pub(crate) map: KeyMap,
+    pub(crate) slab: Slab<M>,
+    pub(crate) list: List,
+}
+
+impl<M: Copy + Default> Queue<M> {
+    /// A queue of at most `capacity` blocks.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Self {
+            map: KeyMap::with_entries(capacity),
+            slab: Slab::with_capacity(capacity),
+            list: List::new(),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.slab.capacity()
+    }
+
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.list.len
+    }
+
+    #[inline(always)]
+    pub(crate) fn is_full(&self) -> bool {
+        self.list.len >= self.slab.capacity()
+    }
+
+    /// The slot of `key`, if resident.
+    #[inline(always)]
+    pub(crate) fn find(&self, key: u64) -> Option<u32> {
+        let slab = &self.slab;
+        self.map.get(key, |s| slab.key(s))
+    }
+
+    #[inline(always)]
+    pub(crate) fn node_mut(&mut self, i: u32) -> &mut Node<M> {
+        self.slab.node_mut(i)
+    }
+
+    #[inline(always)]
+    pub(crate) fn node(&self, i: u32) -> &Node<M> {
+        self.slab.node(i)
+    }
+
+    /// Move resident node `i` to the head.
+    #[inline(always)]
+    pub(crate) fn move_to_head(&mut self, i: u32) {
+        self.list.move_to_head(self.slab.nodes_mut(), i);
+    }
+
+    /// Insert absent `key` at the head with `meta`; the queue must not be full.
+    #[inline(always)]
+    pub(crate) fn push_new(&mut self, key: u64, meta: M) -> u32 {
+        let i = self.slab.alloc(key, meta);
+        debug_assert!(i != NIL, "push_new on a full queue");
+        self.list.push_head(self.slab.nodes_mut(), i);
+        self.map.insert(key, i);
+        i
+    }
+
+    /// Replace resident node `victim` by absent `key` (with `meta`) at the head, reusing the
+    /// victim's slot. Returns the victim's key.
+    #[inline(always)]
+    pub(crate) fn replace(&mut self, victim: u32, key: u64, meta: M) -> u64 {
+        let old = self.slab.key(victim);
+        self.list.unlink(self.slab.nodes_mut(), victim);
+        self.map.remove(old, victim);
+        {
+            let n = self.slab.node_mut(victim);
+            n.key = key;
+            n.meta = meta;
+        }
+        self.list.push_head(self.slab.nodes_mut(), victim);
+        self.map.insert(key, victim);
+        old
+    }
+
+    /// Remove resident node `i`. Returns its key.
+    #[inline]
+    pub(crate) fn remove_node(&mut self, i: u32) -> u64 {
+        let key = self.slab.key(i);
+        self.list.unlink(self.slab.nodes_mut(), i);
+        self.map.remove(key, i);
+        self.slab.release(i);
+        key
+    }
+
+    /// Keys from head (newest) to tail.
+    pub(crate) fn keys(&self) -> Vec<u64> {
+        self.list.keys(self.slab.nodes())
+    }
+
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.map.memory_bytes() + self.slab.memory_bytes()
+    }
+}

@@ -1,0 +1,305 @@
+//! S3-FIFO (Yang et al., SOSP 2023): a small FIFO `S` that filters one-hit wonders, a main
+//! FIFO `M` with reinsertion, and a ghost FIFO `G` of keys recently dropped from `S`.
+//!
+//! Each block has a 2-bit access counter (hits increment, saturating). New blocks enter `S`,
+//! or `M` if their key is in `G`. To evict: when `M` holds more than its share, or `S` is
+//! empty, `M`'s oldest block is evicted if its counter is 0, otherwise reinserted at `M`'s
+//! head with the counter decremented (the paper's "FIFO-reinsertion"); else `S`'s oldest block
+//! moves to `M` (counter reset) if its counter reached the move-to-main threshold, otherwise it
+//! is evicted and its key remembered in `G`.
+//!
+//! Defaults are libCacheSim's (`S3FIFO.c`: `small-size-ratio=0.10`, `ghost-size-ratio=0.90`,
+//! `move-to-main-threshold=2`, i.e. two hits while in `S`; the paper's text says one): `|S| =
+//! floor(0.1 c)`, `|M| = c - |S|`, `|G| = floor(0.9 c)` keys. Also as libCacheSim: until the
+//! first eviction, new blocks go to `M` once `S` is full; blocks moved from `S` start in `M`
+//! at counter 0; `M` reinserts with `min(counter, 3) - 1`. Miss counts equal libCacheSim's
+//! for `c >= 20`. Differences by design:
+//! - libCacheSim admits nothing but ghost hits when `floor(0.1 c) < 2` (its `S3FIFO_insert`
+//!   refuses a block not strictly smaller than `S`) and errors when `|S| = 0`; ember uses
+//!   `|S| = max(1, floor(0.1 c))` and caches normally at any capacity.
+//! - As for ARC, the ghost is consulted at insertion, so a ghost hit that admission refuses
+//!   stays in `G` (libCacheSim drops it during lookup).
+
+use super::Replacement;
+use crate::ghost::GhostFifo;
+use crate::keymap::KeyMap;
+use crate::slab::{List, Slab};
+use crate::Access;
+
+/// Metadata bit marking a block in `M` (clear: in `S`).
+const IN_MAIN: u8 = 0x80;
+/// Metadata bits holding the access counter.
+const FREQ: u8 = 0x7f;
+
+/// S3-FIFO replacement.
+#[derive(Clone, Debug)]
+pub struct S3Fifo {
+    map: KeyMap,
+    slab: Slab<u8>,
+    small: List,
+    main: List,
+    ghost: GhostFifo,
+    small_cap: usize,
+    main_cap: usize,
+    threshold: u8,
+    max_freq: u8,
+    has_evicted: bool,
+    c: usize,
+}
+
+impl S3Fifo {
+    /// S3-FIFO with libCacheSim's defaults: `S` 10 %, ghost 90 %, move to main at 2 hits.
+    pub fn new(capacity: usize) -> Self {
+        Self::with_params(capacity, 0.10, 0.90, 2)
+    }
+
+    /// S3-FIFO with `S = floor(small * capacity)` (at least 1), a ghost of
+    /// `floor(ghost * capacity)` keys, and blocks leaving `S` with at least `threshold` hits
+    /// (1..=127) moved to `M`.
+    pub fn with_params(capacity: usize, small: f64, ghost: f64, threshold: u8) -> Self {
+        let small_cap = ((capacity as f64 * small.clamp(0.0, 1.0)) as usize).max(1).min(capacity);
+        let ghost_cap = (capacity as f64 * ghost.max(0.0)) as usize;
+        let threshold = threshold.clamp(1, FREQ);
+        Self {
+            map: KeyMap::with_entries(capacity),
+            slab: Slab::with_capacity(capacity),
+            small: List::new(),
+            main: List::new(),
+            ghost: GhostFifo::new(ghost_cap),
+            small_cap,
+            main_cap: capacity - small_cap,
+            threshold,
+            max_freq: threshold.max(3),
+            has_evicted: false,
+            c: capacity,
+        }
+    }
+
+    /// Keys of `S`, `M` and `G`, each newest first.
+    pub fn queues(&self) -> [Vec<u64>; 3] {
+        [self.small.keys(self.slab.nodes()), self.main.keys(self.slab.nodes()), self.ghost.keys()]
+    }
+
+    /// The access counter of resident `key`.
+    pub fn counter(&self, key: u64) -> Option<u8> {
+        self.find(key).map(|i| self.slab.node(i).meta & FREQ)
+    }
+
+    #[inline(always)]
+    fn find(&self, key: u64) -> Option<u32> {
+        let slab = &self.slab;
+        self.map.get(key, |s| slab.key(s))
+    }
+
+    #[inline(always)]
+    fn hit(&mut self, i: u32) {
+        let max = self.max_freq;
+        let m = &mut self.slab.node_mut(i).meta;
+        if *m & FREQ < max {
+            *m += 1;
+        }
+    }
+
+    #[inline]
+    fn drop_node(&mut self, i: u32) -> u64 {
+        let key = self.slab.key(i);
+        self.map.remove(key, i);
+        self.slab.release(i);
+        key
+    }
+
+    /// One round of eviction from `S`: move blocks with enough hits to `M` until one is
+    /// evicted (returned) or `S` is empty (None).
+    fn evict_small(&mut self) -> Option<u64> {
+        while let Some(t) = self.small.pop_tail(self.slab.nodes_mut()) {
+            if self.slab.node(t).meta & FREQ >= self.threshold {
+                self.slab.node_mut(t).meta = IN_MAIN;
+                self.main.push_head(self.slab.nodes_mut(), t);
+            } else {
+                let key = self.drop_node(t);
+                self.ghost.push(key);
+                return Some(key);
+            }
+        }
+        None
+    }
+
+    /// Evict from `M`: reinsert blocks with a non-zero counter (decremented) until one with
+    /// counter 0 comes up.
+    fn evict_main(&mut self) -> u64 {
+        loop {
+            let t = self.main.tail;
+            let f = self.slab.node(t).meta & FREQ;
+            if f == 0 {
+                self.main.unlink(self.slab.nodes_mut(), t);
+                return self.drop_node(t);
+            }
+            self.slab.node_mut(t).meta = IN_MAIN | (f.min(3) - 1);
+            self.main.move_to_head(self.slab.nodes_mut(), t);
+        }
+    }
+
+    fn evict(&mut self) -> u64 {
+        self.has_evicted = true;
+        loop {
+            if self.main.len > self.main_cap || self.small.is_empty() {
+                return self.evict_main();
+            }
+            if let Some(k) = self.evict_small() {
+                return k;
+            }
+        }
+    }
+
+    fn insert_missing(&mut self, key: u64) -> Option<u64> {
+        if self.c == 0 {
+            return None;
+        }
+        let remembered = self.ghost.take(key);
+        let evicted = (self.small.len + self.main.len >= self.c).then(|| self.evict());
+        let to_main = remembered || (!self.has_evicted && self.small.len >= self.small_cap);
+        if to_main {
+            let i = self.slab.alloc(key, IN_MAIN);
+            self.main.push_head(self.slab.nodes_mut(), i);
+            self.map.insert(key, i);
+        } else {
+            let i = self.slab.alloc(key, 0);
+            self.small.push_head(self.slab.nodes_mut(), i);
+            self.map.insert(key, i);
+        }
+        evicted
+    }
+}
+
+impl Replacement for S3Fifo {
+    fn name(&self) -> &'static str {
+        "s3fifo"
+    }
+
+    fn capacity(&self) -> usize {
+        self.c
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.small.len + self.main.len
+    }
+
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        self.find(key).is_some()
+    }
+
+    #[inline]
+    fn lookup(&mut self, access: &Access) -> bool {
+        match self.find(access.key) {
+            Some(i) => {
+                self.hit(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn insert(&mut self, access: &Access) -> Option<u64> {
+        if self.lookup(access) {
+            return None;
+        }
+        self.insert_missing(access.key)
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        match self.find(key) {
+            Some(i) => {
+                if self.slab.node(i).meta & IN_MAIN != 0 {
+                    self.main.unlink(self.slab.nodes_mut(), i);
+                } else {
+                    self.small.unlink(self.slab.nodes_mut(), i);
+                }
+                self.drop_node(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
+        match self.find(access.key) {
+            Some(i) => {
+                self.hit(i);
+                (true, None)
+            }
+            None => (false, self.insert_missing(access.key)),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.map.memory_bytes() + self.slab.memory_bytes() + self.ghost.memory_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replacement::testing::run;
+
+    #[test]
+    fn one_hit_wonders_leave_through_small_into_ghost() {
+        let mut s = S3Fifo::new(10); // S = 1, M = 9, G = 9
+                                     // 1 fills S; before the first eviction, 2..10 go straight to M (S is full).
+        run(&mut s, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(s.queues()[0], vec![1]);
+        assert_eq!(s.queues()[1].len(), 9);
+        // 11: full; M not over its share → evict from S: 1 (no hits) to the ghost.
+        assert_eq!(run(&mut s, &[11]), vec![(false, Some(1))]);
+        assert_eq!(s.queues()[0], vec![11]);
+        assert_eq!(s.queues()[2], vec![1]);
+        // 1 again: ghost hit. Room first: M is not over its share, so S's 11 (no hits) is
+        // evicted into the ghost; then 1 joins M.
+        assert_eq!(run(&mut s, &[1]), vec![(false, Some(11))]);
+        assert_eq!(s.queues()[1][0], 1);
+        assert_eq!(s.queues()[2], vec![11]);
+    }
+
+    #[test]
+    fn two_hits_in_small_move_to_main_and_main_reinserts() {
+        let mut s = S3Fifo::new(20); // S = 2, M = 18
+        let fill: Vec<u64> = (1..=20).collect();
+        run(&mut s, &fill);
+        assert_eq!(s.queues()[0], vec![2, 1]);
+        // 1 hit twice: counter 2 = threshold. 21: evict from S: 1 moves to M (counter 0),
+        // 2 (no hits) is evicted.
+        run(&mut s, &[1, 1]);
+        assert_eq!(s.counter(1), Some(2));
+        assert_eq!(run(&mut s, &[21]), vec![(false, Some(2))]);
+        assert_eq!(s.counter(1), Some(0));
+        assert_eq!(s.queues()[1][0], 1);
+        // M now holds 19 > 18: the next eviction comes from M: its oldest, 3, was hit once
+        // → reinserted with counter 0; 4 (no hits) is evicted.
+        run(&mut s, &[3]);
+        assert_eq!(run(&mut s, &[22]), vec![(false, Some(4))]);
+        assert_eq!(s.queues()[1][0], 3);
+        assert_eq!(s.counter(3), Some(0));
+    }
+
+    #[test]
+    fn counter_saturates_at_three() {
+        let mut s = S3Fifo::new(20);
+        run(&mut s, &[1, 1, 1, 1, 1, 1]);
+        assert_eq!(s.counter(1), Some(3));
+    }
+
+    #[test]
+    fn remove_and_capacity_one() {
+        let mut s = S3Fifo::new(1); // S = 1, M = 0
+        assert_eq!(
+            run(&mut s, &[1, 1, 2, 3]),
+            vec![(false, None), (true, None), (false, Some(1)), (false, Some(2))]
+        );
+        assert!(s.remove(3));
+        assert!(!s.remove(3));
+        assert!(s.is_empty());
+        assert_eq!(run(&mut s, &[4]), vec![(false, None)]);
+    }
+}
