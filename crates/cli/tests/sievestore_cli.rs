@@ -13,7 +13,7 @@ fn gen_ensemble_then_sievestore_experiment_and_admission_runs() {
     let trace = dir.path().join("ens.csv");
     let st = ember()
         .args(["trace", "gen", "ensemble", "--volumes", "6", "--days", "2"])
-        .args(["--accesses-per-day", "20000", "--out"])
+        .args(["--accesses-per-day", "20000", "--output"])
         .arg(&trace)
         .status()
         .unwrap();

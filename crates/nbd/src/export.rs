@@ -89,4 +89,18 @@ pub trait ExportSet: Send + Sync {
 
     /// Every export's name and description, for NBD_OPT_LIST.
     fn list(&self) -> Vec<(String, String)>;
+
+    /// The canonical name and description of the export `name` selects (for NBD_INFO_NAME
+    /// and NBD_INFO_DESCRIPTION). The provided method looks `name` up in [`ExportSet::list`];
+    /// for the empty name it answers the only listed export, if there is exactly one.
+    fn describe(&self, name: &str) -> Option<(String, String)> {
+        let list = self.list();
+        if let Some(found) = list.iter().find(|(n, _)| n == name) {
+            return Some(found.clone());
+        }
+        if name.is_empty() && list.len() == 1 {
+            return list.into_iter().next();
+        }
+        None
+    }
 }

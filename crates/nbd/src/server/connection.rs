@@ -1,0 +1,412 @@
+//! One client connection: the handshake, then the transmission phase with a reader (this
+//! thread) parsing requests; export calls run on the shared worker pool and replies leave
+//! through [`Replies`].
+
+use std::io::{BufReader, Read};
+use std::net::Shutdown;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam::channel::Sender;
+
+use super::handshake::{self, Negotiated};
+use super::replies::{observe, Outgoing, Replies};
+use super::worker::Job;
+use super::Shared;
+use crate::errno::Errno;
+use crate::export::Export;
+use crate::proto;
+use crate::reply;
+use crate::request::{Command, Request};
+use crate::stream::{self, Stream};
+
+/// What workers need to answer a request of this connection.
+pub(crate) struct ConnShared {
+    pub export: Arc<dyn Export>,
+    pub structured: bool,
+    replies: Arc<Replies>,
+}
+
+impl ConnShared {
+    /// Send a reply (dropped if the client has gone).
+    pub(crate) fn send(&self, outgoing: Outgoing) {
+        self.replies.send(outgoing);
+    }
+}
+
+/// The bytes of an error reply to `request`: a structured error chunk when structured
+/// replies were negotiated (with the offset, if given), else a simple reply.
+pub(crate) fn error_reply(
+    structured: bool,
+    request: &Request,
+    error: Errno,
+    message: &str,
+    offset: Option<u64>,
+) -> Vec<u8> {
+    if structured {
+        reply::error_chunk(request.cookie, error.code(), message, offset, true)
+    } else {
+        reply::simple_header(error.code(), request.cookie).to_vec()
+    }
+}
+
+/// Serve one accepted connection until it ends.
+pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
+    if let Some(observer) = &shared.observer {
+        observer.on_connection_opened();
+    }
+    let _ = stream.set_write_timeout(shared.config.write_timeout);
+    let _ = stream.set_read_timeout(shared.config.handshake_timeout);
+    let mut stream = stream;
+    let shutting_down = || shared.shutting_down();
+    let negotiated =
+        handshake::negotiate(&mut stream, shared.exports.as_ref(), &shared.config, &shutting_down);
+    let negotiated = match negotiated {
+        Ok(Some(n)) if stream.set_read_timeout(None).is_ok() => Ok(Some(n)),
+        Ok(_) => Ok(None),
+        Err(e) => Err(e),
+    };
+    if let Ok(Some(negotiated)) = negotiated {
+        transmission(shared, stream, negotiated, jobs);
+    } else {
+        stream.shutdown(Shutdown::Both);
+    }
+    if let Some(observer) = &shared.observer {
+        observer.on_connection_closed();
+    }
+}
+
+/// Why a request is refused before reaching the export, per `doc/proto.md`.
+pub(crate) fn validate(
+    request: &Request,
+    tx_flags: u16,
+    size: u64,
+    structured: bool,
+    max_payload: u32,
+) -> Result<(), (Errno, String)> {
+    let command = request.command;
+    let supported = match command {
+        Command::Read | Command::Write => true,
+        Command::Flush => tx_flags & proto::TX_SEND_FLUSH != 0,
+        Command::Trim => tx_flags & proto::TX_SEND_TRIM != 0,
+        Command::WriteZeroes => tx_flags & proto::TX_SEND_WRITE_ZEROES != 0,
+        _ => false,
+    };
+    if !supported {
+        return Err((
+            Errno::Inval,
+            format!(
+                "command {} ({}) is not supported by this export",
+                command.to_type(),
+                command.label()
+            ),
+        ));
+    }
+    let mut allowed = 0;
+    if tx_flags & proto::TX_SEND_FUA != 0 {
+        allowed |= proto::CMD_FLAG_FUA;
+    }
+    match command {
+        Command::WriteZeroes => allowed |= proto::CMD_FLAG_NO_HOLE,
+        Command::Read if tx_flags & proto::TX_SEND_DF != 0 => allowed |= proto::CMD_FLAG_DF,
+        _ => {}
+    }
+    if request.flags & !allowed != 0 {
+        return Err((
+            Errno::Inval,
+            format!(
+                "command flags {:#06x} are not valid for {}",
+                request.flags & !allowed,
+                command.label()
+            ),
+        ));
+    }
+    let writes = matches!(command, Command::Write | Command::Trim | Command::WriteZeroes);
+    if writes && tx_flags & proto::TX_READ_ONLY != 0 {
+        return Err((Errno::Perm, "export is read-only".to_string()));
+    }
+    if command != Command::Flush && !request.within(size) {
+        let errno = match command {
+            Command::Write | Command::WriteZeroes => Errno::NoSpc,
+            _ => Errno::Inval,
+        };
+        return Err((
+            errno,
+            format!(
+                "{} {}+{} beyond export size {size}",
+                command.label(),
+                request.offset,
+                request.length
+            ),
+        ));
+    }
+    if command == Command::Read && request.length > max_payload {
+        let errno = if structured { Errno::Overflow } else { Errno::Inval };
+        return Err((
+            errno,
+            format!("read length {} exceeds the maximum payload {max_payload}", request.length),
+        ));
+    }
+    Ok(())
+}
+
+fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jobs: Sender<Job>) {
+    let Ok(writer_stream) = socket.try_clone() else {
+        socket.shutdown(Shutdown::Both);
+        return;
+    };
+    let config = &shared.config;
+    let Ok(direct) = socket.try_clone() else {
+        socket.shutdown(Shutdown::Both);
+        return;
+    };
+    let replies = Arc::new(Replies::new(
+        direct,
+        shared.observer.clone(),
+        config.max_in_flight,
+        config.max_in_flight_bytes,
+    ));
+    let writer = {
+        let replies = Arc::clone(&replies);
+        std::thread::Builder::new()
+            .name("nbd-writer".into())
+            .spawn(move || replies.writer_loop(writer_stream))
+    };
+    let Ok(writer) = writer else {
+        socket.shutdown(Shutdown::Both);
+        return;
+    };
+    let Negotiated { export, structured, tx_flags } = negotiated;
+    let size = export.size();
+    let conn = Arc::new(ConnShared { export, structured, replies: Arc::clone(&replies) });
+
+    let mut header = [0u8; proto::REQUEST_HEADER_LEN];
+    // Buffered from here on only: the handshake read exactly what it needed, unbuffered.
+    let mut reader = BufReader::with_capacity(64 * 1024, socket);
+    while let Ok(true) = stream::read_exact_or_eof(&mut reader, &mut header) {
+        // Bad magic: the stream cannot be resynchronized; hard disconnect.
+        let Ok(request) = Request::parse(&header) else {
+            break;
+        };
+        if request.command == Command::Disc {
+            observe(&shared.observer, Command::Disc, 0, None, Duration::ZERO);
+            break;
+        }
+        let length = u64::from(request.length);
+        let mut payload = Vec::new();
+        let mut charge = 0;
+        if request.command == Command::Write {
+            if request.length > config.max_payload {
+                if length > config.discard_limit || stream::discard(&mut reader, length).is_err() {
+                    break;
+                }
+                replies.acquire(0);
+                let message = format!(
+                    "write length {length} exceeds the maximum payload {}",
+                    config.max_payload
+                );
+                conn.send(Outgoing {
+                    bytes: error_reply(structured, &request, Errno::Inval, &message, None),
+                    command: Command::Write,
+                    moved: 0,
+                    error: Some(Errno::Inval),
+                    received: Instant::now(),
+                    charge: 0,
+                });
+                continue;
+            }
+            charge = length;
+            replies.acquire(charge);
+            payload = vec![0u8; request.length as usize];
+            if reader.read_exact(&mut payload).is_err() {
+                replies.release(charge);
+                break;
+            }
+        } else {
+            if request.command == Command::Read && request.length <= config.max_payload {
+                charge = length;
+            }
+            replies.acquire(charge);
+        }
+        let received = Instant::now();
+        let verdict = if shared.shutting_down() {
+            // Read after shutdown began: refused, as the spec suggests, with NBD_ESHUTDOWN.
+            Err((Errno::Shutdown, "server is shutting down".to_string()))
+        } else {
+            validate(&request, tx_flags, size, structured, config.max_payload)
+        };
+        if let Err((errno, message)) = verdict {
+            conn.send(Outgoing {
+                bytes: error_reply(structured, &request, errno, &message, None),
+                command: request.command,
+                moved: 0,
+                error: Some(errno),
+                received,
+                charge,
+            });
+            continue;
+        }
+        let job = Job { conn: Arc::clone(&conn), request, payload, received, charge };
+        if let Err(failed) = jobs.send(job) {
+            // No workers left (cannot happen while the server runs); answer ESHUTDOWN.
+            let job = failed.into_inner();
+            conn.send(Outgoing {
+                bytes: error_reply(
+                    structured,
+                    &job.request,
+                    Errno::Shutdown,
+                    "server is shutting down",
+                    None,
+                ),
+                command: job.request.command,
+                moved: 0,
+                error: Some(Errno::Shutdown),
+                received,
+                charge,
+            });
+        }
+    }
+    // Answer every request already read, then let the writer go.
+    drop(jobs);
+    drop(conn);
+    replies.close();
+    let _ = writer.join();
+    reader.get_ref().shutdown(Shutdown::Both);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(command: Command, flags: u16, offset: u64, length: u32) -> Request {
+        Request { flags, command, cookie: 1, offset, length }
+    }
+
+    const ALL: u16 = proto::TX_HAS_FLAGS
+        | proto::TX_SEND_FLUSH
+        | proto::TX_SEND_FUA
+        | proto::TX_SEND_TRIM
+        | proto::TX_SEND_WRITE_ZEROES;
+
+    fn errno(r: Result<(), (Errno, String)>) -> Option<Errno> {
+        r.err().map(|e| e.0)
+    }
+
+    #[test]
+    fn out_of_range_errors_follow_the_spec() {
+        let max = proto::DEFAULT_MAX_PAYLOAD;
+        assert_eq!(
+            errno(validate(&request(Command::Read, 0, 1000, 100), ALL, 1024, false, max)),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(&request(Command::Trim, 0, 1000, 100), ALL, 1024, false, max)),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(&request(Command::Write, 0, 1000, 100), ALL, 1024, false, max)),
+            Some(Errno::NoSpc)
+        );
+        assert_eq!(
+            errno(validate(&request(Command::WriteZeroes, 0, u64::MAX, 1), ALL, 1024, false, max)),
+            Some(Errno::NoSpc)
+        );
+        assert_eq!(
+            errno(validate(&request(Command::Read, 0, 0, 1024), ALL, 1024, false, max)),
+            None
+        );
+    }
+
+    #[test]
+    fn unknown_commands_flags_and_read_only() {
+        let max = proto::DEFAULT_MAX_PAYLOAD;
+        assert_eq!(
+            errno(validate(&request(Command::Unknown(42), 0, 0, 0), ALL, 1024, false, max)),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(&request(Command::Cache, 0, 0, 512), ALL, 1024, false, max)),
+            Some(Errno::Inval)
+        );
+        // FLUSH not advertised.
+        assert_eq!(
+            errno(validate(
+                &request(Command::Flush, 0, 0, 0),
+                proto::TX_HAS_FLAGS,
+                1024,
+                false,
+                max
+            )),
+            Some(Errno::Inval)
+        );
+        // FUA without SEND_FUA; NO_HOLE on a write; DF without structured replies.
+        assert_eq!(
+            errno(validate(
+                &request(Command::Write, proto::CMD_FLAG_FUA, 0, 1),
+                proto::TX_HAS_FLAGS,
+                1024,
+                false,
+                max
+            )),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(
+                &request(Command::Write, proto::CMD_FLAG_NO_HOLE, 0, 1),
+                ALL,
+                1024,
+                false,
+                max
+            )),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(
+                &request(Command::Read, proto::CMD_FLAG_DF, 0, 1),
+                ALL,
+                1024,
+                false,
+                max
+            )),
+            Some(Errno::Inval)
+        );
+        assert_eq!(
+            errno(validate(
+                &request(Command::Read, proto::CMD_FLAG_DF, 0, 1),
+                ALL | proto::TX_SEND_DF,
+                1024,
+                true,
+                max
+            )),
+            None
+        );
+        assert_eq!(
+            errno(validate(
+                &request(Command::WriteZeroes, proto::CMD_FLAG_NO_HOLE | proto::CMD_FLAG_FUA, 0, 1),
+                ALL,
+                1024,
+                false,
+                max
+            )),
+            None
+        );
+        let ro = ALL | proto::TX_READ_ONLY;
+        assert_eq!(
+            errno(validate(&request(Command::Write, 0, 0, 1), ro, 1024, false, max)),
+            Some(Errno::Perm)
+        );
+        assert_eq!(
+            errno(validate(&request(Command::Trim, 0, 0, 1), ro, 1024, false, max)),
+            Some(Errno::Perm)
+        );
+        assert_eq!(errno(validate(&request(Command::Read, 0, 0, 1), ro, 1024, false, max)), None);
+    }
+
+    #[test]
+    fn oversized_reads() {
+        let size = 1 << 40;
+        let r = request(Command::Read, 0, 0, 4096 + 1);
+        assert_eq!(errno(validate(&r, ALL, size, false, 4096)), Some(Errno::Inval));
+        assert_eq!(errno(validate(&r, ALL, size, true, 4096)), Some(Errno::Overflow));
+    }
+}
