@@ -258,9 +258,9 @@ pub fn dispatch(
 /// Arguments of `ember trace gen ensemble`.
 #[derive(Args, Clone, Debug)]
 pub struct GenEnsembleArgs {
-    /// Output file.
-    #[arg(long, short)]
-    pub out: PathBuf,
+    /// The output file.
+    #[arg(short, long)]
+    pub output: PathBuf,
     /// Output format (default msr: MSR-Cambridge CSV).
     #[arg(long, default_value = "msr")]
     pub format: String,
@@ -299,14 +299,14 @@ pub fn gen_ensemble(args: &GenEnsembleArgs) -> anyhow::Result<()> {
         ..EnsembleConfig::with_volumes(args.volumes)
     };
     let trace = ensemble::generate(&cfg)?;
-    write_trace(&args.out, format, &trace, args.block_size)
-        .with_context(|| format!("writing {}", args.out.display()))?;
+    write_trace(&args.output, format, &trace, args.block_size)
+        .with_context(|| format!("writing {}", args.output.display()))?;
     eprintln!(
         "ember trace gen ensemble: {} requests, {} volumes, {} days -> {}",
         trace.requests.len(),
         trace.volumes.len(),
         args.days,
-        args.out.display()
+        args.output.display()
     );
     Ok(())
 }

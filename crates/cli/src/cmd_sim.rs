@@ -57,7 +57,7 @@ pub struct SimArgs {
     pub quiet: bool,
     /// SieveStore: --experiment, --admission, --partition, --device, --cache-blocks.
     #[command(flatten)]
-    pub sieve: crate::cmd_sievestore::SieveArgs,
+    pub sieve: Box<crate::cmd_sievestore::SieveArgs>,
 }
 
 /// One run of the grid: a policy at a size.
@@ -111,6 +111,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let trace_path = args.input.path().to_path_buf();
     let (trace, stats) = args.input.read()?;
+    let read_time = started.elapsed();
     if stats.skipped > 0 && !quiet {
         eprintln!(
             "ember sim: skipped {} malformed records of {}",
@@ -182,9 +183,10 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     if !quiet {
         let accesses = stream.len() as f64 * cells.len() as f64;
         eprintln!(
-            "ember sim: read {} in {:.2} s; {} runs of {} accesses in {:.2} s on {} threads ({:.1} M accesses/s)",
+            "ember sim: read {} in {:.2} s, split into blocks in {:.2} s; {} runs of {} accesses in {:.2} s on {} threads ({:.1} M accesses/s)",
             trace_path.display(),
-            loaded.as_secs_f64(),
+            read_time.as_secs_f64(),
+            (loaded - read_time).as_secs_f64(),
             cells.len(),
             stream.len(),
             sim_time.as_secs_f64(),

@@ -110,6 +110,7 @@ fn draw<X, DB>(
     labels: XLabels,
     y_max: f64,
     series: &[Series],
+    legend: SeriesLabelPosition,
 ) -> anyhow::Result<()>
 where
     X: AsRangedCoord<Value = f64>,
@@ -152,7 +153,7 @@ where
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(legend)
         .label_font(("sans-serif", 15))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
@@ -199,6 +200,7 @@ pub fn hit_ratio_curve(report: &Report, path: &Path) -> anyhow::Result<()> {
             XLabels::LogPercent,
             y,
             &series,
+            SeriesLabelPosition::UpperLeft,
         )
     } else {
         let pad = ((hi - lo) * 0.05).max(hi * 0.02);
@@ -211,6 +213,7 @@ pub fn hit_ratio_curve(report: &Report, path: &Path) -> anyhow::Result<()> {
             XLabels::Percent,
             y,
             &series,
+            SeriesLabelPosition::UpperLeft,
         )
     }
     .with_context(|| format!("drawing {}", path.display()))?;
@@ -264,7 +267,7 @@ pub fn timeline(report: &Report, path: &Path, by_requests: bool) -> anyhow::Resu
         ("hours since the first request", XLabels::Hours)
     };
     for (area, (policy, series)) in root.split_evenly((rows, cols)).iter().zip(&panels) {
-        draw(area, policy, 20, desc, 0.0..hi, labels, y, series)
+        draw(area, policy, 20, desc, 0.0..hi, labels, y, series, SeriesLabelPosition::LowerRight)
             .with_context(|| format!("drawing {}", path.display()))?;
     }
     root.present().map_err(|e| anyhow!("writing {}: {e}", path.display()))

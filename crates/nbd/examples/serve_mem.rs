@@ -1,5 +1,5 @@
 //! Serve a RAM disk over NBD until stdin closes: `cargo run -p ember-nbd --example serve_mem
-//! -- 127.0.0.1:10809 disk 1073741824`, then e.g. `nbdinfo nbd://127.0.0.1:10809/disk`.
+//! -- 127.0.0.1:10809 disk 1073741824 [workers]`, then e.g. `nbdinfo nbd://127.0.0.1:10809/disk`.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -14,11 +14,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(s) => s.parse().map_err(|e| format!("size {s:?}: {e}"))?,
         None => 1 << 30,
     };
+    let workers: usize = match args.get(4) {
+        Some(s) => s.parse().map_err(|e| format!("workers {s:?}: {e}"))?,
+        None => 8,
+    };
     let stats = Arc::new(ServerStats::new());
     let exports =
         ExportMap::new().with(name, "ember-nbd MemExport demo", Arc::new(MemExport::new(size)));
-    let server =
-        Server::builder(Arc::new(exports)).observer(stats.clone()).listen_tcp(address)?.build()?;
+    let server = Server::builder(Arc::new(exports))
+        .observer(stats.clone())
+        .workers(workers)
+        .listen_tcp(address)?
+        .build()?;
     eprintln!("serving {name} ({size} bytes) on {:?}; close stdin to stop", server.addrs());
     let running = server.spawn()?;
     let mut sink = Vec::new();

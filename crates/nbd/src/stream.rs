@@ -36,6 +36,14 @@ impl Stream {
         };
     }
 
+    /// Set a timeout on blocking reads (`None`: wait forever).
+    pub fn set_read_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(timeout),
+            Stream::Unix(s) => s.set_read_timeout(timeout),
+        }
+    }
+
     /// Set a timeout on blocking writes (`None`: wait forever).
     pub fn set_write_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
         match self {
@@ -74,6 +82,26 @@ impl Write for Stream {
             Stream::Tcp(s) => s.flush(),
             Stream::Unix(s) => s.flush(),
         }
+    }
+}
+
+/// Send as much of `buf` as the socket takes without blocking (`send` with `MSG_DONTWAIT`);
+/// `WouldBlock` when it takes nothing. Never raises SIGPIPE.
+pub fn send_nonblocking(stream: &Stream, buf: &[u8]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let fd = match stream {
+        Stream::Tcp(s) => s.as_raw_fd(),
+        Stream::Unix(s) => s.as_raw_fd(),
+    };
+    // SAFETY: `fd` is an open socket owned by `stream`, which outlives this call, and `buf`
+    // is valid for reads of `buf.len()` bytes.
+    let sent = unsafe {
+        libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+    };
+    if sent < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(sent as usize)
     }
 }
 
@@ -119,6 +147,26 @@ mod tests {
         assert!(read_exact_or_eof(&mut full, &mut buf).unwrap());
         assert_eq!(buf, [1, 2, 3, 4]);
         assert_eq!(full, &[5]);
+    }
+
+    #[test]
+    fn nonblocking_send_stops_when_the_peer_does_not_read() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let a = Stream::Unix(a);
+        assert_eq!(send_nonblocking(&a, b"hello").unwrap(), 5);
+        let mut got = [0u8; 5];
+        b.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"hello");
+        let chunk = vec![1u8; 1 << 20];
+        let mut total = 0;
+        let err = loop {
+            match send_nonblocking(&a, &chunk) {
+                Ok(n) => total += n,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        assert!(total > 0);
     }
 
     #[test]

@@ -337,3 +337,22 @@ fn disconnecting_with_requests_in_flight_costs_nothing_else() {
         "the partial write never reached a worker"
     );
 }
+
+#[test]
+fn idle_handshakes_time_out_but_idle_transmissions_do_not() {
+    let config = ServerConfig {
+        handshake_timeout: Some(std::time::Duration::from_millis(100)),
+        ..ServerConfig::default()
+    };
+    let server =
+        serve_with(ExportMap::new().with("good", "", Arc::new(MemExport::new(SIZE))), config);
+    let good = server.client("good");
+    let mut idle = Raw::connect(server.tcp);
+    idle.greeting();
+    assert!(idle.closed_by_server(), "a client silent during the handshake is dropped");
+    // Long past the handshake timeout, the negotiated connection still works.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_works(&good, 1);
+    good.disconnect().unwrap();
+    server.stop();
+}

@@ -227,7 +227,7 @@ impl ExperimentReport {
             let _ = writeln!(s, " {:>10.2}", pct(t.hits(), t.accesses));
         }
         let _ = writeln!(s);
-        header(&mut s, "Captured reads / writes (% of accesses, days 2+)", "");
+        let _ = writeln!(s, "Captured reads / writes (% of accesses, days 2+)");
         for r in &self.rows {
             let t = r.run.total_from(1);
             let _ = writeln!(

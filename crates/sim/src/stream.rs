@@ -6,7 +6,7 @@
 
 use crate::{Interval, SimError};
 use ember_policy::{Access, NEVER};
-use ember_trace::{Op, Trace};
+use ember_trace::{block_key, Op, Request, Trace};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::ops::Range;
 
@@ -48,7 +48,28 @@ impl AccessStream {
         if block_size == 0 {
             return Err(SimError::Invalid("block size must be positive".into()));
         }
-        let total: u64 = trace.requests.iter().map(|r| r.blocks(block_size).count() as u64).sum();
+        let reqs = &trace.requests;
+        let shift = block_size.trailing_zeros();
+        let pow2 = block_size.is_power_of_two();
+        // Blocks first..end of a request (shifts instead of divisions for power-of-two sizes).
+        let span = |r: &Request| -> (u64, u64) {
+            if r.length == 0 {
+                return (0, 0);
+            }
+            let last_byte = r.offset.saturating_add(r.length as u64 - 1);
+            if pow2 {
+                (r.offset >> shift, (last_byte >> shift) + 1)
+            } else {
+                (r.offset / block_size, last_byte / block_size + 1)
+            }
+        };
+        let total: u64 = reqs
+            .iter()
+            .map(|r| {
+                let (first, end) = span(r);
+                end - first
+            })
+            .sum();
         let total = usize::try_from(total).map_err(|_| {
             SimError::Invalid(format!("{total} block accesses do not fit in memory"))
         })?;
@@ -56,28 +77,35 @@ impl AccessStream {
         let mut flags = Vec::with_capacity(total);
         let mut times = Vec::with_capacity(total);
         let mut requests = 0u64;
-        for r in &trace.requests {
+        for r in reqs {
+            let (first, end) = span(r);
+            if first == end {
+                continue;
+            }
             let w = if r.op.is_write() { WRITE } else { 0 };
-            let mut first = FIRST;
-            for k in r.block_keys(block_size) {
-                keys.push(k);
-                flags.push(w | first);
+            requests += 1;
+            keys.push(block_key(r.volume, first));
+            flags.push(w | FIRST);
+            times.push(r.time_ns);
+            for b in first + 1..end {
+                keys.push(block_key(r.volume, b));
+                flags.push(w);
                 times.push(r.time_ns);
-                requests += (first != 0) as u64;
-                first = 0;
             }
         }
-        let start_ns = times.first().copied().unwrap_or(0);
-        let mut s = Self { keys, flags, times, next: None, requests, wss: 0, block_size, start_ns };
-        if oracle {
-            s.compute_next_access();
-        } else {
+        let mut wss = 0;
+        if !oracle {
             let mut seen = FxHashSet::default();
-            seen.reserve(s.keys.len() / 4);
-            for &k in &s.keys {
+            seen.reserve(keys.len() / 4);
+            for &k in &keys {
                 seen.insert(k);
             }
-            s.wss = seen.len() as u64;
+            wss = seen.len() as u64;
+        }
+        let start_ns = times.first().copied().unwrap_or(0);
+        let mut s = Self { keys, flags, times, next: None, requests, wss, block_size, start_ns };
+        if oracle {
+            s.compute_next_access();
         }
         Ok(s)
     }
@@ -234,7 +262,7 @@ pub fn next_access_times(keys: &[u64]) -> (Vec<u64>, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ember_trace::{block_key, Request, VolumeTable};
+    use ember_trace::VolumeTable;
 
     fn req(t: u64, vol: u32, op: Op, offset: u64, length: u32) -> Request {
         Request { time_ns: t, volume: vol, op, offset, length }
@@ -281,6 +309,23 @@ mod tests {
         assert!(plain.next_access().is_none());
         assert_eq!(plain.access(0).next_vtime, NEVER);
         assert!(AccessStream::from_trace(&t, 0, false).is_err());
+    }
+
+    #[test]
+    fn non_power_of_two_block_sizes_split_like_request_blocks() {
+        let reqs = vec![
+            req(0, 0, Op::Read, 999, 2),
+            req(1, 0, Op::Read, 2500, 3000),
+            req(2, 0, Op::Read, 7, 1),
+        ];
+        let s =
+            AccessStream::from_trace(&Trace::new(reqs.clone(), VolumeTable::new()), 1000, false)
+                .unwrap();
+        let want: Vec<u64> =
+            reqs.iter().flat_map(|r| r.block_keys(1000).collect::<Vec<_>>()).collect();
+        assert_eq!(s.keys(), want.as_slice());
+        assert_eq!(s.keys(), &[0, 1, 2, 3, 4, 5, 0]);
+        assert_eq!(s.wss(), 6);
     }
 
     #[test]

@@ -1,15 +1,16 @@
 //! One client connection: the handshake, then the transmission phase with a reader (this
-//! thread) parsing requests and a writer thread serializing replies; export calls run on
-//! the shared worker pool.
+//! thread) parsing requests; export calls run on the shared worker pool and replies leave
+//! through [`Replies`].
 
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read};
 use std::net::Shutdown;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam::channel::{Receiver, Sender};
+use crossbeam::channel::Sender;
 
 use super::handshake::{self, Negotiated};
+use super::replies::{observe, Outgoing, Replies};
 use super::worker::Job;
 use super::Shared;
 use crate::errno::Errno;
@@ -17,36 +18,19 @@ use crate::export::Export;
 use crate::proto;
 use crate::reply;
 use crate::request::{Command, Request};
-use crate::stats::{CommandObservation, ServerObserver};
 use crate::stream::{self, Stream};
-
-/// A reply ready for the writer.
-pub(crate) struct Outgoing {
-    /// The reply's bytes (header, and data for a read).
-    pub bytes: Vec<u8>,
-    /// The request it answers.
-    pub command: Command,
-    /// Bytes moved on success.
-    pub moved: u64,
-    /// The error it carries.
-    pub error: Option<Errno>,
-    /// When the request was fully received.
-    pub received: Instant,
-    /// Buffer bytes charged against the connection's in-flight budget.
-    pub charge: u64,
-}
 
 /// What workers need to answer a request of this connection.
 pub(crate) struct ConnShared {
     pub export: Arc<dyn Export>,
     pub structured: bool,
-    replies: Sender<Outgoing>,
+    replies: Arc<Replies>,
 }
 
 impl ConnShared {
-    /// Queue a reply for the writer (dropped if the writer is gone, i.e. the client left).
+    /// Send a reply (dropped if the client has gone).
     pub(crate) fn send(&self, outgoing: Outgoing) {
-        let _ = self.replies.send(outgoing);
+        self.replies.send(outgoing);
     }
 }
 
@@ -66,43 +50,22 @@ pub(crate) fn error_reply(
     }
 }
 
-/// Bounds how much one connection may have in flight.
-struct InFlight {
-    state: Mutex<(usize, u64)>,
-    changed: Condvar,
-    max_requests: usize,
-    max_bytes: u64,
-}
-
-impl InFlight {
-    fn acquire(&self, charge: u64) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        while state.0 > 0 && (state.0 >= self.max_requests || state.1 + charge > self.max_bytes) {
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
-        state.0 += 1;
-        state.1 += charge;
-    }
-
-    fn release(&self, charge: u64) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.0 = state.0.saturating_sub(1);
-        state.1 = state.1.saturating_sub(charge);
-        drop(state);
-        self.changed.notify_all();
-    }
-}
-
 /// Serve one accepted connection until it ends.
 pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
     if let Some(observer) = &shared.observer {
         observer.on_connection_opened();
     }
     let _ = stream.set_write_timeout(shared.config.write_timeout);
+    let _ = stream.set_read_timeout(shared.config.handshake_timeout);
     let mut stream = stream;
     let shutting_down = || shared.shutting_down();
     let negotiated =
         handshake::negotiate(&mut stream, shared.exports.as_ref(), &shared.config, &shutting_down);
+    let negotiated = match negotiated {
+        Ok(Some(n)) if stream.set_read_timeout(None).is_ok() => Ok(Some(n)),
+        Ok(_) => Ok(None),
+        Err(e) => Err(e),
+    };
     if let Ok(Some(negotiated)) = negotiated {
         transmission(shared, stream, negotiated, jobs);
     } else {
@@ -110,47 +73,6 @@ pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
     }
     if let Some(observer) = &shared.observer {
         observer.on_connection_closed();
-    }
-}
-
-fn observe(
-    observer: &Option<Arc<dyn ServerObserver>>,
-    command: Command,
-    moved: u64,
-    error: Option<Errno>,
-    latency: Duration,
-) {
-    if let Some(observer) = observer {
-        observer.on_command(&CommandObservation { command, bytes: moved, latency, error });
-    }
-}
-
-fn writer_loop(
-    stream: Stream,
-    replies: Receiver<Outgoing>,
-    in_flight: Arc<InFlight>,
-    observer: Option<Arc<dyn ServerObserver>>,
-) {
-    let mut out = BufWriter::with_capacity(64 * 1024, stream);
-    let mut dead = false;
-    for reply in replies.iter() {
-        if !dead {
-            let mut ok = out.write_all(&reply.bytes).is_ok();
-            if ok && replies.is_empty() {
-                ok = out.flush().is_ok();
-            }
-            if !ok {
-                // The client is gone (or stopped reading past the write timeout): drop
-                // every further reply and make the reader stop too.
-                dead = true;
-                out.get_ref().shutdown(Shutdown::Both);
-            }
-        }
-        observe(&observer, reply.command, reply.moved, reply.error, reply.received.elapsed());
-        in_flight.release(reply.charge);
-    }
-    if !dead {
-        let _ = out.flush();
     }
 }
 
@@ -234,19 +156,21 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         return;
     };
     let config = &shared.config;
-    let (replies, reply_queue) = crossbeam::channel::unbounded();
-    let in_flight = Arc::new(InFlight {
-        state: Mutex::new((0, 0)),
-        changed: Condvar::new(),
-        max_requests: config.max_in_flight,
-        max_bytes: config.max_in_flight_bytes,
-    });
+    let Ok(direct) = socket.try_clone() else {
+        socket.shutdown(Shutdown::Both);
+        return;
+    };
+    let replies = Arc::new(Replies::new(
+        direct,
+        shared.observer.clone(),
+        config.max_in_flight,
+        config.max_in_flight_bytes,
+    ));
     let writer = {
-        let in_flight = Arc::clone(&in_flight);
-        let observer = shared.observer.clone();
+        let replies = Arc::clone(&replies);
         std::thread::Builder::new()
             .name("nbd-writer".into())
-            .spawn(move || writer_loop(writer_stream, reply_queue, in_flight, observer))
+            .spawn(move || replies.writer_loop(writer_stream))
     };
     let Ok(writer) = writer else {
         socket.shutdown(Shutdown::Both);
@@ -254,7 +178,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
     };
     let Negotiated { export, structured, tx_flags } = negotiated;
     let size = export.size();
-    let conn = Arc::new(ConnShared { export, structured, replies });
+    let conn = Arc::new(ConnShared { export, structured, replies: Arc::clone(&replies) });
 
     let mut header = [0u8; proto::REQUEST_HEADER_LEN];
     // Buffered from here on only: the handshake read exactly what it needed, unbuffered.
@@ -276,7 +200,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                 if length > config.discard_limit || stream::discard(&mut reader, length).is_err() {
                     break;
                 }
-                in_flight.acquire(0);
+                replies.acquire(0);
                 let message = format!(
                     "write length {length} exceeds the maximum payload {}",
                     config.max_payload
@@ -292,17 +216,17 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                 continue;
             }
             charge = length;
-            in_flight.acquire(charge);
+            replies.acquire(charge);
             payload = vec![0u8; request.length as usize];
             if reader.read_exact(&mut payload).is_err() {
-                in_flight.release(charge);
+                replies.release(charge);
                 break;
             }
         } else {
             if request.command == Command::Read && request.length <= config.max_payload {
                 charge = length;
             }
-            in_flight.acquire(charge);
+            replies.acquire(charge);
         }
         let received = Instant::now();
         let verdict = if shared.shutting_down() {
@@ -342,9 +266,10 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
             });
         }
     }
-    // Let in-flight requests finish: the writer ends when the last job drops its handle.
-    drop(conn);
+    // Answer every request already read, then let the writer go.
     drop(jobs);
+    drop(conn);
+    replies.close();
     let _ = writer.join();
     reader.get_ref().shutdown(Shutdown::Both);
 }

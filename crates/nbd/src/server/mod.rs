@@ -19,6 +19,7 @@
 
 mod connection;
 pub(crate) mod handshake;
+mod replies;
 mod worker;
 
 use std::collections::HashMap;
@@ -74,6 +75,9 @@ pub struct ServerConfig {
     /// How long a reply write may block on a client that does not read before the
     /// connection is dropped (`None`: forever).
     pub write_timeout: Option<Duration>,
+    /// How long the handshake may wait for the client's next bytes before the connection is
+    /// dropped, so idle half-open connections do not pin threads (`None`: forever).
+    pub handshake_timeout: Option<Duration>,
 }
 
 impl Default for ServerConfig {
@@ -85,6 +89,7 @@ impl Default for ServerConfig {
             max_in_flight: 128,
             max_in_flight_bytes: 128 << 20,
             write_timeout: Some(Duration::from_secs(120)),
+            handshake_timeout: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -218,6 +223,7 @@ impl ServerBuilder {
                 observer: self.observer,
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
+                stopping: std::sync::atomic::AtomicBool::new(false),
             }),
             listeners,
             addrs,
@@ -240,6 +246,7 @@ pub(crate) struct Shared {
     pub(crate) observer: Option<Arc<dyn ServerObserver>>,
     state: Mutex<State>,
     changed: Condvar,
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -249,8 +256,9 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether shutdown has begun (a lock-free read; the flag is set under the state lock).
     pub(crate) fn shutting_down(&self) -> bool {
-        self.state().shutting_down
+        self.stopping.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Register a new connection; `None` when shutting down (the caller drops it).
@@ -287,6 +295,7 @@ impl ShutdownHandle {
         let mut state = self.shared.state();
         if !state.shutting_down {
             state.shutting_down = true;
+            self.shared.stopping.store(true, std::sync::atomic::Ordering::Release);
             for stream in state.connections.values() {
                 stream.shutdown(Shutdown::Read);
             }

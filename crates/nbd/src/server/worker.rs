@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use crossbeam::channel::Receiver;
 
-use super::connection::{error_reply, ConnShared, Outgoing};
+use super::connection::{error_reply, ConnShared};
+use super::replies::Outgoing;
 use crate::errno::Errno;
 use crate::export::{Export, ExportError};
 use crate::proto;

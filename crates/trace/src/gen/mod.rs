@@ -15,7 +15,7 @@
 //!   ([`ZipfConfig`], [`ZipfStream`]).
 //! - [`uniform`]: uniform random over N blocks ([`UniformConfig`], [`UniformStream`]).
 //! - [`seq`]: a sequential loop over N blocks ([`SeqConfig`], [`SeqStream`]).
-//! - [`ww_random`], [`ww_seq`], [`ww_zipf`]: the single-client synthetic workloads of Wong and
+//! - [`ww_random()`], [`ww_seq()`], [`ww_zipf()`]: the single-client synthetic workloads of Wong and
 //!   Wilkes, *My cache or yours?*, USENIX ATC 2002, section 3 ([`ww`]: [`WwConfig`],
 //!   [`WarmedTrace`]).
 //! - [`multi_client`]: N clients over one array, disjoint, conjoint or partially shared

@@ -11,6 +11,10 @@
 //!   X by another client" (section 5.1). `Partial { shared_fraction: 1.0 }` is fully shared but
 //!   not conjoint; `Partial { shared_fraction: 0.0 }` is disjoint.
 //!
+//! Section 5.1's simulated system is the section 3 one "with the single client ... simply
+//! replaced by N clients, each with 1/N of the cache memory of the single client": the cache
+//! sizes belong to the simulator; this generator only shapes the READ streams.
+//!
 //! # Representation: volume = client, offset = array address
 //!
 //! A [`Request`] has no client field. In a multi-client trace the **volume is the client**
@@ -40,9 +44,10 @@
 //! sequential loop, client K starts at `K W / N` so that clients reach a shared block at
 //! different times (conjoint clients all start at 0).
 //!
-//! Every client issues `rate` requests per second. Request `i` of client K is stamped
-//! `floor((i + K / N) / rate)` seconds (conjoint: `floor(i / rate)`, the same instant for all
-//! clients); the trace lists them by time, ties by client. As in section 3, each client first
+//! Every client issues `rate` requests per second (`N x rate` must not exceed 1e9). Request
+//! `i` of client K is stamped `floor(1e9 (i + K / N) / rate)` nanoseconds (conjoint:
+//! `floor(1e9 i / rate)`, the same instant for all clients); the trace lists them by time,
+//! ties by client. As in section 3, each client first
 //! issues `warmup_per_client` warm-up READS (default W) and then `timed_per_client` timed
 //! READS (default 10 W); [`MultiClientTrace::warmed`] gives the boundary.
 
@@ -216,6 +221,12 @@ impl MultiClientConfig {
     pub fn stream(&self) -> Result<MultiClientStream, TraceError> {
         let layout = self.layout()?;
         self.common.validate(layout.array_blocks())?;
+        if self.common.rate * self.clients as f64 > super::MAX_RATE {
+            return Err(TraceError::Invalid(format!(
+                "{} clients at {} requests per second exceed one request per nanosecond",
+                self.clients, self.common.rate
+            )));
+        }
         let per_client = self
             .warmup_per_client
             .checked_add(self.timed_per_client)
@@ -265,7 +276,7 @@ impl MultiClientConfig {
         let volumes = s.volumes();
         let layout = s.layout;
         let warmup = self.warmup_per_client * self.clients as u64;
-        let timed_start_ns = (self.warmup_per_client as f64 * (1e9 / self.common.rate)) as u64;
+        let timed_start_ns = s.time_of(self.warmup_per_client, 0);
         let trace = super::collect(s, volumes);
         Ok(MultiClientTrace {
             warmed: WarmedTrace {
@@ -322,6 +333,17 @@ impl MultiClientStream {
         self.layout
     }
 
+    /// The time stamp of request `step` of client `k`.
+    #[inline]
+    fn time_of(&self, step: u64, k: u32) -> u64 {
+        if self.conjoint {
+            (step as f64 * self.interval_ns) as u64
+        } else {
+            let n = self.layout.clients as u64;
+            ((step * n + k as u64) as f64 * (self.interval_ns / n as f64)) as u64
+        }
+    }
+
     /// The next working-set index and op of client `k`.
     fn draw(&mut self, k: usize) -> (u64, Op) {
         let w = self.layout.blocks_per_client;
@@ -354,12 +376,7 @@ impl Iterator for MultiClientStream {
         } else {
             self.draw(k as usize)
         };
-        let n = self.layout.clients as u64;
-        let time_ns = if self.conjoint {
-            (self.step as f64 * self.interval_ns) as u64
-        } else {
-            ((self.step * n + k as u64) as f64 * (self.interval_ns / n as f64)) as u64
-        };
+        let time_ns = self.time_of(self.step, k);
         let block = self.layout.block(k, j);
         self.client += 1;
         if self.client == self.layout.clients {
@@ -489,6 +506,27 @@ mod tests {
         assert_eq!(w.trace.volumes.names(), &["client0", "client1", "client2", "client3"]);
         // 1000 requests per second per client: step 1 of client 2 at 1 ms + 2/4 ms.
         assert_eq!(w.trace.requests[6].time_ns, 1_500_000);
+    }
+
+    #[test]
+    fn timed_start_is_the_first_timed_stamp_at_awkward_rates() {
+        for (clients, rate, sharing) in [
+            (3, 7.0, Sharing::Disjoint),
+            (7, 3000.0, Sharing::Partial { shared_fraction: 0.3 }),
+            (3, 1e8 / 3.0, Sharing::Conjoint),
+        ] {
+            let common = Common { rate, ..Common::with_seed(1) };
+            let mut c = MultiClientConfig::new(clients, 50, Pattern::Seq, sharing, common);
+            c.timed_per_client = 20;
+            let t = c.trace().unwrap();
+            let w = &t.warmed;
+            assert_eq!(w.timed()[0].time_ns, w.timed_start_ns, "{clients} clients at {rate}/s");
+            assert!(w.warmup().iter().all(|r| r.time_ns < w.timed_start_ns));
+            assert!(w.trace.requests.windows(2).all(|p| p[0].time_ns <= p[1].time_ns));
+        }
+        let too_fast = Common { rate: 5e8, ..Common::with_seed(1) };
+        let c = MultiClientConfig::new(4, 10, Pattern::Random, Sharing::Disjoint, too_fast);
+        assert!(c.stream().is_err());
     }
 
     #[test]

@@ -10,9 +10,9 @@
 //!
 //! | workload | section | working set | with N_c = N_a = 16384 |
 //! |---|---|---|---|
-//! | RANDOM ([`super::ww_random`]) | 3.2 | N_rand = N_c + N_a | 32768 |
-//! | SEQ ([`super::ww_seq`]) | 3.3 | N_seq = N_c + N_a - 1 | 32767 |
-//! | ZIPF ([`super::ww_zipf`]) | 3.4 | N_Zipf = 1.5 (N_c + N_a), alpha = 1 | 49152 |
+//! | RANDOM ([`super::ww_random()`]) | 3.2 | N_rand = N_c + N_a | 32768 |
+//! | SEQ ([`super::ww_seq()`]) | 3.3 | N_seq = N_c + N_a - 1 | 32767 |
+//! | ZIPF ([`super::ww_zipf()`]) | 3.4 | N_Zipf = 1.5 (N_c + N_a), alpha = 1 | 49152 |
 //!
 //! A generated workload is a [`WarmedTrace`]: the warm-up requests followed by the timed
 //! requests, with the boundary given both as a request count and as a time stamp. The single

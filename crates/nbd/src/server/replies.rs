@@ -1,0 +1,216 @@
+//! The reply path of one connection: replies leave as whole messages, one at a time. A
+//! worker finishing a request sends its reply straight to the socket when nothing else is
+//! queued and the socket takes it without blocking; otherwise the reply is queued for the
+//! connection's writer thread, the only one that ever blocks on the socket. So a client
+//! that stops reading stalls only its own writer, never a worker. Also bounds what one
+//! connection may have in flight.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::net::Shutdown;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::errno::Errno;
+use crate::request::Command;
+use crate::stats::{CommandObservation, ServerObserver};
+use crate::stream::{self, Stream};
+
+/// A reply ready to go.
+pub(crate) struct Outgoing {
+    /// The reply's bytes (header, and data for a read).
+    pub bytes: Vec<u8>,
+    /// The request it answers.
+    pub command: Command,
+    /// Bytes moved on success.
+    pub moved: u64,
+    /// The error it carries.
+    pub error: Option<Errno>,
+    /// When the request was fully received.
+    pub received: Instant,
+    /// Buffer bytes charged against the connection's in-flight budget.
+    pub charge: u64,
+}
+
+/// Report an answered request.
+pub(crate) fn observe(
+    observer: &Option<Arc<dyn ServerObserver>>,
+    command: Command,
+    moved: u64,
+    error: Option<Errno>,
+    latency: Duration,
+) {
+    if let Some(observer) = observer {
+        observer.on_command(&CommandObservation { command, bytes: moved, latency, error });
+    }
+}
+
+/// A reply partly or not yet written.
+struct Queued {
+    out: Outgoing,
+    sent: usize,
+}
+
+#[derive(Default)]
+struct State {
+    /// Replies for the writer thread, oldest first; the first may be partly sent.
+    backlog: VecDeque<Queued>,
+    /// The writer thread is writing a reply with the lock released.
+    writer_busy: bool,
+    /// The socket failed: every further reply is dropped.
+    dead: bool,
+    /// No more replies will come: the writer thread may exit.
+    closed: bool,
+    /// Requests in flight (admitted, reply not yet written or dropped) and their buffers.
+    in_flight: usize,
+    in_flight_bytes: u64,
+}
+
+/// The reply path and in-flight accounting of one connection.
+pub(crate) struct Replies {
+    socket: Stream,
+    state: Mutex<State>,
+    /// Signals the writer thread (new backlog, closed) and the reader (in-flight dropped).
+    changed: Condvar,
+    observer: Option<Arc<dyn ServerObserver>>,
+    max_requests: usize,
+    max_bytes: u64,
+}
+
+impl Replies {
+    /// The reply path for `socket`.
+    pub(crate) fn new(
+        socket: Stream,
+        observer: Option<Arc<dyn ServerObserver>>,
+        max_requests: usize,
+        max_bytes: u64,
+    ) -> Replies {
+        Replies {
+            socket,
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            observer,
+            max_requests,
+            max_bytes,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait<'a>(&self, guard: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.changed.wait(guard).unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Admit one request holding `charge` buffer bytes, waiting while the connection is at
+    /// its limits (one request is always admitted).
+    pub(crate) fn acquire(&self, charge: u64) {
+        let mut state = self.lock();
+        while state.in_flight > 0
+            && (state.in_flight >= self.max_requests
+                || state.in_flight_bytes + charge > self.max_bytes)
+        {
+            state = self.wait(state);
+        }
+        state.in_flight += 1;
+        state.in_flight_bytes += charge;
+    }
+
+    /// Give back an admission whose request will never be answered.
+    pub(crate) fn release(&self, charge: u64) {
+        let mut state = self.lock();
+        state.in_flight = state.in_flight.saturating_sub(1);
+        state.in_flight_bytes = state.in_flight_bytes.saturating_sub(charge);
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// A reply has been written or dropped: report it and end its admission.
+    fn finish(&self, out: &Outgoing) {
+        observe(&self.observer, out.command, out.moved, out.error, out.received.elapsed());
+        self.release(out.charge);
+    }
+
+    fn kill(&self, state: &mut State) {
+        state.dead = true;
+        // Make the reader stop too.
+        self.socket.shutdown(Shutdown::Both);
+    }
+
+    /// Send a reply: directly if possible, else through the writer thread.
+    pub(crate) fn send(&self, out: Outgoing) {
+        let mut state = self.lock();
+        if state.dead {
+            drop(state);
+            self.finish(&out);
+            return;
+        }
+        if !state.writer_busy && state.backlog.is_empty() {
+            match stream::send_nonblocking(&self.socket, &out.bytes) {
+                Ok(n) if n == out.bytes.len() => {
+                    drop(state);
+                    self.finish(&out);
+                    return;
+                }
+                Ok(n) => state.backlog.push_back(Queued { out, sent: n }),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    state.backlog.push_back(Queued { out, sent: 0 })
+                }
+                Err(_) => {
+                    self.kill(&mut state);
+                    drop(state);
+                    self.finish(&out);
+                    return;
+                }
+            }
+        } else {
+            state.backlog.push_back(Queued { out, sent: 0 });
+        }
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// The writer thread: write queued replies (blocking) until [`Replies::close`].
+    pub(crate) fn writer_loop(&self, mut writer: Stream) {
+        loop {
+            let mut state = self.lock();
+            let item = loop {
+                if let Some(item) = state.backlog.pop_front() {
+                    break item;
+                }
+                if state.closed {
+                    return;
+                }
+                state = self.wait(state);
+            };
+            let dead = state.dead;
+            state.writer_busy = true;
+            drop(state);
+            let failed = !dead && writer.write_all(&item.out.bytes[item.sent..]).is_err();
+            self.finish(&item.out);
+            let mut state = self.lock();
+            state.writer_busy = false;
+            if failed {
+                // Gone, or stopped reading past the write timeout: drop everything else.
+                self.kill(&mut state);
+            }
+        }
+    }
+
+    /// Wait until every admitted request is answered, then let the writer thread exit.
+    pub(crate) fn close(&self) {
+        let mut state = self.lock();
+        while state.in_flight > 0 {
+            state = self.wait(state);
+        }
+        state.closed = true;
+        drop(state);
+        self.changed.notify_all();
+    }
+}
