@@ -1,17 +1,254 @@
-//! `ember sim`.
+//! `ember sim`: simulate replacement policies over a trace at several cache sizes, print a
+//! table, and write JSON, CSV and PNG plots (column names in docs/sim.md).
 
+use crate::output::{Report, Row};
+use crate::plot;
+use crate::trace_args::TraceInput;
+use anyhow::{bail, Context};
 use clap::Args;
-use std::path::PathBuf;
+use ember_policy::admission::Aod;
+use ember_policy::replacement::Kind;
+use ember_policy::with_replacement;
+use ember_sim::{
+    default_threads, run_grid, simulate_with_progress, AccessStream, Capacity, GridProgress,
+    Interval, RunConfig, SimResult,
+};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Arguments of `ember sim`.
 #[derive(Args)]
 pub struct SimArgs {
-    /// The trace file.
+    /// The trace and how to read it (format, CSV columns, block size, ...).
+    #[command(flatten)]
+    pub input: TraceInput,
+    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo,
+    /// opt.
+    #[arg(long, default_value = "lru", value_delimiter = ',')]
+    pub policy: Vec<String>,
+    /// Cache sizes, comma-separated: blocks (1000), bytes (64MiB, 1GiB, 512KB) or a
+    /// percentage of the working set (1%, 10%).
+    #[arg(long, default_value = "1%,10%", value_delimiter = ',')]
+    pub size: Vec<String>,
+    /// Also record a timeline: a time span (1h, 10m, 30s) or a request count (100000req).
     #[arg(long)]
-    pub trace: PathBuf,
+    pub interval: Option<Interval>,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write the results as CSV to this file (with --interval, also <stem>.timeline.csv).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Plot hit ratio against cache size to this PNG (with --interval, also
+    /// <stem>.timeline.png).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Write sim.json, sim.csv, hit_ratio.png (and timeline.csv, timeline.png) into this
+    /// directory, unless --json / --csv / --plot name other files.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress bar and no timing line.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// SieveStore: --experiment, --admission, --partition, --device, --cache-blocks.
+    #[command(flatten)]
+    pub sieve: Box<crate::cmd_sievestore::SieveArgs>,
+}
+
+/// One run of the grid: a policy at a size.
+struct Cell {
+    policy: Kind,
+    size: String,
+    capacity: u64,
+}
+
+/// Run one cell with a concrete policy type, so the hot loop is monomorphized.
+fn run_cell(
+    cell: &Cell,
+    stream: &AccessStream,
+    config: &RunConfig,
+    tick: &mut dyn FnMut(u64),
+) -> SimResult {
+    let cap = usize::try_from(cell.capacity).unwrap_or(usize::MAX);
+    with_replacement!(cell.policy, cap, |p| simulate_with_progress(
+        &mut p, &mut Aod, stream, config, tick
+    ))
+}
+
+/// `a/b.csv` -> `a/b.timeline.csv`.
+fn sibling(path: &Path, ext: &str) -> PathBuf {
+    let stem = path.file_stem().map_or_else(|| "sim".into(), |s| s.to_string_lossy().into_owned());
+    path.with_file_name(format!("{stem}.timeline.{ext}"))
 }
 
 /// Run `ember sim`.
-pub fn run(_args: SimArgs) -> anyhow::Result<()> {
-    anyhow::bail!("sim: not built yet")
+pub fn run(args: SimArgs) -> anyhow::Result<()> {
+    let policies: Vec<Kind> = args
+        .policy
+        .iter()
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.parse::<Kind>())
+        .collect::<Result<_, _>>()?;
+    let sizes: Vec<(String, Capacity)> = args
+        .size
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| Ok((s.trim().to_owned(), s.parse::<Capacity>()?)))
+        .collect::<anyhow::Result<_>>()?;
+    if policies.is_empty() || sizes.is_empty() {
+        bail!("give at least one --policy and one --size");
+    }
+    let block_size = args.input.block_size;
+    if block_size == 0 {
+        bail!("--block-size must be positive");
+    }
+    let quiet = args.quiet;
+    let started = Instant::now();
+    let trace_path = args.input.path().to_path_buf();
+    let (trace, stats) = args.input.read()?;
+    let read_time = started.elapsed();
+    if stats.skipped > 0 && !quiet {
+        eprintln!(
+            "ember sim: skipped {} malformed records of {}",
+            stats.skipped,
+            trace_path.display()
+        );
+    }
+    if args.sieve.wanted() {
+        let threads = args.threads.unwrap_or_else(default_threads).max(1);
+        let out = args.out.as_deref();
+        return crate::cmd_sievestore::dispatch(
+            &args.sieve,
+            &trace,
+            &trace_path,
+            block_size,
+            &policies,
+            &sizes,
+            threads,
+            out,
+            quiet,
+        );
+    }
+    let oracle = policies.iter().any(|p| p.needs_oracle());
+    let stream = AccessStream::from_trace(&trace, block_size, oracle)
+        .with_context(|| format!("preparing {}", trace_path.display()))?;
+    drop(trace);
+    let loaded = started.elapsed();
+
+    let cells: Vec<Cell> = policies
+        .iter()
+        .flat_map(|p| {
+            let stream = &stream;
+            sizes.iter().map(move |(text, c)| Cell {
+                policy: *p,
+                size: text.clone(),
+                capacity: c.blocks(stream.block_size(), stream.wss()),
+            })
+        })
+        .collect();
+    let config = RunConfig { interval: args.interval };
+    let threads = args.threads.unwrap_or_else(default_threads).max(1);
+
+    let bar = ProgressBar::new(stream.len() as u64 * cells.len() as u64);
+    if quiet || !std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+    }
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {wide_bar} {percent}% {msg} (eta {eta})",
+    ) {
+        bar.set_style(style);
+    }
+    let total_runs = cells.len();
+    let on_progress = |p: GridProgress| {
+        bar.set_position(p.done_accesses);
+        bar.set_message(format!("{}/{} runs", p.done_runs, total_runs));
+    };
+    let sim_start = Instant::now();
+    let results = run_grid(
+        &cells,
+        stream.len() as u64,
+        threads,
+        |c, tick| run_cell(c, &stream, &config, tick),
+        &on_progress,
+    );
+    bar.finish_and_clear();
+    let sim_time = sim_start.elapsed();
+    if !quiet {
+        let accesses = stream.len() as f64 * cells.len() as f64;
+        eprintln!(
+            "ember sim: read {} in {:.2} s, split into blocks in {:.2} s; {} runs of {} accesses in {:.2} s on {} threads ({:.1} M accesses/s)",
+            trace_path.display(),
+            read_time.as_secs_f64(),
+            (loaded - read_time).as_secs_f64(),
+            cells.len(),
+            stream.len(),
+            sim_time.as_secs_f64(),
+            threads.min(cells.len()),
+            accesses / sim_time.as_secs_f64().max(1e-9) / 1e6,
+        );
+    }
+
+    let report = Report {
+        trace: trace_path.display().to_string(),
+        block_size: stream.block_size(),
+        requests: stream.requests(),
+        block_accesses: stream.len() as u64,
+        wss_blocks: stream.wss(),
+        interval: args.interval.map(|i| i.to_string()),
+        rows: cells
+            .iter()
+            .zip(results)
+            .map(|(c, result)| Row { size: c.size.clone(), result })
+            .collect(),
+    };
+    print!("{}", report.table());
+    write_outputs(&args, &report, sizes.len())
+}
+
+fn write_outputs(args: &SimArgs, report: &Report, n_sizes: usize) -> anyhow::Result<()> {
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let in_out = |name: &str| args.out.as_ref().map(|d| d.join(name));
+    let json = args.json.clone().or_else(|| in_out("sim.json"));
+    let csv = args.csv.clone().or_else(|| in_out("sim.csv"));
+    let png = args.plot.clone().or_else(|| in_out("hit_ratio.png"));
+    let timeline = args.interval.is_some();
+    if let Some(p) = &json {
+        report.write_json(p)?;
+    }
+    if let Some(p) = &csv {
+        report.write_csv(p)?;
+        if timeline {
+            let t = if args.csv.is_some() {
+                sibling(p, "csv")
+            } else {
+                p.with_file_name("timeline.csv")
+            };
+            report.write_timeline_csv(&t)?;
+        }
+    }
+    if let Some(p) = &png {
+        if n_sizes >= 2 {
+            plot::hit_ratio_curve(report, p)?;
+        } else if args.plot.is_some() && !args.quiet {
+            eprintln!("ember sim: one size only, no hit-ratio curve plotted to {}", p.display());
+        }
+        if let Some(i) = args.interval {
+            let t = if args.plot.is_some() {
+                sibling(p, "png")
+            } else {
+                p.with_file_name("timeline.png")
+            };
+            plot::timeline(report, &t, matches!(i, Interval::Requests(_)))?;
+        }
+    }
+    Ok(())
 }

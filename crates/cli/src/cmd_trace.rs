@@ -1,6 +1,7 @@
 //! `ember trace info` and `ember trace convert`.
 
 use std::collections::HashSet;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -177,40 +178,47 @@ fn human_bytes(b: u64) -> String {
 /// Run `ember trace info`.
 pub fn info(args: InfoArgs) -> anyhow::Result<()> {
     let i = trace_info(&args.input)?;
+    // Write through a handle so a closed pipe (`| head`) is an error, not a panic.
+    let mut out = std::io::stdout().lock();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&i)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&i)?)?;
         return Ok(());
     }
-    println!("trace:        {} ({})", i.path, i.format);
-    println!("requests:     {}", i.requests);
-    println!("reads:        {} ({})", i.reads, human_bytes(i.read_bytes));
-    println!("writes:       {} ({})", i.writes, human_bytes(i.write_bytes));
-    println!("volumes:      {}", i.volumes.len());
+    writeln!(out, "trace:        {} ({})", i.path, i.format)?;
+    writeln!(out, "requests:     {}", i.requests)?;
+    writeln!(out, "reads:        {} ({})", i.reads, human_bytes(i.read_bytes))?;
+    writeln!(out, "writes:       {} ({})", i.writes, human_bytes(i.write_bytes))?;
+    writeln!(out, "volumes:      {}", i.volumes.len())?;
     match (i.first_time_ns, i.last_time_ns) {
-        (Some(f), Some(l)) => println!("time span:    {:.3} s (from {f} ns to {l} ns)", i.span_s),
-        _ => println!("time span:    0 s (no requests)"),
-    }
-    println!(
+        (Some(f), Some(l)) => {
+            writeln!(out, "time span:    {:.3} s (from {f} ns to {l} ns)", i.span_s)
+        }
+        _ => writeln!(out, "time span:    0 s (no requests)"),
+    }?;
+    writeln!(
+        out,
         "working set:  {} blocks of {} B = {} ({} bytes)",
         i.wss_blocks,
         i.block_size,
         human_bytes(i.wss_bytes),
         i.wss_bytes
-    );
-    println!("skipped:      {} malformed", i.skipped);
-    println!("not requests: {}", i.ignored);
+    )?;
+    writeln!(out, "skipped:      {} malformed", i.skipped)?;
+    writeln!(out, "not requests: {}", i.ignored)?;
     if !i.volumes.is_empty() {
         let w = i.volumes.iter().map(|v| v.name.len()).max().unwrap_or(6).max(6);
-        println!();
-        println!(
+        writeln!(out,)?;
+        writeln!(
+            out,
             "{:<w$} {:>12} {:>12} {:>12} {:>12}",
             "volume", "requests", "reads", "writes", "wss_blocks"
-        );
+        )?;
         for v in &i.volumes {
-            println!(
+            writeln!(
+                out,
                 "{:<w$} {:>12} {:>12} {:>12} {:>12}",
                 v.name, v.requests, v.reads, v.writes, v.wss_blocks
-            );
+            )?;
         }
     }
     Ok(())

@@ -2,13 +2,17 @@
 
 use clap::{Parser, Subcommand};
 
+mod cmd_cache;
 mod cmd_gen;
 mod cmd_replay;
 mod cmd_serve;
+mod cmd_sievestore;
 mod cmd_sim;
 mod cmd_stats;
 mod cmd_trace;
 mod metrics;
+mod output;
+mod plot;
 mod trace_args;
 
 /// ember: a storage-level block cache (serve) and its laboratory (sim, trace).
@@ -24,14 +28,17 @@ enum Command {
     /// Read, convert, describe and generate block traces.
     #[command(subcommand)]
     Trace(TraceCommand),
-    /// Simulate replacement policies over a trace at several cache sizes.
-    Sim(cmd_sim::SimArgs),
     /// Serve a cache device in front of backing volumes over NBD.
     Serve(cmd_serve::ServeArgs),
     /// Replay a trace against an NBD server, verifying every read.
     Replay(cmd_replay::ReplayArgs),
     /// Print a running server's statistics (from its --metrics address).
     Stats(cmd_stats::StatsArgs),
+    /// Simulate replacement policies over a trace at several cache sizes.
+    Sim(Box<cmd_sim::SimArgs>),
+    /// Format and inspect cache devices.
+    #[command(subcommand)]
+    Cache(cmd_cache::CacheCommand),
 }
 
 #[derive(Subcommand)]
@@ -51,10 +58,11 @@ fn main() {
         Command::Trace(TraceCommand::Info(a)) => cmd_trace::info(a),
         Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),
         Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
-        Command::Sim(a) => cmd_sim::run(a),
         Command::Serve(a) => cmd_serve::run(a),
         Command::Replay(a) => cmd_replay::run(a),
         Command::Stats(a) => cmd_stats::run(a),
+        Command::Sim(a) => cmd_sim::run(*a),
+        Command::Cache(c) => cmd_cache::run(c),
     };
     if let Err(e) = result {
         eprintln!("ember: error: {e:#}");

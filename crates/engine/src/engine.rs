@@ -149,7 +149,12 @@ impl Engine {
             volumes: spec
                 .volumes
                 .iter()
-                .map(|v| VolumeRecord { name: v.name.clone(), uuid: Uuid::new_v4(), size: v.size })
+                .map(|v| VolumeRecord {
+                    name: v.name.clone(),
+                    uuid: Uuid::new_v4(),
+                    size: v.size,
+                    fingerprint: 0,
+                })
                 .collect(),
         };
         sb.encode()?; // validates names and counts before touching the device
@@ -309,8 +314,26 @@ impl Engine {
         }
         let g = sb.geometry;
         let cap = g.data_blocks as usize;
-        let mut state = CacheState::new(g.data_blocks as u32, replacement(cap), admission);
-        let served: HashSet<u32> = infos.iter().map(|v| v.id).collect();
+        let replacement = replacement(cap);
+        if replacement.name() == "opt" {
+            return Err(EngineError::Config(
+                "replacement policy opt needs the future (an oracle) and runs only in simulation"
+                    .into(),
+            ));
+        }
+        let mut state = CacheState::new(g.data_blocks as u32, replacement, admission);
+        let mut served: HashSet<u32> = infos.iter().map(|v| v.id).collect();
+        // A volume whose first block changed while ember was stopped is served cold.
+        let mut changed = Vec::new();
+        if sb.is_clean() && sb.checkpoint_slot != NO_CHECKPOINT {
+            for v in &infos {
+                let want = sb.volumes[v.id as usize].fingerprint;
+                if want != 0 && fingerprint(v.backing.as_ref(), g.block_size)? != want {
+                    served.remove(&v.id);
+                    changed.push(v.name.clone());
+                }
+            }
+        }
         let open_report = if !sb.is_clean() {
             OpenReport {
                 start: StartKind::Cold,
@@ -329,11 +352,19 @@ impl Engine {
             match read_checkpoint(cache.as_ref(), &sb).and_then(|cp| validate(&sb, cp, &served)) {
                 Ok((entries, dropped)) => {
                     state.load(&entries, time_ns());
+                    let mut reason = format!("checkpoint generation {}", sb.checkpoint_generation);
+                    if !changed.is_empty() {
+                        reason += &format!(
+                            "; volume(s) {} changed while ember was stopped (first block \
+                             differs): their cached blocks were dropped",
+                            changed.join(", ")
+                        );
+                    }
                     OpenReport {
                         start: StartKind::Warm,
                         loaded_blocks: entries.len() as u64,
                         dropped_blocks: dropped,
-                        reason: format!("checkpoint generation {}", sb.checkpoint_generation),
+                        reason,
                     }
                 }
                 Err(LayoutError::Io(e)) => return Err(EngineError::Io(e)),
@@ -437,6 +468,10 @@ impl Engine {
         let crc = Checkpoint::write(cache, &inner.geometry, slot, generation, &entries)?;
         cache.sync().map_err(|e| io_context(cache, "sync after checkpoint", 0, 0, e))?;
         let mut next = sb.clone();
+        for v in &inner.volumes {
+            next.volumes[v.id as usize].fingerprint =
+                fingerprint(v.backing.as_ref(), inner.geometry.block_size)?;
+        }
         next.sequence += 1;
         next.flags |= FLAG_CLEAN;
         next.last_shutdown = unix_now();
@@ -452,6 +487,15 @@ impl Engine {
             sequence: sb.sequence,
         })
     }
+}
+
+/// CRC-32C of a backing volume's first block (or all of it, if smaller); never 0, which
+/// means "no fingerprint".
+fn fingerprint(dev: &dyn Device, block_size: u32) -> Result<u32, EngineError> {
+    let n = (block_size as u64).min(dev.size()) as usize;
+    let mut b = vec![0u8; n];
+    dev.read_at(0, &mut b).map_err(|e| io_context(dev, "fingerprint read", 0, n as u64, e))?;
+    Ok(crc32c::crc32c(&b).max(1))
 }
 
 fn read_checkpoint(cache: &dyn Device, sb: &Superblock) -> Result<Checkpoint, LayoutError> {

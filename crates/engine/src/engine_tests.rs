@@ -162,6 +162,44 @@ fn a_refusing_sieve_allocates_nothing() {
 }
 
 #[test]
+fn sieves_from_the_policy_crate_decide_allocation() {
+    use ember_policy::admission::{OcfNhit, OcfNhitConfig, Wmna};
+    // WMNA (SieveStore section 1): read misses allocate, write misses do not.
+    let rig = Rig::mem(1 << 20);
+    let eng = rig.open_with(WriteMode::WriteThrough, Box::new(Wmna)).unwrap();
+    let a = eng.volume("a").unwrap();
+    a.write(0, &[1u8; 4 * BS as usize], false).unwrap();
+    assert_eq!(eng.stats().resident_blocks, 0);
+    read(&a, 8 * BS, 2 * BS as usize);
+    assert_eq!(eng.stats().resident_blocks, 2);
+    assert_eq!(eng.stats().total.allocation_writes, 2);
+    // OCF nhit with a trigger of 0 % occupancy: a block is allocated on its 3rd miss.
+    let rig = Rig::mem(1 << 20);
+    let cfg = OcfNhitConfig { insertion_threshold: 3, trigger_threshold: 0.0, hash_entries: 64 };
+    let eng = rig.open_with(WriteMode::WriteThrough, Box::new(OcfNhit::new(cfg).unwrap())).unwrap();
+    let a = eng.volume("a").unwrap();
+    for expect in [0, 0, 1, 1] {
+        read(&a, 3 * BS, BS as usize);
+        assert_eq!(eng.stats().resident_blocks, expect);
+    }
+    let s = eng.stats();
+    assert_eq!((s.total.read_misses, s.total.read_hits, s.total.allocation_writes), (3, 1, 1));
+    // SieveStore-C with the paper's parameters (section 3.3: t1 = 9, t2 = 4, W = 8 h): an
+    // unaliased block is allocated on its 13th miss within the window.
+    use ember_policy::admission::{SieveStoreC, SieveStoreCConfig};
+    let rig = Rig::mem(1 << 20);
+    let sieve = SieveStoreC::new(SieveStoreCConfig::default()).unwrap();
+    let eng = rig.open_with(WriteMode::WriteThrough, Box::new(sieve)).unwrap();
+    let a = eng.volume("a").unwrap();
+    for i in 1..=20u64 {
+        read(&a, 7 * BS, BS as usize);
+        assert_eq!(eng.stats().resident_blocks, u64::from(i >= 13), "after read {i}");
+    }
+    let s = eng.stats();
+    assert_eq!((s.total.read_misses, s.total.read_hits), (13, 7));
+}
+
+#[test]
 fn eviction_under_pressure_keeps_data_correct() {
     let rig = Rig::mem(256 * 1024);
     let eng = rig.open();
@@ -299,6 +337,26 @@ fn clean_shutdown_makes_the_next_start_warm() {
 }
 
 #[test]
+fn a_volume_changed_while_stopped_is_served_cold() {
+    let rig = Rig::mem(1 << 20);
+    let eng = rig.open();
+    read(&eng.volume("a").unwrap(), 0, 6 * BS as usize);
+    read(&eng.volume("b").unwrap(), 0, 4 * BS as usize);
+    eng.shutdown().unwrap();
+    // Someone makes a new file system on volume a behind ember's back.
+    rig.backing[0].write_at(0, &[0xEE; 512]).unwrap();
+    rig.backing[0].write_at(3 * BS, &[0xEE; 512]).unwrap();
+    let eng = rig.open();
+    let r = eng.open_report();
+    assert_eq!(r.start, StartKind::Warm);
+    assert_eq!((r.loaded_blocks, r.dropped_blocks), (4, 6), "{r:?}");
+    assert!(r.reason.contains("volume(s) a changed"), "{}", r.reason);
+    assert_eq!(read(&eng.volume("a").unwrap(), 3 * BS, 4), vec![0xEE; 4], "not the stale copy");
+    read(&eng.volume("b").unwrap(), 0, 4 * BS as usize);
+    assert_eq!(eng.stats().volumes[1].1.read_hits, 4, "volume b stays warm");
+}
+
+#[test]
 fn a_crash_comes_back_cold_and_correct() {
     let rig = Rig::mem(1 << 20);
     let eng = rig.open();
@@ -362,6 +420,19 @@ fn mismatched_volumes_are_refused_with_reasons() {
     assert!(e.contains("formatted for 524288 bytes"), "{e}");
     let e = rig.open_with(WriteMode::WriteBackPersist, Box::new(Aod)).err().unwrap().to_string();
     assert!(e.contains("not implemented yet"), "{e}");
+    let e = Engine::open(EngineConfig {
+        cache: rig.cache.clone(),
+        volumes: vec![VolumeConfig { name: "a".into(), backing: rig.backing[0].clone() }],
+        write_mode: WriteMode::WriteThrough,
+        replacement: Box::new(|cap| {
+            ember_policy::replacement::build(ember_policy::replacement::Kind::Opt, cap)
+        }),
+        admission: Box::new(Aod),
+    })
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("opt needs the future"), "{e}");
 }
 
 #[test]

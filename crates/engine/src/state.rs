@@ -94,6 +94,13 @@ impl CacheState {
         self.map.get(&key).map(|s| s.cache_block)
     }
 
+    /// On a miss: ask the admission sieve, telling it the occupancy first (OCF's nhit
+    /// promotes everything below its trigger occupancy).
+    pub fn admit(&mut self, acc: &Access) -> bool {
+        self.admission.set_occupancy(self.map.len(), self.pins.len());
+        self.admission.admit(acc)
+    }
+
     /// A hit: tell the replacement policy, pin and return the cache block.
     pub fn hit_pin(&mut self, acc: &Access) -> Option<u32> {
         let slot = self.map.get_mut(&acc.key)?;

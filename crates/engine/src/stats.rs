@@ -103,3 +103,51 @@ impl Stats {
         }
     }
 }
+
+impl Stats {
+    /// The counters as Prometheus text exposition: one `ember_<counter>_total{volume="…"}`
+    /// series per volume and counter, plus capacity and resident-block gauges.
+    pub fn prometheus(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(out, "# TYPE ember_cache_capacity_blocks gauge");
+        let _ = writeln!(out, "ember_cache_capacity_blocks {}", self.capacity_blocks);
+        let _ = writeln!(out, "# TYPE ember_cache_resident_blocks gauge");
+        let _ = writeln!(out, "ember_cache_resident_blocks {}", self.resident_blocks);
+        let names: Vec<&'static str> =
+            VolumeStats::default().fields().iter().map(|f| f.0).collect();
+        for (i, name) in names.iter().enumerate() {
+            let _ = writeln!(out, "# TYPE ember_{name}_total counter");
+            for (volume, s) in &self.volumes {
+                let label = volume.replace('\\', "\\\\").replace('"', "\\\"");
+                let _ =
+                    writeln!(out, "ember_{name}_total{{volume=\"{label}\"}} {}", s.fields()[i].1);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_text_has_one_series_per_volume_and_counter() {
+        let a = VolumeStats { read_hits: 7, ..Default::default() };
+        let b = VolumeStats { evictions: 3, ..Default::default() };
+        let s = Stats {
+            block_size: 4096,
+            capacity_blocks: 100,
+            resident_blocks: 42,
+            volumes: vec![("web".into(), a), ("db\"1".into(), b)],
+            total: VolumeStats::default(),
+        };
+        let t = s.prometheus();
+        assert!(t.contains("ember_cache_resident_blocks 42\n"), "{t}");
+        assert!(t.contains("ember_read_hits_total{volume=\"web\"} 7\n"), "{t}");
+        assert!(t.contains("ember_evictions_total{volume=\"db\\\"1\"} 3\n"), "{t}");
+        let series = t.lines().filter(|l| l.starts_with("ember_") && l.contains("_total{")).count();
+        assert_eq!(series, 2 * a.fields().len());
+    }
+}

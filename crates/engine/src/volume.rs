@@ -163,7 +163,7 @@ impl VolumeExport {
                     continue;
                 }
                 st.admission.observe(&acc, false);
-                if !st.admission.admit(&acc) {
+                if !st.admit(&acc) {
                     plans.push(Plan::Pass);
                     continue;
                 }
@@ -186,9 +186,10 @@ impl VolumeExport {
         ctr.read_hits.fetch_add(hits, Relaxed);
         ctr.read_misses.fetch_add(n - hits, Relaxed);
         let span = ((first + n) * bs).min(vol.size) - first * bs;
-        let mut scratch = vec![0u8; (n * bs) as usize];
+        // Aligned, so an O_DIRECT cache device reads and fills without a bounce copy.
+        let mut scratch = crate::device::AlignedBuf::new((n * bs) as usize);
         let mut filled = vec![false; plans.len()];
-        let result = self.read_io(first, span, &plans, &mut scratch, &mut filled);
+        let result = self.read_io(first, span, &plans, scratch.as_mut_slice(), &mut filled);
         {
             let mut st = inner.state.lock();
             for (i, p) in plans.iter().enumerate() {
@@ -206,7 +207,7 @@ impl VolumeExport {
         }
         result.map_err(|e| self.fail(e))?;
         let skip = (start - first * bs) as usize;
-        out.copy_from_slice(&scratch[skip..skip + out.len()]);
+        out.copy_from_slice(&scratch.as_slice()[skip..skip + out.len()]);
         Ok(())
     }
 
@@ -299,7 +300,7 @@ impl VolumeExport {
                 }
                 ctr.write_misses.fetch_add(1, Relaxed);
                 st.admission.observe(&acc, false);
-                if !whole || inner.mode != WriteMode::WriteThrough || !st.admission.admit(&acc) {
+                if !whole || inner.mode != WriteMode::WriteThrough || !st.admit(&acc) {
                     plans.push(Plan::Pass);
                     continue;
                 }

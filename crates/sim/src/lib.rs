@@ -1,1 +1,32 @@
 //! Trace-driven cache simulation: runs `ember-policy` decisions over `ember-trace` requests.
+//!
+//! A [`Trace`](ember_trace::Trace) is split once into an [`AccessStream`] (block keys, ops,
+//! times and, for oracle policies, next-access virtual times); [`simulate`] runs one
+//! replacement policy with one admission policy over it and returns [`SimResult`] counters
+//! (and a timeline with [`RunConfig::interval`]); [`run_grid`] runs many such simulations in
+//! parallel. Cache sizes are parsed by [`Capacity`], timeline intervals by [`Interval`].
+
+pub mod belady_selective;
+pub mod capacity;
+pub mod cost_model;
+pub mod counters;
+pub mod ensemble;
+pub mod error;
+pub mod experiment_sievestore;
+pub mod grid;
+pub mod interval;
+pub mod oracle_resident;
+pub mod sieve_lru;
+pub mod sievestore;
+pub mod simulate;
+pub mod stream;
+#[cfg(test)]
+mod testing;
+
+pub use capacity::{parse_capacities, Capacity};
+pub use counters::{Counters, IntervalStats};
+pub use error::SimError;
+pub use grid::{default_threads, run_grid, GridProgress};
+pub use interval::Interval;
+pub use simulate::{simulate, simulate_with_progress, RunConfig, SimResult};
+pub use stream::{next_access_times, AccessStream, Span};

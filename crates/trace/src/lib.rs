@@ -6,6 +6,7 @@
 
 pub mod error;
 pub mod formats;
+pub mod gen;
 pub mod open;
 pub mod request;
 pub mod trace;

@@ -165,7 +165,7 @@ fn sniff(path: &Path, head: &[u8]) -> Result<Format, TraceError> {
                 .unwrap_or(first);
             let f: Vec<&str> = data.split(',').map(str::trim).collect();
             if f.len() >= 6
-                && f[0].parse::<u64>().is_ok_and(|t| t > crate::formats::msr::FILETIME_UNIX_EPOCH)
+                && f[0].parse::<u64>().is_ok_and(|t| t >= crate::formats::msr::FILETIME_UNIX_EPOCH)
                 && (f[3].eq_ignore_ascii_case("read") || f[3].eq_ignore_ascii_case("write"))
             {
                 return Ok(Format::MsrCsv);
@@ -207,6 +207,15 @@ pub fn detect_format(path: &Path) -> Result<Format, TraceError> {
     }
     let h = head(path, 8192)?;
     sniff(path, &h)
+}
+
+/// Map a whole file read-only. (Prefaulting with MAP_POPULATE measured no faster than
+/// MADV_SEQUENTIAL read-ahead on 240 MB files, so the map is lazy.)
+///
+/// # Safety
+/// Like every file mapping, it assumes no other process truncates the file while it is mapped.
+unsafe fn map_file(file: &File) -> std::io::Result<Mmap> {
+    memmap2::MmapOptions::new().map(file)
 }
 
 /// A byte stream with a refillable buffer, for binary records from a decompressor.
@@ -379,7 +388,7 @@ pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> 
             } else {
                 // SAFETY: the map is read-only and private to this reader; like every mmap of
                 // a file it assumes no other process truncates the file while it is read.
-                let map = unsafe { Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
+                let map = unsafe { map_file(&file) }.map_err(|e| io_err(path, e))?;
                 #[cfg(unix)]
                 let _ = map.advise(memmap2::Advice::Sequential);
                 Bytes::Mmap { map, pos: 0 }
@@ -440,10 +449,7 @@ pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> 
             Format::MsrCsv => TextParser::Msr(MsrParser::default()),
             Format::SpcCsv => TextParser::Spc(SpcParser::default()),
             Format::Blkparse => TextParser::Blkparse(BlkparseParser::new(opts.blkparse_action)),
-            _ => {
-                opts.csv.validate()?;
-                TextParser::Csv(Box::new(CsvParser::new(opts.csv.clone(), opts.block_size)))
-            }
+            _ => TextParser::Csv(Box::new(CsvParser::new(opts.csv.clone(), opts.block_size)?)),
         };
         let reader = Box::new(BufReader::with_capacity(1 << 18, open_decompressed(path)?));
         Inner::Text { reader, buf: Vec::with_capacity(256), line: 0, parser }
@@ -548,7 +554,7 @@ impl TraceReader {
                     TextParser::Csv(p) => p.parse(text, n, &mut self.volumes),
                 },
             };
-            match parsed {
+            match parsed.and_then(check_end) {
                 Ok(Line::Request(r)) => return Some(Ok(r)),
                 Ok(Line::NotRequest) => self.ignored += 1,
                 Ok(Line::End) => {
@@ -616,7 +622,10 @@ impl TraceReader {
                     BinDecoder::Vscsi(d) => d.decode(rec),
                 },
             };
-            match decoded {
+            match decoded.and_then(|d| match d {
+                Some(r) => check_end(Line::Request(r)).map(|_| Some(r)),
+                None => Ok(None),
+            }) {
                 Ok(Some(r)) => return Some(Ok(r)),
                 Ok(None) => self.ignored += 1,
                 Err(m) => {
@@ -627,6 +636,17 @@ impl TraceReader {
             }
         }
     }
+}
+
+/// Reject a request whose last byte lies beyond 2^64 (no block index could name it).
+#[inline]
+fn check_end(l: Line) -> Result<Line, String> {
+    if let Line::Request(r) = &l {
+        if r.offset.checked_add(r.length as u64).is_none() {
+            return Err(format!("offset {} + length {} overflows 64 bits", r.offset, r.length));
+        }
+    }
+    Ok(l)
 }
 
 impl Iterator for TraceReader {
@@ -653,7 +673,7 @@ pub fn read_trace(path: &Path, opts: &ReadOptions) -> Result<(Trace, ReadStats),
 /// `obj_id`, which for ember-written files is the [`crate::block_key`]. The fast path for
 /// simulation: one pass over the mapped file, no per-record allocation.
 pub fn read_oracle_general_keys(path: &Path) -> Result<Vec<u64>, TraceError> {
-    let mut keys = Vec::new();
+    let mut keys = Vec::with_capacity(record_hint(path));
     for_each_oracle_general(path, |r| keys.push(r.obj_id))?;
     Ok(keys)
 }
@@ -665,6 +685,16 @@ pub fn read_oracle_general_records(
     let mut recs = Vec::new();
     for_each_oracle_general(path, |r| recs.push(r))?;
     Ok(recs)
+}
+
+/// The number of records an uncompressed oracleGeneral file holds (0 when unknown).
+fn record_hint(path: &Path) -> usize {
+    match detect_compression(path) {
+        Ok(Compression::None) => {
+            std::fs::metadata(path).map(|m| m.len() as usize / og::RECORD_SIZE).unwrap_or(0)
+        }
+        _ => 0,
+    }
 }
 
 /// Call `f` on each record of an oracleGeneral file, in order. A file whose size is not a
@@ -684,7 +714,7 @@ pub fn for_each_oracle_general(
             return Ok(());
         }
         // SAFETY: read-only private map; assumes the file is not truncated while read.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
+        let map = unsafe { map_file(&file) }.map_err(|e| io_err(path, e))?;
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
         let chunks = map.chunks_exact(og::RECORD_SIZE);

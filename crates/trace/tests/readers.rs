@@ -193,6 +193,15 @@ fn vscsi_versions_and_truncation() {
     // Content detection (no extension).
     let q = write_file(&dir, "trace.bin", &v1);
     assert_eq!(detect_format(&q).ok(), Some(Format::Vscsi));
+    // Through gzip: the version is detected on the decompressed stream.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    assert!(gz.write_all(&v1).is_ok());
+    let gz = gz.finish().unwrap_or_default();
+    let g = write_file(&dir, "t.vscsi.gz", &gz);
+    let (rg, _, _, _) = read(&g, &ReadOptions::default());
+    assert_eq!(rg, r);
+    let g = write_file(&dir, "noext", &gz);
+    assert_eq!(detect_format(&g).ok(), Some(Format::Vscsi));
 
     let mut v2 = Vec::new();
     v2.extend_from_slice(&vscsi::encode_v2(1, 4096, 42, 100, 10, 1));
@@ -260,6 +269,23 @@ fn ember_truncation_and_bad_headers() {
         e.contains("short.ember:5: file ends after 4 records but its header promises 5"),
         "{e}"
     );
+    // A request reaching past 2^64 bytes is malformed, not a wrapped block index.
+    let mut v = ember_trace::VolumeTable::new();
+    v.intern("a");
+    let far = Request { time_ns: 0, volume: 0, op: Op::Write, offset: u64::MAX - 10, length: 4096 };
+    let p = dir.join("far.ember");
+    assert!(ember_trace::write_trace(
+        &p,
+        Format::Ember,
+        &ember_trace::Trace::new(vec![far], v),
+        4096
+    )
+    .is_ok());
+    let e = read_err(&p, &ReadOptions::default());
+    assert!(
+        e.contains("far.ember:1: offset 18446744073709551605 + length 4096 overflows 64 bits"),
+        "{e}"
+    );
     let bad = write_file(&dir, "bad.ember", b"EMBERTRC\x07\0\0\0");
     let e = read_err(&bad, &ReadOptions::default());
     assert!(e.contains("version 7"), "{e}");
@@ -280,6 +306,11 @@ fn detection_by_name_and_content() {
     assert!(matches!(detect_format(&p), Err(TraceError::Format { .. })));
     let p = write_file(&dir, "blob", &[0u8, 1, 2, 3, 4, 5]);
     assert!(matches!(detect_format(&p), Err(TraceError::Format { .. })));
+    let mut bad_cols = ReadOptions::default();
+    bad_cols.csv.size = Some(4);
+    assert!(
+        matches!(open(&data("csv_sample.csv"), &bad_cols), Err(TraceError::Invalid(m)) if m.contains("column 4"))
+    );
     let bad_bs = ReadOptions { block_size: 0, ..ReadOptions::default() };
     assert!(matches!(open(&data("csv_sample.csv"), &bad_bs), Err(TraceError::Invalid(_))));
 }

@@ -79,9 +79,9 @@ impl FileDevice {
     fn read_direct(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let (start, n) = Self::span(offset, buf.len());
         let mut bounce = AlignedBuf::new(n);
-        self.file.read_exact_at(bounce.as_mut(), start)?;
+        self.file.read_exact_at(bounce.as_mut_slice(), start)?;
         let skip = (offset - start) as usize;
-        buf.copy_from_slice(&bounce.as_mut()[skip..skip + buf.len()]);
+        buf.copy_from_slice(&bounce.as_mut_slice()[skip..skip + buf.len()]);
         Ok(())
     }
 
@@ -90,10 +90,10 @@ impl FileDevice {
         let mut bounce = AlignedBuf::new(n);
         let skip = (offset - start) as usize;
         if skip != 0 || n != data.len() {
-            self.file.read_exact_at(bounce.as_mut(), start)?;
+            self.file.read_exact_at(bounce.as_mut_slice(), start)?;
         }
-        bounce.as_mut()[skip..skip + data.len()].copy_from_slice(data);
-        self.file.write_all_at(bounce.as_mut(), start)
+        bounce.as_mut_slice()[skip..skip + data.len()].copy_from_slice(data);
+        self.file.write_all_at(bounce.as_mut_slice(), start)
     }
 
     fn fallocate(&self, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
@@ -109,21 +109,29 @@ impl FileDevice {
     }
 }
 
-/// A heap buffer whose start is aligned to [`DIRECT_ALIGN`], built from a plain `Vec`.
-struct AlignedBuf {
+/// A zeroed heap buffer whose start is aligned to [`DIRECT_ALIGN`], built from a plain `Vec`:
+/// I/O into it on an O_DIRECT device needs no bounce copy.
+pub struct AlignedBuf {
     raw: Vec<u8>,
     start: usize,
     len: usize,
 }
 
 impl AlignedBuf {
-    fn new(len: usize) -> Self {
+    /// `len` zero bytes, aligned.
+    pub fn new(len: usize) -> Self {
         let raw = vec![0u8; len + DIRECT_ALIGN];
         let start = raw.as_ptr().align_offset(DIRECT_ALIGN);
         Self { raw, start, len }
     }
 
-    fn as_mut(&mut self) -> &mut [u8] {
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.raw[self.start..self.start + self.len]
+    }
+
+    /// The bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
         &mut self.raw[self.start..self.start + self.len]
     }
 }
@@ -232,6 +240,16 @@ mod tests {
     #[test]
     fn direct_file_round_trip() {
         roundtrip(true);
+    }
+
+    #[test]
+    fn aligned_buffers_are_aligned() {
+        for len in [1, 4096, 10_000] {
+            let mut b = AlignedBuf::new(len);
+            assert_eq!(b.as_mut_slice().as_ptr() as usize % DIRECT_ALIGN, 0);
+            assert_eq!(b.as_slice().len(), len);
+            assert!(b.as_slice().iter().all(|&x| x == 0));
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ pub mod mem;
 pub mod nbd;
 
 pub use fault::{FaultDevice, IoKind};
-pub use file::{FileDevice, FileOptions};
+pub use file::{AlignedBuf, FileDevice, FileOptions};
 pub use mem::MemDevice;
 pub use nbd::NbdDevice;
 
@@ -67,6 +67,16 @@ pub fn write_zeroes_by_writes<D: Device + ?Sized>(
     Ok(())
 }
 
+/// Open a device named on a command line: an NBD URI (`nbd://…`, `nbd+unix://…`) is an
+/// upstream export ([`NbdDevice`]); anything else is a path ([`FileDevice`] with `options`).
+pub fn open_spec(spec: &str, options: FileOptions) -> io::Result<std::sync::Arc<dyn Device>> {
+    if spec.starts_with("nbd://") || spec.starts_with("nbd+unix://") {
+        Ok(std::sync::Arc::new(NbdDevice::connect(spec)?))
+    } else {
+        Ok(std::sync::Arc::new(FileDevice::open(std::path::Path::new(spec), options)?))
+    }
+}
+
 /// Check that `[offset, offset + len)` lies within a device of `size` bytes.
 pub(crate) fn check_range(size: u64, offset: u64, len: u64, what: &str) -> io::Result<()> {
     match offset.checked_add(len) {
@@ -86,5 +96,8 @@ pub(crate) fn io_context(
     len: u64,
     e: io::Error,
 ) -> io::Error {
+    if len == 0 && offset == 0 {
+        return io::Error::new(e.kind(), format!("{}: {op}: {e}", dev.describe()));
+    }
     io::Error::new(e.kind(), format!("{}: {op} of {len} bytes at {offset}: {e}", dev.describe()))
 }

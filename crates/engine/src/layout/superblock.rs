@@ -79,6 +79,10 @@ pub struct VolumeRecord {
     /// Size in bytes the volume had when formatted; a backing device of another size is
     /// refused.
     pub size: u64,
+    /// CRC-32C of the volume's first block at the last clean shutdown (0: none). A warm start
+    /// drops the volume's cached blocks if its first block changed while ember was stopped
+    /// (for instance a new file system made on the backing device directly).
+    pub fingerprint: u32,
 }
 
 /// The decoded superblock.
@@ -170,6 +174,7 @@ impl Superblock {
             b[at..at + 16].copy_from_slice(v.uuid.as_bytes());
             put_u64(&mut b, at + 16, v.size);
             put_u32(&mut b, at + 24, name.len() as u32);
+            put_u32(&mut b, at + 28, v.fingerprint);
             b[at + 32..at + 32 + name.len()].copy_from_slice(name);
         }
         let crc = crc32c::crc32c(&b[..CRC_AT]);
@@ -232,7 +237,12 @@ impl Superblock {
             let name = std::str::from_utf8(&b[at + 32..at + 32 + len])
                 .map_err(|e| SlotError::Invalid(format!("volume {i}: name: {e}")))?
                 .to_string();
-            volumes.push(VolumeRecord { name, uuid: uuid_at(at), size: le.u64(at + 16) });
+            volumes.push(VolumeRecord {
+                name,
+                uuid: uuid_at(at),
+                size: le.u64(at + 16),
+                fingerprint: le.u32(at + 28),
+            });
         }
         let checkpoint_slot = le.u32(152);
         if checkpoint_slot != NO_CHECKPOINT && checkpoint_slot > 1 {
@@ -357,8 +367,18 @@ mod tests {
             checkpoint_entries: 42,
             checkpoint_crc: 0xdead_beef,
             volumes: vec![
-                VolumeRecord { name: "vol0".into(), uuid: Uuid::new_v4(), size: 1 << 30 },
-                VolumeRecord { name: "web-1".into(), uuid: Uuid::new_v4(), size: 12345 },
+                VolumeRecord {
+                    name: "vol0".into(),
+                    uuid: Uuid::new_v4(),
+                    size: 1 << 30,
+                    fingerprint: 0x1234_5678,
+                },
+                VolumeRecord {
+                    name: "web-1".into(),
+                    uuid: Uuid::new_v4(),
+                    size: 12345,
+                    fingerprint: 0,
+                },
             ],
         }
     }
@@ -421,7 +441,12 @@ mod tests {
         assert!(sb.encode().is_err());
         let mut sb = sample();
         sb.volumes = (0..33)
-            .map(|i| VolumeRecord { name: format!("v{i}"), uuid: Uuid::nil(), size: 1 })
+            .map(|i| VolumeRecord {
+                name: format!("v{i}"),
+                uuid: Uuid::nil(),
+                size: 1,
+                fingerprint: 0,
+            })
             .collect();
         assert!(sb.encode().is_err());
     }

@@ -31,7 +31,7 @@ pub use lru::Lru;
 pub use opt::Opt;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
-pub use slru::Slru;
+pub use slru::{Slru, SlruInsert};
 pub use two_q::TwoQ;
 
 /// A replacement policy over a fixed number of block slots.

@@ -11,22 +11,37 @@
 //! probationary segment holds the rest (at least `c - (n-1) * floor(c/n)`, more while the
 //! protected segments are not full). The default is the paper's two segments, half and half.
 //!
-//! **libCacheSim's `SLRU` uses 4 segments by default** (`n-seg=4`, each `c/4`); run ember's
-//! with [`Slru::with_segments`]`(c, 4)` to compare. Two differences remain, both by design:
-//! - libCacheSim inserts a new block into the *lowest segment with room*, so while the cache
-//!   warms up, blocks never hit land in the protected segments; ember (like the paper) always
-//!   inserts into the probationary segment. After warm-up both insert into segment 0; the
-//!   different warm-up contents make miss counts differ slightly (a fraction of a percent on
-//!   the exactness sequences, see `tests/peer/policy_exactness.py`).
-//! - libCacheSim caps segment 0 at `c/n` too: when `c` is not a multiple of `n`, a hit that
-//!   cascades a block into an over-full segment 0 evicts immediately, so its cache runs below
-//!   `c` blocks. ember gives the remainder to the probationary segment instead (and never
-//!   evicts on a hit, which the [`Replacement`] contract does not allow).
+//! **libCacheSim's `SLRU` uses 4 segments by default** (`n-seg=4`, each `c/4`), and places a
+//! new block differently: into the *lowest segment with room*, so while the cache warms up,
+//! blocks that were never hit land in the protected segments (ember, like the paper, always
+//! inserts into the probationary segment). Such blocks stay protected until promotions from
+//! below push them down, which may be never: on a loop larger than the cache next to a small
+//! hot set, libCacheSim keeps part of the loop pinned and hits it every pass (e.g. 38 754 vs
+//! 60 207 misses at c = 1000 on the `hot+scan` sequence of `tests/peer/policy_exactness.py`),
+//! while on Zipf-like sequences the two differ by well under 1 %.
+//! [`Slru::with_insertion`]`(c, 4, `[`SlruInsert::LowestWithRoom`]`)` reproduces libCacheSim's
+//! placement, and then miss counts are equal whenever `c` is a multiple of the segment count.
+//! When it is not, libCacheSim also caps segment 0 at `floor(c/n)`, so a hit that cascades a
+//! block into a full segment 0 evicts at once and its cache runs below `c` blocks; ember gives
+//! the remainder to segment 0 instead (and never evicts on a hit, which the [`Replacement`]
+//! contract does not allow). And with `c < n` libCacheSim caches nothing (a block must fit
+//! segment 0's `floor(c/n) = 0`), where ember caches `c` blocks in segment 0.
 
 use super::Replacement;
 use crate::keymap::KeyMap;
 use crate::slab::{List, Slab};
 use crate::Access;
+
+/// Where [`Slru`] puts a new block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SlruInsert {
+    /// At the MRU end of the probationary segment (Karedla et al.; Wong & Wilkes).
+    #[default]
+    Probationary,
+    /// At the MRU end of the lowest segment that is not full, probationary first
+    /// (libCacheSim's `SLRU`); segment 0 once all are full.
+    LowestWithRoom,
+}
 
 /// Segmented LRU with `n` segments.
 #[derive(Clone, Debug)]
@@ -36,6 +51,7 @@ pub struct Slru {
     segments: Vec<List>,
     /// Maximum length of each protected segment (index 0 unused: probationary takes the rest).
     limits: Vec<usize>,
+    insert: SlruInsert,
     c: usize,
 }
 
@@ -48,6 +64,11 @@ impl Slru {
     /// SLRU with `segments` segments (1..=255; 1 is plain LRU), each protected segment
     /// `capacity / segments` blocks.
     pub fn with_segments(capacity: usize, segments: usize) -> Self {
+        Self::with_insertion(capacity, segments, SlruInsert::Probationary)
+    }
+
+    /// SLRU with `segments` segments and the given placement of new blocks.
+    pub fn with_insertion(capacity: usize, segments: usize, insert: SlruInsert) -> Self {
         let n = segments.clamp(1, 255);
         let per = capacity / n;
         let mut limits = vec![per; n];
@@ -57,6 +78,7 @@ impl Slru {
             slab: Slab::with_capacity(capacity),
             segments: vec![List::new(); n],
             limits,
+            insert,
             c: capacity,
         }
     }
@@ -107,6 +129,14 @@ impl Slru {
         if self.c == 0 {
             return None;
         }
+        let mut to = 0;
+        if self.insert == SlruInsert::LowestWithRoom {
+            if let Some(j) =
+                (0..self.segments.len()).find(|&j| self.segments[j].len < self.limits[j])
+            {
+                to = j;
+            }
+        }
         let len: usize = self.segments.iter().map(|l| l.len).sum();
         let evicted = if len >= self.c {
             let seg = self.segments.iter().position(|l| !l.is_empty()).unwrap_or(0);
@@ -119,8 +149,8 @@ impl Slru {
         } else {
             None
         };
-        let i = self.slab.alloc(key, 0);
-        self.segments[0].push_head(self.slab.nodes_mut(), i);
+        let i = self.slab.alloc(key, to as u8);
+        self.segments[to].push_head(self.slab.nodes_mut(), i);
         self.map.insert(key, i);
         evicted
     }
@@ -226,6 +256,19 @@ mod tests {
         // 3 to segment 1, 3 to segment 2: 1 cascades to segment 1.
         run(&mut s, &[3, 3]);
         assert_eq!(s.segment_keys(), vec![vec![4], vec![1], vec![3], vec![2]]);
+    }
+
+    #[test]
+    fn lowest_with_room_fills_protected_segments_first() {
+        let mut s = Slru::with_insertion(4, 2, SlruInsert::LowestWithRoom);
+        run(&mut s, &[1, 2, 3, 4]);
+        assert_eq!(s.segment_keys(), vec![vec![2, 1], vec![4, 3]]);
+        // All full: new blocks go to the probationary segment, evicting its LRU.
+        assert_eq!(run(&mut s, &[5]), vec![(false, Some(1))]);
+        assert_eq!(s.segment_keys(), vec![vec![5, 2], vec![4, 3]]);
+        // A hit in the probationary segment swaps with the protected LRU.
+        run(&mut s, &[2]);
+        assert_eq!(s.segment_keys(), vec![vec![3, 5], vec![2, 4]]);
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{parse_time_ns, parse_u64, to_length, Line, SECTOR_SIZE};
+use super::{parse_time_ns, parse_u64, split_tokens, to_length, Line, SECTOR_SIZE};
 use crate::{Op, Request, TraceError, VolumeTable};
 
 /// The blkparse action whose events become requests.
@@ -94,7 +94,7 @@ impl BlkparseParser {
         if trimmed.is_empty() {
             return Ok(Line::NotRequest);
         }
-        let t: Vec<&str> = trimmed.split_whitespace().collect();
+        let (t, n) = split_tokens::<10>(trimmed);
         if !is_device(t[0]) {
             // blkparse ends with per-CPU blocks ("CPU0 (8,0):") and a "Total (8,0):" block.
             if (t[0].starts_with("CPU") && t[0][3..].bytes().all(|c| c.is_ascii_digit()))
@@ -104,16 +104,16 @@ impl BlkparseParser {
             }
             return Err(format!("expected a device 'major,minor' first, found {:?}", t[0]));
         }
-        if t.len() < 6 {
-            return Err(format!(
-                "expected 'dev cpu seq time pid action ...', found {} fields",
-                t.len()
-            ));
+        if n < 6 {
+            return Err(format!("expected 'dev cpu seq time pid action ...', found {} fields", n));
         }
         if t[5] != self.action.letter() {
             return Ok(Line::NotRequest);
         }
-        let rwbs = t.get(6).ok_or_else(|| format!("{} event without RWBS field", t[5]))?;
+        if n < 7 {
+            return Err(format!("{} event without RWBS field", t[5]));
+        }
+        let rwbs = t[6];
         let op = if rwbs.contains('R') {
             Op::Read
         } else if rwbs.contains('W') {
@@ -121,7 +121,7 @@ impl BlkparseParser {
         } else {
             return Ok(Line::NotRequest);
         };
-        if t.len() < 10 || t[8] != "+" {
+        if n < 10 || t[8] != "+" {
             if rwbs.contains('F') {
                 // A flush (possibly with FUA write flags) carries no sector range.
                 return Ok(Line::NotRequest);

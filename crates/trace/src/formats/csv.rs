@@ -194,14 +194,16 @@ pub struct CsvParser {
 }
 
 impl CsvParser {
-    /// A parser for `cols`, with `block_size` for block offsets and missing sizes.
-    pub fn new(cols: CsvColumns, block_size: u64) -> Self {
+    /// A parser for `cols` (checked with [`CsvColumns::validate`]), with `block_size` for
+    /// block offsets and missing sizes.
+    pub fn new(cols: CsvColumns, block_size: u64) -> Result<Self, TraceError> {
+        cols.validate()?;
         let n_fields = [Some(cols.offset), cols.time, cols.size, cols.op, cols.volume]
             .into_iter()
             .flatten()
             .max()
             .unwrap_or(1);
-        Self { delimiter: cols.delimiter, cols, block_size, last: None, n_fields }
+        Ok(Self { delimiter: cols.delimiter, cols, block_size, last: None, n_fields })
     }
 
     /// Parse one line (`lineno` is 1-based).
@@ -323,7 +325,7 @@ mod tests {
 
     #[test]
     fn default_mapping_reads_its_own_output() {
-        let mut p = CsvParser::new(CsvColumns::default(), 4096);
+        let mut p = CsvParser::new(CsvColumns::default(), 4096).unwrap_or_else(|e| panic!("{e}"));
         let mut v = VolumeTable::new();
         assert_eq!(p.parse(HEADER, 1, &mut v), Ok(Line::NotRequest));
         let r = req(&mut p, &mut v, "1500,web_0,write,8192,4096", 2);
@@ -349,7 +351,7 @@ mod tests {
             write_values: vec!["2a".into()],
             ..CsvColumns::default()
         };
-        let mut p = CsvParser::new(cols, 4096);
+        let mut p = CsvParser::new(cols, 4096).unwrap_or_else(|e| panic!("{e}"));
         let mut v = VolumeTable::new();
         assert_eq!(p.parse("version,time,op,size,lbn", 1, &mut v), Ok(Line::NotRequest));
         let r = req(&mut p, &mut v, "1,5633898,2a,512,42932745", 2);
@@ -372,7 +374,7 @@ mod tests {
             offset_unit: OffsetUnit::Blocks,
             ..CsvColumns::default()
         };
-        let mut p = CsvParser::new(cols, 4096);
+        let mut p = CsvParser::new(cols, 4096).unwrap_or_else(|e| panic!("{e}"));
         let mut v = VolumeTable::new();
         let r = req(&mut p, &mut v, "x\t7", 1);
         assert_eq!((r.offset, r.length, r.op, r.time_ns), (7 * 4096, 4096, Op::Read, 0));
@@ -380,7 +382,7 @@ mod tests {
 
     #[test]
     fn rejects_malformed_lines_and_mappings() {
-        let mut p = CsvParser::new(CsvColumns::default(), 4096);
+        let mut p = CsvParser::new(CsvColumns::default(), 4096).unwrap_or_else(|e| panic!("{e}"));
         let mut v = VolumeTable::new();
         let mut e = |l: &str| p.parse(l, 2, &mut v).err().unwrap_or_default();
         assert!(e("1,a,read,0").contains("found 4"));

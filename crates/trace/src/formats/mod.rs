@@ -1,7 +1,7 @@
 //! The trace formats ember reads and writes, one file per format.
 //!
 //! Each text format provides a line parser, each binary format a fixed-size record decoder;
-//! [`crate::open`] drives them over a (possibly decompressed) file.
+//! [`crate::open()`] drives them over a (possibly decompressed) file.
 
 pub mod blkparse;
 pub mod csv;
@@ -160,6 +160,35 @@ impl From<std::io::Error> for WriteFail {
     fn from(e: std::io::Error) -> Self {
         WriteFail::Io(e)
     }
+}
+
+/// The first `N` fields of `line` split at `delim`, and the total number of fields, without
+/// allocating.
+#[inline]
+pub(crate) fn split_fields<const N: usize>(line: &str, delim: char) -> ([&str; N], usize) {
+    let mut f = [""; N];
+    let mut n = 0;
+    for s in line.split(delim) {
+        if n < N {
+            f[n] = s;
+        }
+        n += 1;
+    }
+    (f, n)
+}
+
+/// The first `N` whitespace-separated tokens of `line`, and the total number of tokens.
+#[inline]
+pub(crate) fn split_tokens<const N: usize>(line: &str) -> ([&str; N], usize) {
+    let mut f = [""; N];
+    let mut n = 0;
+    for s in line.split_ascii_whitespace() {
+        if n < N {
+            f[n] = s;
+        }
+        n += 1;
+    }
+    (f, n)
 }
 
 /// Parse an unsigned decimal integer field, naming the field in the error.

@@ -7,7 +7,7 @@
 
 use std::io::Write;
 
-use super::{parse_u64, to_length, Line};
+use super::{parse_u64, split_fields, to_length, Line};
 use crate::{Op, Request, VolumeTable};
 
 /// Filetime ticks between 1601-01-01 and the Unix epoch 1970-01-01.
@@ -29,7 +29,9 @@ pub fn unix_ns_to_filetime(ns: u64) -> u64 {
 /// Parses MSR-Cambridge lines.
 #[derive(Debug, Default)]
 pub struct MsrParser {
-    last: Option<(String, u32)>,
+    /// The last (host, disk) seen and its volume id: MSR files hold one volume each, so this
+    /// spares a name lookup per line.
+    last: Option<(String, u64, u32)>,
 }
 
 impl MsrParser {
@@ -44,14 +46,13 @@ impl MsrParser {
         if line.is_empty() {
             return Ok(Line::NotRequest);
         }
-        let f: Vec<&str> = line.split(',').collect();
+        let (f, n) = split_fields::<6>(line, ',');
         if lineno == 1 && f[0].trim().eq_ignore_ascii_case("timestamp") {
             return Ok(Line::NotRequest);
         }
-        if f.len() < 6 {
+        if n < 6 {
             return Err(format!(
-                "expected 7 fields Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime, found {}",
-                f.len()
+                "expected 7 fields Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime, found {n}"
             ));
         }
         let ticks = parse_u64(f[0], "Timestamp")?;
@@ -69,12 +70,11 @@ impl MsrParser {
         };
         let offset = parse_u64(f[4], "Offset")?;
         let length = to_length(parse_u64(f[5], "Size")?, "Size")?;
-        let name = format!("{host}_{disk}");
         let volume = match &self.last {
-            Some((n, id)) if *n == name => *id,
+            Some((h, d, id)) if h == host && *d == disk => *id,
             _ => {
-                let id = volumes.intern(&name);
-                self.last = Some((name, id));
+                let id = volumes.intern(&format!("{host}_{disk}"));
+                self.last = Some((host.to_owned(), disk, id));
                 id
             }
         };

@@ -6,7 +6,7 @@
 
 use std::io::Write;
 
-use super::{parse_time_ns, parse_u64, to_length, Line, WriteFail, SECTOR_SIZE};
+use super::{parse_time_ns, parse_u64, split_fields, to_length, Line, WriteFail, SECTOR_SIZE};
 use crate::{Op, Request, TraceError, VolumeTable};
 
 /// Parses SPC lines.
@@ -22,12 +22,9 @@ impl SpcParser {
         if line.is_empty() {
             return Ok(Line::NotRequest);
         }
-        let f: Vec<&str> = line.split(',').collect();
-        if f.len() < 5 {
-            return Err(format!(
-                "expected 5 fields ASU,LBA,Size,Opcode,Timestamp, found {}",
-                f.len()
-            ));
+        let (f, n) = split_fields::<5>(line, ',');
+        if n < 5 {
+            return Err(format!("expected 5 fields ASU,LBA,Size,Opcode,Timestamp, found {n}"));
         }
         let asu = f[0].trim();
         parse_u64(asu, "ASU")?;

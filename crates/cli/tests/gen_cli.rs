@@ -1,0 +1,265 @@
+//! End-to-end tests of `ember trace gen`: run the binary, read the file back.
+
+use ember_trace::gen::{Common, SeqConfig, ZipfConfig};
+use ember_trace::{read_trace, Format, Op, ReadOptions, Trace};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn ember(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run ember: {e}"));
+    out
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = ember(args);
+    assert!(
+        out.status.success(),
+        "ember {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn read(path: &Path) -> (Trace, Format) {
+    let (trace, stats) = read_trace(path, &ReadOptions::default())
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    (trace, stats.format)
+}
+
+#[test]
+fn zipf_file_holds_exactly_the_library_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("z.ember");
+    let p = path.to_str().unwrap();
+    let stdout = ok(&[
+        "trace",
+        "gen",
+        "zipf",
+        "--alpha",
+        "0.9",
+        "--blocks",
+        "10000",
+        "--requests",
+        "20000",
+        "--seed",
+        "3",
+        "--write-ratio",
+        "0.2",
+        "-o",
+        p,
+    ]);
+    assert!(stdout.contains("wrote 20000 requests"), "{stdout}");
+    let (trace, format) = read(&path);
+    assert_eq!(format, Format::Ember);
+    let common = Common { seed: 3, write_ratio: 0.2, ..Common::default() };
+    let expected = ZipfConfig::new(0.9, 10_000, 20_000, common).trace().unwrap();
+    assert_eq!(trace.requests, expected.requests);
+    assert_eq!(trace.volumes.names(), &["zipf"]);
+    let writes = trace.requests.iter().filter(|r| r.op == Op::Write).count();
+    assert!(stdout.contains(&format!("{} writes", writes)), "{stdout}");
+}
+
+#[test]
+fn same_seed_same_bytes_other_seed_other_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, seed: &str| {
+        let path = dir.path().join(name);
+        ok(&[
+            "trace",
+            "gen",
+            "uniform",
+            "--blocks",
+            "500",
+            "--requests",
+            "3000",
+            "--seed",
+            seed,
+            "-o",
+            path.to_str().unwrap(),
+        ]);
+        std::fs::read(&path).unwrap()
+    };
+    let a = run("a.ember", "7");
+    let b = run("b.ember", "7");
+    let c = run("c.ember", "8");
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn ww_seq_reports_the_warmup_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seq.ember");
+    let stdout = ok(&[
+        "trace",
+        "gen",
+        "ww-seq",
+        "--client-blocks",
+        "4",
+        "--array-blocks",
+        "4",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    // N_seq = N_c + N_a - 1 = 7: 7 warm-up READS, 70 timed; 1000/s: timed from 7 ms.
+    assert!(stdout.contains("warm-up: 7 requests (time_ns < 7000000)"), "{stdout}");
+    assert!(stdout.contains("timed: 70 requests"), "{stdout}");
+    let (trace, _) = read(&path);
+    assert_eq!(trace.requests.len(), 77);
+    let blocks: Vec<u64> = trace.requests.iter().map(|r| r.offset / 4096).collect();
+    assert!(blocks.iter().enumerate().all(|(i, &b)| b == i as u64 % 7));
+    assert_eq!(trace.volumes.names(), &["client0"]);
+}
+
+#[test]
+fn ww_random_and_zipf_paper_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ember");
+    let stdout = ok(&["trace", "gen", "ww-random", "--seed", "1", "-o", path.to_str().unwrap()]);
+    assert!(stdout.contains("working set: 32768 blocks; warm-up: 32768 requests"), "{stdout}");
+    assert!(stdout.contains("timed: 327680 requests"), "{stdout}");
+    let path = dir.path().join("z.ember");
+    let stdout = ok(&["trace", "gen", "ww-zipf", "--seed", "1", "-o", path.to_str().unwrap()]);
+    assert!(stdout.contains("working set: 49152 blocks; warm-up: 49152 requests"), "{stdout}");
+    let (trace, _) = read(&path);
+    assert_eq!(trace.requests.len(), 11 * 49152);
+    assert!(trace.requests.iter().all(|r| r.offset / 4096 < 49152 && r.op == Op::Read));
+}
+
+#[test]
+fn multi_client_disjoint_and_conjoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.ember");
+    let p = path.to_str().unwrap();
+    let stdout = ok(&[
+        "trace",
+        "gen",
+        "multi-client",
+        "--clients",
+        "3",
+        "--blocks-per-client",
+        "100",
+        "--pattern",
+        "zipf",
+        "--sharing",
+        "disjoint",
+        "--timed-per-client",
+        "400",
+        "-o",
+        p,
+    ]);
+    assert!(stdout.contains("array: 300 blocks"), "{stdout}");
+    let (trace, _) = read(&path);
+    assert_eq!(trace.volumes.names(), &["client0", "client1", "client2"]);
+    assert_eq!(trace.requests.len(), 3 * 500);
+    for r in &trace.requests {
+        let block = r.offset / 4096;
+        assert_eq!(block / 100, r.volume as u64, "client {} read block {block}", r.volume);
+    }
+    let stdout = ok(&[
+        "trace",
+        "gen",
+        "multi-client",
+        "--clients",
+        "2",
+        "--blocks-per-client",
+        "50",
+        "--sharing",
+        "conjoint",
+        "-o",
+        p,
+    ]);
+    assert!(stdout.contains("array: 50 blocks; shared blocks 0..50"), "{stdout}");
+    let (trace, _) = read(&path);
+    for pair in trace.requests.chunks(2) {
+        assert_eq!((pair[0].volume, pair[1].volume), (0, 1));
+        assert_eq!((pair[0].offset, pair[0].time_ns), (pair[1].offset, pair[1].time_ns));
+    }
+}
+
+#[test]
+fn format_follows_extension_or_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("s.csv");
+    let stdout = ok(&[
+        "trace",
+        "gen",
+        "seq",
+        "--blocks",
+        "10",
+        "--requests",
+        "25",
+        "-o",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(stdout.ends_with("(msr)\n"), "{stdout}");
+    // Read as MSR explicitly: a trace starting at time 0 is stamped exactly at the FILETIME
+    // epoch, which content sniffing does not take for MSR.
+    let opts = ReadOptions { format: Some(Format::MsrCsv), ..ReadOptions::default() };
+    let (trace, _) = read_trace(&csv, &opts).unwrap();
+    let expected = SeqConfig::new(10, 25, Common::with_seed(1)).trace().unwrap();
+    let blocks = |t: &Trace| t.requests.iter().map(|r| r.offset / 4096).collect::<Vec<_>>();
+    assert_eq!(blocks(&trace), blocks(&expected));
+    assert_eq!(trace.requests[24].time_ns - trace.requests[0].time_ns, 24_000_000);
+
+    let og = dir.path().join("s.bin");
+    ok(&[
+        "trace",
+        "gen",
+        "seq",
+        "--blocks",
+        "10",
+        "--requests",
+        "25",
+        "--format",
+        "oracle-general",
+        "-o",
+        og.to_str().unwrap(),
+    ]);
+    let keys = ember_trace::read_oracle_general_keys(&og).unwrap();
+    assert_eq!(keys.len(), 25);
+    assert_eq!(keys[13], ember_trace::block_key(0, 3));
+}
+
+#[test]
+fn bad_arguments_fail_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.ember");
+    let p = p.to_str().unwrap();
+    let out = ember(&[
+        "trace",
+        "gen",
+        "uniform",
+        "--blocks",
+        "10",
+        "--requests",
+        "5",
+        "--write-ratio",
+        "1.5",
+        "-o",
+        p,
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("write ratio"));
+    let out = ember(&["trace", "gen", "zipf", "--blocks", "0", "--requests", "5", "-o", p]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("blocks"));
+    let out = ember(&[
+        "trace",
+        "gen",
+        "seq",
+        "--blocks",
+        "10",
+        "--requests",
+        "5",
+        "--format",
+        "nope",
+        "-o",
+        p,
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown trace format"));
+}

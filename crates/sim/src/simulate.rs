@@ -1,0 +1,303 @@
+//! One run: one replacement policy, one admission policy, one capacity, over a stream.
+//!
+//! Per block access: [`Replacement::lookup`]; then [`Admission::observe`] with the outcome;
+//! on a miss, [`Admission::admit`] decides whether the block is inserted (an
+//! allocation-write, which may evict).
+
+use crate::{AccessStream, Counters, Interval, IntervalStats};
+use ember_policy::{Access, Admission, Replacement, NEVER};
+use serde::{Deserialize, Serialize};
+
+/// Accesses simulated between two progress reports.
+const PROGRESS_CHUNK: usize = 1 << 20;
+
+/// How to run one simulation (besides the policies and the stream).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunConfig {
+    /// Cut the run into a timeline of intervals; `None` gives totals only.
+    pub interval: Option<Interval>,
+}
+
+/// The outcome of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimResult {
+    /// Replacement policy name (`lru`, ...).
+    pub policy: String,
+    /// Admission policy name (`aod`, ...).
+    pub admission: String,
+    /// Cache capacity in blocks.
+    pub capacity_blocks: u64,
+    /// Totals over the whole stream.
+    pub totals: Counters,
+    /// Per-interval counters when [`RunConfig::interval`] was set (intervals without any access
+    /// are left out); their sum equals `totals`.
+    pub timeline: Option<Vec<IntervalStats>>,
+}
+
+/// Simulate `policy` with `admission` over `stream`.
+///
+/// Generic so that a concrete policy type monomorphizes the hot loop; `dyn Replacement` and
+/// `dyn Admission` work too.
+pub fn simulate<R, A>(
+    policy: &mut R,
+    admission: &mut A,
+    stream: &AccessStream,
+    config: &RunConfig,
+) -> SimResult
+where
+    R: Replacement + ?Sized,
+    A: Admission + ?Sized,
+{
+    simulate_with_progress(policy, admission, stream, config, &mut |_| {})
+}
+
+/// [`simulate`], calling `progress(n)` after every `n` accesses simulated (about every
+/// million accesses; never inside the per-access loop).
+pub fn simulate_with_progress<R, A>(
+    policy: &mut R,
+    admission: &mut A,
+    stream: &AccessStream,
+    config: &RunConfig,
+    progress: &mut dyn FnMut(u64),
+) -> SimResult
+where
+    R: Replacement + ?Sized,
+    A: Admission + ?Sized,
+{
+    let mut totals = Counters::default();
+    let mut timeline = config.interval.map(|_| Vec::new());
+    for span in stream.spans(config.interval) {
+        let mut c = Counters::default();
+        let mut lo = span.range.start;
+        while lo < span.range.end {
+            let hi = (lo + PROGRESS_CHUNK).min(span.range.end);
+            c += run_range(policy, admission, stream, lo, hi);
+            progress((hi - lo) as u64);
+            lo = hi;
+        }
+        totals += c;
+        if let Some(t) = timeline.as_mut() {
+            t.push(IntervalStats {
+                index: span.index,
+                start_ns: span.start_ns,
+                start_request: span.start_request,
+                counters: c,
+            });
+        }
+    }
+    SimResult {
+        policy: policy.name().to_owned(),
+        admission: admission.name().to_owned(),
+        capacity_blocks: policy.capacity() as u64,
+        totals,
+        timeline,
+    }
+}
+
+/// The hot loop over accesses `lo..hi`: counters in locals, no allocation, static dispatch
+/// when `R` and `A` are concrete.
+#[inline(never)]
+fn run_range<R, A>(
+    policy: &mut R,
+    admission: &mut A,
+    stream: &AccessStream,
+    lo: usize,
+    hi: usize,
+) -> Counters
+where
+    R: Replacement + ?Sized,
+    A: Admission + ?Sized,
+{
+    let keys = &stream.keys()[lo..hi];
+    let flags = &stream.flags()[lo..hi];
+    let times = &stream.times()[lo..hi];
+    let next = stream.next_access().map(|n| &n[lo..hi]);
+    let (mut requests, mut writes, mut read_hits, mut write_hits) = (0u64, 0u64, 0u64, 0u64);
+    let (mut write_misses, mut allocation_writes, mut evictions) = (0u64, 0u64, 0u64);
+    for j in 0..keys.len() {
+        let f = flags[j];
+        let is_write = f & 1 != 0;
+        requests += ((f >> 1) & 1) as u64;
+        writes += is_write as u64;
+        let access = Access {
+            key: keys[j],
+            time_ns: times[j],
+            op: crate::stream::op_of(f),
+            vtime: (lo + j) as u64,
+            next_vtime: match next {
+                Some(n) => n[j],
+                None => NEVER,
+            },
+        };
+        let hit = policy.lookup(&access);
+        admission.observe(&access, hit);
+        if hit {
+            if is_write {
+                write_hits += 1;
+            } else {
+                read_hits += 1;
+            }
+        } else {
+            write_misses += is_write as u64;
+            if admission.admit(&access) {
+                allocation_writes += 1;
+                evictions += policy.insert(&access).is_some() as u64;
+            }
+        }
+    }
+    let n = keys.len() as u64;
+    let reads = n - writes;
+    Counters {
+        requests,
+        block_accesses: n,
+        reads,
+        writes,
+        read_hits,
+        write_hits,
+        read_misses: reads - read_hits,
+        write_misses,
+        allocation_writes,
+        evictions,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::testing::{trace_of, TinyLru};
+    use ember_policy::admission::Aod;
+
+    /// Refuses every miss.
+    struct Never;
+    impl Admission for Never {
+        fn name(&self) -> &'static str {
+            "never"
+        }
+        fn observe(&mut self, _: &Access, _: bool) {}
+        fn admit(&mut self, _: &Access) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn lru_capacity_2_on_a_b_a_c_b() {
+        // a(R) b(W) a(R) c(R) b(W) with LRU of 2 blocks:
+        // a miss+insert; b miss+insert; a hit; c miss, evicts b; b miss, evicts a.
+        let t = trace_of(&[(0, 'R'), (1, 'W'), (0, 'R'), (2, 'R'), (1, 'W')]);
+        let s = AccessStream::from_trace(&t, 4096, false).unwrap();
+        let r = simulate(&mut TinyLru::new(2), &mut Aod, &s, &RunConfig::default());
+        let c = r.totals;
+        assert_eq!((c.requests, c.block_accesses, c.reads, c.writes), (5, 5, 3, 2));
+        assert_eq!((c.read_hits, c.write_hits, c.read_misses, c.write_misses), (1, 0, 2, 2));
+        assert_eq!((c.allocation_writes, c.evictions), (4, 2));
+        assert_eq!(c.misses(), 4);
+        assert!((c.hit_ratio() - 0.2).abs() < 1e-12);
+        assert_eq!(
+            (r.policy.as_str(), r.admission.as_str(), r.capacity_blocks),
+            ("tinylru", "aod", 2)
+        );
+        assert!(r.timeline.is_none());
+    }
+
+    #[test]
+    fn write_hits_counted_apart_from_read_hits() {
+        // a(W) a(W) a(R) b(R) a(W): 2 write hits, 1 read hit.
+        let t = trace_of(&[(0, 'W'), (0, 'W'), (0, 'R'), (1, 'R'), (0, 'W')]);
+        let s = AccessStream::from_trace(&t, 4096, false).unwrap();
+        let c = simulate(&mut TinyLru::new(2), &mut Aod, &s, &RunConfig::default()).totals;
+        assert_eq!((c.read_hits, c.write_hits, c.read_misses, c.write_misses), (1, 2, 1, 1));
+        assert_eq!((c.allocation_writes, c.evictions), (2, 0));
+    }
+
+    #[test]
+    fn refusing_admission_allocates_nothing_and_never_hits() {
+        let t = trace_of(&[(0, 'R'), (1, 'W'), (0, 'R'), (2, 'R'), (1, 'W'), (0, 'R')]);
+        let s = AccessStream::from_trace(&t, 4096, false).unwrap();
+        let mut lru = TinyLru::new(2);
+        let r = simulate(&mut lru, &mut Never, &s, &RunConfig::default());
+        assert_eq!(r.totals.allocation_writes, 0);
+        assert_eq!(r.totals.hits(), 0);
+        assert_eq!(r.totals.evictions, 0);
+        assert_eq!(r.totals.misses(), 6);
+        assert_eq!(lru.len(), 0);
+        assert_eq!(r.admission, "never");
+    }
+
+    #[test]
+    fn timeline_sums_to_totals() {
+        let pattern: Vec<(u64, char)> = (0..5000u64)
+            .map(|i| ((i * 7919) % 97 + (i % 13), if i % 3 == 0 { 'W' } else { 'R' }))
+            .collect();
+        let t = trace_of(&pattern);
+        let s = AccessStream::from_trace(&t, 4096, false).unwrap();
+        let plain = simulate(&mut TinyLru::new(20), &mut Aod, &s, &RunConfig::default());
+        for iv in [Interval::Requests(333), Interval::Time(777)] {
+            let r =
+                simulate(&mut TinyLru::new(20), &mut Aod, &s, &RunConfig { interval: Some(iv) });
+            let tl = r.timeline.as_ref().unwrap();
+            assert!(tl.len() > 5, "{iv}: {} intervals", tl.len());
+            let mut sum = Counters::default();
+            for i in tl {
+                sum += i.counters;
+            }
+            assert_eq!(sum, r.totals);
+            assert_eq!(r.totals, plain.totals);
+        }
+        let r = simulate(
+            &mut TinyLru::new(20),
+            &mut Aod,
+            &s,
+            &RunConfig { interval: Some(Interval::Requests(1000)) },
+        );
+        let tl = r.timeline.unwrap();
+        assert_eq!(tl.len(), 5);
+        assert!(tl.iter().all(|i| i.counters.requests == 1000));
+        assert_eq!(tl[3].start_request, 3000);
+    }
+
+    #[test]
+    fn oracle_stream_passes_next_access_to_the_policy() {
+        /// Records the next_vtime it is given.
+        struct Spy(Vec<u64>, TinyLru);
+        impl Replacement for Spy {
+            fn name(&self) -> &'static str {
+                "spy"
+            }
+            fn capacity(&self) -> usize {
+                self.1.capacity()
+            }
+            fn len(&self) -> usize {
+                self.1.len()
+            }
+            fn contains(&self, key: u64) -> bool {
+                self.1.contains(key)
+            }
+            fn lookup(&mut self, a: &Access) -> bool {
+                self.0.push(a.next_vtime);
+                self.1.lookup(a)
+            }
+            fn insert(&mut self, a: &Access) -> Option<u64> {
+                self.1.insert(a)
+            }
+            fn remove(&mut self, key: u64) -> bool {
+                self.1.remove(key)
+            }
+        }
+        let t = trace_of(&[(0, 'R'), (1, 'R'), (0, 'R'), (2, 'R'), (1, 'R')]);
+        let s = AccessStream::from_trace(&t, 4096, true).unwrap();
+        let mut spy = Spy(Vec::new(), TinyLru::new(2));
+        simulate(&mut spy, &mut Aod, &s, &RunConfig::default());
+        assert_eq!(spy.0, vec![2, 4, NEVER, NEVER, NEVER]);
+    }
+
+    #[test]
+    fn dyn_policies_run_too() {
+        let t = trace_of(&[(0, 'R'), (1, 'W'), (0, 'R'), (2, 'R'), (1, 'W')]);
+        let s = AccessStream::from_trace(&t, 4096, false).unwrap();
+        let mut p: Box<dyn Replacement> = Box::new(TinyLru::new(2));
+        let mut a: Box<dyn Admission> = Box::new(Aod);
+        let r = simulate(p.as_mut(), a.as_mut(), &s, &RunConfig::default());
+        assert_eq!(r.totals.read_hits, 1);
+        assert_eq!(r.totals.evictions, 2);
+    }
+}

@@ -1,0 +1,368 @@
+//! The block-access stream: a trace split into block accesses once, then shared read-only by
+//! every run of a grid.
+//!
+//! Virtual time (*vtime*) counts block accesses: the `i`-th block access of the stream (from 0)
+//! happens at vtime `i`. A request of three blocks advances vtime by three.
+
+use crate::{Interval, SimError};
+use ember_policy::{Access, NEVER};
+use ember_trace::{block_key, Op, Request, Trace};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::ops::Range;
+
+const WRITE: u8 = 1;
+const FIRST: u8 = 2;
+
+/// Every block access of a trace, in order: key, op and time per access, and, for oracle
+/// policies, the vtime of the next access to the same block.
+#[derive(Clone, Debug)]
+pub struct AccessStream {
+    keys: Vec<u64>,
+    flags: Vec<u8>,
+    times: Vec<u64>,
+    next: Option<Vec<u64>>,
+    requests: u64,
+    wss: u64,
+    block_size: u64,
+    start_ns: u64,
+}
+
+/// A stretch of the stream that forms one timeline interval.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// The interval's number (see [`crate::IntervalStats::index`]).
+    pub index: u64,
+    /// Start in nanoseconds since the stream's first request.
+    pub start_ns: u64,
+    /// Number of requests before the span's first one.
+    pub start_request: u64,
+    /// The block accesses (vtimes) of the span.
+    pub range: Range<usize>,
+}
+
+impl AccessStream {
+    /// Split `trace` into `block_size`-byte block accesses. With `oracle`, also compute each
+    /// access's next-access vtime (needed by OPT and other oracle policies; costs one backward
+    /// pass and 8 bytes per access).
+    pub fn from_trace(trace: &Trace, block_size: u64, oracle: bool) -> Result<Self, SimError> {
+        if block_size == 0 {
+            return Err(SimError::Invalid("block size must be positive".into()));
+        }
+        let reqs = &trace.requests;
+        let shift = block_size.trailing_zeros();
+        let pow2 = block_size.is_power_of_two();
+        // Blocks first..end of a request (shifts instead of divisions for power-of-two sizes).
+        let span = |r: &Request| -> (u64, u64) {
+            if r.length == 0 {
+                return (0, 0);
+            }
+            let last_byte = r.offset.saturating_add(r.length as u64 - 1);
+            if pow2 {
+                (r.offset >> shift, (last_byte >> shift) + 1)
+            } else {
+                (r.offset / block_size, last_byte / block_size + 1)
+            }
+        };
+        let total: u64 = reqs
+            .iter()
+            .map(|r| {
+                let (first, end) = span(r);
+                end - first
+            })
+            .sum();
+        let total = usize::try_from(total).map_err(|_| {
+            SimError::Invalid(format!("{total} block accesses do not fit in memory"))
+        })?;
+        let mut keys = Vec::with_capacity(total);
+        let mut flags = Vec::with_capacity(total);
+        let mut times = Vec::with_capacity(total);
+        let mut requests = 0u64;
+        for r in reqs {
+            let (first, end) = span(r);
+            if first == end {
+                continue;
+            }
+            let w = if r.op.is_write() { WRITE } else { 0 };
+            requests += 1;
+            keys.push(block_key(r.volume, first));
+            flags.push(w | FIRST);
+            times.push(r.time_ns);
+            for b in first + 1..end {
+                keys.push(block_key(r.volume, b));
+                flags.push(w);
+                times.push(r.time_ns);
+            }
+        }
+        let mut wss = 0;
+        if !oracle {
+            let mut seen = FxHashSet::default();
+            seen.reserve(keys.len() / 4);
+            for &k in &keys {
+                seen.insert(k);
+            }
+            wss = seen.len() as u64;
+        }
+        let start_ns = times.first().copied().unwrap_or(0);
+        let mut s = Self { keys, flags, times, next: None, requests, wss, block_size, start_ns };
+        if oracle {
+            s.compute_next_access();
+        }
+        Ok(s)
+    }
+
+    /// Compute next-access vtimes (and the WSS) if not yet done.
+    pub fn compute_next_access(&mut self) {
+        if self.next.is_none() {
+            let (next, wss) = next_access_times(&self.keys);
+            self.next = Some(next);
+            self.wss = wss;
+        }
+    }
+
+    /// Number of block accesses.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True if the stream has no block access.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Number of requests that touch at least one block.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Working-set size: the number of distinct blocks.
+    pub fn wss(&self) -> u64 {
+        self.wss
+    }
+
+    /// The block size the trace was split with.
+    pub fn block_size(&self) -> u64 {
+        self.block_size
+    }
+
+    /// Time of the first request, in the trace's nanoseconds.
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+
+    /// Block keys, one per access.
+    pub fn keys(&self) -> &[u64] {
+        &self.keys
+    }
+
+    /// Request times, one per access.
+    pub fn times(&self) -> &[u64] {
+        &self.times
+    }
+
+    /// Next-access vtimes, one per access ([`NEVER`] for a last access), if computed.
+    pub fn next_access(&self) -> Option<&[u64]> {
+        self.next.as_deref()
+    }
+
+    /// True if access `i` is a write.
+    #[inline]
+    pub fn is_write(&self, i: usize) -> bool {
+        self.flags[i] & WRITE != 0
+    }
+
+    /// True if access `i` is the first block of its request.
+    #[inline]
+    pub fn starts_request(&self, i: usize) -> bool {
+        self.flags[i] & FIRST != 0
+    }
+
+    /// Raw per-access flags (bit 0: write, bit 1: first block of a request), for hot loops.
+    #[inline]
+    pub(crate) fn flags(&self) -> &[u8] {
+        &self.flags
+    }
+
+    /// Access `i` as a policy sees it.
+    #[inline]
+    pub fn access(&self, i: usize) -> Access {
+        Access {
+            key: self.keys[i],
+            time_ns: self.times[i],
+            op: op_of(self.flags[i]),
+            vtime: i as u64,
+            next_vtime: self.next.as_ref().map_or(NEVER, |n| n[i]),
+        }
+    }
+
+    /// Cut the stream into timeline intervals; with `None`, one span covering everything.
+    /// Intervals are cut only between requests; a request whose time goes back before the
+    /// current interval's start stays in the current interval. Intervals holding no access
+    /// are left out.
+    pub fn spans(&self, interval: Option<Interval>) -> Vec<Span> {
+        let n = self.keys.len();
+        let Some(interval) = interval else {
+            return vec![Span { index: 0, start_ns: 0, start_request: 0, range: 0..n }];
+        };
+        let mut spans = Vec::new();
+        let mut cur = Span { index: 0, start_ns: 0, start_request: 0, range: 0..0 };
+        let mut request = 0u64;
+        for i in 0..n {
+            if !self.starts_request(i) {
+                continue;
+            }
+            let rel = self.times[i].saturating_sub(self.start_ns);
+            let index = match interval {
+                Interval::Time(span) => rel / span,
+                Interval::Requests(k) => request / k,
+            };
+            if index > cur.index || i == 0 {
+                if i > 0 {
+                    cur.range.end = i;
+                    spans.push(cur.clone());
+                }
+                let start_ns = match interval {
+                    Interval::Time(span) => index * span,
+                    Interval::Requests(_) => rel,
+                };
+                cur = Span { index, start_ns, start_request: request, range: i..i };
+            }
+            request += 1;
+        }
+        if n > 0 {
+            cur.range.end = n;
+            spans.push(cur);
+        }
+        spans
+    }
+}
+
+#[inline(always)]
+pub(crate) fn op_of(flags: u8) -> Op {
+    if flags & WRITE != 0 {
+        Op::Write
+    } else {
+        Op::Read
+    }
+}
+
+/// For each position `i` of `keys`, the position of the next occurrence of `keys[i]`, or
+/// [`NEVER`]; also the number of distinct keys. One backward pass with a hash map: O(n).
+pub fn next_access_times(keys: &[u64]) -> (Vec<u64>, u64) {
+    let mut next = vec![NEVER; keys.len()];
+    let mut last: FxHashMap<u64, u64> = FxHashMap::default();
+    last.reserve(keys.len() / 4);
+    for (i, &k) in keys.iter().enumerate().rev() {
+        if let Some(j) = last.insert(k, i as u64) {
+            next[i] = j;
+        }
+    }
+    (next, last.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ember_trace::VolumeTable;
+
+    fn req(t: u64, vol: u32, op: Op, offset: u64, length: u32) -> Request {
+        Request { time_ns: t, volume: vol, op, offset, length }
+    }
+
+    #[test]
+    fn next_access_on_hand_sequences() {
+        // a b a c b a
+        let (next, wss) = next_access_times(&[1, 2, 1, 3, 2, 1]);
+        assert_eq!(next, vec![2, 4, 5, NEVER, NEVER, NEVER]);
+        assert_eq!(wss, 3);
+        let (next, wss) = next_access_times(&[7, 7, 7]);
+        assert_eq!(next, vec![1, 2, NEVER]);
+        assert_eq!(wss, 1);
+        assert_eq!(next_access_times(&[]), (vec![], 0));
+    }
+
+    #[test]
+    fn splits_requests_into_block_accesses() {
+        let reqs = vec![
+            req(100, 0, Op::Read, 0, 8192),    // blocks 0,1
+            req(200, 1, Op::Write, 4096, 100), // vol 1 block 1
+            req(300, 0, Op::Read, 4096, 0),    // no block
+            req(400, 0, Op::Write, 4000, 200), // blocks 0,1
+        ];
+        let t = Trace::new(reqs, VolumeTable::new());
+        let s = AccessStream::from_trace(&t, 4096, true).unwrap();
+        let k = |v, b| block_key(v, b);
+        assert_eq!(s.keys(), &[k(0, 0), k(0, 1), k(1, 1), k(0, 0), k(0, 1)]);
+        assert_eq!(s.times(), &[100, 100, 200, 400, 400]);
+        assert_eq!(s.len(), 5);
+        assert_eq!(s.requests(), 3);
+        assert_eq!(s.wss(), 3);
+        assert_eq!(s.next_access().unwrap(), &[3, 4, NEVER, NEVER, NEVER]);
+        assert!(!s.is_write(0) && s.is_write(2) && s.is_write(4));
+        assert!(s.starts_request(0) && !s.starts_request(1) && s.starts_request(3));
+        let a = s.access(3);
+        assert_eq!(
+            (a.key, a.op, a.vtime, a.next_vtime, a.time_ns),
+            (k(0, 0), Op::Write, 3, NEVER, 400)
+        );
+        let plain = AccessStream::from_trace(&t, 4096, false).unwrap();
+        assert_eq!(plain.wss(), 3);
+        assert!(plain.next_access().is_none());
+        assert_eq!(plain.access(0).next_vtime, NEVER);
+        assert!(AccessStream::from_trace(&t, 0, false).is_err());
+    }
+
+    #[test]
+    fn non_power_of_two_block_sizes_split_like_request_blocks() {
+        let reqs = vec![
+            req(0, 0, Op::Read, 999, 2),
+            req(1, 0, Op::Read, 2500, 3000),
+            req(2, 0, Op::Read, 7, 1),
+        ];
+        let s =
+            AccessStream::from_trace(&Trace::new(reqs.clone(), VolumeTable::new()), 1000, false)
+                .unwrap();
+        let want: Vec<u64> =
+            reqs.iter().flat_map(|r| r.block_keys(1000).collect::<Vec<_>>()).collect();
+        assert_eq!(s.keys(), want.as_slice());
+        assert_eq!(s.keys(), &[0, 1, 2, 3, 4, 5, 0]);
+        assert_eq!(s.wss(), 6);
+    }
+
+    #[test]
+    fn spans_by_time_and_by_requests() {
+        // Requests at 0s, 1s, 5s, 6s (one block each), then a 2-block request at 6.5s.
+        let s = 1_000_000_000u64;
+        let reqs = vec![
+            req(10 * s, 0, Op::Read, 0, 1),
+            req(11 * s, 0, Op::Read, 4096, 1),
+            req(15 * s, 0, Op::Read, 8192, 1),
+            req(16 * s, 0, Op::Read, 0, 1),
+            req(16 * s + s / 2, 0, Op::Read, 0, 8192),
+        ];
+        let st =
+            AccessStream::from_trace(&Trace::new(reqs, VolumeTable::new()), 4096, false).unwrap();
+        let spans = st.spans(Some(Interval::Time(2 * s)));
+        // [0,2s): 2 accesses; [2,4s): none (left out); [4,6s): 1; [6,8s): 3.
+        assert_eq!(
+            spans,
+            vec![
+                Span { index: 0, start_ns: 0, start_request: 0, range: 0..2 },
+                Span { index: 2, start_ns: 4 * s, start_request: 2, range: 2..3 },
+                Span { index: 3, start_ns: 6 * s, start_request: 3, range: 3..6 },
+            ]
+        );
+        let spans = st.spans(Some(Interval::Requests(2)));
+        assert_eq!(
+            spans,
+            vec![
+                Span { index: 0, start_ns: 0, start_request: 0, range: 0..2 },
+                Span { index: 1, start_ns: 5 * s, start_request: 2, range: 2..4 },
+                Span { index: 2, start_ns: 6 * s + s / 2, start_request: 4, range: 4..6 },
+            ]
+        );
+        assert_eq!(
+            st.spans(None),
+            vec![Span { index: 0, start_ns: 0, start_request: 0, range: 0..6 }]
+        );
+    }
+}
