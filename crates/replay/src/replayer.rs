@@ -106,7 +106,8 @@ pub struct Session {
 }
 
 impl Session {
-    /// Open `connections` connections to each of `exports` at `endpoint`.
+    /// Open `connections` connections to each of `exports` at `endpoint` (more than one only
+    /// if the export advertises multi-conn consistency).
     pub fn connect(
         endpoint: &Endpoint,
         exports: &[String],
@@ -125,6 +126,13 @@ impl Session {
                     .connect(endpoint)
                     .map_err(|source| ReplayError::Connect { export: name.clone(), source })?;
                 conns.push(c);
+            }
+            if connections > 1 && !conns[0].info().can_multi_conn() {
+                return Err(ReplayError::Config(format!(
+                    "export {name:?} does not advertise NBD_FLAG_CAN_MULTI_CONN: a write \
+                     acknowledged on one connection may not be visible on another, so reads \
+                     could not be verified; use one connection"
+                )));
             }
             targets.push(ExportTarget { name: name.clone(), size: conns[0].size() });
             clients.push(conns);

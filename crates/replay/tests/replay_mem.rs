@@ -83,3 +83,21 @@ fn pipelined_replay_verifies_then_catches_corruption() {
     session.close().unwrap();
     running.shutdown().unwrap();
 }
+
+#[test]
+fn several_connections_need_multi_conn() {
+    let single = MemExport::with_flags(1 << 20, ember_nbd::ExportFlags::default());
+    let running = Server::builder(Arc::new(ExportMap::new().with("s", "test", Arc::new(single))))
+        .listen_tcp("127.0.0.1:0")
+        .unwrap()
+        .build()
+        .unwrap()
+        .spawn()
+        .unwrap();
+    let endpoint = Endpoint::Tcp(running.tcp_addr().unwrap().to_string());
+    let err = Session::connect(&endpoint, &["s".to_string()], 2).err().map(|e| e.to_string());
+    assert!(err.as_deref().unwrap_or("").contains("MULTI_CONN"), "{err:?}");
+    let one = Session::connect(&endpoint, &["s".to_string()], 1).unwrap();
+    one.close().unwrap();
+    running.shutdown().unwrap();
+}
