@@ -74,9 +74,10 @@ pub struct ServeArgs {
     #[arg(long)]
     pub direct: bool,
 
-    /// Worker threads running requests.
-    #[arg(long, default_value_t = 8)]
-    pub workers: usize,
+    /// Worker threads running requests (default: one per CPU; more threads than cores only
+    /// add context switches when requests are cache hits).
+    #[arg(long)]
+    pub workers: Option<usize>,
 }
 
 /// Parse `123`, `4K`, `64M`, `2G`, `1T` (powers of 1024; a trailing `iB`/`B` is accepted).
@@ -199,6 +200,11 @@ fn open_cache(args: &ServeArgs, volumes: &[VolumeSpec]) -> anyhow::Result<Arc<dy
     Ok(Arc::new(cache))
 }
 
+/// One worker per CPU this process may run on.
+fn default_workers() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+}
+
 /// Run `ember serve` until SIGTERM or SIGINT.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let backings: Vec<Backing> =
@@ -240,7 +246,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 
     let stats = Arc::new(ServerStats::new());
     let mut builder = Server::builder(engine.clone() as Arc<dyn ExportSet>)
-        .workers(args.workers.max(1))
+        .workers(args.workers.unwrap_or_else(default_workers).max(1))
         .observer(stats.clone());
     let listen = match (&args.listen, &args.unix) {
         (Some(l), _) => Some(l.clone()),
