@@ -71,7 +71,7 @@ impl Default for ReplayConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     /// Connecting to an export failed.
-    #[error("connecting to export {export:?}: {source}")]
+    #[error("connecting to export {export:?}")]
     Connect {
         /// The export.
         export: String,
@@ -79,7 +79,7 @@ pub enum ReplayError {
         source: ClientError,
     },
     /// The connection broke (not an error reply: those are counted and the replay goes on).
-    #[error("request {request} (export {export:?}, offset {offset}): {source}")]
+    #[error("request {request} (export {export:?}, offset {offset})")]
     Connection {
         /// Index in the trace (or `prefill`).
         request: String,

@@ -17,7 +17,7 @@ pub enum ScrapeError {
     #[error("metrics address {0:?}: expected http://HOST:PORT[/PATH] or HOST:PORT")]
     BadUrl(String),
     /// Connecting, sending or receiving failed.
-    #[error("fetching {url}: {source}")]
+    #[error("fetching {url}")]
     Io {
         /// The URL.
         url: String,
