@@ -13,6 +13,7 @@ use ember_sim::{
     default_threads, run_grid, simulate_with_progress, AccessStream, Capacity, GridProgress,
     Interval, RunConfig, SimResult, Split,
 };
+use ember_sim::AccessStreamBuilder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -112,7 +113,18 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let quiet = args.quiet;
     let started = Instant::now();
     let trace_path = args.input.path().to_path_buf();
-    let (trace, stats) = args.input.read()?;
+    let mut reader = args.input.open()?;
+    let oracle = policies.iter().any(|p| p.needs_oracle());
+    let split = if args.per_request { Split::FirstBlock } else { Split::Blocks };
+    // Stream the trace straight into the access stream: no intermediate Vec<Request>.
+    let mut builder = AccessStreamBuilder::new(block_size, split)?;
+    builder.reserve(reader.size_hint().0);
+    for r in &mut reader {
+        let r = r.with_context(|| format!("reading trace {}", trace_path.display()))?;
+        builder.push(&r);
+    }
+    let stats = reader.stats();
+    drop(reader);
     let read_time = started.elapsed();
     if stats.skipped > 0 && !quiet {
         eprintln!(
@@ -121,11 +133,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             trace_path.display()
         );
     }
-    let oracle = policies.iter().any(|p| p.needs_oracle());
-    let split = if args.per_request { Split::FirstBlock } else { Split::Blocks };
-    let stream = AccessStream::from_trace_split(&trace, block_size, oracle, split)
-        .with_context(|| format!("preparing {}", trace_path.display()))?;
-    drop(trace);
+    let stream = builder.finish(oracle);
     let loaded = started.elapsed();
 
     let cells: Vec<Cell> = policies

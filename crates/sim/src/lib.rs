@@ -22,4 +22,4 @@ pub use error::SimError;
 pub use grid::{default_threads, run_grid, GridProgress};
 pub use interval::Interval;
 pub use simulate::{simulate, simulate_with_progress, RunConfig, SimResult};
-pub use stream::{next_access_times, AccessStream, Span, Split};
+pub use stream::{next_access_times, AccessStream, AccessStreamBuilder, Span, Split};

@@ -68,73 +68,12 @@ impl AccessStream {
         oracle: bool,
         split: Split,
     ) -> Result<Self, SimError> {
-        if block_size == 0 {
-            return Err(SimError::Invalid("block size must be positive".into()));
+        let mut b = AccessStreamBuilder::new(block_size, split)?;
+        b.reserve(trace.requests.len());
+        for r in &trace.requests {
+            b.push(r);
         }
-        let reqs = &trace.requests;
-        let shift = block_size.trailing_zeros();
-        let pow2 = block_size.is_power_of_two();
-        // Blocks first..end of a request (shifts instead of divisions for power-of-two sizes).
-        let span = |r: &Request| -> (u64, u64) {
-            if r.length == 0 {
-                return (0, 0);
-            }
-            if split == Split::FirstBlock {
-                let first = if pow2 { r.offset >> shift } else { r.offset / block_size };
-                return (first, first + 1);
-            }
-            let last_byte = r.offset.saturating_add(r.length as u64 - 1);
-            if pow2 {
-                (r.offset >> shift, (last_byte >> shift) + 1)
-            } else {
-                (r.offset / block_size, last_byte / block_size + 1)
-            }
-        };
-        let total: u64 = reqs
-            .iter()
-            .map(|r| {
-                let (first, end) = span(r);
-                end - first
-            })
-            .sum();
-        let total = usize::try_from(total).map_err(|_| {
-            SimError::Invalid(format!("{total} block accesses do not fit in memory"))
-        })?;
-        let mut keys = Vec::with_capacity(total);
-        let mut flags = Vec::with_capacity(total);
-        let mut times = Vec::with_capacity(total);
-        let mut requests = 0u64;
-        for r in reqs {
-            let (first, end) = span(r);
-            if first == end {
-                continue;
-            }
-            let w = if r.op.is_write() { WRITE } else { 0 };
-            requests += 1;
-            keys.push(block_key(r.volume, first));
-            flags.push(w | FIRST);
-            times.push(r.time_ns);
-            for b in first + 1..end {
-                keys.push(block_key(r.volume, b));
-                flags.push(w);
-                times.push(r.time_ns);
-            }
-        }
-        let mut wss = 0;
-        if !oracle {
-            let mut seen = FxHashSet::default();
-            seen.reserve(keys.len() / 4);
-            for &k in &keys {
-                seen.insert(k);
-            }
-            wss = seen.len() as u64;
-        }
-        let start_ns = times.first().copied().unwrap_or(0);
-        let mut s = Self { keys, flags, times, next: None, requests, wss, block_size, start_ns };
-        if oracle {
-            s.compute_next_access();
-        }
-        Ok(s)
+        Ok(b.finish(oracle))
     }
 
     /// Compute next-access vtimes (and the WSS) if not yet done.
@@ -284,6 +223,109 @@ pub fn next_access_times(keys: &[u64]) -> (Vec<u64>, u64) {
         }
     }
     (next, last.len() as u64)
+}
+
+/// Builds an [`AccessStream`] one request at a time, so a trace streams from its reader into
+/// the stream without ever being held as requests.
+#[derive(Debug)]
+pub struct AccessStreamBuilder {
+    keys: Vec<u64>,
+    flags: Vec<u8>,
+    times: Vec<u64>,
+    requests: u64,
+    block_size: u64,
+    shift: u32,
+    pow2: bool,
+    split: Split,
+}
+
+impl AccessStreamBuilder {
+    /// An empty builder for `block_size`-byte blocks.
+    pub fn new(block_size: u64, split: Split) -> Result<Self, SimError> {
+        if block_size == 0 {
+            return Err(SimError::Invalid("block size must be positive".into()));
+        }
+        Ok(Self {
+            keys: Vec::new(),
+            flags: Vec::new(),
+            times: Vec::new(),
+            requests: 0,
+            block_size,
+            shift: block_size.trailing_zeros(),
+            pow2: block_size.is_power_of_two(),
+            split,
+        })
+    }
+
+    /// Make room for about `accesses` more block accesses.
+    pub fn reserve(&mut self, accesses: usize) {
+        self.keys.reserve(accesses);
+        self.flags.reserve(accesses);
+        self.times.reserve(accesses);
+    }
+
+    #[inline]
+    fn block_of(&self, byte: u64) -> u64 {
+        if self.pow2 {
+            byte >> self.shift
+        } else {
+            byte / self.block_size
+        }
+    }
+
+    /// Append the block accesses of one request (none for a zero-length request).
+    #[inline]
+    pub fn push(&mut self, r: &Request) {
+        if r.length == 0 {
+            return;
+        }
+        let first = self.block_of(r.offset);
+        let end = match self.split {
+            Split::FirstBlock => first + 1,
+            Split::Blocks => self.block_of(r.offset.saturating_add(r.length as u64 - 1)) + 1,
+        };
+        let w = if r.op.is_write() { WRITE } else { 0 };
+        self.requests += 1;
+        self.keys.push(block_key(r.volume, first));
+        self.flags.push(w | FIRST);
+        self.times.push(r.time_ns);
+        for b in first + 1..end {
+            self.keys.push(block_key(r.volume, b));
+            self.flags.push(w);
+            self.times.push(r.time_ns);
+        }
+    }
+
+    /// The finished stream; with `oracle`, next-access vtimes are computed too.
+    pub fn finish(self, oracle: bool) -> AccessStream {
+        let start_ns = self.times.first().copied().unwrap_or(0);
+        let mut s = AccessStream {
+            keys: self.keys,
+            flags: self.flags,
+            times: self.times,
+            next: None,
+            requests: self.requests,
+            wss: 0,
+            block_size: self.block_size,
+            start_ns,
+        };
+        if oracle {
+            s.compute_next_access();
+        } else {
+            s.wss = distinct_keys(&s.keys);
+        }
+        s
+    }
+}
+
+/// Number of distinct keys.
+fn distinct_keys(keys: &[u64]) -> u64 {
+    let mut seen = FxHashSet::default();
+    seen.reserve(keys.len() / 4);
+    for &k in keys {
+        seen.insert(k);
+    }
+    seen.len() as u64
 }
 
 #[cfg(test)]
