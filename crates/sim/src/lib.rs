@@ -16,7 +16,6 @@ pub mod experiment_sievestore;
 pub mod grid;
 pub mod interval;
 pub mod oracle_resident;
-pub mod sieve_lru;
 pub mod sievestore;
 pub mod simulate;
 pub mod stream;
