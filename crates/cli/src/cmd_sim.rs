@@ -11,7 +11,7 @@ use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
 use ember_sim::{
     default_threads, run_grid, simulate_with_progress, AccessStream, Capacity, GridProgress,
-    Interval, RunConfig, SimResult,
+    Interval, RunConfig, SimResult, Split,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -49,6 +49,11 @@ pub struct SimArgs {
     /// directory, unless --json / --csv / --plot name other files.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// One access per request, keyed by its first block (with --block-size set to the trace's
+    /// address unit, e.g. 512): libCacheSim's object view of a block trace, for comparing with
+    /// it on traces it reads natively. Default: every block a request touches is an access.
+    #[arg(long)]
+    pub per_request: bool,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -135,7 +140,8 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         );
     }
     let oracle = policies.iter().any(|p| p.needs_oracle());
-    let stream = AccessStream::from_trace(&trace, block_size, oracle)
+    let split = if args.per_request { Split::FirstBlock } else { Split::Blocks };
+    let stream = AccessStream::from_trace_split(&trace, block_size, oracle, split)
         .with_context(|| format!("preparing {}", trace_path.display()))?;
     drop(trace);
     let loaded = started.elapsed();

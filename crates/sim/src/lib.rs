@@ -28,4 +28,4 @@ pub use error::SimError;
 pub use grid::{default_threads, run_grid, GridProgress};
 pub use interval::Interval;
 pub use simulate::{simulate, simulate_with_progress, RunConfig, SimResult};
-pub use stream::{next_access_times, AccessStream, Span};
+pub use stream::{next_access_times, AccessStream, Span, Split};
