@@ -20,6 +20,9 @@ const PROGRESS_MIN: usize = 1_000_000;
 /// The generators of `ember trace gen`.
 #[derive(Subcommand)]
 pub enum GenCommand {
+    /// A storage ensemble over several days (SieveStore section 2): MSR volume names, skewed
+    /// and drifting popularity.
+    Ensemble(crate::cmd_sievestore::GenEnsembleArgs),
     /// Zipf-like popularity over N blocks (ranks scattered by a seeded permutation).
     Zipf(ZipfArgs),
     /// Uniform random one-block requests over N blocks.
@@ -214,6 +217,7 @@ pub struct MultiClientArgs {
 /// Run `ember trace gen`.
 pub fn run(cmd: GenCommand) -> anyhow::Result<()> {
     match cmd {
+        GenCommand::Ensemble(a) => crate::cmd_sievestore::gen_ensemble(&a),
         GenCommand::Zipf(a) => {
             let mut cfg = ZipfConfig::new(a.alpha, a.blocks, a.requests, a.common.common());
             cfg.scramble = !a.contiguous;

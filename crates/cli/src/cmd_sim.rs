@@ -61,6 +61,9 @@ pub struct SimArgs {
     /// No progress bar and no timing line.
     #[arg(long, short)]
     pub quiet: bool,
+    /// SieveStore: --experiment, --admission, --partition, --device, --cache-blocks.
+    #[command(flatten)]
+    pub sieve: Box<crate::cmd_sievestore::SieveArgs>,
 }
 
 /// One run of the grid: a policy at a size.
@@ -113,6 +116,30 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let quiet = args.quiet;
     let started = Instant::now();
     let trace_path = args.input.path().to_path_buf();
+    if args.sieve.wanted() {
+        // The SieveStore topologies need whole requests (volumes, times): read them all.
+        let (trace, stats) = args.input.read()?;
+        if stats.skipped > 0 && !quiet {
+            eprintln!(
+                "ember sim: skipped {} malformed records of {}",
+                stats.skipped,
+                trace_path.display()
+            );
+        }
+        let threads = args.threads.unwrap_or_else(default_threads).max(1);
+        let out = args.out.as_deref();
+        return crate::cmd_sievestore::dispatch(
+            &args.sieve,
+            &trace,
+            &trace_path,
+            block_size,
+            &policies,
+            &sizes,
+            threads,
+            out,
+            quiet,
+        );
+    }
     let mut reader = args.input.open()?;
     let oracle = policies.iter().any(|p| p.needs_oracle());
     let split = if args.per_request { Split::FirstBlock } else { Split::Blocks };

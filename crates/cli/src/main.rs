@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd_gen;
+mod cmd_sievestore;
 mod cmd_sim;
 mod cmd_trace;
 mod output;

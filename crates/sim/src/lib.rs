@@ -6,11 +6,17 @@
 //! (and a timeline with [`RunConfig::interval`]); [`run_grid`] runs many such simulations in
 //! parallel. Cache sizes are parsed by [`Capacity`], timeline intervals by [`Interval`].
 
+pub mod belady_selective;
 pub mod capacity;
+pub mod cost_model;
 pub mod counters;
+pub mod ensemble;
 pub mod error;
+pub mod experiment_sievestore;
 pub mod grid;
 pub mod interval;
+pub mod oracle_resident;
+pub mod sievestore;
 pub mod simulate;
 pub mod stream;
 #[cfg(test)]

@@ -1,9 +1,37 @@
 //! Admission policies (SieveStore's *sieves*): on a miss, is the block allocated in the cache
 //! (an *allocation-write*) or served from backing without allocation?
+//!
+//! Two kinds of sieve live here. Per-miss sieves implement [`Admission`] (AOD, WMNA,
+//! SieveStore-C, RandSieve-C, OCF's nhit, a fixed set). Discrete sieves, which choose a whole
+//! batch of blocks at the end of an epoch (SieveStore-D, RandSieve-BlkD, the ideal sieve),
+//! implement [`EpochSieve`]; a cache manager (ember-sim's `sievestore`, later the engine)
+//! batch-allocates what they choose.
 
 pub mod aod;
+pub mod config_error;
+pub mod epoch;
+pub mod fixed;
+pub mod ideal;
+pub mod key_hash;
+pub mod ocf_nhit;
+pub mod randsieve_blkd;
+pub mod randsieve_c;
+pub mod sievestore_c;
+pub mod sievestore_d;
+pub mod window;
+pub mod wmna;
 
 pub use aod::Aod;
+pub use config_error::SieveConfigError;
+pub use epoch::EpochSieve;
+pub use fixed::FixedSet;
+pub use ideal::Ideal;
+pub use ocf_nhit::{OcfNhit, OcfNhitConfig};
+pub use randsieve_blkd::RandSieveBlkD;
+pub use randsieve_c::RandSieveC;
+pub use sievestore_c::{SieveStoreC, SieveStoreCConfig};
+pub use sievestore_d::SieveStoreD;
+pub use wmna::Wmna;
 
 /// Decides, per missed block, whether to allocate it in the cache.
 ///
@@ -24,4 +52,14 @@ pub trait Admission: Send {
     fn memory_bytes(&self) -> usize {
         0
     }
+
+    /// The cache's occupancy before the coming [`Admission::admit`]: `resident` of `capacity`
+    /// blocks. Only occupancy-triggered sieves (OCF's nhit) use it; the default ignores it.
+    fn set_occupancy(&mut self, _resident: usize, _capacity: usize) {}
+
+    /// A hint, given before the cache lookup of `access`, that [`Admission::admit`] may be
+    /// asked about it: a sieve with large tables can start loading the entry it will need
+    /// (SieveStore-C's IMCT) while the cache is searched. It must not change any decision.
+    #[inline]
+    fn prefetch(&self, _access: &crate::Access) {}
 }

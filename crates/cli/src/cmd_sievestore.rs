@@ -1,0 +1,670 @@
+//! SieveStore in `ember sim`: `--experiment sievestore` (the paper's comparison, tables and
+//! Figures 5, 6, 8 and 9 as PNG), and `--admission` / `--partition` runs of any sieve in an
+//! ensemble cache or per-volume partitions (docs/sievestore.md).
+
+use anyhow::{anyhow, bail, Context};
+use clap::Args;
+use ember_policy::replacement::{build, Kind};
+use ember_sim::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
+use ember_sim::ensemble::{run_partitioned_with, Partition};
+use ember_sim::experiment_sievestore::{ExperimentReport, ExperimentRow, SieveStoreExperiment};
+use ember_sim::sievestore::{CacheFactory, SieveRun, SieveSpec};
+use ember_sim::Capacity;
+use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
+use ember_trace::{write_trace, Format, Trace};
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// SieveStore's flags of `ember sim`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct SieveArgs {
+    /// Run a paper's experiment instead of the policy grid: `sievestore` (SieveStore, ISCA
+    /// 2010: every sieve, ensemble vs per-volume, cost model, Figures 5, 6, 8, 9).
+    #[arg(long)]
+    pub experiment: Option<String>,
+    /// Admission policies (sieves), comma-separated: aod, wmna, sievestore-c, sievestore-d,
+    /// randsieve-c, randsieve-blkd, ideal, ocf-nhit. Runs them under SieveStore's cache
+    /// managers, per day and per minute.
+    #[arg(long, value_delimiter = ',')]
+    pub admission: Vec<String>,
+    /// Share the cache among volumes: ensemble (one cache), proportional (per-volume
+    /// partitions sized by access share) or equal.
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// SSD model for drive IOPS occupancy: x25e (35,000 read / 3,300 write IOPS, 4 KiB) or
+    /// NAME:READ_IOPS:WRITE_IOPS[:UNIT_BYTES].
+    #[arg(long, default_value = "x25e")]
+    pub device: String,
+    /// Cache size in blocks for `--experiment sievestore` (default: 1.35 x the largest daily
+    /// top 1 % of blocks, the paper's 16 GB against at most 11.9 GB).
+    #[arg(long)]
+    pub cache_blocks: Option<usize>,
+}
+
+impl SieveArgs {
+    /// True if these flags ask for SieveStore's code path.
+    pub fn wanted(&self) -> bool {
+        self.experiment.is_some() || !self.admission.is_empty() || self.partition.is_some()
+    }
+
+    fn device(&self) -> anyhow::Result<DeviceModel> {
+        self.device.parse::<DeviceModel>().map_err(|e| anyhow!("--device: {e}"))
+    }
+
+    fn partition(&self) -> anyhow::Result<Partition> {
+        match &self.partition {
+            None => Ok(Partition::Ensemble),
+            Some(p) => p.parse().map_err(|e| anyhow!("--partition: {e}")),
+        }
+    }
+
+    fn sieves(&self) -> anyhow::Result<Vec<SieveSpec>> {
+        if self.admission.is_empty() {
+            return Ok(vec![SieveSpec::Aod]);
+        }
+        self.admission
+            .iter()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| s.trim().parse::<SieveSpec>().map_err(|e| anyhow!("--admission: {e}")))
+            .collect()
+    }
+}
+
+/// Run `--experiment sievestore` over `trace` and write `sievestore.txt`, `sievestore.json`
+/// and the figures into `out`.
+pub fn run_experiment(
+    args: &SieveArgs,
+    trace: &Trace,
+    trace_name: &str,
+    block_size: u64,
+    threads: usize,
+    out: &Path,
+    quiet: bool,
+) -> anyhow::Result<ExperimentReport> {
+    match args.experiment.as_deref() {
+        Some("sievestore") => {}
+        Some(other) => bail!("--experiment: unknown experiment `{other}` (known: sievestore)"),
+        None => bail!("--experiment: missing"),
+    }
+    let mut exp = SieveStoreExperiment {
+        block_size,
+        capacity_blocks: args.cache_blocks,
+        device: args.device()?,
+        threads: threads.max(1),
+        ..SieveStoreExperiment::default()
+    };
+    if !args.admission.is_empty() {
+        exp.sieves = args.sieves()?;
+    }
+    if let Some(p) = &args.partition {
+        let p: Partition = p.parse().map_err(|e| anyhow!("--partition: {e}"))?;
+        exp.partitions =
+            if p == Partition::Ensemble { vec![p] } else { vec![Partition::Ensemble, p] };
+    }
+    let report =
+        exp.run(trace).with_context(|| format!("sievestore experiment on {trace_name}"))?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let tables = report.tables();
+    write(&out.join("sievestore.txt"), &tables)?;
+    let json = serde_json::to_string_pretty(&report).context("encoding the report as JSON")?;
+    write(&out.join("sievestore.json"), &json)?;
+    plot_captured(&report, trace_name, &out.join("fig5_accesses_captured.png"))?;
+    plot_allocation_writes(&report, trace_name, &out.join("fig6_allocation_writes.png"))?;
+    plot_occupancy(&report, trace_name, &out.join("fig8_drive_occupancy.png"))?;
+    plot_drives(&report, trace_name, &out.join("fig9_drives_needed.png"))?;
+    if !quiet {
+        println!("{tables}");
+        println!(
+            "wrote sievestore.txt, sievestore.json, fig5_accesses_captured.png, \
+             fig6_allocation_writes.png, fig8_drive_occupancy.png, fig9_drives_needed.png in {}",
+            out.display()
+        );
+    }
+    Ok(report)
+}
+
+/// One `--admission` run: a sieve at a cache size.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AdmissionRow {
+    /// The sieve.
+    pub admission: String,
+    /// How the cache was shared.
+    pub partition: Partition,
+    /// The size as given.
+    pub size: String,
+    /// Capacity in blocks.
+    pub capacity_blocks: u64,
+    /// Drives needed for 100 %, 99.9 % and 90 % of the minutes.
+    pub drives: [u32; 3],
+    /// Counts per day and minute.
+    pub run: SieveRun,
+}
+
+/// Run every `--admission` sieve at every size (`(text, blocks)`) under `--partition`, with
+/// continuous sieves over the replacement policy `make_cache` builds; print a table and
+/// write `sievestore_runs.json` into `out` if given.
+pub fn run_admissions(
+    args: &SieveArgs,
+    trace: &Trace,
+    block_size: u64,
+    sizes: &[(String, u64)],
+    make_cache: CacheFactory<'_>,
+    out: Option<&Path>,
+) -> anyhow::Result<Vec<AdmissionRow>> {
+    let sieves = args.sieves()?;
+    let partition = args.partition()?;
+    let device = args.device()?;
+    let mut rows = Vec::new();
+    for spec in &sieves {
+        for (text, blocks) in sizes {
+            let cap = usize::try_from(*blocks).unwrap_or(usize::MAX);
+            let run =
+                run_partitioned_with(&trace.requests, block_size, cap, partition, spec, make_cache)
+                    .with_context(|| format!("{} at {text}", spec.name()))?;
+            let occ = occupancy_per_minute(&run.minutes, &device, block_size);
+            let drives = PAPER_COVERAGES.map(|c| drives_needed(&occ, c));
+            rows.push(AdmissionRow {
+                admission: spec.name().to_string(),
+                partition,
+                size: text.clone(),
+                capacity_blocks: *blocks,
+                drives,
+                run,
+            });
+        }
+    }
+    println!(
+        "{:<15} {:<12} {:>10} {:>12} {:>8} {:>8} {:>8} {:>12} {:>8} {:>14} {:>12}",
+        "admission",
+        "partition",
+        "size",
+        "blocks",
+        "hit %",
+        "rd hit%",
+        "wr hit%",
+        "alloc-writes",
+        "ssd op%",
+        "drives 100/99.9/90",
+        "sieve bytes"
+    );
+    for r in &rows {
+        let t = r.run.total();
+        let p = |a: u64| if t.accesses == 0 { 0.0 } else { 100.0 * a as f64 / t.accesses as f64 };
+        println!(
+            "{:<15} {:<12} {:>10} {:>12} {:>8.2} {:>8.2} {:>8.2} {:>12} {:>8.2} {:>14} {:>12}",
+            r.admission,
+            r.partition.name(),
+            r.size,
+            r.capacity_blocks,
+            p(t.hits()),
+            p(t.read_hits),
+            p(t.write_hits),
+            t.allocation_writes,
+            p(t.ssd_ops()),
+            format!("{}/{}/{}", r.drives[0], r.drives[1], r.drives[2]),
+            r.run.sieve_memory_bytes
+        );
+    }
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let json = serde_json::to_string_pretty(&rows).context("encoding runs as JSON")?;
+        write(&dir.join("sievestore_runs.json"), &json)?;
+    }
+    Ok(rows)
+}
+
+/// `ember sim`'s dispatch to SieveStore (when [`SieveArgs::wanted`]): the experiment, or
+/// `--admission` runs of every sieve x replacement policy x size. Results go to `out` (the
+/// experiment defaults to the current directory).
+#[allow(clippy::too_many_arguments)]
+pub fn dispatch(
+    args: &SieveArgs,
+    trace: &Trace,
+    trace_path: &Path,
+    block_size: u64,
+    policies: &[Kind],
+    sizes: &[(String, Capacity)],
+    threads: usize,
+    out: Option<&Path>,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let name = trace_path
+        .file_name()
+        .map_or_else(|| trace_path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    if args.experiment.is_some() {
+        let dir = out.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        run_experiment(args, trace, &name, block_size, threads, &dir, quiet)?;
+        return Ok(());
+    }
+    let mut wss: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    for r in &trace.requests {
+        wss.extend(r.block_keys(block_size));
+    }
+    let blocks: Vec<(String, u64)> =
+        sizes.iter().map(|(t, c)| (t.clone(), c.blocks(block_size, wss.len() as u64))).collect();
+    for &kind in policies {
+        if kind.needs_oracle() {
+            bail!("--policy {kind}: oracle replacement is not available under --admission");
+        }
+        if !quiet {
+            println!("replacement {kind} (continuous sieves; discrete sieves replace only at epoch ends)");
+        }
+        let sub = out.map(|d| d.join(kind.name()));
+        run_admissions(args, trace, block_size, &blocks, &|c| build(kind, c), sub.as_deref())?;
+    }
+    Ok(())
+}
+
+/// Arguments of `ember trace gen ensemble`.
+#[derive(Args, Clone, Debug)]
+pub struct GenEnsembleArgs {
+    /// The output file.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Output format (default msr: MSR-Cambridge CSV).
+    #[arg(long, default_value = "msr")]
+    pub format: String,
+    /// Number of volumes (MSR names: prxy_0, src1_2, web_0, ...; at most 36).
+    #[arg(long, default_value_t = 12)]
+    pub volumes: usize,
+    /// Calendar days.
+    #[arg(long, default_value_t = 4)]
+    pub days: u32,
+    /// Block accesses per day over the ensemble.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub accesses_per_day: u64,
+    /// Fraction of each hot set replaced per day.
+    #[arg(long, default_value_t = 0.15)]
+    pub drift: f64,
+    /// Block size in bytes.
+    #[arg(long, default_value_t = 4096)]
+    pub block_size: u64,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Run `ember trace gen ensemble`: generate the ensemble workload and write it.
+pub fn gen_ensemble(args: &GenEnsembleArgs) -> anyhow::Result<()> {
+    if args.volumes == 0 || args.volumes > MSR_VOLUMES.len() {
+        bail!("--volumes must be within 1..={}", MSR_VOLUMES.len());
+    }
+    let format: Format = args.format.parse().map_err(|e| anyhow!("--format: {e}"))?;
+    let cfg = EnsembleConfig {
+        days: args.days,
+        accesses_per_day: args.accesses_per_day,
+        drift: args.drift,
+        block_size: args.block_size,
+        seed: args.seed,
+        ..EnsembleConfig::with_volumes(args.volumes)
+    };
+    let trace = ensemble::generate(&cfg)?;
+    write_trace(&args.output, format, &trace, args.block_size)
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    eprintln!(
+        "ember trace gen ensemble: {} requests, {} volumes, {} days -> {}",
+        trace.requests.len(),
+        trace.volumes.len(),
+        args.days,
+        args.output.display()
+    );
+    Ok(())
+}
+
+fn write(path: &PathBuf, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+const SIZE: (u32, u32) = (1200, 700);
+
+fn colour(i: usize) -> RGBColor {
+    const P: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    P[i % P.len()]
+}
+
+fn ensemble_rows(report: &ExperimentReport) -> Vec<&ExperimentRow> {
+    report.rows.iter().filter(|r| r.partition == Partition::Ensemble).collect()
+}
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+fn finish(path: &Path, r: DrawResult) -> anyhow::Result<()> {
+    r.map_err(|e| anyhow!("drawing {}: {e}", path.display()))
+}
+
+/// Figure 5: accesses captured per day, one bar per configuration (reads dark, writes light).
+pub fn plot_captured(report: &ExperimentReport, trace: &str, path: &Path) -> anyhow::Result<()> {
+    let rows = ensemble_rows(report);
+    let days = report.days.max(1);
+    let n = rows.len().max(1) as f64;
+    let y_max = rows
+        .iter()
+        .flat_map(|r| r.run.days.iter().map(|d| frac(d.hits(), d.accesses)))
+        .fold(0.05, f64::max)
+        * 1.15;
+    let draw = || -> DrawResult {
+        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(20)
+            .caption(
+                format!("Accesses captured per day (SieveStore Fig. 5) — {trace}"),
+                ("sans-serif", 24),
+            )
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.5f64..days as f64 + 0.5, 0.0..y_max.min(1.0))?;
+        chart
+            .configure_mesh()
+            .x_labels(days)
+            .x_label_formatter(&|x| format!("day {}", x.round() as i64))
+            .x_desc("day")
+            .y_desc("fraction of accesses (reads dark, writes light)")
+            .label_style(("sans-serif", 15))
+            .draw()?;
+        for (i, r) in rows.iter().enumerate() {
+            let c = colour(i);
+            let w = 0.8 / n;
+            let bars = r.run.days.iter().enumerate().flat_map(|(d, st)| {
+                let x0 = d as f64 + 1.0 - 0.4 + i as f64 * w;
+                let rd = frac(st.read_hits, st.accesses);
+                let wr = frac(st.write_hits, st.accesses);
+                [
+                    Rectangle::new([(x0, 0.0), (x0 + w * 0.9, rd)], c.filled()),
+                    Rectangle::new([(x0, rd), (x0 + w * 0.9, rd + wr)], c.mix(0.45).filled()),
+                ]
+            });
+            chart
+                .draw_series(bars)?
+                .label(r.label.clone())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    finish(path, draw())
+}
+
+/// Figure 6: allocation-writes per day, log scale.
+pub fn plot_allocation_writes(
+    report: &ExperimentReport,
+    trace: &str,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let rows = ensemble_rows(report);
+    let days = report.days.max(1);
+    let n = rows.len().max(1) as f64;
+    let y_max = rows
+        .iter()
+        .flat_map(|r| r.run.days.iter().map(|d| d.allocation_writes as f64))
+        .fold(10.0, f64::max)
+        * 3.0;
+    let draw = || -> DrawResult {
+        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(20)
+            .caption(
+                format!("Allocation-writes per day (SieveStore Fig. 6) — {trace}"),
+                ("sans-serif", 24),
+            )
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.5f64..days as f64 + 0.5, (1f64..y_max).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_labels(days)
+            .x_label_formatter(&|x| format!("day {}", x.round() as i64))
+            .x_desc("day")
+            .y_desc("allocation-writes (blocks, log)")
+            .label_style(("sans-serif", 15))
+            .draw()?;
+        for (i, r) in rows.iter().enumerate() {
+            let c = colour(i);
+            let w = 0.8 / n;
+            let bars = r.run.days.iter().enumerate().map(|(d, st)| {
+                let x0 = d as f64 + 1.0 - 0.4 + i as f64 * w;
+                let v = (st.allocation_writes as f64).max(1.0);
+                Rectangle::new([(x0, 1.0), (x0 + w * 0.9, v)], c.filled())
+            });
+            chart
+                .draw_series(bars)?
+                .label(r.label.clone())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    finish(path, draw())
+}
+
+/// Figure 8: drive IOPS occupancy per minute, (a) SieveStore-D vs WMNA, (b) SieveStore-C vs
+/// WMNA (the largest WMNA run, as the paper uses the 32 GB one).
+pub fn plot_occupancy(report: &ExperimentReport, trace: &str, path: &Path) -> anyhow::Result<()> {
+    let wmna = report.row("wmna-2x").or_else(|| report.row("wmna"));
+    let panels: Vec<(&str, Option<&ExperimentRow>)> = vec![
+        ("(a) SieveStore-D vs WMNA", report.row("sievestore-d")),
+        ("(b) SieveStore-C vs WMNA", report.row("sievestore-c")),
+    ];
+    let minutes = report.rows.iter().map(|r| r.occupancy.len()).max().unwrap_or(1).max(1);
+    let y_max = report
+        .rows
+        .iter()
+        .filter(|r| r.partition == Partition::Ensemble)
+        .flat_map(|r| r.occupancy.iter().copied())
+        .fold(0.0, f64::max)
+        .max(1e-6)
+        * 1.1;
+    let draw = || -> DrawResult {
+        let root = BitMapBackend::new(path, (SIZE.0, SIZE.1 + 200)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(
+            &format!(
+                "Drive IOPS occupancy per minute (SieveStore Fig. 8, {}) — {trace}",
+                report.device
+            ),
+            ("sans-serif", 24),
+        )?;
+        let areas = root.split_evenly((2, 1));
+        for ((title, row), area) in panels.iter().zip(areas.iter()) {
+            let mut chart = ChartBuilder::on(area)
+                .margin(15)
+                .caption(*title, ("sans-serif", 18))
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0f64..minutes as f64, 0f64..y_max)?;
+            chart
+                .configure_mesh()
+                .x_desc("minute of the trace")
+                .y_desc("drive IOPS occupancy")
+                .label_style(("sans-serif", 14))
+                .draw()?;
+            for (i, r) in [wmna, *row].iter().enumerate() {
+                let Some(r) = r else { continue };
+                let c = if i == 0 { RGBColor(150, 150, 150) } else { colour(i) };
+                chart
+                    .draw_series(LineSeries::new(
+                        r.occupancy.iter().enumerate().map(|(m, &o)| (m as f64, o)),
+                        c.stroke_width(1),
+                    ))?
+                    .label(r.label.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
+                    });
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 14))
+                .draw()?;
+        }
+        root.present()?;
+        Ok(())
+    };
+    finish(path, draw())
+}
+
+/// Figure 9: drives needed per minute, minutes sorted by need.
+pub fn plot_drives(report: &ExperimentReport, trace: &str, path: &Path) -> anyhow::Result<()> {
+    let rows: Vec<&ExperimentRow> = ensemble_rows(report)
+        .into_iter()
+        .filter(|r| {
+            ["sievestore-d", "sievestore-c", "wmna-2x", "aod-2x", "wmna", "aod"]
+                .contains(&r.label.as_str())
+        })
+        .collect();
+    let minutes = rows.iter().map(|r| r.occupancy.len()).max().unwrap_or(1).max(1);
+    let y_max =
+        rows.iter().flat_map(|r| r.occupancy.iter().map(|o| o.ceil())).fold(1.0, f64::max) + 1.0;
+    let draw = || -> DrawResult {
+        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(20)
+            .caption(format!("Drives needed (SieveStore Fig. 9) — {trace}"), ("sans-serif", 24))
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..minutes as f64, 0f64..y_max)?;
+        chart
+            .configure_mesh()
+            .x_desc("minutes, in increasing order of drives needed")
+            .y_desc("drives")
+            .label_style(("sans-serif", 15))
+            .draw()?;
+        for (i, r) in rows.iter().enumerate() {
+            let c = colour(i);
+            let mut d: Vec<f64> = r.occupancy.iter().map(|o| o.ceil().max(1.0)).collect();
+            d.sort_by(|a, b| a.total_cmp(b));
+            chart
+                .draw_series(LineSeries::new(
+                    d.iter().enumerate().map(|(m, &v)| (m as f64, v)),
+                    c.stroke_width(2),
+                ))?
+                .label(r.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    finish(path, draw())
+}
+
+fn frac(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ember_trace::gen::ensemble::{generate, EnsembleConfig};
+
+    #[test]
+    fn experiment_writes_tables_json_and_figures() {
+        let cfg =
+            EnsembleConfig { days: 2, accesses_per_day: 20_000, ..EnsembleConfig::with_volumes(6) };
+        let trace = generate(&cfg).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let args = SieveArgs {
+            experiment: Some("sievestore".into()),
+            device: "x25e".into(),
+            ..SieveArgs::default()
+        };
+        let rep = run_experiment(&args, &trace, "ensemble", 4096, 2, dir.path(), true).unwrap();
+        assert_eq!(rep.days, 2);
+        for f in [
+            "sievestore.txt",
+            "sievestore.json",
+            "fig5_accesses_captured.png",
+            "fig6_allocation_writes.png",
+            "fig8_drive_occupancy.png",
+            "fig9_drives_needed.png",
+        ] {
+            let len = std::fs::metadata(dir.path().join(f)).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 1000, "{f}: {len} bytes");
+        }
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("sievestore.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["rows"].as_array().map(|a| a.len()), Some(rep.rows.len()));
+        let bad = SieveArgs { experiment: Some("nope".into()), ..args.clone() };
+        assert!(run_experiment(&bad, &trace, "x", 4096, 1, dir.path(), true).is_err());
+    }
+
+    #[test]
+    fn admission_runs_cover_every_sieve_and_size() {
+        let cfg =
+            EnsembleConfig { days: 2, accesses_per_day: 10_000, ..EnsembleConfig::with_volumes(4) };
+        let trace = generate(&cfg).unwrap();
+        let args = SieveArgs {
+            admission: vec!["aod".into(), "sievestore-c".into(), "sievestore-d".into()],
+            partition: Some("proportional".into()),
+            device: "x25e".into(),
+            ..SieveArgs::default()
+        };
+        assert!(args.wanted());
+        let sizes = vec![("100".to_string(), 100u64), ("1000".to_string(), 1000u64)];
+        let rows = run_admissions(
+            &args,
+            &trace,
+            4096,
+            &sizes,
+            &|c| Box::new(ember_policy::Lru::new(c)),
+            None,
+        )
+        .unwrap();
+        assert_eq!(rows.len(), 6);
+        assert!(rows.iter().all(|r| r.run.total().accesses > 10_000));
+        assert_eq!(rows[0].partition, Partition::Proportional);
+        let bad = SieveArgs { admission: vec!["lru".into()], ..args };
+        assert!(run_admissions(
+            &bad,
+            &trace,
+            4096,
+            &sizes,
+            &|c| { Box::new(ember_policy::Lru::new(c)) },
+            None
+        )
+        .is_err());
+    }
+}
