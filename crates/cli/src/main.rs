@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod cmd_cache;
 mod cmd_gen;
 mod cmd_sievestore;
 mod cmd_sim;
@@ -24,7 +25,10 @@ enum Command {
     #[command(subcommand)]
     Trace(TraceCommand),
     /// Simulate replacement policies over a trace at several cache sizes.
-    Sim(cmd_sim::SimArgs),
+    Sim(Box<cmd_sim::SimArgs>),
+    /// Format and inspect cache devices.
+    #[command(subcommand)]
+    Cache(cmd_cache::CacheCommand),
 }
 
 #[derive(Subcommand)]
@@ -44,7 +48,8 @@ fn main() {
         Command::Trace(TraceCommand::Info(a)) => cmd_trace::info(a),
         Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),
         Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
-        Command::Sim(a) => cmd_sim::run(a),
+        Command::Sim(a) => cmd_sim::run(*a),
+        Command::Cache(c) => cmd_cache::run(c),
     };
     if let Err(e) = result {
         eprintln!("ember: error: {e:#}");

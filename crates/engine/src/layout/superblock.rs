@@ -1,0 +1,453 @@
+//! The superblock: identity, geometry, volumes, the clean-shutdown flag and the pointer to
+//! the current checkpoint. Two 4 KiB slots are written alternately with an increasing
+//! sequence number; the valid slot (magic, version, CRC-32C) with the highest sequence is
+//! current, so a torn superblock write leaves the previous one in force.
+
+use super::{
+    put_u32, put_u64, Geometry, LayoutError, Le, MAX_NAME, MAX_VOLUMES, SUPERBLOCK_SIZE, VERSION,
+};
+use crate::device::Device;
+use serde::Serialize;
+use uuid::Uuid;
+
+/// Magic at offset 0 of a superblock slot.
+pub const MAGIC: &[u8; 8] = b"EMBERCSB";
+/// `checkpoint_slot` value meaning "no checkpoint".
+pub const NO_CHECKPOINT: u32 = u32::MAX;
+/// Flag bit: the cache was shut down cleanly and the checkpoint holds the whole map.
+pub const FLAG_CLEAN: u32 = 1;
+
+const VOLUME_TABLE: usize = 256;
+const VOLUME_RECORD: usize = 96;
+const CRC_AT: usize = SUPERBLOCK_SIZE as usize - 4;
+
+/// The write policy a cache ran under (recorded so recovery knows whether dirty data may
+/// exist: only the write-back policies of the next layout user leave any).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriteMode {
+    /// Write-through: writes go to backing and to the cache (allocating if admitted).
+    #[default]
+    WriteThrough,
+    /// Write-around: writes go to backing; cached copies are updated, nothing is allocated.
+    WriteAround,
+    /// Write-back flush (thesis 3.1); reserved for the next part.
+    WriteBackFlush,
+    /// Write-back persist (thesis 3.2); reserved for the next part.
+    WriteBackPersist,
+}
+
+impl WriteMode {
+    fn code(self) -> u32 {
+        match self {
+            WriteMode::WriteThrough => 0,
+            WriteMode::WriteAround => 1,
+            WriteMode::WriteBackFlush => 2,
+            WriteMode::WriteBackPersist => 3,
+        }
+    }
+
+    fn from_code(c: u32) -> Option<Self> {
+        Some(match c {
+            0 => WriteMode::WriteThrough,
+            1 => WriteMode::WriteAround,
+            2 => WriteMode::WriteBackFlush,
+            3 => WriteMode::WriteBackPersist,
+            _ => return None,
+        })
+    }
+
+    /// Name as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteMode::WriteThrough => "write-through",
+            WriteMode::WriteAround => "write-around",
+            WriteMode::WriteBackFlush => "write-back-flush",
+            WriteMode::WriteBackPersist => "write-back-persist",
+        }
+    }
+}
+
+/// One backing volume known to the cache device. Its index in the table is the volume number
+/// in block keys (`ember_trace::block_key`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct VolumeRecord {
+    /// Name (the NBD export name).
+    pub name: String,
+    /// Identity assigned at format time.
+    pub uuid: Uuid,
+    /// Size in bytes the volume had when formatted; a backing device of another size is
+    /// refused.
+    pub size: u64,
+    /// CRC-32C of the volume's first block at the last clean shutdown (0: none). A warm start
+    /// drops the volume's cached blocks if its first block changed while ember was stopped
+    /// (for instance a new file system made on the backing device directly).
+    pub fingerprint: u32,
+}
+
+/// The decoded superblock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Superblock {
+    /// Layout version.
+    pub version: u32,
+    /// Sequence number; the valid slot with the highest one is current.
+    pub sequence: u64,
+    /// Identity of the cache device.
+    pub cache_uuid: Uuid,
+    /// Device size at format time.
+    pub device_size: u64,
+    /// [`FLAG_CLEAN`] and future flags.
+    pub flags: u32,
+    /// The write policy the cache last ran under.
+    pub write_mode: WriteMode,
+    /// Format time, Unix seconds.
+    pub format_time: u64,
+    /// Time of the last clean shutdown, Unix seconds (0: never).
+    pub last_shutdown: u64,
+    /// Times the cache has been opened for service.
+    pub open_count: u64,
+    /// Region layout.
+    pub geometry: Geometry,
+    /// Checkpoint slot in use (0, 1, or [`NO_CHECKPOINT`]).
+    pub checkpoint_slot: u32,
+    /// Generation of that checkpoint (thesis 5.3: journal entries with a higher generation
+    /// are newer).
+    pub checkpoint_generation: u64,
+    /// Entries in that checkpoint.
+    pub checkpoint_entries: u64,
+    /// CRC-32C of that checkpoint's entry bytes.
+    pub checkpoint_crc: u32,
+    /// The backing volumes.
+    pub volumes: Vec<VolumeRecord>,
+}
+
+impl Superblock {
+    /// True if the last shutdown was clean.
+    pub fn is_clean(&self) -> bool {
+        self.flags & FLAG_CLEAN != 0
+    }
+
+    /// Encode into one 4 KiB slot image.
+    pub fn encode(&self) -> Result<Vec<u8>, LayoutError> {
+        if self.volumes.len() > MAX_VOLUMES {
+            return Err(LayoutError::Invalid(format!(
+                "{} volumes; at most {MAX_VOLUMES} fit",
+                self.volumes.len()
+            )));
+        }
+        let mut b = vec![0u8; SUPERBLOCK_SIZE as usize];
+        b[0..8].copy_from_slice(MAGIC);
+        put_u32(&mut b, 8, self.version);
+        put_u32(&mut b, 12, self.geometry.block_size);
+        put_u64(&mut b, 16, self.sequence);
+        b[24..40].copy_from_slice(self.cache_uuid.as_bytes());
+        put_u64(&mut b, 40, self.device_size);
+        put_u32(&mut b, 48, self.flags);
+        put_u32(&mut b, 52, self.write_mode.code());
+        put_u64(&mut b, 56, self.format_time);
+        put_u64(&mut b, 64, self.last_shutdown);
+        put_u64(&mut b, 72, self.open_count);
+        let g = &self.geometry;
+        put_u64(&mut b, 80, g.checkpoint_len);
+        put_u64(&mut b, 88, g.checkpoint_a);
+        put_u64(&mut b, 96, g.checkpoint_b);
+        put_u64(&mut b, 104, g.journal_offset);
+        put_u64(&mut b, 112, g.journal_len);
+        put_u64(&mut b, 120, g.warmup_offset);
+        put_u64(&mut b, 128, g.warmup_len);
+        put_u64(&mut b, 136, g.data_offset);
+        put_u64(&mut b, 144, g.data_blocks);
+        put_u32(&mut b, 152, self.checkpoint_slot);
+        put_u64(&mut b, 160, self.checkpoint_generation);
+        put_u64(&mut b, 168, self.checkpoint_entries);
+        put_u32(&mut b, 176, self.checkpoint_crc);
+        put_u32(&mut b, 180, self.volumes.len() as u32);
+        for (i, v) in self.volumes.iter().enumerate() {
+            let at = VOLUME_TABLE + i * VOLUME_RECORD;
+            let name = v.name.as_bytes();
+            if name.is_empty() || name.len() > MAX_NAME {
+                return Err(LayoutError::Invalid(format!(
+                    "volume name {:?} must have 1 to {MAX_NAME} bytes",
+                    v.name
+                )));
+            }
+            b[at..at + 16].copy_from_slice(v.uuid.as_bytes());
+            put_u64(&mut b, at + 16, v.size);
+            put_u32(&mut b, at + 24, name.len() as u32);
+            put_u32(&mut b, at + 28, v.fingerprint);
+            b[at + 32..at + 32 + name.len()].copy_from_slice(name);
+        }
+        let crc = crc32c::crc32c(&b[..CRC_AT]);
+        put_u32(&mut b, CRC_AT, crc);
+        Ok(b)
+    }
+
+    /// Decode one slot image; Err says why it is not a valid superblock.
+    pub fn decode(b: &[u8]) -> Result<Self, SlotError> {
+        if b.len() != SUPERBLOCK_SIZE as usize {
+            return Err(SlotError::Invalid(format!("slot of {} bytes", b.len())));
+        }
+        if &b[0..8] != MAGIC {
+            return Err(SlotError::NoMagic);
+        }
+        let le = Le(b);
+        let stored = le.u32(CRC_AT);
+        let actual = crc32c::crc32c(&b[..CRC_AT]);
+        if stored != actual {
+            return Err(SlotError::Invalid(format!(
+                "checksum mismatch (stored {stored:#010x}, computed {actual:#010x})"
+            )));
+        }
+        let version = le.u32(8);
+        if version != VERSION {
+            return Err(SlotError::Version(version));
+        }
+        let uuid_at = |at: usize| {
+            let mut u = [0u8; 16];
+            u.copy_from_slice(&b[at..at + 16]);
+            Uuid::from_bytes(u)
+        };
+        let write_mode = WriteMode::from_code(le.u32(52))
+            .ok_or_else(|| SlotError::Invalid(format!("unknown write mode {}", le.u32(52))))?;
+        let geometry = Geometry {
+            block_size: le.u32(12),
+            checkpoint_len: le.u64(80),
+            checkpoint_a: le.u64(88),
+            checkpoint_b: le.u64(96),
+            journal_offset: le.u64(104),
+            journal_len: le.u64(112),
+            warmup_offset: le.u64(120),
+            warmup_len: le.u64(128),
+            data_offset: le.u64(136),
+            data_blocks: le.u64(144),
+        };
+        let device_size = le.u64(40);
+        geometry.validate(device_size).map_err(|e| SlotError::Invalid(format!("geometry: {e}")))?;
+        let count = le.u32(180) as usize;
+        if count > MAX_VOLUMES {
+            return Err(SlotError::Invalid(format!("{count} volumes (at most {MAX_VOLUMES})")));
+        }
+        let mut volumes = Vec::with_capacity(count);
+        for i in 0..count {
+            let at = VOLUME_TABLE + i * VOLUME_RECORD;
+            let len = le.u32(at + 24) as usize;
+            if len == 0 || len > MAX_NAME {
+                return Err(SlotError::Invalid(format!("volume {i}: name length {len}")));
+            }
+            let name = std::str::from_utf8(&b[at + 32..at + 32 + len])
+                .map_err(|e| SlotError::Invalid(format!("volume {i}: name: {e}")))?
+                .to_string();
+            volumes.push(VolumeRecord {
+                name,
+                uuid: uuid_at(at),
+                size: le.u64(at + 16),
+                fingerprint: le.u32(at + 28),
+            });
+        }
+        let checkpoint_slot = le.u32(152);
+        if checkpoint_slot != NO_CHECKPOINT && checkpoint_slot > 1 {
+            return Err(SlotError::Invalid(format!("checkpoint slot {checkpoint_slot}")));
+        }
+        Ok(Self {
+            version,
+            sequence: le.u64(16),
+            cache_uuid: uuid_at(24),
+            device_size,
+            flags: le.u32(48),
+            write_mode,
+            format_time: le.u64(56),
+            last_shutdown: le.u64(64),
+            open_count: le.u64(72),
+            geometry,
+            checkpoint_slot,
+            checkpoint_generation: le.u64(160),
+            checkpoint_entries: le.u64(168),
+            checkpoint_crc: le.u32(176),
+            volumes,
+        })
+    }
+
+    /// Read both slots of `dev` and return the current superblock.
+    pub fn read(dev: &dyn Device) -> Result<Self, LayoutError> {
+        let mut best: Option<Superblock> = None;
+        let mut why = Vec::new();
+        for slot in 0..2u64 {
+            let mut b = vec![0u8; SUPERBLOCK_SIZE as usize];
+            if dev.size() < (slot + 1) * SUPERBLOCK_SIZE {
+                why.push(format!("slot {slot}: device too small"));
+                continue;
+            }
+            dev.read_at(slot * SUPERBLOCK_SIZE, &mut b).map_err(|e| {
+                crate::device::io_context(
+                    dev,
+                    "superblock read",
+                    slot * SUPERBLOCK_SIZE,
+                    SUPERBLOCK_SIZE,
+                    e,
+                )
+            })?;
+            match Superblock::decode(&b) {
+                Ok(sb) => {
+                    if best.as_ref().is_none_or(|cur| sb.sequence > cur.sequence) {
+                        best = Some(sb);
+                    }
+                }
+                Err(SlotError::Version(found)) => {
+                    return Err(LayoutError::Version { device: dev.describe(), found })
+                }
+                Err(e) => why.push(format!("slot {slot}: {e}")),
+            }
+        }
+        let sb = best.ok_or_else(|| LayoutError::NotFormatted {
+            device: dev.describe(),
+            detail: why.join("; "),
+        })?;
+        if sb.device_size > dev.size() {
+            return Err(LayoutError::Corrupt {
+                device: dev.describe(),
+                what: "superblock",
+                detail: format!(
+                    "formatted for {} bytes but the device has {}",
+                    sb.device_size,
+                    dev.size()
+                ),
+            });
+        }
+        Ok(sb)
+    }
+
+    /// Write this superblock into the slot its sequence number selects (even: 0, odd: 1) and
+    /// sync, so the previous superblock in the other slot survives a torn write.
+    pub fn write(&self, dev: &dyn Device) -> Result<(), LayoutError> {
+        let img = self.encode()?;
+        let off = (self.sequence % 2) * SUPERBLOCK_SIZE;
+        dev.write_at(off, &img).map_err(|e| {
+            crate::device::io_context(dev, "superblock write", off, SUPERBLOCK_SIZE, e)
+        })?;
+        dev.sync()
+            .map_err(|e| crate::device::io_context(dev, "sync after superblock", off, 0, e))?;
+        Ok(())
+    }
+}
+
+/// Why one superblock slot is not valid.
+#[derive(Debug, thiserror::Error)]
+pub enum SlotError {
+    /// No ember magic (never formatted, or another format).
+    #[error("no ember magic")]
+    NoMagic,
+    /// Magic present but a layout version this code does not read.
+    #[error("layout version {0}")]
+    Version(u32),
+    /// Magic present but the content is invalid (torn write, corruption).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::MemDevice;
+
+    fn sample() -> Superblock {
+        let geometry = Geometry::compute(8 << 20, 4096, 1 << 20, 0).unwrap();
+        Superblock {
+            version: VERSION,
+            sequence: 7,
+            cache_uuid: Uuid::new_v4(),
+            device_size: 8 << 20,
+            flags: FLAG_CLEAN,
+            write_mode: WriteMode::WriteAround,
+            format_time: 1_700_000_000,
+            last_shutdown: 1_700_000_100,
+            open_count: 3,
+            geometry,
+            checkpoint_slot: 1,
+            checkpoint_generation: 5,
+            checkpoint_entries: 42,
+            checkpoint_crc: 0xdead_beef,
+            volumes: vec![
+                VolumeRecord {
+                    name: "vol0".into(),
+                    uuid: Uuid::new_v4(),
+                    size: 1 << 30,
+                    fingerprint: 0x1234_5678,
+                },
+                VolumeRecord {
+                    name: "web-1".into(),
+                    uuid: Uuid::new_v4(),
+                    size: 12345,
+                    fingerprint: 0,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let sb = sample();
+        let img = sb.encode().unwrap();
+        assert_eq!(img.len(), 4096);
+        assert_eq!(Superblock::decode(&img).unwrap(), sb);
+    }
+
+    #[test]
+    fn a_flipped_bit_is_detected() {
+        let mut img = sample().encode().unwrap();
+        img[300] ^= 0x10;
+        let e = Superblock::decode(&img).unwrap_err();
+        assert!(e.to_string().contains("checksum mismatch"), "{e}");
+    }
+
+    #[test]
+    fn newest_valid_slot_wins_and_a_torn_one_is_skipped() {
+        let dev = MemDevice::new(8 << 20);
+        let mut sb = sample();
+        sb.sequence = 4;
+        sb.write(&dev).unwrap();
+        sb.sequence = 5;
+        sb.flags = 0;
+        sb.write(&dev).unwrap();
+        assert_eq!(Superblock::read(&dev).unwrap().sequence, 5);
+        // Tear slot 1 (sequence 5): slot 0 (sequence 4, clean) is current again.
+        dev.write_at(4096 + 100, &[0xff; 8]).unwrap();
+        let cur = Superblock::read(&dev).unwrap();
+        assert_eq!(cur.sequence, 4);
+        assert!(cur.is_clean());
+        // Tear both: a clear error naming the device.
+        dev.write_at(100, &[0xff; 8]).unwrap();
+        let e = Superblock::read(&dev).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, LayoutError::NotFormatted { .. }), "{msg}");
+        assert!(msg.contains("memory") && msg.contains("checksum mismatch"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_version_is_refused_by_name() {
+        let mut img = sample().encode().unwrap();
+        put_u32(&mut img, 8, 9);
+        let crc = crc32c::crc32c(&img[..CRC_AT]);
+        put_u32(&mut img, CRC_AT, crc);
+        let dev = MemDevice::new(8 << 20);
+        dev.write_at(0, &img).unwrap();
+        let e = Superblock::read(&dev).unwrap_err();
+        assert!(e.to_string().contains("version 9 is not supported"), "{e}");
+    }
+
+    #[test]
+    fn long_names_and_too_many_volumes_are_refused() {
+        let mut sb = sample();
+        sb.volumes[0].name = "x".repeat(65);
+        assert!(sb.encode().is_err());
+        let mut sb = sample();
+        sb.volumes = (0..33)
+            .map(|i| VolumeRecord {
+                name: format!("v{i}"),
+                uuid: Uuid::nil(),
+                size: 1,
+                fingerprint: 0,
+            })
+            .collect();
+        assert!(sb.encode().is_err());
+    }
+}
