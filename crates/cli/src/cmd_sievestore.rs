@@ -649,7 +649,7 @@ mod tests {
             &trace,
             4096,
             &sizes,
-            &|c| Box::new(ember_sim::sieve_lru::SieveLru::new(c)),
+            &|c| Box::new(ember_policy::Lru::new(c)),
             None,
         )
         .unwrap();
@@ -662,7 +662,7 @@ mod tests {
             &trace,
             4096,
             &sizes,
-            &|c| { Box::new(ember_sim::sieve_lru::SieveLru::new(c)) },
+            &|c| { Box::new(ember_policy::Lru::new(c)) },
             None
         )
         .is_err());

@@ -9,10 +9,12 @@ use clap::Args;
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
+use ember_sim::AccessStreamBuilder;
 use ember_sim::{
     default_threads, run_grid, simulate_with_progress, AccessStream, Capacity, GridProgress,
-    Interval, RunConfig, SimResult,
+    Interval, RunConfig, SimResult, Split,
 };
+use ember_trace::Format;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -49,6 +51,11 @@ pub struct SimArgs {
     /// directory, unless --json / --csv / --plot name other files.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// One access per request, keyed by its first block (with --block-size set to the trace's
+    /// address unit, e.g. 512): libCacheSim's object view of a block trace, for comparing with
+    /// it on traces it reads natively. Default: every block a request touches is an access.
+    #[arg(long)]
+    pub per_request: bool,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -110,16 +117,16 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let quiet = args.quiet;
     let started = Instant::now();
     let trace_path = args.input.path().to_path_buf();
-    let (trace, stats) = args.input.read()?;
-    let read_time = started.elapsed();
-    if stats.skipped > 0 && !quiet {
-        eprintln!(
-            "ember sim: skipped {} malformed records of {}",
-            stats.skipped,
-            trace_path.display()
-        );
-    }
     if args.sieve.wanted() {
+        // The SieveStore topologies need whole requests (volumes, times): read them all.
+        let (trace, stats) = args.input.read()?;
+        if stats.skipped > 0 && !quiet {
+            eprintln!(
+                "ember sim: skipped {} malformed records of {}",
+                stats.skipped,
+                trace_path.display()
+            );
+        }
         let threads = args.threads.unwrap_or_else(default_threads).max(1);
         let out = args.out.as_deref();
         return crate::cmd_sievestore::dispatch(
@@ -135,9 +142,40 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         );
     }
     let oracle = policies.iter().any(|p| p.needs_oracle());
-    let stream = AccessStream::from_trace(&trace, block_size, oracle)
-        .with_context(|| format!("preparing {}", trace_path.display()))?;
-    drop(trace);
+    let split = if args.per_request { Split::FirstBlock } else { Split::Blocks };
+    // Stream the trace straight into the access stream: no intermediate Vec<Request>.
+    let mut builder = AccessStreamBuilder::new(block_size, split)?;
+    let opts = args.input.read_options();
+    let format = match opts.format {
+        Some(f) => f,
+        None => ember_trace::detect_format(&trace_path)?,
+    };
+    if format == Format::OracleGeneral {
+        // Fast path: each record is one block access whose obj_id is the block key (what
+        // the general reader yields too, without building a Request per record).
+        builder
+            .reserve((std::fs::metadata(&trace_path).map(|m| m.len()).unwrap_or(0) / 24) as usize);
+        ember_trace::for_each_oracle_general(&trace_path, |r| {
+            builder.push_block(r.obj_id, u64::from(r.clock_time) * 1_000_000_000, false)
+        })?;
+    } else {
+        let mut reader = args.input.open()?;
+        builder.reserve(reader.size_hint().0);
+        for r in &mut reader {
+            let r = r.with_context(|| format!("reading trace {}", trace_path.display()))?;
+            builder.push(&r);
+        }
+        let stats = reader.stats();
+        if stats.skipped > 0 && !quiet {
+            eprintln!(
+                "ember sim: skipped {} malformed records of {}",
+                stats.skipped,
+                trace_path.display()
+            );
+        }
+    }
+    let read_time = started.elapsed();
+    let stream = builder.finish(oracle);
     let loaded = started.elapsed();
 
     let cells: Vec<Cell> = policies

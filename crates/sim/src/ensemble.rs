@@ -3,9 +3,9 @@
 //! volume of the same total size, sized in proportion to the volume's share of accesses
 //! (*proportional*, the paper's iso-capacity per-server configuration) or equally (*equal*).
 
-use crate::sieve_lru::SieveLru;
 use crate::sievestore::{day_origin, run_sieve_with, CacheFactory, SieveRun, SieveSpec};
 use ember_policy::admission::SieveConfigError;
+use ember_policy::Lru;
 use ember_trace::Request;
 use std::str::FromStr;
 
@@ -103,9 +103,7 @@ pub fn run_partitioned(
     mode: Partition,
     spec: &SieveSpec,
 ) -> Result<SieveRun, SieveConfigError> {
-    run_partitioned_with(requests, block_size, capacity, mode, spec, &|c| {
-        Box::new(SieveLru::new(c))
-    })
+    run_partitioned_with(requests, block_size, capacity, mode, spec, &|c| Box::new(Lru::new(c)))
 }
 
 /// [`run_partitioned`] with the replacement policy made by `make_cache`.

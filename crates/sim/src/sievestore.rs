@@ -1,7 +1,7 @@
 //! SieveStore's cache managers (SieveStore sections 3 and 4) and their metrics.
 //!
 //! - *Continuous* sieves ([`ember_policy::Admission`]: AOD, WMNA, SieveStore-C, RandSieve-C,
-//!   OCF nhit) run under a fully-associative LRU cache ([`crate::sieve_lru::SieveLru`]), as in
+//!   OCF nhit) run under a fully-associative LRU cache ([`ember_policy::Lru`]), as in
 //!   the paper's simulator: every block access is a hit or a miss; a miss is allocated (an
 //!   *allocation-write*) if the sieve admits it.
 //! - *Discrete* sieves ([`ember_policy::EpochSieve`]: SieveStore-D, RandSieve-BlkD, the ideal
@@ -19,13 +19,13 @@
 //! first request's day.
 
 use crate::cost_model::MinuteOps;
-use crate::sieve_lru::SieveLru;
 use ember_policy::admission::key_hash::{key_map, KeyMap};
 use ember_policy::admission::sievestore_d::DEFAULT_EPOCH_NS;
 use ember_policy::admission::{
     Aod, EpochSieve, Ideal, OcfNhit, OcfNhitConfig, RandSieveBlkD, RandSieveC, SieveConfigError,
     SieveStoreC, SieveStoreCConfig, SieveStoreD, Wmna,
 };
+use ember_policy::Lru;
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::Request;
 use std::str::FromStr;
@@ -530,7 +530,7 @@ pub fn run_sieve(
     capacity: usize,
     spec: &SieveSpec,
 ) -> Result<SieveRun, SieveConfigError> {
-    run_sieve_with(requests, block_size, origin, capacity, spec, &|c| Box::new(SieveLru::new(c)))
+    run_sieve_with(requests, block_size, origin, capacity, spec, &|c| Box::new(Lru::new(c)))
 }
 
 /// Makes an empty replacement policy of a given capacity (for continuous sieves).

@@ -40,74 +40,40 @@ pub struct Span {
     pub range: Range<usize>,
 }
 
+/// How requests become block accesses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Split {
+    /// Every block a request touches is one access (ember's model of a block cache).
+    #[default]
+    Blocks,
+    /// One access per request, keyed by the request's first block: how libCacheSim models a
+    /// block trace (an object per request, named by its starting address). Used to compare
+    /// with libCacheSim on block traces it reads natively (vscsi), with a block size of the
+    /// trace's address unit (512 bytes for vscsi).
+    FirstBlock,
+}
+
 impl AccessStream {
     /// Split `trace` into `block_size`-byte block accesses. With `oracle`, also compute each
     /// access's next-access vtime (needed by OPT and other oracle policies; costs one backward
     /// pass and 8 bytes per access).
     pub fn from_trace(trace: &Trace, block_size: u64, oracle: bool) -> Result<Self, SimError> {
-        if block_size == 0 {
-            return Err(SimError::Invalid("block size must be positive".into()));
+        Self::from_trace_split(trace, block_size, oracle, Split::Blocks)
+    }
+
+    /// [`AccessStream::from_trace`] with a choice of how requests become accesses.
+    pub fn from_trace_split(
+        trace: &Trace,
+        block_size: u64,
+        oracle: bool,
+        split: Split,
+    ) -> Result<Self, SimError> {
+        let mut b = AccessStreamBuilder::new(block_size, split)?;
+        b.reserve(trace.requests.len());
+        for r in &trace.requests {
+            b.push(r);
         }
-        let reqs = &trace.requests;
-        let shift = block_size.trailing_zeros();
-        let pow2 = block_size.is_power_of_two();
-        // Blocks first..end of a request (shifts instead of divisions for power-of-two sizes).
-        let span = |r: &Request| -> (u64, u64) {
-            if r.length == 0 {
-                return (0, 0);
-            }
-            let last_byte = r.offset.saturating_add(r.length as u64 - 1);
-            if pow2 {
-                (r.offset >> shift, (last_byte >> shift) + 1)
-            } else {
-                (r.offset / block_size, last_byte / block_size + 1)
-            }
-        };
-        let total: u64 = reqs
-            .iter()
-            .map(|r| {
-                let (first, end) = span(r);
-                end - first
-            })
-            .sum();
-        let total = usize::try_from(total).map_err(|_| {
-            SimError::Invalid(format!("{total} block accesses do not fit in memory"))
-        })?;
-        let mut keys = Vec::with_capacity(total);
-        let mut flags = Vec::with_capacity(total);
-        let mut times = Vec::with_capacity(total);
-        let mut requests = 0u64;
-        for r in reqs {
-            let (first, end) = span(r);
-            if first == end {
-                continue;
-            }
-            let w = if r.op.is_write() { WRITE } else { 0 };
-            requests += 1;
-            keys.push(block_key(r.volume, first));
-            flags.push(w | FIRST);
-            times.push(r.time_ns);
-            for b in first + 1..end {
-                keys.push(block_key(r.volume, b));
-                flags.push(w);
-                times.push(r.time_ns);
-            }
-        }
-        let mut wss = 0;
-        if !oracle {
-            let mut seen = FxHashSet::default();
-            seen.reserve(keys.len() / 4);
-            for &k in &keys {
-                seen.insert(k);
-            }
-            wss = seen.len() as u64;
-        }
-        let start_ns = times.first().copied().unwrap_or(0);
-        let mut s = Self { keys, flags, times, next: None, requests, wss, block_size, start_ns };
-        if oracle {
-            s.compute_next_access();
-        }
-        Ok(s)
+        Ok(b.finish(oracle))
     }
 
     /// Compute next-access vtimes (and the WSS) if not yet done.
@@ -259,6 +225,171 @@ pub fn next_access_times(keys: &[u64]) -> (Vec<u64>, u64) {
     (next, last.len() as u64)
 }
 
+/// Builds an [`AccessStream`] one request at a time, so a trace streams from its reader into
+/// the stream without ever being held as requests.
+#[derive(Debug)]
+pub struct AccessStreamBuilder {
+    keys: Vec<u64>,
+    flags: Vec<u8>,
+    times: Vec<u64>,
+    requests: u64,
+    block_size: u64,
+    shift: u32,
+    pow2: bool,
+    split: Split,
+}
+
+impl AccessStreamBuilder {
+    /// An empty builder for `block_size`-byte blocks.
+    pub fn new(block_size: u64, split: Split) -> Result<Self, SimError> {
+        if block_size == 0 {
+            return Err(SimError::Invalid("block size must be positive".into()));
+        }
+        Ok(Self {
+            keys: Vec::new(),
+            flags: Vec::new(),
+            times: Vec::new(),
+            requests: 0,
+            block_size,
+            shift: block_size.trailing_zeros(),
+            pow2: block_size.is_power_of_two(),
+            split,
+        })
+    }
+
+    /// Make room for about `accesses` more block accesses.
+    pub fn reserve(&mut self, accesses: usize) {
+        self.keys.reserve(accesses);
+        self.flags.reserve(accesses);
+        self.times.reserve(accesses);
+    }
+
+    #[inline]
+    fn block_of(&self, byte: u64) -> u64 {
+        if self.pow2 {
+            byte >> self.shift
+        } else {
+            byte / self.block_size
+        }
+    }
+
+    /// Append the block accesses of one request (none for a zero-length request).
+    #[inline]
+    pub fn push(&mut self, r: &Request) {
+        if r.length == 0 {
+            return;
+        }
+        let first = self.block_of(r.offset);
+        let end = match self.split {
+            Split::FirstBlock => first + 1,
+            Split::Blocks => self.block_of(r.offset.saturating_add(r.length as u64 - 1)) + 1,
+        };
+        let w = if r.op.is_write() { WRITE } else { 0 };
+        self.requests += 1;
+        self.keys.push(block_key(r.volume, first));
+        self.flags.push(w | FIRST);
+        self.times.push(r.time_ns);
+        for b in first + 1..end {
+            self.keys.push(block_key(r.volume, b));
+            self.flags.push(w);
+            self.times.push(r.time_ns);
+        }
+    }
+
+    /// Append one single-block request for `key` (a record of an object-keyed format such as
+    /// oracleGeneral, whose object is one block).
+    #[inline]
+    pub fn push_block(&mut self, key: u64, time_ns: u64, write: bool) {
+        self.requests += 1;
+        self.keys.push(key);
+        self.flags.push(if write { WRITE | FIRST } else { FIRST });
+        self.times.push(time_ns);
+    }
+
+    /// The finished stream; with `oracle`, next-access vtimes are computed too.
+    pub fn finish(self, oracle: bool) -> AccessStream {
+        let start_ns = self.times.first().copied().unwrap_or(0);
+        let mut s = AccessStream {
+            keys: self.keys,
+            flags: self.flags,
+            times: self.times,
+            next: None,
+            requests: self.requests,
+            wss: 0,
+            block_size: self.block_size,
+            start_ns,
+        };
+        if oracle {
+            s.compute_next_access();
+        } else {
+            s.wss = distinct_keys(&s.keys);
+        }
+        s
+    }
+}
+
+/// Number of distinct keys.
+///
+/// Block traces address dense ranges, so when the keys of each volume span at most a few
+/// times as many blocks as there are accesses, one bit per block of each volume's range counts
+/// them in a single cache-friendly pass (about 10x faster than hashing 10M keys); sparse keys
+/// (hashed object ids) fall back to a hash set.
+pub fn distinct_keys(keys: &[u64]) -> u64 {
+    // Per volume: (min block, max block), volumes indexed by the key's high bits.
+    let mut ranges: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
+    let mut last_vol = u32::MAX;
+    let mut cur = (u64::MAX, 0u64);
+    for &k in keys {
+        let v = ember_trace::key_volume(k);
+        let b = ember_trace::key_block(k);
+        if v != last_vol {
+            if last_vol != u32::MAX {
+                let e = ranges.entry(last_vol).or_insert((u64::MAX, 0));
+                *e = (e.0.min(cur.0), e.1.max(cur.1));
+            }
+            last_vol = v;
+            cur = ranges.get(&v).copied().unwrap_or((u64::MAX, 0));
+        }
+        cur = (cur.0.min(b), cur.1.max(b));
+    }
+    if last_vol != u32::MAX {
+        let e = ranges.entry(last_vol).or_insert((u64::MAX, 0));
+        *e = (e.0.min(cur.0), e.1.max(cur.1));
+    }
+    let span: u64 = ranges.values().map(|&(lo, hi)| hi - lo + 1).sum();
+    if span / 8 <= (keys.len() as u64).saturating_mul(2).max(1 << 20) {
+        // Bitmaps: one per volume, laid end to end.
+        let mut base: FxHashMap<u32, u64> = FxHashMap::default();
+        let mut at = 0u64;
+        for (&v, &(lo, hi)) in &ranges {
+            base.insert(v, at.wrapping_sub(lo));
+            at += hi - lo + 1;
+        }
+        let mut bits = vec![0u64; at.div_ceil(64) as usize];
+        let mut count = 0u64;
+        let mut last_vol = u32::MAX;
+        let mut off = 0u64;
+        for &k in keys {
+            let v = ember_trace::key_volume(k);
+            if v != last_vol {
+                last_vol = v;
+                off = base[&v];
+            }
+            let i = ember_trace::key_block(k).wrapping_add(off);
+            let (w, m) = ((i >> 6) as usize, 1u64 << (i & 63));
+            count += u64::from(bits[w] & m == 0);
+            bits[w] |= m;
+        }
+        return count;
+    }
+    let mut seen = FxHashSet::default();
+    seen.reserve(keys.len() / 4);
+    for &k in keys {
+        seen.insert(k);
+    }
+    seen.len() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +409,42 @@ mod tests {
         assert_eq!(next, vec![1, 2, NEVER]);
         assert_eq!(wss, 1);
         assert_eq!(next_access_times(&[]), (vec![], 0));
+    }
+
+    #[test]
+    fn distinct_keys_dense_and_sparse_agree_with_a_set() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Dense: three volumes, blocks in small ranges at odd offsets.
+        let dense: Vec<u64> = (0..50_000)
+            .map(|_| block_key((next() % 3) as u32, 1_000_000 + next() % 7_000))
+            .collect();
+        // Sparse: hashed object ids across the whole key space.
+        let sparse: Vec<u64> = (0..50_000).map(|_| next() % 20_000 * 0x1_0000_0001).collect();
+        for keys in [dense, sparse, vec![], vec![5, 5, 5]] {
+            let set: FxHashSet<u64> = keys.iter().copied().collect();
+            assert_eq!(distinct_keys(&keys), set.len() as u64);
+        }
+    }
+
+    #[test]
+    fn first_block_split_keys_each_request_once() {
+        let reqs = vec![
+            req(100, 0, Op::Read, 1024, 8192), // sectors 2.., one access keyed by sector 2
+            req(200, 0, Op::Write, 512, 512),  // sector 1
+            req(300, 0, Op::Read, 4096, 0),    // no block
+        ];
+        let t = Trace::new(reqs, VolumeTable::new());
+        let s = AccessStream::from_trace_split(&t, 512, false, Split::FirstBlock).unwrap();
+        assert_eq!(s.keys(), &[block_key(0, 2), block_key(0, 1)]);
+        assert_eq!(s.requests(), 2);
+        assert!(s.is_write(1));
+        assert_eq!(s.wss(), 2);
     }
 
     #[test]

@@ -4,11 +4,11 @@
 
 use ember_policy::admission::{Aod, FixedSet, Wmna};
 use ember_policy::Admission;
+use ember_policy::Lru;
 use ember_sim::belady_selective::belady_selective;
 use ember_sim::ensemble::{run_partitioned, Partition};
 use ember_sim::experiment_sievestore::default_capacity;
 use ember_sim::oracle_resident::OracleResident;
-use ember_sim::sieve_lru::SieveLru;
 use ember_sim::sievestore::{day_origin, run_continuous, SieveRun, SieveSpec};
 use ember_trace::gen::ensemble::{generate, EnsembleConfig};
 use ember_trace::{block_key, Op, Request, Trace};
@@ -73,7 +73,7 @@ fn table2_allocation_writes_under_oracle_replacement() {
 
     // Ideal selective allocation (ISA): a cache of exactly the hot set, starting empty,
     // allocating only hot blocks: epsilon = 26 allocation-writes (1 % of distinct blocks).
-    let mut lru = SieveLru::new(hot.len());
+    let mut lru = Lru::new(hot.len());
     let mut isa = FixedSet::new(hot.iter().map(|&b| block_key(0, b)));
     let isa = run_continuous(&reqs, 4096, 0, &mut lru, &mut isa).total();
     assert_eq!(isa.allocation_writes, 26);
@@ -105,7 +105,7 @@ fn section_3_1_belady_selective_allocation_does_not_minimize_allocation_writes()
         .enumerate()
         .map(|(i, &k)| req(i as u64, ember_trace::key_block(k), Op::Read))
         .collect();
-    let mut lru = SieveLru::new(1);
+    let mut lru = Lru::new(1);
     let mut fixed = FixedSet::new([block_key(0, 0)]);
     let f = run_continuous(&reqs, 4096, 0, &mut lru, &mut fixed).total();
     assert_eq!(f.allocation_writes, 1, "a fixed allocation of `a` allocates once");
