@@ -34,7 +34,8 @@ use ember_policy::replacement::{Lru, Replacement};
 use ember_policy::Access;
 use ember_trace::{block_key, Op, Request};
 
-/// Which client issues a request.
+/// Which client issues a request. With [`ClientOf::Single`] and
+/// [`ArrayAddressing::Shared`] the client, too, keys blocks by block index alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum ClientOf {
     /// Client = volume id (client K is volume K).
@@ -316,7 +317,11 @@ pub fn simulate_hierarchy_with(
             continue;
         }
         for b in r.blocks(config.block_size) {
-            let key = block_key(r.volume, b);
+            // One client over a shared address space sees one logical unit.
+            let key = match (config.client_of, addressing) {
+                (ClientOf::Single, ArrayAddressing::Shared) => b,
+                _ => block_key(r.volume, b),
+            };
             let path =
                 h.read(client, key, array_key_of(addressing, key), |k| array_key_of(addressing, k));
             if counted {

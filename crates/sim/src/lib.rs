@@ -15,6 +15,7 @@ pub mod error;
 pub mod experiment_sievestore;
 pub mod grid;
 pub mod hierarchy;
+pub mod hierarchy_experiment;
 pub mod interval;
 pub mod latency_model;
 pub mod oracle_resident;
