@@ -9,11 +9,11 @@ use clap::Args;
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
+use ember_sim::AccessStreamBuilder;
 use ember_sim::{
     default_threads, run_grid, simulate_with_progress, AccessStream, Capacity, GridProgress,
     Interval, RunConfig, SimResult, Split,
 };
-use ember_sim::AccessStreamBuilder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -64,6 +64,9 @@ pub struct SimArgs {
     /// SieveStore: --experiment, --admission, --partition, --device, --cache-blocks.
     #[command(flatten)]
     pub sieve: Box<crate::cmd_sievestore::SieveArgs>,
+    /// Wong & Wilkes hierarchy: --hierarchy (and --experiment demote), --clients, ...
+    #[command(flatten)]
+    pub demote: Box<crate::cmd_demote::DemoteArgs>,
 }
 
 /// One run of the grid: a policy at a size.
@@ -116,6 +119,9 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let quiet = args.quiet;
     let started = Instant::now();
     let trace_path = args.input.path().to_path_buf();
+    if crate::cmd_demote::wanted(&args) {
+        return crate::cmd_demote::run(&args);
+    }
     if args.sieve.wanted() {
         // The SieveStore topologies need whole requests (volumes, times): read them all.
         let (trace, stats) = args.input.read()?;
