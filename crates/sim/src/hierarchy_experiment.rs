@@ -48,6 +48,8 @@ pub struct SchemeReport {
     pub total_latency_ms: f64,
     /// READ latency distribution over all clients: (ms, cumulative fraction).
     pub cdf: Vec<(f64, f64)>,
+    /// Wall-clock seconds the simulation took (for bench/hierarchy; never asserted).
+    pub run_seconds: f64,
 }
 
 /// One point of the sweep.
@@ -122,8 +124,8 @@ impl DemoteExperiment {
             jobs.push(Job::Unified(client_total + a));
         }
         let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<(usize, Result<HierarchyResult, SimError>)>> =
-            Mutex::new(Vec::new());
+        type Timed = (usize, Result<HierarchyResult, SimError>, f64);
+        let results: Mutex<Vec<Timed>> = Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             for _ in 0..self.threads.max(1).min(jobs.len()) {
                 scope.spawn(|| loop {
@@ -139,9 +141,11 @@ impl DemoteExperiment {
                             ..self.base
                         },
                     };
+                    let started = std::time::Instant::now();
                     let r = simulate_hierarchy(requests, warmup, &config);
+                    let secs = started.elapsed().as_secs_f64();
                     if let Ok(mut v) = results.lock() {
-                        v.push((i, r));
+                        v.push((i, r, secs));
                     }
                 });
             }
@@ -153,13 +157,15 @@ impl DemoteExperiment {
             return Err(SimError::Invalid("a worker panicked".into()));
         }
         let mut out: Vec<HierarchyResult> = Vec::with_capacity(results.len());
-        for (_, r) in results {
+        let mut seconds: Vec<f64> = Vec::with_capacity(results.len());
+        for (_, r, secs) in results {
             out.push(r?);
+            seconds.push(secs);
         }
         let model = self.model;
         let baseline: Vec<f64> = out[0].clients.iter().map(|c| model.mean_latency(c)).collect();
         let mut reports = Vec::new();
-        for r in out.iter().take(schemes.len()) {
+        for (r, &run_seconds) in out.iter().zip(&seconds).take(schemes.len()) {
             let latency_ms: Vec<f64> = r.clients.iter().map(|c| model.mean_latency(c)).collect();
             // Clients without READS have no latency to compare.
             let sp: Vec<f64> = latency_ms
@@ -180,6 +186,7 @@ impl DemoteExperiment {
                 speedup: sp,
                 total_latency_ms,
                 cdf: model.cdf(&total),
+                run_seconds,
             });
         }
         let mut sweep = Vec::new();

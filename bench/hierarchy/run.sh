@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Cost of the adaptive array (Wong & Wilkes 2002 section 5.1: two ghost caches and insertion
+# into one of N_segs = 10 exponential segments) against plain LRU at the array: 8 clients,
+# 10 million READS (`ember trace gen multi-client`, Zipf alpha 1, half of each working set
+# shared), DEMOTE-ADAPT-EXP and NONE-LRU simulated one after the other on one thread in the
+# same `ember sim --hierarchy` run. Prints `ratio: adapt_exp_seconds / none_lru_seconds` last
+# (target: at most 2).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+CLIENTS=${CLIENTS:-8}
+REQUESTS=${REQUESTS:-10000000}
+# 11 W READS per client (W warm-up, 10 W timed).
+W=$(( REQUESTS / CLIENTS / 11 ))
+cargo build --release --bin ember >/dev/null 2>&1 || cargo build --release --bin ember
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+./target/release/ember trace gen multi-client --clients "$CLIENTS" --blocks-per-client "$W" \
+    --pattern zipf --alpha 1 --sharing partial --shared-fraction 0.5 --seed 1 \
+    -o "$out/mc.ember" >/dev/null
+./target/release/ember sim "$out/mc.ember" --hierarchy --scheme none-lru,demote-adapt-exp \
+    --client-size $(( W / 4 )) --array-size $(( W * CLIENTS / 4 )) --t-d 5 --threads 1 \
+    --json "$out/h.json" -q
+python3 - "$out/h.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = {s["scheme"]: s for s in r["schemes"]}
+none, exp = t["NoneLru"], t["DemoteAdaptExp"]
+reads = none["result"]["clients"]
+n = sum(c["reads"] for c in reads)
+for name, s in (("NONE-LRU", none), ("DEMOTE-ADAPT-EXP", exp)):
+    print(f"{name}: {s['run_seconds']:.3f} s, mean speedup {s['mean_speedup']:.3f}, "
+          f"{n / 1e6:.1f} M timed READS")
+print(f"ratio: {exp['run_seconds'] / none['run_seconds']:.2f}")
+PY
