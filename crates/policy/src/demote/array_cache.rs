@@ -22,7 +22,9 @@
 //! DEMOTE-LRU "the array uses the traditional LRU cache management for both demoted and
 //! recently read blocks" (section 1.2).
 
-use super::{InsertionGhosts, Position, Scheme, SegmentLayout, SegmentedQueue, DEFAULT_SEGMENTS};
+use super::{
+    Ghost, InsertionGhosts, Position, Scheme, SegmentLayout, SegmentedQueue, DEFAULT_SEGMENTS,
+};
 
 /// Configuration of an [`ArrayCache`].
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -93,10 +95,12 @@ impl ArrayCache {
         let layout = config.layout();
         layout.validate()?;
         let caps = layout.caps(config.capacity);
-        let ghosts = config.scheme.adaptive().then(|| InsertionGhosts::new(config.capacity));
+        let adaptive = config.scheme.adaptive();
+        let ghosts = adaptive.then(InsertionGhosts::new);
+        let ghost_capacity = if adaptive { config.capacity } else { 0 };
         Ok(Self {
             config,
-            queue: SegmentedQueue::new(config.capacity, &caps),
+            queue: SegmentedQueue::with_ghosts(config.capacity, &caps, ghost_capacity),
             ghosts,
             segments: caps.len(),
         })
@@ -127,9 +131,14 @@ impl ArrayCache {
         self.queue.contains(key)
     }
 
-    /// The ghosts of an adaptive scheme.
+    /// The ghost hit counts of an adaptive scheme.
     pub fn ghosts(&self) -> Option<&InsertionGhosts> {
         self.ghosts.as_ref()
+    }
+
+    /// True if ghost `ghost` remembers `key` (adaptive schemes).
+    pub fn ghost_contains(&self, ghost: Ghost, key: u64) -> bool {
+        self.queue.ghost_contains(ghost, key)
     }
 
     /// Where a block sent to a client goes.
@@ -140,7 +149,7 @@ impl ArrayCache {
             Scheme::Demote => Position::Discard,
             Scheme::DemoteSlru => Position::Keep(0),
             Scheme::DemoteAdaptUni | Scheme::DemoteAdaptExp => {
-                let p = self.ghosts.as_ref().map_or(0.0, InsertionGhosts::read_point);
+                let p = self.ghosts.as_ref().map_or(0.0, |g| g.read_point());
                 Position::Keep(InsertionGhosts::segment(p, self.segments))
             }
         }
@@ -151,7 +160,7 @@ impl ArrayCache {
     fn demote_position(&self) -> Position {
         match self.config.scheme {
             Scheme::DemoteAdaptUni | Scheme::DemoteAdaptExp => {
-                let p = self.ghosts.as_ref().map_or(1.0, InsertionGhosts::demoted_point);
+                let p = self.ghosts.as_ref().map_or(1.0, |g| g.demoted_point());
                 Position::Keep(InsertionGhosts::segment(p, self.segments))
             }
             Scheme::DemoteSlru => Position::Keep(0),
@@ -163,47 +172,49 @@ impl ArrayCache {
     /// miss the block is read from disk and cached at the scheme's read position.
     #[inline]
     pub fn read(&mut self, key: u64) -> bool {
+        let mut e = self.queue.entry(key);
         if let Some(g) = self.ghosts.as_mut() {
-            g.on_read(key);
+            // The read ghost inserts what it misses (a cache of disk-read blocks would read
+            // it); the demoted ghost only counts and refreshes its hits.
+            let read_hit = self.queue.ghost_touch(&mut e, Ghost::Read, true);
+            let demoted_hit = self.queue.ghost_touch(&mut e, Ghost::Demoted, false);
+            g.record(read_hit, demoted_hit);
         }
-        if self.queue.contains(key) {
-            let pos = match self.config.scheme {
-                Scheme::DemoteSlru => Position::Keep(1),
-                _ => self.read_position(),
-            };
-            self.queue.move_to(key, pos);
-            true
-        } else {
-            let pos = self.read_position();
-            self.queue.insert(key, pos);
-            false
-        }
+        let hit = self.queue.queued(&e);
+        let pos = match self.config.scheme {
+            Scheme::DemoteSlru if hit => Position::Keep(1),
+            _ => self.read_position(),
+        };
+        self.queue.place(&mut e, pos);
+        hit
     }
 
     /// A client DEMOTEs clean block `key`.
     #[inline]
     pub fn demote(&mut self, key: u64) -> DemoteOutcome {
-        if let Some(g) = self.ghosts.as_mut() {
-            g.on_demote(key);
+        let mut e = self.queue.entry(key);
+        if self.ghosts.is_some() {
+            self.queue.ghost_touch(&mut e, Ghost::Demoted, true);
         }
         if self.queue.capacity() == 0 {
             return DemoteOutcome::Aborted;
         }
-        if self.queue.contains(key) {
-            if self.config.refresh_aborted {
-                let pos = self.demote_position();
-                self.queue.move_to(key, pos);
-            }
+        let held = self.queue.queued(&e);
+        if held && !self.config.refresh_aborted {
             return DemoteOutcome::Aborted;
         }
         let pos = self.demote_position();
-        self.queue.insert(key, pos);
-        DemoteOutcome::Stored
+        self.queue.place(&mut e, pos);
+        if held {
+            DemoteOutcome::Aborted
+        } else {
+            DemoteOutcome::Stored
+        }
     }
 
-    /// Bytes reserved for the queue and ghosts.
+    /// Bytes reserved for the queue and the ghosts' keys.
     pub fn memory_bytes(&self) -> usize {
-        self.queue.memory_bytes() + self.ghosts.as_ref().map_or(0, InsertionGhosts::memory_bytes)
+        self.queue.memory_bytes()
     }
 }
 

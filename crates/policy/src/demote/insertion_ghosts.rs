@@ -12,45 +12,27 @@
 //! hit rate across all ghost caches"; before either ghost has hit, the points are DEMOTE's
 //! (read blocks at 0, demoted blocks at 1). Hit counts accumulate over the whole run.
 
-use crate::replacement::{Lru, Replacement};
-use crate::Access;
-
-/// Read and demoted ghost caches with their hit counts.
-#[derive(Clone, Debug)]
+/// The ghost hit counts and the insertion points they give. The ghost key lists themselves
+/// live in the array's [`super::SegmentedQueue`] ([`super::SegmentedQueue::with_ghosts`]),
+/// sharing its index so that one hash lookup serves the cache and both ghosts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct InsertionGhosts {
-    read: Lru,
-    demoted: Lru,
     read_hits: u64,
     demoted_hits: u64,
 }
 
 impl InsertionGhosts {
-    /// Two ghosts of `capacity` keys each (the array cache's size).
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            read: Lru::new(capacity),
-            demoted: Lru::new(capacity),
-            read_hits: 0,
-            demoted_hits: 0,
-        }
+    /// No hits yet.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// A READ of `key` reached the array.
+    /// A READ reached the array and hit in the read ghost (`read_hit`) and/or the demoted
+    /// ghost (`demoted_hit`).
     #[inline]
-    pub fn on_read(&mut self, key: u64) {
-        let a = Access::read(key, 0);
-        if self.read.access(&a).0 {
-            self.read_hits += 1;
-        }
-        if self.demoted.lookup(&a) {
-            self.demoted_hits += 1;
-        }
-    }
-
-    /// A client demoted `key` (whether or not the array kept it).
-    #[inline]
-    pub fn on_demote(&mut self, key: u64) {
-        self.demoted.access(&Access::read(key, 0));
+    pub fn record(&mut self, read_hit: bool, demoted_hit: bool) {
+        self.read_hits += read_hit as u64;
+        self.demoted_hits += demoted_hit as u64;
     }
 
     /// READ hits in the read ghost so far.
@@ -90,11 +72,6 @@ impl InsertionGhosts {
     pub fn segment(p: f64, segments: usize) -> usize {
         ((p * segments as f64) as usize).min(segments.saturating_sub(1))
     }
-
-    /// Bytes reserved for both ghosts.
-    pub fn memory_bytes(&self) -> usize {
-        self.read.memory_bytes() + self.demoted.memory_bytes()
-    }
 }
 
 #[cfg(test)]
@@ -103,32 +80,18 @@ mod tests {
 
     #[test]
     fn points_follow_relative_ghost_hits() {
-        let mut g = InsertionGhosts::new(4);
+        let mut g = InsertionGhosts::new();
         assert_eq!((g.read_point(), g.demoted_point()), (0.0, 1.0));
-        g.on_read(1); // read ghost: miss, inserts 1
-        g.on_demote(2);
-        g.on_read(1); // read ghost hit
-        g.on_read(2); // read ghost miss (inserts), demoted ghost hit
-        g.on_read(2); // both hit
+        g.record(true, false);
+        g.record(false, true);
+        g.record(true, true);
         assert_eq!((g.read_hits(), g.demoted_hits()), (2, 2));
         assert_eq!(g.read_point(), 0.5);
-        g.on_read(3); // read ghost miss: no change
-        g.on_demote(4);
-        g.on_read(4); // demoted hit
+        g.record(false, false);
+        g.record(false, true);
         assert_eq!((g.read_hits(), g.demoted_hits()), (2, 3));
         assert!((g.demoted_point() - 0.6).abs() < 1e-12);
-    }
-
-    #[test]
-    fn ghosts_forget_lru_keys() {
-        let mut g = InsertionGhosts::new(2);
-        g.on_demote(1);
-        g.on_demote(2);
-        g.on_demote(3); // forgets 1
-        g.on_read(1);
-        assert_eq!(g.demoted_hits(), 0);
-        g.on_read(3);
-        assert_eq!(g.demoted_hits(), 1);
+        assert!((g.read_point() - 0.4).abs() < 1e-12);
     }
 
     #[test]

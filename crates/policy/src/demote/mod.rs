@@ -17,4 +17,4 @@ pub use array_cache::{ArrayCache, ArrayConfig, DemoteOutcome, DEFAULT_SLRU_PROTE
 pub use insertion_ghosts::InsertionGhosts;
 pub use scheme::{Scheme, UnknownScheme};
 pub use segment_layout::{SegmentLayout, DEFAULT_SEGMENTS, MAX_SEGMENTS};
-pub use segmented_queue::{Position, SegmentedQueue};
+pub use segmented_queue::{Entry, Ghost, Position, SegmentedQueue};

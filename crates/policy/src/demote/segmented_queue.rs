@@ -29,6 +29,25 @@ pub enum Position {
     Discard,
 }
 
+/// Node flag: the block is in the queue.
+const IN_QUEUE: u8 = 1;
+
+/// Which ghost list ([`SegmentedQueue::with_ghosts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ghost {
+    /// Keys of blocks READ by clients (the read ghost of section 5.1).
+    Read = 0,
+    /// Keys of demoted blocks (the demoted ghost).
+    Demoted = 1,
+}
+
+impl Ghost {
+    #[inline(always)]
+    fn flag(self) -> u8 {
+        2 << self as u8
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Node {
     key: u64,
@@ -36,7 +55,32 @@ struct Node {
     up: u32,
     /// Towards the discard end.
     down: u32,
+    /// Ghost list links, per [`Ghost`]: towards the most recently used end.
+    gprev: [u32; 2],
+    /// Ghost list links: towards the least recently used end.
+    gnext: [u32; 2],
     seg: u8,
+    /// [`IN_QUEUE`] and the [`Ghost::flag`]s.
+    flags: u8,
+}
+
+/// An LRU list of keys threaded through the nodes (a ghost cache).
+#[derive(Clone, Copy, Debug)]
+struct GhostList {
+    /// Most recently used.
+    head: u32,
+    /// Least recently used.
+    tail: u32,
+    len: usize,
+    cap: usize,
+}
+
+/// A block's node, found once and reused by the operations of one request. `NIL` slot: the
+/// key has no node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    key: u64,
+    slot: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +100,7 @@ pub struct SegmentedQueue {
     segs: Vec<Segment>,
     capacity: usize,
     len: usize,
+    ghosts: [GhostList; 2],
 }
 
 impl SegmentedQueue {
@@ -68,18 +113,177 @@ impl SegmentedQueue {
     /// are configuration bugs the caller validates first
     /// ([`super::SegmentLayout::validate`]).
     pub fn new(capacity: usize, caps: &[usize]) -> Self {
+        Self::with_ghosts(capacity, caps, 0)
+    }
+
+    /// As [`SegmentedQueue::new`], with two ghost LRU lists ([`Ghost::Read`],
+    /// [`Ghost::Demoted`]) of `ghost_capacity` keys each sharing the queue's index and nodes,
+    /// so that one hash lookup serves the queue and both ghosts.
+    ///
+    /// # Panics
+    /// As [`SegmentedQueue::new`], or if the nodes needed exceed `u32` slots.
+    pub fn with_ghosts(capacity: usize, caps: &[usize], ghost_capacity: usize) -> Self {
         assert!(!caps.is_empty() && caps.len() <= 255, "1 to 255 segments");
-        assert!(capacity < NIL as usize, "capacity exceeds u32 slots");
+        let nodes = capacity.saturating_add(ghost_capacity.saturating_mul(2));
+        assert!(nodes < NIL as usize, "capacity exceeds u32 slots");
         let segs =
             caps.iter().map(|&cap| Segment { keep: NIL, discard: NIL, len: 0, cap }).collect();
+        let g = GhostList { head: NIL, tail: NIL, len: 0, cap: ghost_capacity };
         Self {
-            map: KeyMap::with_entries(capacity),
-            nodes: Vec::with_capacity(capacity),
+            map: KeyMap::with_entries(nodes),
+            nodes: Vec::with_capacity(nodes),
             free: Vec::new(),
             segs,
             capacity,
             len: 0,
+            ghosts: [g, g],
         }
+    }
+
+    /// The node of `key` (one hash lookup), for [`SegmentedQueue::ghost_touch`],
+    /// [`SegmentedQueue::place`] and [`SegmentedQueue::queued`].
+    #[inline]
+    pub fn entry(&self, key: u64) -> Entry {
+        Entry { key, slot: self.find(key).unwrap_or(NIL) }
+    }
+
+    /// True if the entry's block is in the queue.
+    #[inline]
+    pub fn queued(&self, e: &Entry) -> bool {
+        e.slot != NIL && self.nodes[e.slot as usize].flags & IN_QUEUE != 0
+    }
+
+    /// Take a node for `key`, which has none, and index it.
+    #[inline]
+    fn alloc(&mut self, key: u64) -> u32 {
+        let node =
+            Node { key, up: NIL, down: NIL, gprev: [NIL; 2], gnext: [NIL; 2], seg: 0, flags: 0 };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        self.map.insert(key, i);
+        i
+    }
+
+    /// Free node `i` if it is in neither the queue nor a ghost.
+    #[inline]
+    fn release_if_unused(&mut self, i: u32) {
+        let n = self.nodes[i as usize];
+        if n.flags == 0 {
+            self.map.remove(n.key, i);
+            self.free.push(i);
+        }
+    }
+
+    #[inline]
+    fn ghost_unlink(&mut self, g: usize, i: u32) {
+        let (p, n) = (self.nodes[i as usize].gprev[g], self.nodes[i as usize].gnext[g]);
+        if p != NIL {
+            self.nodes[p as usize].gnext[g] = n;
+        } else {
+            self.ghosts[g].head = n;
+        }
+        if n != NIL {
+            self.nodes[n as usize].gprev[g] = p;
+        } else {
+            self.ghosts[g].tail = p;
+        }
+        self.ghosts[g].len -= 1;
+    }
+
+    #[inline]
+    fn ghost_push_head(&mut self, g: usize, i: u32) {
+        let h = self.ghosts[g].head;
+        {
+            let n = &mut self.nodes[i as usize];
+            n.gprev[g] = NIL;
+            n.gnext[g] = h;
+        }
+        if h != NIL {
+            self.nodes[h as usize].gprev[g] = i;
+        } else {
+            self.ghosts[g].tail = i;
+        }
+        self.ghosts[g].head = i;
+        self.ghosts[g].len += 1;
+    }
+
+    /// Reference the entry's key in ghost `ghost`: returns true (and moves it to the most
+    /// recently used end) if the ghost remembers it; otherwise, if `insert`, remembers it as
+    /// the most recent key, forgetting the least recent one if full. A ghost of capacity 0
+    /// remembers nothing.
+    #[inline]
+    pub fn ghost_touch(&mut self, e: &mut Entry, ghost: Ghost, insert: bool) -> bool {
+        let g = ghost as usize;
+        let flag = ghost.flag();
+        if e.slot != NIL && self.nodes[e.slot as usize].flags & flag != 0 {
+            if self.ghosts[g].head != e.slot {
+                self.ghost_unlink(g, e.slot);
+                self.ghost_push_head(g, e.slot);
+            }
+            return true;
+        }
+        if !insert || self.ghosts[g].cap == 0 {
+            return false;
+        }
+        if self.ghosts[g].len >= self.ghosts[g].cap {
+            let t = self.ghosts[g].tail;
+            self.ghost_unlink(g, t);
+            self.nodes[t as usize].flags &= !flag;
+            self.release_if_unused(t);
+        }
+        if e.slot == NIL {
+            e.slot = self.alloc(e.key);
+        }
+        self.nodes[e.slot as usize].flags |= flag;
+        self.ghost_push_head(g, e.slot);
+        false
+    }
+
+    /// True if ghost `ghost` remembers `key`.
+    pub fn ghost_contains(&self, ghost: Ghost, key: u64) -> bool {
+        self.find(key).is_some_and(|i| self.nodes[i as usize].flags & ghost.flag() != 0)
+    }
+
+    /// Keys of ghost `ghost`, most recent first (O(n); for tests).
+    pub fn ghost_keys(&self, ghost: Ghost) -> Vec<u64> {
+        let g = ghost as usize;
+        let mut out = Vec::new();
+        let mut i = self.ghosts[g].head;
+        while i != NIL {
+            out.push(self.nodes[i as usize].key);
+            i = self.nodes[i as usize].gnext[g];
+        }
+        out
+    }
+
+    /// Put the entry's block at `pos`: move it there if queued, otherwise insert it (first
+    /// ejecting the discard-end block if full). Returns the ejected key; a queue of capacity
+    /// 0 holds nothing and returns the entry's key.
+    #[inline]
+    pub fn place(&mut self, e: &mut Entry, pos: Position) -> Option<u64> {
+        if self.queued(e) {
+            self.unlink(e.slot);
+            self.link(e.slot, pos);
+            return None;
+        }
+        if self.capacity == 0 {
+            return Some(e.key);
+        }
+        let ejected = if self.len >= self.capacity { self.eject() } else { None };
+        if e.slot == NIL {
+            e.slot = self.alloc(e.key);
+        }
+        self.nodes[e.slot as usize].flags |= IN_QUEUE;
+        self.link(e.slot, pos);
+        ejected
     }
 
     /// Maximum number of blocks.
@@ -115,12 +319,13 @@ impl SegmentedQueue {
     /// True if `key` is held.
     #[inline]
     pub fn contains(&self, key: u64) -> bool {
-        self.find(key).is_some()
+        self.queued(&self.entry(key))
     }
 
     /// The segment holding `key`, if held.
     pub fn segment_of(&self, key: u64) -> Option<usize> {
-        self.find(key).map(|i| self.nodes[i as usize].seg as usize)
+        let e = self.entry(key);
+        self.queued(&e).then(|| self.nodes[e.slot as usize].seg as usize)
     }
 
     /// Blocks per segment, from the discard end.
@@ -250,8 +455,8 @@ impl SegmentedQueue {
         let victim = self.segs.iter().find(|s| s.len > 0)?.discard;
         self.unlink(victim);
         let key = self.nodes[victim as usize].key;
-        self.map.remove(key, victim);
-        self.free.push(victim);
+        self.nodes[victim as usize].flags &= !IN_QUEUE;
+        self.release_if_unused(victim);
         Some(key)
     }
 
@@ -260,55 +465,37 @@ impl SegmentedQueue {
     /// returns `key` itself.
     #[inline]
     pub fn insert(&mut self, key: u64, pos: Position) -> Option<u64> {
-        if self.capacity == 0 {
-            return Some(key);
-        }
-        let ejected = if self.len >= self.capacity { self.eject() } else { None };
-        let node = Node { key, up: NIL, down: NIL, seg: 0 };
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.nodes[i as usize] = node;
-                i
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        };
-        self.map.insert(key, i);
-        self.link(i, pos);
-        ejected
+        let mut e = self.entry(key);
+        debug_assert!(!self.queued(&e), "insert of a queued key");
+        self.place(&mut e, pos)
     }
 
     /// Move held `key` to `pos`; returns false (and does nothing) if `key` is not held.
     #[inline]
     pub fn move_to(&mut self, key: u64, pos: Position) -> bool {
-        match self.find(key) {
-            Some(i) => {
-                self.unlink(i);
-                self.link(i, pos);
-                true
-            }
-            None => false,
+        let mut e = self.entry(key);
+        if !self.queued(&e) {
+            return false;
         }
+        self.place(&mut e, pos);
+        true
     }
 
     /// Remove `key`; returns whether it was held.
     pub fn remove(&mut self, key: u64) -> bool {
-        match self.find(key) {
-            Some(i) => {
-                self.unlink(i);
-                self.map.remove(key, i);
-                self.free.push(i);
-                true
-            }
-            None => false,
+        let e = self.entry(key);
+        if !self.queued(&e) {
+            return false;
         }
+        self.unlink(e.slot);
+        self.nodes[e.slot as usize].flags &= !IN_QUEUE;
+        self.release_if_unused(e.slot);
+        true
     }
 
     /// Bytes of memory reserved for the index and nodes.
     pub fn memory_bytes(&self) -> usize {
-        self.map.memory_bytes() + self.capacity * std::mem::size_of::<Node>()
+        self.map.memory_bytes() + self.map.max_len() * std::mem::size_of::<Node>()
     }
 }
 
@@ -397,6 +584,76 @@ mod tests {
         assert!(!q.remove(4));
         assert_eq!(q.keys(), vec![2, 1, 3]);
         check(&q);
+    }
+
+    #[test]
+    fn ghosts_share_nodes_with_the_queue() {
+        let mut q = SegmentedQueue::with_ghosts(2, &[2], 2);
+        let mut e = q.entry(1);
+        assert!(!q.ghost_touch(&mut e, Ghost::Read, true));
+        assert!(!q.queued(&e));
+        assert_eq!(q.place(&mut e, Position::Keep(0)), None);
+        assert!(q.ghost_touch(&mut e, Ghost::Read, true));
+        assert!(!q.ghost_touch(&mut e, Ghost::Demoted, false));
+        assert!(!q.ghost_contains(Ghost::Demoted, 1));
+        // Ghost LRU: 2, 3 push 1 out of the read ghost; 1 stays queued.
+        for k in [2, 3] {
+            let mut e = q.entry(k);
+            q.ghost_touch(&mut e, Ghost::Read, true);
+        }
+        assert_eq!(q.ghost_keys(Ghost::Read), vec![3, 2]);
+        assert!(q.contains(1));
+        // 2 and 3 are ghost-only: queue them, ejecting 1, whose node is then freed.
+        assert_eq!(q.insert(2, Position::Keep(0)), None);
+        assert_eq!(q.insert(3, Position::Keep(0)), Some(1));
+        assert!(!q.contains(1) && !q.ghost_contains(Ghost::Read, 1));
+        assert_eq!(q.entry(1).slot, NIL);
+        // A ghost hit moves the key to the most recent end.
+        let mut e = q.entry(2);
+        assert!(q.ghost_touch(&mut e, Ghost::Read, true));
+        assert_eq!(q.ghost_keys(Ghost::Read), vec![2, 3]);
+        // Remove from the queue keeps the ghost entry.
+        assert!(q.remove(2));
+        assert!(q.ghost_contains(Ghost::Read, 2) && !q.contains(2));
+    }
+
+    #[test]
+    fn ghosts_match_lru_sets_under_random_use() {
+        use crate::replacement::{Lru, Replacement};
+        use crate::Access;
+        let mut q = SegmentedQueue::with_ghosts(8, &[4, 4], 5);
+        let mut read = Lru::new(5);
+        let mut dem = Lru::new(5);
+        let mut queue_model = Lru::new(8);
+        let mut x: u64 = 0x1234_5678_9ABC_DEF1;
+        for step in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = x % 24;
+            let mut e = q.entry(key);
+            let a = Access::read(key, 0);
+            match (x >> 20) % 3 {
+                0 => {
+                    let hit = q.ghost_touch(&mut e, Ghost::Read, true);
+                    assert_eq!(hit, read.access(&a).0, "step {step}");
+                }
+                1 => {
+                    let hit = q.ghost_touch(&mut e, Ghost::Demoted, (x >> 30) % 2 == 0);
+                    let want = if (x >> 30) % 2 == 0 { dem.access(&a).0 } else { dem.lookup(&a) };
+                    assert_eq!(hit, want, "step {step}");
+                }
+                _ => {
+                    let ejected = q.place(&mut e, Position::Keep(1));
+                    let (_, want) = queue_model.access(&a);
+                    assert_eq!(ejected, want, "step {step}");
+                }
+            }
+        }
+        assert_eq!(q.ghost_keys(Ghost::Read), read.keys());
+        assert_eq!(q.ghost_keys(Ghost::Demoted), dem.keys());
+        assert_eq!(q.keys(), queue_model.keys());
+        assert!(q.nodes.len() <= 8 + 10);
     }
 
     #[test]
