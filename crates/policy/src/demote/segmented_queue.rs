@@ -639,8 +639,9 @@ mod tests {
                     assert_eq!(hit, read.access(&a).0, "step {step}");
                 }
                 1 => {
-                    let hit = q.ghost_touch(&mut e, Ghost::Demoted, (x >> 30) % 2 == 0);
-                    let want = if (x >> 30) % 2 == 0 { dem.access(&a).0 } else { dem.lookup(&a) };
+                    let insert = (x >> 30) & 1 == 0;
+                    let hit = q.ghost_touch(&mut e, Ghost::Demoted, insert);
+                    let want = if insert { dem.access(&a).0 } else { dem.lookup(&a) };
                     assert_eq!(hit, want, "step {step}");
                 }
                 _ => {
