@@ -56,8 +56,9 @@ pub struct DemoteArgs {
     /// if every volume is named clientN).
     #[arg(long, default_value = "auto")]
     pub addressing: String,
-    /// Hierarchy: warm-up requests not counted: `wss` (a working set's worth, the paper's
-    /// procedure), `none`, a count, or a percentage of the requests (`10%`).
+    /// Hierarchy: warm-up requests not counted: `wss` (the requests holding a working set's
+    /// worth of block accesses, at most half the trace: the paper's procedure), `none`, a
+    /// count, or a percentage of the requests (`10%`).
     #[arg(long, default_value = "wss")]
     pub warmup: String,
     /// Hierarchy: T_c, a client hit, in ms.
@@ -139,11 +140,21 @@ impl DemoteArgs {
         })
     }
 
-    fn warmup(&self, trace: &Trace, wss: u64) -> anyhow::Result<usize> {
+    fn warmup(&self, trace: &Trace, wss: u64, block_size: u64) -> anyhow::Result<usize> {
         let w = self.warmup.trim();
         let n = trace.requests.len();
         Ok(match w {
-            "wss" => usize::try_from(wss).unwrap_or(n).min(n),
+            "wss" => {
+                // The shortest prefix with a working set's worth of block accesses, at most
+                // half the requests.
+                let mut seen = 0u64;
+                let mut k = 0;
+                while k < n / 2 && seen < wss {
+                    seen += trace.requests[k].blocks(block_size).count() as u64;
+                    k += 1;
+                }
+                k
+            }
             "none" | "0" => 0,
             _ if w.ends_with('%') => {
                 let p: f64 = w[..w.len() - 1]
@@ -255,7 +266,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         sweep_array_blocks: sweep,
         threads: args.threads.unwrap_or_else(default_threads).max(1),
     };
-    let warmup = d.warmup(&trace, wss)?;
+    let warmup = d.warmup(&trace, wss, block_size)?;
     let started = std::time::Instant::now();
     let report = exp
         .run(&trace.requests, warmup)
@@ -471,13 +482,17 @@ mod tests {
     #[test]
     fn warmup_forms() {
         let t = trace(200);
-        assert_eq!(args(&[]).warmup(&t, 50).unwrap(), 50);
-        assert_eq!(args(&["--warmup", "none"]).warmup(&t, 50).unwrap(), 0);
-        assert_eq!(args(&["--warmup", "25%"]).warmup(&t, 50).unwrap(), 50);
-        assert_eq!(args(&["--warmup", "120"]).warmup(&t, 50).unwrap(), 120);
-        assert_eq!(args(&["--warmup", "900"]).warmup(&t, 50).unwrap(), 200);
-        assert!(args(&["--warmup", "abc"]).warmup(&t, 50).is_err());
-        assert!(args(&["--warmup", "150%"]).warmup(&t, 50).is_err());
+        let w = |a: &[&str], wss: u64| args(a).warmup(&t, wss, 4096);
+        assert_eq!(w(&[], 50).unwrap(), 50);
+        assert_eq!(w(&[], 500).unwrap(), 100); // at most half the requests
+                                               // 2-block requests: 50 blocks of working set are 25 requests.
+        assert_eq!(args(&[]).warmup(&t, 50, 2048).unwrap(), 25);
+        assert_eq!(w(&["--warmup", "none"], 50).unwrap(), 0);
+        assert_eq!(w(&["--warmup", "25%"], 50).unwrap(), 50);
+        assert_eq!(w(&["--warmup", "120"], 50).unwrap(), 120);
+        assert_eq!(w(&["--warmup", "900"], 50).unwrap(), 200);
+        assert!(w(&["--warmup", "abc"], 50).is_err());
+        assert!(w(&["--warmup", "150%"], 50).is_err());
     }
 
     #[test]

@@ -133,10 +133,15 @@ impl LatencyModel {
     }
 }
 
-/// Speedup of `latency` over `baseline`: `baseline / latency` (section 3.1).
+/// Speedup of `latency` over `baseline`: `baseline / latency` (section 3.1); 1 when both
+/// are 0, infinite when only `latency` is.
 pub fn speedup(baseline: f64, latency: f64) -> f64 {
     if latency <= 0.0 {
-        f64::INFINITY
+        if baseline <= 0.0 {
+            1.0
+        } else {
+            f64::INFINITY
+        }
     } else {
         baseline / latency
     }
@@ -222,5 +227,7 @@ mod tests {
             assert!((g.0 - w.0).abs() < 1e-9 && (g.1 - w.1).abs() < 1e-12, "{cdf:?}");
         }
         assert!((geometric_mean(&[2.0, 8.0]) - 4.0).abs() < 1e-12);
+        assert_eq!(speedup(0.0, 0.0), 1.0);
+        assert_eq!(speedup(1.0, 0.0), f64::INFINITY);
     }
 }

@@ -55,10 +55,6 @@ struct Node {
     up: u32,
     /// Towards the discard end.
     down: u32,
-    /// Ghost list links, per [`Ghost`]: towards the most recently used end.
-    gprev: [u32; 2],
-    /// Ghost list links: towards the least recently used end.
-    gnext: [u32; 2],
     seg: u8,
     /// [`IN_QUEUE`] and the [`Ghost::flag`]s.
     flags: u8,
@@ -101,6 +97,10 @@ pub struct SegmentedQueue {
     capacity: usize,
     len: usize,
     ghosts: [GhostList; 2],
+    /// Ghost list links per node, parallel to `nodes` and empty without ghosts (so a plain
+    /// queue keeps 24-byte nodes): `[prev Read, prev Demoted, next Read, next Demoted]`,
+    /// prev towards the most recently used end.
+    glinks: Vec<[u32; 4]>,
 }
 
 impl SegmentedQueue {
@@ -137,6 +137,7 @@ impl SegmentedQueue {
             capacity,
             len: 0,
             ghosts: [g, g],
+            glinks: Vec::with_capacity(if ghost_capacity > 0 { nodes } else { 0 }),
         }
     }
 
@@ -156,15 +157,21 @@ impl SegmentedQueue {
     /// Take a node for `key`, which has none, and index it.
     #[inline]
     fn alloc(&mut self, key: u64) -> u32 {
-        let node =
-            Node { key, up: NIL, down: NIL, gprev: [NIL; 2], gnext: [NIL; 2], seg: 0, flags: 0 };
+        let node = Node { key, up: NIL, down: NIL, seg: 0, flags: 0 };
+        let ghosts = self.ghosts[0].cap > 0;
         let i = match self.free.pop() {
             Some(i) => {
                 self.nodes[i as usize] = node;
+                if ghosts {
+                    self.glinks[i as usize] = [NIL; 4];
+                }
                 i
             }
             None => {
                 self.nodes.push(node);
+                if ghosts {
+                    self.glinks.push([NIL; 4]);
+                }
                 (self.nodes.len() - 1) as u32
             }
         };
@@ -184,14 +191,14 @@ impl SegmentedQueue {
 
     #[inline]
     fn ghost_unlink(&mut self, g: usize, i: u32) {
-        let (p, n) = (self.nodes[i as usize].gprev[g], self.nodes[i as usize].gnext[g]);
+        let [p, n] = [self.glinks[i as usize][g], self.glinks[i as usize][2 + g]];
         if p != NIL {
-            self.nodes[p as usize].gnext[g] = n;
+            self.glinks[p as usize][2 + g] = n;
         } else {
             self.ghosts[g].head = n;
         }
         if n != NIL {
-            self.nodes[n as usize].gprev[g] = p;
+            self.glinks[n as usize][g] = p;
         } else {
             self.ghosts[g].tail = p;
         }
@@ -201,13 +208,10 @@ impl SegmentedQueue {
     #[inline]
     fn ghost_push_head(&mut self, g: usize, i: u32) {
         let h = self.ghosts[g].head;
-        {
-            let n = &mut self.nodes[i as usize];
-            n.gprev[g] = NIL;
-            n.gnext[g] = h;
-        }
+        self.glinks[i as usize][g] = NIL;
+        self.glinks[i as usize][2 + g] = h;
         if h != NIL {
-            self.nodes[h as usize].gprev[g] = i;
+            self.glinks[h as usize][g] = i;
         } else {
             self.ghosts[g].tail = i;
         }
@@ -259,7 +263,7 @@ impl SegmentedQueue {
         let mut i = self.ghosts[g].head;
         while i != NIL {
             out.push(self.nodes[i as usize].key);
-            i = self.nodes[i as usize].gnext[g];
+            i = self.glinks[i as usize][2 + g];
         }
         out
     }
@@ -495,7 +499,9 @@ impl SegmentedQueue {
 
     /// Bytes of memory reserved for the index and nodes.
     pub fn memory_bytes(&self) -> usize {
-        self.map.memory_bytes() + self.map.max_len() * std::mem::size_of::<Node>()
+        self.map.memory_bytes()
+            + self.map.max_len() * std::mem::size_of::<Node>()
+            + self.glinks.capacity() * std::mem::size_of::<[u32; 4]>()
     }
 }
 
