@@ -2,7 +2,7 @@
 //! policies (LRU, FIFO, CLOCK, SIEVE). Each policy decides what a hit does to the order and
 //! which node leaves; this type only keeps index, slab and list consistent.
 
-use crate::keymap::KeyMap;
+use crate::keymap::{Bucket, KeyMap};
 use crate::slab::{List, Node, Slab, NIL};
 
 /// Resident blocks in one list, indexed by key.
@@ -53,6 +53,42 @@ impl<M: Copy + Default> Queue<M> {
     #[inline(always)]
     pub(crate) fn node(&self, i: u32) -> &Node<M> {
         self.slab.node(i)
+    }
+
+    /// The slot of `key` if resident, else the bucket to insert it at (see
+    /// [`KeyMap::find`]): one probe serves both the hit and the miss.
+    #[inline(always)]
+    pub(crate) fn lookup(&self, key: u64) -> Result<u32, Bucket> {
+        let slab = &self.slab;
+        self.map.find(key, |s| slab.key(s))
+    }
+
+    /// Insert `key`, looked up as absent into `bucket`, at the head; the queue must not be
+    /// full.
+    #[inline(always)]
+    pub(crate) fn push_new_at(&mut self, bucket: Bucket, key: u64, meta: M) -> u32 {
+        let i = self.slab.alloc(key, meta);
+        debug_assert!(i != NIL, "push_new_at on a full queue");
+        self.list.push_head(self.slab.nodes_mut(), i);
+        self.map.insert_at(bucket, i);
+        i
+    }
+
+    /// As [`Queue::replace`] for a key looked up as absent into `bucket`: the new entry
+    /// goes in first, then the victim's is removed, so no second probe for the new key.
+    #[inline(always)]
+    pub(crate) fn replace_at(&mut self, victim: u32, bucket: Bucket, key: u64, meta: M) -> u64 {
+        let old = self.slab.key(victim);
+        self.map.insert_at(bucket, victim);
+        self.map.remove(old, victim);
+        self.list.unlink(self.slab.nodes_mut(), victim);
+        {
+            let n = self.slab.node_mut(victim);
+            n.key = key;
+            n.meta = meta;
+        }
+        self.list.push_head(self.slab.nodes_mut(), victim);
+        old
     }
 
     /// Move resident node `i` to the head.
