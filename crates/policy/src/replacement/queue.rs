@@ -74,8 +74,9 @@ impl<M: Copy + Default> Queue<M> {
         i
     }
 
-    /// As [`Queue::replace`] for a key looked up as absent into `bucket`: the new entry
-    /// goes in first, then the victim's is removed, so no second probe for the new key.
+    /// Replace resident node `victim` by `key` (looked up as absent into `bucket`) at the
+    /// head, reusing the victim's slot; returns the victim's key. The new index entry goes in
+    /// first, then the victim's is removed, so the new key is not probed for twice.
     #[inline(always)]
     pub(crate) fn replace_at(&mut self, victim: u32, bucket: Bucket, key: u64, meta: M) -> u64 {
         let old = self.slab.key(victim);
@@ -95,33 +96,6 @@ impl<M: Copy + Default> Queue<M> {
     #[inline(always)]
     pub(crate) fn move_to_head(&mut self, i: u32) {
         self.list.move_to_head(self.slab.nodes_mut(), i);
-    }
-
-    /// Insert absent `key` at the head with `meta`; the queue must not be full.
-    #[inline(always)]
-    pub(crate) fn push_new(&mut self, key: u64, meta: M) -> u32 {
-        let i = self.slab.alloc(key, meta);
-        debug_assert!(i != NIL, "push_new on a full queue");
-        self.list.push_head(self.slab.nodes_mut(), i);
-        self.map.insert(key, i);
-        i
-    }
-
-    /// Replace resident node `victim` by absent `key` (with `meta`) at the head, reusing the
-    /// victim's slot. Returns the victim's key.
-    #[inline(always)]
-    pub(crate) fn replace(&mut self, victim: u32, key: u64, meta: M) -> u64 {
-        let old = self.slab.key(victim);
-        self.list.unlink(self.slab.nodes_mut(), victim);
-        self.map.remove(old, victim);
-        {
-            let n = self.slab.node_mut(victim);
-            n.key = key;
-            n.meta = meta;
-        }
-        self.list.push_head(self.slab.nodes_mut(), victim);
-        self.map.insert(key, victim);
-        old
     }
 
     /// Remove resident node `i`. Returns its key.
