@@ -251,10 +251,14 @@ impl Hierarchy {
             return ReadPath::ClientHit;
         }
         let demote = match ejected {
-            Some(victim) if self.demotes => match self.array.demote(to_array(victim)) {
-                DemoteOutcome::Stored => DemoteKind::Stored,
-                DemoteOutcome::Aborted => DemoteKind::Aborted,
-            },
+            Some(victim) if self.demotes => {
+                // The READ follows the DEMOTE: overlap its index lookup with the DEMOTE's.
+                self.array.prefetch(array_key);
+                match self.array.demote(to_array(victim)) {
+                    DemoteOutcome::Stored => DemoteKind::Stored,
+                    DemoteOutcome::Aborted => DemoteKind::Aborted,
+                }
+            }
             _ => DemoteKind::None,
         };
         if self.array.read(array_key) {

@@ -168,6 +168,12 @@ impl ArrayCache {
         }
     }
 
+    /// Hint that `key` will be READ or DEMOTEd soon: starts loading its index entry.
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        self.queue.prefetch(key);
+    }
+
     /// A client READ of `key` that missed in the client: returns true on an array hit. On a
     /// miss the block is read from disk and cached at the scheme's read position.
     #[inline]

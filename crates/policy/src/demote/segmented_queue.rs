@@ -148,6 +148,13 @@ impl SegmentedQueue {
         Entry { key, slot: self.find(key).unwrap_or(NIL) }
     }
 
+    /// Start loading the index bucket of `key` into the CPU cache (a hint; no effect on
+    /// state), so that a later [`SegmentedQueue::entry`] overlaps its memory latency.
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        self.map.prefetch(key);
+    }
+
     /// True if the entry's block is in the queue.
     #[inline]
     pub fn queued(&self, e: &Entry) -> bool {
