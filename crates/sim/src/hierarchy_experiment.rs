@@ -50,6 +50,9 @@ pub struct SchemeReport {
     pub cdf: Vec<(f64, f64)>,
     /// Wall-clock seconds the simulation took (for bench/hierarchy; never asserted).
     pub run_seconds: f64,
+    /// CPU seconds the simulating thread used (Linux `/proc/thread-self/schedstat`; `None`
+    /// elsewhere): unlike wall-clock time, not inflated when other processes take the CPU.
+    pub run_cpu_seconds: Option<f64>,
 }
 
 /// One point of the sweep.
@@ -124,7 +127,7 @@ impl DemoteExperiment {
             jobs.push(Job::Unified(client_total + a));
         }
         let next = AtomicUsize::new(0);
-        type Timed = (usize, Result<HierarchyResult, SimError>, f64);
+        type Timed = (usize, Result<HierarchyResult, SimError>, f64, Option<f64>);
         let results: Mutex<Vec<Timed>> = Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             for _ in 0..self.threads.max(1).min(jobs.len()) {
@@ -142,10 +145,12 @@ impl DemoteExperiment {
                         },
                     };
                     let started = std::time::Instant::now();
+                    let cpu0 = thread_cpu_seconds();
                     let r = simulate_hierarchy(requests, warmup, &config);
+                    let cpu = thread_cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
                     let secs = started.elapsed().as_secs_f64();
                     if let Ok(mut v) = results.lock() {
-                        v.push((i, r, secs));
+                        v.push((i, r, secs, cpu));
                     }
                 });
             }
@@ -157,15 +162,15 @@ impl DemoteExperiment {
             return Err(SimError::Invalid("a worker panicked".into()));
         }
         let mut out: Vec<HierarchyResult> = Vec::with_capacity(results.len());
-        let mut seconds: Vec<f64> = Vec::with_capacity(results.len());
-        for (_, r, secs) in results {
+        let mut seconds: Vec<(f64, Option<f64>)> = Vec::with_capacity(results.len());
+        for (_, r, secs, cpu) in results {
             out.push(r?);
-            seconds.push(secs);
+            seconds.push((secs, cpu));
         }
         let model = self.model;
         let baseline: Vec<f64> = out[0].clients.iter().map(|c| model.mean_latency(c)).collect();
         let mut reports = Vec::new();
-        for (r, &run_seconds) in out.iter().zip(&seconds).take(schemes.len()) {
+        for (r, &(run_seconds, run_cpu_seconds)) in out.iter().zip(&seconds).take(schemes.len()) {
             let latency_ms: Vec<f64> = r.clients.iter().map(|c| model.mean_latency(c)).collect();
             // Clients without READS have no latency to compare.
             let sp: Vec<f64> = latency_ms
@@ -187,6 +192,7 @@ impl DemoteExperiment {
                 total_latency_ms,
                 cdf: model.cdf(&total),
                 run_seconds,
+                run_cpu_seconds,
             });
         }
         let mut sweep = Vec::new();
@@ -210,6 +216,14 @@ impl DemoteExperiment {
         sweep.sort_by_key(|p| (Scheme::ALL.iter().position(|s| *s == p.scheme), p.array_blocks));
         Ok(DemoteReport { base: self.base, model, schemes: reports, sweep, unified })
     }
+}
+
+/// CPU time of the calling thread, from `/proc/thread-self/schedstat` (nanoseconds on CPU,
+/// its first field); `None` where that file does not exist.
+fn thread_cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
 }
 
 impl DemoteReport {

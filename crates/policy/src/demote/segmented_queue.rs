@@ -161,6 +161,36 @@ impl SegmentedQueue {
         e.slot != NIL && self.nodes[e.slot as usize].flags & IN_QUEUE != 0
     }
 
+    /// Hint the CPU to load node `i` (and its ghost links): the nodes at segment and ghost
+    /// ends are the next ones a spill or ejection reads, and they lie anywhere in memory.
+    #[inline(always)]
+    fn prefetch_node(&self, i: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if let Some(n) = self.nodes.get(i as usize) {
+                // SAFETY: the pointer is to a live node; a prefetch never faults and SSE is
+                // part of the x86-64 baseline.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch(
+                        (n as *const Node).cast::<i8>(),
+                        std::arch::x86_64::_MM_HINT_T0,
+                    )
+                };
+            }
+            if let Some(g) = self.glinks.get(i as usize) {
+                // SAFETY: as above.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch(
+                        (g as *const [u32; 4]).cast::<i8>(),
+                        std::arch::x86_64::_MM_HINT_T0,
+                    )
+                };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+
     /// Take a node for `key`, which has none, and index it.
     #[inline]
     fn alloc(&mut self, key: u64) -> u32 {
@@ -249,6 +279,7 @@ impl SegmentedQueue {
             self.ghost_unlink(g, t);
             self.nodes[t as usize].flags &= !flag;
             self.release_if_unused(t);
+            self.prefetch_node(self.ghosts[g].tail);
         }
         if e.slot == NIL {
             e.slot = self.alloc(e.key);
@@ -422,6 +453,8 @@ impl SegmentedQueue {
                 s.discard = NIL;
             } else {
                 s.discard = self.nodes[x as usize].up;
+                let d = s.discard;
+                self.prefetch_node(d);
             }
             let b = &mut self.segs[k - 1];
             b.keep = x;
@@ -468,6 +501,9 @@ impl SegmentedQueue {
         let key = self.nodes[victim as usize].key;
         self.nodes[victim as usize].flags &= !IN_QUEUE;
         self.release_if_unused(victim);
+        if let Some(next) = self.segs.iter().find(|s| s.len > 0) {
+            self.prefetch_node(next.discard);
+        }
         Some(key)
     }
 
