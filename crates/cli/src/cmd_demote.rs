@@ -290,6 +290,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
     if let Some(dir) = &out {
         if !report.sweep.is_empty() {
             plot_hit_rate(&report, &name, &dir.join("demote_hit_rate.png"))?;
+            plot_latency_vs_array(&report, &name, &dir.join("demote_latency_vs_array.png"))?;
         }
         plot_cdf(&report, &name, &dir.join("demote_latency_cdf.png"))?;
         if !args.quiet {
@@ -388,6 +389,75 @@ pub fn plot_hit_rate(report: &DemoteReport, trace: &str, path: &Path) -> anyhow:
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    finish(path, draw())
+}
+
+/// Figure 6: mean READ latency against array cache size at a fixed client size, one line per
+/// scheme; the dotted line marks the array size equal to the (total) client size.
+pub fn plot_latency_vs_array(
+    report: &DemoteReport,
+    trace: &str,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for s in &report.schemes {
+        let pts: Vec<(f64, f64)> = report
+            .sweep
+            .iter()
+            .filter(|p| p.scheme == s.scheme)
+            .map(|p| (p.array_blocks as f64, p.latency_ms))
+            .collect();
+        lines.push((s.scheme.to_string(), pts));
+    }
+    let pts = lines.iter().flat_map(|l| l.1.iter());
+    let x1 = pts.clone().fold(1f64, |m, p| m.max(p.0)) * 1.05;
+    let y1 = pts.fold(0.1f64, |m, p| m.max(p.1)) * 1.1;
+    let clients = (report.base.clients * report.base.client_blocks) as f64;
+    let draw = || -> DrawResult {
+        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(20)
+            .caption(
+                format!("Mean READ latency vs array cache size (Wong & Wilkes Fig. 6) — {trace}"),
+                ("sans-serif", 24),
+            )
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x1, 0.0..y1)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!(
+                "array cache size, blocks ({} clients x {} blocks)",
+                report.base.clients, report.base.client_blocks
+            ))
+            .y_desc("mean READ latency, ms")
+            .x_label_formatter(&|x| format!("{}", x.round() as u64))
+            .label_style(("sans-serif", 15))
+            .draw()?;
+        for (i, (name, pts)) in lines.iter().enumerate() {
+            let c = colour(i);
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], c.stroke_width(2)));
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+        }
+        let grey = RGBColor(127, 127, 127);
+        chart.draw_series((0..40).filter(|k| k % 2 == 0).map(|k| {
+            let (a, b) = (y1 * k as f64 / 40.0, y1 * (k + 1) as f64 / 40.0);
+            PathElement::new([(clients, a), (clients, b)], grey.stroke_width(1))
+        }))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .label_font(("sans-serif", 14))
@@ -558,7 +628,13 @@ mod tests {
         ]);
         assert!(wanted(&cli.sim));
         run(&cli.sim).unwrap();
-        for f in ["demote.txt", "demote.json", "demote_hit_rate.png", "demote_latency_cdf.png"] {
+        for f in [
+            "demote.txt",
+            "demote.json",
+            "demote_hit_rate.png",
+            "demote_latency_cdf.png",
+            "demote_latency_vs_array.png",
+        ] {
             assert!(out.join(f).is_file(), "{f}");
         }
         let json: serde_json::Value =
