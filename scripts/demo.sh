@@ -30,6 +30,7 @@ echo
 echo "== 3. SieveStore: a 12-volume ensemble over 4 days (MSR-Cambridge CSV), every sieve compared"
 "$EMBER" trace gen ensemble --days 4 --accesses-per-day 500000 --seed 7 -o "$OUT/ensemble.csv"
 "$EMBER" sim "$OUT/ensemble.csv" --experiment sievestore --out "$OUT/sievestore" --quiet
+sed -n '1,12p' "$OUT/sievestore/sievestore.txt"
 
 echo
 echo "demo: wrote"

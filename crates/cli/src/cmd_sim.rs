@@ -151,6 +151,10 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let split = if args.per_request { Split::FirstBlock } else { Split::Blocks };
     // Stream the trace straight into the access stream: no intermediate Vec<Request>.
     let mut builder = AccessStreamBuilder::new(block_size, split)?;
+    if args.interval.is_none() {
+        // No timeline, and plain runs use AOD, which ignores time: 8 bytes per access saved.
+        builder = builder.without_times();
+    }
     let opts = args.input.read_options();
     let format = match opts.format {
         Some(f) => f,
