@@ -33,11 +33,17 @@ echo "== 3. SieveStore: a 12-volume ensemble over 4 days (MSR-Cambridge CSV), ev
 sed -n '1,12p' "$OUT/sievestore/sievestore.txt"
 
 echo
+echo "== 4. Exclusive caching (Wong & Wilkes): the ZIPF workload of section 3 under every DEMOTE scheme"
+"$EMBER" trace gen ww-zipf --seed 3 -o "$OUT/ww-zipf.ember" >/dev/null
+"$EMBER" sim "$OUT/ww-zipf.ember" --experiment demote --out "$OUT/demote" --quiet
+grep -E "mean speedup" "$OUT/demote/demote.txt" || true
+
+echo
 echo "demo: wrote"
 for f in sim.json sim.csv timeline.csv hit_ratio.png timeline.png; do
     printf '  %s (%s bytes)\n' "$OUT/$f" "$(stat -c %s "$OUT/$f")"
 done
-for f in "$OUT"/sievestore/*; do
+for f in "$OUT"/sievestore/* "$OUT"/demote/*; do
     printf '  %s (%s bytes)\n' "$f" "$(stat -c %s "$f")"
 done
 if [[ -x scripts/demo-serve.sh ]]; then
