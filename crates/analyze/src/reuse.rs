@@ -8,7 +8,8 @@
 //! Algorithm (Bennett and Kruskal, 1975): a Fenwick tree over access positions marks, for
 //! every block seen, the position of its latest access. The distance of access `i` whose
 //! block was last accessed at `p` is the number of marks after `p`: `D - prefix(p)` where `D`
-//! is the number of distinct blocks so far. Then `p` is unmarked and `i` marked.
+//! is the number of distinct blocks so far (computed as a range sum). Then `p` is unmarked and `i` marked. Positions
+//! are renumbered when the tree's window fills ([`reuse_distances`]).
 
 use crate::temporal::percent;
 use rustc_hash::FxHashMap;
@@ -20,8 +21,19 @@ struct Fenwick {
 }
 
 impl Fenwick {
-    fn new(n: usize) -> Self {
-        Self { tree: vec![0; n + 1] }
+    /// A tree over `1..=counts.len()` holding `counts` (built in O(n)).
+    fn from_counts(counts: &[u32]) -> Self {
+        let n = counts.len();
+        let mut tree = Vec::with_capacity(n + 1);
+        tree.push(0);
+        tree.extend_from_slice(counts);
+        for i in 1..=n {
+            let j = i + (i & i.wrapping_neg());
+            if j <= n {
+                tree[j] += tree[i];
+            }
+        }
+        Self { tree }
     }
 
     /// Add `delta` (±1) at position `i` (1-based).
@@ -46,19 +58,79 @@ impl Fenwick {
     }
 }
 
+/// The dead positions among `0..cap`: a bitmap, and a Fenwick tree counting the set bits of
+/// each 64-bit word. Positions are live until killed, so a new access costs nothing here;
+/// killing one walks the tree up, a rank walks it down. The tree is 64 times smaller than a
+/// tree over positions, so it stays in cache.
+struct Marks {
+    dead: Vec<u64>,
+    words: Fenwick,
+}
+
+impl Marks {
+    /// Positions `0..cap`, all live.
+    fn new(cap: usize) -> Self {
+        let words = cap.div_ceil(64);
+        Self { dead: vec![0u64; words], words: Fenwick::from_counts(&vec![0; words]) }
+    }
+
+    /// Kill position `p` (live).
+    #[inline]
+    fn kill(&mut self, p: usize) {
+        self.dead[p / 64] |= 1 << (p % 64);
+        self.words.add(p / 64 + 1, 1);
+    }
+
+    /// Live positions in `0..=p`.
+    #[inline]
+    fn rank(&self, p: usize) -> u64 {
+        let w = p / 64;
+        let upto =
+            if p % 64 == 63 { self.dead[w] } else { self.dead[w] & ((2u64 << (p % 64)) - 1) };
+        (p as u64 + 1) - self.words.prefix(w) - upto.count_ones() as u64
+    }
+}
+
+/// Smallest number of positions of the window.
+const MIN_POSITIONS: usize = 1 << 16;
+
 /// Call `f(i, distance)` for every access `i` of `keys` in order: `Some(d)` with its reuse
 /// distance, or `None` for a block's first access. Returns the number of distinct blocks.
-pub fn reuse_distances(keys: &[u64], mut f: impl FnMut(usize, Option<u64>)) -> u64 {
-    let mut fen = Fenwick::new(keys.len());
-    let mut last: FxHashMap<u64, usize> = FxHashMap::default();
-    last.reserve(keys.len().min(1 << 24));
+///
+/// The marks cover a window of positions, not the whole trace: when the window is used up,
+/// the live marks (one per distinct block) are renumbered `0..distinct` in order and the
+/// structure rebuilt, with a window of at least twice the distinct blocks. It then
+/// stays small and the rebuilds cost O(1) per access, amortized.
+pub fn reuse_distances(keys: &[u64], f: impl FnMut(usize, Option<u64>)) -> u64 {
+    reuse_distances_in(keys, MIN_POSITIONS, f)
+}
+
+/// [`reuse_distances`] starting from a window of `min_positions` (at least 64).
+fn reuse_distances_in(
+    keys: &[u64],
+    min_positions: usize,
+    mut f: impl FnMut(usize, Option<u64>),
+) -> u64 {
+    let mut cap = min_positions.max(64);
+    let mut marks = Marks::new(cap);
+    let mut last: FxHashMap<u64, u32> = FxHashMap::default();
     let mut distinct = 0u64;
+    let mut pos = 0usize;
     for (i, &k) in keys.iter().enumerate() {
-        let pos = i + 1;
-        match last.insert(k, pos) {
+        if pos == cap {
+            cap = cap.max(2 * distinct as usize);
+            renumber(&mut last, pos);
+            pos = distinct as usize;
+            marks = Marks::new(cap);
+        }
+        match last.insert(k, pos as u32) {
             Some(p) => {
-                let d = distinct - fen.prefix(p);
-                fen.add(p, -1);
+                let p = p as usize;
+                // Marks after p, before this access: the distinct blocks in between.
+                // Live positions are below pos, one per distinct block: those after p are
+                // the distinct blocks accessed since.
+                let d = distinct - marks.rank(p);
+                marks.kill(p);
                 f(i, Some(d));
             }
             None => {
@@ -66,9 +138,28 @@ pub fn reuse_distances(keys: &[u64], mut f: impl FnMut(usize, Option<u64>)) -> u
                 f(i, None);
             }
         }
-        fen.add(pos, 1);
+        pos += 1;
     }
     distinct
+}
+
+/// Renumber the positions in `last` (all distinct, below `used`) to `0..len`, keeping their
+/// order.
+fn renumber(last: &mut FxHashMap<u64, u32>, used: usize) {
+    let mut rank = vec![0u32; used];
+    for &p in last.values() {
+        rank[p as usize] = 1;
+    }
+    let mut next = 0u32;
+    for r in rank.iter_mut() {
+        if *r != 0 {
+            *r = next;
+            next += 1;
+        }
+    }
+    for p in last.values_mut() {
+        *p = rank[*p as usize];
+    }
 }
 
 /// Upper bounds (exclusive, in bytes) of the reuse-distance groups of Bonfire Figure 3:
@@ -101,23 +192,24 @@ impl ReuseHistogram {
     /// The histogram of `keys`/`writes` with `block_size`-byte blocks.
     pub fn of(keys: &[u64], writes: &[bool], block_size: u64) -> Self {
         let mut h = ReuseHistogram::default();
-        let mut reads_hist: Vec<u64> = Vec::new();
+        // Distances are below the number of accesses: size both histograms for it up front
+        // (zeroed pages are mapped lazily) and trim them afterwards.
+        h.all = vec![0; keys.len()];
+        let mut reads_hist: Vec<u64> = vec![0; keys.len()];
         reuse_distances(keys, |i, d| match d {
             None => h.cold += 1,
             Some(d) => {
                 let d = d as usize;
-                if h.all.len() <= d {
-                    h.all.resize(d + 1, 0);
-                }
                 h.all[d] += 1;
                 if !writes[i] {
-                    if reads_hist.len() <= d {
-                        reads_hist.resize(d + 1, 0);
-                    }
                     reads_hist[d] += 1;
                 }
             }
         });
+        let used = h.all.iter().rposition(|&n| n > 0).map_or(0, |d| d + 1);
+        h.all.truncate(used);
+        h.all.shrink_to_fit();
+        reads_hist.truncate(used);
         let reaccesses: u64 = reads_hist.iter().sum();
         let mut seen = 0u64;
         let mut median_set = false;
@@ -186,6 +278,43 @@ mod tests {
             })
             .collect();
         assert_eq!(distances(&keys), naive(&keys));
+        // A 64-position window: renumbered and grown many times on the way.
+        let mut small = Vec::new();
+        let n = reuse_distances_in(&keys, 64, |_, d| small.push(d));
+        assert_eq!(small, naive(&keys));
+        assert_eq!(n, 200);
+    }
+
+    #[test]
+    fn marks_rank_matches_a_plain_bitmap() {
+        let cap = 3 * (1 << 18) + 777;
+        let mut m = Marks::new(cap);
+        let mut dead = vec![false; cap];
+        let mut x = 7u64;
+        let mut rnd = move |n: usize| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((x >> 33) as usize) % n
+        };
+        for _ in 0..5 {
+            for _ in 0..5000 {
+                let p = rnd(cap);
+                if !dead[p] {
+                    m.kill(p);
+                    dead[p] = true;
+                }
+            }
+            let mut live = 0u64;
+            let mut ranks = Vec::with_capacity(cap);
+            for d in &dead {
+                live += !d as u64;
+                ranks.push(live);
+            }
+            for _ in 0..500 {
+                let p = rnd(cap);
+                assert_eq!(m.rank(p), ranks[p], "position {p}");
+            }
+            assert_eq!(m.rank(cap - 1), live);
+        }
     }
 
     #[test]
