@@ -191,10 +191,9 @@ pub struct ReuseHistogram {
 impl ReuseHistogram {
     /// The histogram of `keys`/`writes` with `block_size`-byte blocks.
     pub fn of(keys: &[u64], writes: &[bool], block_size: u64) -> Self {
-        let mut h = ReuseHistogram::default();
         // Distances are below the number of accesses: size both histograms for it up front
         // (zeroed pages are mapped lazily) and trim them afterwards.
-        h.all = vec![0; keys.len()];
+        let mut h = ReuseHistogram { all: vec![0; keys.len()], ..Default::default() };
         let mut reads_hist: Vec<u64> = vec![0; keys.len()];
         reuse_distances(keys, |i, d| match d {
             None => h.cold += 1,
