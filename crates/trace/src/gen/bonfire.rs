@@ -83,14 +83,14 @@ pub fn bonfire(c: &BonfireConfig) -> Result<Trace, TraceError> {
     if !(0.0..=1.0).contains(&c.hourly) {
         return bad(format!("the hourly share must be in [0, 1], got {}", c.hourly));
     }
-    if !(c.hourly_mean_age_s > 0.0) {
+    if c.hourly_mean_age_s.is_nan() || c.hourly_mean_age_s <= 0.0 {
         return bad(format!("the hourly mean age must be positive, got {}", c.hourly_mean_age_s));
     }
     if c.start_hour > 23 || c.daily_hour > 23 {
         return bad("hours must be in 0..=23".into());
     }
     let bs = c.common.block_size;
-    if c.region_bytes < bs || c.region_bytes % bs != 0 {
+    if c.region_bytes < bs || !c.region_bytes.is_multiple_of(bs) {
         return bad(format!(
             "region size {} is not a multiple of the block size {bs}",
             c.region_bytes
