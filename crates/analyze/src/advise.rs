@@ -52,9 +52,11 @@ pub struct Advice {
     pub reason: String,
 }
 
-/// Share of daily reaccesses at the busiest wall-clock hour from which the daily pattern is
-/// taken to recur at the same time every day.
+/// Share of daily reaccesses within the busiest [`SAME_HOURS`] wall-clock hours from which the
+/// daily pattern is taken to recur at the same time every day.
 pub const SAME_HOUR_SHARE: f64 = 0.5;
+/// Width in hours of the window of [`SAME_HOUR_SHARE`].
+pub const SAME_HOURS: usize = 3;
 /// Share of reaccesses within 10 MB above which reuse distances are "small".
 pub const SMALL_REUSE_SHARE: f64 = 50.0;
 
@@ -68,12 +70,13 @@ pub fn advise(a: &Analysis, region_bytes: u64) -> Advice {
         }
     }
     let total: u64 = by_hour.iter().sum();
-    let (peak_hour, peak) = by_hour
-        .iter()
-        .enumerate()
-        .max_by_key(|x| (*x.1, 24 - x.0))
-        .map(|(h, &n)| (h, n))
-        .unwrap_or((0, 0));
+    // The busiest window of SAME_HOURS consecutive wall-clock hours (wrapping at midnight),
+    // earliest first on ties; the daily event starts at its first busy hour.
+    let window = |h: usize| (0..SAME_HOURS).map(|i| by_hour[(h + i) % 24]).sum::<u64>();
+    let best = (0..24).max_by_key(|&h| (window(h), 24 - h)).unwrap_or(0);
+    let peak = window(best);
+    let peak_hour =
+        (0..SAME_HOURS).map(|i| (best + i) % 24).find(|&h| by_hour[h] > 0).unwrap_or(best);
     let same_hour = total > 0 && peak as f64 >= SAME_HOUR_SHARE * total as f64;
     let classes = format!(
         "hourly {hourly:.1} %, daily {daily:.1} %, other {other:.1} % of reaccessed blocks"
@@ -83,7 +86,7 @@ pub fn advise(a: &Analysis, region_bytes: u64) -> Advice {
             algorithm: Algorithm::FirstK,
             start_before_hour: Some(peak_hour as u8),
             reason: format!(
-                "daily reaccesses dominate ({classes}) and {:.0} % of them happen at {peak_hour:02}:00 UTC every day: start the cache just before {peak_hour:02}:00 and warm it with the first regions of the previous day's period",
+                "daily reaccesses dominate ({classes}) and {:.0} % of them happen within {SAME_HOURS} h from {peak_hour:02}:00 UTC every day: start the cache just before {peak_hour:02}:00 and warm it with the first regions of the previous day's period",
                 100.0 * peak as f64 / total as f64
             ),
         };
@@ -159,6 +162,12 @@ mod tests {
         // Daily majority without a recurring hour: falls to the reuse-distance branch.
         let mut spread = with([10.0, 80.0, 10.0], 20.0, None);
         spread.temporal.daily_by_hour = vec![[1; 24]];
+        // A job over 23:00-01:00 wraps midnight and starts at 23:00.
+        let mut late = with([10.0, 80.0, 10.0], 20.0, None);
+        let mut d = [0u64; 24];
+        (d[23], d[0], d[1], d[12]) = (30, 30, 30, 10);
+        late.temporal.daily_by_hour = vec![d];
+        assert_eq!(advise(&late, 1 << 20).start_before_hour, Some(23));
         assert_eq!(advise(&spread, 4096).algorithm, Algorithm::FirstK);
         assert_eq!(advise(&spread, 4096).start_before_hour, None);
     }
