@@ -195,17 +195,19 @@ impl ReuseHistogram {
         // (zeroed pages are mapped lazily) and trim them afterwards.
         let mut h = ReuseHistogram { all: vec![0; keys.len()], ..Default::default() };
         let mut reads_hist: Vec<u64> = vec![0; keys.len()];
+        let mut max_d = 0usize;
         reuse_distances(keys, |i, d| match d {
             None => h.cold += 1,
             Some(d) => {
                 let d = d as usize;
+                max_d = max_d.max(d);
                 h.all[d] += 1;
                 if !writes[i] {
                     reads_hist[d] += 1;
                 }
             }
         });
-        let used = h.all.iter().rposition(|&n| n > 0).map_or(0, |d| d + 1);
+        let used = if h.all.is_empty() || h.all[max_d] == 0 { 0 } else { max_d + 1 };
         h.all.truncate(used);
         h.all.shrink_to_fit();
         reads_hist.truncate(used);
