@@ -162,6 +162,37 @@ fn renumber(last: &mut FxHashMap<u64, u32>, used: usize) {
     }
 }
 
+/// Distances below this are counted in place by [`ReuseHistogram::of`].
+const SHORT: usize = 1 << 15;
+
+/// Sort `v` (LSD radix sort, 11 bits a pass, only as many passes as the largest value needs).
+fn radix_sort(v: &mut Vec<u64>) {
+    const BITS: u32 = 11;
+    let Some(&max) = v.iter().max() else { return };
+    let bits = 64 - max.leading_zeros();
+    let mut buf = vec![0u64; v.len()];
+    let mut shift = 0;
+    while shift < bits {
+        let mut pos = [0usize; 1 << BITS];
+        for &x in v.iter() {
+            pos[((x >> shift) & ((1 << BITS) - 1)) as usize] += 1;
+        }
+        let mut acc = 0;
+        for p in pos.iter_mut() {
+            let c = *p;
+            *p = acc;
+            acc += c;
+        }
+        for &x in v.iter() {
+            let b = ((x >> shift) & ((1 << BITS) - 1)) as usize;
+            buf[pos[b]] = x;
+            pos[b] += 1;
+        }
+        std::mem::swap(v, &mut buf);
+        shift += BITS;
+    }
+}
+
 /// Upper bounds (exclusive, in bytes) of the reuse-distance groups of Bonfire Figure 3:
 /// under 10 MB, 10 MB to 100 MB, 100 MB to 1 GB, 1 GB and over. The paper's text names
 /// 10 MB as the bound of "small" reuse distances; the other bounds are ember's decades.
@@ -191,25 +222,38 @@ pub struct ReuseHistogram {
 impl ReuseHistogram {
     /// The histogram of `keys`/`writes` with `block_size`-byte blocks.
     pub fn of(keys: &[u64], writes: &[bool], block_size: u64) -> Self {
-        // Distances are below the number of accesses: size both histograms for it up front
-        // (zeroed pages are mapped lazily) and trim them afterwards.
-        let mut h = ReuseHistogram { all: vec![0; keys.len()], ..Default::default() };
-        let mut reads_hist: Vec<u64> = vec![0; keys.len()];
-        let mut max_d = 0usize;
+        // Short distances are counted in place (the two small arrays stay in cache); long
+        // ones, whose counters would be scattered over megabytes, are appended as
+        // `distance << 1 | is_read` and radix-sorted, so the histogram is built in order.
+        let mut h = ReuseHistogram { all: vec![0; SHORT], ..Default::default() };
+        let mut reads_hist: Vec<u64> = vec![0; SHORT];
+        let mut long: Vec<u64> = Vec::new();
         reuse_distances(keys, |i, d| match d {
             None => h.cold += 1,
             Some(d) => {
-                let d = d as usize;
-                max_d = max_d.max(d);
-                h.all[d] += 1;
-                if !writes[i] {
-                    reads_hist[d] += 1;
+                let read = !writes[i];
+                if (d as usize) < SHORT {
+                    h.all[d as usize] += 1;
+                    reads_hist[d as usize] += read as u64;
+                } else {
+                    long.push(d << 1 | read as u64);
                 }
             }
         });
-        let used = if h.all.is_empty() || h.all[max_d] == 0 { 0 } else { max_d + 1 };
+        radix_sort(&mut long);
+        if let Some(&last) = long.last() {
+            let len = (last >> 1) as usize + 1;
+            h.all.resize(len, 0);
+            reads_hist.resize(len, 0);
+        }
+        for &x in &long {
+            let d = (x >> 1) as usize;
+            h.all[d] += 1;
+            reads_hist[d] += x & 1;
+        }
+        drop(long);
+        let used = h.all.iter().rposition(|&n| n > 0).map_or(0, |d| d + 1);
         h.all.truncate(used);
-        h.all.shrink_to_fit();
         reads_hist.truncate(used);
         let reaccesses: u64 = reads_hist.iter().sum();
         let mut seen = 0u64;
@@ -316,6 +360,37 @@ mod tests {
             }
             assert_eq!(m.rank(cap - 1), live);
         }
+    }
+
+    #[test]
+    fn radix_sort_sorts() {
+        let mut x = 99u64;
+        let mut v: Vec<u64> = (0..10_000)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x >> (x % 50)
+            })
+            .collect();
+        let mut w = v.clone();
+        w.sort_unstable();
+        radix_sort(&mut v);
+        assert_eq!(v, w);
+    }
+
+    #[test]
+    fn long_distances_go_through_the_sorted_path() {
+        // 40,000 distinct blocks, then again in the same order: every second access has
+        // distance 39,999 (>= SHORT); a write among them is counted in `all` only.
+        let keys: Vec<u64> = (0..40_000u64).chain(0..40_000).collect();
+        let mut writes = vec![false; 80_000];
+        writes[40_000] = true;
+        let h = ReuseHistogram::of(&keys, &writes, 4096);
+        assert_eq!(h.cold, 40_000);
+        assert_eq!(h.all.len(), 40_000);
+        assert_eq!(h.all[39_999], 40_000);
+        assert_eq!(h.reaccess_median_blocks, 39_999);
+        // 39,999 blocks of 4 KiB = 164 MB: the 100MB-1GB group.
+        assert_eq!(h.reaccess_buckets, [0, 0, 39_999, 0]);
     }
 
     #[test]
