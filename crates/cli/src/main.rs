@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd_analyze;
 mod cmd_cache;
+mod cmd_demote;
 mod cmd_gen;
 mod cmd_sievestore;
 mod cmd_sim;

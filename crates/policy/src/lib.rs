@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod admission;
+pub mod demote;
 pub mod ghost;
 pub mod keymap;
 pub mod replacement;

@@ -120,9 +120,16 @@ impl AccessStream {
         &self.keys
     }
 
-    /// Request times, one per access.
+    /// Request times, one per access; empty if the stream was built without times
+    /// ([`AccessStreamBuilder::without_times`]).
     pub fn times(&self) -> &[u64] {
         &self.times
+    }
+
+    /// Time of access `i` in nanoseconds (0 if the stream keeps no times).
+    #[inline]
+    pub fn time(&self, i: usize) -> u64 {
+        self.times.get(i).copied().unwrap_or(0)
     }
 
     /// Next-access vtimes, one per access ([`NEVER`] for a last access), if computed.
@@ -153,7 +160,7 @@ impl AccessStream {
     pub fn access(&self, i: usize) -> Access {
         Access {
             key: self.keys[i],
-            time_ns: self.times[i],
+            time_ns: self.time(i),
             op: op_of(self.flags[i]),
             vtime: i as u64,
             next_vtime: self.next.as_ref().map_or(NEVER, |n| n[i]),
@@ -161,6 +168,7 @@ impl AccessStream {
     }
 
     /// Cut the stream into timeline intervals; with `None`, one span covering everything.
+    /// On a stream built without times, a time interval yields one span.
     /// Intervals are cut only between requests; a request whose time goes back before the
     /// current interval's start stays in the current interval. Intervals holding no access
     /// are left out.
@@ -176,7 +184,7 @@ impl AccessStream {
             if !self.starts_request(i) {
                 continue;
             }
-            let rel = self.times[i].saturating_sub(self.start_ns);
+            let rel = self.time(i).saturating_sub(self.start_ns);
             let index = match interval {
                 Interval::Time(span) => rel / span,
                 Interval::Requests(k) => request / k,
@@ -237,6 +245,7 @@ pub struct AccessStreamBuilder {
     shift: u32,
     pow2: bool,
     split: Split,
+    keep_times: bool,
 }
 
 impl AccessStreamBuilder {
@@ -254,14 +263,25 @@ impl AccessStreamBuilder {
             shift: block_size.trailing_zeros(),
             pow2: block_size.is_power_of_two(),
             split,
+            keep_times: true,
         })
+    }
+
+    /// Keep no per-access times (saves 8 bytes per access) when nothing will read them: no
+    /// time-based timeline, and an admission policy that ignores time. Accesses then carry
+    /// time 0.
+    pub fn without_times(mut self) -> Self {
+        self.keep_times = false;
+        self
     }
 
     /// Make room for about `accesses` more block accesses.
     pub fn reserve(&mut self, accesses: usize) {
         self.keys.reserve(accesses);
         self.flags.reserve(accesses);
-        self.times.reserve(accesses);
+        if self.keep_times {
+            self.times.reserve(accesses);
+        }
     }
 
     #[inline]
@@ -288,17 +308,32 @@ impl AccessStreamBuilder {
         self.requests += 1;
         self.keys.push(block_key(r.volume, first));
         self.flags.push(w | FIRST);
-        self.times.push(r.time_ns);
         for b in first + 1..end {
             self.keys.push(block_key(r.volume, b));
             self.flags.push(w);
-            self.times.push(r.time_ns);
+        }
+        if self.keep_times {
+            let n = (end - first) as usize;
+            self.times.extend(std::iter::repeat_n(r.time_ns, n));
+        }
+    }
+
+    /// Append one single-block request for `key` (a record of an object-keyed format such as
+    /// oracleGeneral, whose object is one block).
+    #[inline]
+    pub fn push_block(&mut self, key: u64, time_ns: u64, write: bool) {
+        self.requests += 1;
+        self.keys.push(key);
+        self.flags.push(if write { WRITE | FIRST } else { FIRST });
+        if self.keep_times {
+            self.times.push(time_ns);
         }
     }
 
     /// The finished stream; with `oracle`, next-access vtimes are computed too.
     pub fn finish(self, oracle: bool) -> AccessStream {
         let start_ns = self.times.first().copied().unwrap_or(0);
+        debug_assert!(!self.keep_times || self.times.len() == self.keys.len());
         let mut s = AccessStream {
             keys: self.keys,
             flags: self.flags,
@@ -319,7 +354,59 @@ impl AccessStreamBuilder {
 }
 
 /// Number of distinct keys.
-fn distinct_keys(keys: &[u64]) -> u64 {
+///
+/// Block traces address dense ranges, so when the keys of each volume span at most a few
+/// times as many blocks as there are accesses, one bit per block of each volume's range counts
+/// them in a single cache-friendly pass (about 10x faster than hashing 10M keys); sparse keys
+/// (hashed object ids) fall back to a hash set.
+pub fn distinct_keys(keys: &[u64]) -> u64 {
+    // Per volume: (min block, max block), volumes indexed by the key's high bits.
+    let mut ranges: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
+    let mut last_vol = u32::MAX;
+    let mut cur = (u64::MAX, 0u64);
+    for &k in keys {
+        let v = ember_trace::key_volume(k);
+        let b = ember_trace::key_block(k);
+        if v != last_vol {
+            if last_vol != u32::MAX {
+                let e = ranges.entry(last_vol).or_insert((u64::MAX, 0));
+                *e = (e.0.min(cur.0), e.1.max(cur.1));
+            }
+            last_vol = v;
+            cur = ranges.get(&v).copied().unwrap_or((u64::MAX, 0));
+        }
+        cur = (cur.0.min(b), cur.1.max(b));
+    }
+    if last_vol != u32::MAX {
+        let e = ranges.entry(last_vol).or_insert((u64::MAX, 0));
+        *e = (e.0.min(cur.0), e.1.max(cur.1));
+    }
+    let span: u64 = ranges.values().map(|&(lo, hi)| hi - lo + 1).sum();
+    if span / 8 <= (keys.len() as u64).saturating_mul(2).max(1 << 20) {
+        // Bitmaps: one per volume, laid end to end.
+        let mut base: FxHashMap<u32, u64> = FxHashMap::default();
+        let mut at = 0u64;
+        for (&v, &(lo, hi)) in &ranges {
+            base.insert(v, at.wrapping_sub(lo));
+            at += hi - lo + 1;
+        }
+        let mut bits = vec![0u64; at.div_ceil(64) as usize];
+        let mut count = 0u64;
+        let mut last_vol = u32::MAX;
+        let mut off = 0u64;
+        for &k in keys {
+            let v = ember_trace::key_volume(k);
+            if v != last_vol {
+                last_vol = v;
+                off = base[&v];
+            }
+            let i = ember_trace::key_block(k).wrapping_add(off);
+            let (w, m) = ((i >> 6) as usize, 1u64 << (i & 63));
+            count += u64::from(bits[w] & m == 0);
+            bits[w] |= m;
+        }
+        return count;
+    }
     let mut seen = FxHashSet::default();
     seen.reserve(keys.len() / 4);
     for &k in keys {
@@ -347,6 +434,46 @@ mod tests {
         assert_eq!(next, vec![1, 2, NEVER]);
         assert_eq!(wss, 1);
         assert_eq!(next_access_times(&[]), (vec![], 0));
+    }
+
+    #[test]
+    fn distinct_keys_dense_and_sparse_agree_with_a_set() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Dense: three volumes, blocks in small ranges at odd offsets.
+        let dense: Vec<u64> = (0..50_000)
+            .map(|_| block_key((next() % 3) as u32, 1_000_000 + next() % 7_000))
+            .collect();
+        // Sparse: hashed object ids across the whole key space.
+        let sparse: Vec<u64> = (0..50_000).map(|_| next() % 20_000 * 0x1_0000_0001).collect();
+        for keys in [dense, sparse, vec![], vec![5, 5, 5]] {
+            let set: FxHashSet<u64> = keys.iter().copied().collect();
+            assert_eq!(distinct_keys(&keys), set.len() as u64);
+        }
+    }
+
+    #[test]
+    fn without_times_keeps_everything_else() {
+        let reqs = vec![req(100, 0, Op::Read, 0, 8192), req(200, 0, Op::Write, 4096, 10)];
+        let mut with = AccessStreamBuilder::new(4096, Split::Blocks).unwrap();
+        let mut without = AccessStreamBuilder::new(4096, Split::Blocks).unwrap().without_times();
+        for r in &reqs {
+            with.push(r);
+            without.push(r);
+        }
+        let (a, b) = (with.finish(false), without.finish(false));
+        assert_eq!(a.times(), &[100, 100, 200]);
+        assert!(b.times().is_empty());
+        assert_eq!(a.keys(), b.keys());
+        assert_eq!((a.requests(), a.wss()), (b.requests(), b.wss()));
+        assert_eq!(b.access(2).time_ns, 0);
+        assert!(b.access(2).op.is_write());
+        assert_eq!(b.spans(Some(Interval::Time(50))).len(), 1);
     }
 
     #[test]
