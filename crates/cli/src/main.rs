@@ -2,12 +2,14 @@
 
 use clap::{Parser, Subcommand};
 
+mod cmd_analyze;
 mod cmd_cache;
 mod cmd_demote;
 mod cmd_gen;
 mod cmd_sievestore;
 mod cmd_sim;
 mod cmd_trace;
+mod cmd_warmup;
 mod output;
 mod plot;
 mod trace_args;
@@ -27,6 +29,12 @@ enum Command {
     Trace(TraceCommand),
     /// Simulate replacement policies over a trace at several cache sizes.
     Sim(Box<cmd_sim::SimArgs>),
+    /// Characterize a trace for cache warmup: WSS, reaccess classes, reuse distance, spatial
+    /// clustering, popularity skew, miss-ratio curves (Bonfire section 3).
+    Analyze(Box<cmd_analyze::AnalyzeArgs>),
+    /// Bonfire's cache warmup study: run, sweep, advise (Bonfire section 4).
+    #[command(subcommand)]
+    Warmup(cmd_warmup::WarmupCommand),
     /// Format and inspect cache devices.
     #[command(subcommand)]
     Cache(cmd_cache::CacheCommand),
@@ -51,6 +59,8 @@ fn main() {
         Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
         Command::Sim(a) => cmd_sim::run(*a),
         Command::Cache(c) => cmd_cache::run(c),
+        Command::Analyze(a) => cmd_analyze::run(*a),
+        Command::Warmup(c) => cmd_warmup::run(c),
     };
     if let Err(e) = result {
         eprintln!("ember: error: {e:#}");

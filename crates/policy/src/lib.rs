@@ -9,6 +9,7 @@ pub mod ghost;
 pub mod keymap;
 pub mod replacement;
 pub mod slab;
+pub mod warmup;
 
 pub use access::{Access, NEVER};
 pub use admission::Admission;

@@ -24,6 +24,11 @@ pub mod simulate;
 pub mod stream;
 #[cfg(test)]
 mod testing;
+pub mod warmup_convergence;
+pub mod warmup_experiment;
+pub mod warmup_load;
+pub mod warmup_scheme;
+pub mod warmup_sweep;
 
 pub use capacity::{parse_capacities, Capacity};
 pub use counters::{Counters, IntervalStats};
