@@ -39,11 +39,18 @@ echo "== 4. Exclusive caching (Wong & Wilkes): the ZIPF workload of section 3 un
 grep -E "mean speedup" "$OUT/demote/demote.txt" || true
 
 echo
+echo "== 5. Bonfire: a week of hourly reaccesses plus a nightly job; characterize, advise, warm up"
+"$EMBER" trace gen bonfire --rate 2 --days 7 --seed 1 -o "$OUT/bonfire.csv" >/dev/null
+"$EMBER" analyze "$OUT/bonfire.csv" --out "$OUT/analyze" >/dev/null
+"$EMBER" warmup advise "$OUT/bonfire.csv" --analysis "$OUT/analyze/analyze.json"
+"$EMBER" warmup run "$OUT/bonfire.csv" --th-n 0.01 --out "$OUT/warmup" | tail -n 8
+
+echo
 echo "demo: wrote"
 for f in sim.json sim.csv timeline.csv hit_ratio.png timeline.png; do
     printf '  %s (%s bytes)\n' "$OUT/$f" "$(stat -c %s "$OUT/$f")"
 done
-for f in "$OUT"/sievestore/* "$OUT"/demote/*; do
+for f in "$OUT"/sievestore/* "$OUT"/demote/* "$OUT"/analyze/* "$OUT"/warmup/*; do
     printf '  %s (%s bytes)\n' "$f" "$(stat -c %s "$f")"
 done
 if [[ -x scripts/demo-serve.sh ]]; then
