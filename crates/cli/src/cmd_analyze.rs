@@ -1,6 +1,7 @@
 //! `ember analyze`: trace characterization for cache warmup (Bonfire FAST 2013 section 3,
 //! SieveStore's popularity skew, LRU miss-ratio curves), as tables, JSON and PNG plots.
 
+use crate::plot::colour;
 use crate::trace_args::TraceInput;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
@@ -247,20 +248,6 @@ fn print_tables(r: &TraceReport) {
 }
 
 const SIZE: (u32, u32) = (1100, 680);
-
-fn colour(i: usize) -> RGBColor {
-    const P: [RGBColor; 8] = [
-        RGBColor(31, 119, 180),
-        RGBColor(255, 127, 14),
-        RGBColor(44, 160, 44),
-        RGBColor(214, 39, 40),
-        RGBColor(148, 103, 189),
-        RGBColor(140, 86, 75),
-        RGBColor(227, 119, 194),
-        RGBColor(127, 127, 127),
-    ];
-    P[i % P.len()]
-}
 
 fn derr(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("drawing: {e}")

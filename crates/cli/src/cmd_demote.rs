@@ -5,6 +5,7 @@
 //! (Figure 4).
 
 use crate::cmd_sim::SimArgs;
+use crate::plot::colour;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ember_policy::demote::{ArrayConfig, Scheme};
@@ -305,22 +306,6 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 }
 
 const SIZE: (u32, u32) = (1200, 700);
-
-fn colour(i: usize) -> RGBColor {
-    const P: [RGBColor; 10] = [
-        RGBColor(31, 119, 180),
-        RGBColor(255, 127, 14),
-        RGBColor(44, 160, 44),
-        RGBColor(214, 39, 40),
-        RGBColor(148, 103, 189),
-        RGBColor(140, 86, 75),
-        RGBColor(227, 119, 194),
-        RGBColor(127, 127, 127),
-        RGBColor(188, 189, 34),
-        RGBColor(23, 190, 207),
-    ];
-    P[i % P.len()]
-}
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
