@@ -2,7 +2,9 @@
 
 use clap::{Parser, Subcommand};
 
+mod cmd_analyze;
 mod cmd_cache;
+mod cmd_demote;
 mod cmd_gen;
 mod cmd_replay;
 mod cmd_serve;
@@ -10,6 +12,7 @@ mod cmd_sievestore;
 mod cmd_sim;
 mod cmd_stats;
 mod cmd_trace;
+mod cmd_warmup;
 mod metrics;
 mod output;
 mod plot;
@@ -36,6 +39,12 @@ enum Command {
     Stats(cmd_stats::StatsArgs),
     /// Simulate replacement policies over a trace at several cache sizes.
     Sim(Box<cmd_sim::SimArgs>),
+    /// Characterize a trace for cache warmup: WSS, reaccess classes, reuse distance, spatial
+    /// clustering, popularity skew, miss-ratio curves (Bonfire section 3).
+    Analyze(Box<cmd_analyze::AnalyzeArgs>),
+    /// Bonfire's cache warmup study: run, sweep, advise (Bonfire section 4).
+    #[command(subcommand)]
+    Warmup(cmd_warmup::WarmupCommand),
     /// Format and inspect cache devices.
     #[command(subcommand)]
     Cache(cmd_cache::CacheCommand),
@@ -63,6 +72,8 @@ fn main() {
         Command::Stats(a) => cmd_stats::run(a),
         Command::Sim(a) => cmd_sim::run(*a),
         Command::Cache(c) => cmd_cache::run(c),
+        Command::Analyze(a) => cmd_analyze::run(*a),
+        Command::Warmup(c) => cmd_warmup::run(c),
     };
     if let Err(e) = result {
         eprintln!("ember: error: {e:#}");
