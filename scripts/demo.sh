@@ -53,7 +53,7 @@ done
 for f in "$OUT"/sievestore/* "$OUT"/demote/* "$OUT"/analyze/* "$OUT"/warmup/*; do
     printf '  %s (%s bytes)\n' "$f" "$(stat -c %s "$f")"
 done
-if [[ -x scripts/demo-serve.sh ]]; then
+if [[ -f scripts/demo-serve.sh ]]; then
     echo
     bash scripts/demo-serve.sh
 fi
