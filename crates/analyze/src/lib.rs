@@ -17,6 +17,7 @@
 
 pub mod accesses;
 pub mod advise;
+pub mod dense;
 pub mod mrc;
 pub mod popularity;
 pub mod report;
