@@ -183,7 +183,7 @@ fn reuse_distances_in(
     for (i, &k) in keys.iter().enumerate() {
         if pos == cap {
             cap = cap.max(2 * distinct as usize);
-            renumber(&mut last, pos);
+            renumber(&mut last, &marks);
             pos = distinct as usize;
             marks = Marks::new(cap);
         }
@@ -207,19 +207,20 @@ fn reuse_distances_in(
     distinct
 }
 
-/// Renumber the positions in `last` (all distinct, below `used`) to `0..len`, keeping their
-/// order.
-fn renumber(last: &mut impl LastPositions, used: usize) {
-    let mut rank = vec![0u32; used];
-    last.for_each_mut(|p| rank[*p as usize] = 1);
-    let mut next = 0u32;
-    for r in rank.iter_mut() {
-        if *r != 0 {
-            *r = next;
-            next += 1;
-        }
+/// Renumber the positions in `last` (exactly the live positions of `marks`) to `0..len`,
+/// keeping their order: a live position's new number is the count of live positions before
+/// it, from per-word prefix counts and one word's bits.
+fn renumber(last: &mut impl LastPositions, marks: &Marks) {
+    let mut before = Vec::with_capacity(marks.dead.len());
+    let mut live = 0u32;
+    for &w in &marks.dead {
+        before.push(live);
+        live += 64 - w.count_ones();
     }
-    last.for_each_mut(|p| *p = rank[*p as usize]);
+    last.for_each_mut(|p| {
+        let (w, b) = (*p as usize / 64, *p % 64);
+        *p = before[w] + (!marks.dead[w] & ((1u64 << b) - 1)).count_ones();
+    });
 }
 
 /// Distances below this are counted in place by [`ReuseHistogram::of`].
