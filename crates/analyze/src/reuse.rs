@@ -99,12 +99,19 @@ const MIN_POSITIONS: usize = 1 << 16;
 /// per access ([`DenseIndex`]); the table costs 4 bytes a slot.
 const DENSE_SLOTS_PER_KEY: u64 = 4;
 
+/// How many accesses ahead [`reuse_distances_in`] prefetches the `last` table's slot: the
+/// table is megabytes and its lookups are the pass's cache misses.
+const PREFETCH_AHEAD: usize = 16;
+
 /// Each block's latest position: [`reuse_distances_in`]'s `last` table.
 trait LastPositions {
     /// Record `pos` as the latest position of `key`; its previous one, if any.
     fn replace(&mut self, key: u64, pos: u32) -> Option<u32>;
     /// Visit every recorded position.
     fn for_each_mut(&mut self, f: impl FnMut(&mut u32));
+    /// Hint that `key` will be replaced soon (bring its slot into cache); a no-op by default.
+    #[inline]
+    fn prefetch(&self, _key: u64) {}
 }
 
 impl LastPositions for FxHashMap<u64, u32> {
@@ -143,6 +150,19 @@ impl LastPositions for DenseLast {
 
     fn for_each_mut(&mut self, f: impl FnMut(&mut u32)) {
         self.pos.iter_mut().filter(|p| **p != Self::NONE).for_each(f);
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(slot) = self.pos.get(self.index.index(key)) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: a prefetch is only a hint (it never faults, even on a bad address) and
+            // SSE, its instruction set, is part of every x86_64 target.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>((slot as *const u32).cast::<i8>()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = key;
     }
 }
 
@@ -186,6 +206,9 @@ fn reuse_distances_in(
             renumber(&mut last, &marks);
             pos = distinct as usize;
             marks = Marks::new(cap);
+        }
+        if let Some(&ahead) = keys.get(i + PREFETCH_AHEAD) {
+            last.prefetch(ahead);
         }
         match last.replace(k, pos as u32) {
             Some(p) => {
