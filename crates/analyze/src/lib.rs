@@ -14,7 +14,7 @@
 //! - [`popularity`]: per-day popularity skew in 10,000 bins (SieveStore Figure 2);
 //! - [`mrc`] and [`shards`]: LRU miss-ratio curves;
 //! - [`report`]: all of them for a trace, per volume and for the whole;
-//! - [`advise`]: Bonfire's algorithm decision tree (Figure 8) over a report.
+//! - [`advise`](mod@advise): Bonfire's algorithm decision tree (Figure 8) over a report.
 
 pub mod accesses;
 pub mod advise;
