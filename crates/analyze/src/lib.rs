@@ -8,15 +8,17 @@
 //! - [`summary`]: WSS, total data and reaccess percentage (Bonfire Table 1);
 //! - [`temporal`]: hourly / daily / other reaccess classes per block (Figure 1a), the recency
 //!   profile of hourly reaccesses (Figure 1b), daily reaccesses by hour of day (Figure 2);
-//! - [`reuse`]: exact reuse distance in O(n log n) (Figure 3);
+//! - [`reuse`]: exact reuse distance in O(n log n) (Figure 3), with [`dense`] indexing of
+//!   dense block keys;
 //! - [`spatial`]: spatial clustering of each class in 1 MiB regions (Figure 4);
 //! - [`popularity`]: per-day popularity skew in 10,000 bins (SieveStore Figure 2);
 //! - [`mrc`] and [`shards`]: LRU miss-ratio curves;
 //! - [`report`]: all of them for a trace, per volume and for the whole;
-//! - [`advise`]: Bonfire's algorithm decision tree (Figure 8) over a report.
+//! - [`advise`](mod@advise): Bonfire's algorithm decision tree (Figure 8) over a report.
 
 pub mod accesses;
 pub mod advise;
+pub mod dense;
 pub mod mrc;
 pub mod popularity;
 pub mod report;
