@@ -9,7 +9,7 @@ Three cache sizes each.
 
 Every policy below matches exactly, including ARC, 2Q and S3-FIFO at libCacheSim's default
 parameters (see each policy's doc comment in crates/policy/src/replacement/). SLRU is
-compared in tests/peer/policy_exactness.py: libCacheSim's SLRU has four segments and places a
+compared in tests/peer/test_policy_exactness.py: libCacheSim's SLRU has four segments and places a
 new block in the lowest segment with room, which `ember sim`'s paper SLRU (probationary +
 protected, Wong & Wilkes) deliberately does not.
 

@@ -1,5 +1,5 @@
 //! Replay a key sequence through ember's replacement policies and print miss counts: the
-//! ember side of `tests/peer/policy_exactness.py`.
+//! ember side of `tests/peer/test_policy_exactness.py`.
 //!
 //! ```text
 //! cargo run --release -p ember-policy --example replay_keys -- KEYS SPEC...

@@ -17,7 +17,7 @@
 //! inserts into the probationary segment). Such blocks stay protected until promotions from
 //! below push them down, which may be never: on a loop larger than the cache next to a small
 //! hot set, libCacheSim keeps part of the loop pinned and hits it every pass (e.g. 38 754 vs
-//! 60 207 misses at c = 1000 on the `hot+scan` sequence of `tests/peer/policy_exactness.py`),
+//! 60 207 misses at c = 1000 on the `hot+scan` sequence of `tests/peer/test_policy_exactness.py`),
 //! while on Zipf-like sequences the two differ by well under 1 %.
 //! [`Slru::with_insertion`]`(c, 4, `[`SlruInsert::LowestWithRoom`]`)` reproduces libCacheSim's
 //! placement, and then miss counts are equal whenever `c` is a multiple of the segment count.

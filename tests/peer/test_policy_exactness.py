@@ -18,9 +18,9 @@ Expected (see each policy's doc comment in crates/policy/src/replacement/):
     loop pinned in protected segments since warm-up (fewer misses for libCacheSim).
 
 Run standalone (builds the example in release first):
-    python3 tests/peer/policy_exactness.py            # prints the table, exits non-zero on a mismatch
-    python3 -m pytest -q tests/peer/policy_exactness.py
-    python3 tests/peer/policy_exactness.py --trace /path/to/x.oracleGeneral.bin  # extra real trace
+    python3 tests/peer/test_policy_exactness.py            # prints the table, exits non-zero on a mismatch
+    python3 -m pytest -q tests/peer/test_policy_exactness.py
+    python3 tests/peer/test_policy_exactness.py --trace /path/to/x.oracleGeneral.bin  # extra real trace
 """
 
 from __future__ import annotations
