@@ -75,6 +75,22 @@ counters! {
     write_zeroes,
     /// Requests that failed with an I/O error.
     io_errors,
+    /// Blocks written to the cache device as dirty (write-back policies).
+    dirty_writes,
+    /// Blocks a write-back policy wrote through to backing (max_dirty reached, no free
+    /// block, FUA under write-back flush, the volume's partial last block).
+    write_through_fallbacks,
+    /// Dirty blocks the flusher wrote to backing.
+    flushed_blocks,
+    /// Flusher batches that failed (backing or cache error); the blocks stay dirty and are
+    /// retried.
+    flush_errors,
+    /// Cache-device read errors on clean blocks, served from backing instead.
+    cache_read_errors,
+    /// Write-back persist barriers committed to the journal.
+    journal_commits,
+    /// Write-back persist barriers that wrote a checkpoint instead.
+    persist_checkpoints,
 }
 
 /// Everything the engine counts, as of one moment.
@@ -86,6 +102,10 @@ pub struct Stats {
     pub capacity_blocks: u64,
     /// Cache blocks holding data now.
     pub resident_blocks: u64,
+    /// Dirty block versions (write-back policies), all epochs.
+    pub dirty_blocks: u64,
+    /// Dirty block versions per epoch, oldest epoch first: (epoch, blocks).
+    pub dirty_epochs: Vec<(u64, u64)>,
     /// Per volume, by name, in superblock order.
     pub volumes: Vec<(String, VolumeStats)>,
     /// Sum over volumes.
@@ -114,6 +134,8 @@ impl Stats {
         let _ = writeln!(out, "ember_cache_capacity_blocks {}", self.capacity_blocks);
         let _ = writeln!(out, "# TYPE ember_cache_resident_blocks gauge");
         let _ = writeln!(out, "ember_cache_resident_blocks {}", self.resident_blocks);
+        let _ = writeln!(out, "# TYPE ember_cache_dirty_blocks gauge");
+        let _ = writeln!(out, "ember_cache_dirty_blocks {}", self.dirty_blocks);
         let names: Vec<&'static str> =
             VolumeStats::default().fields().iter().map(|f| f.0).collect();
         for (i, name) in names.iter().enumerate() {
@@ -140,11 +162,14 @@ mod tests {
             block_size: 4096,
             capacity_blocks: 100,
             resident_blocks: 42,
+            dirty_blocks: 5,
+            dirty_epochs: vec![(3, 5)],
             volumes: vec![("web".into(), a), ("db\"1".into(), b)],
             total: VolumeStats::default(),
         };
         let t = s.prometheus();
         assert!(t.contains("ember_cache_resident_blocks 42\n"), "{t}");
+        assert!(t.contains("ember_cache_dirty_blocks 5\n"), "{t}");
         assert!(t.contains("ember_read_hits_total{volume=\"web\"} 7\n"), "{t}");
         assert!(t.contains("ember_evictions_total{volume=\"db\\\"1\"} 3\n"), "{t}");
         let series = t.lines().filter(|l| l.starts_with("ember_") && l.contains("_total{")).count();
