@@ -564,7 +564,7 @@ impl VolumeExport {
             ctr.cache_read_bytes.fetch_add(bs as u64, Relaxed);
         }
         // Written through with nothing dirty to merge, only the client's bytes go down.
-        if !(matches!(target, Ok(_)) && sources.is_empty()) {
+        if !(target.is_ok() && sources.is_empty()) {
             let edges: &[usize] = if n > 1 { &[0, n - 1] } else { &[0] };
             for &i in edges {
                 let (blo, bhi) = (i * bs, ((i + 1) * bs).min(len));

@@ -296,6 +296,8 @@ pub(crate) fn barrier_persist(inner: &Inner) -> io::Result<()> {
     let mut cur = inner.persist.lock();
     let (changes, release, persisted_len) = {
         let mut st = inner.state.lock();
+        // The barrier ends the epoch (entries carry it; recovery shows it per epoch).
+        st.current_epoch += 1;
         let (c, r) = st.persist_snapshot();
         (c, r, st.persisted_len())
     };
@@ -520,3 +522,7 @@ pub fn epochs_of(entries: &[MapEntry]) -> Vec<(u64, u64)> {
     }
     m.into_iter().collect()
 }
+
+#[cfg(test)]
+#[path = "writeback_tests.rs"]
+mod tests;
