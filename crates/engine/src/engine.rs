@@ -104,6 +104,15 @@ impl Inner {
         self.geometry.block_size as u64
     }
 
+    /// Count the evictions the state logged (clean-LRU evictions under write-back).
+    pub fn count_evictions(&self, st: &mut CacheState) {
+        for k in st.take_evicted() {
+            if let Some(c) = self.counters.get(key_volume(k) as usize) {
+                c.evictions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
     /// The served volume with superblock index `id`.
     pub fn volume_by_id(&self, id: u32) -> Option<&VolumeInfo> {
         self.volumes.iter().find(|v| v.id == id)

@@ -77,6 +77,9 @@ pub(crate) struct CacheState {
     pub flush_error_gen: u64,
     /// The last flusher error, for FLUSH replies.
     pub last_flush_error: String,
+    /// Keys evicted outside [`CacheState::allocate`]'s return value (clean-LRU evictions,
+    /// victims of blocks turning clean), for the eviction counters.
+    evicted_log: Vec<u64>,
 }
 
 /// Outcome of an allocation.
@@ -116,6 +119,7 @@ impl CacheState {
             stop: false,
             flush_error_gen: 0,
             last_flush_error: String::new(),
+            evicted_log: Vec::new(),
         }
     }
 
@@ -248,6 +252,7 @@ impl CacheState {
         let mut n = 0;
         while self.free.is_empty() && (n as usize) < tries {
             let Some((_, key)) = self.clean_lru.pop_first() else { break };
+            self.evicted_log.push(key);
             self.replacement.remove(key);
             if let Some(s) = self.map.remove(&key) {
                 self.deref_block(s.cache_block);
@@ -443,8 +448,8 @@ impl CacheState {
         }
         self.clean_lru.insert(acc.vtime, key);
         if let Some(victim) = self.replacement.insert(&acc) {
-            if victim != key {
-                self.unmap(victim);
+            if victim != key && self.unmap(victim) {
+                self.evicted_log.push(victim);
             }
         }
     }
@@ -452,6 +457,11 @@ impl CacheState {
     /// The oldest epoch holding dirty versions.
     pub fn oldest_dirty_epoch(&self) -> Option<u64> {
         self.epochs.first_key_value().map(|(&e, _)| e)
+    }
+
+    /// Keys evicted since the last call (see `evicted_log`).
+    pub fn take_evicted(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.evicted_log)
     }
 
     /// Epochs holding dirty versions, with their counts (oldest first).

@@ -184,6 +184,7 @@ impl VolumeExport {
                 }
             }
         }
+        inner.count_evictions(&mut inner.state.lock());
         let hits = plans.iter().filter(|p| matches!(p, Plan::Hit(_))).count() as u64;
         ctr.read_hits.fetch_add(hits, Relaxed);
         ctr.read_misses.fetch_add(n - hits, Relaxed);
@@ -349,6 +350,7 @@ impl VolumeExport {
                 }
             }
         }
+        inner.count_evictions(&mut inner.state.lock());
         let mut written = vec![false; plans.len()];
         let result = self.write_io(first, start, data, fua, &plans, &mut written);
         {
@@ -481,6 +483,7 @@ impl VolumeExport {
                 }
             }
         }
+        inner.count_evictions(&mut inner.state.lock());
         if through {
             ctr.write_through_fallbacks.fetch_add(n, Relaxed);
         }
