@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer bench clean
+.PHONY: setup build demo test lint unit peer clean
 
 ## Install what the demo and the tests need (Debian and Python packages, peer data). Idempotent.
 setup:
@@ -22,8 +22,12 @@ lint:
 unit:
 	$(CARGO) test --workspace --release
 
+## ember against libCacheSim (the libcachesim Python package) on the same traces.
+peer: build
+	python3 -m pytest -q tests/peer
+
 ## Every test: formatting, lints, unit and end-to-end tests, and the peer comparisons.
-test: setup lint unit
+test: setup lint unit peer
 
 clean:
 	$(CARGO) clean

@@ -27,7 +27,19 @@ echo "== 2. six policies x six cache sizes (% of the working set), hourly timeli
     --out "$OUT"
 
 echo
+echo "== 3. SieveStore: a 12-volume ensemble over 4 days (MSR-Cambridge CSV), every sieve compared"
+"$EMBER" trace gen ensemble --days 4 --accesses-per-day 500000 --seed 7 -o "$OUT/ensemble.csv"
+"$EMBER" sim "$OUT/ensemble.csv" --experiment sievestore --out "$OUT/sievestore" --quiet
+
+echo
 echo "demo: wrote"
 for f in sim.json sim.csv timeline.csv hit_ratio.png timeline.png; do
     printf '  %s (%s bytes)\n' "$OUT/$f" "$(stat -c %s "$OUT/$f")"
 done
+for f in "$OUT"/sievestore/*; do
+    printf '  %s (%s bytes)\n' "$f" "$(stat -c %s "$f")"
+done
+if [[ -x scripts/demo-serve.sh ]]; then
+    echo
+    bash scripts/demo-serve.sh
+fi

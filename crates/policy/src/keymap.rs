@@ -1,47 +1,117 @@
 //! The hash index every replacement policy uses: block key → slab slot.
 //!
-//! Open addressing with linear probing and backward-shift deletion (no tombstones), sized
-//! once from the number of entries it must hold, so it never rehashes on the hot path.
+//! Open addressing over cache-line *groups*, sized once from the number of entries it must
+//! hold, so it never rehashes on the hot path. A group is 64 bytes: seven entries and an
+//! overflow counter. A key lives in its home group unless that group is full, in which case
+//! it goes to the next group with room, and every group it passed counts one more overflow;
+//! a lookup stops at the first group whose overflow counter is zero. Deletion clears the
+//! entry and decrements the counters it had raised: no tombstones, nothing ever moves, and
+//! a lookup reads one cache line in all but a few percent of cases.
 //!
-//! Each table entry is one `u64`: the upper 32 bits are a fingerprint of the key (the top half
-//! of a multiplicative hash), the lower 32 bits the slot. The key itself lives in the caller's
-//! slab, which the lookup reads only when a fingerprint matches, so a table entry costs 8 bytes
-//! and the table, at load factor 1/2, 16 bytes per entry. The entry's home bucket is derived
-//! from its fingerprint alone (`fingerprint * buckets >> 32`, a multiply-shift range
-//! reduction), so deletion can shift entries back without touching the slab.
+//! Each way holds a 32-bit tag, a fingerprint of the key (the high half of a multiplicative
+//! hash), and a 32-bit slot; the tags of a group are compared at once (SSE2 on x86-64). The
+//! key itself lives in the caller's slab, which a lookup reads only when a tag matches.
+//! Groups are sized for four entries each on average (load 4/7), so the index costs 16 bytes
+//! per entry.
 
-/// Marks an empty bucket. Slot `u32::MAX` is never stored, so no live entry equals it.
-const EMPTY: u64 = u64::MAX;
+/// The tag of an empty way (fingerprints are never 0: see [`fingerprint`]).
+const EMPTY_TAG: u32 = 0;
 
-/// Buckets per entry the map is sized for (load factor 1/2).
-const BUCKETS_PER_ENTRY: usize = 2;
+/// Ways per group; the eighth tag word is the overflow counter.
+const WAYS: usize = 7;
 
-/// The smallest table, so tiny caches still probe short runs.
-const MIN_BUCKETS: usize = 16;
+/// Mask of the ways in an 8-bit lane mask.
+const WAY_MASK: u32 = (1 << WAYS) - 1;
+
+/// Average entries per group the map is sized for.
+const LOAD_PER_GROUP: usize = 4;
+
+/// One cache line of the table: eight 32-bit tags (seven fingerprints and the overflow
+/// counter, the number of keys whose home is this group or an earlier one stored past it)
+/// and seven slots.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Group {
+    tags: [u32; 8],
+    slots: [u32; 8],
+}
+
+const EMPTY_GROUP: Group = Group { tags: [EMPTY_TAG; 8], slots: [u32::MAX; 8] };
+
+impl Group {
+    #[inline(always)]
+    fn overflow(&self) -> u32 {
+        self.tags[WAYS]
+    }
+
+    #[inline(always)]
+    fn overflow_mut(&mut self) -> &mut u32 {
+        &mut self.tags[WAYS]
+    }
+
+    /// Bit w set where way w's tag equals `tag`.
+    #[inline(always)]
+    fn matches(&self, tag: u32) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::*;
+            // SAFETY: SSE2 is part of the x86-64 baseline; the loads read the 32 bytes of
+            // `tags` (unaligned loads, no alignment requirement).
+            unsafe {
+                let needle = _mm_set1_epi32(tag as i32);
+                let p = self.tags.as_ptr().cast::<__m128i>();
+                let lo = _mm_cmpeq_epi32(_mm_loadu_si128(p), needle);
+                let hi = _mm_cmpeq_epi32(_mm_loadu_si128(p.add(1)), needle);
+                let m = _mm_movemask_ps(_mm_castsi128_ps(lo))
+                    | (_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4);
+                m as u32 & WAY_MASK
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let mut m = 0;
+            for w in 0..WAYS {
+                m |= u32::from(self.tags[w] == tag) << w;
+            }
+            m
+        }
+    }
+}
+
+/// Where a missing key goes: returned by [`KeyMap::find`], consumed by [`KeyMap::insert_at`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bucket {
+    home: usize,
+    group: usize,
+    way: usize,
+    fp: u32,
+}
 
 /// A fixed-size open-addressing map from `u64` keys to `u32` slots.
 ///
-/// The map does not store keys; [`KeyMap::get`] takes the slab's key accessor to confirm a
+/// The map does not store keys; lookups take the slab's key accessor to confirm a
 /// fingerprint match. Every inserted key must be absent (the policies look up first).
 #[derive(Clone, Debug)]
 pub struct KeyMap {
-    table: Box<[u64]>,
+    groups: Box<[Group]>,
     len: usize,
     max_len: usize,
 }
 
 /// The 32-bit fingerprint of `key`: the high half of a multiplicative (Fibonacci) hash of the
 /// key folded onto itself, so both volume and block bits reach it.
+/// Never 0, the empty tag.
 #[inline(always)]
 fn fingerprint(key: u64) -> u32 {
-    ((key ^ (key >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
+    let h = ((key ^ (key >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32;
+    h | u32::from(h == 0)
 }
 
 impl KeyMap {
-    /// A map able to hold `entries` keys at once.
+    /// A map able to hold `entries` keys at once (plus one, see [`KeyMap::insert_at`]).
     pub fn with_entries(entries: usize) -> Self {
-        let buckets = entries.saturating_mul(BUCKETS_PER_ENTRY).max(MIN_BUCKETS);
-        Self { table: vec![EMPTY; buckets].into_boxed_slice(), len: 0, max_len: entries }
+        let groups = entries.saturating_add(1).div_ceil(LOAD_PER_GROUP).max(2);
+        Self { groups: vec![EMPTY_GROUP; groups].into_boxed_slice(), len: 0, max_len: entries }
     }
 
     /// Number of keys in the map.
@@ -63,106 +133,178 @@ impl KeyMap {
 
     /// Bytes of memory the table occupies.
     pub fn memory_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.table)
+        std::mem::size_of_val(&*self.groups)
     }
 
     #[inline(always)]
     fn home(&self, fp: u32) -> usize {
-        ((fp as u64 * self.table.len() as u64) >> 32) as usize
+        ((u64::from(fp) * self.groups.len() as u64) >> 32) as usize
     }
 
     #[inline(always)]
-    fn next(&self, i: usize) -> usize {
-        let j = i + 1;
-        if j == self.table.len() {
+    fn next(&self, g: usize) -> usize {
+        let n = g + 1;
+        if n == self.groups.len() {
             0
         } else {
-            j
+            n
         }
+    }
+
+    /// Hint the CPU to load the group `key` hashes to, ahead of a lookup (a no-op off
+    /// x86-64). Callers replaying a trace call it some accesses ahead.
+    #[inline(always)]
+    pub fn prefetch(&self, key: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let g = &self.groups[self.home(fingerprint(key))];
+            // SAFETY: the pointer is to a live group; a prefetch never faults and SSE is part
+            // of the x86-64 baseline.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(
+                    (g as *const Group).cast::<i8>(),
+                    std::arch::x86_64::_MM_HINT_T0,
+                )
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = key;
+    }
+
+    /// Look up `key`: `Ok(slot)` if present, else `Err(bucket)`, the free way where
+    /// [`KeyMap::insert_at`] can put it without probing again. Entries never move, so the
+    /// bucket stays valid across removals; it is consumed by the next insertion.
+    #[inline]
+    pub fn find(&self, key: u64, key_of: impl Fn(u32) -> u64) -> Result<u32, Bucket> {
+        let fp = fingerprint(key);
+        let home = self.home(fp);
+        let mut g = home;
+        let mut free: Option<(usize, usize)> = None;
+        for _ in 0..self.groups.len() {
+            let group = &self.groups[g];
+            let mut m = group.matches(fp);
+            while m != 0 {
+                let w = m.trailing_zeros() as usize;
+                let slot = group.slots[w];
+                if key_of(slot) == key {
+                    return Ok(slot);
+                }
+                m &= m - 1;
+            }
+            if free.is_none() {
+                let e = group.matches(EMPTY_TAG);
+                if e != 0 {
+                    free = Some((g, e.trailing_zeros() as usize));
+                }
+            }
+            if group.overflow() == 0 {
+                break;
+            }
+            g = self.next(g);
+        }
+        let (group, way) = match free {
+            Some(f) => f,
+            None => self.free_from(g),
+        };
+        Err(Bucket { home, group, way, fp })
     }
 
     /// The slot of `key`, if present. `key_of(slot)` must return the key stored in `slot`.
     #[inline]
     pub fn get(&self, key: u64, key_of: impl Fn(u32) -> u64) -> Option<u32> {
-        let fp = fingerprint(key);
-        let mut i = self.home(fp);
-        loop {
-            let e = self.table[i];
-            if e == EMPTY {
-                return None;
+        self.find(key, key_of).ok()
+    }
+
+    /// The first free way at or after group `g`. The map is sized so one always exists:
+    /// at most `max_len + 1` entries in `7 * ceil((max_len + 1) / 4)` ways.
+    #[cold]
+    fn free_from(&self, mut g: usize) -> (usize, usize) {
+        for _ in 0..self.groups.len() {
+            let e = self.groups[g].matches(EMPTY_TAG);
+            if e != 0 {
+                return (g, e.trailing_zeros() as usize);
             }
-            if (e >> 32) as u32 == fp && key_of(e as u32) == key {
-                return Some(e as u32);
-            }
-            i = self.next(i);
+            g = self.next(g);
         }
+        unreachable!("KeyMap sized for {} entries has no free way", self.max_len)
+    }
+
+    /// Map the key [`KeyMap::find`] did not find to `slot`, at the way it returned. The
+    /// map has room for one entry more than [`KeyMap::max_len`], so a policy can insert the
+    /// new key before removing its victim's.
+    ///
+    /// # Panics
+    /// If the map would exceed its size by more than one entry: a bug in the calling
+    /// policy, never a consequence of input.
+    #[inline]
+    pub fn insert_at(&mut self, bucket: Bucket, slot: u32) {
+        assert!(self.len <= self.max_len, "KeyMap overfull");
+        let mut g = bucket.home;
+        while g != bucket.group {
+            *self.groups[g].overflow_mut() += 1;
+            g = self.next(g);
+        }
+        let group = &mut self.groups[bucket.group];
+        debug_assert_eq!(group.tags[bucket.way], EMPTY_TAG, "insert_at into a used way");
+        group.tags[bucket.way] = bucket.fp;
+        group.slots[bucket.way] = slot;
+        self.len += 1;
     }
 
     /// Map `key`, which must be absent, to `slot`.
     ///
     /// # Panics
-    /// If the map already holds as many keys as it was sized for, or `slot` is `u32::MAX`:
-    /// both are bugs in the calling policy, never consequences of input.
+    /// As [`KeyMap::insert_at`].
     #[inline]
     pub fn insert(&mut self, key: u64, slot: u32) {
-        assert!(self.len < self.max_len.max(1) && slot != u32::MAX, "KeyMap overfull");
         let fp = fingerprint(key);
-        let mut i = self.home(fp);
-        while self.table[i] != EMPTY {
-            i = self.next(i);
-        }
-        self.table[i] = (u64::from(fp) << 32) | u64::from(slot);
-        self.len += 1;
+        let home = self.home(fp);
+        let (group, way) = self.free_from(home);
+        self.insert_at(Bucket { home, group, way, fp }, slot);
     }
 
     /// Remove the entry of `key`, known to map to `slot`. Returns false if it was absent.
     #[inline]
     pub fn remove(&mut self, key: u64, slot: u32) -> bool {
         let fp = fingerprint(key);
-        let want = (u64::from(fp) << 32) | u64::from(slot);
-        let mut i = self.home(fp);
+        let home = self.home(fp);
+        let mut g = home;
+        let mut visited = 0;
         loop {
-            let e = self.table[i];
-            if e == EMPTY {
-                return false;
+            let group = &mut self.groups[g];
+            let mut m = group.matches(fp);
+            let mut found = false;
+            while m != 0 {
+                let w = m.trailing_zeros() as usize;
+                if group.slots[w] == slot {
+                    group.tags[w] = EMPTY_TAG;
+                    group.slots[w] = u32::MAX;
+                    found = true;
+                    break;
+                }
+                m &= m - 1;
             }
-            if e == want {
+            if found {
                 break;
             }
-            i = self.next(i);
+            visited += 1;
+            if group.overflow() == 0 || visited == self.groups.len() {
+                return false;
+            }
+            g = self.next(g);
         }
-        self.shift_back(i);
+        let mut h = home;
+        while h != g {
+            *self.groups[h].overflow_mut() -= 1;
+            h = self.next(h);
+        }
         self.len -= 1;
         true
     }
 
-    /// Fill the hole at `hole` by moving back later entries of the same run whose home
-    /// lies at or before the hole (cyclically).
-    #[inline]
-    fn shift_back(&mut self, mut hole: usize) {
-        let n = self.table.len();
-        let mut j = hole;
-        loop {
-            j = self.next(j);
-            let e = self.table[j];
-            if e == EMPTY {
-                break;
-            }
-            let home = self.home((e >> 32) as u32);
-            // Distances measured backwards from j, modulo the table size.
-            let from_home = if j >= home { j - home } else { j + n - home };
-            let from_hole = if j >= hole { j - hole } else { j + n - hole };
-            if from_home >= from_hole {
-                self.table[hole] = e;
-                hole = j;
-            }
-        }
-        self.table[hole] = EMPTY;
-    }
-
     /// Remove every entry.
     pub fn clear(&mut self) {
-        self.table.fill(EMPTY);
+        self.groups.fill(EMPTY_GROUP);
         self.len = 0;
     }
 }
@@ -201,8 +343,43 @@ mod tests {
     }
 
     #[test]
-    fn colliding_keys_survive_backward_shift() {
-        // A tiny table forces long runs, wrap-around and shifting across the end.
+    fn overflowing_groups_stay_reachable() {
+        // Four groups (28 ways) holding 26 keys: most groups overflow, around the end too.
+        let n = 40;
+        let keys: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x1234_5678_9abc)).collect();
+        let mut map = KeyMap::with_entries(13);
+        assert_eq!(map.groups.len(), 4);
+        map.max_len = 26;
+        let mut live = vec![true; n];
+        for (i, &k) in keys.iter().enumerate().take(26) {
+            map.insert(k, i as u32);
+        }
+        live[26..].iter_mut().for_each(|l| *l = false);
+        check(&map, &keys, &live);
+        for victim in [3usize, 0, 13, 7, 1] {
+            assert!(map.remove(keys[victim], victim as u32));
+            live[victim] = false;
+            check(&map, &keys, &live);
+        }
+        assert!(map.groups.iter().map(|g| g.overflow()).sum::<u32>() > 0);
+        for victim in [3usize, 0, 30] {
+            map.insert(keys[victim], victim as u32);
+            live[victim] = true;
+        }
+        check(&map, &keys, &live);
+        // Remove everything: every overflow counter returns to zero.
+        for (i, l) in live.iter_mut().enumerate() {
+            if *l {
+                assert!(map.remove(keys[i], i as u32));
+                *l = false;
+            }
+        }
+        assert!(map.is_empty());
+        assert!(map.groups.iter().all(|g| g.overflow() == 0 && g.matches(EMPTY_TAG) == WAY_MASK));
+    }
+
+    #[test]
+    fn colliding_keys_survive_removal() {
         let n = 8;
         let keys: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x1234_5678_9abc)).collect();
         let mut map = KeyMap::with_entries(n);
@@ -220,6 +397,23 @@ mod tests {
             live[victim] = true;
         }
         check(&map, &keys, &live);
+    }
+
+    #[test]
+    fn insert_at_the_bucket_find_returned() {
+        let keys = [5u64, 6, 7];
+        let mut map = KeyMap::with_entries(2);
+        for (i, &k) in keys.iter().enumerate() {
+            match map.find(k, |s| keys[s as usize]) {
+                Err(b) => map.insert_at(b, i as u32),
+                Ok(s) => panic!("{k} found at {s} before insertion"),
+            }
+        }
+        // Three entries in a map sized for two: the one extra the policies rely on.
+        assert_eq!(map.len(), 3);
+        for (i, &k) in keys.iter().enumerate() {
+            assert_eq!(map.find(k, |s| keys[s as usize]), Ok(i as u32));
+        }
     }
 
     #[test]
@@ -258,6 +452,8 @@ mod tests {
 
     #[test]
     fn memory_is_sixteen_bytes_per_entry() {
-        assert_eq!(KeyMap::with_entries(100_000).memory_bytes(), 1_600_000);
+        // 100 001 entries, four per 64-byte group on average: 25 001 groups.
+        assert_eq!(KeyMap::with_entries(100_000).memory_bytes(), 25_001 * 64);
+        assert_eq!(std::mem::size_of::<Group>(), 64);
     }
 }

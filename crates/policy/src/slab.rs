@@ -117,6 +117,18 @@ impl<M: Copy + Default> Slab<M> {
     }
 }
 
+/// Node `i` of `nodes`, unchecked in release builds.
+///
+/// List operations are the innermost loop of every policy; their indices come from the links
+/// the lists themselves maintain (always < the slab's node count), so the bounds checks are
+/// debug assertions.
+#[inline(always)]
+fn at<M>(nodes: &mut [Node<M>], i: u32) -> &mut Node<M> {
+    debug_assert!((i as usize) < nodes.len(), "slab link {i} out of range");
+    // SAFETY: callers pass only slots linked into a list over these nodes (debug-checked).
+    unsafe { nodes.get_unchecked_mut(i as usize) }
+}
+
 /// A doubly-linked list threaded through a slab's nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct List {
@@ -156,7 +168,7 @@ impl List {
             n.next = old;
         }
         if old != NIL {
-            nodes[old as usize].prev = i;
+            at(nodes, old).prev = i;
         } else {
             self.tail = i;
         }
@@ -172,12 +184,12 @@ impl List {
             (n.prev, n.next)
         };
         if prev != NIL {
-            nodes[prev as usize].next = next;
+            at(nodes, prev).next = next;
         } else {
             self.head = next;
         }
         if next != NIL {
-            nodes[next as usize].prev = prev;
+            at(nodes, next).prev = prev;
         } else {
             self.tail = prev;
         }

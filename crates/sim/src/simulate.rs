@@ -114,7 +114,12 @@ where
     let next = stream.next_access().map(|n| &n[lo..hi]);
     let (mut requests, mut writes, mut read_hits, mut write_hits) = (0u64, 0u64, 0u64, 0u64);
     let (mut write_misses, mut allocation_writes, mut evictions) = (0u64, 0u64, 0u64);
+    // How far ahead the policy is told which key comes (hides the index's memory latency).
+    const PREFETCH_AHEAD: usize = 8;
     for j in 0..keys.len() {
+        if let Some(&k) = keys.get(j + PREFETCH_AHEAD) {
+            policy.prefetch(k);
+        }
         let f = flags[j];
         let is_write = f & 1 != 0;
         requests += ((f >> 1) & 1) as u64;

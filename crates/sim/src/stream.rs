@@ -296,6 +296,16 @@ impl AccessStreamBuilder {
         }
     }
 
+    /// Append one single-block request for `key` (a record of an object-keyed format such as
+    /// oracleGeneral, whose object is one block).
+    #[inline]
+    pub fn push_block(&mut self, key: u64, time_ns: u64, write: bool) {
+        self.requests += 1;
+        self.keys.push(key);
+        self.flags.push(if write { WRITE | FIRST } else { FIRST });
+        self.times.push(time_ns);
+    }
+
     /// The finished stream; with `oracle`, next-access vtimes are computed too.
     pub fn finish(self, oracle: bool) -> AccessStream {
         let start_ns = self.times.first().copied().unwrap_or(0);
@@ -319,7 +329,59 @@ impl AccessStreamBuilder {
 }
 
 /// Number of distinct keys.
-fn distinct_keys(keys: &[u64]) -> u64 {
+///
+/// Block traces address dense ranges, so when the keys of each volume span at most a few
+/// times as many blocks as there are accesses, one bit per block of each volume's range counts
+/// them in a single cache-friendly pass (about 10x faster than hashing 10M keys); sparse keys
+/// (hashed object ids) fall back to a hash set.
+pub fn distinct_keys(keys: &[u64]) -> u64 {
+    // Per volume: (min block, max block), volumes indexed by the key's high bits.
+    let mut ranges: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
+    let mut last_vol = u32::MAX;
+    let mut cur = (u64::MAX, 0u64);
+    for &k in keys {
+        let v = ember_trace::key_volume(k);
+        let b = ember_trace::key_block(k);
+        if v != last_vol {
+            if last_vol != u32::MAX {
+                let e = ranges.entry(last_vol).or_insert((u64::MAX, 0));
+                *e = (e.0.min(cur.0), e.1.max(cur.1));
+            }
+            last_vol = v;
+            cur = ranges.get(&v).copied().unwrap_or((u64::MAX, 0));
+        }
+        cur = (cur.0.min(b), cur.1.max(b));
+    }
+    if last_vol != u32::MAX {
+        let e = ranges.entry(last_vol).or_insert((u64::MAX, 0));
+        *e = (e.0.min(cur.0), e.1.max(cur.1));
+    }
+    let span: u64 = ranges.values().map(|&(lo, hi)| hi - lo + 1).sum();
+    if span / 8 <= (keys.len() as u64).saturating_mul(2).max(1 << 20) {
+        // Bitmaps: one per volume, laid end to end.
+        let mut base: FxHashMap<u32, u64> = FxHashMap::default();
+        let mut at = 0u64;
+        for (&v, &(lo, hi)) in &ranges {
+            base.insert(v, at.wrapping_sub(lo));
+            at += hi - lo + 1;
+        }
+        let mut bits = vec![0u64; at.div_ceil(64) as usize];
+        let mut count = 0u64;
+        let mut last_vol = u32::MAX;
+        let mut off = 0u64;
+        for &k in keys {
+            let v = ember_trace::key_volume(k);
+            if v != last_vol {
+                last_vol = v;
+                off = base[&v];
+            }
+            let i = ember_trace::key_block(k).wrapping_add(off);
+            let (w, m) = ((i >> 6) as usize, 1u64 << (i & 63));
+            count += u64::from(bits[w] & m == 0);
+            bits[w] |= m;
+        }
+        return count;
+    }
     let mut seen = FxHashSet::default();
     seen.reserve(keys.len() / 4);
     for &k in keys {
@@ -347,6 +409,27 @@ mod tests {
         assert_eq!(next, vec![1, 2, NEVER]);
         assert_eq!(wss, 1);
         assert_eq!(next_access_times(&[]), (vec![], 0));
+    }
+
+    #[test]
+    fn distinct_keys_dense_and_sparse_agree_with_a_set() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Dense: three volumes, blocks in small ranges at odd offsets.
+        let dense: Vec<u64> = (0..50_000)
+            .map(|_| block_key((next() % 3) as u32, 1_000_000 + next() % 7_000))
+            .collect();
+        // Sparse: hashed object ids across the whole key space.
+        let sparse: Vec<u64> = (0..50_000).map(|_| next() % 20_000 * 0x1_0000_0001).collect();
+        for keys in [dense, sparse, vec![], vec![5, 5, 5]] {
+            let set: FxHashSet<u64> = keys.iter().copied().collect();
+            assert_eq!(distinct_keys(&keys), set.len() as u64);
+        }
     }
 
     #[test]

@@ -243,6 +243,11 @@ impl Replacement for Arc {
         }
     }
 
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.map.prefetch(key);
+    }
+
     fn memory_bytes(&self) -> usize {
         self.map.memory_bytes() + self.slab.memory_bytes()
     }

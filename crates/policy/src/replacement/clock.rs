@@ -12,6 +12,7 @@
 
 use super::queue::Queue;
 use super::Replacement;
+use crate::keymap::Bucket;
 use crate::Access;
 
 /// CLOCK replacement with an n-bit counter per block.
@@ -56,9 +57,9 @@ impl Clock {
     }
 
     #[inline]
-    fn insert_absent(&mut self, key: u64) -> Option<u64> {
+    fn insert_absent(&mut self, bucket: Bucket, key: u64) -> Option<u64> {
         if !self.q.is_full() {
-            self.q.push_new(key, self.init_freq);
+            self.q.push_new_at(bucket, key, self.init_freq);
             return None;
         }
         if self.q.capacity() == 0 {
@@ -68,7 +69,7 @@ impl Clock {
             let hand = self.q.list.tail;
             let f = self.q.node(hand).meta;
             if f == 0 {
-                return Some(self.q.replace(hand, key, self.init_freq));
+                return Some(self.q.replace_at(hand, bucket, key, self.init_freq));
             }
             self.q.node_mut(hand).meta = f - 1;
             self.q.move_to_head(hand);
@@ -108,10 +109,7 @@ impl Replacement for Clock {
 
     #[inline]
     fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.lookup(access) {
-            return None;
-        }
-        self.insert_absent(access.key)
+        self.access(access).1
     }
 
     fn remove(&mut self, key: u64) -> bool {
@@ -126,13 +124,18 @@ impl Replacement for Clock {
 
     #[inline]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
-        match self.q.find(access.key) {
-            Some(i) => {
+        match self.q.lookup(access.key) {
+            Ok(i) => {
                 self.hit(i);
                 (true, None)
             }
-            None => (false, self.insert_absent(access.key)),
+            Err(bucket) => (false, self.insert_absent(bucket, access.key)),
         }
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.q.map.prefetch(key);
     }
 
     fn memory_bytes(&self) -> usize {

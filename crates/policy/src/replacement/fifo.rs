@@ -5,6 +5,7 @@
 
 use super::queue::Queue;
 use super::Replacement;
+use crate::keymap::Bucket;
 use crate::Access;
 
 /// First-in first-out replacement.
@@ -24,16 +25,17 @@ impl Fifo {
         self.q.keys()
     }
 
+    /// Insert `key`, looked up as absent into `bucket`.
     #[inline(always)]
-    fn insert_absent(&mut self, key: u64) -> Option<u64> {
+    fn insert_absent(&mut self, bucket: Bucket, key: u64) -> Option<u64> {
         if self.q.is_full() {
             if self.q.capacity() == 0 {
                 return None;
             }
             let victim = self.q.list.tail;
-            Some(self.q.replace(victim, key, ()))
+            Some(self.q.replace_at(victim, bucket, key, ()))
         } else {
-            self.q.push_new(key, ());
+            self.q.push_new_at(bucket, key, ());
             None
         }
     }
@@ -65,10 +67,7 @@ impl Replacement for Fifo {
 
     #[inline]
     fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.lookup(access) {
-            return None;
-        }
-        self.insert_absent(access.key)
+        self.access(access).1
     }
 
     fn remove(&mut self, key: u64) -> bool {
@@ -83,11 +82,15 @@ impl Replacement for Fifo {
 
     #[inline]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
-        if self.q.find(access.key).is_some() {
-            (true, None)
-        } else {
-            (false, self.insert_absent(access.key))
+        match self.q.lookup(access.key) {
+            Ok(_) => (true, None),
+            Err(bucket) => (false, self.insert_absent(bucket, access.key)),
         }
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.q.map.prefetch(key);
     }
 
     fn memory_bytes(&self) -> usize {

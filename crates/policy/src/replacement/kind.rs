@@ -224,4 +224,49 @@ mod tests {
             assert!(a < keys.len(), "{k}: no hits at all");
         }
     }
+
+    /// Every policy, under random accesses and removals: the resident set implied by the
+    /// reported hits, evictions and removals equals what `contains` and `len` say, and never
+    /// exceeds the capacity.
+    #[test]
+    fn resident_set_stays_consistent_under_removals() {
+        use std::collections::HashSet;
+        let mut x: u64 = 0xDEAD_BEEF_CAFE_F00D;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let keys: Vec<u64> = (0..6_000).map(|_| rnd() % 300).collect();
+        let next = crate::replacement::next_vtimes(&keys);
+        for k in Kind::ALL {
+            for capacity in [1usize, 5, 64] {
+                let mut p = build(k, capacity);
+                let mut resident: HashSet<u64> = HashSet::new();
+                for (t, &key) in keys.iter().enumerate() {
+                    if rnd() % 7 == 0 {
+                        let victim = rnd() % 300;
+                        assert_eq!(
+                            p.remove(victim),
+                            resident.remove(&victim),
+                            "{k}@{capacity} t={t}"
+                        );
+                    }
+                    let a = Access { next_vtime: next[t], ..Access::read(key, t as u64) };
+                    let was = resident.contains(&key);
+                    assert_eq!(p.contains(key), was, "{k}@{capacity} t={t}");
+                    let (hit, evicted) = p.access(&a);
+                    assert_eq!(hit, was, "{k}@{capacity} t={t}");
+                    if let Some(e) = evicted {
+                        assert!(resident.remove(&e), "{k}@{capacity} t={t}: evicted absent {e}");
+                    }
+                    resident.insert(key);
+                    assert!(p.contains(key), "{k}@{capacity} t={t}: just accessed, not resident");
+                    assert_eq!(p.len(), resident.len(), "{k}@{capacity} t={t}");
+                    assert!(p.len() <= capacity);
+                }
+            }
+        }
+    }
 }

@@ -10,6 +10,7 @@
 
 use super::queue::Queue;
 use super::Replacement;
+use crate::keymap::Bucket;
 use crate::Access;
 
 /// Least-recently-used replacement.
@@ -29,17 +30,17 @@ impl Lru {
         self.q.keys()
     }
 
-    /// Insert `key`, known to be absent.
+    /// Insert `key`, looked up as absent into `bucket`.
     #[inline(always)]
-    fn insert_absent(&mut self, key: u64) -> Option<u64> {
+    fn insert_absent(&mut self, bucket: Bucket, key: u64) -> Option<u64> {
         if self.q.is_full() {
             if self.q.capacity() == 0 {
                 return None;
             }
             let victim = self.q.list.tail;
-            Some(self.q.replace(victim, key, ()))
+            Some(self.q.replace_at(victim, bucket, key, ()))
         } else {
-            self.q.push_new(key, ());
+            self.q.push_new_at(bucket, key, ());
             None
         }
     }
@@ -77,10 +78,7 @@ impl Replacement for Lru {
 
     #[inline]
     fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.lookup(access) {
-            return None;
-        }
-        self.insert_absent(access.key)
+        self.access(access).1
     }
 
     fn remove(&mut self, key: u64) -> bool {
@@ -95,13 +93,18 @@ impl Replacement for Lru {
 
     #[inline]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
-        match self.q.find(access.key) {
-            Some(i) => {
+        match self.q.lookup(access.key) {
+            Ok(i) => {
                 self.q.move_to_head(i);
                 (true, None)
             }
-            None => (false, self.insert_absent(access.key)),
+            Err(bucket) => (false, self.insert_absent(bucket, access.key)),
         }
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.q.map.prefetch(key);
     }
 
     fn memory_bytes(&self) -> usize {
@@ -203,6 +206,7 @@ mod tests {
 
     #[test]
     fn memory_is_thirty_two_bytes_per_block() {
-        assert_eq!(Lru::new(100_000).memory_bytes(), 3_200_000);
+        // 16 bytes of node and 16 of index per block (the index rounds up to whole groups).
+        assert_eq!(Lru::new(100_000).memory_bytes(), 1_600_000 + 25_001 * 64);
     }
 }

@@ -80,6 +80,14 @@ pub trait Replacement: Send {
         }
     }
 
+    /// A hint that `key` will be accessed soon: start loading its index bucket. Replaying
+    /// a trace, calling it for the access some 8-16 positions ahead hides most of the index's
+    /// memory latency. Changes nothing observable; the default does nothing.
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        let _ = key;
+    }
+
     /// Bytes of memory the policy's own structures occupy (index, nodes, ghosts), all
     /// reserved at construction. 0 if the policy does not report it.
     fn memory_bytes(&self) -> usize {

@@ -218,6 +218,11 @@ impl Replacement for Opt {
         }
     }
 
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.map.prefetch(key);
+    }
+
     fn memory_bytes(&self) -> usize {
         self.map.memory_bytes() + self.c * (8 + 8 + 4 + 4)
     }

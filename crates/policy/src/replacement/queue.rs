@@ -2,7 +2,7 @@
 //! policies (LRU, FIFO, CLOCK, SIEVE). Each policy decides what a hit does to the order and
 //! which node leaves; this type only keeps index, slab and list consistent.
 
-use crate::keymap::KeyMap;
+use crate::keymap::{Bucket, KeyMap};
 use crate::slab::{List, Node, Slab, NIL};
 
 /// Resident blocks in one list, indexed by key.
@@ -55,37 +55,47 @@ impl<M: Copy + Default> Queue<M> {
         self.slab.node(i)
     }
 
-    /// Move resident node `i` to the head.
+    /// The slot of `key` if resident, else the bucket to insert it at (see
+    /// [`KeyMap::find`]): one probe serves both the hit and the miss.
     #[inline(always)]
-    pub(crate) fn move_to_head(&mut self, i: u32) {
-        self.list.move_to_head(self.slab.nodes_mut(), i);
+    pub(crate) fn lookup(&self, key: u64) -> Result<u32, Bucket> {
+        let slab = &self.slab;
+        self.map.find(key, |s| slab.key(s))
     }
 
-    /// Insert absent `key` at the head with `meta`; the queue must not be full.
+    /// Insert `key`, looked up as absent into `bucket`, at the head; the queue must not be
+    /// full.
     #[inline(always)]
-    pub(crate) fn push_new(&mut self, key: u64, meta: M) -> u32 {
+    pub(crate) fn push_new_at(&mut self, bucket: Bucket, key: u64, meta: M) -> u32 {
         let i = self.slab.alloc(key, meta);
-        debug_assert!(i != NIL, "push_new on a full queue");
+        debug_assert!(i != NIL, "push_new_at on a full queue");
         self.list.push_head(self.slab.nodes_mut(), i);
-        self.map.insert(key, i);
+        self.map.insert_at(bucket, i);
         i
     }
 
-    /// Replace resident node `victim` by absent `key` (with `meta`) at the head, reusing the
-    /// victim's slot. Returns the victim's key.
+    /// Replace resident node `victim` by `key` (looked up as absent into `bucket`) at the
+    /// head, reusing the victim's slot; returns the victim's key. The new index entry goes in
+    /// first, then the victim's is removed, so the new key is not probed for twice.
     #[inline(always)]
-    pub(crate) fn replace(&mut self, victim: u32, key: u64, meta: M) -> u64 {
+    pub(crate) fn replace_at(&mut self, victim: u32, bucket: Bucket, key: u64, meta: M) -> u64 {
         let old = self.slab.key(victim);
-        self.list.unlink(self.slab.nodes_mut(), victim);
+        self.map.insert_at(bucket, victim);
         self.map.remove(old, victim);
+        self.list.unlink(self.slab.nodes_mut(), victim);
         {
             let n = self.slab.node_mut(victim);
             n.key = key;
             n.meta = meta;
         }
         self.list.push_head(self.slab.nodes_mut(), victim);
-        self.map.insert(key, victim);
         old
+    }
+
+    /// Move resident node `i` to the head.
+    #[inline(always)]
+    pub(crate) fn move_to_head(&mut self, i: u32) {
+        self.list.move_to_head(self.slab.nodes_mut(), i);
     }
 
     /// Remove resident node `i`. Returns its key.

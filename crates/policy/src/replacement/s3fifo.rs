@@ -234,6 +234,11 @@ impl Replacement for S3Fifo {
         }
     }
 
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.map.prefetch(key);
+    }
+
     fn memory_bytes(&self) -> usize {
         self.map.memory_bytes() + self.slab.memory_bytes() + self.ghost.memory_bytes()
     }

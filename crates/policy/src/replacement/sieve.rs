@@ -13,6 +13,7 @@
 
 use super::queue::Queue;
 use super::Replacement;
+use crate::keymap::Bucket;
 use crate::slab::NIL;
 use crate::Access;
 
@@ -46,9 +47,9 @@ impl Sieve {
     }
 
     #[inline]
-    fn insert_absent(&mut self, key: u64) -> Option<u64> {
+    fn insert_absent(&mut self, bucket: Bucket, key: u64) -> Option<u64> {
         if !self.q.is_full() {
-            self.q.push_new(key, false);
+            self.q.push_new_at(bucket, key, false);
             return None;
         }
         if self.q.capacity() == 0 {
@@ -64,7 +65,7 @@ impl Sieve {
             i = if n.prev == NIL { self.q.list.tail } else { n.prev };
         }
         self.hand = self.q.node(i).prev;
-        Some(self.q.replace(i, key, false))
+        Some(self.q.replace_at(i, bucket, key, false))
     }
 }
 
@@ -100,10 +101,7 @@ impl Replacement for Sieve {
 
     #[inline]
     fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.lookup(access) {
-            return None;
-        }
-        self.insert_absent(access.key)
+        self.access(access).1
     }
 
     fn remove(&mut self, key: u64) -> bool {
@@ -121,13 +119,18 @@ impl Replacement for Sieve {
 
     #[inline]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
-        match self.q.find(access.key) {
-            Some(i) => {
+        match self.q.lookup(access.key) {
+            Ok(i) => {
                 self.q.node_mut(i).meta = true;
                 (true, None)
             }
-            None => (false, self.insert_absent(access.key)),
+            Err(bucket) => (false, self.insert_absent(bucket, access.key)),
         }
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.q.map.prefetch(key);
     }
 
     fn memory_bytes(&self) -> usize {

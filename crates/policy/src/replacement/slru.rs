@@ -217,6 +217,11 @@ impl Replacement for Slru {
         }
     }
 
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.map.prefetch(key);
+    }
+
     fn memory_bytes(&self) -> usize {
         self.map.memory_bytes() + self.slab.memory_bytes()
     }

@@ -180,6 +180,11 @@ impl Replacement for TwoQ {
         }
     }
 
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.map.prefetch(key);
+    }
+
     fn memory_bytes(&self) -> usize {
         self.map.memory_bytes() + self.slab.memory_bytes() + self.aout.memory_bytes()
     }
