@@ -414,11 +414,29 @@ impl CacheState {
         self.unpin(c);
     }
 
-    /// The flusher's next batch: up to `max` versions of the oldest dirty epoch, in ascending
-    /// block order, as (epoch, key, cache block).
-    pub fn flush_batch(&self, max: usize) -> Vec<(u64, u64, u32)> {
+    /// The flusher's next batch: up to `max` versions of the oldest dirty epoch, as
+    /// (epoch, key, cache block) in ascending block order. `lru` picks the least recently
+    /// written versions of the epoch (thesis 4.4.1's LRU order; superseded versions first),
+    /// otherwise the lowest blocks (ascending order).
+    pub fn flush_batch(&self, max: usize, lru: bool) -> Vec<(u64, u64, u32)> {
         let Some((&e, _)) = self.epochs.first_key_value() else { return Vec::new() };
-        self.dirty.range((e, 0)..=(e, u64::MAX)).take(max).map(|(&(e, k), &c)| (e, k, c)).collect()
+        let versions = self.dirty.range((e, 0)..=(e, u64::MAX)).map(|(&(e, k), &c)| (e, k, c));
+        if !lru {
+            return versions.take(max).collect();
+        }
+        let mut by_age: Vec<(u64, (u64, u64, u32))> = versions
+            .map(|v| {
+                let last = match self.map.get(&v.1) {
+                    Some(s) if s.cache_block == v.2 => s.last,
+                    _ => 0,
+                };
+                (last, v)
+            })
+            .collect();
+        by_age.sort_unstable_by_key(|&(last, v)| (last, v.1));
+        let mut out: Vec<(u64, u64, u32)> = by_age.into_iter().take(max).map(|x| x.1).collect();
+        out.sort_unstable_by_key(|v| v.1);
+        out
     }
 
     /// Is (epoch, key) still the dirty version in block `c`?
@@ -666,7 +684,7 @@ mod tests {
         st.commit_dirty(5, c2, 0, true);
         assert_eq!(st.get(5), Some(c2), "reads see the newest version");
         assert_eq!(st.dirty_len(), 2, "epoch 1's version still has to reach backing");
-        assert_eq!(st.flush_batch(10), vec![(1, 5, c1)], "oldest epoch first");
+        assert_eq!(st.flush_batch(10, false), vec![(1, 5, c1)], "oldest epoch first");
         st.pin(c1);
         st.flushed(1, 5, c1, 0);
         st.unpin(c1);
@@ -683,6 +701,19 @@ mod tests {
         st.unpin(c3);
         assert_eq!(st.dirty_len(), 0);
         assert!(st.replacement.contains(5), "a flushed newest version is clean");
+    }
+
+    #[test]
+    fn flush_order_is_ascending_or_lru() {
+        let mut st = state(8);
+        for k in [30u64, 10, 20] {
+            let c = st.reserve().unwrap();
+            st.commit_dirty(k, c, 0, true);
+        }
+        let keys = |b: Vec<(u64, u64, u32)>| b.into_iter().map(|v| v.1).collect::<Vec<_>>();
+        assert_eq!(keys(st.flush_batch(2, false)), vec![10, 20], "ascending: lowest blocks");
+        // LRU (thesis 4.4.1): the two least recently written, 30 and 10, sent in block order.
+        assert_eq!(keys(st.flush_batch(2, true)), vec![10, 30]);
     }
 
     #[test]

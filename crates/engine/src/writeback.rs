@@ -37,11 +37,20 @@ pub struct WritebackConfig {
     pub max_epochs: usize,
     /// Blocks per flusher batch.
     pub batch_blocks: usize,
+    /// Flush the least recently written dirty blocks first instead of the lowest block
+    /// numbers (thesis 4.4.1; ascending order is the default, kinder to a disk).
+    pub lru_flush_order: bool,
 }
 
 impl Default for WritebackConfig {
     fn default() -> Self {
-        Self { max_dirty_blocks: None, min_dirty_blocks: None, max_epochs: 4, batch_blocks: 64 }
+        Self {
+            max_dirty_blocks: None,
+            min_dirty_blocks: None,
+            max_epochs: 4,
+            batch_blocks: 64,
+            lru_flush_order: false,
+        }
     }
 }
 
@@ -52,6 +61,7 @@ pub(crate) struct Limits {
     pub min_dirty: usize,
     pub max_epochs: usize,
     pub batch: usize,
+    pub lru: bool,
 }
 
 impl WritebackConfig {
@@ -64,6 +74,7 @@ impl WritebackConfig {
             min_dirty,
             max_epochs: self.max_epochs.max(1),
             batch: self.batch_blocks.clamp(1, 1024),
+            lru: self.lru_flush_order,
         }
     }
 }
@@ -107,7 +118,7 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
                     || st.drain
                     || st.oldest_dirty_epoch().is_some_and(|e| e <= st.flush_target);
                 if want {
-                    let b = st.flush_batch(lim.batch);
+                    let b = st.flush_batch(lim.batch, lim.lru);
                     if !b.is_empty() {
                         break b;
                     }
@@ -257,7 +268,7 @@ fn flush_io(inner: &Inner, live: &[(u64, u64, u32)]) -> io::Result<()> {
 /// but the policy is not write-back persist).
 pub(crate) fn flush_all_now(inner: &Inner) -> io::Result<()> {
     loop {
-        let batch = inner.state.lock().flush_batch(inner.limits.batch);
+        let batch = inner.state.lock().flush_batch(inner.limits.batch, inner.limits.lru);
         if batch.is_empty() {
             return Ok(());
         }

@@ -96,6 +96,7 @@ fn lazy() -> WritebackConfig {
         min_dirty_blocks: Some(100),
         max_epochs: 4,
         batch_blocks: 1,
+        lru_flush_order: false,
     }
 }
 
