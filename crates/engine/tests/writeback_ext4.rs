@@ -163,7 +163,8 @@ fn start_ember(d: &Path, policy: &str, log: &str) -> Child {
         .spawn()
         .expect("ember-front");
     let t0 = Instant::now();
-    while !sock.exists() {
+    // The socket file appears at bind(), a moment before listen(): wait for a connection.
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
         assert!(c.try_wait().ok().flatten().is_none(), "ember-front exited: see {log}");
         assert!(t0.elapsed() < Duration::from_secs(30), "ember-front did not listen");
         std::thread::sleep(Duration::from_millis(10));

@@ -94,7 +94,8 @@ fn have_nbdsh() -> bool {
 
 fn wait_for_socket(sock: &Path, child: &mut Child) -> Result<(), String> {
     let t0 = Instant::now();
-    while !sock.exists() {
+    // The socket file appears at bind(), a moment before listen(): wait for a connection.
+    while std::os::unix::net::UnixStream::connect(sock).is_err() {
         if let Ok(Some(st)) = child.try_wait() {
             return Err(format!("ember-front exited early: {st}"));
         }
@@ -257,10 +258,23 @@ fn trial(policy: &str, seed: u64) -> Outcome {
     let got = if policy == "write-back-persist" {
         // Recoverable failure: the same cache file.
         let mut ember = start(d, policy, "ember2.log");
-        let c = ClientBuilder::new()
-            .export("disk")
-            .connect_unix(d.join("ember.sock"))
-            .expect("connect after recovery");
+        // The socket file appears at bind(), a moment before listen(): retry a refused
+        // connection while the server lives.
+        let t0 = Instant::now();
+        let c = loop {
+            match ClientBuilder::new().export("disk").connect_unix(d.join("ember.sock")) {
+                Ok(c) => break c,
+                Err(e) => {
+                    let log = std::fs::read_to_string(d.join("ember2.log")).unwrap_or_default();
+                    let dead = ember.try_wait().ok().flatten();
+                    assert!(
+                        dead.is_none() && t0.elapsed() < Duration::from_secs(20),
+                        "seed {seed}: connect after recovery: {e} (ember: {dead:?})\n{log}"
+                    );
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        };
         let mut got = vec![0u8; VOL as usize];
         for (i, piece) in got.chunks_mut(1 << 20).enumerate() {
             c.read(i as u64 * (1 << 20), piece).expect("read after recovery");
