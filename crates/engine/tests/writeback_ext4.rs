@@ -7,6 +7,8 @@
 //! whose fsync returned must be intact after mounting (journal replay), and fsck must be
 //! clean again after that.
 //!
+//! Unsafe write-back, checked the same way, must be caught damaging the file system.
+//!
 //! Needs root, loop devices, FUSE, nbdfuse, e2fsprogs; skipped (with a message) otherwise.
 //! `EMBER_EXT4_TRIALS=N` sets the trials per policy (default 1).
 
@@ -202,7 +204,9 @@ fn fsck(target: &str) -> (bool, String) {
     run(cmd("fsck.ext4").arg("-fn").arg(target), 120)
 }
 
-fn trial(policy: &str, seed: u64) -> usize {
+/// One trial; the crash checks (fsck, mount, file contents) come back as `Err`, set-up
+/// failures panic.
+fn trial(policy: &str, seed: u64) -> Result<usize, String> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let f = std::fs::File::create(d.join("backing.img")).unwrap();
@@ -266,17 +270,23 @@ fn trial(policy: &str, seed: u64) -> usize {
         d.join("backing.img") // the cache file is thrown away
     };
     let (ok, out) = fsck(&image.display().to_string());
-    assert!(ok, "{policy}: fsck -fn after the crash: {out}");
+    if !ok {
+        return Err(format!("{policy}: fsck -fn after the crash: {out}"));
+    }
     let dev = attach(&image);
     s.loopdev = Some(dev.clone());
     let (ok, out) = run(cmd("mount").arg(&dev).arg(&mnt), 60);
-    assert!(ok, "{policy}: mount after the crash: {out}");
+    if !ok {
+        return Err(format!("{policy}: mount after the crash: {out}"));
+    }
     s.mounted = Some(mnt.clone());
     let (ok, out) = run(
         cmd("/usr/bin/python3").arg(d.join("checker.py")).arg(&files).arg(d.join("done.log")),
         120,
     );
-    assert!(ok, "{policy}: files whose fsync returned are damaged: {out}");
+    if !ok {
+        return Err(format!("{policy}: files whose fsync returned are damaged: {out}"));
+    }
     if let Some(m) = s.mounted.take() {
         assert!(run(cmd("umount").arg(&m), 60).0);
     }
@@ -284,7 +294,9 @@ fn trial(policy: &str, seed: u64) -> usize {
         run(cmd("losetup").arg("-d").arg(&l), 30);
     }
     let (ok, out) = fsck(&image.display().to_string());
-    assert!(ok, "{policy}: fsck -fn after journal replay: {out}");
+    if !ok {
+        return Err(format!("{policy}: fsck -fn after journal replay: {out}"));
+    }
     if let Some(mut e) = s.ember.take() {
         drop(e.stdin.take()); // clean stop
         assert!(e.wait().unwrap().success() || policy != "write-back-persist");
@@ -292,7 +304,7 @@ fn trial(policy: &str, seed: u64) -> usize {
     s.teardown();
     let checked = out_count(&d.join("done.log"));
     println!("{policy}: seed {seed}: fsck clean, {checked} fsynced files intact");
-    checked
+    Ok(checked)
 }
 
 fn out_count(p: &Path) -> usize {
@@ -310,9 +322,19 @@ fn ext4_survives_sigkill_under_every_safe_policy() {
     for policy in ["write-back-persist", "write-back-flush", "write-through"] {
         let mut files = 0;
         for t in 0..n {
-            files += trial(policy, 40 + t);
+            files += trial(policy, 40 + t).unwrap_or_else(|e| panic!("{e}"));
         }
         assert!(files > 0, "{policy}: no fsync returned before the kills");
         println!("{policy}: {n} ext4 SIGKILL trials, {files} fsynced files checked, 0 damaged");
     }
+    // The negative control: unsafe write-back ignores fsync, so after the kill backing
+    // alone must show the damage (fsck errors or lost files) in at least one of 3 trials.
+    let errs: Vec<String> =
+        (0..3).filter_map(|t| trial("unsafe-write-back", 90 + t).err()).collect();
+    let caught = errs.len();
+    println!("unsafe-write-back: 3 ext4 SIGKILL trials, {caught} caught with damage");
+    for e in &errs {
+        println!("  {}", e.lines().take(2).collect::<Vec<_>>().join(" / "));
+    }
+    assert!(caught > 0, "unsafe write-back lost nothing under ext4: the check is blind");
 }
