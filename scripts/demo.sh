@@ -30,16 +30,30 @@ echo
 echo "== 3. SieveStore: a 12-volume ensemble over 4 days (MSR-Cambridge CSV), every sieve compared"
 "$EMBER" trace gen ensemble --days 4 --accesses-per-day 500000 --seed 7 -o "$OUT/ensemble.csv"
 "$EMBER" sim "$OUT/ensemble.csv" --experiment sievestore --out "$OUT/sievestore" --quiet
+sed -n '1,12p' "$OUT/sievestore/sievestore.txt"
+
+echo
+echo "== 4. Exclusive caching (Wong & Wilkes): the ZIPF workload of section 3 under every DEMOTE scheme"
+"$EMBER" trace gen ww-zipf --seed 3 -o "$OUT/ww-zipf.ember" >/dev/null
+"$EMBER" sim "$OUT/ww-zipf.ember" --experiment demote --out "$OUT/demote" --quiet
+grep -E "mean speedup" "$OUT/demote/demote.txt" || true
+
+echo
+echo "== 5. Bonfire: a week of hourly reaccesses plus a nightly job; characterize, advise, warm up"
+"$EMBER" trace gen bonfire --rate 2 --days 7 --seed 1 -o "$OUT/bonfire.csv" >/dev/null
+"$EMBER" analyze "$OUT/bonfire.csv" --out "$OUT/analyze" >/dev/null
+"$EMBER" warmup advise "$OUT/bonfire.csv" --analysis "$OUT/analyze/analyze.json"
+"$EMBER" warmup run "$OUT/bonfire.csv" --th-n 0.01 --out "$OUT/warmup" | tail -n 8
 
 echo
 echo "demo: wrote"
 for f in sim.json sim.csv timeline.csv hit_ratio.png timeline.png; do
     printf '  %s (%s bytes)\n' "$OUT/$f" "$(stat -c %s "$OUT/$f")"
 done
-for f in "$OUT"/sievestore/*; do
+for f in "$OUT"/sievestore/* "$OUT"/demote/* "$OUT"/analyze/* "$OUT"/warmup/*; do
     printf '  %s (%s bytes)\n' "$f" "$(stat -c %s "$f")"
 done
-if [[ -x scripts/demo-serve.sh ]]; then
+if [[ -f scripts/demo-serve.sh ]]; then
     echo
     bash scripts/demo-serve.sh
 fi

@@ -41,6 +41,48 @@ pub enum GenCommand {
     /// N clients over one array (Wong & Wilkes section 5): disjoint, conjoint or partially
     /// shared working sets. Volume clientK is client K; offsets address the shared array.
     MultiClient(MultiClientArgs),
+    /// Bonfire's reaccess patterns over several days (FAST 2013 section 3): hourly reaccesses,
+    /// a daily job reading the same clustered regions at the same hour, one-off accesses.
+    /// Write it as MSR-Cambridge CSV (`-o x.csv`) to keep the wall-clock hours. Set --rate
+    /// (background requests per second): the default 1000/s makes 86.4M requests a day.
+    Bonfire(BonfireArgs),
+}
+
+/// Arguments of `ember trace gen bonfire`.
+#[derive(Args)]
+pub struct BonfireArgs {
+    /// Days of trace.
+    #[arg(long, default_value_t = 7.0)]
+    pub days: f64,
+    /// Wall-clock hour (UTC) of the first request (MSR-Cambridge: 17).
+    #[arg(long, default_value_t = 17)]
+    pub start_hour: u32,
+    /// Share of background requests that are hourly reaccesses (the rest are one-offs).
+    #[arg(long, default_value_t = 0.6)]
+    pub hourly: f64,
+    /// Mean age (seconds) of the block an hourly reaccess re-reads (truncated below 1 h).
+    #[arg(long, default_value_t = 600.0)]
+    pub hourly_mean_age: f64,
+    /// Regions the daily job reads every day (0: no daily job).
+    #[arg(long, default_value_t = 64)]
+    pub daily_regions: u64,
+    /// Wall-clock hour (UTC) the daily job starts.
+    #[arg(long, default_value_t = 2)]
+    pub daily_hour: u32,
+    /// Minutes the daily job takes.
+    #[arg(long, default_value_t = 30)]
+    pub daily_minutes: u32,
+    /// Region size of the daily job in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub region_bytes: u64,
+    /// One-off address space in blocks.
+    #[arg(long, default_value_t = 1 << 28)]
+    pub blocks: u64,
+    /// Volume name.
+    #[arg(long, default_value = "bonfire")]
+    pub volume: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
 /// Options every generator takes.
@@ -218,6 +260,23 @@ pub struct MultiClientArgs {
 pub fn run(cmd: GenCommand) -> anyhow::Result<()> {
     match cmd {
         GenCommand::Ensemble(a) => crate::cmd_sievestore::gen_ensemble(&a),
+        GenCommand::Bonfire(a) => {
+            let cfg = ember_trace::gen::bonfire::BonfireConfig {
+                days: a.days,
+                start_hour: a.start_hour,
+                hourly: a.hourly,
+                hourly_mean_age_s: a.hourly_mean_age,
+                daily_regions: a.daily_regions,
+                daily_hour: a.daily_hour,
+                daily_minutes: a.daily_minutes,
+                region_bytes: a.region_bytes,
+                blocks: a.blocks,
+                volume: a.volume.clone(),
+                common: a.common.common(),
+            };
+            let t = ember_trace::gen::bonfire::bonfire(&cfg)?;
+            emit(&a.common, t.requests.into_iter(), t.volumes)
+        }
         GenCommand::Zipf(a) => {
             let mut cfg = ZipfConfig::new(a.alpha, a.blocks, a.requests, a.common.common());
             cfg.scramble = !a.contiguous;

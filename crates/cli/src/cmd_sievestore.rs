@@ -2,6 +2,7 @@
 //! Figures 5, 6, 8 and 9 as PNG), and `--admission` / `--partition` runs of any sieve in an
 //! ensemble cache or per-volume partitions (docs/sievestore.md).
 
+use crate::plot::colour;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ember_policy::replacement::{build, Kind};
@@ -316,22 +317,6 @@ fn write(path: &PathBuf, text: &str) -> anyhow::Result<()> {
 }
 
 const SIZE: (u32, u32) = (1200, 700);
-
-fn colour(i: usize) -> RGBColor {
-    const P: [RGBColor; 10] = [
-        RGBColor(31, 119, 180),
-        RGBColor(255, 127, 14),
-        RGBColor(44, 160, 44),
-        RGBColor(214, 39, 40),
-        RGBColor(148, 103, 189),
-        RGBColor(140, 86, 75),
-        RGBColor(227, 119, 194),
-        RGBColor(127, 127, 127),
-        RGBColor(188, 189, 34),
-        RGBColor(23, 190, 207),
-    ];
-    P[i % P.len()]
-}
 
 fn ensemble_rows(report: &ExperimentReport) -> Vec<&ExperimentRow> {
     report.rows.iter().filter(|r| r.partition == Partition::Ensemble).collect()

@@ -2,11 +2,18 @@
 
 use clap::{Parser, Subcommand};
 
+mod cmd_analyze;
 mod cmd_cache;
+mod cmd_demote;
 mod cmd_gen;
+mod cmd_replay;
+mod cmd_serve;
 mod cmd_sievestore;
 mod cmd_sim;
+mod cmd_stats;
 mod cmd_trace;
+mod cmd_warmup;
+mod metrics;
 mod output;
 mod plot;
 mod trace_args;
@@ -24,8 +31,20 @@ enum Command {
     /// Read, convert, describe and generate block traces.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Serve a cache device in front of backing volumes over NBD.
+    Serve(cmd_serve::ServeArgs),
+    /// Replay a trace against an NBD server, verifying every read.
+    Replay(cmd_replay::ReplayArgs),
+    /// Print a running server's statistics (from its --metrics address).
+    Stats(cmd_stats::StatsArgs),
     /// Simulate replacement policies over a trace at several cache sizes.
     Sim(Box<cmd_sim::SimArgs>),
+    /// Characterize a trace for cache warmup: WSS, reaccess classes, reuse distance, spatial
+    /// clustering, popularity skew, miss-ratio curves (Bonfire section 3).
+    Analyze(Box<cmd_analyze::AnalyzeArgs>),
+    /// Bonfire's cache warmup study: run, sweep, advise (Bonfire section 4).
+    #[command(subcommand)]
+    Warmup(cmd_warmup::WarmupCommand),
     /// Format and inspect cache devices.
     #[command(subcommand)]
     Cache(cmd_cache::CacheCommand),
@@ -48,8 +67,13 @@ fn main() {
         Command::Trace(TraceCommand::Info(a)) => cmd_trace::info(a),
         Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),
         Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
+        Command::Serve(a) => cmd_serve::run(a),
+        Command::Replay(a) => cmd_replay::run(a),
+        Command::Stats(a) => cmd_stats::run(a),
         Command::Sim(a) => cmd_sim::run(*a),
         Command::Cache(c) => cmd_cache::run(c),
+        Command::Analyze(a) => cmd_analyze::run(*a),
+        Command::Warmup(c) => cmd_warmup::run(c),
     };
     if let Err(e) = result {
         eprintln!("ember: error: {e:#}");

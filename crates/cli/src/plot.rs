@@ -8,8 +8,8 @@ use std::path::Path;
 
 const SIZE: (u32, u32) = (1100, 680);
 
-/// A colour per series, distinguishable in print.
-fn colour(i: usize) -> RGBColor {
+/// A colour per series, distinguishable in print (every ember plot uses this palette).
+pub(crate) fn colour(i: usize) -> RGBColor {
     const P: [RGBColor; 10] = [
         RGBColor(31, 119, 180),
         RGBColor(255, 127, 14),

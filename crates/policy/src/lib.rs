@@ -4,10 +4,12 @@
 
 pub mod access;
 pub mod admission;
+pub mod demote;
 pub mod ghost;
 pub mod keymap;
 pub mod replacement;
 pub mod slab;
+pub mod warmup;
 
 pub use access::{Access, NEVER};
 pub use admission::Admission;

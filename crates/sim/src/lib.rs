@@ -14,13 +14,21 @@ pub mod ensemble;
 pub mod error;
 pub mod experiment_sievestore;
 pub mod grid;
+pub mod hierarchy;
+pub mod hierarchy_experiment;
 pub mod interval;
+pub mod latency_model;
 pub mod oracle_resident;
 pub mod sievestore;
 pub mod simulate;
 pub mod stream;
 #[cfg(test)]
 mod testing;
+pub mod warmup_convergence;
+pub mod warmup_experiment;
+pub mod warmup_load;
+pub mod warmup_scheme;
+pub mod warmup_sweep;
 
 pub use capacity::{parse_capacities, Capacity};
 pub use counters::{Counters, IntervalStats};

@@ -110,7 +110,8 @@ where
 {
     let keys = &stream.keys()[lo..hi];
     let flags = &stream.flags()[lo..hi];
-    let times = &stream.times()[lo..hi];
+    // Empty when the stream keeps no times: accesses then carry time 0.
+    let times = stream.times().get(lo..hi).unwrap_or(&[]);
     let next = stream.next_access().map(|n| &n[lo..hi]);
     let (mut requests, mut writes, mut read_hits, mut write_hits) = (0u64, 0u64, 0u64, 0u64);
     let (mut write_misses, mut allocation_writes, mut evictions) = (0u64, 0u64, 0u64);
@@ -126,7 +127,7 @@ where
         writes += is_write as u64;
         let access = Access {
             key: keys[j],
-            time_ns: times[j],
+            time_ns: times.get(j).copied().unwrap_or(0),
             op: crate::stream::op_of(f),
             vtime: (lo + j) as u64,
             next_vtime: match next {

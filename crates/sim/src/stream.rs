@@ -120,9 +120,16 @@ impl AccessStream {
         &self.keys
     }
 
-    /// Request times, one per access.
+    /// Request times, one per access; empty if the stream was built without times
+    /// ([`AccessStreamBuilder::without_times`]).
     pub fn times(&self) -> &[u64] {
         &self.times
+    }
+
+    /// Time of access `i` in nanoseconds (0 if the stream keeps no times).
+    #[inline]
+    pub fn time(&self, i: usize) -> u64 {
+        self.times.get(i).copied().unwrap_or(0)
     }
 
     /// Next-access vtimes, one per access ([`NEVER`] for a last access), if computed.
@@ -153,7 +160,7 @@ impl AccessStream {
     pub fn access(&self, i: usize) -> Access {
         Access {
             key: self.keys[i],
-            time_ns: self.times[i],
+            time_ns: self.time(i),
             op: op_of(self.flags[i]),
             vtime: i as u64,
             next_vtime: self.next.as_ref().map_or(NEVER, |n| n[i]),
@@ -161,6 +168,7 @@ impl AccessStream {
     }
 
     /// Cut the stream into timeline intervals; with `None`, one span covering everything.
+    /// On a stream built without times, a time interval yields one span.
     /// Intervals are cut only between requests; a request whose time goes back before the
     /// current interval's start stays in the current interval. Intervals holding no access
     /// are left out.
@@ -176,7 +184,7 @@ impl AccessStream {
             if !self.starts_request(i) {
                 continue;
             }
-            let rel = self.times[i].saturating_sub(self.start_ns);
+            let rel = self.time(i).saturating_sub(self.start_ns);
             let index = match interval {
                 Interval::Time(span) => rel / span,
                 Interval::Requests(k) => request / k,
@@ -237,6 +245,7 @@ pub struct AccessStreamBuilder {
     shift: u32,
     pow2: bool,
     split: Split,
+    keep_times: bool,
 }
 
 impl AccessStreamBuilder {
@@ -254,14 +263,25 @@ impl AccessStreamBuilder {
             shift: block_size.trailing_zeros(),
             pow2: block_size.is_power_of_two(),
             split,
+            keep_times: true,
         })
+    }
+
+    /// Keep no per-access times (saves 8 bytes per access) when nothing will read them: no
+    /// time-based timeline, and an admission policy that ignores time. Accesses then carry
+    /// time 0.
+    pub fn without_times(mut self) -> Self {
+        self.keep_times = false;
+        self
     }
 
     /// Make room for about `accesses` more block accesses.
     pub fn reserve(&mut self, accesses: usize) {
         self.keys.reserve(accesses);
         self.flags.reserve(accesses);
-        self.times.reserve(accesses);
+        if self.keep_times {
+            self.times.reserve(accesses);
+        }
     }
 
     #[inline]
@@ -288,11 +308,13 @@ impl AccessStreamBuilder {
         self.requests += 1;
         self.keys.push(block_key(r.volume, first));
         self.flags.push(w | FIRST);
-        self.times.push(r.time_ns);
         for b in first + 1..end {
             self.keys.push(block_key(r.volume, b));
             self.flags.push(w);
-            self.times.push(r.time_ns);
+        }
+        if self.keep_times {
+            let n = (end - first) as usize;
+            self.times.extend(std::iter::repeat_n(r.time_ns, n));
         }
     }
 
@@ -303,12 +325,15 @@ impl AccessStreamBuilder {
         self.requests += 1;
         self.keys.push(key);
         self.flags.push(if write { WRITE | FIRST } else { FIRST });
-        self.times.push(time_ns);
+        if self.keep_times {
+            self.times.push(time_ns);
+        }
     }
 
     /// The finished stream; with `oracle`, next-access vtimes are computed too.
     pub fn finish(self, oracle: bool) -> AccessStream {
         let start_ns = self.times.first().copied().unwrap_or(0);
+        debug_assert!(!self.keep_times || self.times.len() == self.keys.len());
         let mut s = AccessStream {
             keys: self.keys,
             flags: self.flags,
@@ -430,6 +455,25 @@ mod tests {
             let set: FxHashSet<u64> = keys.iter().copied().collect();
             assert_eq!(distinct_keys(&keys), set.len() as u64);
         }
+    }
+
+    #[test]
+    fn without_times_keeps_everything_else() {
+        let reqs = vec![req(100, 0, Op::Read, 0, 8192), req(200, 0, Op::Write, 4096, 10)];
+        let mut with = AccessStreamBuilder::new(4096, Split::Blocks).unwrap();
+        let mut without = AccessStreamBuilder::new(4096, Split::Blocks).unwrap().without_times();
+        for r in &reqs {
+            with.push(r);
+            without.push(r);
+        }
+        let (a, b) = (with.finish(false), without.finish(false));
+        assert_eq!(a.times(), &[100, 100, 200]);
+        assert!(b.times().is_empty());
+        assert_eq!(a.keys(), b.keys());
+        assert_eq!((a.requests(), a.wss()), (b.requests(), b.wss()));
+        assert_eq!(b.access(2).time_ns, 0);
+        assert!(b.access(2).op.is_write());
+        assert_eq!(b.spans(Some(Interval::Time(50))).len(), 1);
     }
 
     #[test]

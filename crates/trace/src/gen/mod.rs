@@ -25,6 +25,7 @@
 //! a caller can write or simulate 10M+ requests without holding them; `trace()` collects one
 //! into a [`Trace`].
 
+pub mod bonfire;
 pub mod ensemble;
 pub mod multi_client;
 pub mod scramble;

@@ -1,0 +1,186 @@
+//! Every analysis of a trace, per volume and for the whole: what `ember analyze` prints.
+
+use crate::mrc::log_sizes;
+use crate::popularity::{volume_shares, DEFAULT_BINS};
+use crate::{
+    shards_mrc, Accesses, MissRatioCurve, Popularity, ReuseHistogram, ShardsError, Spatial,
+    Summary, Temporal, VolumeShare,
+};
+use ember_trace::Trace;
+use serde::{Deserialize, Serialize};
+
+/// What to compute.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnalyzeConfig {
+    /// Block size in bytes (4 KiB in Bonfire).
+    pub block_size: u64,
+    /// Region size of the spatial-clustering analysis in bytes (1 MiB in Bonfire).
+    pub region_bytes: u64,
+    /// Popularity bins per day (10,000 in SieveStore).
+    pub bins: usize,
+    /// Points of the miss-ratio curve (log-spaced cache sizes from 1 block to the WSS).
+    pub mrc_points: usize,
+    /// Compute the exact reuse distances and miss-ratio curve.
+    pub exact: bool,
+    /// Also estimate the miss-ratio curve with SHARDS at this sampling rate.
+    pub shards_rate: Option<f64>,
+    /// Analyze each volume on its own too (always true in effect for one volume: its
+    /// analysis is the whole's).
+    pub per_volume: bool,
+}
+
+impl Default for AnalyzeConfig {
+    fn default() -> Self {
+        Self {
+            block_size: 4096,
+            region_bytes: 1 << 20,
+            bins: DEFAULT_BINS,
+            mrc_points: 64,
+            exact: true,
+            shards_rate: None,
+            per_volume: true,
+        }
+    }
+}
+
+/// The miss-ratio curves of one analysis.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Mrc {
+    /// Exact LRU curve (when computed).
+    pub exact: Option<MissRatioCurve>,
+    /// SHARDS estimate (when asked for).
+    pub shards: Option<MissRatioCurve>,
+    /// SHARDS sampling rate.
+    pub shards_rate: Option<f64>,
+    /// Accesses SHARDS sampled.
+    pub shards_sampled: Option<u64>,
+    /// Mean absolute error of SHARDS against exact over the curve's sizes (both computed).
+    pub shards_mean_abs_error: Option<f64>,
+    /// Largest absolute error of SHARDS against exact.
+    pub shards_max_abs_error: Option<f64>,
+}
+
+/// Reuse distances for the report: Figure 3's groups and the exact distribution.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reuse {
+    /// Figure 3 group names.
+    pub buckets: Vec<String>,
+    /// Reaccesses in each group.
+    pub reaccess_buckets: [u64; 4],
+    /// Figure 3: share (%) of reaccesses in each group.
+    pub reaccess_bucket_percent: [f64; 4],
+    /// Median reuse distance of reaccesses in blocks.
+    pub reaccess_median_blocks: u64,
+    /// First accesses (no reuse distance).
+    pub cold: u64,
+    /// The full distribution over all accesses: `(distance in blocks, accesses)` for every
+    /// distance that occurs.
+    pub distribution: Vec<(u64, u64)>,
+}
+
+/// Every analysis of one trace or volume.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// Table 1.
+    pub summary: Summary,
+    /// Figures 1a, 1b, 2.
+    pub temporal: Temporal,
+    /// Figure 3 (when exact analysis ran).
+    pub reuse: Option<Reuse>,
+    /// Figure 4.
+    pub spatial: Spatial,
+    /// SieveStore Figure 2.
+    pub popularity: Popularity,
+    /// LRU miss-ratio curves.
+    pub mrc: Mrc,
+}
+
+/// One volume's analysis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VolumeAnalysis {
+    /// Volume id.
+    pub volume: u32,
+    /// Volume name.
+    pub name: String,
+    /// Its analysis.
+    pub analysis: Analysis,
+}
+
+/// `ember analyze`'s document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceReport {
+    /// Block size in bytes.
+    pub block_size: u64,
+    /// The whole trace.
+    pub whole: Analysis,
+    /// Each volume.
+    pub volumes: Vec<VolumeAnalysis>,
+    /// Each volume's share of the top 1 % blocks.
+    pub top1_volume_share: Vec<VolumeShare>,
+}
+
+/// Analyze one access list.
+pub fn analyze_accesses(a: &Accesses, cfg: &AnalyzeConfig) -> Result<Analysis, ShardsError> {
+    let summary = Summary::of(a);
+    let (temporal, classes) = Temporal::compute(a);
+    let spatial = Spatial::of(&classes, a.block_size, cfg.region_bytes);
+    drop(classes);
+    let popularity = Popularity::of(a, cfg.bins);
+    let sizes = log_sizes(summary.wss_blocks, cfg.mrc_points);
+    let mut mrc = Mrc::default();
+    let mut reuse = None;
+    if cfg.exact {
+        let h = ReuseHistogram::of(&a.keys, &a.writes, a.block_size);
+        mrc.exact = Some(MissRatioCurve::exact(&h, &sizes));
+        reuse = Some(Reuse {
+            buckets: crate::REUSE_BUCKETS.iter().map(|b| b.0.to_string()).collect(),
+            reaccess_buckets: h.reaccess_buckets,
+            reaccess_bucket_percent: h.reaccess_bucket_percent,
+            reaccess_median_blocks: h.reaccess_median_blocks,
+            cold: h.cold,
+            distribution: h
+                .all
+                .iter()
+                .enumerate()
+                .filter(|x| *x.1 > 0)
+                .map(|(d, &n)| (d as u64, n))
+                .collect(),
+        });
+    }
+    if let Some(rate) = cfg.shards_rate {
+        let (curve, n) = shards_mrc(&a.keys, rate, &sizes)?;
+        if let Some(e) = &mrc.exact {
+            let errs: Vec<f64> =
+                e.miss_ratio.iter().zip(&curve.miss_ratio).map(|(x, y)| (x - y).abs()).collect();
+            mrc.shards_mean_abs_error = Some(errs.iter().sum::<f64>() / errs.len().max(1) as f64);
+            mrc.shards_max_abs_error = Some(errs.iter().copied().fold(0.0, f64::max));
+        }
+        mrc.shards = Some(curve);
+        mrc.shards_rate = Some(rate);
+        mrc.shards_sampled = Some(n);
+    }
+    Ok(Analysis { summary, temporal, reuse, spatial, popularity, mrc })
+}
+
+/// Analyze `trace`: the whole and (with [`AnalyzeConfig::per_volume`]) each volume.
+pub fn analyze(trace: &Trace, cfg: &AnalyzeConfig) -> Result<TraceReport, ShardsError> {
+    let all = Accesses::from_trace(trace, cfg.block_size);
+    let whole = analyze_accesses(&all, cfg)?;
+    let names = trace.volumes.names();
+    let top1_volume_share = volume_shares(&all, names);
+    drop(all);
+    let mut volumes = Vec::new();
+    if names.len() == 1 {
+        volumes.push(VolumeAnalysis { volume: 0, name: names[0].clone(), analysis: whole.clone() });
+    } else if cfg.per_volume {
+        for (v, name) in names.iter().enumerate() {
+            let a = Accesses::from_volume(trace, v as u32, cfg.block_size);
+            volumes.push(VolumeAnalysis {
+                volume: v as u32,
+                name: name.clone(),
+                analysis: analyze_accesses(&a, cfg)?,
+            });
+        }
+    }
+    Ok(TraceReport { block_size: cfg.block_size, whole, volumes, top1_volume_share })
+}

@@ -1,0 +1,547 @@
+//! `ember analyze`: trace characterization for cache warmup (Bonfire FAST 2013 section 3,
+//! SieveStore's popularity skew, LRU miss-ratio curves), as tables, JSON and PNG plots.
+
+use crate::plot::colour;
+use crate::trace_args::TraceInput;
+use anyhow::{anyhow, bail, Context};
+use clap::Args;
+use ember_analyze::report::{Analysis, TraceReport};
+use ember_analyze::{analyze, AnalyzeConfig, Class, REUSE_BUCKETS};
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `ember analyze`.
+#[derive(Args)]
+pub struct AnalyzeArgs {
+    #[command(flatten)]
+    pub input: TraceInput,
+    /// Region size of the spatial-clustering analysis (Figure 4), e.g. 1MiB, 64KiB, 4096.
+    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
+    pub region_size: u64,
+    /// Popularity bins per day (SieveStore Figure 2).
+    #[arg(long, default_value_t = 10_000)]
+    pub bins: usize,
+    /// Points of the miss-ratio curves (log-spaced cache sizes up to the WSS).
+    #[arg(long, default_value_t = 64)]
+    pub mrc_points: usize,
+    /// Also estimate the miss-ratio curve with SHARDS at this sampling rate (e.g. 0.01).
+    #[arg(long)]
+    pub shards: Option<f64>,
+    /// Skip the exact reuse distances and miss-ratio curve (for traces too large; use
+    /// --shards).
+    #[arg(long)]
+    pub no_exact: bool,
+    /// Analyze the whole trace only, not each volume.
+    #[arg(long)]
+    pub whole_only: bool,
+    /// Write the JSON document here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write analyze.json and the PNG figures into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Parse a byte count: `4096`, `4K`/`4KiB`, `1M`/`1MiB`, `1G`/`1GiB` (powers of 1024), or
+/// `1KB`, `1MB`, `1GB` (powers of 1000).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("not a byte count: {s:?}"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        u => return Err(format!("unknown byte unit {u:?} in {s:?}")),
+    };
+    let v = n * mult;
+    if !(v >= 1.0 && v.is_finite()) {
+        return Err(format!("byte count must be at least 1: {s:?}"));
+    }
+    Ok(v as u64)
+}
+
+/// Analyze a trace per its reading flags and the config; shared with `ember warmup advise`.
+pub fn analyze_input(input: &TraceInput, cfg: AnalyzeConfig) -> anyhow::Result<TraceReport> {
+    if input.block_size == 0 {
+        bail!("--block-size must be at least 1");
+    }
+    let (trace, _) = input.read()?;
+    let cfg = AnalyzeConfig { block_size: input.block_size, ..cfg };
+    analyze(&trace, &cfg).map_err(|e| anyhow!("{e}"))
+}
+
+/// Run `ember analyze`.
+pub fn run(a: AnalyzeArgs) -> anyhow::Result<()> {
+    let cfg = AnalyzeConfig {
+        block_size: a.input.block_size,
+        region_bytes: a.region_size,
+        bins: a.bins.max(1),
+        mrc_points: a.mrc_points.max(2),
+        exact: !a.no_exact,
+        shards_rate: a.shards,
+        per_volume: !a.whole_only,
+    };
+    let report = analyze_input(&a.input, cfg)?;
+    print_tables(&report);
+    let json = serde_json::to_string_pretty(&report)?;
+    if let Some(p) = &a.json {
+        std::fs::write(p, &json).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let p = dir.join("analyze.json");
+        std::fs::write(&p, &json).with_context(|| format!("writing {}", p.display()))?;
+        plots(&report, dir)?;
+        eprintln!("wrote {}/analyze.json and figures", dir.display());
+    }
+    Ok(())
+}
+
+/// The rows of the per-volume tables: each volume, then the whole (when several volumes).
+fn rows(r: &TraceReport) -> Vec<(String, &Analysis)> {
+    let mut v: Vec<(String, &Analysis)> =
+        r.volumes.iter().map(|x| (x.name.clone(), &x.analysis)).collect();
+    if r.volumes.len() != 1 {
+        v.push(("(all)".into(), &r.whole));
+    }
+    v
+}
+
+fn gb(b: u64) -> String {
+    format!("{:.3}", b as f64 / 1e9)
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.4}"))
+}
+
+fn print_tables(r: &TraceReport) {
+    let rs = rows(r);
+    println!("Table 1: working set, size, reaccesses (block size {} B)", r.block_size);
+    println!(
+        "{:<16} {:>10} {:>10} {:>12} {:>10} {:>10} {:>10}",
+        "volume", "WSS(GB)", "Size(GB)", "requests", "RAR", "RAW", "reacc(%)"
+    );
+    for (n, a) in &rs {
+        let s = &a.summary;
+        println!(
+            "{:<16} {:>10} {:>10} {:>12} {:>10} {:>10} {:>10.2}",
+            n,
+            gb(s.wss_bytes),
+            gb(s.total_bytes),
+            s.requests,
+            s.read_after_read,
+            s.read_after_write,
+            s.reaccess_percent
+        );
+    }
+    println!("\nFigure 1a: reaccessed blocks by class (%, a block may be in several)");
+    println!(
+        "{:<16} {:>12} {:>8} {:>8} {:>8}",
+        "volume", "reacc.blocks", "hourly", "daily", "other"
+    );
+    for (n, a) in &rs {
+        let t = &a.temporal;
+        println!(
+            "{:<16} {:>12} {:>8.2} {:>8.2} {:>8.2}",
+            n, t.reaccessed_blocks, t.class_percent[0], t.class_percent[1], t.class_percent[2]
+        );
+    }
+    println!("\nFigure 1b: hourly reaccesses by time since the previous access (%, 10-min bins)");
+    for (n, a) in &rs {
+        let p = a.temporal.hourly_recency_percent.map(|x| format!("{x:.1}"));
+        println!("{:<16} {}", n, p.join(" "));
+    }
+    println!("\nFigure 2: daily reaccesses by wall-clock hour (UTC), per day (whole trace)");
+    for (d, hours) in r.whole.temporal.daily_by_hour.iter().enumerate() {
+        let total: u64 = hours.iter().sum();
+        if total == 0 {
+            continue;
+        }
+        let peak = hours.iter().enumerate().max_by_key(|x| x.1).map(|x| x.0).unwrap_or(0);
+        println!(
+            "day {d:<3} {total:>10} daily reaccesses, peak at {peak:02}:00 ({} there)",
+            hours[peak]
+        );
+    }
+    println!("\nFigure 3: reuse distance of reaccesses (% per group)");
+    let names: Vec<&str> = REUSE_BUCKETS.iter().map(|b| b.0).collect();
+    println!(
+        "{:<16} {:>12} {:>12} {:>12} {:>12} {:>14}",
+        "volume", names[0], names[1], names[2], names[3], "median(blocks)"
+    );
+    for (n, a) in &rs {
+        match &a.reuse {
+            Some(u) => {
+                let p = u.reaccess_bucket_percent;
+                println!(
+                    "{:<16} {:>12.2} {:>12.2} {:>12.2} {:>12.2} {:>14}",
+                    n, p[0], p[1], p[2], p[3], u.reaccess_median_blocks
+                )
+            }
+            None => println!("{n:<16} (not computed: --no-exact)"),
+        }
+    }
+    println!("\nFigure 4: spatial clustering: mean % of a region's blocks reaccessed, per class");
+    println!(
+        "{:<16} {:>10} {:>10} {:>10}   regions (hourly/daily/other)",
+        "volume", "hourly", "daily", "other"
+    );
+    for (n, a) in &rs {
+        let s = &a.spatial;
+        println!(
+            "{:<16} {:>10.2} {:>10.2} {:>10.2}   {}/{}/{}",
+            n,
+            s.mean_percent[0],
+            s.mean_percent[1],
+            s.mean_percent[2],
+            s.regions[0],
+            s.regions[1],
+            s.regions[2]
+        );
+    }
+    println!("\nPopularity skew (SieveStore Figure 2): share of each day's accesses to its top 1 % blocks");
+    for (n, a) in &rs {
+        let p: Vec<String> = a
+            .popularity
+            .days
+            .iter()
+            .map(|d| format!("d{}:{:.1}%", d.day, d.top1_percent))
+            .collect();
+        println!("{:<16} {}", n, p.join(" "));
+    }
+    if r.top1_volume_share.len() > 1 {
+        println!("\nEach volume's share of the trace's top 1 % blocks");
+        for s in &r.top1_volume_share {
+            println!(
+                "{:<16} blocks {:>6.2} %  accesses {:>6.2} %",
+                s.name, s.blocks_percent, s.accesses_percent
+            );
+        }
+    }
+    println!("\nLRU miss-ratio curve (whole trace)");
+    let m = &r.whole.mrc;
+    let sizes = m.exact.as_ref().or(m.shards.as_ref()).map(|c| c.sizes.clone()).unwrap_or_default();
+    println!("{:>12} {:>10} {:>10}", "size(blocks)", "exact", "shards");
+    let step = (sizes.len() / 12).max(1);
+    for (i, s) in sizes.iter().enumerate() {
+        if i % step != 0 && i + 1 != sizes.len() {
+            continue;
+        }
+        let e = m.exact.as_ref().map(|c| c.miss_ratio[i]);
+        let h = m.shards.as_ref().map(|c| c.miss_ratio[i]);
+        println!("{:>12} {:>10} {:>10}", s, opt(e), opt(h));
+    }
+    if let (Some(mean), Some(max)) = (m.shards_mean_abs_error, m.shards_max_abs_error) {
+        println!(
+            "SHARDS (rate {}, {} sampled accesses) against exact: mean abs error {mean:.5}, max abs error {max:.5}",
+            m.shards_rate.unwrap_or(0.0),
+            m.shards_sampled.unwrap_or(0)
+        );
+    }
+}
+
+const SIZE: (u32, u32) = (1100, 680);
+
+fn derr(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("drawing: {e}")
+}
+
+/// Grouped bars: one group per x label, one bar per series (the layout of Bonfire Figures
+/// 1a, 3 and 4).
+fn bars(
+    path: &Path,
+    title: &str,
+    y_desc: &str,
+    groups: &[String],
+    series: &[&str],
+    values: &[Vec<f64>],
+) -> anyhow::Result<()> {
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(derr)?;
+    let y_max = values.iter().flatten().copied().fold(1.0, f64::max) * 1.1;
+    let n = groups.len().max(1);
+    let mut chart = ChartBuilder::on(&root)
+        .margin(16)
+        .caption(title, ("sans-serif", 24))
+        .x_label_area_size(50)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..n as f64, 0.0..y_max)
+        .map_err(derr)?;
+    let g = groups.to_vec();
+    let fmt = move |x: &f64| {
+        let i = x.floor() as usize;
+        if (x - i as f64 - 0.5).abs() < 1e-9 {
+            g.get(i).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(2 * n + 1)
+        .x_label_formatter(&fmt)
+        .y_desc(y_desc)
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .draw()
+        .map_err(derr)?;
+    let k = series.len().max(1) as f64;
+    for (si, name) in series.iter().enumerate() {
+        let c = colour(si);
+        chart
+            .draw_series(values.iter().enumerate().map(|(gi, v)| {
+                let x0 = gi as f64 + 0.1 + 0.8 * si as f64 / k;
+                Rectangle::new(
+                    [(x0, 0.0), (x0 + 0.8 / k, v.get(si).copied().unwrap_or(0.0))],
+                    c.filled(),
+                )
+            }))
+            .map_err(derr)?
+            .label(*name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .label_font(("sans-serif", 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(derr)?;
+    root.present().map_err(derr)?;
+    Ok(())
+}
+
+/// Lines (`log_x`: x plotted as log10).
+fn lines(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    log_x: bool,
+) -> anyhow::Result<()> {
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(derr)?;
+    let tx = |x: f64| if log_x { x.max(1.0).log10() } else { x };
+    let pts = series.iter().flat_map(|s| s.1.iter());
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    for &(x, y) in pts {
+        x0 = x0.min(tx(x));
+        x1 = x1.max(tx(x));
+        y1 = y1.max(y);
+    }
+    if x0 >= x1 {
+        x0 = 0.0;
+        x1 = x1.max(1.0);
+    }
+    let mut chart = ChartBuilder::on(&root)
+        .margin(16)
+        .caption(title, ("sans-serif", 24))
+        .x_label_area_size(50)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, 0.0..(y1 * 1.05).max(1e-9))
+        .map_err(derr)?;
+    let fx = move |x: &f64| if log_x { format!("{:.0}", 10f64.powf(*x)) } else { format!("{x}") };
+    chart
+        .configure_mesh()
+        .x_desc(if log_x { format!("{x_desc} (log)") } else { x_desc.to_string() })
+        .y_desc(y_desc)
+        .x_label_formatter(&fx)
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .light_line_style(RGBColor(238, 238, 238))
+        .draw()
+        .map_err(derr)?;
+    for (i, (name, p)) in series.iter().enumerate() {
+        let c = colour(i);
+        chart
+            .draw_series(LineSeries::new(p.iter().map(|&(x, y)| (tx(x), y)), c.stroke_width(2)))
+            .map_err(derr)?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3)));
+    }
+    chart
+        .configure_series_labels()
+        .label_font(("sans-serif", 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(derr)?;
+    root.present().map_err(derr)?;
+    Ok(())
+}
+
+/// The figures: fig1a_classes, fig1b_recency, fig2_daily, fig3_reuse, fig3_reuse_cdf,
+/// fig4_spatial, popularity, mrc (.png).
+fn plots(r: &TraceReport, dir: &Path) -> anyhow::Result<()> {
+    let rs = rows(r);
+    let groups: Vec<String> = rs.iter().map(|x| x.0.clone()).collect();
+    let classes: Vec<&str> = Class::ALL.iter().map(|c| c.name()).collect();
+    let v: Vec<Vec<f64>> = rs.iter().map(|x| x.1.temporal.class_percent.to_vec()).collect();
+    bars(
+        &dir.join("fig1a_classes.png"),
+        "Relative reaccess temporal pattern (Fig. 1a)",
+        "reaccessed blocks (%)",
+        &groups,
+        &classes,
+        &v,
+    )?;
+    let rec: Vec<(String, Vec<(f64, f64)>)> = rs
+        .iter()
+        .map(|(n, a)| {
+            (
+                n.clone(),
+                a.temporal
+                    .hourly_recency_percent
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &p)| (10.0 * (i + 1) as f64, p))
+                    .collect(),
+            )
+        })
+        .collect();
+    lines(
+        &dir.join("fig1b_recency.png"),
+        "Hourly reaccesses by recency (Fig. 1b)",
+        "minutes since previous access (bin end)",
+        "hourly reaccesses (%)",
+        &rec,
+        false,
+    )?;
+    let daily: Vec<(String, Vec<(f64, f64)>)> = r
+        .whole
+        .temporal
+        .daily_by_hour
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| h.iter().sum::<u64>() > 0)
+        .map(|(d, h)| {
+            (format!("day {d}"), h.iter().enumerate().map(|(i, &n)| (i as f64, n as f64)).collect())
+        })
+        .collect();
+    lines(
+        &dir.join("fig2_daily.png"),
+        "Daily reaccesses by hour of day (Fig. 2)",
+        "wall-clock hour (UTC)",
+        "daily reaccesses",
+        &daily,
+        false,
+    )?;
+    let names: Vec<&str> = REUSE_BUCKETS.iter().map(|b| b.0).collect();
+    let v: Vec<Vec<f64>> = rs
+        .iter()
+        .map(|x| x.1.reuse.as_ref().map(|u| u.reaccess_bucket_percent.to_vec()).unwrap_or_default())
+        .collect();
+    bars(
+        &dir.join("fig3_reuse.png"),
+        "Reuse distance (Fig. 3)",
+        "reaccesses (%)",
+        &groups,
+        &names,
+        &v,
+    )?;
+    let cdf: Vec<(String, Vec<(f64, f64)>)> = rs
+        .iter()
+        .filter_map(|(n, a)| {
+            let u = a.reuse.as_ref()?;
+            let total: u64 = u.distribution.iter().map(|x| x.1).sum();
+            let mut acc = 0u64;
+            let pts = u
+                .distribution
+                .iter()
+                .map(|&(d, c)| {
+                    acc += c;
+                    ((d + 1) as f64, 100.0 * acc as f64 / total.max(1) as f64)
+                })
+                .collect();
+            Some((n.clone(), pts))
+        })
+        .collect();
+    lines(
+        &dir.join("fig3_reuse_cdf.png"),
+        "Reuse distance distribution",
+        "reuse distance + 1 (blocks)",
+        "accesses with a reuse (%, cumulative)",
+        &cdf,
+        true,
+    )?;
+    let v: Vec<Vec<f64>> = rs.iter().map(|x| x.1.spatial.mean_percent.to_vec()).collect();
+    bars(
+        &dir.join("fig4_spatial.png"),
+        "Spatial clustering of reaccesses (Fig. 4)",
+        "blocks of a region reaccessed (%)",
+        &groups,
+        &classes,
+        &v,
+    )?;
+    let pop: Vec<(String, Vec<(f64, f64)>)> = r
+        .whole
+        .popularity
+        .days
+        .iter()
+        .map(|d| {
+            (
+                format!("day {}", d.day),
+                d.cumulative_percent
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &c)| ((i + 1) as f64, c))
+                    .collect(),
+            )
+        })
+        .collect();
+    lines(
+        &dir.join("popularity.png"),
+        "Popularity skew per day (SieveStore Fig. 2)",
+        "bin (blocks sorted by accesses)",
+        "cumulative share of accesses (%)",
+        &pop,
+        true,
+    )?;
+    let mut mrc = Vec::new();
+    if let Some(e) = &r.whole.mrc.exact {
+        mrc.push((
+            "exact LRU".to_string(),
+            e.sizes.iter().zip(&e.miss_ratio).map(|(&s, &m)| (s as f64, m)).collect(),
+        ));
+    }
+    if let Some(e) = &r.whole.mrc.shards {
+        mrc.push((
+            "SHARDS".to_string(),
+            e.sizes.iter().zip(&e.miss_ratio).map(|(&s, &m)| (s as f64, m)).collect(),
+        ));
+    }
+    lines(
+        &dir.join("mrc.png"),
+        "LRU miss-ratio curve",
+        "cache size (blocks)",
+        "miss ratio",
+        &mrc,
+        true,
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts() {
+        assert_eq!(parse_bytes("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_bytes("4K"), Ok(4096));
+        assert_eq!(parse_bytes("128KiB"), Ok(128 << 10));
+        assert_eq!(parse_bytes("100MB"), Ok(100_000_000));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("1XB").is_err());
+    }
+}

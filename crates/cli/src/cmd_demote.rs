@@ -1,0 +1,637 @@
+//! Wong & Wilkes' client/array hierarchy in `ember sim` (*My cache or yours?*, USENIX ATC
+//! 2002; docs/demote.md): `--hierarchy` runs N LRU clients over one array cache under the
+//! chosen schemes; `--experiment demote` runs every scheme side by side and writes the tables,
+//! a hit-rate-against-aggregate-cache-size plot (Figures 2 and 7) and the READ latency CDF
+//! (Figure 4).
+
+use crate::cmd_sim::SimArgs;
+use crate::plot::colour;
+use anyhow::{anyhow, bail, Context};
+use clap::Args;
+use ember_policy::demote::{ArrayConfig, Scheme};
+use ember_sim::hierarchy::{ArrayAddressing, ClientOf, HierarchyConfig};
+use ember_sim::hierarchy_experiment::{DemoteExperiment, DemoteReport};
+use ember_sim::latency_model::{LatencyModel, PAPER_SAN_BITS_PER_S};
+use ember_sim::{default_threads, Capacity};
+use ember_trace::Trace;
+use plotters::prelude::*;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// The hierarchy flags of `ember sim`.
+#[derive(Args, Clone, Debug)]
+pub struct DemoteArgs {
+    /// Simulate Wong & Wilkes' hierarchy: LRU clients over one array cache (see --scheme).
+    /// `--experiment demote` runs every scheme and writes tables and plots.
+    #[arg(long)]
+    pub hierarchy: bool,
+    /// Hierarchy: number of clients (default: one per trace volume, or 1 with
+    /// --client-of single).
+    #[arg(long)]
+    pub clients: Option<usize>,
+    /// Hierarchy: who issues a request: `volume` (volume K is client K) or `single`.
+    #[arg(long, default_value = "volume")]
+    pub client_of: String,
+    /// Hierarchy: size of each client cache (blocks, bytes such as 64MiB, or % of the WSS).
+    #[arg(long, default_value = "16384")]
+    pub client_size: String,
+    /// Hierarchy: size of the array cache.
+    #[arg(long, default_value = "16384")]
+    pub array_size: String,
+    /// Hierarchy: schemes, comma-separated: none-lru, demote-lru, demote, demote-slru,
+    /// demote-adapt-uni, demote-adapt-exp, or all (NONE-LRU, the baseline, is always run).
+    #[arg(long, default_value = "all", value_delimiter = ',')]
+    pub scheme: Vec<String>,
+    /// Hierarchy: N_segs of the adaptive schemes.
+    #[arg(long, default_value_t = 10)]
+    pub segments: usize,
+    /// Hierarchy: fraction of the array protected under demote-slru.
+    #[arg(long, default_value_t = 0.5)]
+    pub slru_protected: f64,
+    /// Hierarchy: an aborted DEMOTE of a block the array holds leaves it in place (default:
+    /// moves it where demoted blocks go, as LRU treats a reference).
+    #[arg(long)]
+    pub no_refresh_aborted: bool,
+    /// Hierarchy: array addressing: `shared` (block index alone: `ember trace gen
+    /// multi-client` traces), `volume` (volume and block: distinct disks) or `auto` (shared
+    /// if every volume is named clientN).
+    #[arg(long, default_value = "auto")]
+    pub addressing: String,
+    /// Hierarchy: warm-up requests not counted: `wss` (the requests holding a working set's
+    /// worth of block accesses, at most half the trace: the paper's procedure), `none`, a
+    /// count, or a percentage of the requests (`10%`).
+    #[arg(long, default_value = "wss")]
+    pub warmup: String,
+    /// Hierarchy: T_c, a client hit, in ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub t_c: f64,
+    /// Hierarchy: T_a, an array hit or full DEMOTE, in ms (ignored with --san-mbit).
+    #[arg(long, default_value_t = 0.2)]
+    pub t_a: f64,
+    /// Hierarchy: T_d, a disk read, in ms (paper: 10 synthetic, 5 real workloads).
+    #[arg(long, default_value_t = 10.0)]
+    pub t_d: f64,
+    /// Hierarchy: an aborted DEMOTE, in ms (ignored with --san-mbit).
+    #[arg(long, default_value_t = 0.16)]
+    pub t_abort: f64,
+    /// Hierarchy: derive T_a from a SAN of this many Mbit/s: T_a = overhead + block transfer,
+    /// aborted DEMOTE = overhead (section 3.5).
+    #[arg(long)]
+    pub san_mbit: Option<f64>,
+    /// Hierarchy: per-operation SAN overhead in ms for --san-mbit (default: the overhead that
+    /// gives T_a = 0.2 ms at 1 Gbit/s with this block size).
+    #[arg(long)]
+    pub san_overhead: Option<f64>,
+    /// Hierarchy: array sizes of the hit-rate sweep, comma-separated (default for
+    /// --experiment demote: 1/8 to 4 times --array-size).
+    #[arg(long, value_delimiter = ',')]
+    pub sweep: Vec<String>,
+}
+
+/// True if `args` ask for the hierarchy.
+pub fn wanted(args: &SimArgs) -> bool {
+    args.demote.hierarchy || args.sieve.experiment.as_deref() == Some("demote")
+}
+
+fn parse_size(flag: &str, text: &str, block_size: u64, wss: u64) -> anyhow::Result<usize> {
+    let c: Capacity = text.trim().parse().map_err(|e| anyhow!("--{flag}: {e}"))?;
+    usize::try_from(c.blocks(block_size, wss)).map_err(|_| anyhow!("--{flag}: {text} is too large"))
+}
+
+impl DemoteArgs {
+    fn schemes(&self) -> anyhow::Result<Vec<Scheme>> {
+        let mut out = Vec::new();
+        for s in self.scheme.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            if s.eq_ignore_ascii_case("all") {
+                out.extend(Scheme::ALL);
+            } else {
+                out.push(s.parse::<Scheme>().map_err(|e| anyhow!("--scheme: {e}"))?);
+            }
+        }
+        if out.is_empty() {
+            bail!("--scheme: give at least one scheme");
+        }
+        Ok(out)
+    }
+
+    fn model(&self, block_size: u64) -> anyhow::Result<LatencyModel> {
+        for (name, v) in
+            [("t-c", self.t_c), ("t-a", self.t_a), ("t-d", self.t_d), ("t-abort", self.t_abort)]
+        {
+            if !v.is_finite() || v < 0.0 {
+                bail!("--{name} must be a non-negative number of ms, got {v}");
+            }
+        }
+        Ok(match self.san_mbit {
+            None => {
+                LatencyModel { t_c: self.t_c, t_a: self.t_a, t_d: self.t_d, t_abort: self.t_abort }
+            }
+            Some(mbit) => {
+                if !mbit.is_finite() || mbit <= 0.0 {
+                    bail!("--san-mbit must be positive, got {mbit}");
+                }
+                let overhead = self.san_overhead.unwrap_or_else(|| {
+                    LatencyModel::overhead_for(0.2, PAPER_SAN_BITS_PER_S, block_size)
+                });
+                if !overhead.is_finite() || overhead < 0.0 {
+                    bail!("--san-overhead must be a non-negative number of ms, got {overhead}");
+                }
+                LatencyModel::from_san(mbit * 1e6, overhead, block_size, self.t_c, self.t_d)
+            }
+        })
+    }
+
+    fn warmup(&self, trace: &Trace, wss: u64, block_size: u64) -> anyhow::Result<usize> {
+        let w = self.warmup.trim();
+        let n = trace.requests.len();
+        Ok(match w {
+            "wss" => {
+                // The shortest prefix with a working set's worth of block accesses, at most
+                // half the requests.
+                let mut seen = 0u64;
+                let mut k = 0;
+                while k < n / 2 && seen < wss {
+                    seen += trace.requests[k].blocks(block_size).count() as u64;
+                    k += 1;
+                }
+                k
+            }
+            "none" | "0" => 0,
+            _ if w.ends_with('%') => {
+                let p: f64 = w[..w.len() - 1]
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow!("--warmup: bad percentage {w:?}"))?;
+                if !(0.0..=100.0).contains(&p) {
+                    bail!("--warmup: percentage {w:?} outside 0..100");
+                }
+                ((n as f64 * p / 100.0).round() as usize).min(n)
+            }
+            _ => w
+                .parse::<usize>()
+                .map_err(|_| {
+                    anyhow!("--warmup: expected wss, none, a count or a percentage, got {w:?}")
+                })?
+                .min(n),
+        })
+    }
+}
+
+/// Run the hierarchy (`--hierarchy` or `--experiment demote`) for `ember sim`.
+pub fn run(args: &SimArgs) -> anyhow::Result<()> {
+    let d = &args.demote;
+    let experiment = args.sieve.experiment.as_deref() == Some("demote");
+    let block_size = args.input.block_size;
+    if block_size == 0 {
+        bail!("--block-size must be positive");
+    }
+    let (trace, stats) = args.input.read()?;
+    let path = args.input.path();
+    if stats.skipped > 0 && !args.quiet {
+        eprintln!("ember sim: skipped {} malformed records of {}", stats.skipped, path.display());
+    }
+    let name = path
+        .file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let mut blocks: HashSet<u64> = HashSet::new();
+    for r in &trace.requests {
+        blocks.extend(r.block_keys(block_size));
+    }
+    let wss = blocks.len() as u64;
+    drop(blocks);
+    let client_of = match d.client_of.as_str() {
+        "volume" => ClientOf::Volume,
+        "single" => ClientOf::Single,
+        other => bail!("--client-of: expected volume or single, got {other:?}"),
+    };
+    let volumes = trace.volumes.len().max(1);
+    let clients = match (d.clients, client_of) {
+        (Some(0), _) => bail!("--clients must be at least 1"),
+        (Some(n), _) => n,
+        (None, ClientOf::Volume) => volumes,
+        (None, ClientOf::Single) => 1,
+    };
+    let addressing = match d.addressing.as_str() {
+        "shared" => ArrayAddressing::Shared,
+        "volume" => ArrayAddressing::PerVolume,
+        "auto" => {
+            let generated = trace.volumes.names().iter().all(|n| {
+                n.strip_prefix("client")
+                    .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+            });
+            if generated {
+                ArrayAddressing::Shared
+            } else {
+                ArrayAddressing::PerVolume
+            }
+        }
+        other => bail!("--addressing: expected shared, volume or auto, got {other:?}"),
+    };
+    if d.segments == 0 || d.segments > ember_policy::demote::MAX_SEGMENTS {
+        bail!("--segments must be in 1..={}", ember_policy::demote::MAX_SEGMENTS);
+    }
+    if !(0.0..=1.0).contains(&d.slru_protected) {
+        bail!("--slru-protected must be in [0, 1]");
+    }
+    let array_blocks = parse_size("array-size", &d.array_size, block_size, wss)?;
+    let base = HierarchyConfig {
+        clients,
+        client_blocks: parse_size("client-size", &d.client_size, block_size, wss)?,
+        array: ArrayConfig {
+            segments: d.segments,
+            slru_protected: d.slru_protected,
+            refresh_aborted: !d.no_refresh_aborted,
+            ..ArrayConfig::new(array_blocks, Scheme::NoneLru)
+        },
+        block_size,
+        client_of,
+        addressing,
+    };
+    let mut sweep: Vec<usize> = d
+        .sweep
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| parse_size("sweep", s, block_size, wss))
+        .collect::<anyhow::Result<_>>()?;
+    if sweep.is_empty() && experiment {
+        sweep = [8usize, 4, 2].iter().map(|k| (array_blocks / k).max(1)).collect();
+        sweep.extend([array_blocks, array_blocks * 2, array_blocks * 4]);
+        sweep.dedup();
+    }
+    let schemes =
+        if experiment && d.scheme == ["all"] { Scheme::ALL.to_vec() } else { d.schemes()? };
+    let exp = DemoteExperiment {
+        base,
+        schemes,
+        model: d.model(block_size)?,
+        sweep_array_blocks: sweep,
+        threads: args.threads.unwrap_or_else(default_threads).max(1),
+    };
+    let warmup = d.warmup(&trace, wss, block_size)?;
+    let started = std::time::Instant::now();
+    let report = exp
+        .run(&trace.requests, warmup)
+        .with_context(|| format!("hierarchy simulation of {}", path.display()))?;
+    let tables = report.tables();
+    if !args.quiet {
+        println!("{name}: {} requests, {} warm-up, WSS {wss} blocks", trace.requests.len(), warmup);
+        print!("{tables}");
+        eprintln!("ember sim: hierarchy runs in {:.2} s", started.elapsed().as_secs_f64());
+    }
+    let out: Option<PathBuf> = args.out.clone().or_else(|| experiment.then(|| PathBuf::from(".")));
+    if let Some(dir) = &out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        write(&dir.join("demote.txt"), &tables)?;
+    }
+    let json = args.json.clone().or_else(|| out.as_ref().map(|d| d.join("demote.json")));
+    if let Some(p) = &json {
+        let text = serde_json::to_string_pretty(&report).context("encoding the report as JSON")?;
+        write(p, &text)?;
+    }
+    if let Some(dir) = &out {
+        if !report.sweep.is_empty() {
+            plot_hit_rate(&report, &name, &dir.join("demote_hit_rate.png"))?;
+            plot_latency_vs_array(&report, &name, &dir.join("demote_latency_vs_array.png"))?;
+        }
+        plot_cdf(&report, &name, &dir.join("demote_latency_cdf.png"))?;
+        if !args.quiet {
+            eprintln!("ember sim: wrote demote.txt, demote.json and plots in {}", dir.display());
+        }
+    }
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+const SIZE: (u32, u32) = (1200, 700);
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+fn finish(path: &Path, r: DrawResult) -> anyhow::Result<()> {
+    r.map_err(|e| anyhow!("drawing {}: {e}", path.display()))
+}
+
+/// Figures 2 and 7: total hit rate (client + array) against aggregate cache size, one line
+/// per scheme, and one unified LRU cache of the same aggregate size (black).
+pub fn plot_hit_rate(report: &DemoteReport, trace: &str, path: &Path) -> anyhow::Result<()> {
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for s in &report.schemes {
+        let pts: Vec<(f64, f64)> = report
+            .sweep
+            .iter()
+            .filter(|p| p.scheme == s.scheme)
+            .map(|p| (p.aggregate_blocks as f64, p.client_hit_rate + p.array_hit_rate))
+            .collect();
+        lines.push((s.scheme.to_string(), pts));
+    }
+    let unified: Vec<(f64, f64)> =
+        report.unified.iter().map(|u| (u.blocks as f64, u.hit_rate)).collect();
+    let all = lines.iter().flat_map(|l| l.1.iter()).chain(unified.iter());
+    let x1 = all.clone().fold(1f64, |m, p| m.max(p.0));
+    let y1 = all.fold(0.05f64, |m, p| m.max(p.1)).min(1.0) * 1.05;
+    let here =
+        (report.base.clients * report.base.client_blocks + report.base.array.capacity) as f64;
+    let draw = || -> DrawResult {
+        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(20)
+            .caption(
+                format!("Hit rate vs aggregate cache size (Wong & Wilkes Fig. 2/7) — {trace}"),
+                ("sans-serif", 24),
+            )
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x1 * 1.05, 0.0..y1.min(1.05))?;
+        chart
+            .configure_mesh()
+            .x_desc(format!(
+                "aggregate cache size, blocks ({} clients x {} + array)",
+                report.base.clients, report.base.client_blocks
+            ))
+            .y_desc("cumulative hit rate (client + array)")
+            .x_label_formatter(&|x| format!("{}", x.round() as u64))
+            .label_style(("sans-serif", 15))
+            .draw()?;
+        for (i, (name, pts)) in lines.iter().enumerate() {
+            let c = colour(i);
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], c.stroke_width(2)));
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+        }
+        chart
+            .draw_series(LineSeries::new(unified.clone(), BLACK.stroke_width(1)))?
+            .label("one unified LRU cache")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], BLACK.stroke_width(1)));
+        chart.draw_series(std::iter::once(PathElement::new(
+            [(here, 0.0), (here, y1.min(1.05))],
+            RGBColor(127, 127, 127).stroke_width(1),
+        )))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    finish(path, draw())
+}
+
+/// Figure 6: mean READ latency against array cache size at a fixed client size, one line per
+/// scheme; the dotted line marks the array size equal to the (total) client size.
+pub fn plot_latency_vs_array(
+    report: &DemoteReport,
+    trace: &str,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for s in &report.schemes {
+        let pts: Vec<(f64, f64)> = report
+            .sweep
+            .iter()
+            .filter(|p| p.scheme == s.scheme)
+            .map(|p| (p.array_blocks as f64, p.latency_ms))
+            .collect();
+        lines.push((s.scheme.to_string(), pts));
+    }
+    let pts = lines.iter().flat_map(|l| l.1.iter());
+    let x1 = pts.clone().fold(1f64, |m, p| m.max(p.0)) * 1.05;
+    let y1 = pts.fold(0.1f64, |m, p| m.max(p.1)) * 1.1;
+    let clients = (report.base.clients * report.base.client_blocks) as f64;
+    let draw = || -> DrawResult {
+        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(20)
+            .caption(
+                format!("Mean READ latency vs array cache size (Wong & Wilkes Fig. 6) — {trace}"),
+                ("sans-serif", 24),
+            )
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x1, 0.0..y1)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!(
+                "array cache size, blocks ({} clients x {} blocks)",
+                report.base.clients, report.base.client_blocks
+            ))
+            .y_desc("mean READ latency, ms")
+            .x_label_formatter(&|x| format!("{}", x.round() as u64))
+            .label_style(("sans-serif", 15))
+            .draw()?;
+        for (i, (name, pts)) in lines.iter().enumerate() {
+            let c = colour(i);
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], c.stroke_width(2)));
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+        }
+        let grey = RGBColor(127, 127, 127);
+        chart.draw_series((0..40).filter(|k| k % 2 == 0).map(|k| {
+            let (a, b) = (y1 * k as f64 / 40.0, y1 * (k + 1) as f64 / 40.0);
+            PathElement::new([(clients, a), (clients, b)], grey.stroke_width(1))
+        }))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    finish(path, draw())
+}
+
+/// Figure 4: cumulative READ fraction against READ latency, one step line per scheme.
+pub fn plot_cdf(report: &DemoteReport, trace: &str, path: &Path) -> anyhow::Result<()> {
+    let x1 =
+        report.schemes.iter().flat_map(|s| s.cdf.iter().map(|p| p.0)).fold(0.5f64, f64::max) * 1.05;
+    let draw = || -> DrawResult {
+        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(20)
+            .caption(
+                format!("READ latency distribution (Wong & Wilkes Fig. 4) — {trace}"),
+                ("sans-serif", 24),
+            )
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x1, 0.0..1.02)?;
+        chart
+            .configure_mesh()
+            .x_desc("READ latency, ms")
+            .y_desc("cumulative fraction of READS")
+            .label_style(("sans-serif", 15))
+            .draw()?;
+        for (i, s) in report.schemes.iter().enumerate() {
+            let c = colour(i);
+            let mut pts = vec![(0.0, 0.0)];
+            let mut last = 0.0;
+            for &(x, y) in &s.cdf {
+                pts.push((x, last));
+                pts.push((x, y));
+                last = y;
+            }
+            pts.push((x1, last));
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
+                .label(format!("{} (mean {:.3} ms)", s.scheme, s.total_latency_ms))
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], c.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()?;
+        root.present()?;
+        Ok(())
+    };
+    finish(path, draw())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use ember_trace::{Op, Request, VolumeTable};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        d: DemoteArgs,
+    }
+
+    fn args(extra: &[&str]) -> DemoteArgs {
+        let mut v = vec!["x"];
+        v.extend_from_slice(extra);
+        Cli::parse_from(v).d
+    }
+
+    fn trace(n: usize) -> Trace {
+        let requests = (0..n)
+            .map(|i| Request {
+                time_ns: i as u64,
+                volume: 0,
+                op: Op::Read,
+                offset: 0,
+                length: 4096,
+            })
+            .collect();
+        Trace { requests, volumes: VolumeTable::new() }
+    }
+
+    #[test]
+    fn warmup_forms() {
+        let t = trace(200);
+        let w = |a: &[&str], wss: u64| args(a).warmup(&t, wss, 4096);
+        assert_eq!(w(&[], 50).unwrap(), 50);
+        assert_eq!(w(&[], 500).unwrap(), 100); // at most half the requests
+                                               // 2-block requests: 50 blocks of working set are 25 requests.
+        assert_eq!(args(&[]).warmup(&t, 50, 2048).unwrap(), 25);
+        assert_eq!(w(&["--warmup", "none"], 50).unwrap(), 0);
+        assert_eq!(w(&["--warmup", "25%"], 50).unwrap(), 50);
+        assert_eq!(w(&["--warmup", "120"], 50).unwrap(), 120);
+        assert_eq!(w(&["--warmup", "900"], 50).unwrap(), 200);
+        assert!(w(&["--warmup", "abc"], 50).is_err());
+        assert!(w(&["--warmup", "150%"], 50).is_err());
+    }
+
+    #[test]
+    fn schemes_and_latency_flags() {
+        assert_eq!(args(&[]).schemes().unwrap(), Scheme::ALL.to_vec());
+        assert_eq!(
+            args(&["--scheme", "demote,DEMOTE_ADAPT_EXP"]).schemes().unwrap(),
+            vec![Scheme::Demote, Scheme::DemoteAdaptExp]
+        );
+        assert!(args(&["--scheme", "mru"]).schemes().is_err());
+        let m = args(&["--t-d", "5"]).model(4096).unwrap();
+        assert_eq!((m.t_a, m.t_d, m.t_abort), (0.2, 5.0, 0.16));
+        // Section 3.5: 1 Gbit/s gives the paper's 0.2 ms; 10 Mbit/s adds 3.2 ms of transfer.
+        let fast = args(&["--san-mbit", "1000"]).model(4096).unwrap();
+        assert!((fast.t_a - 0.2).abs() < 1e-9);
+        let slow = args(&["--san-mbit", "10"]).model(4096).unwrap();
+        assert!((slow.t_a - (0.2 - 0.032768 + 3.2768)).abs() < 1e-9);
+        assert!(args(&["--san-mbit", "0"]).model(4096).is_err());
+        assert!(args(&["--t-a=-1"]).model(4096).is_err());
+    }
+
+    #[derive(Parser)]
+    struct SimCli {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    #[test]
+    fn experiment_demote_writes_tables_json_and_plots() {
+        // Section 3.3 in miniature: a loop of 7 blocks, one 4-block client over a 4-block
+        // array. NONE-LRU misses every READ (10.2 ms), DEMOTE hits the array after a stored
+        // DEMOTE (0.4 ms): 25.5x.
+        let dir = tempfile::tempdir().unwrap();
+        let mut volumes = VolumeTable::new();
+        volumes.intern("client0");
+        let requests = (0..77u64)
+            .map(|i| Request {
+                time_ns: i,
+                volume: 0,
+                op: Op::Read,
+                offset: (i % 7) * 4096,
+                length: 4096,
+            })
+            .collect();
+        let path = dir.path().join("loop.ember");
+        let trace = Trace { requests, volumes };
+        ember_trace::write_trace(&path, ember_trace::Format::Ember, &trace, 4096).unwrap();
+        let out = dir.path().join("out");
+        let cli = SimCli::parse_from([
+            "sim",
+            path.to_str().unwrap(),
+            "--experiment",
+            "demote",
+            "--client-size",
+            "4",
+            "--array-size",
+            "4",
+            "--sweep",
+            "2,4,8",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]);
+        assert!(wanted(&cli.sim));
+        run(&cli.sim).unwrap();
+        for f in [
+            "demote.txt",
+            "demote.json",
+            "demote_hit_rate.png",
+            "demote_latency_cdf.png",
+            "demote_latency_vs_array.png",
+        ] {
+            assert!(out.join(f).is_file(), "{f}");
+        }
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("demote.json")).unwrap())
+                .unwrap();
+        let schemes = json["schemes"].as_array().unwrap();
+        assert_eq!(schemes.len(), 6);
+        assert_eq!(schemes[0]["scheme"], "NoneLru");
+        let demote = schemes.iter().find(|s| s["scheme"] == "Demote").unwrap();
+        assert!((demote["mean_speedup"].as_f64().unwrap() - 25.5).abs() < 1e-9);
+        assert_eq!(json["sweep"].as_array().unwrap().len(), 18);
+        // Warm-up: the first 7 requests (a working set's worth), 70 counted READS.
+        assert_eq!(demote["result"]["clients"][0]["reads"], 70);
+    }
+}

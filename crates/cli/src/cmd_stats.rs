@@ -1,0 +1,250 @@
+//! `ember stats --metrics ADDR`: fetch a running `ember serve`'s Prometheus metrics and print
+//! them as readable tables (engine counters per volume, NBD commands with latency), or JSON.
+
+use std::collections::BTreeMap;
+
+use anyhow::Context;
+use clap::Args;
+use ember_replay::scrape::{MetricsUrl, Sample};
+use serde::Serialize;
+
+/// Options of `ember stats`.
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// The server's metrics address: HOST:PORT or http://HOST:PORT/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: String,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One NBD command's numbers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CommandRow {
+    /// Requests answered.
+    pub count: u64,
+    /// Error replies.
+    pub errors: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Mean latency in µs.
+    pub mean_us: f64,
+    /// Upper bound of the bucket holding the median, µs.
+    pub p50_us: Option<f64>,
+    /// Upper bound of the bucket holding the 99th percentile, µs.
+    pub p99_us: Option<f64>,
+}
+
+/// Everything `ember stats` shows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ServerView {
+    /// Cache gauges (block size, capacity, resident blocks, hit ratio).
+    pub cache: BTreeMap<String, f64>,
+    /// Engine counters: volume → counter → value.
+    pub volumes: BTreeMap<String, BTreeMap<String, u64>>,
+    /// NBD commands that were used.
+    pub nbd: BTreeMap<String, CommandRow>,
+    /// NBD connections: opened, open.
+    pub connections: BTreeMap<String, u64>,
+}
+
+fn quantile_from_buckets(buckets: &[(f64, f64)], q: f64) -> Option<f64> {
+    let total = buckets.last()?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    let rank = (q * total).ceil().max(1.0);
+    buckets.iter().find(|(_, c)| *c >= rank).map(|(le, _)| le * 1e6).filter(|v| v.is_finite())
+}
+
+/// Build the view from parsed samples.
+pub fn view(samples: &[Sample]) -> ServerView {
+    let mut v = ServerView::default();
+    let mut buckets: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+    for s in samples {
+        if let Some(counter) =
+            s.name.strip_prefix("ember_cache_").and_then(|n| n.strip_suffix("_total"))
+        {
+            let volume = s.label("volume").unwrap_or("").to_string();
+            v.volumes.entry(volume).or_default().insert(counter.to_string(), s.value as u64);
+        } else if let Some(g) = s.name.strip_prefix("ember_cache_") {
+            v.cache.insert(g.to_string(), s.value);
+        } else if let Some(command) = s.label("command") {
+            let command = command.to_string();
+            match s.name.as_str() {
+                "ember_nbd_requests_total" => {
+                    v.nbd.entry(command).or_default().count = s.value as u64
+                }
+                "ember_nbd_errors_total" => {
+                    v.nbd.entry(command).or_default().errors = s.value as u64
+                }
+                "ember_nbd_bytes_total" => v.nbd.entry(command).or_default().bytes = s.value as u64,
+                "ember_nbd_request_duration_seconds_bucket" => {
+                    let le = match s.label("le") {
+                        Some("+Inf") => f64::INFINITY,
+                        Some(x) => x.parse().unwrap_or(f64::INFINITY),
+                        None => f64::INFINITY,
+                    };
+                    buckets.entry(command).or_default().push((le, s.value));
+                }
+                "ember_nbd_request_duration_seconds_sum" => {
+                    sums.insert(command, s.value);
+                }
+                _ => {}
+            }
+        } else if let Some(c) = s.name.strip_prefix("ember_nbd_connections_") {
+            v.connections.insert(c.trim_end_matches("_total").to_string(), s.value as u64);
+        }
+    }
+    for (command, row) in v.nbd.iter_mut() {
+        if let Some(b) = buckets.get_mut(command) {
+            b.sort_by(|x, y| x.0.total_cmp(&y.0));
+            row.p50_us = quantile_from_buckets(b, 0.5);
+            row.p99_us = quantile_from_buckets(b, 0.99);
+        }
+        if row.count > 0 {
+            row.mean_us = sums.get(command).copied().unwrap_or(0.0) * 1e6 / row.count as f64;
+        }
+    }
+    v.nbd.retain(|_, r| r.count > 0);
+    v
+}
+
+/// Render the view as tables.
+pub fn table(v: &ServerView) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let g = |k: &str| v.cache.get(k).copied().unwrap_or(0.0);
+    let _ = writeln!(
+        out,
+        "cache: {} blocks of {} bytes, {} resident ({:.1}%), read hit ratio {:.2}%",
+        g("capacity_blocks"),
+        g("block_size_bytes"),
+        g("resident_blocks"),
+        if g("capacity_blocks") > 0.0 {
+            100.0 * g("resident_blocks") / g("capacity_blocks")
+        } else {
+            0.0
+        },
+        100.0 * g("read_hit_ratio")
+    );
+    let names: Vec<&String> = v.volumes.keys().collect();
+    if !names.is_empty() {
+        let _ = writeln!(out);
+        let _ = write!(out, "{:<22}", "counter");
+        for n in &names {
+            let _ = write!(out, " {:>16}", n);
+        }
+        let _ = writeln!(out);
+        let mut hit_row = format!("{:<22}", "read hit ratio");
+        for n in &names {
+            let c = &v.volumes[*n];
+            let (h, m) = (
+                c.get("read_hits").copied().unwrap_or(0),
+                c.get("read_misses").copied().unwrap_or(0),
+            );
+            let r = if h + m > 0 {
+                format!("{:.2}%", 100.0 * h as f64 / (h + m) as f64)
+            } else {
+                "-".into()
+            };
+            let _ = write!(hit_row, " {r:>16}");
+        }
+        let _ = writeln!(out, "{hit_row}");
+        let counters: Vec<&String> = v.volumes[names[0]].keys().collect();
+        for c in counters {
+            let _ = write!(out, "{c:<22}");
+            for n in &names {
+                let _ = write!(out, " {:>16}", v.volumes[*n].get(c).copied().unwrap_or(0));
+            }
+            let _ = writeln!(out);
+        }
+    }
+    if !v.nbd.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{:<13} {:>10} {:>7} {:>14} {:>10} {:>10} {:>10}",
+            "nbd command", "count", "errors", "bytes", "mean µs", "p50 ≤ µs", "p99 ≤ µs"
+        );
+        let opt = |x: Option<f64>| x.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
+        for (c, r) in &v.nbd {
+            let _ = writeln!(
+                out,
+                "{c:<13} {:>10} {:>7} {:>14} {:>10.1} {:>10} {:>10}",
+                r.count,
+                r.errors,
+                r.bytes,
+                r.mean_us,
+                opt(r.p50_us),
+                opt(r.p99_us)
+            );
+        }
+    }
+    if !v.connections.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nconnections: {} opened, {} open",
+            v.connections.get("opened").copied().unwrap_or(0),
+            v.connections.get("open").copied().unwrap_or(0)
+        );
+    }
+    out
+}
+
+/// Run `ember stats`.
+pub fn run(args: StatsArgs) -> anyhow::Result<()> {
+    let url = MetricsUrl::parse(&args.metrics)?;
+    let samples = url.scrape().with_context(|| format!("reading metrics from {url}"))?;
+    let v = view(&samples);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", table(&v));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ember_replay::scrape::parse;
+
+    #[test]
+    fn view_collects_volumes_commands_and_quantiles() {
+        let text = "\
+ember_cache_capacity_blocks 100
+ember_cache_read_hit_ratio 0.75
+ember_cache_read_hits_total{volume=\"a\"} 3
+ember_cache_read_misses_total{volume=\"a\"} 1
+ember_nbd_requests_total{command=\"read\"} 4
+ember_nbd_requests_total{command=\"trim\"} 0
+ember_nbd_bytes_total{command=\"read\"} 16384
+ember_nbd_request_duration_seconds_bucket{command=\"read\",le=\"0.000001\"} 0
+ember_nbd_request_duration_seconds_bucket{command=\"read\",le=\"0.000002\"} 3
+ember_nbd_request_duration_seconds_bucket{command=\"read\",le=\"0.000004\"} 4
+ember_nbd_request_duration_seconds_bucket{command=\"read\",le=\"+Inf\"} 4
+ember_nbd_request_duration_seconds_sum{command=\"read\"} 0.000008
+ember_nbd_connections_opened_total 2
+";
+        let samples = match parse(text) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        let v = view(&samples);
+        assert_eq!(v.volumes["a"]["read_hits"], 3);
+        assert_eq!(v.cache["read_hit_ratio"], 0.75);
+        assert_eq!(v.nbd.len(), 1, "unused commands are left out");
+        let r = &v.nbd["read"];
+        assert_eq!((r.count, r.bytes), (4, 16384));
+        assert_eq!(r.p50_us, Some(2.0));
+        assert_eq!(r.p99_us, Some(4.0));
+        assert!((r.mean_us - 2.0).abs() < 1e-9);
+        assert_eq!(v.connections["opened"], 2);
+        let t = table(&v);
+        assert!(t.contains("75.00%"), "{t}");
+        assert!(t.contains("read_hits"), "{t}");
+    }
+}

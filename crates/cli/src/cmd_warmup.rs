@@ -1,0 +1,423 @@
+//! `ember warmup`: Bonfire's cache warmup study (FAST 2013 section 4): `run` one
+//! configuration, `sweep` the Table 2 grid into a Table 3-shaped summary, `advise` an
+//! algorithm from `ember analyze`'s results with the Figure 8 decision tree.
+
+use crate::cmd_analyze::{analyze_input, parse_bytes};
+use crate::trace_args::TraceInput;
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use ember_analyze::report::TraceReport;
+use ember_analyze::{advise, AnalyzeConfig};
+use ember_policy::warmup::SelectorKind;
+use ember_sim::warmup_experiment::{run_warmup, DayRuns, VolumeAccesses, WarmupConfig};
+use ember_sim::warmup_sweep::{sweep, SweepGrid};
+use plotters::prelude::*;
+use std::path::PathBuf;
+
+/// The subcommands of `ember warmup`.
+#[derive(Subcommand)]
+pub enum WarmupCommand {
+    /// Run cold, always-warm and the warmed schemes on every period of a trace.
+    Run(Box<RunArgs>),
+    /// Sweep the Table 2 grid and print a Table 3-shaped summary.
+    Sweep(Box<SweepArgs>),
+    /// Recommend a warmup algorithm from the trace's analysis (Figure 8).
+    Advise(Box<AdviseArgs>),
+}
+
+/// Options shared by `run` and `sweep`.
+#[derive(Args)]
+pub struct ExperimentArgs {
+    #[command(flatten)]
+    pub input: TraceInput,
+    /// Period length: a new cache starts at each period's beginning, warmed from the
+    /// previous period (`1d`, `12h`, `2500s`, `30m`).
+    #[arg(long, default_value = "1d", value_parser = parse_duration)]
+    pub period: u64,
+    /// Timeline interval within a period.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub interval: u64,
+    /// Readahead window on a read miss (e.g. 128KiB, Bonfire's disk prefetching); 0 = off.
+    #[arg(long, default_value = "0", value_parser = parse_bytes_or_zero)]
+    pub readahead: u64,
+    /// Backing bandwidth for the pre-load time, bytes per second (Bonfire: 100 MB/s).
+    #[arg(long, default_value = "100MB", value_parser = parse_bytes)]
+    pub bandwidth: u64,
+    /// Seed of Random-K.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Arguments of `ember warmup run`.
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub exp: ExperimentArgs,
+    /// Cache size, % of each volume's working set.
+    #[arg(long, default_value_t = 50.0)]
+    pub cache: f64,
+    /// Warmup size, % of each volume's working set.
+    #[arg(long, default_value_t = 10.0)]
+    pub warmup: f64,
+    /// Warmup region size (4KiB, 1MiB, ...).
+    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
+    pub region: u64,
+    /// Warmed schemes, comma-separated: last-k, first-k, top-k, random-k.
+    #[arg(long, default_value = "last-k,first-k,top-k,random-k", value_delimiter = ',')]
+    pub schemes: Vec<SelectorKind>,
+    /// Violation threshold Th_V (fraction).
+    #[arg(long, default_value_t = 0.9)]
+    pub th_v: f64,
+    /// Convergence threshold Th_N (fraction).
+    #[arg(long, default_value_t = 0.05)]
+    pub th_n: f64,
+    /// Write the JSON document (timelines and metrics) here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write warmup.json and one hit-rate timeline PNG per volume and period here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Arguments of `ember warmup sweep`.
+#[derive(Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub exp: ExperimentArgs,
+    /// Cache sizes, % of WSS.
+    #[arg(long, default_value = "25,50,75,100", value_delimiter = ',')]
+    pub cache: Vec<f64>,
+    /// Warmup sizes, % of WSS.
+    #[arg(long, default_value = "5,10,25", value_delimiter = ',')]
+    pub warmup: Vec<f64>,
+    /// Warmup region sizes.
+    #[arg(long, default_value = "4KiB,1MiB", value_delimiter = ',', value_parser = parse_bytes)]
+    pub region: Vec<u64>,
+    /// Th_V values (fractions).
+    #[arg(long, default_value = "0.7,0.8,0.9", value_delimiter = ',')]
+    pub th_v: Vec<f64>,
+    /// Th_N values (fractions).
+    #[arg(long, default_value = "0.01,0.03,0.05", value_delimiter = ',')]
+    pub th_n: Vec<f64>,
+    /// Write the rows as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Arguments of `ember warmup advise`.
+#[derive(Args)]
+pub struct AdviseArgs {
+    #[command(flatten)]
+    pub input: TraceInput,
+    /// Warmup region size the cache will use (Figure 8's last branch).
+    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
+    pub region: u64,
+    /// Use this `ember analyze` JSON document instead of analyzing the trace.
+    #[arg(long)]
+    pub analysis: Option<PathBuf>,
+}
+
+/// Parse a duration: `500ms`, `30s`, `10m`/`10min`, `1h`, `1d` (a bare number is seconds).
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("not a duration: {s:?}"))?;
+    let ns = match unit.trim() {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "" | "s" => 1e9,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        "d" => 86400e9,
+        u => return Err(format!("unknown duration unit {u:?} in {s:?}")),
+    };
+    let v = n * ns;
+    if !(v >= 1.0 && v.is_finite()) {
+        return Err(format!("duration must be positive: {s:?}"));
+    }
+    Ok(v as u64)
+}
+
+fn parse_bytes_or_zero(s: &str) -> Result<u64, String> {
+    if s.trim() == "0" {
+        Ok(0)
+    } else {
+        parse_bytes(s)
+    }
+}
+
+/// Run `ember warmup`.
+pub fn run(cmd: WarmupCommand) -> anyhow::Result<()> {
+    match cmd {
+        WarmupCommand::Run(a) => run_one(*a),
+        WarmupCommand::Sweep(a) => run_sweep(*a),
+        WarmupCommand::Advise(a) => run_advise(*a),
+    }
+}
+
+fn load(exp: &ExperimentArgs) -> anyhow::Result<(Vec<VolumeAccesses>, u64)> {
+    if exp.input.block_size == 0 {
+        bail!("--block-size must be at least 1");
+    }
+    let (trace, _) = exp.input.read()?;
+    let t0 = trace.requests.iter().map(|r| r.time_ns).min().unwrap_or(0);
+    Ok((VolumeAccesses::of_trace(&trace, exp.input.block_size), t0))
+}
+
+fn base_config(exp: &ExperimentArgs) -> WarmupConfig {
+    WarmupConfig {
+        block_size: exp.input.block_size,
+        period_ns: exp.period,
+        interval_ns: exp.interval,
+        readahead_bytes: exp.readahead,
+        seed: exp.seed,
+        ..WarmupConfig::default()
+    }
+}
+
+fn check_thresholds(th_v: f64, th_n: f64) -> anyhow::Result<()> {
+    if !(th_v > 0.0 && th_v <= 1.0 && (0.0..1.0).contains(&th_n)) {
+        bail!("Th_V must be in (0, 1] and Th_N in [0, 1); got {th_v} and {th_n}");
+    }
+    Ok(())
+}
+
+fn fmt(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.1}"))
+}
+
+fn run_one(a: RunArgs) -> anyhow::Result<()> {
+    check_thresholds(a.th_v, a.th_n)?;
+    let (vols, t0) = load(&a.exp)?;
+    let cfg = WarmupConfig {
+        cache_percent: a.cache,
+        warmup_percent: a.warmup,
+        region_bytes: a.region,
+        selectors: a.schemes.clone(),
+        ..base_config(&a.exp)
+    };
+    let days = run_warmup(&vols, t0, &cfg);
+    if days.is_empty() {
+        bail!("no period after the first one has accesses: the trace is shorter than two periods of {} s", a.exp.period as f64 / 1e9);
+    }
+    let bw = a.exp.bandwidth as f64;
+    let mut doc = Vec::new();
+    for d in &days {
+        let m = d.metrics(a.th_v, a.th_n, bw);
+        println!(
+            "volume {} period {} (cache {} blocks, warmup {} blocks; Th_V {}, Th_N {})",
+            d.volume, d.day, d.capacity_blocks, d.warmup_blocks, a.th_v, a.th_n
+        );
+        println!(
+            "  {:<12} {:>10} {:>12} {:>12} {:>12} {:>12} {:>10}",
+            "scheme",
+            "T_conv(h)",
+            "load red.(%)",
+            "preload(min)",
+            "T impr.(%)",
+            "load impr.(%)",
+            "read hit(%)"
+        );
+        for x in &m {
+            println!(
+                "  {:<12} {:>10.2} {:>12} {:>12.2} {:>12} {:>12} {:>10}",
+                x.scheme,
+                x.converge_hours,
+                fmt(x.load_reduction_percent),
+                x.preload_minutes,
+                fmt(x.converge_improvement_percent),
+                fmt(x.load_improvement_percent),
+                fmt(x.read_hit_percent)
+            );
+        }
+        doc.push(serde_json::json!({ "runs": d, "metrics": m }));
+    }
+    let json = serde_json::to_string_pretty(&serde_json::json!({
+        "cache_percent": a.cache, "warmup_percent": a.warmup, "region_bytes": a.region,
+        "th_v": a.th_v, "th_n": a.th_n, "period_ns": a.exp.period, "interval_ns": a.exp.interval,
+        "readahead_bytes": a.exp.readahead, "bandwidth": a.exp.bandwidth, "periods": doc,
+    }))?;
+    if let Some(p) = &a.json {
+        std::fs::write(p, &json).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join("warmup.json"), &json)
+            .with_context(|| format!("writing {}", dir.display()))?;
+        for d in &days {
+            let name: String =
+                d.volume.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+            timeline_png(d, &dir.join(format!("timeline_{name}_p{}.png", d.day)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Read hit rate over the period, one line per scheme (the layout of Bonfire Figures 5, 10).
+fn timeline_png(d: &DayRuns, path: &std::path::Path) -> anyhow::Result<()> {
+    let derr = |e: &dyn std::fmt::Display| anyhow::anyhow!("drawing: {e}");
+    let root = BitMapBackend::new(path, (1100, 680)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| derr(&e))?;
+    let n = d.runs.first().map_or(1, |r| r.timeline.len()) as f64;
+    let unit = if d.interval_s * n > 7200.0 { 3600.0 } else { 60.0 };
+    let mut chart = ChartBuilder::on(&root)
+        .margin(16)
+        .caption(format!("{} period {}: read hit rate", d.volume, d.day), ("sans-serif", 24))
+        .x_label_area_size(50)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..n * d.interval_s / unit, 0.0..1.02)
+        .map_err(|e| derr(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc(if unit == 3600.0 {
+            "hours since the new cache started"
+        } else {
+            "minutes since the new cache started"
+        })
+        .y_desc("read hit rate")
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 17))
+        .draw()
+        .map_err(|e| derr(&e))?;
+    const P: [RGBColor; 6] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+    ];
+    for (i, r) in d.runs.iter().enumerate() {
+        let c = P[i % P.len()];
+        let pts: Vec<(f64, f64)> = r
+            .timeline
+            .iter()
+            .enumerate()
+            .filter_map(|(t, p)| p.hit_rate().map(|h| ((t as f64 + 0.5) * d.interval_s / unit, h)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(|e| derr(&e))?
+            .label(r.scheme.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font(("sans-serif", 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| derr(&e))?;
+    root.present().map_err(|e| derr(&e))?;
+    Ok(())
+}
+
+fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
+    for &v in &a.th_v {
+        for &n in &a.th_n {
+            check_thresholds(v, n)?;
+        }
+    }
+    let (vols, t0) = load(&a.exp)?;
+    let grid = SweepGrid {
+        cache_percents: a.cache.clone(),
+        warmup_percents: a.warmup.clone(),
+        region_bytes: a.region.clone(),
+        th_v: a.th_v.clone(),
+        th_n: a.th_n.clone(),
+    };
+    let rows =
+        sweep(&vols, t0, &base_config(&a.exp), &grid, a.exp.bandwidth as f64, &mut |d, t| {
+            eprint!("\rsimulated {d}/{t} configurations");
+        });
+    eprintln!();
+    println!(
+        "Table 3 shape: medians over volumes and periods of the best selector per volume-period"
+    );
+    println!(
+        "{:>7} {:>7} {:>8} {:>5} {:>5} {:>9} | {:>9} {:>9} {:>8} | {:>6} {:>6} {:>7} {:>8} | best",
+        "S_cache",
+        "S_warm",
+        "region",
+        "Th_V",
+        "Th_N",
+        "T_pre(m)",
+        "cold(h)",
+        "bonf.(h)",
+        "impr(%)",
+        "cold",
+        "a-warm",
+        "bonfire",
+        "impr(%)"
+    );
+    for r in &rows {
+        let best: Vec<String> = r.best_counts.iter().map(|(n, c)| format!("{n}:{c}")).collect();
+        println!(
+            "{:>7} {:>7} {:>8} {:>5} {:>5} {:>9} | {:>9} {:>9} {:>8} | {:>6} {:>6} {:>7} {:>8} | {}",
+            r.cache_percent,
+            r.warmup_percent,
+            if r.region_bytes >= 1 << 20 { format!("{}MiB", r.region_bytes >> 20) } else { format!("{}KiB", r.region_bytes >> 10) },
+            100.0 * r.th_v,
+            100.0 * r.th_n,
+            r.preload_minutes.map_or("-".into(), |v| format!("{v:.2}")),
+            r.cold_hours.map_or("-".into(), |v| format!("{v:.2}")),
+            r.bonfire_hours.map_or("-".into(), |v| format!("{v:.2}")),
+            fmt(r.converge_improvement_percent),
+            fmt(r.cold_load_percent),
+            fmt(r.always_warm_load_percent),
+            fmt(r.bonfire_load_percent),
+            fmt(r.load_improvement_percent),
+            best.join(" ")
+        );
+    }
+    if let Some(p) = &a.json {
+        std::fs::write(p, serde_json::to_string_pretty(&rows)?)
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}
+
+fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
+    let report: TraceReport = match &a.analysis {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            serde_json::from_str(&text).with_context(|| {
+                format!("{} is not an `ember analyze` JSON document", p.display())
+            })?
+        }
+        None => analyze_input(
+            &a.input,
+            AnalyzeConfig { bins: 10, mrc_points: 2, ..AnalyzeConfig::default() },
+        )?,
+    };
+    let mut rows: Vec<(String, &ember_analyze::Analysis)> =
+        report.volumes.iter().map(|v| (v.name.clone(), &v.analysis)).collect();
+    if report.volumes.len() != 1 {
+        rows.push(("(all)".into(), &report.whole));
+    }
+    for (name, an) in rows {
+        let adv = advise(an, a.region);
+        println!("{name}: {}", adv.algorithm.name());
+        println!("  because {}", adv.reason);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1d"), Ok(86_400_000_000_000));
+        assert_eq!(parse_duration("10m"), Ok(600_000_000_000));
+        assert_eq!(parse_duration("2500s"), Ok(2_500_000_000_000));
+        assert_eq!(parse_duration("100"), Ok(100_000_000_000));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5y").is_err());
+    }
+}

@@ -1,0 +1,260 @@
+//! Prometheus text for `ember serve --metrics ADDR`: the NBD server's per-command counts,
+//! bytes, errors and latency histograms, and the engine's counters per volume, served over
+//! plain HTTP/1.0 by a small responder thread.
+
+use std::fmt::Write as _;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ember_engine::Stats;
+use ember_nbd::{Command, ServerStats};
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn escape(label: &str) -> String {
+    label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// The NBD server's statistics as Prometheus text.
+pub fn render_server(stats: &ServerStats, out: &mut String) {
+    let commands = Command::TRACKED;
+    type Getter = fn(&ember_nbd::CommandStats) -> u64;
+    let per_command: [(&str, &str, Getter); 3] = [
+        ("ember_nbd_requests_total", "NBD requests answered, by command.", |c| c.count()),
+        ("ember_nbd_errors_total", "NBD requests answered with an error, by command.", |c| {
+            c.errors()
+        }),
+        ("ember_nbd_bytes_total", "Bytes moved by successful NBD requests, by command.", |c| {
+            c.bytes()
+        }),
+    ];
+    for (name, help, get) in per_command {
+        family(out, name, "counter", help);
+        for c in commands {
+            let _ = writeln!(out, "{name}{{command=\"{}\"}} {}", c.label(), get(stats.command(c)));
+        }
+    }
+    let name = "ember_nbd_request_duration_seconds";
+    family(out, name, "histogram", "From a request fully received to its reply written.");
+    for c in commands {
+        let h = stats.command(c).latency();
+        for (bound, count) in h.cumulative() {
+            let le = if bound.is_infinite() { "+Inf".to_string() } else { format!("{bound}") };
+            let _ = writeln!(out, "{name}_bucket{{command=\"{}\",le=\"{le}\"}} {count}", c.label());
+        }
+        let _ =
+            writeln!(out, "{name}_sum{{command=\"{}\"}} {}", c.label(), h.sum_ns() as f64 / 1e9);
+        let _ = writeln!(out, "{name}_count{{command=\"{}\"}} {}", c.label(), h.count());
+    }
+    family(out, "ember_nbd_connections_opened_total", "counter", "NBD connections accepted.");
+    let _ = writeln!(out, "ember_nbd_connections_opened_total {}", stats.connections_opened());
+    family(out, "ember_nbd_connections_open", "gauge", "NBD connections open now.");
+    let _ = writeln!(out, "ember_nbd_connections_open {}", stats.connections_open());
+}
+
+/// The engine's statistics as Prometheus text: every counter of
+/// [`ember_engine::VolumeStats`] as `ember_cache_<counter>_total{volume="…"}`, plus gauges.
+pub fn render_engine(stats: &Stats, out: &mut String) {
+    let gauges = [
+        ("ember_cache_block_size_bytes", "Cache block size.", stats.block_size as f64),
+        (
+            "ember_cache_capacity_blocks",
+            "Cache blocks in the data region.",
+            stats.capacity_blocks as f64,
+        ),
+        ("ember_cache_resident_blocks", "Cache blocks holding data.", stats.resident_blocks as f64),
+        (
+            "ember_cache_read_hit_ratio",
+            "Read hits / block reads since start, all volumes.",
+            stats.read_hit_ratio(),
+        ),
+    ];
+    for (name, help, value) in gauges {
+        family(out, name, "gauge", help);
+        let _ = writeln!(out, "{name} {value}");
+    }
+    let fields = ember_engine::VolumeStats::default().fields();
+    for (i, (field, _)) in fields.iter().enumerate() {
+        let name = format!("ember_cache_{field}_total");
+        family(out, &name, "counter", &format!("Engine counter {field}, per volume."));
+        for (volume, v) in &stats.volumes {
+            let value = v.fields().get(i).map(|f| f.1).unwrap_or(0);
+            let _ = writeln!(out, "{name}{{volume=\"{}\"}} {value}", escape(volume));
+        }
+    }
+}
+
+/// What the metrics endpoint renders on each request.
+pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// A running metrics responder.
+pub struct MetricsServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    /// Listen on `addr` and answer `GET /metrics` (and `/`) with `render()`.
+    pub fn start(addr: &str, render: Render) -> io::Result<MetricsServer> {
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| io::Error::new(e.kind(), format!("metrics address {addr}: {e}")))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new().name("metrics".into()).spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            let _ = answer(stream, &render);
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+            })?
+        };
+        Ok(MetricsServer { addr, stop, thread: Some(thread) })
+    }
+
+    /// The address bound.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stop answering and join the thread.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn answer(mut stream: TcpStream, render: &Render) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let mut request = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") && !request.windows(2).any(|w| w == b"\n\n")
+    {
+        let n = stream.read(&mut buf)?;
+        if n == 0 || request.len() > 16 * 1024 {
+            break;
+        }
+        request.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&request);
+    let mut words = text.split_whitespace();
+    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let path = path.split('?').next().unwrap_or("");
+    let (status, body) = match (method, path) {
+        ("GET", "/metrics" | "/") => ("200 OK", render()),
+        ("GET", _) => ("404 Not Found", "not found; metrics are at /metrics\n".to_string()),
+        _ => ("405 Method Not Allowed", "only GET\n".to_string()),
+    };
+    let head = format!(
+        "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())?;
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ember_nbd::{CommandObservation, ServerObserver};
+    use ember_replay::scrape::{parse, sum, MetricsUrl};
+
+    #[test]
+    fn server_stats_render_as_parseable_histograms() {
+        let stats = ServerStats::new();
+        for us in [3u64, 3, 700] {
+            stats.on_command(&CommandObservation {
+                command: Command::Read,
+                bytes: 4096,
+                latency: Duration::from_micros(us),
+                error: None,
+            });
+        }
+        let mut text = String::new();
+        render_server(&stats, &mut text);
+        let samples = match parse(&text) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}\n{text}"),
+        };
+        let read = |name: &str, le: Option<&str>| {
+            samples
+                .iter()
+                .find(|s| {
+                    s.name == name && s.label("command") == Some("read") && s.label("le") == le
+                })
+                .map(|s| s.value)
+        };
+        assert_eq!(read("ember_nbd_requests_total", None), Some(3.0));
+        assert_eq!(read("ember_nbd_bytes_total", None), Some(12288.0));
+        assert_eq!(read("ember_nbd_request_duration_seconds_bucket", Some("0.000004")), Some(2.0));
+        assert_eq!(read("ember_nbd_request_duration_seconds_bucket", Some("+Inf")), Some(3.0));
+        assert_eq!(read("ember_nbd_request_duration_seconds_count", None), Some(3.0));
+    }
+
+    #[test]
+    fn engine_counters_per_volume() {
+        let a = ember_engine::VolumeStats { read_hits: 5, read_misses: 3, ..Default::default() };
+        let b = ember_engine::VolumeStats { read_hits: 2, ..Default::default() };
+        let mut total = a;
+        total.add(&b);
+        let stats = Stats {
+            block_size: 4096,
+            capacity_blocks: 100,
+            resident_blocks: 10,
+            volumes: vec![("a".into(), a), ("b\"q".into(), b)],
+            total,
+        };
+        let mut text = String::new();
+        render_engine(&stats, &mut text);
+        let samples = parse(&text).map_err(|e| e.to_string());
+        let samples = match samples {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(sum(&samples, ember_replay::scrape::READ_HITS), 7.0);
+        assert_eq!(sum(&samples, ember_replay::scrape::READ_MISSES), 3.0);
+        let quoted = samples
+            .iter()
+            .find(|s| s.name == "ember_cache_read_hits_total" && s.label("volume") == Some("b\"q"));
+        assert_eq!(quoted.map(|s| s.value), Some(2.0));
+        assert_eq!(sum(&samples, "ember_cache_read_hit_ratio"), 7.0 / 10.0);
+    }
+
+    #[test]
+    fn serves_over_http_and_404s_elsewhere() {
+        let render: Render = Arc::new(|| "x_total 42\n".to_string());
+        let server = match MetricsServer::start("127.0.0.1:0", render) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        let url = MetricsUrl::parse(&server.addr().to_string()).map_err(|e| e.to_string());
+        let got = url.and_then(|u| u.scrape().map_err(|e| e.to_string()));
+        assert_eq!(got.map(|s| sum(&s, "x_total")), Ok(42.0));
+        let other =
+            MetricsUrl::parse(&format!("{}/nope", server.addr())).map_err(|e| e.to_string());
+        let err = other.and_then(|u| u.fetch().map_err(|e| e.to_string()));
+        assert!(matches!(&err, Err(m) if m.contains("404")), "{err:?}");
+        server.stop();
+    }
+}

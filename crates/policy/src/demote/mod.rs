@@ -1,0 +1,20 @@
+//! The array side of exclusive caching with DEMOTE (Wong and Wilkes, *My cache or yours?
+//! Making storage more exclusive*, USENIX ATC 2002): cache-management [`Scheme`]s, an
+//! [`ArrayCache`] that serves READS and accepts DEMOTEs, the [`SegmentedQueue`] that gives
+//! O(1) insertion at any of N_segs segments, the [`SegmentLayout`]s (uniform, exponential,
+//! SLRU) and the read/demoted [`InsertionGhosts`] of the adaptive schemes.
+//!
+//! The client side (an LRU cache that demotes the clean blocks it ejects) and the hierarchy
+//! live in `ember-sim`'s `hierarchy` module.
+
+pub mod array_cache;
+pub mod insertion_ghosts;
+pub mod scheme;
+pub mod segment_layout;
+pub mod segmented_queue;
+
+pub use array_cache::{ArrayCache, ArrayConfig, DemoteOutcome, DEFAULT_SLRU_PROTECTED};
+pub use insertion_ghosts::InsertionGhosts;
+pub use scheme::{Scheme, UnknownScheme};
+pub use segment_layout::{SegmentLayout, DEFAULT_SEGMENTS, MAX_SEGMENTS};
+pub use segmented_queue::{Entry, Ghost, Position, SegmentedQueue};
