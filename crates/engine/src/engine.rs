@@ -577,12 +577,19 @@ impl Engine {
         self.inner.mode
     }
 
+    /// The dirty map now: dirty block versions, in total and per epoch (0 under
+    /// write-through and write-around).
+    pub fn dirty_stats(&self) -> crate::stats::DirtyStats {
+        let st = self.inner.state.lock();
+        crate::stats::DirtyStats {
+            dirty_blocks: st.dirty_len() as u64,
+            dirty_epochs: st.dirty_epochs(),
+        }
+    }
+
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
-        let (resident, dirty_blocks, dirty_epochs) = {
-            let st = self.inner.state.lock();
-            (st.len() as u64, st.dirty_len() as u64, st.dirty_epochs())
-        };
+        let resident = self.inner.state.lock().len() as u64;
         let mut total = crate::stats::VolumeStats::default();
         let volumes = self
             .inner
@@ -599,8 +606,6 @@ impl Engine {
             block_size: self.inner.geometry.block_size,
             capacity_blocks: self.inner.geometry.data_blocks,
             resident_blocks: resident,
-            dirty_blocks,
-            dirty_epochs,
             volumes,
             total,
         }

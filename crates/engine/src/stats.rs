@@ -102,10 +102,6 @@ pub struct Stats {
     pub capacity_blocks: u64,
     /// Cache blocks holding data now.
     pub resident_blocks: u64,
-    /// Dirty block versions (write-back policies), all epochs.
-    pub dirty_blocks: u64,
-    /// Dirty block versions per epoch, oldest epoch first: (epoch, blocks).
-    pub dirty_epochs: Vec<(u64, u64)>,
     /// Per volume, by name, in superblock order.
     pub volumes: Vec<(String, VolumeStats)>,
     /// Sum over volumes.
@@ -134,8 +130,6 @@ impl Stats {
         let _ = writeln!(out, "ember_cache_capacity_blocks {}", self.capacity_blocks);
         let _ = writeln!(out, "# TYPE ember_cache_resident_blocks gauge");
         let _ = writeln!(out, "ember_cache_resident_blocks {}", self.resident_blocks);
-        let _ = writeln!(out, "# TYPE ember_cache_dirty_blocks gauge");
-        let _ = writeln!(out, "ember_cache_dirty_blocks {}", self.dirty_blocks);
         let names: Vec<&'static str> =
             VolumeStats::default().fields().iter().map(|f| f.0).collect();
         for (i, name) in names.iter().enumerate() {
@@ -147,6 +141,27 @@ impl Stats {
             }
         }
         out
+    }
+}
+
+/// The dirty map now (write-back policies): [`crate::Engine::dirty_stats`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DirtyStats {
+    /// Dirty block versions, all epochs.
+    pub dirty_blocks: u64,
+    /// Dirty block versions per epoch, oldest epoch first: (epoch, blocks).
+    pub dirty_epochs: Vec<(u64, u64)>,
+}
+
+impl DirtyStats {
+    /// Prometheus text: the gauges `ember_cache_dirty_blocks` and `ember_cache_dirty_epochs`.
+    pub fn prometheus(&self) -> String {
+        format!(
+            "# TYPE ember_cache_dirty_blocks gauge\nember_cache_dirty_blocks {}\n\
+             # TYPE ember_cache_dirty_epochs gauge\nember_cache_dirty_epochs {}\n",
+            self.dirty_blocks,
+            self.dirty_epochs.len()
+        )
     }
 }
 
@@ -162,14 +177,14 @@ mod tests {
             block_size: 4096,
             capacity_blocks: 100,
             resident_blocks: 42,
-            dirty_blocks: 5,
-            dirty_epochs: vec![(3, 5)],
             volumes: vec![("web".into(), a), ("db\"1".into(), b)],
             total: VolumeStats::default(),
         };
         let t = s.prometheus();
+        let d = DirtyStats { dirty_blocks: 5, dirty_epochs: vec![(3, 2), (4, 3)] }.prometheus();
+        assert!(d.contains("ember_cache_dirty_blocks 5\n") && d.contains("epochs 2\n"), "{d}");
         assert!(t.contains("ember_cache_resident_blocks 42\n"), "{t}");
-        assert!(t.contains("ember_cache_dirty_blocks 5\n"), "{t}");
+
         assert!(t.contains("ember_read_hits_total{volume=\"web\"} 7\n"), "{t}");
         assert!(t.contains("ember_evictions_total{volume=\"db\\\"1\"} 3\n"), "{t}");
         let series = t.lines().filter(|l| l.starts_with("ember_") && l.contains("_total{")).count();

@@ -140,7 +140,7 @@ fn a_write_during_a_flush_is_not_held_and_the_closed_epoch_still_reaches_backing
     }
     // A write to block 5 completes while the FLUSH is in progress...
     v.write(5 * BS, &block(3), false).unwrap();
-    assert_eq!(e.stats().dirty_epochs.len(), 2, "{:?}", e.stats().dirty_epochs);
+    assert_eq!(e.dirty_stats().dirty_epochs.len(), 2, "{:?}", e.dirty_stats().dirty_epochs);
     gated.open();
     flush.join().unwrap().unwrap();
     // ...and the FLUSH made the version acknowledged before it durable.
@@ -151,7 +151,7 @@ fn a_write_during_a_flush_is_not_held_and_the_closed_epoch_still_reaches_backing
     assert_eq!(got, block(3), "reads see the newest version");
     v.flush().unwrap();
     assert_eq!(backing_block(&mem, 5), block(3));
-    assert_eq!(e.stats().dirty_blocks, 0);
+    assert_eq!(e.dirty_stats().dirty_blocks, 0);
 }
 
 #[test]
@@ -171,14 +171,14 @@ fn a_backing_error_while_flushing_fails_the_flush_keeps_the_data_and_is_retried(
     assert!(err.to_string().contains("injected"), "{err}");
     let s = e.stats();
     assert!(s.total.flush_errors >= 1, "{:?}", s.total);
-    assert_eq!(s.dirty_blocks, 4, "the dirty blocks are kept");
+    assert_eq!(e.dirty_stats().dirty_blocks, 4, "the dirty blocks are kept");
     let mut got = block(0);
     v.read(2 * BS, &mut got).unwrap();
     assert_eq!(got, block(12), "and still served");
     // The backing device recovers: the flusher's retry succeeds, and so does a FLUSH.
     backing.clear_faults();
     v.flush().unwrap();
-    assert_eq!(e.stats().dirty_blocks, 0);
+    assert_eq!(e.dirty_stats().dirty_blocks, 0);
     for b in 0..4u64 {
         assert_eq!(backing_block(&mem, b), block(10 + b as u8));
     }
@@ -256,7 +256,7 @@ fn a_clean_stop_under_write_back_flush_writes_everything_to_backing() {
     for b in 0..10u64 {
         v.write(b * BS, &block(40 + b as u8), false).unwrap();
     }
-    assert_eq!(e.stats().dirty_blocks, 10);
+    assert_eq!(e.dirty_stats().dirty_blocks, 10);
     e.shutdown().unwrap();
     for b in 0..10u64 {
         assert_eq!(backing_block(&mem, b), block(40 + b as u8));
@@ -279,7 +279,7 @@ fn over_max_dirty_writes_fall_through_and_fua_is_durable() {
     // 16 blocks at once exceed max_dirty = 8: written through.
     v.write(0, &vec![3u8; 16 * BS as usize], false).unwrap();
     assert_eq!(e.stats().total.write_through_fallbacks, 16);
-    assert_eq!(e.stats().dirty_blocks, 0);
+    assert_eq!(e.dirty_stats().dirty_blocks, 0);
     // Under write-back flush, FUA writes through and syncs backing.
     v.write(20 * BS, &block(4), true).unwrap();
     backing.power_cut(PowerCut::DROP_ALL);
