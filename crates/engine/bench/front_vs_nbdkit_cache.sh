@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ember's cache (the `front` example: write-through, LRU, AOD) against nbdkit's cache filter,
+# ember's cache (the `ember-front` binary: write-through, LRU, AOD) against nbdkit's cache filter,
 # both in front of the same kind of emulated hard disk: nbdkit's memory plugin behind its
 # delay filter (5 ms per read and per write). fio (nbd engine) reads random 4 KiB blocks of a
 # 16 MiB working set once to warm both caches, then again, timed.
@@ -7,7 +7,7 @@
 # Needs nbdkit and fio (scripts/setup.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-cargo build --release -q -p ember-engine --example front
+cargo build --release -q -p ember-engine --bin ember-front
 dir=$(mktemp -d)
 cleanup() {
     exec 3>&- 2>/dev/null || true
@@ -22,7 +22,7 @@ nbdkit -U "$dir/hdd.sock" -P "$dir/hdd.pid" --filter=delay $disk
 nbdkit -U "$dir/peer.sock" -P "$dir/peer.pid" --filter=cache --filter=delay $disk \
     cache-on-read=true
 mkfifo "$dir/stdin"
-target/release/examples/front "$dir/cache.img" 256M "nbd+unix:///?socket=$dir/hdd.sock" \
+target/release/ember-front "$dir/cache.img" 256M "nbd+unix:///?socket=$dir/hdd.sock" \
     "$dir/ember.sock" <"$dir/stdin" 2>"$dir/front.log" &
 exec 3>"$dir/stdin"
 for _ in $(seq 50); do [ -S "$dir/ember.sock" ] && break; sleep 0.1; done

@@ -22,9 +22,10 @@ use crate::state::CacheState;
 use crate::stats::{Counters, Stats};
 use crate::stripes::Stripes;
 use crate::volume::VolumeExport;
+use crate::writeback::{Cursor, Limits, WritebackConfig};
 use ember_nbd::{Export, ExportSet};
 use ember_trace::{key_block, key_volume};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -87,13 +88,34 @@ pub(crate) struct Inner {
     pub volumes: Vec<VolumeInfo>,
     /// Counters by superblock volume index.
     pub counters: Vec<Counters>,
-    superblock: Mutex<Superblock>,
+    pub superblock: Mutex<Superblock>,
     volume_names: Vec<String>,
+    /// Write-back limits (max/min dirty, epochs, batch).
+    pub limits: Limits,
+    /// Signals dirty-map progress: the flusher waits on it, FLUSH and writes over the epoch
+    /// limit wait for the flusher.
+    pub cv: Condvar,
+    /// The journal cursor (write-back persist); also serializes barriers.
+    pub persist: Mutex<Cursor>,
 }
 
 impl Inner {
     pub fn block_size(&self) -> u64 {
         self.geometry.block_size as u64
+    }
+
+    /// Count the evictions the state logged (clean-LRU evictions under write-back).
+    pub fn count_evictions(&self, st: &mut CacheState) {
+        for k in st.take_evicted() {
+            if let Some(c) = self.counters.get(key_volume(k) as usize) {
+                c.evictions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The served volume with superblock index `id`.
+    pub fn volume_by_id(&self, id: u32) -> Option<&VolumeInfo> {
+        self.volumes.iter().find(|v| v.id == id)
     }
 }
 
@@ -103,6 +125,14 @@ impl Inner {
 pub struct Engine {
     inner: Arc<Inner>,
     open_report: OpenReport,
+    flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for Engine {
+    /// Dropping without [`Engine::shutdown`] is a crash: the flusher stops where it is.
+    fn drop(&mut self) {
+        self.stop_flusher();
+    }
 }
 
 fn time_ns() -> u64 {
@@ -191,8 +221,30 @@ impl Engine {
         let sb = Superblock::read(cache)?;
         let mut per_volume: Option<Vec<u64>> = None;
         let mut occupancy = None;
-        let note;
-        if !sb.is_clean() {
+        let mut note;
+        let mut dirty_epochs = Vec::new();
+        let mut last_generation = sb.checkpoint_generation;
+        let mut journal_commits = 0;
+        let crashed_persist = !sb.is_clean() && sb.write_mode == WriteMode::WriteBackPersist;
+        if crashed_persist {
+            match crate::writeback::recover(cache, &sb) {
+                Ok(r) => {
+                    dirty_epochs = crate::writeback::epochs_of(&r.dirty);
+                    last_generation = r.last_generation;
+                    journal_commits = r.journal_commits;
+                    note = format!(
+                        "write-back persist, not shut down cleanly: the persisted dirty map \
+                         (checkpoint generation {} + {} journal commits) holds {} dirty blocks, \
+                         recovered at the next start",
+                        r.checkpoint_generation,
+                        r.journal_commits,
+                        r.dirty.len()
+                    );
+                }
+                Err(LayoutError::Io(e)) => return Err(EngineError::Io(e)),
+                Err(e) => note = format!("the persisted dirty map is unusable: {e}"),
+            }
+        } else if !sb.is_clean() {
             note = "the last shutdown was not clean; the map is not on the device".to_string();
         } else if sb.checkpoint_slot == NO_CHECKPOINT {
             note = "no checkpoint yet: empty".to_string();
@@ -213,6 +265,7 @@ impl Engine {
                         }
                         dirty += u64::from(e.flags & crate::layout::checkpoint::ENTRY_DIRTY != 0);
                     }
+                    dirty_epochs = crate::writeback::epochs_of(&cp.entries);
                     occupancy = Some(Occupancy {
                         capacity_blocks: sb.geometry.data_blocks,
                         resident_blocks: cp.entries.len() as u64,
@@ -224,6 +277,9 @@ impl Engine {
                 Err(LayoutError::Io(e)) => return Err(EngineError::Io(e)),
                 Err(e) => note = format!("checkpoint unusable ({e}); the next start is cold"),
             }
+        }
+        if sb.write_mode == WriteMode::UnsafeWriteBack && !sb.is_clean() {
+            note += "; it ran unsafe-write-back: unflushed writes are lost";
         }
         Ok(Report {
             device: cache.describe(),
@@ -238,6 +294,9 @@ impl Engine {
             open_count: sb.open_count,
             sequence: sb.sequence,
             checkpoint_generation: sb.checkpoint_generation,
+            last_generation,
+            journal_commits,
+            dirty_epochs,
             occupancy,
             note,
             volumes: sb
@@ -254,27 +313,21 @@ impl Engine {
         })
     }
 
-    /// Open a formatted cache device for service: check the volumes, load the map if the last
-    /// shutdown was clean, then clear the clean flag (synced) before anything else is written.
+    /// Open a formatted cache device for service with the default write-back tuning
+    /// ([`WritebackConfig::default`]); see [`Engine::open_with`].
     pub fn open(config: EngineConfig) -> Result<Engine, EngineError> {
+        Self::open_with(config, WritebackConfig::default())
+    }
+
+    /// Open a formatted cache device for service: check the volumes; load the map if the
+    /// last shutdown was clean; if the cache last ran write-back persist and crashed, recover
+    /// its persisted dirty map (checkpoint + journal, thesis 5.3). Dirty blocks recovered
+    /// under another policy are written to backing first. Then, before anything else is
+    /// written to the cache device, clear the clean flag (synced; under write-back persist
+    /// together with a fresh checkpoint of the dirty map), and start the flusher.
+    pub fn open_with(config: EngineConfig, wb: WritebackConfig) -> Result<Engine, EngineError> {
         let EngineConfig { cache, volumes, write_mode, replacement, admission } = config;
-        if !matches!(write_mode, WriteMode::WriteThrough | WriteMode::WriteAround) {
-            return Err(EngineError::Config(format!(
-                "write policy {} is not implemented yet (use write-through or write-around)",
-                write_mode.name()
-            )));
-        }
         let sb = Superblock::read(cache.as_ref())?;
-        if !sb.is_clean()
-            && matches!(sb.write_mode, WriteMode::WriteBackFlush | WriteMode::WriteBackPersist)
-        {
-            return Err(EngineError::Config(format!(
-                "{}: the cache last ran {} and did not shut down cleanly; it may hold dirty data \
-                 this version cannot recover",
-                cache.describe(),
-                sb.write_mode.name()
-            )));
-        }
         if volumes.is_empty() {
             return Err(EngineError::Config("no volumes to serve".into()));
         }
@@ -323,6 +376,7 @@ impl Engine {
         }
         let mut state = CacheState::new(g.data_blocks as u32, replacement, admission);
         let mut served: HashSet<u32> = infos.iter().map(|v| v.id).collect();
+        let all_served = served.clone();
         // A volume whose first block changed while ember was stopped is served cold.
         let mut changed = Vec::new();
         if sb.is_clean() && sb.checkpoint_slot != NO_CHECKPOINT {
@@ -334,12 +388,45 @@ impl Engine {
                 }
             }
         }
-        let open_report = if !sb.is_clean() {
+        let crashed_persist = !sb.is_clean() && sb.write_mode == WriteMode::WriteBackPersist;
+        let mut last_generation = sb.checkpoint_generation;
+        let open_report = if crashed_persist {
+            // Thesis 5.3: the persisted dirty map is the checkpoint plus the journal; it must
+            // be recovered in full, never dropped (it holds acknowledged writes).
+            let rec = crate::writeback::recover(cache.as_ref(), &sb).map_err(|e| {
+                EngineError::Config(format!(
+                    "{}: the cache ran write-back persist and did not shut down cleanly, and \
+                     its persisted dirty map cannot be read: {e}",
+                    cache.describe()
+                ))
+            })?;
+            check_dirty_served(&sb, &rec.dirty, &all_served)?;
+            last_generation = rec.last_generation;
+            state.load(&rec.dirty, time_ns(), write_mode == WriteMode::WriteBackPersist);
+            OpenReport {
+                start: StartKind::Cold,
+                loaded_blocks: rec.dirty.len() as u64,
+                dropped_blocks: 0,
+                reason: format!(
+                    "recovered {} dirty blocks after a crash under write-back persist \
+                     (checkpoint generation {}, {} journal commits replayed, last generation {})",
+                    rec.dirty.len(),
+                    rec.checkpoint_generation,
+                    rec.journal_commits,
+                    rec.last_generation
+                ),
+            }
+        } else if !sb.is_clean() {
+            let lost = if sb.write_mode == WriteMode::UnsafeWriteBack {
+                "; it ran unsafe-write-back, so writes it had not flushed are lost"
+            } else {
+                ""
+            };
             OpenReport {
                 start: StartKind::Cold,
                 loaded_blocks: 0,
                 dropped_blocks: 0,
-                reason: "the last shutdown was not clean".into(),
+                reason: format!("the last shutdown was not clean{lost}"),
             }
         } else if sb.checkpoint_slot == NO_CHECKPOINT {
             OpenReport {
@@ -349,14 +436,29 @@ impl Engine {
                 reason: "freshly formatted".into(),
             }
         } else {
-            match read_checkpoint(cache.as_ref(), &sb).and_then(|cp| validate(&sb, cp, &served)) {
-                Ok((entries, dropped)) => {
-                    state.load(&entries, time_ns());
+            let checked = read_checkpoint(cache.as_ref(), &sb).and_then(|cp| {
+                let dirty: Vec<MapEntry> = cp
+                    .entries
+                    .iter()
+                    .filter(|e| e.flags & crate::layout::checkpoint::ENTRY_DIRTY != 0)
+                    .copied()
+                    .collect();
+                validate(&sb, cp, &served, &all_served).map(|r| (r, dirty))
+            });
+            match checked {
+                Ok(((entries, dropped), dirty)) => {
+                    check_dirty_served(&sb, &dirty, &all_served).map_err(|e| {
+                        EngineError::Config(format!("{e} (clean shutdown with dirty blocks)"))
+                    })?;
+                    state.load(&entries, time_ns(), write_mode == WriteMode::WriteBackPersist);
                     let mut reason = format!("checkpoint generation {}", sb.checkpoint_generation);
+                    if !dirty.is_empty() {
+                        reason += &format!(", {} of its blocks dirty", dirty.len());
+                    }
                     if !changed.is_empty() {
                         reason += &format!(
                             "; volume(s) {} changed while ember was stopped (first block \
-                             differs): their cached blocks were dropped",
+                             differs): their clean cached blocks were dropped",
                             changed.join(", ")
                         );
                     }
@@ -368,6 +470,13 @@ impl Engine {
                     }
                 }
                 Err(LayoutError::Io(e)) => return Err(EngineError::Io(e)),
+                Err(e) if sb.write_mode == WriteMode::WriteBackPersist => {
+                    return Err(EngineError::Config(format!(
+                        "{}: the checkpoint of the last clean shutdown (write-back persist) is \
+                         unusable and may hold dirty blocks: {e}",
+                        cache.describe()
+                    )))
+                }
                 Err(e) => OpenReport {
                     start: StartKind::Cold,
                     loaded_blocks: 0,
@@ -376,14 +485,10 @@ impl Engine {
                 },
             }
         };
-        // The clean flag goes before the first write of this run (synced by `write`).
-        let mut running = sb.clone();
-        running.sequence += 1;
-        running.flags &= !FLAG_CLEAN;
-        running.write_mode = write_mode;
-        running.open_count += 1;
-        running.write(cache.as_ref())?;
-        let inner = Inner {
+        state.persist_tracking = write_mode == WriteMode::WriteBackPersist;
+        let limits = wb.resolve(g.data_blocks);
+        let running_sb = sb.clone();
+        let inner = Arc::new(Inner {
             cache,
             geometry: g,
             mode: write_mode,
@@ -393,9 +498,57 @@ impl Engine {
             volumes: infos,
             counters: (0..sb.volumes.len()).map(|_| Counters::default()).collect(),
             volume_names: sb.volumes.iter().map(|v| v.name.clone()).collect(),
-            superblock: Mutex::new(running),
+            superblock: Mutex::new(running_sb),
+            limits,
+            cv: Condvar::new(),
+            persist: Mutex::new(Cursor::default()),
+        });
+        if write_mode != WriteMode::WriteBackPersist {
+            // Recovered dirty blocks reach backing before this policy serves anything.
+            crate::writeback::flush_all_now(&inner).map_err(EngineError::Io)?;
+        }
+        // The clean flag goes before the first write of this run (synced by `write`).
+        {
+            let mut sb = inner.superblock.lock();
+            sb.flags &= !FLAG_CLEAN;
+            sb.write_mode = write_mode;
+            sb.open_count += 1;
+        }
+        if write_mode == WriteMode::WriteBackPersist {
+            // A fresh checkpoint of the dirty map, so the journal starts a new cycle.
+            let entries = inner.state.lock().persisted_entries();
+            let generation = last_generation.max(sb.checkpoint_generation) + 1;
+            crate::writeback::write_checkpoint(&inner, &entries, generation)?;
+            *inner.persist.lock() =
+                Cursor { next_block: 0, base: generation, generation, need_checkpoint: false };
+        } else {
+            let mut sb = inner.superblock.lock();
+            sb.sequence += 1;
+            sb.write(inner.cache.as_ref())?;
+        }
+        let flusher = if write_mode.is_write_back() {
+            let i = inner.clone();
+            Some(
+                std::thread::Builder::new()
+                    .name("ember-flusher".into())
+                    .spawn(move || crate::writeback::flusher(i))
+                    .map_err(EngineError::Io)?,
+            )
+        } else {
+            None
         };
-        Ok(Engine { inner: Arc::new(inner), open_report })
+        Ok(Engine { inner, open_report, flusher: Mutex::new(flusher) })
+    }
+
+    fn stop_flusher(&self) {
+        {
+            let mut st = self.inner.state.lock();
+            st.stop = true;
+            self.inner.cv.notify_all();
+        }
+        if let Some(h) = self.flusher.lock().take() {
+            let _ = h.join();
+        }
     }
 
     /// How this start went (fresh, warm with N blocks, or cold and why).
@@ -422,6 +575,16 @@ impl Engine {
     /// The write policy in force.
     pub fn write_mode(&self) -> WriteMode {
         self.inner.mode
+    }
+
+    /// The dirty map now: dirty block versions, in total and per epoch (0 under
+    /// write-through and write-around).
+    pub fn dirty_stats(&self) -> crate::stats::DirtyStats {
+        let st = self.inner.state.lock();
+        crate::stats::DirtyStats {
+            dirty_blocks: st.dirty_len() as u64,
+            dirty_epochs: st.dirty_epochs(),
+        }
     }
 
     /// A snapshot of the counters.
@@ -451,11 +614,19 @@ impl Engine {
     /// Clean shutdown: refuse new requests, wait for those in flight, make backing and cache
     /// durable, write the map to the free checkpoint slot, then a superblock with the clean
     /// flag pointing at it. If any step fails the cache simply starts cold next time.
+    ///
+    /// Write-back flush and unsafe write-back first write every dirty block to backing;
+    /// write-back persist keeps them and writes them with the map (dirty flag and epoch), so
+    /// the next start resumes flushing them.
     pub fn shutdown(&self) -> Result<ShutdownReport, EngineError> {
         let inner = &self.inner;
         if !inner.gate.close_and_drain() {
             return Err(EngineError::ShutDown);
         }
+        if matches!(inner.mode, WriteMode::WriteBackFlush | WriteMode::UnsafeWriteBack) {
+            crate::writeback::drain(inner).map_err(EngineError::Io)?;
+        }
+        self.stop_flusher();
         for v in &inner.volumes {
             v.backing.sync().map_err(|e| io_context(v.backing.as_ref(), "sync", 0, 0, e))?;
         }
@@ -464,7 +635,7 @@ impl Engine {
         let entries = inner.state.lock().entries();
         let mut sb = inner.superblock.lock();
         let slot = if sb.checkpoint_slot == 0 { 1 } else { 0 };
-        let generation = sb.checkpoint_generation + 1;
+        let generation = sb.checkpoint_generation.max(inner.persist.lock().generation) + 1;
         let crc = Checkpoint::write(cache, &inner.geometry, slot, generation, &entries)?;
         cache.sync().map_err(|e| io_context(cache, "sync after checkpoint", 0, 0, e))?;
         let mut next = sb.clone();
@@ -509,11 +680,39 @@ fn read_checkpoint(cache: &dyn Device, sb: &Superblock) -> Result<Checkpoint, La
     )
 }
 
-/// Check checkpoint entries against the superblock; keep those of served volumes. Returns the
-/// kept entries and how many were dropped.
+/// Dirty entries must belong to served volumes: dropping them would lose acknowledged
+/// writes.
+fn check_dirty_served(
+    sb: &Superblock,
+    dirty: &[MapEntry],
+    served: &HashSet<u32>,
+) -> Result<(), EngineError> {
+    let mut missing: Vec<String> = dirty
+        .iter()
+        .map(|e| key_volume(e.key))
+        .filter(|v| !served.contains(v))
+        .map(|v| sb.volumes.get(v as usize).map_or(format!("#{v}"), |r| r.name.clone()))
+        .collect();
+    missing.sort();
+    missing.dedup();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(EngineError::Config(format!(
+            "the cache holds dirty blocks of volume(s) {} that are not being served; serve them \
+             so the dirty blocks reach their backing devices",
+            missing.join(", ")
+        )))
+    }
+}
+
+/// Check checkpoint entries against the superblock; keep the clean entries of `warm`
+/// volumes and every dirty entry of a served one. Returns the kept entries and how many
+/// were dropped.
 fn validate(
     sb: &Superblock,
     cp: Checkpoint,
+    warm: &HashSet<u32>,
     served: &HashSet<u32>,
 ) -> Result<(Vec<MapEntry>, u64), LayoutError> {
     let corrupt = |detail: String| LayoutError::Corrupt {
@@ -544,16 +743,17 @@ fn validate(
                 e.cache_block
             )));
         }
-        if e.flags != 0 {
-            return Err(corrupt(format!(
-                "#{i}: flags {:#x} (dirty entries need write-back)",
-                e.flags
-            )));
+        let dirty = e.flags & crate::layout::checkpoint::ENTRY_DIRTY != 0;
+        if e.flags & !crate::layout::checkpoint::ENTRY_DIRTY & 0xFFFF != 0 {
+            return Err(corrupt(format!("#{i}: unknown flags {:#x}", e.flags)));
+        }
+        if !dirty && e.flags != 0 {
+            return Err(corrupt(format!("#{i}: an epoch on a clean entry ({:#x})", e.flags)));
         }
         if !blocks.insert(e.cache_block) || !keys.insert(e.key) {
             return Err(corrupt(format!("#{i}: duplicate cache block or key")));
         }
-        if served.contains(&vol) {
+        if (dirty && served.contains(&vol)) || warm.contains(&vol) {
             kept.push(e);
         } else {
             dropped += 1;

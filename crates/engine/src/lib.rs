@@ -20,6 +20,7 @@ mod state;
 pub mod stats;
 mod stripes;
 mod volume;
+pub mod writeback;
 
 pub use config::{EngineConfig, FormatSpec, ReplacementFactory, VolumeConfig, VolumeSpec};
 pub use device::Device;
@@ -27,5 +28,6 @@ pub use engine::{Engine, OpenReport, ShutdownReport, StartKind};
 pub use error::EngineError;
 pub use layout::WriteMode;
 pub use report::Report;
-pub use stats::{Stats, VolumeStats};
+pub use stats::{DirtyStats, Stats, VolumeStats};
 pub use volume::CHUNK_BLOCKS;
+pub use writeback::WritebackConfig;

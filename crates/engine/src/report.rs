@@ -56,6 +56,15 @@ pub struct Report {
     pub sequence: u64,
     /// Generation of the current checkpoint.
     pub checkpoint_generation: u64,
+    /// Generation of the last committed barrier (the last journal commit replayed over the
+    /// checkpoint; = `checkpoint_generation` without one).
+    pub last_generation: u64,
+    /// Journal commits past the checkpoint (write-back persist after a crash or while
+    /// running).
+    pub journal_commits: u64,
+    /// Dirty blocks per epoch in the persisted dirty map, oldest epoch first:
+    /// (epoch, blocks). These reach backing when the cache is next opened.
+    pub dirty_epochs: Vec<(u64, u64)>,
     /// Occupancy, when known.
     pub occupancy: Option<Occupancy>,
     /// Why occupancy is unknown, or how the checkpoint was found.
@@ -126,6 +135,19 @@ impl fmt::Display for Report {
                 o.dirty_blocks
             )?,
             None => writeln!(f, "occupancy      unknown ({})", self.note)?,
+        }
+        writeln!(
+            f,
+            "generations    checkpoint {}, last commit {} ({} journal commits past the checkpoint)",
+            self.checkpoint_generation, self.last_generation, self.journal_commits
+        )?;
+        if self.dirty_epochs.is_empty() {
+            writeln!(f, "dirty blocks   none persisted")?;
+        } else {
+            let total: u64 = self.dirty_epochs.iter().map(|e| e.1).sum();
+            let per: Vec<String> =
+                self.dirty_epochs.iter().map(|(e, n)| format!("epoch {e}: {n}")).collect();
+            writeln!(f, "dirty blocks   {total} ({})", per.join(", "))?;
         }
         writeln!(f, "volumes        {}", self.volumes.len())?;
         writeln!(f, "  {:<24} {:>14} {:>14}  uuid", "name", "size", "cached blocks")?;

@@ -1,36 +1,85 @@
 //! The in-memory cache state under the engine's one global lock (thesis 5.2 uses one global
-//! lock too; here no I/O is done while holding it): the block map (volume block → cache
-//! block), per-cache-block pins, the free list, and the replacement and admission policies.
+//! lock too; here no I/O is done while holding it): the clean and dirty maps, per-cache-block
+//! references, pins and persist marks, the free list, and the replacement and admission
+//! policies.
 //!
-//! A cache block is *mapped* (the map points at it) or not, and *pinned* by every request
-//! doing I/O on it (thesis 5.1's block reference count). It returns to the free list only when
-//! neither, so eviction racing with a read hit never lets the block be reused under the reader.
+//! - `map` holds the newest version of every cached block: clean, or dirty with its epoch.
+//!   Clean entries are in the replacement policy (only clean blocks are evicted, thesis 4.1);
+//!   dirty entries are not.
+//! - `dirty` is the dirty map (thesis 4.2.2), ordered by (epoch, key): every dirty version,
+//!   so the flusher takes the oldest epoch first in ascending block order (4.4.1, 4.4.2).
+//!   Under write-back flush a block rewritten after its epoch closed keeps its old version
+//!   here until that version reached backing: the closed epoch's FLUSH needs it.
+//! - A cache block is *referenced* by `map` and/or `dirty`, *pinned* by every request or the
+//!   flusher doing I/O on it (thesis 5.1's reference count), and *persisted* while the last
+//!   persisted dirty map names it (the persist bitmap, 4.3). It returns to the free list only
+//!   when none of the three holds.
 
 use crate::layout::MapEntry;
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::Op;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// One map entry in memory.
+/// One map entry in memory (the newest version of a block).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot {
     /// Cache block holding the data.
     pub cache_block: u32,
-    /// Virtual time of the last access (orders checkpoint entries, coldest first).
+    /// Virtual time of the last access (orders checkpoint entries and clean LRU eviction).
     pub last: u64,
+    /// `Some(epoch)` if the block is newer than backing.
+    pub dirty: Option<u64>,
 }
+
+/// A version of a block in the persisted dirty map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Persisted {
+    /// Cache block holding it.
+    pub cache_block: u32,
+    /// Epoch it was written in.
+    pub epoch: u64,
+}
+
+/// A change of the persisted dirty map (one journal entry): key → Some(new version) or
+/// None (deleted).
+pub(crate) type Change = (u64, Option<Persisted>);
 
 /// The map, the allocator and the policies.
 pub(crate) struct CacheState {
     map: HashMap<u64, Slot>,
+    dirty: BTreeMap<(u64, u64), u32>,
+    epochs: BTreeMap<u64, usize>,
+    clean_lru: BTreeMap<u64, u64>,
+    refs: Vec<u8>,
     pins: Vec<u32>,
-    mapped: Vec<bool>,
+    prefs: Vec<u32>,
     free: Vec<u32>,
-    /// The replacement order; holds exactly the keys of the map.
+    /// The replacement order; holds exactly the clean keys of the map.
     pub replacement: Box<dyn Replacement>,
     /// The admission sieve.
     pub admission: Box<dyn Admission>,
     vtime: u64,
+    /// Epoch new writes join; a FLUSH closes it.
+    pub current_epoch: u64,
+    /// The last persisted dirty map (write-back persist): what recovery would rebuild.
+    persisted: HashMap<u64, Persisted>,
+    /// Keys whose dirty version changed since the last persist snapshot.
+    touched: HashSet<u64>,
+    /// Track `touched` (write-back persist only).
+    pub persist_tracking: bool,
+    /// Flusher control: flush every epoch up to this one, whatever min_dirty says.
+    pub flush_target: u64,
+    /// Flusher control: flush everything (clean shutdown).
+    pub drain: bool,
+    /// Flusher control: exit.
+    pub stop: bool,
+    /// Incremented on every failed flusher batch.
+    pub flush_error_gen: u64,
+    /// The last flusher error, for FLUSH replies.
+    pub last_flush_error: String,
+    /// Keys evicted outside [`CacheState::allocate`]'s return value (clean-LRU evictions,
+    /// victims of blocks turning clean), for the eviction counters.
+    evicted_log: Vec<u64>,
 }
 
 /// Outcome of an allocation.
@@ -51,30 +100,83 @@ impl CacheState {
         let n = blocks as usize;
         Self {
             map: HashMap::new(),
+            dirty: BTreeMap::new(),
+            epochs: BTreeMap::new(),
+            clean_lru: BTreeMap::new(),
+            refs: vec![0; n],
             pins: vec![0; n],
-            mapped: vec![false; n],
+            prefs: vec![0; n],
             free: (0..blocks).rev().collect(),
             replacement,
             admission,
             vtime: 0,
+            current_epoch: 1,
+            persisted: HashMap::new(),
+            touched: HashSet::new(),
+            persist_tracking: false,
+            flush_target: 0,
+            drain: false,
+            stop: false,
+            flush_error_gen: 0,
+            last_flush_error: String::new(),
+            evicted_log: Vec::new(),
         }
     }
 
-    /// Load checkpoint entries (coldest first), already validated. Rebuilds the free list.
-    pub fn load(&mut self, entries: &[MapEntry], time_ns: u64) {
+    fn rebuild_free(&mut self) {
+        let n = self.refs.len() as u32;
+        self.free = (0..n).rev().filter(|&c| self.unused(c)).collect();
+    }
+
+    fn unused(&self, c: u32) -> bool {
+        let i = c as usize;
+        self.refs[i] == 0 && self.pins[i] == 0 && self.prefs[i] == 0
+    }
+
+    fn release_if_unused(&mut self, c: u32) {
+        if self.unused(c) {
+            self.free.push(c);
+        }
+    }
+
+    fn deref_block(&mut self, c: u32) {
+        self.refs[c as usize] -= 1;
+        self.release_if_unused(c);
+    }
+
+    /// Load checkpoint entries (coldest first), already validated: clean ones join the
+    /// replacement policy, dirty ones (flag bit 0, epoch in bits 16..32) the dirty map. With
+    /// `persisted`, the dirty ones are also the persisted dirty map (their blocks are marked
+    /// in the persist bitmap). Rebuilds the free list.
+    pub fn load(&mut self, entries: &[MapEntry], time_ns: u64, persisted: bool) {
         for e in entries {
             let acc = self.access(e.key, Op::Read, time_ns);
+            if e.flags & crate::layout::checkpoint::ENTRY_DIRTY != 0 {
+                let epoch = u64::from(e.flags >> 16);
+                self.map.insert(
+                    e.key,
+                    Slot { cache_block: e.cache_block, last: acc.vtime, dirty: Some(epoch) },
+                );
+                self.dirty.insert((epoch, e.key), e.cache_block);
+                *self.epochs.entry(epoch).or_default() += 1;
+                self.refs[e.cache_block as usize] += 2;
+                if persisted {
+                    self.persisted.insert(e.key, Persisted { cache_block: e.cache_block, epoch });
+                    self.prefs[e.cache_block as usize] += 1;
+                }
+                self.current_epoch = self.current_epoch.max(epoch + 1);
+                continue;
+            }
             if let Some(victim) = self.replacement.insert(&acc) {
                 // Only if the policy holds fewer blocks than the device: drop the victim.
-                if let Some(s) = self.map.remove(&victim) {
-                    self.mapped[s.cache_block as usize] = false;
-                }
+                self.unmap(victim);
             }
-            self.map.insert(e.key, Slot { cache_block: e.cache_block, last: acc.vtime });
-            self.mapped[e.cache_block as usize] = true;
+            self.map
+                .insert(e.key, Slot { cache_block: e.cache_block, last: acc.vtime, dirty: None });
+            self.clean_lru.insert(acc.vtime, e.key);
+            self.refs[e.cache_block as usize] += 1;
         }
-        let mapped = &self.mapped;
-        self.free = (0..mapped.len() as u32).rev().filter(|&c| !mapped[c as usize]).collect();
+        self.rebuild_free();
     }
 
     /// The next access record (advances virtual time).
@@ -84,14 +186,24 @@ impl CacheState {
         Access { key, time_ns, op, vtime, next_vtime: NEVER }
     }
 
-    /// Resident blocks.
+    /// Resident blocks (newest versions).
     pub fn len(&self) -> usize {
         self.map.len()
+    }
+
+    /// Dirty versions (all epochs).
+    pub fn dirty_len(&self) -> usize {
+        self.dirty.len()
     }
 
     /// Cache block of `key`, if resident (no side effects).
     pub fn get(&self, key: u64) -> Option<u32> {
         self.map.get(&key).map(|s| s.cache_block)
+    }
+
+    /// The newest version of `key`, if resident.
+    pub fn slot(&self, key: u64) -> Option<Slot> {
+        self.map.get(&key).copied()
     }
 
     /// On a miss: ask the admission sieve, telling it the occupancy first (OCF's nhit
@@ -101,64 +213,116 @@ impl CacheState {
         self.admission.admit(acc)
     }
 
-    /// A hit: tell the replacement policy, pin and return the cache block.
+    /// A hit: tell the replacement policy (clean blocks), pin and return the cache block.
     pub fn hit_pin(&mut self, acc: &Access) -> Option<u32> {
         let slot = self.map.get_mut(&acc.key)?;
+        let old = slot.last;
         slot.last = acc.vtime;
         let c = slot.cache_block;
-        self.replacement.lookup(acc);
+        if slot.dirty.is_none() {
+            self.clean_lru.remove(&old);
+            self.clean_lru.insert(acc.vtime, acc.key);
+            self.replacement.lookup(acc);
+        }
         self.pins[c as usize] += 1;
         Some(c)
     }
 
-    /// Allocate a cache block for the missed `acc.key`, evicting if the policy says so. The
-    /// block comes back mapped and pinned; its content is written by the caller before it
-    /// releases the block's stripe lock.
+    /// Pin a block the caller knows is referenced (the flusher, a read-modify-write source).
+    pub fn pin(&mut self, c: u32) {
+        self.pins[c as usize] += 1;
+    }
+
+    /// Take a free block for a new version, evicting the least recently used clean blocks if
+    /// none is free (the replacement policy then forgets them). The block comes back pinned
+    /// and unreferenced: [`CacheState::commit_dirty`] maps it once its data is written, or
+    /// [`CacheState::unpin`] returns it.
+    pub fn reserve(&mut self) -> Option<u32> {
+        if self.free.is_empty() {
+            self.evict_clean(8);
+        }
+        let c = self.free.pop()?;
+        self.pins[c as usize] = 1;
+        Some(c)
+    }
+
+    /// Evict up to `tries` clean blocks, oldest first, until one block is free. Returns the
+    /// number evicted.
+    pub fn evict_clean(&mut self, tries: usize) -> u64 {
+        let mut n = 0;
+        while self.free.is_empty() && (n as usize) < tries {
+            let Some((_, key)) = self.clean_lru.pop_first() else { break };
+            self.evicted_log.push(key);
+            self.replacement.remove(key);
+            if let Some(s) = self.map.remove(&key) {
+                self.deref_block(s.cache_block);
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Allocate a cache block for the missed `acc.key` (a clean block: a fill, or a
+    /// write-through allocation), evicting if the policy says so. The block comes back mapped
+    /// and pinned; its content is written by the caller before it releases the block's stripe
+    /// lock.
     pub fn allocate(&mut self, acc: &Access) -> Allocation {
         let evicted = self.replacement.insert(acc);
         if let Some(v) = evicted {
             self.unmap(v);
         }
+        if self.free.is_empty() && evicted.is_none() {
+            // The policy is not full (dirty blocks live outside it): evict clean blocks.
+            self.evict_clean(8);
+        }
         match self.free.pop() {
             Some(c) => {
-                self.map.insert(acc.key, Slot { cache_block: c, last: acc.vtime });
-                self.mapped[c as usize] = true;
+                self.map.insert(acc.key, Slot { cache_block: c, last: acc.vtime, dirty: None });
+                self.clean_lru.insert(acc.vtime, acc.key);
+                self.refs[c as usize] += 1;
                 self.pins[c as usize] = 1;
                 Allocation { cache_block: Some(c), evicted }
             }
             None => {
-                // Every free block is still pinned by readers of evicted keys.
+                // Every free block is still pinned by readers of evicted keys, or holds dirty
+                // or persisted data.
                 self.replacement.remove(acc.key);
                 Allocation { cache_block: None, evicted }
             }
         }
     }
 
+    /// Drop the newest version of `key` from the map (clean: also from the policy). A dirty
+    /// version stays in the dirty map; callers that drop dirty data use
+    /// [`CacheState::drop_all_versions`].
     fn unmap(&mut self, key: u64) -> bool {
         match self.map.remove(&key) {
             Some(s) => {
-                let c = s.cache_block as usize;
-                self.mapped[c] = false;
-                if self.pins[c] == 0 {
-                    self.free.push(s.cache_block);
+                if s.dirty.is_none() {
+                    self.clean_lru.remove(&s.last);
                 }
+                self.deref_block(s.cache_block);
                 true
             }
             None => false,
         }
     }
 
-    /// Drop `key` from the map and the policy (TRIM, partial overwrite, failed I/O).
+    /// Drop a clean `key` from the map and the policy (TRIM, partial overwrite, failed I/O).
+    /// A dirty key is left alone (returns false): dirty data is dropped only by
+    /// [`CacheState::drop_all_versions`], once backing holds something newer.
     pub fn invalidate(&mut self, key: u64) -> bool {
-        if self.unmap(key) {
-            self.replacement.remove(key);
-            true
-        } else {
-            false
+        match self.map.get(&key) {
+            Some(s) if s.dirty.is_none() => {
+                self.unmap(key);
+                self.replacement.remove(key);
+                true
+            }
+            _ => false,
         }
     }
 
-    /// Invalidate every resident key for which `pred` holds; returns how many.
+    /// Invalidate every clean resident key for which `pred` holds; returns how many.
     pub fn invalidate_where(&mut self, pred: impl Fn(u64) -> bool) -> u64 {
         let keys: Vec<u64> = self.map.keys().copied().filter(|&k| pred(k)).collect();
         keys.iter().filter(|&&k| self.invalidate(k)).count() as u64
@@ -173,21 +337,252 @@ impl CacheState {
         }
     }
 
-    /// Release one pin; the block is freed if it is no longer mapped.
-    pub fn unpin(&mut self, cache_block: u32) {
-        let c = cache_block as usize;
-        self.pins[c] -= 1;
-        if self.pins[c] == 0 && !self.mapped[c] {
-            self.free.push(cache_block);
+    /// Every version of `key`, clean or dirty, is dropped: backing now holds newer data
+    /// (a write-through fallback, a TRIM, WRITE_ZEROES). Returns how many versions.
+    pub fn drop_all_versions(&mut self, key: u64) -> u64 {
+        let mut n = 0;
+        if let Some(s) = self.map.get(&key).copied() {
+            if s.dirty.is_none() {
+                self.replacement.remove(key);
+            }
+            self.unmap(key);
+            n += 1;
+        }
+        let epochs: Vec<u64> = self.epochs.keys().copied().collect();
+        for e in epochs {
+            if let Some(c) = self.dirty.remove(&(e, key)) {
+                self.dec_epoch(e);
+                self.deref_block(c);
+                n += 1;
+            }
+        }
+        self.touch(key);
+        n
+    }
+
+    /// Keys with any dirty version for which `pred` holds.
+    pub fn dirty_keys_where(&self, pred: impl Fn(u64) -> bool) -> Vec<u64> {
+        let mut v: Vec<u64> = self.dirty.keys().map(|&(_, k)| k).filter(|&k| pred(k)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    fn touch(&mut self, key: u64) {
+        if self.persist_tracking {
+            self.touched.insert(key);
         }
     }
 
-    /// The whole map as checkpoint entries, coldest first.
+    fn dec_epoch(&mut self, e: u64) {
+        if let Some(n) = self.epochs.get_mut(&e) {
+            *n -= 1;
+            if *n == 0 {
+                self.epochs.remove(&e);
+            }
+        }
+    }
+
+    /// A new version of `key`, written to the reserved (pinned) block `c`, becomes the
+    /// newest, dirty in the current epoch (no-overwrite write, thesis 4.1). The previous
+    /// newest version is released unless it is a dirty version of an older epoch that must
+    /// still be flushed (`keep_closed_epochs`, write-back flush: 4.4.2).
+    pub fn commit_dirty(&mut self, key: u64, c: u32, time_ns: u64, keep_closed_epochs: bool) {
+        let acc = self.access(key, Op::Write, time_ns);
+        let epoch = self.current_epoch;
+        if let Some(old) = self.map.remove(&key) {
+            match old.dirty {
+                None => {
+                    self.clean_lru.remove(&old.last);
+                    self.replacement.remove(key);
+                    self.deref_block(old.cache_block);
+                }
+                Some(e) if e == epoch || !keep_closed_epochs => {
+                    self.dirty.remove(&(e, key));
+                    self.dec_epoch(e);
+                    self.refs[old.cache_block as usize] -= 1;
+                    self.deref_block(old.cache_block);
+                }
+                Some(_) => self.deref_block(old.cache_block),
+            }
+        }
+        self.map.insert(key, Slot { cache_block: c, last: acc.vtime, dirty: Some(epoch) });
+        self.dirty.insert((epoch, key), c);
+        *self.epochs.entry(epoch).or_default() += 1;
+        self.refs[c as usize] += 2;
+        self.touch(key);
+        self.unpin(c);
+    }
+
+    /// The flusher's next batch: up to `max` versions of the oldest dirty epoch, as
+    /// (epoch, key, cache block) in ascending block order. `lru` picks the least recently
+    /// written versions of the epoch (thesis 4.4.1's LRU order; superseded versions first),
+    /// otherwise the lowest blocks (ascending order).
+    pub fn flush_batch(&self, max: usize, lru: bool) -> Vec<(u64, u64, u32)> {
+        let Some((&e, _)) = self.epochs.first_key_value() else { return Vec::new() };
+        let versions = self.dirty.range((e, 0)..=(e, u64::MAX)).map(|(&(e, k), &c)| (e, k, c));
+        if !lru {
+            return versions.take(max).collect();
+        }
+        let mut by_age: Vec<(u64, (u64, u64, u32))> = versions
+            .map(|v| {
+                let last = match self.map.get(&v.1) {
+                    Some(s) if s.cache_block == v.2 => s.last,
+                    _ => 0,
+                };
+                (last, v)
+            })
+            .collect();
+        by_age.sort_unstable_by_key(|&(last, v)| (last, v.1));
+        let mut out: Vec<(u64, u64, u32)> = by_age.into_iter().take(max).map(|x| x.1).collect();
+        out.sort_unstable_by_key(|v| v.1);
+        out
+    }
+
+    /// Is (epoch, key) still the dirty version in block `c`?
+    pub fn is_dirty_version(&self, epoch: u64, key: u64, c: u32) -> bool {
+        self.dirty.get(&(epoch, key)) == Some(&c)
+    }
+
+    /// A dirty version reached backing (durably): it leaves the dirty map; if it is the
+    /// newest version it becomes clean (joins the replacement policy), otherwise its block is
+    /// released. The caller still holds its pin.
+    pub fn flushed(&mut self, epoch: u64, key: u64, c: u32, time_ns: u64) {
+        if self.dirty.remove(&(epoch, key)) != Some(c) {
+            return;
+        }
+        self.dec_epoch(epoch);
+        self.touch(key);
+        let newest = matches!(self.map.get(&key), Some(s) if s.cache_block == c);
+        if !newest {
+            self.deref_block(c);
+            return;
+        }
+        self.refs[c as usize] -= 1;
+        let acc = self.access(key, Op::Read, time_ns);
+        if let Some(s) = self.map.get_mut(&key) {
+            s.dirty = None;
+            s.last = acc.vtime;
+        }
+        self.clean_lru.insert(acc.vtime, key);
+        if let Some(victim) = self.replacement.insert(&acc) {
+            if victim != key && self.unmap(victim) {
+                self.evicted_log.push(victim);
+            }
+        }
+    }
+
+    /// The oldest epoch holding dirty versions.
+    pub fn oldest_dirty_epoch(&self) -> Option<u64> {
+        self.epochs.first_key_value().map(|(&e, _)| e)
+    }
+
+    /// Keys evicted since the last call (see `evicted_log`).
+    pub fn take_evicted(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.evicted_log)
+    }
+
+    /// Epochs holding dirty versions, with their counts (oldest first).
+    pub fn dirty_epochs(&self) -> Vec<(u64, u64)> {
+        self.epochs.iter().map(|(&e, &n)| (e, n as u64)).collect()
+    }
+
+    /// Number of epochs with dirty versions, counting the current one.
+    pub fn open_epochs(&self) -> usize {
+        self.epochs.len() + usize::from(!self.epochs.contains_key(&self.current_epoch))
+    }
+
+    /// Release one pin; the block is freed if nothing else holds it.
+    pub fn unpin(&mut self, cache_block: u32) {
+        self.pins[cache_block as usize] -= 1;
+        self.release_if_unused(cache_block);
+    }
+
+    /// Write-back persist, at a barrier: the changes of the dirty map since the last
+    /// snapshot. The new versions are marked persisted at once (they may be on the device
+    /// from now on); the replaced ones stay marked until [`CacheState::persist_done`].
+    /// Returns the changes and the blocks to release after the commit.
+    pub fn persist_snapshot(&mut self) -> (Vec<Change>, Vec<u32>) {
+        let mut keys: Vec<u64> = self.touched.drain().collect();
+        keys.sort_unstable();
+        let mut changes = Vec::new();
+        let mut release = Vec::new();
+        for key in keys {
+            let cur = match self.map.get(&key) {
+                Some(Slot { cache_block, dirty: Some(e), .. }) => {
+                    Some(Persisted { cache_block: *cache_block, epoch: *e })
+                }
+                _ => None,
+            };
+            let old = self.persisted.get(&key).copied();
+            if cur == old {
+                continue;
+            }
+            if let Some(o) = old {
+                release.push(o.cache_block);
+            }
+            match cur {
+                Some(p) => {
+                    self.prefs[p.cache_block as usize] += 1;
+                    self.persisted.insert(key, p);
+                }
+                None => {
+                    self.persisted.remove(&key);
+                }
+            }
+            changes.push((key, cur));
+        }
+        (changes, release)
+    }
+
+    /// The persisted dirty map is durable: the blocks it no longer names are released.
+    pub fn persist_done(&mut self, release: &[u32]) {
+        for &c in release {
+            self.prefs[c as usize] -= 1;
+            self.release_if_unused(c);
+        }
+    }
+
+    /// After a checkpoint of exactly [`CacheState::persisted_entries`]: the persist marks
+    /// are recomputed from it (forgetting any left by failed persists).
+    pub fn persist_reset(&mut self) {
+        self.prefs.iter_mut().for_each(|p| *p = 0);
+        for p in self.persisted.values() {
+            self.prefs[p.cache_block as usize] += 1;
+        }
+        self.rebuild_free();
+    }
+
+    /// The persisted dirty map as checkpoint entries, ascending by key.
+    pub fn persisted_entries(&self) -> Vec<MapEntry> {
+        let mut v: Vec<MapEntry> = self
+            .persisted
+            .iter()
+            .map(|(&key, p)| MapEntry {
+                key,
+                cache_block: p.cache_block,
+                flags: dirty_flags(p.epoch),
+            })
+            .collect();
+        v.sort_unstable_by_key(|e| e.key);
+        v
+    }
+
+    /// Size of the persisted dirty map.
+    pub fn persisted_len(&self) -> usize {
+        self.persisted.len()
+    }
+
+    /// The whole map (newest versions) as checkpoint entries, coldest first; dirty entries
+    /// carry [`dirty_flags`].
     pub fn entries(&self) -> Vec<MapEntry> {
         let mut v: Vec<(u64, MapEntry)> = self
             .map
             .iter()
-            .map(|(&key, s)| (s.last, MapEntry { key, cache_block: s.cache_block, flags: 0 }))
+            .map(|(&key, s)| {
+                let flags = s.dirty.map_or(0, dirty_flags);
+                (s.last, MapEntry { key, cache_block: s.cache_block, flags })
+            })
             .collect();
         v.sort_unstable_by_key(|&(last, e)| (last, e.key));
         v.into_iter().map(|(_, e)| e).collect()
@@ -198,6 +593,11 @@ impl CacheState {
     pub fn free_len(&self) -> usize {
         self.free.len()
     }
+}
+
+/// Checkpoint flags of a dirty entry: bit 0, and the epoch's low 16 bits in bits 16..32.
+pub(crate) fn dirty_flags(epoch: u64) -> u32 {
+    crate::layout::checkpoint::ENTRY_DIRTY | (((epoch & 0xFFFF) as u32) << 16)
 }
 
 #[cfg(test)]
@@ -262,7 +662,7 @@ mod tests {
         let e = st.entries();
         assert_eq!(e.iter().map(|e| e.key).collect::<Vec<_>>(), vec![20, 30, 10]);
         let mut st2 = state(4);
-        st2.load(&e, 0);
+        st2.load(&e, 0, false);
         assert_eq!(st2.len(), 3);
         assert_eq!(st2.free_len(), 1);
         assert_eq!(st2.get(10), st.get(10));
@@ -272,5 +672,100 @@ mod tests {
         st2.unpin(c);
         let a = st2.access(50, Op::Read, 0);
         assert_eq!(st2.allocate(&a).evicted, Some(20));
+    }
+
+    #[test]
+    fn a_rewrite_after_its_epoch_closed_keeps_the_old_version_for_the_flusher() {
+        let mut st = state(8);
+        let c1 = st.reserve().unwrap();
+        st.commit_dirty(5, c1, 0, true);
+        st.current_epoch += 1; // a FLUSH closed epoch 1
+        let c2 = st.reserve().unwrap();
+        st.commit_dirty(5, c2, 0, true);
+        assert_eq!(st.get(5), Some(c2), "reads see the newest version");
+        assert_eq!(st.dirty_len(), 2, "epoch 1's version still has to reach backing");
+        assert_eq!(st.flush_batch(10, false), vec![(1, 5, c1)], "oldest epoch first");
+        st.pin(c1);
+        st.flushed(1, 5, c1, 0);
+        st.unpin(c1);
+        assert_eq!(st.dirty_len(), 1);
+        assert_eq!(st.get(5), Some(c2), "still dirty in epoch 2");
+        assert_eq!(st.free_len(), 7, "the old version's block is free again");
+        // Within one epoch (or under persist) a rewrite replaces the version.
+        let c3 = st.reserve().unwrap();
+        st.commit_dirty(5, c3, 0, true);
+        assert_eq!(st.dirty_len(), 1);
+        assert_eq!(st.free_len(), 7);
+        st.pin(c3);
+        st.flushed(2, 5, c3, 0);
+        st.unpin(c3);
+        assert_eq!(st.dirty_len(), 0);
+        assert!(st.replacement.contains(5), "a flushed newest version is clean");
+    }
+
+    #[test]
+    fn flush_order_is_ascending_or_lru() {
+        let mut st = state(8);
+        for k in [30u64, 10, 20] {
+            let c = st.reserve().unwrap();
+            st.commit_dirty(k, c, 0, true);
+        }
+        let keys = |b: Vec<(u64, u64, u32)>| b.into_iter().map(|v| v.1).collect::<Vec<_>>();
+        assert_eq!(keys(st.flush_batch(2, false)), vec![10, 20], "ascending: lowest blocks");
+        // LRU (thesis 4.4.1): the two least recently written, 30 and 10, sent in block order.
+        assert_eq!(keys(st.flush_batch(2, true)), vec![10, 30]);
+    }
+
+    #[test]
+    fn the_persist_bitmap_keeps_a_persisted_block_from_reuse() {
+        let mut st = state(3);
+        st.persist_tracking = true;
+        let c1 = st.reserve().unwrap();
+        st.commit_dirty(7, c1, 0, false);
+        let (changes, release) = st.persist_snapshot();
+        assert_eq!(changes, vec![(7, Some(Persisted { cache_block: c1, epoch: 1 }))]);
+        st.persist_done(&release);
+        // Rewritten: the persisted map still names c1, so c1 is not reused...
+        let c2 = st.reserve().unwrap();
+        st.commit_dirty(7, c2, 0, false);
+        assert_eq!(st.free_len(), 1);
+        let c3 = st.reserve().unwrap();
+        assert_ne!(c3, c1);
+        st.unpin(c3);
+        // ...until the next persist no longer names it.
+        let (changes, release) = st.persist_snapshot();
+        assert_eq!(changes, vec![(7, Some(Persisted { cache_block: c2, epoch: 1 }))]);
+        assert_eq!(st.free_len(), 1);
+        st.persist_done(&release);
+        assert_eq!(st.free_len(), 2, "c1 is free once the new map is durable");
+        // Flushed and persisted again: the entry is deleted, c2 stays clean and mapped.
+        st.pin(c2);
+        st.flushed(1, 7, c2, 0);
+        st.unpin(c2);
+        let (changes, release) = st.persist_snapshot();
+        assert_eq!(changes, vec![(7, None)]);
+        st.persist_done(&release);
+        assert_eq!(st.persisted_len(), 0);
+        assert_eq!(st.free_len(), 2);
+        assert_eq!(st.get(7), Some(c2));
+    }
+
+    #[test]
+    fn only_clean_blocks_are_evicted() {
+        let mut st = state(2);
+        let c1 = st.reserve().unwrap();
+        st.commit_dirty(1, c1, 0, true);
+        let a = st.access(2, Op::Read, 0);
+        let c2 = st.allocate(&a).cache_block.unwrap();
+        st.unpin(c2);
+        let b = st.access(3, Op::Read, 0);
+        let got = st.allocate(&b).cache_block;
+        assert_eq!(got, Some(c2), "clean key 2 evicted, dirty key 1 kept");
+        assert_eq!(st.get(1), Some(c1));
+        assert_eq!(st.get(2), None);
+        st.unpin(c2);
+        // Nothing clean and unpinned left but key 3: a reserve evicts it.
+        assert_eq!(st.reserve(), Some(c2));
+        assert_eq!(st.reserve(), None, "a dirty block is never evicted");
     }
 }

@@ -75,6 +75,22 @@ counters! {
     write_zeroes,
     /// Requests that failed with an I/O error.
     io_errors,
+    /// Blocks written to the cache device as dirty (write-back policies).
+    dirty_writes,
+    /// Blocks a write-back policy wrote through to backing (max_dirty reached, no free
+    /// block, FUA under write-back flush, the volume's partial last block).
+    write_through_fallbacks,
+    /// Dirty blocks the flusher wrote to backing.
+    flushed_blocks,
+    /// Flusher batches that failed (backing or cache error); the blocks stay dirty and are
+    /// retried.
+    flush_errors,
+    /// Cache-device read errors on clean blocks, served from backing instead.
+    cache_read_errors,
+    /// Write-back persist barriers committed to the journal.
+    journal_commits,
+    /// Write-back persist barriers that wrote a checkpoint instead.
+    persist_checkpoints,
 }
 
 /// Everything the engine counts, as of one moment.
@@ -128,6 +144,27 @@ impl Stats {
     }
 }
 
+/// The dirty map now (write-back policies): [`crate::Engine::dirty_stats`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DirtyStats {
+    /// Dirty block versions, all epochs.
+    pub dirty_blocks: u64,
+    /// Dirty block versions per epoch, oldest epoch first: (epoch, blocks).
+    pub dirty_epochs: Vec<(u64, u64)>,
+}
+
+impl DirtyStats {
+    /// Prometheus text: the gauges `ember_cache_dirty_blocks` and `ember_cache_dirty_epochs`.
+    pub fn prometheus(&self) -> String {
+        format!(
+            "# TYPE ember_cache_dirty_blocks gauge\nember_cache_dirty_blocks {}\n\
+             # TYPE ember_cache_dirty_epochs gauge\nember_cache_dirty_epochs {}\n",
+            self.dirty_blocks,
+            self.dirty_epochs.len()
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,7 +181,10 @@ mod tests {
             total: VolumeStats::default(),
         };
         let t = s.prometheus();
+        let d = DirtyStats { dirty_blocks: 5, dirty_epochs: vec![(3, 2), (4, 3)] }.prometheus();
+        assert!(d.contains("ember_cache_dirty_blocks 5\n") && d.contains("epochs 2\n"), "{d}");
         assert!(t.contains("ember_cache_resident_blocks 42\n"), "{t}");
+
         assert!(t.contains("ember_read_hits_total{volume=\"web\"} 7\n"), "{t}");
         assert!(t.contains("ember_evictions_total{volume=\"db\\\"1\"} 3\n"), "{t}");
         let series = t.lines().filter(|l| l.starts_with("ember_") && l.contains("_total{")).count();

@@ -43,6 +43,15 @@ impl Stripes {
         idx.shrink_to_fit();
         Held { _guards: idx.into_iter().map(|i| self.locks[i].lock()).collect() }
     }
+
+    /// Lock the stripes of arbitrary (volume, block) pairs, in ascending stripe order (the
+    /// flusher's batches).
+    pub fn lock_keys(&self, keys: impl Iterator<Item = (u32, u64)>) -> Held<'_> {
+        let mut idx: Vec<usize> = keys.map(|(v, b)| Self::index(v, b)).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        Held { _guards: idx.into_iter().map(|i| self.locks[i].lock()).collect() }
+    }
 }
 
 #[cfg(test)]

@@ -148,6 +148,7 @@ impl VolumeExport {
         let _held = inner.stripes.lock(vol.id, first..first + n);
         let now = now_ns();
         let mut plans = Vec::with_capacity(n as usize);
+        let mut dirty = vec![false; n as usize];
         {
             let mut st = inner.state.lock();
             for b in first..first + n {
@@ -157,6 +158,7 @@ impl VolumeExport {
                     continue;
                 }
                 let acc = st.access(key, Op::Read, now);
+                dirty[(b - first) as usize] = st.slot(key).is_some_and(|s| s.dirty.is_some());
                 if let Some(c) = st.hit_pin(&acc) {
                     st.admission.observe(&acc, true);
                     plans.push(Plan::Hit(c));
@@ -182,6 +184,7 @@ impl VolumeExport {
                 }
             }
         }
+        inner.count_evictions(&mut inner.state.lock());
         let hits = plans.iter().filter(|p| matches!(p, Plan::Hit(_))).count() as u64;
         ctr.read_hits.fetch_add(hits, Relaxed);
         ctr.read_misses.fetch_add(n - hits, Relaxed);
@@ -189,12 +192,25 @@ impl VolumeExport {
         // Aligned, so an O_DIRECT cache device reads and fills without a bounce copy.
         let mut scratch = crate::device::AlignedBuf::new((n * bs) as usize);
         let mut filled = vec![false; plans.len()];
-        let result = self.read_io(first, span, &plans, scratch.as_mut_slice(), &mut filled);
+        let mut bad = vec![false; plans.len()];
+        let result = self.read_io(
+            first,
+            span,
+            &plans,
+            scratch.as_mut_slice(),
+            &mut filled,
+            (&dirty, &mut bad),
+        );
         {
             let mut st = inner.state.lock();
             for (i, p) in plans.iter().enumerate() {
                 match *p {
-                    Plan::Hit(c) => st.unpin(c),
+                    Plan::Hit(c) => {
+                        if bad[i] && st.invalidate_if(block_key(vol.id, first + i as u64), c) {
+                            ctr.invalidations.fetch_add(1, Relaxed);
+                        }
+                        st.unpin(c)
+                    }
                     Plan::Fill(c) => {
                         if !filled[i] && st.invalidate_if(block_key(vol.id, first + i as u64), c) {
                             ctr.invalidations.fetch_add(1, Relaxed);
@@ -218,6 +234,7 @@ impl VolumeExport {
         plans: &[Plan],
         scratch: &mut [u8],
         filled: &mut [bool],
+        (dirty, bad): (&[bool], &mut [bool]),
     ) -> io::Result<()> {
         let inner = &self.inner;
         let bs = inner.block_size() as usize;
@@ -226,11 +243,25 @@ impl VolumeExport {
         for (i, j) in runs(plans, adjacent, |p| matches!(p, Plan::Hit(_))) {
             let Some(c) = plans[i].cache_block() else { continue };
             let off = inner.geometry.block_offset(c);
-            inner
-                .cache
-                .read_at(off, &mut scratch[i * bs..j * bs])
-                .map_err(|e| self.cache_io_error("read", c, j - i, e))?;
-            ctr.cache_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+            match inner.cache.read_at(off, &mut scratch[i * bs..j * bs]) {
+                Ok(()) => {
+                    ctr.cache_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+                }
+                Err(e) if dirty[i..j].iter().any(|&d| d) => {
+                    // The only copy of a dirty block: the client must see the error.
+                    return Err(self.cache_io_error("read", c, j - i, e));
+                }
+                Err(_) => {
+                    // Clean blocks: backing holds the same data (and the copies are dropped).
+                    ctr.cache_read_errors.fetch_add((j - i) as u64, Relaxed);
+                    let boff = (first + i as u64) * bs as u64;
+                    vol.backing.read_at(boff, &mut scratch[i * bs..j * bs]).map_err(|e| {
+                        self.backing_io_error("read", boff, ((j - i) * bs) as u64, e)
+                    })?;
+                    ctr.backing_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+                    bad[i..j].fill(true);
+                }
+            }
         }
         for (i, j) in runs(plans, |_, _| true, |p| !matches!(p, Plan::Hit(_))) {
             let lo = i * bs;
@@ -319,6 +350,7 @@ impl VolumeExport {
                 }
             }
         }
+        inner.count_evictions(&mut inner.state.lock());
         let mut written = vec![false; plans.len()];
         let result = self.write_io(first, start, data, fua, &plans, &mut written);
         {
@@ -378,6 +410,295 @@ impl VolumeExport {
         Ok(())
     }
 
+    /// A write under a write-back policy (thesis table 4.2): every block of the chunk gets a
+    /// new cache block (no-overwrite), written before the map names it dirty in the current
+    /// epoch. A block only partly written is merged with its newest cached version, or with
+    /// backing. The chunk is written through to backing instead (dropping every cached
+    /// version once backing has it) when max_dirty is reached, no block can be freed, FUA
+    /// asks for it under write-back flush, or it holds the volume's partial last block.
+    fn write_chunk_wb(
+        &self,
+        first: u64,
+        n: u64,
+        start: u64,
+        data: &[u8],
+        fua: bool,
+    ) -> Result<(), ExportError> {
+        let inner = &self.inner;
+        let mode = inner.mode;
+        let bs = inner.block_size();
+        let vol = self.vol();
+        let ctr = self.counters();
+        let _held = inner.stripes.lock(vol.id, first..first + n);
+        let now = now_ns();
+        let end = start + data.len() as u64;
+        let span_start = first * bs;
+        let span_end = ((first + n) * bs).min(vol.size);
+        let partial = |b: u64| b * bs < start || (b + 1) * bs > end;
+        let mut reserved: Vec<u32> = Vec::with_capacity(n as usize);
+        let mut sources: Vec<(usize, u32)> = Vec::new();
+        let mut through;
+        {
+            let mut st = inner.state.lock();
+            for b in first..first + n {
+                let key = block_key(vol.id, b);
+                let hit = st.get(key).is_some();
+                if hit {
+                    ctr.write_hits.fetch_add(1, Relaxed);
+                } else {
+                    ctr.write_misses.fetch_add(1, Relaxed);
+                }
+                let acc = st.access(key, Op::Write, now);
+                st.admission.observe(&acc, hit);
+            }
+            through = (first..first + n).any(|b| !self.cacheable(b))
+                || (fua && mode == WriteMode::WriteBackFlush)
+                || st.dirty_len() + n as usize > inner.limits.max_dirty;
+            if !through {
+                while reserved.len() < n as usize {
+                    match st.reserve() {
+                        Some(c) => reserved.push(c),
+                        None => break,
+                    }
+                }
+                if reserved.len() < n as usize {
+                    for c in reserved.drain(..) {
+                        st.unpin(c);
+                    }
+                    ctr.allocations_skipped.fetch_add(n, Relaxed);
+                    through = true;
+                }
+            }
+            for b in [first, first + n - 1] {
+                let i = (b - first) as usize;
+                if !partial(b) || sources.iter().any(|&(j, _)| j == i) {
+                    continue;
+                }
+                if let Some(slot) = st.slot(block_key(vol.id, b)) {
+                    // Written through, a clean block is merged from backing (the same data).
+                    if !through || slot.dirty.is_some() {
+                        st.pin(slot.cache_block);
+                        sources.push((i, slot.cache_block));
+                    }
+                }
+            }
+        }
+        inner.count_evictions(&mut inner.state.lock());
+        if through {
+            ctr.write_through_fallbacks.fetch_add(n, Relaxed);
+        }
+        let result = self.write_wb_io(
+            (span_start, span_end),
+            start,
+            data,
+            &sources,
+            through.then_some(fua).ok_or(&reserved[..]),
+        );
+        {
+            let mut st = inner.state.lock();
+            for &(_, c) in &sources {
+                st.unpin(c);
+            }
+            match (&result, through) {
+                (Ok(()), true) => {
+                    for b in first..first + n {
+                        if st.drop_all_versions(block_key(vol.id, b)) > 0 {
+                            ctr.invalidations.fetch_add(1, Relaxed);
+                        }
+                    }
+                    inner.cv.notify_all();
+                }
+                (Ok(()), false) => {
+                    for (i, &c) in reserved.iter().enumerate() {
+                        let key = block_key(vol.id, first + i as u64);
+                        st.commit_dirty(key, c, now, mode == WriteMode::WriteBackFlush);
+                    }
+                    ctr.dirty_writes.fetch_add(n, Relaxed);
+                    inner.cv.notify_all();
+                }
+                (Err(_), true) => {
+                    // Backing may hold part of the write: clean copies may be stale now.
+                    for b in first..first + n {
+                        if st.invalidate(block_key(vol.id, b)) {
+                            ctr.invalidations.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+                (Err(_), false) => {
+                    for &c in &reserved {
+                        st.unpin(c);
+                    }
+                }
+            }
+        }
+        result.map_err(|e| self.fail(e))?;
+        if fua && mode == WriteMode::WriteBackPersist {
+            crate::writeback::barrier_persist(inner).map_err(|e| self.fail(e))?;
+        }
+        Ok(())
+    }
+
+    /// The I/O of a write-back chunk: merge partial blocks, then write the chunk to its
+    /// reserved cache blocks (`Err(reserved)`) or through to backing (`Ok(fua)`).
+    fn write_wb_io(
+        &self,
+        (span_start, span_end): (u64, u64),
+        start: u64,
+        data: &[u8],
+        sources: &[(usize, u32)],
+        target: Result<bool, &[u32]>,
+    ) -> io::Result<()> {
+        let inner = &self.inner;
+        let bs = inner.block_size() as usize;
+        let ctr = self.counters();
+        let vol = self.vol();
+        let len = (span_end - span_start) as usize;
+        let mut buf = crate::device::AlignedBuf::new(len);
+        let b = buf.as_mut_slice();
+        let lo = (start - span_start) as usize;
+        let hi = lo + data.len();
+        let n = len.div_ceil(bs);
+        for &(i, c) in sources {
+            let off = inner.geometry.block_offset(c);
+            inner
+                .cache
+                .read_at(off, &mut b[i * bs..(i + 1) * bs])
+                .map_err(|e| self.cache_io_error("read (merge)", c, 1, e))?;
+            ctr.cache_read_bytes.fetch_add(bs as u64, Relaxed);
+        }
+        // Written through with nothing dirty to merge, only the client's bytes go down.
+        if !(target.is_ok() && sources.is_empty()) {
+            let edges: &[usize] = if n > 1 { &[0, n - 1] } else { &[0] };
+            for &i in edges {
+                let (blo, bhi) = (i * bs, ((i + 1) * bs).min(len));
+                if (blo >= lo && bhi <= hi) || sources.iter().any(|&(j, _)| j == i) {
+                    continue;
+                }
+                let off = span_start + blo as u64;
+                vol.backing.read_at(off, &mut b[blo..bhi]).map_err(|e| {
+                    self.backing_io_error("read (merge)", off, (bhi - blo) as u64, e)
+                })?;
+                ctr.backing_read_bytes.fetch_add((bhi - blo) as u64, Relaxed);
+            }
+        }
+        b[lo..hi].copy_from_slice(data);
+        match target {
+            Ok(fua) => {
+                // Written through: only the client's bytes, unless a dirty block was merged.
+                let (off, bytes) =
+                    if sources.is_empty() { (start, data) } else { (span_start, &b[..]) };
+                vol.backing
+                    .write_at(off, bytes)
+                    .map_err(|e| self.backing_io_error("write", off, bytes.len() as u64, e))?;
+                ctr.backing_write_bytes.fetch_add(bytes.len() as u64, Relaxed);
+                if fua {
+                    vol.backing.sync().map_err(|e| self.backing_io_error("sync (FUA)", 0, 0, e))?;
+                }
+            }
+            Err(reserved) => {
+                let mut i = 0;
+                while i < reserved.len() {
+                    let mut j = i + 1;
+                    while j < reserved.len() && reserved[j] == reserved[j - 1].wrapping_add(1) {
+                        j += 1;
+                    }
+                    let off = inner.geometry.block_offset(reserved[i]);
+                    inner
+                        .cache
+                        .write_at(off, &b[i * bs..j * bs])
+                        .map_err(|e| self.cache_io_error("write", reserved[i], j - i, e))?;
+                    ctr.cache_write_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+                    i = j;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// TRIM or WRITE_ZEROES under a write-back policy: a partly covered block with a dirty
+    /// version is written back first (its other bytes must survive), then the request goes
+    /// down, then every version of the covered blocks is dropped.
+    fn discard_wb(
+        &self,
+        offset: u64,
+        len: u64,
+        fua: bool,
+        zeroes: bool,
+    ) -> Result<(), ExportError> {
+        let inner = &self.inner;
+        let bs = inner.block_size();
+        let vol = self.vol();
+        let ctr = self.counters();
+        let first = offset / bs;
+        let last = (offset + len).div_ceil(bs);
+        let _held = inner.stripes.lock(vol.id, first..last);
+        let mut edges: Vec<(u64, u32)> = Vec::new();
+        {
+            let mut st = inner.state.lock();
+            for b in [first, last - 1] {
+                let whole = b * bs >= offset && (b + 1) * bs <= offset + len;
+                if whole || edges.iter().any(|&(x, _)| x == b) {
+                    continue;
+                }
+                if let Some(slot) = st.slot(block_key(vol.id, b)) {
+                    if slot.dirty.is_some() {
+                        st.pin(slot.cache_block);
+                        edges.push((b, slot.cache_block));
+                    }
+                }
+            }
+        }
+        let result = (|| -> io::Result<()> {
+            let mut buf = crate::device::AlignedBuf::new(bs as usize);
+            for &(b, c) in &edges {
+                let off = inner.geometry.block_offset(c);
+                inner
+                    .cache
+                    .read_at(off, buf.as_mut_slice())
+                    .map_err(|e| self.cache_io_error("read (write back)", c, 1, e))?;
+                vol.backing
+                    .write_at(b * bs, buf.as_slice())
+                    .map_err(|e| self.backing_io_error("write back", b * bs, bs, e))?;
+            }
+            if zeroes {
+                vol.backing.write_zeroes(offset, len)
+            } else {
+                vol.backing.trim(offset, len)
+            }
+            .map_err(|e| {
+                self.backing_io_error(if zeroes { "write-zeroes" } else { "trim" }, offset, len, e)
+            })?;
+            if fua {
+                vol.backing.sync().map_err(|e| self.backing_io_error("sync (FUA)", 0, 0, e))?;
+            }
+            Ok(())
+        })();
+        {
+            let mut st = inner.state.lock();
+            for &(_, c) in &edges {
+                st.unpin(c);
+            }
+            let id = vol.id;
+            let in_range = |k: u64| {
+                ember_trace::key_volume(k) == id
+                    && (first..last).contains(&ember_trace::key_block(k))
+            };
+            let mut dropped = if last - first > st.len() as u64 {
+                st.invalidate_where(in_range)
+            } else {
+                (first..last).filter(|&b| st.invalidate(block_key(id, b))).count() as u64
+            };
+            if result.is_ok() {
+                for k in st.dirty_keys_where(in_range) {
+                    dropped += u64::from(st.drop_all_versions(k) > 0);
+                }
+                inner.cv.notify_all();
+            }
+            ctr.invalidations.fetch_add(dropped, Relaxed);
+        }
+        result.map_err(|e| self.fail(e))
+    }
+
     /// TRIM or WRITE_ZEROES: invalidate every overlapped block, then pass down, all under the
     /// blocks' locks.
     fn discard(&self, offset: u64, len: u64, fua: bool, zeroes: bool) -> Result<(), ExportError> {
@@ -394,6 +715,9 @@ impl VolumeExport {
         }
         if len == 0 {
             return Ok(());
+        }
+        if inner.mode.is_write_back() {
+            return self.discard_wb(offset, len, fua, zeroes);
         }
         let first = offset / bs;
         let last = (offset + len).div_ceil(bs);
@@ -479,6 +803,14 @@ impl Export for VolumeExport {
         let ctr = self.counters();
         ctr.write_requests.fetch_add(1, Relaxed);
         ctr.write_bytes.fetch_add(data.len() as u64, Relaxed);
+        if self.inner.mode == WriteMode::WriteBackFlush {
+            // Thesis 4.4.2: at most max_epochs dirty epochs; beyond, writes wait (before
+            // taking any block lock, so the flusher can always proceed).
+            let mut st = self.inner.state.lock();
+            while st.open_epochs() > self.inner.limits.max_epochs && !st.stop {
+                self.inner.cv.wait_for(&mut st, std::time::Duration::from_millis(100));
+            }
+        }
         let bs = self.inner.block_size();
         let end = offset + data.len() as u64;
         let mut pos = offset;
@@ -488,7 +820,12 @@ impl Export for VolumeExport {
             let chunk_end = end.min(stop * bs);
             let piece = &data[(pos - offset) as usize..(chunk_end - offset) as usize];
             // FUA applies to the whole request: sync once, after the last chunk.
-            self.write_chunk(first, stop - first, pos, piece, fua && chunk_end == end)?;
+            let fua = fua && chunk_end == end;
+            if self.inner.mode.is_write_back() {
+                self.write_chunk_wb(first, stop - first, pos, piece, fua)?;
+            } else {
+                self.write_chunk(first, stop - first, pos, piece, fua)?;
+            }
             pos = chunk_end;
         }
         Ok(())
@@ -497,6 +834,17 @@ impl Export for VolumeExport {
     fn flush(&self) -> Result<(), ExportError> {
         let _pass = self.enter()?;
         self.counters().flushes.fetch_add(1, Relaxed);
+        match self.inner.mode {
+            WriteMode::WriteBackFlush => {
+                return crate::writeback::barrier_flush(&self.inner).map_err(|e| self.fail(e))
+            }
+            WriteMode::WriteBackPersist => {
+                return crate::writeback::barrier_persist(&self.inner).map_err(|e| self.fail(e))
+            }
+            // Ignores barriers, as its name says (thesis table 3.1, last row).
+            WriteMode::UnsafeWriteBack => return Ok(()),
+            WriteMode::WriteThrough | WriteMode::WriteAround => {}
+        }
         let vol = self.vol();
         vol.backing
             .sync()

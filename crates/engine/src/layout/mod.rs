@@ -12,6 +12,7 @@
 
 pub mod checkpoint;
 pub mod geometry;
+pub mod journal;
 pub mod superblock;
 
 pub use checkpoint::{Checkpoint, MapEntry};

@@ -31,10 +31,15 @@ pub enum WriteMode {
     WriteThrough,
     /// Write-around: writes go to backing; cached copies are updated, nothing is allocated.
     WriteAround,
-    /// Write-back flush (thesis 3.1); reserved for the next part.
+    /// Write-back flush (thesis 3.1): a FLUSH writes the closed epochs' dirty blocks to
+    /// backing and syncs it before it is acknowledged; survives losing the cache device.
     WriteBackFlush,
-    /// Write-back persist (thesis 3.2); reserved for the next part.
+    /// Write-back persist (thesis 3.2): a FLUSH atomically persists the dirty map on the
+    /// cache device; survives a crash with the cache device intact.
     WriteBackPersist,
+    /// Plain write-back that ignores FLUSH and FUA (thesis table 3.1's last row): for
+    /// comparison only, a crash loses acknowledged writes.
+    UnsafeWriteBack,
 }
 
 impl WriteMode {
@@ -44,6 +49,7 @@ impl WriteMode {
             WriteMode::WriteAround => 1,
             WriteMode::WriteBackFlush => 2,
             WriteMode::WriteBackPersist => 3,
+            WriteMode::UnsafeWriteBack => 4,
         }
     }
 
@@ -53,6 +59,7 @@ impl WriteMode {
             1 => WriteMode::WriteAround,
             2 => WriteMode::WriteBackFlush,
             3 => WriteMode::WriteBackPersist,
+            4 => WriteMode::UnsafeWriteBack,
             _ => return None,
         })
     }
@@ -64,7 +71,44 @@ impl WriteMode {
             WriteMode::WriteAround => "write-around",
             WriteMode::WriteBackFlush => "write-back-flush",
             WriteMode::WriteBackPersist => "write-back-persist",
+            WriteMode::UnsafeWriteBack => "unsafe-write-back",
         }
+    }
+
+    /// Every policy, in the order of thesis table 3.1 (slowest first).
+    pub const ALL: [WriteMode; 5] = [
+        WriteMode::WriteThrough,
+        WriteMode::WriteAround,
+        WriteMode::WriteBackFlush,
+        WriteMode::WriteBackPersist,
+        WriteMode::UnsafeWriteBack,
+    ];
+
+    /// True for the policies that keep dirty blocks on the cache device.
+    pub fn is_write_back(self) -> bool {
+        matches!(
+            self,
+            WriteMode::WriteBackFlush | WriteMode::WriteBackPersist | WriteMode::UnsafeWriteBack
+        )
+    }
+}
+
+impl std::str::FromStr for WriteMode {
+    type Err = String;
+
+    /// Parse a `--write-policy` value: `write-through`, `write-around`, `write-back-flush`,
+    /// `write-back-persist` or `unsafe-write-back`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        WriteMode::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = WriteMode::ALL.iter().map(|m| m.name()).collect();
+            format!("unknown write policy {s:?} (one of: {})", names.join(", "))
+        })
+    }
+}
+
+impl std::fmt::Display for WriteMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

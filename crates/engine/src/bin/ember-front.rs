@@ -1,13 +1,16 @@
 //! Put an ember cache in front of an upstream disk and serve it over NBD until stdin closes:
 //!
 //! ```text
-//! cargo run --release -p ember-engine --example front -- CACHE_FILE CACHE_SIZE UPSTREAM LISTEN [POLICY]
-//! e.g. front /tmp/cache.img 256M 'nbd+unix:///?socket=/tmp/hdd.sock' /tmp/ember.sock
+//! cargo run --release -p ember-engine --bin ember-front -- CACHE_FILE CACHE_SIZE UPSTREAM LISTEN [POLICY]
+//! e.g. ember-front /tmp/cache.img 256M 'nbd+unix:///?socket=/tmp/hdd.sock' /tmp/ember.sock write-back-persist
 //! ```
 //!
-//! UPSTREAM is a path or an NBD URI; LISTEN a Unix socket path or host:port; POLICY
-//! `write-through` (default) or `write-around`. The cache file is formatted on first use (one
-//! volume called `disk`). On exit it shuts down cleanly and prints the engine's counters.
+//! UPSTREAM is a path or an NBD URI; LISTEN a Unix socket path or host:port; POLICY one of
+//! `write-through` (default), `write-around`, `write-back-flush`, `write-back-persist`,
+//! `unsafe-write-back`. The cache file is formatted on first use (one volume called `disk`).
+//! On exit (stdin closed) it shuts down cleanly and prints the engine's counters; killed, it
+//! recovers as its policy allows at the next start. This is the small server the crash
+//! trials (`tests/writeback_kill.rs`) and `bench/writeback` run; `ember serve` is the full one.
 
 use ember_engine::device::{open_spec, FileOptions};
 use ember_engine::{Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};
@@ -29,10 +32,7 @@ fn size(s: &str) -> Result<u64, String> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a: Vec<String> = std::env::args().collect();
     if a.len() < 5 {
-        return Err(
-            "usage: front CACHE_FILE CACHE_SIZE UPSTREAM LISTEN [write-through|write-around]"
-                .into(),
-        );
+        return Err("usage: ember-front CACHE_FILE CACHE_SIZE UPSTREAM LISTEN [POLICY]".into());
     }
     let cache = open_spec(&a[1], FileOptions { direct: false, create_size: Some(size(&a[2])?) })?;
     let backing = open_spec(&a[3], FileOptions::default())?;
@@ -40,9 +40,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let spec = FormatSpec::new(vec![VolumeSpec { name: "disk".into(), size: backing.size() }]);
         Engine::format(cache.as_ref(), &spec)?;
     }
-    let write_mode = match a.get(5).map(String::as_str) {
-        Some("write-around") => WriteMode::WriteAround,
-        _ => WriteMode::WriteThrough,
+    let write_mode: WriteMode = match a.get(5) {
+        Some(p) => p.parse()?,
+        None => WriteMode::WriteThrough,
     };
     let engine = Arc::new(Engine::open(EngineConfig {
         cache,
@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         replacement: Box::new(|cap| build(Kind::Lru, cap)),
         admission: Box::new(Aod),
     })?);
-    eprintln!("ember front: {:?}", engine.open_report());
+    eprintln!("ember front: {} {:?}", write_mode, engine.open_report());
     let builder = ember_nbd::Server::builder(engine.clone());
     let builder = if a[4].contains(':') {
         builder.listen_tcp(a[4].as_str())?

@@ -1,0 +1,423 @@
+//! Power-cut trials of the write policies (issue point 2; Qin's table 3.1).
+//!
+//! A seeded client issues random writes (unique random content, whole and partial blocks,
+//! some FUA), reads (checked against what was acknowledged), WRITE_ZEROES, TRIMs and FLUSHes
+//! to one volume, while the flusher runs. At a random I/O (counted over the cache device and
+//! backing together) the power fails on *both*: every write not yet synced is dropped (or,
+//! in some trials, each 512-byte sector of it kept or dropped at random: torn). Then:
+//!
+//! - write-back persist recovers from the same cache device (a second power cut may hit the
+//!   recovery itself, which must then succeed on the next try: idempotent replay);
+//! - write-back flush and write-through recover from backing alone, the cache thrown away;
+//!
+//! and every byte must hold the value it had at the last acknowledged FLUSH (or at an
+//! acknowledged FUA write of it after that), or the value of a write issued after that point.
+//! Zero violations. Since correctness must rest on flushes, not write order, the devices
+//! here reorder and drop freely between syncs.
+//!
+//! Unsafe write-back is run through the same check as the negative control: it must be
+//! caught losing acknowledged writes, which shows the check can fail.
+//!
+//! `EMBER_POWER_TRIALS=N` sets the trials per safe policy (CI default 150; unsafe: 40).
+
+mod common;
+
+use common::{rng, BS};
+use ember_engine::device::fault::PowerCut;
+use ember_engine::device::{FaultDevice, MemDevice};
+use ember_engine::{
+    Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, VolumeStats, WriteMode,
+    WritebackConfig,
+};
+use ember_policy::admission::Aod;
+use ember_policy::replacement::{build, Kind};
+use parking_lot::Mutex;
+use rand::Rng;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+
+const BLOCKS: u64 = 48;
+const VOL: u64 = BLOCKS * BS;
+const OPS: usize = 160;
+
+/// One power supply for the cache device and backing: the n-th I/O over both cuts both.
+struct Power {
+    ios: AtomicU64,
+    cut_at: AtomicU64,
+    cut: Mutex<PowerCut>,
+    devices: Vec<Arc<FaultDevice>>,
+}
+
+impl Power {
+    fn tick(&self) {
+        let n = self.ios.fetch_add(1, SeqCst) + 1;
+        if n == self.cut_at.load(SeqCst) {
+            let pc = *self.cut.lock();
+            for d in &self.devices {
+                d.power_cut(pc);
+            }
+        }
+    }
+    fn arm(&self, after: u64, pc: PowerCut) {
+        *self.cut.lock() = pc;
+        self.cut_at.store(self.ios.load(SeqCst) + after, SeqCst);
+    }
+    fn disarm(&self) {
+        self.cut_at.store(0, SeqCst);
+    }
+    fn revive(&self) {
+        self.disarm();
+        for d in &self.devices {
+            d.revive();
+        }
+    }
+}
+
+/// A device on the shared power supply.
+struct Rail(Arc<FaultDevice>, Arc<Power>);
+
+impl Device for Rail {
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.1.tick();
+        self.0.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.1.tick();
+        self.0.write_at(offset, data)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.1.tick();
+        self.0.sync()
+    }
+    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.1.tick();
+        self.0.trim(offset, len)
+    }
+    fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.1.tick();
+        self.0.write_zeroes(offset, len)
+    }
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+}
+
+struct Bench {
+    power: Arc<Power>,
+    cache: Arc<FaultDevice>,
+    backing: Arc<FaultDevice>,
+    backing_mem: Arc<MemDevice>,
+    lru: bool,
+}
+
+impl Bench {
+    fn new(seed: u64) -> Self {
+        let mut r = rng(seed ^ 0xB1);
+        let mut init = vec![0u8; VOL as usize];
+        r.fill(&mut init[..]);
+        let backing_mem = Arc::new(MemDevice::from_bytes(init));
+        let backing = Arc::new(FaultDevice::new(backing_mem.clone()).unwrap());
+        let cache = Arc::new(FaultDevice::new(Arc::new(MemDevice::new(512 * 1024))).unwrap());
+        let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
+        // A 16-block journal: barriers fill it and checkpoints take over, both exercised.
+        spec.journal_bytes = 16 * BS;
+        Engine::format(cache.as_ref(), &spec).unwrap();
+        let power = Arc::new(Power {
+            ios: AtomicU64::new(0),
+            cut_at: AtomicU64::new(0),
+            cut: Mutex::new(PowerCut::DROP_ALL),
+            devices: vec![cache.clone(), backing.clone()],
+        });
+        Self { power, cache, backing, backing_mem, lru: seed % 2 == 1 }
+    }
+
+    fn open(&self, mode: WriteMode) -> Result<Engine, ember_engine::EngineError> {
+        Engine::open_with(
+            EngineConfig {
+                cache: Arc::new(Rail(self.cache.clone(), self.power.clone())),
+                volumes: vec![VolumeConfig {
+                    name: "v".into(),
+                    backing: Arc::new(Rail(self.backing.clone(), self.power.clone())),
+                }],
+                write_mode: mode,
+                replacement: Box::new(|cap| build(Kind::Lru, cap)),
+                admission: Box::new(Aod),
+            },
+            // Small limits so fallbacks, epochs and eviction all happen in 48 blocks.
+            WritebackConfig {
+                max_dirty_blocks: Some(40),
+                min_dirty_blocks: Some(6),
+                max_epochs: 4,
+                batch_blocks: 8,
+                // Odd seeds flush in LRU order, even ones in ascending order.
+                lru_flush_order: self.lru,
+            },
+        )
+    }
+}
+
+/// What each byte may hold after a crash: its value at the last durable point, or the
+/// value of a write issued after that point.
+struct Model {
+    latest: Vec<u8>,
+    base: Vec<u8>,
+    /// Writes issued after the last FLUSH: (offset, bytes).
+    pending: Vec<(u64, Vec<u8>)>,
+    /// Per byte: pending writes before this index are older than a durable FUA write.
+    floor: Vec<usize>,
+}
+
+impl Model {
+    fn new(init: Vec<u8>) -> Self {
+        Self { base: init.clone(), latest: init, pending: Vec::new(), floor: vec![0; VOL as usize] }
+    }
+    fn issue(&mut self, off: u64, data: Vec<u8>) {
+        self.pending.push((off, data));
+    }
+    fn acked(&mut self, fua_durable: bool) {
+        let Some((off, data)) = self.pending.last() else { return };
+        let (o, n) = (*off as usize, data.len());
+        self.latest[o..o + n].copy_from_slice(data);
+        if fua_durable {
+            self.base[o..o + n].copy_from_slice(data);
+            let idx = self.pending.len();
+            self.floor[o..o + n].iter_mut().for_each(|f| *f = idx);
+        }
+    }
+    fn flushed(&mut self) {
+        self.base.copy_from_slice(&self.latest);
+        self.pending.clear();
+        self.floor.iter_mut().for_each(|f| *f = 0);
+    }
+    /// Bytes that hold none of their allowed values: (first offset, count).
+    fn violations(&self, got: &[u8]) -> Option<(usize, usize)> {
+        let mut first = None;
+        let mut count = 0;
+        for (b, &v) in got.iter().enumerate() {
+            if v == self.base[b] {
+                continue;
+            }
+            let ok = self.pending[self.floor[b].min(self.pending.len())..].iter().any(|(o, d)| {
+                let o = *o as usize;
+                b >= o && b < o + d.len() && d[b - o] == v
+            });
+            if !ok {
+                first.get_or_insert(b);
+                count += 1;
+            }
+        }
+        first.map(|f| (f, count))
+    }
+}
+
+/// Run the client until the power fails (or OPS requests are done); returns the model.
+fn client(e: &Engine, seed: u64, init: Vec<u8>) -> (Model, usize) {
+    let v = e.volume("v").unwrap();
+    let mut r = rng(seed);
+    let mut m = Model::new(init);
+    let mut done = 0;
+    for _ in 0..OPS {
+        let b = r.gen_range(0..BLOCKS);
+        let nb = r.gen_range(1..=4u64).min(BLOCKS - b);
+        let (off, len) = if r.gen_bool(0.8) {
+            (b * BS, nb * BS)
+        } else {
+            let off = b * BS + r.gen_range(0..BS);
+            (off, r.gen_range(1..=(nb * BS).min(VOL - off)))
+        };
+        let x = r.gen_range(0..100);
+        let ok = if x < 55 {
+            let mut data = vec![0u8; len as usize];
+            r.fill(&mut data[..]);
+            let fua = r.gen_bool(0.05);
+            m.issue(off, data.clone());
+            let ok = v.write(off, &data, fua).is_ok();
+            if ok {
+                m.acked(fua);
+            }
+            ok
+        } else if x < 62 {
+            let zero = vec![0u8; len as usize];
+            m.issue(off, zero);
+            let ok = if x < 59 {
+                v.write_zeroes(off, len, false, true).is_ok()
+            } else {
+                v.trim(off, len, false).is_ok()
+            };
+            if ok {
+                m.acked(false);
+            }
+            ok
+        } else if x < 85 {
+            let mut got = vec![0u8; len as usize];
+            match v.read(off, &mut got) {
+                Ok(()) => {
+                    let want = &m.latest[off as usize..(off + len) as usize];
+                    assert!(got == want, "seed {seed}: a read returned other than the last write");
+                    true
+                }
+                Err(_) => false,
+            }
+        } else {
+            let ok = v.flush().is_ok();
+            if ok {
+                // Acknowledged: the client may rely on it (unsafe write-back lies here).
+                m.flushed();
+            }
+            ok
+        };
+        if !ok {
+            break;
+        }
+        done += 1;
+    }
+    (m, done)
+}
+
+/// One trial: returns (violating bytes, whether the cut happened), and adds the engine's
+/// counters to `seen`.
+fn trial(
+    mode: WriteMode,
+    seed: u64,
+    cut_after: u64,
+    pc: PowerCut,
+    seen: &mut VolumeStats,
+) -> (Option<(usize, usize)>, bool) {
+    let bench = Bench::new(seed);
+    let init = bench.backing_mem.snapshot();
+    bench.power.arm(cut_after, pc);
+    let model = match bench.open(mode) {
+        Ok(e) => {
+            let (model, _) = client(&e, seed, init);
+            seen.add(&e.stats().total);
+            // Drop = crash: nothing more is written (the flusher stops).
+            drop(e);
+            model
+        }
+        // The power failed while opening: nothing was acknowledged.
+        Err(_) => Model::new(init),
+    };
+    let cut = bench.cache.is_dead();
+    bench.power.revive();
+    let got = match mode {
+        WriteMode::WriteBackPersist => {
+            // Sometimes the power fails again during recovery; the next one must succeed.
+            let mut r = rng(seed ^ 0x5EC);
+            if cut && r.gen_bool(0.3) {
+                bench.power.arm(r.gen_range(1..40), PowerCut::DROP_ALL);
+                drop(bench.open(mode));
+                bench.power.revive();
+            }
+            let e = bench.open(mode).expect("recovery");
+            let v = e.volume("v").unwrap();
+            let mut got = vec![0u8; VOL as usize];
+            v.read(0, &mut got).unwrap();
+            // The recovered dirty blocks must reach backing: a clean stop, then a
+            // write-through open (which writes recovered dirty blocks to backing first).
+            e.shutdown().expect("clean stop after recovery");
+            drop(e);
+            let e = bench.open(WriteMode::WriteThrough).expect("reopen");
+            drop(e);
+            assert_eq!(
+                bench.backing_mem.snapshot(),
+                got,
+                "seed {seed}: recovered data did not reach backing intact"
+            );
+            got
+        }
+        // Destructive failure: the cache device is gone; backing alone must hold it.
+        _ => bench.backing_mem.snapshot(),
+    };
+    (model.violations(&got), cut)
+}
+
+fn trials() -> u64 {
+    std::env::var("EMBER_POWER_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(150)
+}
+
+/// Runs `n` trials of `mode`; returns (trials with a cut, trials with violations, a sample,
+/// the engines' summed counters).
+fn run(mode: WriteMode, n: u64) -> (u64, u64, Vec<String>, VolumeStats) {
+    // Calibrate: the I/O count of an uncut run bounds the cut points.
+    let total = {
+        let bench = Bench::new(1);
+        let e = bench.open(mode).expect("open");
+        let init = bench.backing_mem.snapshot();
+        client(&e, 1, init);
+        drop(e);
+        bench.power.ios.load(SeqCst).max(10)
+    };
+    let mut cuts = 0;
+    let mut bad = 0;
+    let mut sample = Vec::new();
+    let mut seen = VolumeStats::default();
+    for t in 0..n {
+        let seed = 1000 + t;
+        let mut r = rng(seed ^ 0xC07);
+        let at = r.gen_range(1..=total + total / 10);
+        let pc = if t % 3 == 2 { PowerCut { survive: 0.5, seed } } else { PowerCut::DROP_ALL };
+        let (v, cut) = trial(mode, seed, at, pc, &mut seen);
+        cuts += u64::from(cut);
+        if let Some((off, count)) = v {
+            bad += 1;
+            if sample.len() < 3 {
+                sample.push(format!(
+                    "seed {seed} cut at I/O {at}: {count} bytes wrong from byte {off} (block {})",
+                    off as u64 / BS
+                ));
+            }
+        }
+    }
+    println!(
+        "{}: {n} power-cut trials ({cuts} cut mid-run), {bad} with violations; {} dirty \
+         block writes, {} written through, {} flushed, {} journal commits, {} checkpoints",
+        mode.name(),
+        seen.dirty_writes,
+        seen.write_through_fallbacks,
+        seen.flushed_blocks,
+        seen.journal_commits,
+        seen.persist_checkpoints
+    );
+    (cuts, bad, sample, seen)
+}
+
+#[test]
+fn write_back_persist_survives_power_cuts_with_the_cache_device() {
+    let n = trials();
+    let (cuts, bad, sample, seen) = run(WriteMode::WriteBackPersist, n);
+    assert_eq!(bad, 0, "{sample:?}");
+    // The trials exercised every path: dirty writes, write-through fallbacks, the flusher,
+    // journal commits and checkpoints.
+    assert!(seen.dirty_writes > 0 && seen.write_through_fallbacks > 0, "{seen:?}");
+    assert!(seen.flushed_blocks > 0, "{seen:?}");
+    assert!(seen.journal_commits > 0 && seen.persist_checkpoints > 0, "{seen:?}");
+    assert!(cuts >= n * 3 / 4, "only {cuts} of {n} trials were cut mid-run");
+}
+
+#[test]
+fn write_back_flush_survives_power_cuts_from_backing_alone() {
+    let n = trials();
+    let (cuts, bad, sample, seen) = run(WriteMode::WriteBackFlush, n);
+    assert_eq!(bad, 0, "{sample:?}");
+    assert!(seen.dirty_writes > 0 && seen.write_through_fallbacks > 0, "{seen:?}");
+    assert!(seen.flushed_blocks > 0, "{seen:?}");
+    assert!(cuts >= n * 3 / 4, "only {cuts} of {n} trials were cut mid-run");
+}
+
+#[test]
+fn write_through_survives_power_cuts_from_backing_alone() {
+    let n = trials();
+    let (cuts, bad, sample, _) = run(WriteMode::WriteThrough, n);
+    assert_eq!(bad, 0, "{sample:?}");
+    assert!(cuts >= n * 3 / 4, "only {cuts} of {n} trials were cut mid-run");
+}
+
+#[test]
+fn unsafe_write_back_is_caught_losing_acknowledged_writes() {
+    // The negative control: the same check, on the policy that ignores FLUSH, must fail.
+    let (_, bad, _, _) = run(WriteMode::UnsafeWriteBack, 40);
+    assert!(bad > 0, "unsafe write-back lost nothing in 40 power cuts: the check is blind");
+}
