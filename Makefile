@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer clean
+.PHONY: setup build demo test lint unit peer crash-long clean
 
 ## Install what the demo and the tests need (Debian and Python packages, peer data). Idempotent.
 setup:
@@ -28,6 +28,12 @@ peer: build
 
 ## Every test: formatting, lints, unit and end-to-end tests, and the peer comparisons.
 test: setup lint unit peer
+
+## Crash trials at length (thesis chapter 3 guarantees): 1000 SIGKILL trials through nbdsh and
+## 1000 power cuts per write policy (about 15 minutes). `make test` runs a short version.
+crash-long: setup
+	EMBER_CRASH_TRIALS=1000 EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
+	    --test writeback_kill --test writeback_power -- --nocapture --test-threads=2
 
 clean:
 	$(CARGO) clean

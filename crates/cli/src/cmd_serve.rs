@@ -49,7 +49,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "aod")]
     pub admission: String,
 
-    /// Write policy: write-through or write-around.
+    /// Write policy: write-through, write-around, write-back-flush, write-back-persist, or
+    /// unsafe-write-back (ignores FLUSH: loses acknowledged data on a crash; for comparison
+    /// only, as in the thesis).
     #[arg(long, default_value = "write-through")]
     pub write_policy: String,
 
@@ -133,12 +135,9 @@ fn open_backing(b: &Backing) -> anyhow::Result<Arc<dyn Device>> {
 /// Parse `write-through` / `write-around` (the policies this engine version runs).
 pub fn parse_write_mode(s: &str) -> anyhow::Result<WriteMode> {
     match s {
-        "write-through" | "wt" => Ok(WriteMode::WriteThrough),
-        "write-around" | "wa" => Ok(WriteMode::WriteAround),
-        "write-back-flush" | "write-back-persist" => {
-            bail!("write policy {s} is not implemented by this engine version (use write-through or write-around)")
-        }
-        _ => bail!("unknown write policy {s:?} (expected write-through or write-around)"),
+        "wt" => Ok(WriteMode::WriteThrough),
+        "wa" => Ok(WriteMode::WriteAround),
+        _ => s.parse::<WriteMode>().map_err(|e| anyhow!("--write-policy: {e}")),
     }
 }
 
@@ -269,6 +268,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 let mut out = String::new();
                 render_server(&stats, &mut out);
                 render_engine(&engine.stats(), &mut out);
+                out.push_str(&engine.dirty_stats().prometheus());
                 out
             });
             let m = MetricsServer::start(addr, render)?;
@@ -351,7 +351,10 @@ mod tests {
     #[test]
     fn policies() {
         assert!(matches!(parse_write_mode("write-around"), Ok(WriteMode::WriteAround)));
-        assert!(parse_write_mode("write-back-flush").is_err());
+        assert!(matches!(parse_write_mode("write-back-flush"), Ok(WriteMode::WriteBackFlush)));
+        assert!(matches!(parse_write_mode("write-back-persist"), Ok(WriteMode::WriteBackPersist)));
+        assert!(matches!(parse_write_mode("unsafe-write-back"), Ok(WriteMode::UnsafeWriteBack)));
+        assert!(parse_write_mode("write-back").is_err());
         assert_eq!(parse_admission("aod").map(|a| a.name()).ok(), Some("aod"));
         assert_eq!(parse_admission("sievestore-c").map(|a| a.name()).ok(), Some("sievestore-c"));
         assert!(parse_admission("sievestore-d").is_err(), "discrete sieves are refused");
