@@ -20,7 +20,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 
 unit:
-	$(CARGO) test --workspace --release
+	$(CARGO) test --workspace --release --no-fail-fast
 
 ## ember against libCacheSim (the libcachesim Python package) on the same traces.
 peer: build

@@ -82,8 +82,9 @@ impl MetricsUrl {
         let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
         stream.set_read_timeout(Some(timeout)).map_err(io)?;
         stream.set_write_timeout(Some(timeout)).map_err(io)?;
-        write!(stream, "GET {} HTTP/1.0\r\nHost: {}\r\n\r\n", self.path, self.authority)
-            .map_err(io)?;
+        // One write: a server that answers after its first read must see the whole request.
+        let request = format!("GET {} HTTP/1.0\r\nHost: {}\r\n\r\n", self.path, self.authority);
+        stream.write_all(request.as_bytes()).map_err(io)?;
         let mut raw = Vec::new();
         stream.take(64 << 20).read_to_end(&mut raw).map_err(io)?;
         let text = String::from_utf8(raw).map_err(|_| ScrapeError::Http {
@@ -274,9 +275,17 @@ mod tests {
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         let server = std::thread::spawn(move || {
             if let Ok((mut s, _)) = listener.accept() {
+                // Read the whole request before answering (closing with unread bytes resets
+                // the connection).
+                let mut req = Vec::new();
                 let mut buf = [0u8; 1024];
-                let n = s.read(&mut buf).unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let req = String::from_utf8_lossy(&req).to_string();
                 let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nember_cache_read_hits_total{volume=\"a\"} 7\n");
                 return req;
             }
