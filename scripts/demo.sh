@@ -55,5 +55,6 @@ for f in "$OUT"/sievestore/* "$OUT"/demote/* "$OUT"/analyze/* "$OUT"/warmup/*; d
 done
 if [[ -f scripts/demo-serve.sh ]]; then
     echo
+    echo "== 6. the real cache: ember serve in front of a slow disk, a trace replayed twice"
     bash scripts/demo-serve.sh
 fi
