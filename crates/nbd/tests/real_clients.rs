@@ -309,6 +309,8 @@ fn fio_nbd_engine_randrw_with_crc32c_verify() {
             "--iodepth=16",
             "--verify=crc32c",
             "--verify_fatal=1",
+            // No verify-state file left in the working directory.
+            "--verify_state_save=0",
             "--output-format=json",
         ])
         .arg(format!("--uri={}", server.uri("fio"))));
