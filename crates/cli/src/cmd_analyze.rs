@@ -308,13 +308,7 @@ fn bars(
             .label(*name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(derr)?;
+    crate::plot::draw_legend(&mut chart, SeriesLabelPosition::MiddleRight).map_err(derr)?;
     root.present().map_err(derr)?;
     Ok(())
 }
@@ -368,13 +362,7 @@ fn lines(
             .label(name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3)));
     }
-    chart
-        .configure_series_labels()
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(derr)?;
+    crate::plot::draw_legend(&mut chart, SeriesLabelPosition::MiddleRight).map_err(derr)?;
     root.present().map_err(derr)?;
     Ok(())
 }

@@ -371,13 +371,7 @@ pub fn plot_hit_rate(report: &DemoteReport, trace: &str, path: &Path) -> anyhow:
             [(here, 0.0), (here, y1.min(1.05))],
             RGBColor(127, 127, 127).stroke_width(1),
         )))?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
+        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present()?;
         Ok(())
     };
@@ -440,13 +434,7 @@ pub fn plot_latency_vs_array(
             let (a, b) = (y1 * k as f64 / 40.0, y1 * (k + 1) as f64 / 40.0);
             PathElement::new([(clients, a), (clients, b)], grey.stroke_width(1))
         }))?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
+        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present()?;
         Ok(())
     };
@@ -490,13 +478,7 @@ pub fn plot_cdf(report: &DemoteReport, trace: &str, path: &Path) -> anyhow::Resu
                 .label(format!("{} (mean {:.3} ms)", s.scheme, s.total_latency_ms))
                 .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], c.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
+        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present()?;
         Ok(())
     };

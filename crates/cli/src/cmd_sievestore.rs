@@ -375,13 +375,7 @@ pub fn plot_captured(report: &ExperimentReport, trace: &str, path: &Path) -> any
                 .label(r.label.clone())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
+        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present()?;
         Ok(())
     };
@@ -435,13 +429,7 @@ pub fn plot_allocation_writes(
                 .label(r.label.clone())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
+        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present()?;
         Ok(())
     };
@@ -502,13 +490,7 @@ pub fn plot_occupancy(report: &ExperimentReport, trace: &str, path: &Path) -> an
                         PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
                     });
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font(("sans-serif", 14))
-                .draw()?;
+            crate::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         }
         root.present()?;
         Ok(())
@@ -557,13 +539,7 @@ pub fn plot_drives(report: &ExperimentReport, trace: &str, path: &Path) -> anyho
                     PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
+        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present()?;
         Ok(())
     };

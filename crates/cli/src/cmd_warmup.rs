@@ -303,14 +303,7 @@ fn timeline_png(d: &DayRuns, path: &std::path::Path) -> anyhow::Result<()> {
             .label(r.scheme.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| derr(&e))?;
+    crate::plot::draw_legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(|e| derr(&e))?;
     root.present().map_err(|e| derr(&e))?;
     Ok(())
 }

@@ -25,6 +25,25 @@ pub(crate) fn colour(i: usize) -> RGBColor {
     P[i % P.len()]
 }
 
+/// The legend every ember figure draws: white translucent box, black border, 14 pt labels,
+/// at `position`.
+pub(crate) fn draw_legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+}
+
 /// One named line of points.
 struct Series {
     name: String,
@@ -151,14 +170,7 @@ where
                 .map_err(|e| err(&e))?;
         }
     }
-    chart
-        .configure_series_labels()
-        .position(legend)
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
+    draw_legend(&mut chart, legend).map_err(|e| err(&e))?;
     Ok(())
 }
 
