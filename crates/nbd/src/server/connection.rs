@@ -10,45 +10,13 @@ use std::time::{Duration, Instant};
 use crossbeam::channel::Sender;
 
 use super::handshake::{self, Negotiated};
+use super::job::{error_reply, ConnShared, Job};
 use super::replies::{observe, Outgoing, Replies};
-use super::worker::Job;
 use super::Shared;
 use crate::errno::Errno;
-use crate::export::Export;
 use crate::proto;
-use crate::reply;
 use crate::request::{Command, Request};
 use crate::stream::{self, Stream};
-
-/// What workers need to answer a request of this connection.
-pub(crate) struct ConnShared {
-    pub export: Arc<dyn Export>,
-    pub structured: bool,
-    replies: Arc<Replies>,
-}
-
-impl ConnShared {
-    /// Send a reply (dropped if the client has gone).
-    pub(crate) fn send(&self, outgoing: Outgoing) {
-        self.replies.send(outgoing);
-    }
-}
-
-/// The bytes of an error reply to `request`: a structured error chunk when structured
-/// replies were negotiated (with the offset, if given), else a simple reply.
-pub(crate) fn error_reply(
-    structured: bool,
-    request: &Request,
-    error: Errno,
-    message: &str,
-    offset: Option<u64>,
-) -> Vec<u8> {
-    if structured {
-        reply::error_chunk(request.cookie, error.code(), message, offset, true)
-    } else {
-        reply::simple_header(error.code(), request.cookie).to_vec()
-    }
-}
 
 /// Serve one accepted connection until it ends.
 pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {

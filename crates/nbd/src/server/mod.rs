@@ -19,6 +19,7 @@
 
 mod connection;
 pub(crate) mod handshake;
+mod job;
 mod replies;
 mod worker;
 
@@ -351,7 +352,7 @@ impl Server {
     /// Unix socket files. Returns when all of that is done.
     pub fn run(self) -> Result<(), ServerError> {
         let shared = self.shared;
-        let (jobs, job_queue) = crossbeam::channel::unbounded::<worker::Job>();
+        let (jobs, job_queue) = crossbeam::channel::unbounded::<job::Job>();
         let mut workers = Vec::with_capacity(shared.config.workers);
         let mut acceptors: Vec<JoinHandle<()>> = Vec::new();
         let mut startup_error = None;
@@ -501,7 +502,7 @@ fn wake(addr: &ListenAddr) {
 fn accept_loop(
     listener: Listener,
     shared: Arc<Shared>,
-    jobs: crossbeam::channel::Sender<worker::Job>,
+    jobs: crossbeam::channel::Sender<job::Job>,
 ) {
     loop {
         let accepted = match &listener {
