@@ -89,6 +89,17 @@ pub(crate) fn validate(
             ),
         ));
     }
+    if command == Command::Flush && (request.offset != 0 || request.length != 0) {
+        // "For a flush request, *length* and *offset* are reserved, and MUST be set to
+        // all-zero"; nbdkit refuses such a FLUSH with EINVAL, and so does ember.
+        return Err((
+            Errno::Inval,
+            format!(
+                "flush with offset {} and length {}: both must be zero",
+                request.offset, request.length
+            ),
+        ));
+    }
     let writes = matches!(command, Command::Write | Command::Trim | Command::WriteZeroes);
     if writes && tx_flags & proto::TX_READ_ONLY != 0 {
         return Err((Errno::Perm, "export is read-only".to_string()));

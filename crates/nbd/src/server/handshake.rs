@@ -127,6 +127,9 @@ pub(crate) fn negotiate(
                 let Ok(name) = std::str::from_utf8(&data) else {
                     return Ok(None);
                 };
+                if name.contains('\0') {
+                    return Ok(None);
+                }
                 let Some(export) = exports.get(name) else {
                     return Ok(None);
                 };
@@ -191,6 +194,23 @@ pub(crate) fn negotiate(
                 structured = true;
                 stream.write_all(&option_reply(option, proto::REP_ACK, &[]))?;
             }
+            proto::OPT_STARTTLS => {
+                if !data.is_empty() {
+                    error_reply(
+                        stream,
+                        option,
+                        proto::REP_ERR_INVALID,
+                        "NBD_OPT_STARTTLS takes no data",
+                    )?;
+                    continue;
+                }
+                error_reply(
+                    stream,
+                    option,
+                    proto::REP_ERR_POLICY,
+                    "TLS is not enabled on this server",
+                )?;
+            }
             other => {
                 error_reply(
                     stream,
@@ -231,6 +251,9 @@ fn info(
     }
     let name = std::str::from_utf8(&data[4..4 + name_len])
         .map_err(|_| invalid("export name is not UTF-8"))?;
+    if name.contains('\0') {
+        return Err(invalid("export name contains a NUL byte"));
+    }
     let rest = &data[4 + name_len..];
     let count = u16::from_be_bytes([rest[0], rest[1]]) as usize;
     if rest.len() != 2 + 2 * count {
