@@ -341,7 +341,7 @@ fn disconnecting_with_requests_in_flight_costs_nothing_else() {
 #[test]
 fn idle_handshakes_time_out_but_idle_transmissions_do_not() {
     let config = ServerConfig {
-        handshake_timeout: Some(std::time::Duration::from_millis(100)),
+        handshake_deadline: Some(std::time::Duration::from_millis(100)),
         ..ServerConfig::default()
     };
     let server =

@@ -9,9 +9,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam::channel::Sender;
 
-use super::handshake::{self, Negotiated};
+use super::deadline::Deadline;
+use super::handshake::{self, Negotiated, NoTls};
 use super::job::{error_reply, ConnShared, Job};
 use super::replies::{observe, Outgoing, Replies};
+use super::tls::ConnTls;
 use super::Shared;
 use crate::errno::Errno;
 use crate::proto;
@@ -23,21 +25,34 @@ pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
     if let Some(observer) = &shared.observer {
         observer.on_connection_opened();
     }
-    let _ = stream.set_write_timeout(shared.config.write_timeout);
-    let _ = stream.set_read_timeout(shared.config.handshake_timeout);
-    let mut stream = stream;
+    let config = &shared.config;
+    let mut guarded = Deadline::new(stream, config.handshake_deadline);
     let shutting_down = || shared.shutting_down();
-    let negotiated =
-        handshake::negotiate(&mut stream, shared.exports.as_ref(), &shared.config, &shutting_down);
-    let negotiated = match negotiated {
-        Ok(Some(n)) if stream.set_read_timeout(None).is_ok() => Ok(Some(n)),
-        Ok(_) => Ok(None),
-        Err(e) => Err(e),
+    let negotiated = match &config.tls {
+        Some(settings) => {
+            let mut tls = ConnTls { settings, write_timeout: config.write_timeout };
+            handshake::negotiate_tls(
+                &mut guarded,
+                shared.exports.as_ref(),
+                config,
+                &shutting_down,
+                &mut tls,
+            )
+        }
+        None => handshake::negotiate_tls(
+            &mut guarded,
+            shared.exports.as_ref(),
+            config,
+            &shutting_down,
+            &mut NoTls,
+        ),
     };
-    if let Ok(Some(negotiated)) = negotiated {
-        transmission(shared, stream, negotiated, jobs);
-    } else {
-        stream.shutdown(Shutdown::Both);
+    match negotiated {
+        Ok(Some(negotiated)) => match guarded.into_stream(config.write_timeout) {
+            Ok(stream) => transmission(shared, stream, negotiated, jobs),
+            Err(_) => {}
+        },
+        _ => guarded.stream.shutdown(Shutdown::Both),
     }
     if let Some(observer) = &shared.observer {
         observer.on_connection_closed();
@@ -141,6 +156,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
     };
     let replies = Arc::new(Replies::new(
         direct,
+        Arc::clone(shared),
         shared.observer.clone(),
         config.max_in_flight,
         config.max_in_flight_bytes,
@@ -195,7 +211,11 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                 continue;
             }
             charge = length;
-            replies.acquire(charge);
+            if !replies.acquire(charge) {
+                // Shutting down: no buffer for the payload, so no reading it either.
+                replies.release(0);
+                break;
+            }
             payload = vec![0u8; request.length as usize];
             if reader.read_exact(&mut payload).is_err() {
                 replies.release(charge);
@@ -205,7 +225,10 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
             if request.command == Command::Read && request.length <= config.max_payload {
                 charge = length;
             }
-            replies.acquire(charge);
+            if !replies.acquire(charge) {
+                // Shutting down: admitted without a buffer, answered NBD_ESHUTDOWN below.
+                charge = 0;
+            }
         }
         let received = Instant::now();
         let verdict = if shared.shutting_down() {
