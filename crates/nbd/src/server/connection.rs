@@ -48,10 +48,12 @@ pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
         ),
     };
     match negotiated {
-        Ok(Some(negotiated)) => match guarded.into_stream(config.write_timeout) {
-            Ok(stream) => transmission(shared, stream, negotiated, jobs),
-            Err(_) => {}
-        },
+        Ok(Some(negotiated)) => {
+            // A socket whose timeouts cannot be reset is dropped (closed) here.
+            if let Ok(stream) = guarded.into_stream(config.write_timeout) {
+                transmission(shared, stream, negotiated, jobs);
+            }
+        }
         _ => guarded.stream.shutdown(Shutdown::Both),
     }
     if let Some(observer) = &shared.observer {

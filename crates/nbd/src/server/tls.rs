@@ -208,7 +208,28 @@ fn drain<'a>(
     Ok((out, lock(&session.tcp_out)))
 }
 
-fn spawn_pumps(tcp: Stream, outer: UnixStream, conn: ServerConnection) -> io::Result<()> {
+fn spawn_pumps(
+    mut tcp: Stream,
+    mut outer: UnixStream,
+    mut conn: ServerConnection,
+) -> io::Result<()> {
+    // The client's first plaintext may have come with its last handshake message, and
+    // rustls may have records to send (TLS 1.3 session tickets): pass both on now, or the
+    // pumps would wait for bytes that already arrived.
+    let mut plain = vec![0u8; 64 * 1024];
+    loop {
+        match conn.reader().read(&mut plain) {
+            Ok(0) => break,
+            Ok(k) => outer.write_all(&plain[..k])?,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    let mut out = Vec::new();
+    while conn.wants_write() {
+        conn.write_tls(&mut out)?;
+    }
+    tcp.write_all(&out)?;
     let session =
         Arc::new(Session { conn: Mutex::new(conn), tcp_out: Mutex::new(tcp.try_clone()?) });
     let (tcp_in, outer_in) = (tcp, outer.try_clone()?);
