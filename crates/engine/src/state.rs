@@ -15,6 +15,7 @@
 //!   persisted dirty map names it (the persist bitmap, 4.3). It returns to the free list only
 //!   when none of the three holds.
 
+use crate::layout::checkpoint::dirty_flags;
 use crate::layout::MapEntry;
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::Op;
@@ -593,11 +594,6 @@ impl CacheState {
     pub fn free_len(&self) -> usize {
         self.free.len()
     }
-}
-
-/// Checkpoint flags of a dirty entry: bit 0, and the epoch's low 16 bits in bits 16..32.
-pub(crate) fn dirty_flags(epoch: u64) -> u32 {
-    crate::layout::checkpoint::ENTRY_DIRTY | (((epoch & 0xFFFF) as u32) << 16)
 }
 
 #[cfg(test)]

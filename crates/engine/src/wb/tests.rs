@@ -6,8 +6,7 @@
 use crate::config::{EngineConfig, FormatSpec, VolumeConfig, VolumeSpec};
 use crate::device::fault::PowerCut;
 use crate::device::{FaultDevice, IoKind, MemDevice};
-use crate::{Device, Engine, StartKind, WriteMode, WritebackConfig};
-use ember_nbd::ExportError;
+use crate::{Device, Engine, EngineError, StartKind, WriteMode, WritebackConfig};
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Lru;
 use parking_lot::{Condvar, Mutex};
@@ -167,7 +166,7 @@ fn a_backing_error_while_flushing_fails_the_flush_keeps_the_data_and_is_retried(
     }
     backing.fail_nth(1, &[IoKind::Write], true);
     let err = v.flush().unwrap_err();
-    assert!(matches!(err, ExportError::Io(_)), "{err}");
+    assert!(matches!(err, EngineError::Io(_)), "{err}");
     assert!(err.to_string().contains("injected"), "{err}");
     let s = e.stats();
     assert!(s.total.flush_errors >= 1, "{:?}", s.total);
@@ -323,7 +322,7 @@ fn a_cache_read_error_on_a_dirty_block_reaches_the_client() {
     v.write(0, &block(9), false).unwrap();
     cache.fail_nth(1, &[IoKind::Read], false);
     let err = v.read(0, &mut block(0)).unwrap_err();
-    assert!(matches!(err, ExportError::Io(_)), "{err}");
+    assert!(matches!(err, EngineError::Io(_)), "{err}");
     let mut got = block(0);
     v.read(0, &mut got).unwrap();
     assert_eq!(got, block(9), "the dirty block is still there");
