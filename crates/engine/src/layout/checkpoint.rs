@@ -17,7 +17,7 @@ pub const ENTRY_DIRTY: u32 = 1;
 
 /// Checkpoint flags of a dirty entry: bit 0, and the epoch's low 16 bits in bits 16..32.
 pub(crate) fn dirty_flags(epoch: u64) -> u32 {
-    ENTRY_DIRTY | (((epoch & 0xFFFF) as u32) << 16)
+    ENTRY_DIRTY | (u32::from(super::epoch::stored(epoch)) << 16)
 }
 
 /// One map entry: which volume block a cache block holds.

@@ -11,6 +11,7 @@
 //! ```
 
 pub mod checkpoint;
+pub mod epoch;
 pub mod geometry;
 pub mod journal;
 pub mod key;

@@ -3,6 +3,7 @@
 //! validates; opening the engine decides what to do with the result.
 
 use super::checkpoint::{dirty_flags, ENTRY_DIRTY};
+use super::epoch::{of_flags, Unwrap};
 use super::journal::{self, JournalEntry};
 use super::key::{key_block, key_volume};
 use super::superblock::NO_CHECKPOINT;
@@ -110,12 +111,14 @@ pub fn recover(cache: &dyn Device, sb: &Superblock) -> Result<Recovered, LayoutE
     Ok(out)
 }
 
-/// Per-epoch counts of dirty entries (epoch from the flags), oldest first.
+/// Per-epoch counts of dirty entries (epochs unwrapped past the 16-bit wrap, see
+/// [`super::epoch`]), oldest first.
 pub fn epochs_of(entries: &[MapEntry]) -> Vec<(u64, u64)> {
+    let unwrap = Unwrap::of_entries(entries);
     let mut m: BTreeMap<u64, u64> = BTreeMap::new();
     for e in entries {
         if e.flags & ENTRY_DIRTY != 0 {
-            *m.entry(u64::from(e.flags >> 16)).or_default() += 1;
+            *m.entry(unwrap.epoch(of_flags(e.flags))).or_default() += 1;
         }
     }
     m.into_iter().collect()

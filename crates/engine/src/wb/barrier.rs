@@ -6,6 +6,7 @@ use super::config::Cursor;
 use super::flusher::sync_all_backing;
 use crate::core::Inner;
 use crate::device::io_context;
+use crate::layout::epoch::{stored, WINDOW};
 use crate::layout::journal::{self, JournalEntry};
 use crate::layout::{Checkpoint, LayoutError, MapEntry};
 use crate::state::Persisted;
@@ -47,8 +48,20 @@ pub(crate) fn barrier_persist(inner: &Inner) -> io::Result<()> {
     let mut cur = inner.persist.lock();
     let (changes, release, persisted_len) = {
         let mut st = inner.state.lock();
-        // The barrier ends the epoch (entries carry it; recovery shows it per epoch).
-        st.current_epoch += 1;
+        // The barrier ends the epoch (entries carry it; recovery shows it per epoch). Only
+        // 16 bits of it are stored, so every persisted dirty epoch must stay within WINDOW of
+        // the current one (layout::epoch): the flusher is asked for epochs older than half
+        // the window, and while one is a whole window old (its backing writes keep failing)
+        // the epoch stops advancing; later writes share it.
+        let age = st.oldest_dirty_epoch().map_or(0, |o| st.current_epoch.saturating_sub(o));
+        if age < WINDOW {
+            st.current_epoch += 1;
+        }
+        if age + 1 >= WINDOW / 2 {
+            let target = st.current_epoch.saturating_sub(WINDOW / 2);
+            st.flush_target = st.flush_target.max(target);
+            inner.cv.notify_all();
+        }
         let (c, r) = st.persist_snapshot();
         (c, r, st.persisted_len())
     };
@@ -100,7 +113,7 @@ fn commit(
             .iter()
             .map(|&(key, v)| match v {
                 Some(Persisted { cache_block, epoch }) => {
-                    JournalEntry::Insert { key, cache_block, epoch: epoch as u16 }
+                    JournalEntry::Insert { key, cache_block, epoch: stored(epoch) }
                 }
                 None => JournalEntry::Delete { key },
             })
