@@ -13,6 +13,8 @@ pub mod config;
 pub mod device;
 pub mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz_entry;
 mod gate;
 pub mod layout;
 pub mod report;
