@@ -20,7 +20,8 @@ if ! cargo afl --version 2>/dev/null | grep -q "cargo-afl $AFL_VERSION"; then
   cargo install --locked cargo-afl --version "$AFL_VERSION"
 fi
 # The AFL++ runtime for this rustc, built once (`config --build` refuses to run twice).
-if ! cargo afl fuzz -h 2>&1 | grep -q -- "-V seconds"; then
+afl_help=$(cargo afl fuzz -h 2>&1 || true)
+if [[ "$afl_help" != *"-V seconds"* ]]; then
   echo "fuzz: building the AFL++ runtime"
   cargo afl config --build
 fi
@@ -34,16 +35,21 @@ found=0
 for t in "${TARGETS[@]}"; do
   echo "fuzz: $t for ${FUZZ_TIME}s"
   mkdir -p out
-  nice -n 19 cargo afl fuzz -i "corpus/$t" -o "out/$t" -V "$FUZZ_TIME" -t 10000 \
-    -- "target/release/$t" > "out/$t.log" 2>&1 || {
+  # CPU seconds (user + system) of afl-fuzz and every target process it ran.
+  TIMEFORMAT="%U %S"
+  { time nice -n 19 cargo afl fuzz -i "corpus/$t" -o "out/$t" -V "$FUZZ_TIME" -t 10000 \
+      -- "target/release/$t" > "out/$t.log" 2>&1 ; } 2> "out/$t.cpu.last" || {
     echo "fuzz: afl-fuzz failed for $t; the end of out/$t.log:"; tail -20 "out/$t.log"; exit 1; }
+  awk '{print $1 + $2}' "out/$t.cpu.last" >> "out/$t.cpu"
+  cpu=$(awk '{s += $1} END {printf "%.0f", s}' "out/$t.cpu")
   stats="out/$t/default/fuzzer_stats"
   execs=$(awk -F': ' '/^execs_done/ {print $2}' "$stats")
   secs=$(awk -F': ' '/^run_time/ {print $2}' "$stats")
   paths=$(awk -F': ' '/^corpus_count/ {print $2}' "$stats")
   crashes=$(find "out/$t/default/crashes" -type f -name 'id:*' | wc -l)
   hangs=$(find "out/$t/default/hangs" -type f -name 'id:*' | wc -l)
-  echo "fuzz: $t: ${secs}s, $execs executions, $paths corpus entries, $crashes crashes, $hangs hangs"
+  echo "fuzz: $t: ${secs}s this run, ${cpu}s CPU in all runs (fuzz/out/$t.cpu), $execs executions," \
+       "$paths corpus entries, $crashes crashes, $hangs hangs"
   found=$((found + crashes + hangs))
   if [ "${FUZZ_CMIN:-0}" = 1 ]; then
     rm -rf "cmin/$t"

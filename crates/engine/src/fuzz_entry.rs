@@ -203,6 +203,7 @@ pub fn decode_layout(input: &[u8]) -> LayoutOutcome {
             return outcome;
         }
     };
+    check_geometry(&sb);
     if let Ok(bytes) = sb.encode() {
         let again = Superblock::decode(&bytes)
             .unwrap_or_else(|e| panic!("a re-encoded superblock does not decode: {e}"));
@@ -230,6 +231,31 @@ pub fn decode_layout(input: &[u8]) -> LayoutOutcome {
         }
     }
     outcome
+}
+
+/// A geometry the decoder accepted must be sound: regions in order, without overlap, and
+/// inside the device (computed without overflow).
+fn check_geometry(sb: &Superblock) {
+    let g = &sb.geometry;
+    let bs = u64::from(g.block_size);
+    let sound = (|| {
+        let a_end = g.checkpoint_a.checked_add(g.checkpoint_len)?;
+        let b_end = g.checkpoint_b.checked_add(g.checkpoint_len)?;
+        let j_end = g.journal_offset.checked_add(g.journal_len)?;
+        let w_end = g.warmup_offset.checked_add(g.warmup_len)?;
+        let d_end = g.data_offset.checked_add(g.data_blocks.checked_mul(bs)?)?;
+        let entries = g.data_blocks.checked_mul(crate::layout::ENTRY_SIZE)?.checked_add(bs)?;
+        Some(
+            g.checkpoint_a >= 2 * SUPERBLOCK_SIZE
+                && g.checkpoint_len >= entries
+                && g.checkpoint_b >= a_end
+                && g.journal_offset >= b_end
+                && g.warmup_offset >= j_end
+                && g.data_offset >= w_end
+                && d_end <= sb.device_size,
+        )
+    })();
+    assert_eq!(sound, Some(true), "the decoder accepted an unsound geometry: {g:?}");
 }
 
 /// The input that describes `device` (a formatted cache image): its two superblock slots,
