@@ -70,13 +70,12 @@ pub fn server_handshake(input: &[u8]) -> (HandshakeOutcome, Vec<u8>) {
     let exports = exports();
     let config = ServerConfig::default();
     let mut stream = Duplex { input, output: Vec::new() };
-    let outcome = match handshake::negotiate(&mut stream, &exports as &dyn ExportSet, &config, &|| {
-        false
-    }) {
-        Ok(Some(n)) => HandshakeOutcome::Negotiated { structured: n.structured },
-        Ok(None) => HandshakeOutcome::Closed,
-        Err(e) => HandshakeOutcome::Io(e.kind()),
-    };
+    let outcome =
+        match handshake::negotiate(&mut stream, &exports as &dyn ExportSet, &config, &|| false) {
+            Ok(Some(n)) => HandshakeOutcome::Negotiated { structured: n.structured },
+            Ok(None) => HandshakeOutcome::Closed,
+            Err(e) => HandshakeOutcome::Io(e.kind()),
+        };
     (outcome, stream.output)
 }
 
@@ -93,8 +92,7 @@ impl Drop for SocketDir {
 fn socket_dir(tag: &str) -> SocketDir {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path =
-        std::env::temp_dir().join(format!("ember-fuzz-{tag}-{}-{n}", std::process::id()));
+    let path = std::env::temp_dir().join(format!("ember-fuzz-{tag}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&path);
     std::fs::create_dir_all(&path).expect("create a socket directory");
     SocketDir { path }
@@ -199,7 +197,12 @@ pub fn run_client_script(client: &crate::Client) -> (usize, usize) {
         match started.and_then(|in_flight| in_flight.wait()) {
             Ok(data) => {
                 let want = if command == "read" { length as usize } else { 0 };
-                assert_eq!(data.len(), want, "{command} of {length} bytes returned {} bytes", data.len());
+                assert_eq!(
+                    data.len(),
+                    want,
+                    "{command} of {length} bytes returned {} bytes",
+                    data.len()
+                );
                 ok += 1;
             }
             Err(_) => failed += 1,

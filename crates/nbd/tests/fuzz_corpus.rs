@@ -254,7 +254,9 @@ fn write_seeds() {
     }
 
     // Real clients against ember's server.
-    let uri = |front: &Path| format!("nbd+unix:///{}?socket={}", fuzz_entry::EXPORT_NAME, front.display());
+    let uri = |front: &Path| {
+        format!("nbd+unix:///{}?socket={}", fuzz_entry::EXPORT_NAME, front.display())
+    };
     let mut clients: Vec<(&str, Vec<String>)> = Vec::new();
     if installed("nbdinfo") {
         clients.push(("nbdinfo", vec!["nbdinfo".into(), "URI".into()]));

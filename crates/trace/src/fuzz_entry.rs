@@ -39,10 +39,9 @@ fn temp_path(tag: &str) -> TempFile {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // No known extension: the format is given, or detected from the content.
-    TempFile(std::env::temp_dir().join(format!(
-        "ember-fuzz-trace-{}-{n}.{tag}",
-        std::process::id()
-    )))
+    TempFile(
+        std::env::temp_dir().join(format!("ember-fuzz-trace-{}-{n}.{tag}", std::process::id())),
+    )
 }
 
 /// Read `input` as a trace file the way the CLI does (`ember trace info TRACE [--format F]
@@ -121,7 +120,10 @@ fn oracle_entry_points_agree(path: &std::path::Path, count: usize, skip_bad: boo
         (Ok(keys), Ok(records)) => {
             assert_eq!(keys.len(), records.len(), "oracleGeneral keys and records disagree");
             if !skip_bad {
-                assert!(records.len() >= count, "open() read more oracleGeneral records than exist");
+                assert!(
+                    records.len() >= count,
+                    "open() read more oracleGeneral records than exist"
+                );
             }
         }
         (Err(_), Err(_)) => {}

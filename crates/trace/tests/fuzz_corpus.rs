@@ -109,12 +109,27 @@ fn write_seeds() {
     save("seed-ember", Some(Format::Ember), false, &written(Format::Ember, "t.ember"));
     save("seed-detect-ember", None, false, &written(Format::Ember, "t.ember"));
     save("seed-ember-csv", Some(Format::Csv), false, &written(Format::Csv, "t.csv"));
-    save("seed-oracle-written", Some(Format::OracleGeneral), false, &written(Format::OracleGeneral, "t.bin"));
+    save(
+        "seed-oracle-written",
+        Some(Format::OracleGeneral),
+        false,
+        &written(Format::OracleGeneral, "t.bin"),
+    );
     save("seed-msr-written-gz", None, false, &written(Format::MsrCsv, "t.csv.gz"));
-    save("seed-spc-written-zst", Some(Format::SpcCsv), false, &written(Format::SpcCsv, "t.spc.zst"));
+    save(
+        "seed-spc-written-zst",
+        Some(Format::SpcCsv),
+        false,
+        &written(Format::SpcCsv, "t.spc.zst"),
+    );
     // Malformed inputs that must fail cleanly.
     save("bad-msr", Some(Format::MsrCsv), false, &read("msr_bad.csv"));
-    save("bad-truncated-ember", Some(Format::Ember), false, &written(Format::Ember, "t.ember")[..40]);
+    save(
+        "bad-truncated-ember",
+        Some(Format::Ember),
+        false,
+        &written(Format::Ember, "t.ember")[..40],
+    );
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&read("msr_sample.csv")).unwrap();
     let mut gz = gz.finish().unwrap();
@@ -122,7 +137,8 @@ fn write_seeds() {
     save("bad-truncated-gz", Some(Format::MsrCsv), false, &gz);
 
     let peer = std::env::var_os("EMBER_PEER_DATA").map(PathBuf::from);
-    let peer = peer.expect("set EMBER_PEER_DATA to the directory of libCacheSim's cloudPhysicsIO traces");
+    let peer =
+        peer.expect("set EMBER_PEER_DATA to the directory of libCacheSim's cloudPhysicsIO traces");
     // 960 bytes: 20 vscsi v2 records (48 bytes) and 40 oracleGeneral records (24 bytes).
     let vscsi = head(&peer.join("cloudPhysicsIO.vscsi"), 960).expect("cloudPhysicsIO.vscsi");
     save("seed-vscsi", Some(Format::Vscsi), false, &vscsi);
