@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer crash-long clean
+.PHONY: setup build demo test lint unit peer crash-long fuzz clean
 
 ## Install what the demo and the tests need (Debian and Python packages, peer data). Idempotent.
 setup:
@@ -38,6 +38,12 @@ crash-long: setup
 	    --test writeback_kill -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
 	    --test writeback_power -- --nocapture --test-threads=2
+
+## Coverage-guided fuzzing (AFL++ via cargo-afl, docs/fuzzing.md): each target for FUZZ_TIME
+## seconds. `make test` replays the stored corpora only (crates/*/tests/fuzz_corpus.rs).
+FUZZ_TIME ?= 60
+fuzz:
+	FUZZ_TIME=$(FUZZ_TIME) bash scripts/fuzz.sh
 
 clean:
 	$(CARGO) clean

@@ -16,6 +16,8 @@ mod core;
 pub mod device;
 mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz_entry;
 mod gate;
 mod io;
 pub mod layout;
