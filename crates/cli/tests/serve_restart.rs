@@ -104,6 +104,8 @@ fn slow_backing_second_pass_is_20x_faster_and_after_restart() {
         "--format-if-needed",
         "--backing",
         &format!("slow={}", nbdkit.uri()),
+        // Only ember writes this export: keep its map across the restart.
+        "--trust-nbd-backing",
     ];
     let serve = Serve::start(&args);
     let uri = serve.uri("slow");
