@@ -105,6 +105,8 @@ fn slow_backing_second_pass_and_a_pass_after_restart_hit_every_block() {
         "--format-if-needed",
         "--backing",
         &format!("slow={}", nbdkit.uri()),
+        // Only ember writes this export: keep its map across the restart.
+        "--trust-nbd-backing",
     ];
     let serve = Serve::start(&args);
     let uri = serve.uri("slow");

@@ -11,6 +11,7 @@
 //! locking and bookkeeping. docs/engine.md draws the files and the lock order.
 
 mod admin;
+mod backing;
 pub mod config;
 mod core;
 pub mod device;
