@@ -347,10 +347,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
 
     let stats = Arc::new(ServerStats::new());
-    let config = args.net.server_config(args.workers.unwrap_or_else(default_workers).max(1))?;
-    let tls = config.tls.as_ref().map(|t| (t.mode(), t.verify_peer()));
     let mut builder = Server::builder(engine.clone() as Arc<dyn ExportSet>)
-        .config(config)
+        .workers(args.workers.unwrap_or_else(default_workers).max(1))
         .observer(stats.clone());
     let listen = match (&args.listen, &args.unix) {
         (Some(l), _) => Some(l.clone()),
@@ -365,7 +363,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .listen_unix_mode(u, args.net.unix_mode)
             .with_context(|| format!("listening on {}", u.display()))?;
     }
-    let server = builder.build().context("starting the NBD server")?;
+    // The limits and TLS flags (with the same worker count as above).
+    let config = args.net.server_config(args.workers.unwrap_or_else(default_workers).max(1))?;
+    let tls = config.tls.as_ref().map(|t| (t.mode(), t.verify_peer()));
+    let server = builder.config(config).build().context("starting the NBD server")?;
 
     let metrics = match &args.metrics {
         Some(addr) => {
