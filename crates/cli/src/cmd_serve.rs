@@ -314,6 +314,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let write_mode = parse_write_mode(&args.write_policy)?;
     let kind = parse_policy(&args.policy)?;
     let admission = parse_admission(&args.admission)?;
+    // The server's limits and TLS, checked (certificates loaded) before the cache is opened.
+    let net_config = args.net.server_config(args.workers.unwrap_or_else(default_workers).max(1))?;
     let mut volumes = Vec::new();
     let mut specs = Vec::new();
     for b in &backings {
@@ -363,10 +365,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .listen_unix_mode(u, args.net.unix_mode)
             .with_context(|| format!("listening on {}", u.display()))?;
     }
-    // The limits and TLS flags (with the same worker count as above).
-    let config = args.net.server_config(args.workers.unwrap_or_else(default_workers).max(1))?;
-    let tls = config.tls.as_ref().map(|t| (t.mode(), t.verify_peer()));
-    let server = builder.config(config).build().context("starting the NBD server")?;
+    let tls = net_config.tls.as_ref().map(|t| (t.mode(), t.verify_peer()));
+    let server = builder.config(net_config).build().context("starting the NBD server")?;
 
     let metrics = match &args.metrics {
         Some(addr) => {
