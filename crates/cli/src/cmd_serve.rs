@@ -163,7 +163,7 @@ impl NetArgs {
             (TlsMode::Off, _) => {
                 bail!("--tls-certificates and --tls-verify-peer need --tls on or --tls require")
             }
-            (_, None) => bail!("--tls {:?} needs --tls-certificates DIR", self.tls),
+            (_, None) => bail!("--tls {} needs --tls-certificates DIR", self.tls),
             (mode, Some(dir)) => Some(
                 TlsSettings::from_dir(dir, mode, self.tls_verify_peer)
                     .with_context(|| format!("--tls-certificates {}", dir.display()))?,
@@ -491,7 +491,7 @@ mod tests {
         let err = parse(&["--max-payload", "64M"]).unwrap_err();
         assert!(err.contains("at most 33554432"), "{err}");
         let err = parse(&["--tls", "require"]).unwrap_err();
-        assert!(err.contains("--tls-certificates"), "{err}");
+        assert!(err.contains("--tls require needs --tls-certificates"), "{err}");
         let err = parse(&["--tls-verify-peer"]).unwrap_err();
         assert!(err.contains("--tls on"), "{err}");
         let err = parse(&["--tls", "maybe"]).unwrap_err();
