@@ -817,4 +817,55 @@ mod tests {
         assert_eq!(st.reserve(), Some(c2));
         assert_eq!(st.reserve(), None, "a dirty block is never evicted");
     }
+
+    /// The key index of the dirty map (TRIM looks up a range through it) stays equal to the
+    /// dirty map itself through writes, epoch changes, flushes and drops.
+    #[test]
+    fn the_dirty_key_index_follows_the_dirty_map() {
+        let mut st = state(64);
+        let brute = |st: &CacheState, r: std::ops::Range<u64>| {
+            let mut v: Vec<u64> =
+                st.dirty.keys().map(|&(_, k)| k).filter(|k| r.contains(k)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        for k in [5u64, 9, 10, 11, 40] {
+            let c = st.reserve().unwrap();
+            st.commit_dirty(k, c, 0, true);
+        }
+        st.current_epoch += 1;
+        for k in [10u64, 12] {
+            let c = st.reserve().unwrap();
+            st.commit_dirty(k, c, 0, true); // 10 now has versions in epochs 1 and 2
+        }
+        assert_eq!(st.dirty_keys_in(9..13), vec![9, 10, 11, 12]);
+        assert_eq!(st.dirty_keys_in(0..100), brute(&st, 0..100));
+        assert_eq!(st.dirty_len(), 7);
+        // Flush epoch 1's version of 10: the key stays (epoch 2's version).
+        let (_, _, c10) = st.flush_batch(64, false).into_iter().find(|v| v.1 == 10).unwrap();
+        st.pin(c10);
+        st.flushed(1, 10, c10, 0);
+        st.unpin(c10);
+        assert_eq!(st.dirty_keys_in(10..11), vec![10]);
+        // The newest version counts twice: its map entry and its dirty-map version.
+        assert_eq!(st.drop_all_versions(10), 2);
+        assert_eq!(st.drop_all_versions(11), 2);
+        assert_eq!(st.dirty_keys_in(9..13), vec![9, 12]);
+        assert_eq!(st.dirty_keys_in(0..100), brute(&st, 0..100));
+        assert_eq!(st.dirty_keys_in(41..100), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn fences_cover_their_key_range_until_lowered() {
+        let mut st = state(4);
+        let a = st.raise_fence(10..20);
+        let b = st.raise_fence(15..30);
+        assert!(st.fenced(10) && st.fenced(19) && st.fenced(29));
+        assert!(!st.fenced(9) && !st.fenced(30));
+        st.lower_fence(a);
+        assert!(!st.fenced(10) && st.fenced(15));
+        st.lower_fence(b);
+        assert!(!st.fenced(15));
+    }
 }
