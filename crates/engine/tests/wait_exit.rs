@@ -112,3 +112,73 @@ fn a_write_waiting_at_the_epoch_cap_exits_on_shutdown() {
     // After shutdown every request is refused.
     assert!(matches!(v.write(0, &[1u8; 512], false), Err(EngineError::ShutDown)));
 }
+
+/// Backing whose next write panics once armed.
+struct PanicOnce {
+    inner: MemDevice,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl Device for PanicOnce {
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            panic!("injected panic in a backing write at {offset}");
+        }
+        self.inner.write_at(offset, data)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.inner.sync()
+    }
+    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.inner.trim(offset, len)
+    }
+    fn describe(&self) -> String {
+        "panicking memory".into()
+    }
+}
+
+#[test]
+fn a_panic_in_the_flusher_ends_every_wait() {
+    let backing = Arc::new(PanicOnce { inner: MemDevice::new(VOL), armed: Default::default() });
+    let cache: Arc<dyn Device> = Arc::new(MemDevice::new(2 << 20));
+    let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
+    spec.journal_bytes = 0;
+    Engine::format(cache.as_ref(), &spec).unwrap();
+    let engine = Arc::new(
+        Engine::open_with(
+            EngineConfig {
+                cache,
+                volumes: vec![VolumeConfig { name: "v".into(), backing: backing.clone() }],
+                write_mode: WriteMode::WriteBackFlush,
+                replacement: Box::new(|cap| Box::new(Lru::new(cap))),
+                admission: Box::new(Aod),
+            },
+            WritebackConfig { max_epochs: 1, ..WritebackConfig::default() },
+        )
+        .unwrap(),
+    );
+    let v = engine.volume("v").unwrap();
+    v.write(0, &[7u8; BS as usize], false).unwrap();
+    backing.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    // The flusher's backing write panics: the FLUSH waiting for it fails, and so does
+    // everything after (the engine stopped serving), in bounded time.
+    let v2 = v.clone();
+    let flushed = bounded(BOUND, move || v2.flush()).expect("FLUSH returned");
+    assert!(matches!(flushed, Err(EngineError::Io(_))), "{flushed:?}");
+    let v3 = v.clone();
+    let wrote = bounded(BOUND, move || v3.write(BS, &[8u8; BS as usize], false))
+        .expect("a write after the flusher died returned");
+    let msg = format!("{:?}", wrote.expect_err("not acknowledged"));
+    assert!(msg.contains("panicked"), "{msg}");
+    let v4 = v.clone();
+    let flushed = bounded(BOUND, move || v4.flush()).expect("a second FLUSH returned");
+    assert!(flushed.is_err());
+    let e2 = engine.clone();
+    assert!(bounded(BOUND, move || e2.shutdown()).expect("shutdown returned").is_err());
+}
