@@ -214,8 +214,25 @@ pub(crate) fn shutdown(
     inner: &Inner,
     stop_flusher: impl FnOnce(),
 ) -> Result<ShutdownReport, EngineError> {
+    {
+        // Requests waiting for the flusher (the epoch cap, a FLUSH) stop waiting, so the
+        // gate can drain.
+        let mut st = inner.state.lock();
+        st.closing = true;
+        inner.cv.notify_all();
+    }
     if !inner.gate.close_and_drain() {
         return Err(EngineError::ShutDown);
+    }
+    if inner.stripes.is_poisoned() {
+        // A request panicked: the map may name a block never filled. Leave the cache as a
+        // crash would (clean flag clear): the next start is cold, or recovers the persisted
+        // dirty map under write-back persist.
+        stop_flusher();
+        return Err(EngineError::Io(std::io::Error::other(
+            "not shut down cleanly: a request panicked earlier, so the map is not saved; the \
+             next start is cold",
+        )));
     }
     if matches!(inner.mode, WriteMode::WriteBackFlush | WriteMode::UnsafeWriteBack) {
         drain(inner).map_err(EngineError::Io)?;

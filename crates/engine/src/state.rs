@@ -10,6 +10,11 @@
 //!   so the flusher takes the oldest epoch first in ascending block order (4.4.1, 4.4.2).
 //!   Under write-back flush a block rewritten after its epoch closed keeps its old version
 //!   here until that version reached backing: the closed epoch's FLUSH needs it.
+//! - `dirty_by_key` indexes the same versions by (key, epoch), so the versions of a block
+//!   range (a TRIM) are found without scanning the whole dirty map.
+//! - `fences` are the block ranges of TRIM / WRITE_ZEROES requests in progress: no block in
+//!   a fence is allocated (read fill, write allocation, dirty write) or flushed, so the
+//!   discard can pass down to backing without holding the range's stripe locks.
 //! - A cache block is *referenced* by `map` and/or `dirty`, *pinned* by every request or the
 //!   flusher doing I/O on it (thesis 5.1's reference count), and *persisted* while the last
 //!   persisted dirty map names it (the persist bitmap, 4.3). It returns to the free list only
@@ -20,7 +25,7 @@ use crate::layout::epoch::{of_flags, Unwrap};
 use crate::layout::MapEntry;
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::Op;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// One map entry in memory (the newest version of a block).
 #[derive(Clone, Copy, Debug)]
@@ -50,6 +55,9 @@ pub(crate) type Change = (u64, Option<Persisted>);
 pub(crate) struct CacheState {
     map: HashMap<u64, Slot>,
     dirty: BTreeMap<(u64, u64), u32>,
+    dirty_by_key: BTreeSet<(u64, u64)>,
+    fences: Vec<(u64, std::ops::Range<u64>)>,
+    next_fence: u64,
     epochs: BTreeMap<u64, usize>,
     clean_lru: BTreeMap<u64, u64>,
     refs: Vec<u8>,
@@ -75,6 +83,8 @@ pub(crate) struct CacheState {
     pub drain: bool,
     /// Flusher control: exit.
     pub stop: bool,
+    /// A shutdown began: requests waiting for the flusher (epoch cap, FLUSH) stop waiting.
+    pub closing: bool,
     /// Incremented on every failed flusher batch.
     pub flush_error_gen: u64,
     /// The last flusher error, for FLUSH replies.
@@ -103,6 +113,9 @@ impl CacheState {
         Self {
             map: HashMap::new(),
             dirty: BTreeMap::new(),
+            dirty_by_key: BTreeSet::new(),
+            fences: Vec::new(),
+            next_fence: 0,
             epochs: BTreeMap::new(),
             clean_lru: BTreeMap::new(),
             refs: vec![0; n],
@@ -119,6 +132,7 @@ impl CacheState {
             flush_target: 0,
             drain: false,
             stop: false,
+            closing: false,
             flush_error_gen: 0,
             last_flush_error: String::new(),
             evicted_log: Vec::new(),
@@ -161,7 +175,7 @@ impl CacheState {
                     e.key,
                     Slot { cache_block: e.cache_block, last: acc.vtime, dirty: Some(epoch) },
                 );
-                self.dirty.insert((epoch, e.key), e.cache_block);
+                self.dirty_insert(epoch, e.key, e.cache_block);
                 *self.epochs.entry(epoch).or_default() += 1;
                 self.refs[e.cache_block as usize] += 2;
                 if persisted {
@@ -326,10 +340,15 @@ impl CacheState {
         }
     }
 
-    /// Invalidate every clean resident key for which `pred` holds; returns how many.
-    pub fn invalidate_where(&mut self, pred: impl Fn(u64) -> bool) -> u64 {
-        let keys: Vec<u64> = self.map.keys().copied().filter(|&k| pred(k)).collect();
-        keys.iter().filter(|&&k| self.invalidate(k)).count() as u64
+    /// Invalidate every clean resident key in `keys`; returns how many. Costs the smaller of
+    /// the range and the map.
+    pub fn invalidate_range(&mut self, keys: std::ops::Range<u64>) -> u64 {
+        let list: Vec<u64> = if keys.end.saturating_sub(keys.start) > self.map.len() as u64 {
+            self.map.keys().copied().filter(|k| keys.contains(k)).collect()
+        } else {
+            keys.collect()
+        };
+        list.iter().filter(|&&k| self.invalidate(k)).count() as u64
     }
 
     /// Invalidate `key` only if it still maps to `cache_block` (it may have been evicted).
@@ -352,9 +371,10 @@ impl CacheState {
             self.unmap(key);
             n += 1;
         }
-        let epochs: Vec<u64> = self.epochs.keys().copied().collect();
+        let epochs: Vec<u64> =
+            self.dirty_by_key.range((key, 0)..=(key, u64::MAX)).map(|&(_, e)| e).collect();
         for e in epochs {
-            if let Some(c) = self.dirty.remove(&(e, key)) {
+            if let Some(c) = self.dirty_remove(e, key) {
                 self.dec_epoch(e);
                 self.deref_block(c);
                 n += 1;
@@ -364,12 +384,41 @@ impl CacheState {
         n
     }
 
-    /// Keys with any dirty version for which `pred` holds.
-    pub fn dirty_keys_where(&self, pred: impl Fn(u64) -> bool) -> Vec<u64> {
-        let mut v: Vec<u64> = self.dirty.keys().map(|&(_, k)| k).filter(|&k| pred(k)).collect();
-        v.sort_unstable();
+    /// Keys in `keys` with any dirty version, ascending (the index: the cost grows with the
+    /// versions in the range, not with the dirty map).
+    pub fn dirty_keys_in(&self, keys: std::ops::Range<u64>) -> Vec<u64> {
+        let mut v: Vec<u64> =
+            self.dirty_by_key.range((keys.start, 0)..(keys.end, 0)).map(|&(k, _)| k).collect();
         v.dedup();
         v
+    }
+
+    fn dirty_insert(&mut self, epoch: u64, key: u64, c: u32) {
+        self.dirty.insert((epoch, key), c);
+        self.dirty_by_key.insert((key, epoch));
+    }
+
+    fn dirty_remove(&mut self, epoch: u64, key: u64) -> Option<u32> {
+        self.dirty_by_key.remove(&(key, epoch));
+        self.dirty.remove(&(epoch, key))
+    }
+
+    /// Raise a fence over the block keys `keys` (a TRIM or WRITE_ZEROES in progress): until
+    /// it is lowered, no key in it is allocated or flushed. Returns its id.
+    pub fn raise_fence(&mut self, keys: std::ops::Range<u64>) -> u64 {
+        self.next_fence += 1;
+        self.fences.push((self.next_fence, keys));
+        self.next_fence
+    }
+
+    /// Lower the fence `id`.
+    pub fn lower_fence(&mut self, id: u64) {
+        self.fences.retain(|(i, _)| *i != id);
+    }
+
+    /// Is `key` inside a fence?
+    pub fn fenced(&self, key: u64) -> bool {
+        self.fences.iter().any(|(_, r)| r.contains(&key))
     }
 
     fn touch(&mut self, key: u64) {
@@ -402,7 +451,7 @@ impl CacheState {
                     self.deref_block(old.cache_block);
                 }
                 Some(e) if e == epoch || !keep_closed_epochs => {
-                    self.dirty.remove(&(e, key));
+                    self.dirty_remove(e, key);
                     self.dec_epoch(e);
                     self.refs[old.cache_block as usize] -= 1;
                     self.deref_block(old.cache_block);
@@ -411,7 +460,7 @@ impl CacheState {
             }
         }
         self.map.insert(key, Slot { cache_block: c, last: acc.vtime, dirty: Some(epoch) });
-        self.dirty.insert((epoch, key), c);
+        self.dirty_insert(epoch, key, c);
         *self.epochs.entry(epoch).or_default() += 1;
         self.refs[c as usize] += 2;
         self.touch(key);
@@ -452,9 +501,10 @@ impl CacheState {
     /// newest version it becomes clean (joins the replacement policy), otherwise its block is
     /// released. The caller still holds its pin.
     pub fn flushed(&mut self, epoch: u64, key: u64, c: u32, time_ns: u64) {
-        if self.dirty.remove(&(epoch, key)) != Some(c) {
+        if self.dirty.get(&(epoch, key)) != Some(&c) {
             return;
         }
+        self.dirty_remove(epoch, key);
         self.dec_epoch(epoch);
         self.touch(key);
         let newest = matches!(self.map.get(&key), Some(s) if s.cache_block == c);
@@ -766,5 +816,56 @@ mod tests {
         // Nothing clean and unpinned left but key 3: a reserve evicts it.
         assert_eq!(st.reserve(), Some(c2));
         assert_eq!(st.reserve(), None, "a dirty block is never evicted");
+    }
+
+    /// The key index of the dirty map (TRIM looks up a range through it) stays equal to the
+    /// dirty map itself through writes, epoch changes, flushes and drops.
+    #[test]
+    fn the_dirty_key_index_follows_the_dirty_map() {
+        let mut st = state(64);
+        let brute = |st: &CacheState, r: std::ops::Range<u64>| {
+            let mut v: Vec<u64> =
+                st.dirty.keys().map(|&(_, k)| k).filter(|k| r.contains(k)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        for k in [5u64, 9, 10, 11, 40] {
+            let c = st.reserve().unwrap();
+            st.commit_dirty(k, c, 0, true);
+        }
+        st.current_epoch += 1;
+        for k in [10u64, 12] {
+            let c = st.reserve().unwrap();
+            st.commit_dirty(k, c, 0, true); // 10 now has versions in epochs 1 and 2
+        }
+        assert_eq!(st.dirty_keys_in(9..13), vec![9, 10, 11, 12]);
+        assert_eq!(st.dirty_keys_in(0..100), brute(&st, 0..100));
+        assert_eq!(st.dirty_len(), 7);
+        // Flush epoch 1's version of 10: the key stays (epoch 2's version).
+        let (_, _, c10) = st.flush_batch(64, false).into_iter().find(|v| v.1 == 10).unwrap();
+        st.pin(c10);
+        st.flushed(1, 10, c10, 0);
+        st.unpin(c10);
+        assert_eq!(st.dirty_keys_in(10..11), vec![10]);
+        // The newest version counts twice: its map entry and its dirty-map version.
+        assert_eq!(st.drop_all_versions(10), 2);
+        assert_eq!(st.drop_all_versions(11), 2);
+        assert_eq!(st.dirty_keys_in(9..13), vec![9, 12]);
+        assert_eq!(st.dirty_keys_in(0..100), brute(&st, 0..100));
+        assert_eq!(st.dirty_keys_in(41..100), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn fences_cover_their_key_range_until_lowered() {
+        let mut st = state(4);
+        let a = st.raise_fence(10..20);
+        let b = st.raise_fence(15..30);
+        assert!(st.fenced(10) && st.fenced(19) && st.fenced(29));
+        assert!(!st.fenced(9) && !st.fenced(30));
+        st.lower_fence(a);
+        assert!(!st.fenced(10) && st.fenced(15));
+        st.lower_fence(b);
+        assert!(!st.fenced(15));
     }
 }

@@ -4,24 +4,64 @@
 //! its cache write). Locks are taken in ascending stripe order, so requests never deadlock.
 
 use parking_lot::{Mutex, MutexGuard};
+use std::io;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Number of stripes (a power of two).
 pub const STRIPES: usize = 1024;
 
-/// The lock table.
+/// The lock table, and its poison flag: like a std mutex, the table is poisoned when a
+/// thread panics while holding stripe locks (or inside a request, see `io::ctx`). A panic can
+/// leave a cache block mapped but never filled, or a backing write done without the cache
+/// update that goes with it; so from then on every lock attempt fails and the engine serves
+/// nothing more (issue 10 item 2). The next start is cold.
 pub(crate) struct Stripes {
     locks: Vec<Mutex<()>>,
+    poisoned: AtomicBool,
 }
 
 /// Locks held for one request (released on drop).
 pub(crate) struct Held<'a> {
-    _guards: Vec<MutexGuard<'a, ()>>,
+    guards: Vec<MutexGuard<'a, ()>>,
+    poisoned: &'a AtomicBool,
+}
+
+impl Drop for Held<'_> {
+    /// An unwind through held locks poisons the table before they are released, so no other
+    /// request can see what the panicking one left half done.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.poisoned.store(true, Ordering::SeqCst);
+        }
+        self.guards.clear();
+    }
+}
+
+/// The error every request gets once the engine is poisoned.
+pub(crate) fn poisoned_error() -> io::Error {
+    io::Error::other(
+        "ember stopped serving: a request panicked (see the log), so cached data may be \
+         incomplete; restart ember (the cache starts cold)",
+    )
 }
 
 impl Stripes {
     pub fn new() -> Self {
-        Self { locks: (0..STRIPES).map(|_| Mutex::new(())).collect() }
+        Self {
+            locks: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            poisoned: AtomicBool::new(false),
+        }
+    }
+
+    /// Mark the table poisoned (a panic inside a request or the flusher).
+    pub fn poison(&self) {
+        self.poisoned.store(true, Ordering::SeqCst);
+    }
+
+    /// Has a panic poisoned the table?
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::SeqCst)
     }
 
     /// Stripe of a volume block: consecutive blocks land on consecutive stripes.
@@ -29,28 +69,56 @@ impl Stripes {
         (block.wrapping_add((volume as u64).wrapping_mul(0x9E37_79B9)) as usize) & (STRIPES - 1)
     }
 
-    /// Lock every stripe covering `blocks` of `volume`, in ascending order.
-    pub fn lock(&self, volume: u32, blocks: Range<u64>) -> Held<'_> {
+    /// The distinct stripes covering `blocks` of `volume`, ascending.
+    fn covering(volume: u32, blocks: Range<u64>) -> Vec<usize> {
         let n = blocks.end.saturating_sub(blocks.start);
-        let mut idx: Vec<usize> = if n >= STRIPES as u64 {
-            (0..STRIPES).collect()
-        } else {
-            let mut v: Vec<usize> = blocks.map(|b| Self::index(volume, b)).collect();
-            v.sort_unstable();
-            v.dedup();
-            v
+        if n >= STRIPES as u64 {
+            return (0..STRIPES).collect();
+        }
+        let mut v: Vec<usize> = blocks.map(|b| Self::index(volume, b)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    fn take(&self, idx: Vec<usize>) -> io::Result<Held<'_>> {
+        let held = Held {
+            guards: idx.into_iter().map(|i| self.locks[i].lock()).collect(),
+            poisoned: &self.poisoned,
         };
-        idx.shrink_to_fit();
-        Held { _guards: idx.into_iter().map(|i| self.locks[i].lock()).collect() }
+        if self.is_poisoned() {
+            return Err(poisoned_error());
+        }
+        Ok(held)
+    }
+
+    /// Lock every stripe covering `blocks` of `volume`, in ascending order; fails once the
+    /// table is poisoned.
+    pub fn lock(&self, volume: u32, blocks: Range<u64>) -> io::Result<Held<'_>> {
+        self.take(Self::covering(volume, blocks))
     }
 
     /// Lock the stripes of arbitrary (volume, block) pairs, in ascending stripe order (the
-    /// flusher's batches).
-    pub fn lock_keys(&self, keys: impl Iterator<Item = (u32, u64)>) -> Held<'_> {
+    /// flusher's batches); fails once the table is poisoned.
+    pub fn lock_keys(&self, keys: impl Iterator<Item = (u32, u64)>) -> io::Result<Held<'_>> {
         let mut idx: Vec<usize> = keys.map(|(v, b)| Self::index(v, b)).collect();
         idx.sort_unstable();
         idx.dedup();
-        Held { _guards: idx.into_iter().map(|i| self.locks[i].lock()).collect() }
+        self.take(idx)
+    }
+
+    /// Take and release, one at a time, every stripe covering `blocks` of `volume`: when
+    /// this returns, every request that held one of them when the call began has finished.
+    /// Never holds more than one stripe, so it blocks no request for longer than that
+    /// request's own turn (a TRIM's wait for requests older than its fence).
+    pub fn wait_range(&self, volume: u32, blocks: Range<u64>) -> io::Result<()> {
+        for i in Self::covering(volume, blocks) {
+            drop(self.locks[i].lock());
+        }
+        if self.is_poisoned() {
+            return Err(poisoned_error());
+        }
+        Ok(())
     }
 }
 
@@ -74,7 +142,7 @@ mod tests {
                         // some wrapping the table, one covering all of it.
                         let start = 2000 - (i * 7 + t * 13) % 1500;
                         let len = if i % 50 == 0 { 5000 } else { 2001 - start + i % 9 };
-                        let _h = s.lock(0, start..start + len);
+                        let _h = s.lock(0, start..start + len).unwrap();
                         let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                         max_seen.fetch_max(now, Ordering::SeqCst);
                         inside.fetch_sub(1, Ordering::SeqCst);

@@ -12,6 +12,12 @@ use std::path::{Path, PathBuf};
 /// Alignment O_DIRECT I/O is done at (offsets, lengths and buffer addresses).
 pub const DIRECT_ALIGN: usize = 4096;
 
+/// `BLKZEROOUT` (`_IO(0x12, 127)`, linux/fs.h): zero a byte range of a block device, with
+/// the device's own zeroing command (WRITE ZEROES / WRITE SAME) when it has one.
+const BLKZEROOUT: libc::c_ulong = 0x127f;
+/// `BLKSSZGET` (`_IO(0x12, 104)`): the logical sector size.
+const BLKSSZGET: libc::c_ulong = 0x1268;
+
 /// How to open a [`FileDevice`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FileOptions {
@@ -97,6 +103,36 @@ impl FileDevice {
         self.file.write_all_at(bounce.as_mut_slice(), start)
     }
 
+    /// Zero `[offset, offset + len)` of a block device with the kernel's zero-out
+    /// (`BLKZEROOUT`); the parts not aligned to the logical sector size are written with
+    /// zero buffers.
+    fn blk_zero_out(&self, offset: u64, len: u64) -> io::Result<()> {
+        let fd = self.file.as_raw_fd();
+        let mut sector: libc::c_int = 0;
+        // SAFETY: BLKSSZGET writes one int through the pointer, which points at `sector`.
+        if unsafe { libc::ioctl(fd, BLKSSZGET as _, &mut sector as *mut libc::c_int) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let sector = u64::try_from(sector).ok().filter(|&s| s > 0).unwrap_or(512);
+        let end = offset + len;
+        let lo = offset.next_multiple_of(sector).min(end);
+        let hi = (end / sector * sector).max(lo);
+        if lo > offset {
+            write_zeroes_by_writes(self, offset, lo - offset)?;
+        }
+        if hi > lo {
+            let range: [u64; 2] = [lo, hi - lo];
+            // SAFETY: BLKZEROOUT reads two u64 (start, length) through the pointer.
+            if unsafe { libc::ioctl(fd, BLKZEROOUT as _, range.as_ptr()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        if end > hi {
+            write_zeroes_by_writes(self, hi, end - hi)?;
+        }
+        Ok(())
+    }
+
     fn fallocate(&self, mode: libc::c_int, offset: u64, len: u64) -> io::Result<()> {
         // SAFETY: fallocate on an open descriptor owned by self.file, with plain integers.
         let r = unsafe {
@@ -179,7 +215,15 @@ impl Device for FileDevice {
 
     fn write_zeroes(&self, offset: u64, len: u64) -> io::Result<()> {
         check_range(self.size, offset, len, "write-zeroes")?;
-        if !self.block_device && len > 0 {
+        if len == 0 {
+            return Ok(());
+        }
+        if self.block_device {
+            // The kernel's zero-out; a device or kernel without it gets zero buffers.
+            if self.blk_zero_out(offset, len).is_ok() {
+                return Ok(());
+            }
+        } else {
             let mode = libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE;
             if self.fallocate(mode, offset, len).is_ok() {
                 return Ok(());
@@ -320,5 +364,63 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("/nonexistent/ember-dev"), "{e}");
+    }
+
+    /// A loop device over a temporary image, detached on drop.
+    struct Loop {
+        dev: String,
+    }
+
+    impl Drop for Loop {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("losetup").arg("-d").arg(&self.dev).status();
+        }
+    }
+
+    /// WRITE_ZEROES on a block device uses the kernel's zero-out (`BLKZEROOUT`, called
+    /// directly here so a silent fallback to zero buffers cannot pass), with unaligned head
+    /// and tail written by hand. Needs root and `losetup` (like the ext4 trial).
+    #[test]
+    fn block_device_zero_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("img");
+        std::fs::write(&image, vec![0xAAu8; 8 << 20]).unwrap();
+        let out = std::process::Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&image)
+            .output()
+            .expect("losetup (util-linux) must be installed");
+        assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
+        let lp = Loop { dev: String::from_utf8_lossy(&out.stdout).trim().to_string() };
+        for direct in [false, true] {
+            let dev =
+                FileDevice::open(Path::new(&lp.dev), FileOptions { direct, create_size: None })
+                    .unwrap();
+            assert!(dev.block_device);
+            dev.write_at(0, &vec![0xAAu8; 8 << 20]).unwrap();
+            let (off, len) = (1000u64, (3 << 20) + 5);
+            dev.blk_zero_out(off, len).unwrap();
+            let mut back = vec![0u8; 8 << 20];
+            dev.read_at(0, &mut back).unwrap();
+            let want = |i: usize| if (off..off + len).contains(&(i as u64)) { 0 } else { 0xAA };
+            let bad = (0..back.len()).find(|&i| back[i] != want(i));
+            assert_eq!(bad, None, "direct={direct}: first wrong byte");
+            // Through the trait too (the same path), and a range that is all unaligned.
+            dev.write_zeroes(5 << 20, 4096 * 3 + 17).unwrap();
+            dev.write_zeroes(7 << 20 | 3, 100).unwrap();
+            dev.read_at(0, &mut back).unwrap();
+            let want2 = |i: usize| {
+                let i = i as u64;
+                let z = (5 << 20..(5 << 20) + 4096 * 3 + 17).contains(&i)
+                    || (7 << 20 | 3..(7 << 20 | 3) + 100).contains(&i);
+                if z {
+                    0
+                } else {
+                    want(i as usize)
+                }
+            };
+            let bad = (0..back.len()).find(|&i| back[i] != want2(i));
+            assert_eq!(bad, None, "direct={direct}: first wrong byte after write_zeroes");
+        }
     }
 }

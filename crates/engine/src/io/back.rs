@@ -30,7 +30,7 @@ impl Volume {
         let bs = inner.block_size();
         let vol = self.vol();
         let ctr = self.counters();
-        let _held = inner.stripes.lock(vol.id, first..first + n);
+        let _held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
         let now = now_ns();
         let end = start + data.len() as u64;
         let span_start = first * bs;
@@ -52,7 +52,9 @@ impl Volume {
                 let acc = st.access(key, Op::Write, now);
                 st.admission.observe(&acc, hit);
             }
-            through = (first..first + n).any(|b| !self.cacheable(b))
+            // Inside a TRIM's fence no dirty version may appear: written through.
+            through = (first..first + n)
+                .any(|b| !self.cacheable(b) || st.fenced(block_key(vol.id, b)))
                 || (fua && mode == WriteMode::WriteBackFlush)
                 || st.dirty_len() + n as usize > inner.limits.max_dirty;
             if !through {

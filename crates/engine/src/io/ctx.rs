@@ -70,6 +70,22 @@ pub(super) fn adjacent(a: Plan, b: Plan) -> bool {
     matches!((a.cache_block(), b.cache_block()), (Some(x), Some(y)) if x.checked_add(1) == Some(y))
 }
 
+/// A request inside the drain gate (leaves on drop). A panic anywhere in the request (a
+/// device, the engine, a barrier) poisons the engine as it unwinds: the request may have
+/// left the map or the journal cursor half updated (issue 10 item 2).
+pub(super) struct Entered<'a> {
+    _pass: crate::gate::Pass<'a>,
+    stripes: &'a crate::stripes::Stripes,
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.stripes.poison();
+        }
+    }
+}
+
 impl Volume {
     pub(crate) fn new(inner: Arc<Inner>, index: usize) -> Self {
         Self { inner, index }
@@ -83,8 +99,14 @@ impl Volume {
         &self.inner.counters[self.vol().id as usize]
     }
 
-    pub(super) fn enter(&self) -> Result<crate::gate::Pass<'_>, EngineError> {
-        self.inner.gate.enter().ok_or(EngineError::ShutDown)
+    /// Enter the drain gate: refused after shutdown began, or once a panic poisoned the
+    /// engine. A panic that unwinds through the returned guard poisons it.
+    pub(super) fn enter(&self) -> Result<Entered<'_>, EngineError> {
+        let pass = self.inner.gate.enter().ok_or(EngineError::ShutDown)?;
+        if self.inner.stripes.is_poisoned() {
+            return Err(self.fail(crate::stripes::poisoned_error()));
+        }
+        Ok(Entered { _pass: pass, stripes: &self.inner.stripes })
     }
 
     pub(super) fn check(&self, offset: u64, len: u64) -> Result<(), EngineError> {

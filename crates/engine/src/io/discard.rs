@@ -1,11 +1,57 @@
-//! TRIM and WRITE_ZEROES: every overlapped block is invalidated (under write-back, a dirty
-//! partly covered edge block is written back first) and the request passes down to backing.
+//! TRIM and WRITE_ZEROES. A discard may cover gigabytes and its backing call may take
+//! seconds, so it does not hold the stripe locks of its range across that call (that would
+//! stall every request on the volume). Instead it raises a *fence* over its blocks (see
+//! `state`): while the fence stands no block in it is allocated (read fill, write
+//! allocation, dirty write: such writes go through to backing) and the flusher leaves its
+//! dirty versions alone. Then:
+//!
+//! 1. it waits out every request that began before the fence, taking and releasing each
+//!    stripe of the range once, one at a time (`Stripes::wait_range`);
+//! 2. drops every clean cached copy in the range (none can appear any more);
+//! 3. under write-back, writes back the dirty version of a partly covered edge block (its
+//!    other bytes must survive), under that block's stripe lock;
+//! 4. passes the request down to backing in pieces of at most [`DISCARD_PIECE`] bytes,
+//!    holding no lock (a shutdown that begins meanwhile stops it between pieces);
+//! 5. under write-back, once backing succeeded, drops every dirty version in the range
+//!    (found through the dirty map's key index, so the cost does not grow with the number
+//!    of dirty blocks elsewhere);
+//! 6. lowers the fence (also on error or panic: the fence is a guard).
+//!
+//! Requests racing with the discard on its blocks are concurrent with it, so NBD leaves
+//! their order undefined; what the fence guarantees is that afterwards no cached copy in the
+//! range holds bytes from before the discard.
 
 use super::ctx::Volume;
+use crate::core::Inner;
 use crate::error::EngineError;
-use crate::layout::{block_key, key_block, key_volume};
+use crate::layout::block_key;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
+
+/// Largest piece of a discard passed to backing in one call.
+pub const DISCARD_PIECE: u64 = 256 << 20;
+
+/// A raised fence; lowered on drop (whatever way the request ends).
+struct Fence<'a> {
+    inner: &'a Inner,
+    id: u64,
+}
+
+impl<'a> Fence<'a> {
+    fn raise(inner: &'a Inner, keys: std::ops::Range<u64>) -> Self {
+        let id = inner.state.lock().raise_fence(keys);
+        Self { inner, id }
+    }
+}
+
+impl Drop for Fence<'_> {
+    fn drop(&mut self) {
+        let mut st = self.inner.state.lock();
+        st.lower_fence(self.id);
+        // The flusher may be waiting for the fenced versions.
+        self.inner.cv.notify_all();
+    }
+}
 
 impl Volume {
     /// Discard `len` bytes at `offset` (cached copies are dropped first); with `fua`, durable
@@ -27,89 +73,40 @@ impl Volume {
         self.discard(offset, len, fua, true)
     }
 
-    /// TRIM or WRITE_ZEROES under a write-back policy: a partly covered block with a dirty
-    /// version is written back first (its other bytes must survive), then the request goes
-    /// down, then every version of the covered blocks is dropped.
-    pub(super) fn discard_wb(
-        &self,
-        offset: u64,
-        len: u64,
-        fua: bool,
-        zeroes: bool,
-    ) -> Result<(), EngineError> {
+    /// Under write-back: the newest version of a partly covered block `b` is dirty, so it is
+    /// written to backing first (the bytes outside the discard must survive). Under the
+    /// block's stripe lock, so no request on it interleaves.
+    fn write_back_edge(&self, b: u64) -> Result<(), EngineError> {
         let inner = &self.inner;
         let bs = inner.block_size();
         let vol = self.vol();
-        let ctr = self.counters();
-        let first = offset / bs;
-        let last = (offset + len).div_ceil(bs);
-        let _held = inner.stripes.lock(vol.id, first..last);
-        let mut edges: Vec<(u64, u32)> = Vec::new();
-        {
+        let _held = inner.stripes.lock(vol.id, b..b + 1).map_err(|e| self.fail(e))?;
+        let c = {
             let mut st = inner.state.lock();
-            for b in [first, last - 1] {
-                let whole = b * bs >= offset && (b + 1) * bs <= offset + len;
-                if whole || edges.iter().any(|&(x, _)| x == b) {
-                    continue;
+            match st.slot(block_key(vol.id, b)) {
+                Some(slot) if slot.dirty.is_some() => {
+                    st.pin(slot.cache_block);
+                    slot.cache_block
                 }
-                if let Some(slot) = st.slot(block_key(vol.id, b)) {
-                    if slot.dirty.is_some() {
-                        st.pin(slot.cache_block);
-                        edges.push((b, slot.cache_block));
-                    }
-                }
+                _ => return Ok(()),
             }
-        }
+        };
         let result = (|| -> io::Result<()> {
             let mut buf = crate::device::AlignedBuf::new(bs as usize);
-            for &(b, c) in &edges {
-                let off = inner.geometry.block_offset(c);
-                inner
-                    .cache
-                    .read_at(off, buf.as_mut_slice())
-                    .map_err(|e| self.cache_io_error("read (write back)", c, 1, e))?;
-                vol.backing
-                    .write_at(b * bs, buf.as_slice())
-                    .map_err(|e| self.backing_io_error("write back", b * bs, bs, e))?;
-            }
-            if zeroes {
-                vol.backing.write_zeroes(offset, len)
-            } else {
-                vol.backing.trim(offset, len)
-            }
-            .map_err(|e| {
-                self.backing_io_error(if zeroes { "write-zeroes" } else { "trim" }, offset, len, e)
-            })?;
-            if fua {
-                vol.backing.sync().map_err(|e| self.backing_io_error("sync (FUA)", 0, 0, e))?;
-            }
-            Ok(())
+            let off = inner.geometry.block_offset(c);
+            inner
+                .cache
+                .read_at(off, buf.as_mut_slice())
+                .map_err(|e| self.cache_io_error("read (write back)", c, 1, e))?;
+            vol.backing
+                .write_at(b * bs, buf.as_slice())
+                .map_err(|e| self.backing_io_error("write back", b * bs, bs, e))
         })();
-        {
-            let mut st = inner.state.lock();
-            for &(_, c) in &edges {
-                st.unpin(c);
-            }
-            let id = vol.id;
-            let in_range = |k: u64| key_volume(k) == id && (first..last).contains(&key_block(k));
-            let mut dropped = if last - first > st.len() as u64 {
-                st.invalidate_where(in_range)
-            } else {
-                (first..last).filter(|&b| st.invalidate(block_key(id, b))).count() as u64
-            };
-            if result.is_ok() {
-                for k in st.dirty_keys_where(in_range) {
-                    dropped += u64::from(st.drop_all_versions(k) > 0);
-                }
-                inner.cv.notify_all();
-            }
-            ctr.invalidations.fetch_add(dropped, Relaxed);
-        }
+        inner.state.lock().unpin(c);
         result.map_err(|e| self.fail(e))
     }
 
-    /// TRIM or WRITE_ZEROES: invalidate every overlapped block, then pass down, all under the
-    /// blocks' locks.
+    /// TRIM or WRITE_ZEROES (see the module comment for the steps).
     pub(super) fn discard(
         &self,
         offset: u64,
@@ -131,41 +128,48 @@ impl Volume {
         if len == 0 {
             return Ok(());
         }
-        if inner.mode.is_write_back() {
-            return self.discard_wb(offset, len, fua, zeroes);
-        }
+        let end = offset + len;
         let first = offset / bs;
-        let last = (offset + len).div_ceil(bs);
-        let _held = inner.stripes.lock(vol.id, first..last);
-        {
-            let mut st = inner.state.lock();
-            let dropped = if last - first > st.len() as u64 {
-                let id = vol.id;
-                st.invalidate_where(|k| {
-                    key_volume(k) == id && (first..last).contains(&key_block(k))
-                })
-            } else {
-                (first..last).filter(|&b| st.invalidate(block_key(vol.id, b))).count() as u64
-            };
-            ctr.invalidations.fetch_add(dropped, Relaxed);
+        let last = end.div_ceil(bs);
+        let keys = block_key(vol.id, first)..block_key(vol.id, last);
+        let _fence = Fence::raise(inner, keys.clone());
+        inner.stripes.wait_range(vol.id, first..last).map_err(|e| self.fail(e))?;
+        let dropped = inner.state.lock().invalidate_range(keys.clone());
+        ctr.invalidations.fetch_add(dropped, Relaxed);
+        if inner.mode.is_write_back() {
+            let mut edges = vec![first, last - 1];
+            edges.dedup();
+            for b in edges {
+                let whole = b * bs >= offset && (b + 1) * bs <= end;
+                if !whole {
+                    self.write_back_edge(b)?;
+                }
+            }
         }
-        let r = if zeroes {
-            vol.backing.write_zeroes(offset, len)
-        } else {
-            vol.backing.trim(offset, len)
-        };
-        r.map_err(|e| {
-            self.fail(self.backing_io_error(
-                if zeroes { "write-zeroes" } else { "trim" },
-                offset,
-                len,
-                e,
-            ))
-        })?;
+        let op = if zeroes { "write-zeroes" } else { "trim" };
+        let mut pos = offset;
+        while pos < end {
+            if inner.state.lock().closing {
+                return Err(EngineError::ShutDown);
+            }
+            let n = DISCARD_PIECE.min(end - pos);
+            if zeroes { vol.backing.write_zeroes(pos, n) } else { vol.backing.trim(pos, n) }
+                .map_err(|e| self.fail(self.backing_io_error(op, pos, n, e)))?;
+            pos += n;
+        }
         if fua {
             vol.backing
                 .sync()
                 .map_err(|e| self.fail(self.backing_io_error("sync (FUA)", 0, 0, e)))?;
+        }
+        if inner.mode.is_write_back() {
+            let mut st = inner.state.lock();
+            let mut dropped = 0;
+            for k in st.dirty_keys_in(keys) {
+                dropped += u64::from(st.drop_all_versions(k) > 0);
+            }
+            inner.cv.notify_all();
+            ctr.invalidations.fetch_add(dropped, Relaxed);
         }
         Ok(())
     }

@@ -31,12 +31,7 @@ impl Volume {
         ctr.write_requests.fetch_add(1, Relaxed);
         ctr.write_bytes.fetch_add(data.len() as u64, Relaxed);
         if self.inner.mode == WriteMode::WriteBackFlush {
-            // Thesis 4.4.2: at most max_epochs dirty epochs; beyond, writes wait (before
-            // taking any block lock, so the flusher can always proceed).
-            let mut st = self.inner.state.lock();
-            while st.open_epochs() > self.inner.limits.max_epochs && !st.stop {
-                self.inner.cv.wait_for(&mut st, std::time::Duration::from_millis(100));
-            }
+            self.wait_for_epochs()?;
         }
         let bs = self.inner.block_size();
         let end = offset + data.len() as u64;
@@ -54,6 +49,39 @@ impl Volume {
                 self.write_chunk(first, stop - first, pos, piece, fua)?;
             }
             pos = chunk_end;
+        }
+        Ok(())
+    }
+
+    /// Thesis 4.4.2: at most max_epochs dirty epochs; beyond, a write waits for the flusher
+    /// (before taking any block lock, so the flusher can always proceed). The wait ends with
+    /// an error when a flusher batch fails meanwhile (backing refuses the writes: the client
+    /// gets EIO instead of waiting forever), when a shutdown begins, or when a panic poisoned
+    /// the engine (issue 10 item 7).
+    fn wait_for_epochs(&self) -> Result<(), EngineError> {
+        let inner = &self.inner;
+        let mut st = inner.state.lock();
+        let gen0 = st.flush_error_gen;
+        while st.open_epochs() > inner.limits.max_epochs {
+            if st.flush_error_gen != gen0 {
+                let e = std::io::Error::other(format!(
+                    "write: {} dirty epochs wait for backing (the limit is {}) and writing them \
+                     failed: {}",
+                    st.open_epochs() - 1,
+                    inner.limits.max_epochs,
+                    st.last_flush_error
+                ));
+                drop(st);
+                return Err(self.fail(e));
+            }
+            if st.closing || st.stop {
+                return Err(EngineError::ShutDown);
+            }
+            if inner.stripes.is_poisoned() {
+                drop(st);
+                return Err(self.fail(crate::stripes::poisoned_error()));
+            }
+            inner.cv.wait_for(&mut st, std::time::Duration::from_millis(100));
         }
         Ok(())
     }

@@ -44,7 +44,7 @@ impl Volume {
         let bs = inner.block_size();
         let vol = self.vol();
         let ctr = self.counters();
-        let _held = inner.stripes.lock(vol.id, first..first + n);
+        let _held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
         let now = now_ns();
         let mut plans = Vec::with_capacity(n as usize);
         let mut dirty = vec![false; n as usize];
@@ -64,7 +64,9 @@ impl Volume {
                     continue;
                 }
                 st.admission.observe(&acc, false);
-                if !st.admit(&acc) {
+                // Inside a TRIM's fence nothing is allocated: the fill could hold the bytes
+                // backing is discarding.
+                if st.fenced(key) || !st.admit(&acc) {
                     plans.push(Plan::Pass);
                     continue;
                 }

@@ -24,7 +24,7 @@ impl Volume {
         let bs = inner.block_size();
         let vol = self.vol();
         let ctr = self.counters();
-        let _held = inner.stripes.lock(vol.id, first..first + n);
+        let _held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
         let now = now_ns();
         let end = start + data.len() as u64;
         let mut plans = Vec::with_capacity(n as usize);
@@ -57,7 +57,11 @@ impl Volume {
                 }
                 ctr.write_misses.fetch_add(1, Relaxed);
                 st.admission.observe(&acc, false);
-                if !whole || inner.mode != WriteMode::WriteThrough || !st.admit(&acc) {
+                if !whole
+                    || inner.mode != WriteMode::WriteThrough
+                    || st.fenced(key)
+                    || !st.admit(&acc)
+                {
                     plans.push(Plan::Pass);
                     continue;
                 }

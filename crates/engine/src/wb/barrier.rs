@@ -32,8 +32,11 @@ pub(crate) fn barrier_flush(inner: &Inner) -> io::Result<()> {
                 st.last_flush_error
             )));
         }
-        if st.stop {
-            return Err(io::Error::other("FLUSH: the engine is stopping"));
+        if st.stop || st.closing {
+            return Err(io::Error::other("FLUSH: the engine is shutting down"));
+        }
+        if inner.stripes.is_poisoned() {
+            return Err(crate::stripes::poisoned_error());
         }
         inner.cv.wait_for(&mut st, Duration::from_millis(100));
     }

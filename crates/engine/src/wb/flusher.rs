@@ -35,14 +35,39 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
                 inner.cv.wait_for(&mut st, Duration::from_millis(200));
             }
         };
-        if let Err(e) = flush_batch(&inner, &batch) {
-            let mut st = inner.state.lock();
-            st.flush_error_gen += 1;
-            st.last_flush_error = e.to_string();
-            inner.cv.notify_all();
-            // Back off, then retry: the blocks are still dirty.
-            if !st.stop {
-                inner.cv.wait_for(&mut st, Duration::from_millis(100));
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush_batch(&inner, &batch)));
+        let outcome = match outcome {
+            Ok(r) => r,
+            Err(_) => {
+                // A device (or the engine) panicked under the batch's stripe locks: the
+                // table is poisoned, nothing is served any more; every waiter must learn it.
+                inner.stripes.poison();
+                let mut st = inner.state.lock();
+                st.flush_error_gen += 1;
+                st.last_flush_error = "the flusher panicked".into();
+                inner.cv.notify_all();
+                return;
+            }
+        };
+        match outcome {
+            // Every version of the batch sits in a TRIM's fence: wait for it to end.
+            Ok(0) => {
+                let mut st = inner.state.lock();
+                if !st.stop {
+                    inner.cv.wait_for(&mut st, Duration::from_millis(10));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let mut st = inner.state.lock();
+                st.flush_error_gen += 1;
+                st.last_flush_error = e.to_string();
+                inner.cv.notify_all();
+                // Back off, then retry: the blocks are still dirty.
+                if !st.stop {
+                    inner.cv.wait_for(&mut st, Duration::from_millis(100));
+                }
             }
         }
     }
@@ -50,15 +75,16 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
 
 /// Flush one batch (one epoch's versions, ascending by key): under the blocks' stripe locks,
 /// read them from the cache device, write them to backing, sync backing, then move them out
-/// of the dirty map.
-pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Result<()> {
+/// of the dirty map. Versions inside a TRIM's fence are left alone. Returns how many
+/// versions were flushed.
+pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Result<usize> {
     let _held =
-        inner.stripes.lock_keys(batch.iter().map(|&(_, k, _)| (key_volume(k), key_block(k))));
+        inner.stripes.lock_keys(batch.iter().map(|&(_, k, _)| (key_volume(k), key_block(k))))?;
     let mut live = Vec::with_capacity(batch.len());
     {
         let mut st = inner.state.lock();
         for &(e, k, c) in batch {
-            if st.is_dirty_version(e, k, c) {
+            if st.is_dirty_version(e, k, c) && !st.fenced(k) {
                 st.pin(c);
                 live.push((e, k, c));
             }
@@ -89,7 +115,7 @@ pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Resul
         }
     }
     inner.cv.notify_all();
-    result
+    result.map(|()| live.len())
 }
 
 fn flush_io(inner: &Inner, live: &[(u64, u64, u32)]) -> io::Result<()> {
@@ -181,7 +207,10 @@ pub(crate) fn flush_all_now(inner: &Inner) -> io::Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
-        flush_batch(inner, &batch)?;
+        if flush_batch(inner, &batch)? == 0 {
+            // Nothing flushable (no request runs at open, so no fence stands): stop.
+            return Err(io::Error::other("dirty blocks could not be flushed"));
+        }
     }
 }
 
@@ -192,7 +221,7 @@ pub(crate) fn drain(inner: &Inner) -> io::Result<()> {
     let gen0 = st.flush_error_gen;
     inner.cv.notify_all();
     while st.dirty_len() > 0 {
-        if st.flush_error_gen != gen0 {
+        if st.flush_error_gen != gen0 || inner.stripes.is_poisoned() {
             st.drain = false;
             return Err(io::Error::other(format!(
                 "flushing dirty blocks to backing failed: {}",

@@ -1,0 +1,184 @@
+//! Issue 10 item 7: every wait in the engine has an exit on error and on shutdown. Under
+//! write-back flush, a write past the epoch cap waits for the flusher; with a backing that
+//! fails every write the flusher never succeeds, and that wait used to loop forever (and with
+//! it the clean shutdown, which drains the requests in flight).
+
+use ember_engine::device::{FaultDevice, IoKind, MemDevice};
+use ember_engine::{
+    Device, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec, WriteMode,
+    WritebackConfig,
+};
+use ember_policy::admission::Aod;
+use ember_policy::replacement::Lru;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const BS: u64 = 4096;
+const VOL: u64 = 64 * BS;
+/// Generous: the exits are taken within a few flusher retries (100 ms apart).
+const BOUND: Duration = Duration::from_secs(10);
+
+fn open(backing: Arc<FaultDevice>) -> Engine {
+    let cache: Arc<dyn Device> = Arc::new(MemDevice::new(2 << 20));
+    let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
+    spec.journal_bytes = 0;
+    Engine::format(cache.as_ref(), &spec).unwrap();
+    Engine::open_with(
+        EngineConfig {
+            cache,
+            volumes: vec![VolumeConfig { name: "v".into(), backing }],
+            write_mode: WriteMode::WriteBackFlush,
+            replacement: Box::new(|cap| Box::new(Lru::new(cap))),
+            admission: Box::new(Aod),
+        },
+        WritebackConfig { max_epochs: 1, ..WritebackConfig::default() },
+    )
+    .unwrap()
+}
+
+/// Run `f` on a thread; its result, or None if it did not return within `bound`.
+fn bounded<T: Send + 'static>(
+    bound: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(bound).ok()
+}
+
+#[test]
+fn a_write_past_the_epoch_cap_fails_when_flushing_fails_and_shutdown_returns() {
+    let backing = Arc::new(FaultDevice::new(Arc::new(MemDevice::new(VOL))).unwrap());
+    let engine = Arc::new(open(backing.clone()));
+    let v = engine.volume("v").unwrap();
+    // Every backing write fails from now on.
+    backing.fail_nth(1, &[IoKind::Write], true);
+    v.write(0, &[7u8; BS as usize], false).unwrap(); // dirty in epoch 1: no backing write yet
+                                                     // The FLUSH closes epoch 1; the flusher cannot write it, so the FLUSH fails (EIO).
+    let t = Instant::now();
+    let v2 = v.clone();
+    let flushed = bounded(BOUND, move || v2.flush()).expect("FLUSH returned");
+    assert!(
+        matches!(flushed, Err(EngineError::Io(_))),
+        "FLUSH over a failing backing: {flushed:?}"
+    );
+    // Epoch 1 is still dirty and epoch 2 is current: a write is past the cap of one epoch.
+    let v3 = v.clone();
+    let wrote = bounded(BOUND, move || v3.write(BS, &[8u8; BS as usize], false));
+    let wrote = wrote.expect("a write past the epoch cap returned while flushing kept failing");
+    match &wrote {
+        Err(EngineError::Io(e)) => {
+            assert!(e.to_string().contains("injected fault"), "the flusher's error: {e}")
+        }
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
+    // The data written before the cap is still readable (it stays dirty in the cache).
+    let mut buf = vec![0u8; BS as usize];
+    v.read(0, &mut buf).unwrap();
+    assert_eq!(buf, vec![7u8; BS as usize]);
+    // The clean shutdown returns (with the flusher's error: the dirty block cannot be written).
+    let e2 = engine.clone();
+    let down = bounded(BOUND, move || e2.shutdown()).expect("shutdown returned");
+    assert!(down.is_err(), "a shutdown that cannot write dirty blocks reports it: {down:?}");
+    eprintln!("all exits taken in {:?}", t.elapsed());
+}
+
+#[test]
+fn a_write_waiting_at_the_epoch_cap_exits_on_shutdown() {
+    // A shutdown that begins while a write waits at the cap: the write returns (not
+    // acknowledged), and so does the shutdown.
+    let backing = Arc::new(FaultDevice::new(Arc::new(MemDevice::new(VOL))).unwrap());
+    let engine = Arc::new(open(backing.clone()));
+    let v = engine.volume("v").unwrap();
+    backing.fail_nth(1, &[IoKind::Write], true);
+    v.write(0, &[7u8; BS as usize], false).unwrap();
+    let v2 = v.clone();
+    assert!(bounded(BOUND, move || v2.flush()).expect("FLUSH returned").is_err());
+    // A write now waits at the cap; begin the shutdown while it waits.
+    let v3 = v.clone();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(v3.write(BS, &[8u8; BS as usize], false));
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let e2 = engine.clone();
+    let down = bounded(BOUND, move || e2.shutdown()).expect("shutdown returned");
+    assert!(down.is_err(), "dirty data could not reach backing: {down:?}");
+    let wrote = rx.recv_timeout(BOUND).expect("the waiting write returned");
+    assert!(wrote.is_err(), "the waiting write was not acknowledged: {wrote:?}");
+    // After shutdown every request is refused.
+    assert!(matches!(v.write(0, &[1u8; 512], false), Err(EngineError::ShutDown)));
+}
+
+/// Backing whose next write panics once armed.
+struct PanicOnce {
+    inner: MemDevice,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl Device for PanicOnce {
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            panic!("injected panic in a backing write at {offset}");
+        }
+        self.inner.write_at(offset, data)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.inner.sync()
+    }
+    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.inner.trim(offset, len)
+    }
+    fn describe(&self) -> String {
+        "panicking memory".into()
+    }
+}
+
+#[test]
+fn a_panic_in_the_flusher_ends_every_wait() {
+    let backing = Arc::new(PanicOnce { inner: MemDevice::new(VOL), armed: Default::default() });
+    let cache: Arc<dyn Device> = Arc::new(MemDevice::new(2 << 20));
+    let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
+    spec.journal_bytes = 0;
+    Engine::format(cache.as_ref(), &spec).unwrap();
+    let engine = Arc::new(
+        Engine::open_with(
+            EngineConfig {
+                cache,
+                volumes: vec![VolumeConfig { name: "v".into(), backing: backing.clone() }],
+                write_mode: WriteMode::WriteBackFlush,
+                replacement: Box::new(|cap| Box::new(Lru::new(cap))),
+                admission: Box::new(Aod),
+            },
+            WritebackConfig { max_epochs: 1, ..WritebackConfig::default() },
+        )
+        .unwrap(),
+    );
+    let v = engine.volume("v").unwrap();
+    v.write(0, &[7u8; BS as usize], false).unwrap();
+    backing.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    // The flusher's backing write panics: the FLUSH waiting for it fails, and so does
+    // everything after (the engine stopped serving), in bounded time.
+    let v2 = v.clone();
+    let flushed = bounded(BOUND, move || v2.flush()).expect("FLUSH returned");
+    assert!(matches!(flushed, Err(EngineError::Io(_))), "{flushed:?}");
+    let v3 = v.clone();
+    let wrote = bounded(BOUND, move || v3.write(BS, &[8u8; BS as usize], false))
+        .expect("a write after the flusher died returned");
+    let msg = format!("{:?}", wrote.expect_err("not acknowledged"));
+    assert!(msg.contains("panicked"), "{msg}");
+    let v4 = v.clone();
+    let flushed = bounded(BOUND, move || v4.flush()).expect("a second FLUSH returned");
+    assert!(flushed.is_err());
+    let e2 = engine.clone();
+    assert!(bounded(BOUND, move || e2.shutdown()).expect("shutdown returned").is_err());
+}
