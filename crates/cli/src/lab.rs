@@ -48,17 +48,21 @@ pub fn warmup(argv: &[String]) -> anyhow::Result<String> {
 pub fn demote(argv: &[String]) -> anyhow::Result<String> {
     let a: DemoteCmdArgs = parse("demote", argv)?;
     let run = cmd_demote::compute(&a)?;
-    let mut v = serde_json::to_value(&run.report).context("encoding the report as JSON")?;
-    if let Some(o) = v.as_object_mut() {
-        o.insert(
-            "trace".into(),
-            serde_json::json!({
-                "name": run.name, "requests": run.requests, "warmup_requests": run.warmup,
-                "wss_blocks": run.wss,
-            }),
-        );
+    /// The report's fields in their order, then what it ran on.
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        #[serde(flatten)]
+        report: &'a ember_sim::hierarchy_experiment::DemoteReport,
+        trace: serde_json::Value,
     }
-    Ok(v.to_string())
+    let doc = Doc {
+        report: &run.report,
+        trace: serde_json::json!({
+            "name": run.name, "requests": run.requests, "warmup_requests": run.warmup,
+            "wss_blocks": run.wss,
+        }),
+    };
+    serde_json::to_string(&doc).context("encoding the report as JSON")
 }
 
 /// `ember sievestore`: the experiment's `sievestore.json` (with `--experiment`), else the
