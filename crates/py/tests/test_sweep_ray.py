@@ -24,10 +24,17 @@ import pytest
 
 from conftest import run
 
-ray = pytest.importorskip("ray")  # installed by `make setup`; a missing Ray fails below
+# Ray resolves 127.0.0.1 to the machine's outward address unless told that this is a
+# single-machine cluster; the test cluster (and the drivers it starts, which inherit the
+# environment) stays on the loopback interface.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
+import ray  # noqa: E402  (installed by `make setup`)
 from ray.cluster_utils import Cluster  # noqa: E402
 
-NODE = dict(num_cpus=1, object_store_memory=80 << 20, include_dashboard=False)
+# Loopback only: every Ray process of the test binds and talks on 127.0.0.1.
+NODE = dict(num_cpus=1, object_store_memory=80 << 20, include_dashboard=False,
+            node_ip_address="127.0.0.1")
 POLICIES = ["lru", "fifo", "arc", "s3fifo"]
 SIZES = ["1%", "5%", "10%"]
 

@@ -165,33 +165,49 @@ def _remote_body(cell: Dict[str, Any], shipped) -> Dict[str, Any]:
     import socket
 
     host = socket.gethostname()
+    local = cell["trace"]
     try:
         if shipped is None:
-            rows = run_cell(cell, cell["trace"])
+            rows = run_cell(cell, local)
         else:
             name = os.path.basename(cell["trace"])
             with tempfile.TemporaryDirectory(prefix="emberlab-") as d:
-                p = os.path.join(d, name)
-                with open(p, "wb") as f:
+                local = os.path.join(d, name)
+                with open(local, "wb") as f:
                     f.write(shipped)
-                rows = run_cell(cell, p)
+                rows = run_cell(cell, local)
         return {"cell": cell["cell"], "ok": True, "rows": rows, "node": host, "pid": os.getpid()}
     except Exception as e:  # noqa: BLE001 - every failure is reported per cell
-        return {"cell": cell["cell"], "ok": False, "error": f"{type(e).__name__}: {e}",
-                "node": host, "pid": os.getpid()}
+        # Name the trace as the spec did, not the worker's copy of a shipped one.
+        msg = f"{type(e).__name__}: {e}".replace(local, cell["trace"])
+        return {"cell": cell["cell"], "ok": False, "error": msg, "node": host,
+                "pid": os.getpid()}
 
 
 def _init_ray(address: Optional[str], num_cpus: Optional[int]):
+    host = ""
+    if address and address != "auto":
+        host = address.rsplit(":", 1)[0].removeprefix("ray://")
+    if host in ("127.0.0.1", "localhost") or not address:
+        # A cluster on this machine's loopback interface (or a local instance): Ray would
+        # otherwise resolve 127.0.0.1 to the machine's outward address. Read when ray is
+        # first imported.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     import ray
 
     if ray.is_initialized():
         return ray
     if address:
-        ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+        kw = {}
+        if host in ("127.0.0.1", "localhost"):
+            # A cluster on this machine's loopback interface: the driver joins it there.
+            kw["_node_ip_address"] = "127.0.0.1"
+        ray.init(address=address, logging_level="WARNING", log_to_driver=False, **kw)
     else:
+        # A local instance stays on the loopback interface.
         ray.init(num_cpus=num_cpus or os.cpu_count() or 1,
                  object_store_memory=LOCAL_OBJECT_STORE_BYTES, include_dashboard=False,
-                 logging_level="WARNING", log_to_driver=False)
+                 logging_level="WARNING", log_to_driver=False, _node_ip_address="127.0.0.1")
     return ray
 
 
