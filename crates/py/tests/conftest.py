@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import run
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -20,17 +22,6 @@ def ember() -> Path:
         subprocess.run(["cargo", "build", "--release", "--bin", "ember"], cwd=ROOT, check=True)
     assert path.exists(), f"{path} missing after cargo build"
     return path
-
-
-def run(ember: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(ember), *map(str, args)], check=True, capture_output=True,
-                          text=True)
-
-
-def cli_json(ember: Path, tmp: Path, *args: str):
-    out = tmp / "cli.json"
-    run(ember, *args, "--json", out, "-q")
-    return json.loads(out.read_text())
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import emberlab as em
-from conftest import cli_json, run
+from cli_helpers import cli_json, run
 
 
 def cli_csv(ember: Path, tmp: Path, *args: str) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import run
+from cli_helpers import run
 
 # Ray resolves 127.0.0.1 to the machine's outward address unless told that this is a
 # single-machine cluster; the test cluster (and the drivers it starts, which inherit the
