@@ -49,6 +49,7 @@ def cluster():
     worker = c.add_node(**NODE)
     c.wait_for_nodes()
     yield c, worker
+    ray.shutdown()  # a driver of this process (test_python_sweep_twice_resumes)
     c.shutdown()
 
 
@@ -177,3 +178,19 @@ def test_bad_spec_is_a_clear_error(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 2
     assert "unknown key(s) ['policys']" in p.stderr, p.stderr
+
+
+def test_python_sweep_twice_resumes(cluster, sweep_traces, tmp_path):
+    """`emberlab.sweep` from Python, twice in one process: the second call resumes (and the
+    function is still the function: importing the sweep driver must not shadow it)."""
+    import emberlab as em
+
+    c, _ = cluster
+    spec = {"traces": [str(sweep_traces[1])], "policies": ["fifo"], "sizes": ["1%", "2%"]}
+    try:
+        first = em.sweep(spec, out=tmp_path / "o", ray_address=c.address, progress=False)
+        assert len(first) == 2 and list(first["size"]) == ["1%", "2%"]
+        again = em.sweep(spec, out=tmp_path / "o", ray_address=c.address, progress=False)
+        pd.testing.assert_frame_equal(first, again)
+    finally:
+        ray.shutdown()

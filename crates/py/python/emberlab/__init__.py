@@ -279,7 +279,9 @@ def sievestore(trace: PathLike, **options: Any) -> pd.DataFrame:
 
 
 def sweep(spec, out: Optional[PathLike] = None, **options: Any) -> pd.DataFrame:
-    """Run a sweep spec (a path to TOML/JSON, or a dict) on Ray; see :mod:`emberlab.sweep`."""
-    from .sweep import sweep as _sweep
+    """Run a sweep spec (a path to TOML/JSON, or a dict) on Ray; see
+    :mod:`emberlab.ray_sweep` (a module name other than ``sweep``: importing a submodule
+    sets the package attribute of its name, which would shadow this function)."""
+    from .ray_sweep import sweep as _sweep
 
     return _sweep(spec, out=out, **options)

@@ -2,7 +2,7 @@
 
 import sys
 
-from .sweep import main
+from .ray_sweep import main
 
 if __name__ == "__main__":
     args = sys.argv[1:]
