@@ -3,7 +3,6 @@ generates. `make test` builds the binary and installs the wheel first."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
