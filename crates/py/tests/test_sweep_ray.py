@@ -157,14 +157,18 @@ def test_ember_sweep_cli_runs_the_driver(cluster, ember, sweep_traces, tmp_path)
     spec = tmp_path / "s.toml"
     spec.write_text(
         f'traces = ["{sweep_traces[0]}"]\npolicies = ["lru"]\nsizes = ["5%"]\n'
-        'sieves = ["aod", "sievestore-c"]\n'
+        'sieves = ["aod", "sievestore-c"]\nschemes = ["demote-adapt-exp"]\n'
+        '[demote]\nclient_size = "1%"\narray_size = "1%"\n'
     )
     env = dict(os.environ, EMBER_PYTHON=sys.executable)
     p = subprocess.run([str(ember), "sweep", str(spec), "--ray-address", c.address, "-q"],
                        env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     res = pd.read_parquet(tmp_path / "sweep-s" / "results.parquet")
-    assert sorted(res["kind"]) == ["sievestore", "sim"]
+    assert sorted(res["kind"]) == ["demote", "sievestore", "sim"]
+    d = res[res["kind"] == "demote"].iloc[0]
+    assert d["scheme"] == "DemoteAdaptExp" and d["cell_scheme"] == "demote-adapt-exp"
+    assert d["mean_speedup"] > 0
     sim = res[res["kind"] == "sim"].iloc[0]
     cli = ember_sim_rows(ember, sweep_traces[0], tmp_path)
     want = cli[(cli["policy"] == "lru") & (cli["size"] == "5%")].iloc[0]
