@@ -2,9 +2,14 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer crash-long fuzz clean
+.PHONY: setup build demo test lint unit peer python crash-long fuzz clean
 
-## Install what the demo and the tests need (Debian and Python packages, peer data). Idempotent.
+# The project's virtual environment (created by scripts/setup.sh): every Python step uses it.
+VENV := $(CURDIR)/.venv
+PY := $(VENV)/bin/python
+
+## Install what the demo and the tests need (Debian packages; .venv with the Python packages
+## and the emberlab wheel; peer data). Idempotent.
 setup:
 	@bash scripts/setup.sh
 
@@ -13,7 +18,7 @@ build:
 
 ## Build ember and run its main job end to end on embedded defaults.
 demo: setup build
-	@bash scripts/demo.sh
+	@PATH="$(VENV)/bin:$$PATH" bash scripts/demo.sh
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -26,10 +31,16 @@ unit:
 
 ## ember against libCacheSim (the libcachesim Python package) on the same traces.
 peer: build
-	python3 -m pytest -q tests/peer
+	$(PY) -m pytest -q tests/peer
 
-## Every test: formatting, lints, unit and end-to-end tests, and the peer comparisons.
-test: setup lint unit peer
+## The emberlab Python package (installed by setup) against the CLI, its notebook, and
+## sweeps on a real two-node Ray cluster.
+python: build
+	$(PY) -m pytest -q crates/py/tests
+
+## Every test: formatting, lints, unit and end-to-end tests, the peer comparisons, and the
+## Python package (with its Ray cluster).
+test: setup lint unit peer python
 
 ## Crash trials at length (thesis chapter 3 guarantees): 1000 SIGKILL trials through nbdsh and
 ## 1000 power cuts per write policy (about 15 minutes). `make test` runs a short version.

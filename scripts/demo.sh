@@ -29,13 +29,13 @@ echo "== 2. six policies x six cache sizes (% of the working set), hourly timeli
 echo
 echo "== 3. SieveStore: a 12-volume ensemble over 4 days (MSR-Cambridge CSV), every sieve compared"
 "$EMBER" trace gen ensemble --days 4 --accesses-per-day 500000 --seed 7 -o "$OUT/ensemble.csv"
-"$EMBER" sim "$OUT/ensemble.csv" --experiment sievestore --out "$OUT/sievestore" --quiet
+"$EMBER" sievestore "$OUT/ensemble.csv" --experiment --out "$OUT/sievestore" --quiet
 sed -n '1,12p' "$OUT/sievestore/sievestore.txt"
 
 echo
 echo "== 4. Exclusive caching (Wong & Wilkes): the ZIPF workload of section 3 under every DEMOTE scheme"
 "$EMBER" trace gen ww-zipf --seed 3 -o "$OUT/ww-zipf.ember" >/dev/null
-"$EMBER" sim "$OUT/ww-zipf.ember" --experiment demote --out "$OUT/demote" --quiet
+"$EMBER" demote "$OUT/ww-zipf.ember" --experiment --out "$OUT/demote" --quiet
 grep -E "mean speedup" "$OUT/demote/demote.txt" || true
 
 echo

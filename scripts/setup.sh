@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything ember's demo and tests need, idempotently: Debian packages (the NBD
-# peers and clients, fio, qemu-utils, fonts for plots), Python packages (libcachesim, the
-# peer simulator) and the libcachesim source distribution (its shipped cloudPhysicsIO traces).
+# peers and clients, fio, qemu-utils, fonts for plots), a Python virtual environment in .venv
+# with libcachesim (the peer simulator), pytest, pandas, pyarrow, Ray and maturin, the
+# libcachesim source distribution (its shipped cloudPhysicsIO traces), and ember's own Python
+# package (emberlab, crates/py) built as a wheel and installed into .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,11 +20,30 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-PY=${PYTHON:-python3}
+# Python: a project virtual environment in .venv, so nothing of the machine's Python is
+# touched. Created once; packages installed when one is missing.
+HOST_PY=${PYTHON:-python3}
+VENV=.venv
+PY=$VENV/bin/python
+if [ ! -x "$PY" ]; then
+  echo "setup: creating the virtual environment $VENV"
+  if ! "$HOST_PY" -m venv "$VENV" >/dev/null 2>&1; then
+    # Debian's python3 needs python3-venv for ensurepip.
+    rm -rf "$VENV"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
+    "$HOST_PY" -m venv "$VENV"
+  fi
+fi
 LIBCACHESIM_VERSION=0.3.5
-if ! $PY -c "import libcachesim, pytest, numpy" >/dev/null 2>&1; then
-  echo "setup: installing Python packages: libcachesim==$LIBCACHESIM_VERSION pytest numpy"
-  $PY -m pip install -q "libcachesim==$LIBCACHESIM_VERSION" pytest numpy
+PY_PKGS=("libcachesim==$LIBCACHESIM_VERSION" pytest numpy pandas pyarrow "ray>=2.9" tqdm
+         matplotlib "maturin>=1.5,<2" nbformat nbclient ipykernel)
+if ! "$PY" -c "import libcachesim, pytest, numpy, pandas, pyarrow, ray, tqdm, matplotlib, \
+               maturin, nbformat, nbclient, ipykernel" >/dev/null 2>&1; then
+  echo "setup: installing Python packages into $VENV: ${PY_PKGS[*]}"
+  "$PY" -m pip install -q --upgrade pip
+  "$PY" -m pip install -q "${PY_PKGS[@]}"
 fi
 
 # The libcachesim sdist ships cloudPhysicsIO in csv, vscsi and oracleGeneral forms.
@@ -48,4 +69,22 @@ for tool in nbdsh nbdkit nbdinfo nbdcopy nbdfuse fio qemu-io qemu-img qemu-nbd m
   PATH="/usr/bin:/usr/sbin:/sbin:$PATH" command -v "$tool" >/dev/null \
     || { echo "setup: $tool is missing after installing the Debian packages" >&2; exit 1; }
 done
+# emberlab: build the wheel from the workspace (cargo rebuilds only what changed) and install
+# it into .venv when it differs from the installed one.
+WHEELS=target/wheels
+echo "setup: building the emberlab wheel (maturin)"
+rm -f "$WHEELS"/emberlab-*.whl
+if ! VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" build --release -m crates/py/Cargo.toml \
+    -o "$WHEELS" --interpreter "$PY" >"$VENV/maturin.log" 2>&1; then
+  cat "$VENV/maturin.log" >&2
+  echo "setup: building the emberlab wheel failed" >&2
+  exit 1
+fi
+WHEEL=$(ls -t "$WHEELS"/emberlab-*.whl 2>/dev/null | head -1)
+[ -n "$WHEEL" ] || { echo "setup: no emberlab wheel was built" >&2; exit 1; }
+SUM=$(sha256sum "$WHEEL" | cut -d' ' -f1)
+if [ "$(cat "$VENV/.emberlab-wheel" 2>/dev/null)" != "$SUM" ]; then
+  "$PY" -m pip install -q --force-reinstall --no-deps "$WHEEL"
+  echo "$SUM" > "$VENV/.emberlab-wheel"
+fi
 echo "setup: ok"

@@ -1,4 +1,6 @@
-"""`ember sim` against libCacheSim (the `libcachesim` Python package 0.3.5): miss counts.
+"""`ember sim` against libCacheSim (the `libcachesim` Python package 0.3.5): miss counts,
+through ember's own Python package (`emberlab.sim`, the same code as the `ember sim` command;
+crates/py/tests checks that the two give the same numbers).
 
 Issue 2, "Exactness against a real peer": count-based capacity (libCacheSim with
 `ignore_obj_size=True`, so every object is one unit; ember with capacity in blocks), on
@@ -14,17 +16,17 @@ new block in the lowest segment with room, which `ember sim`'s paper SLRU (proba
 protected, Wong & Wilkes) deliberately does not.
 
 For the vscsi form, libCacheSim names an object by the request's starting sector (one object
-per request); ember reproduces that view with `--block-size 512 --per-request`. libCacheSim's
+per request); ember reproduces that view with `block_size=512, per_request=True`. libCacheSim's
 Belady needs oracleGeneral input, so for vscsi it runs on cloudPhysicsIO.oracleGeneral.bin,
 the same requests in libCacheSim's own conversion.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
+import emberlab as em
 import libcachesim as lcs
 import pytest
 
@@ -49,15 +51,10 @@ def lcs_misses(path: Path, trace_type, policy: str, capacity: int) -> int:
     return int(round(miss_ratio * n))
 
 
-def ember_misses(ember: Path, trace: Path, sizes: list[int], extra: list[str]) -> dict:
-    out = trace.parent / (trace.name + ".sim.json")
-    subprocess.run(
-        [str(ember), "sim", str(trace), "-q", "--policy", ",".join(POLICIES),
-         "--size", ",".join(map(str, sizes)), "--json", str(out), *extra],
-        check=True,
-    )
-    runs = json.loads(out.read_text())["runs"]
-    return {(r["policy"], r["capacity_blocks"]): r["misses"] for r in runs}
+def ember_misses(trace: Path, sizes: list[int], options: dict) -> dict:
+    runs = em.sim(trace, policy=list(POLICIES), size=sizes, **options)
+    assert len(runs) == len(POLICIES) * len(sizes)
+    return {(r.policy, r.capacity_blocks): r.misses for r in runs.itertuples()}
 
 
 def generated(ember: Path, tmp: Path, name: str, args: list[str]) -> Path:
@@ -86,24 +83,24 @@ def traces(ember: Path, peer_data: Path, tmp_path_factory) -> dict:
                                             "--requests", "200000", "--seed", "8"])
     cp_og = peer_data / "cloudPhysicsIO.oracleGeneral.bin"
     cp_vscsi = peer_data / "cloudPhysicsIO.vscsi"
-    # name: (file ember reads, ember flags, file + type libCacheSim reads for each policy)
+    # name: (file ember reads, ember options, file + type libCacheSim reads for each policy)
     return {
-        "zipf": (zipf, [], lambda p: (zipf, og)),
-        "uniform": (uni, [], lambda p: (uni, og)),
-        "cloudphysics-oracle": (cp_og, [], lambda p: (cp_og, og)),
+        "zipf": (zipf, {}, lambda p: (zipf, og)),
+        "uniform": (uni, {}, lambda p: (uni, og)),
+        "cloudphysics-oracle": (cp_og, {}, lambda p: (cp_og, og)),
         "cloudphysics-vscsi": (
             cp_vscsi,
-            ["--block-size", "512", "--per-request"],
+            {"block_size": 512, "per_request": True},
             lambda p: (cp_og, og) if p == "Belady" else (cp_vscsi, lcs.TraceType.VSCSI_TRACE),
         ),
     }
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_miss_counts_equal_libcachesim(ember: Path, traces: dict, case: str) -> None:
-    path, flags, lcs_input = traces[case]
+def test_miss_counts_equal_libcachesim(traces: dict, case: str) -> None:
+    path, options, lcs_input = traces[case]
     sizes = CASES[case]
-    ours = ember_misses(ember, path, sizes, flags)
+    ours = ember_misses(path, sizes, options)
     mismatches = []
     for name, cls in POLICIES.items():
         for size in sizes:
@@ -113,14 +110,12 @@ def test_miss_counts_equal_libcachesim(ember: Path, traces: dict, case: str) -> 
     assert not mismatches, f"{case}: " + "; ".join(mismatches)
 
 
-def test_vscsi_and_oracle_forms_are_the_same_requests(ember: Path, peer_data: Path) -> None:
+def test_vscsi_and_oracle_forms_are_the_same_requests(peer_data: Path) -> None:
     """ember's vscsi and oracleGeneral readers see the same 113,872 requests of cloudPhysicsIO
     that libCacheSim counts."""
     counts = []
     for name in ["cloudPhysicsIO.vscsi", "cloudPhysicsIO.oracleGeneral.bin"]:
-        out = subprocess.run([str(ember), "trace", "info", str(peer_data / name), "--json"],
-                             check=True, capture_output=True, text=True).stdout
-        counts.append(json.loads(out)["requests"])
+        counts.append(len(em.read_trace(peer_data / name)))
         reader = lcs.TraceReader(str(peer_data / name),
                                  lcs.TraceType.VSCSI_TRACE if name.endswith("vscsi")
                                  else lcs.TraceType.ORACLE_GENERAL_TRACE)

@@ -1,14 +1,15 @@
 //! `ember analyze`: trace characterization for cache warmup (Bonfire FAST 2013 section 3,
 //! SieveStore's popularity skew, LRU miss-ratio curves), as tables, JSON and PNG plots.
 
+use crate::output::{write_text, OutputArgs};
 use crate::plot::colour;
 use crate::trace_args::TraceInput;
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use clap::Args;
 use ember_analyze::report::{Analysis, TraceReport};
 use ember_analyze::{analyze, AnalyzeConfig, Class, REUSE_BUCKETS};
 use plotters::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Arguments of `ember analyze`.
 #[derive(Args)]
@@ -34,12 +35,9 @@ pub struct AnalyzeArgs {
     /// Analyze the whole trace only, not each volume.
     #[arg(long)]
     pub whole_only: bool,
-    /// Write the JSON document here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write analyze.json and the PNG figures into this directory.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    /// --out DIR (analyze.json and the PNG figures), --json FILE, --quiet (no tables).
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Parse a byte count: `4096`, `4K`/`4KiB`, `1M`/`1MiB`, `1G`/`1GiB` (powers of 1024), or
@@ -76,8 +74,8 @@ pub fn analyze_input(input: &TraceInput, cfg: AnalyzeConfig) -> anyhow::Result<T
     analyze(&trace, &cfg).map_err(|e| anyhow!("{e}"))
 }
 
-/// Run `ember analyze`.
-pub fn run(a: AnalyzeArgs) -> anyhow::Result<()> {
+/// Analyze the trace that `a` names, writing nothing.
+pub fn compute(a: &AnalyzeArgs) -> anyhow::Result<TraceReport> {
     let cfg = AnalyzeConfig {
         block_size: a.input.block_size,
         region_bytes: a.region_size,
@@ -87,18 +85,25 @@ pub fn run(a: AnalyzeArgs) -> anyhow::Result<()> {
         shards_rate: a.shards,
         per_volume: !a.whole_only,
     };
-    let report = analyze_input(&a.input, cfg)?;
-    print_tables(&report);
-    let json = serde_json::to_string_pretty(&report)?;
-    if let Some(p) = &a.json {
-        std::fs::write(p, &json).with_context(|| format!("writing {}", p.display()))?;
+    analyze_input(&a.input, cfg)
+}
+
+/// Run `ember analyze`.
+pub fn run(a: AnalyzeArgs) -> anyhow::Result<()> {
+    let report = compute(&a)?;
+    if !a.output.quiet {
+        print_tables(&report);
     }
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let p = dir.join("analyze.json");
-        std::fs::write(&p, &json).with_context(|| format!("writing {}", p.display()))?;
+    let json = serde_json::to_string_pretty(&report)?;
+    if let Some(p) = &a.output.json {
+        write_text(p, &json)?;
+    }
+    if let Some(dir) = a.output.dir()? {
+        write_text(&dir.join("analyze.json"), &json)?;
         plots(&report, dir)?;
-        eprintln!("wrote {}/analyze.json and figures", dir.display());
+        if !a.output.quiet {
+            eprintln!("wrote {}/analyze.json and figures", dir.display());
+        }
     }
     Ok(())
 }

@@ -1,11 +1,12 @@
-//! Wong & Wilkes' client/array hierarchy in `ember sim` (*My cache or yours?*, USENIX ATC
-//! 2002; docs/demote.md): `--hierarchy` runs N LRU clients over one array cache under the
-//! chosen schemes; `--experiment demote` runs every scheme side by side and writes the tables,
-//! a hit-rate-against-aggregate-cache-size plot (Figures 2 and 7) and the READ latency CDF
+//! `ember demote`: Wong & Wilkes' client/array hierarchy (*My cache or yours?*, USENIX ATC
+//! 2002; docs/demote.md). It runs N LRU clients over one array cache under the chosen
+//! schemes; `--experiment` runs every scheme side by side and writes the tables, a
+//! hit-rate-against-aggregate-cache-size plot (Figures 2 and 7) and the READ latency CDF
 //! (Figure 4).
 
-use crate::cmd_sim::SimArgs;
-use crate::plot::colour;
+use crate::output::{display_name, write_text, OutputArgs};
+use crate::plot::{colour, finish, DrawResult};
+use crate::trace_args::TraceInput;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ember_policy::demote::{ArrayConfig, Scheme};
@@ -18,13 +19,31 @@ use plotters::prelude::*;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-/// The hierarchy flags of `ember sim`.
+/// Arguments of `ember demote`.
+#[derive(Args)]
+pub struct DemoteCmdArgs {
+    /// The trace and how to read it.
+    #[command(flatten)]
+    pub input: TraceInput,
+    /// The hierarchy: clients, sizes, schemes, latencies.
+    #[command(flatten)]
+    pub demote: DemoteArgs,
+    /// The paper's experiment: every scheme side by side (with `--scheme all`), a hit-rate
+    /// sweep over array sizes (default 1/8 to 4 times --array-size), tables and figures in
+    /// --out (default: the current directory).
+    #[arg(long)]
+    pub experiment: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// --out, --json, --quiet.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The hierarchy flags of `ember demote`.
 #[derive(Args, Clone, Debug)]
 pub struct DemoteArgs {
-    /// Simulate Wong & Wilkes' hierarchy: LRU clients over one array cache (see --scheme).
-    /// `--experiment demote` runs every scheme and writes tables and plots.
-    #[arg(long)]
-    pub hierarchy: bool,
     /// Hierarchy: number of clients (default: one per trace volume, or 1 with
     /// --client-of single).
     #[arg(long)]
@@ -86,11 +105,6 @@ pub struct DemoteArgs {
     /// --experiment demote: 1/8 to 4 times --array-size).
     #[arg(long, value_delimiter = ',')]
     pub sweep: Vec<String>,
-}
-
-/// True if `args` ask for the hierarchy.
-pub fn wanted(args: &SimArgs) -> bool {
-    args.demote.hierarchy || args.sieve.experiment.as_deref() == Some("demote")
 }
 
 fn parse_size(flag: &str, text: &str, block_size: u64, wss: u64) -> anyhow::Result<usize> {
@@ -177,22 +191,38 @@ impl DemoteArgs {
     }
 }
 
-/// Run the hierarchy (`--hierarchy` or `--experiment demote`) for `ember sim`.
-pub fn run(args: &SimArgs) -> anyhow::Result<()> {
+/// A finished hierarchy run: the report and what it was run on.
+pub struct DemoteRun {
+    /// Every scheme's results (and the sweep, if any).
+    pub report: DemoteReport,
+    /// The trace's file name.
+    pub name: String,
+    /// Requests in the trace.
+    pub requests: usize,
+    /// Warm-up requests not counted.
+    pub warmup: usize,
+    /// Working set in blocks.
+    pub wss: u64,
+}
+
+/// Run the hierarchy that `args` describe, writing nothing.
+pub fn compute(args: &DemoteCmdArgs) -> anyhow::Result<DemoteRun> {
     let d = &args.demote;
-    let experiment = args.sieve.experiment.as_deref() == Some("demote");
+    let experiment = args.experiment;
     let block_size = args.input.block_size;
     if block_size == 0 {
         bail!("--block-size must be positive");
     }
     let (trace, stats) = args.input.read()?;
     let path = args.input.path();
-    if stats.skipped > 0 && !args.quiet {
-        eprintln!("ember sim: skipped {} malformed records of {}", stats.skipped, path.display());
+    if stats.skipped > 0 && !args.output.quiet {
+        eprintln!(
+            "ember demote: skipped {} malformed records of {}",
+            stats.skipped,
+            path.display()
+        );
     }
-    let name = path
-        .file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = display_name(path);
     let mut blocks: HashSet<u64> = HashSet::new();
     for r in &trace.requests {
         blocks.extend(r.block_keys(block_size));
@@ -268,25 +298,33 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
         threads: args.threads.unwrap_or_else(default_threads).max(1),
     };
     let warmup = d.warmup(&trace, wss, block_size)?;
-    let started = std::time::Instant::now();
     let report = exp
         .run(&trace.requests, warmup)
         .with_context(|| format!("hierarchy simulation of {}", path.display()))?;
+    Ok(DemoteRun { report, name, requests: trace.requests.len(), warmup, wss })
+}
+
+/// Run `ember demote`: print the tables, write JSON, tables and figures.
+pub fn run(args: DemoteCmdArgs) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let DemoteRun { report, name, requests, warmup, wss } = compute(&args)?;
     let tables = report.tables();
-    if !args.quiet {
-        println!("{name}: {} requests, {} warm-up, WSS {wss} blocks", trace.requests.len(), warmup);
+    let quiet = args.output.quiet;
+    if !quiet {
+        println!("{name}: {requests} requests, {warmup} warm-up, WSS {wss} blocks");
         print!("{tables}");
-        eprintln!("ember sim: hierarchy runs in {:.2} s", started.elapsed().as_secs_f64());
+        eprintln!("ember demote: hierarchy runs in {:.2} s", started.elapsed().as_secs_f64());
     }
-    let out: Option<PathBuf> = args.out.clone().or_else(|| experiment.then(|| PathBuf::from(".")));
+    let out: Option<PathBuf> =
+        args.output.out.clone().or_else(|| args.experiment.then(|| PathBuf::from(".")));
     if let Some(dir) = &out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        write(&dir.join("demote.txt"), &tables)?;
+        crate::output::ensure_dir(dir)?;
+        write_text(&dir.join("demote.txt"), &tables)?;
     }
-    let json = args.json.clone().or_else(|| out.as_ref().map(|d| d.join("demote.json")));
+    let json = args.output.json.clone().or_else(|| out.as_ref().map(|d| d.join("demote.json")));
     if let Some(p) = &json {
         let text = serde_json::to_string_pretty(&report).context("encoding the report as JSON")?;
-        write(p, &text)?;
+        write_text(p, &text)?;
     }
     if let Some(dir) = &out {
         if !report.sweep.is_empty() {
@@ -294,24 +332,14 @@ pub fn run(args: &SimArgs) -> anyhow::Result<()> {
             plot_latency_vs_array(&report, &name, &dir.join("demote_latency_vs_array.png"))?;
         }
         plot_cdf(&report, &name, &dir.join("demote_latency_cdf.png"))?;
-        if !args.quiet {
-            eprintln!("ember sim: wrote demote.txt, demote.json and plots in {}", dir.display());
+        if !quiet {
+            eprintln!("ember demote: wrote demote.txt, demote.json and plots in {}", dir.display());
         }
     }
     Ok(())
 }
 
-fn write(path: &Path, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-}
-
 const SIZE: (u32, u32) = (1200, 700);
-
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
-
-fn finish(path: &Path, r: DrawResult) -> anyhow::Result<()> {
-    r.map_err(|e| anyhow!("drawing {}: {e}", path.display()))
-}
 
 /// Figures 2 and 7: total hit rate (client + array) against aggregate cache size, one line
 /// per scheme, and one unified LRU cache of the same aggregate size (black).
@@ -552,9 +580,9 @@ mod tests {
     }
 
     #[derive(Parser)]
-    struct SimCli {
+    struct DemoteCli {
         #[command(flatten)]
-        sim: SimArgs,
+        cmd: DemoteCmdArgs,
     }
 
     #[test]
@@ -578,11 +606,10 @@ mod tests {
         let trace = Trace { requests, volumes };
         ember_trace::write_trace(&path, ember_trace::Format::Ember, &trace, 4096).unwrap();
         let out = dir.path().join("out");
-        let cli = SimCli::parse_from([
-            "sim",
+        let cli = DemoteCli::parse_from([
+            "demote",
             path.to_str().unwrap(),
             "--experiment",
-            "demote",
             "--client-size",
             "4",
             "--array-size",
@@ -593,8 +620,7 @@ mod tests {
             out.to_str().unwrap(),
             "--quiet",
         ]);
-        assert!(wanted(&cli.sim));
-        run(&cli.sim).unwrap();
+        run(cli.cmd).unwrap();
         for f in [
             "demote.txt",
             "demote.json",

@@ -1,31 +1,59 @@
-//! SieveStore in `ember sim`: `--experiment sievestore` (the paper's comparison, tables and
-//! Figures 5, 6, 8 and 9 as PNG), and `--admission` / `--partition` runs of any sieve in an
-//! ensemble cache or per-volume partitions (docs/sievestore.md).
+//! `ember sievestore`: `--experiment` (SieveStore's comparison, tables and Figures 5, 6, 8
+//! and 9 as PNG), and `--admission` / `--partition` runs of any sieve in an ensemble cache or
+//! per-volume partitions (docs/sievestore.md).
 
-use crate::plot::colour;
+use crate::output::{display_name, ensure_dir, write_text, OutputArgs};
+use crate::plot::{colour, finish, DrawResult};
+use crate::trace_args::TraceInput;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ember_policy::replacement::{build, Kind};
 use ember_sim::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
 use ember_sim::ensemble::{run_partitioned_with, Partition};
 use ember_sim::experiment_sievestore::{ExperimentReport, ExperimentRow, SieveStoreExperiment};
-use ember_sim::sievestore::{CacheFactory, SieveRun, SieveSpec};
-use ember_sim::Capacity;
+use ember_sim::sievestore::{CacheFactory, DayStats, SieveRun, SieveSpec};
+use ember_sim::{default_threads, Capacity};
 use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
 use ember_trace::{write_trace, Format, Trace};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
-/// SieveStore's flags of `ember sim`.
+/// Arguments of `ember sievestore`.
+#[derive(Args)]
+pub struct SieveStoreCmdArgs {
+    /// The trace and how to read it.
+    #[command(flatten)]
+    pub input: TraceInput,
+    /// The sieves, the partitioning, the device model.
+    #[command(flatten)]
+    pub sieve: SieveArgs,
+    /// Replacement policies under the continuous sieves, comma-separated: lru, fifo, clock,
+    /// sieve, arc, slru, 2q, s3fifo (not with --experiment).
+    #[arg(long, default_value = "lru", value_delimiter = ',')]
+    pub policy: Vec<String>,
+    /// Cache sizes, comma-separated: blocks, bytes (64MiB) or % of the working set (not with
+    /// --experiment, which sizes the cache as the paper did: see --cache-blocks).
+    #[arg(long, default_value = "1%,10%", value_delimiter = ',')]
+    pub size: Vec<String>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// --out, --json, --quiet.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// SieveStore's flags of `ember sievestore`.
 #[derive(Args, Clone, Debug, Default)]
 pub struct SieveArgs {
-    /// Run a paper's experiment instead of the policy grid: `sievestore` (SieveStore, ISCA
-    /// 2010: every sieve, ensemble vs per-volume, cost model, Figures 5, 6, 8, 9).
+    /// Run the paper's comparison instead of the sieve x policy x size grid (SieveStore,
+    /// ISCA 2010: every sieve, ensemble vs per-volume, cost model, Figures 5, 6, 8, 9), into
+    /// --out (default: the current directory).
     #[arg(long)]
-    pub experiment: Option<String>,
+    pub experiment: bool,
     /// Admission policies (sieves), comma-separated: aod, wmna, sievestore-c, sievestore-d,
-    /// randsieve-c, randsieve-blkd, ideal, ocf-nhit. Runs them under SieveStore's cache
-    /// managers, per day and per minute.
+    /// randsieve-c, randsieve-blkd, ideal, ocf-nhit (default: aod; with --experiment, every
+    /// sieve). Runs them under SieveStore's cache managers, per day and per minute.
     #[arg(long, value_delimiter = ',')]
     pub admission: Vec<String>,
     /// Share the cache among volumes: ensemble (one cache), proportional (per-volume
@@ -36,18 +64,13 @@ pub struct SieveArgs {
     /// NAME:READ_IOPS:WRITE_IOPS[:UNIT_BYTES].
     #[arg(long, default_value = "x25e")]
     pub device: String,
-    /// Cache size in blocks for `--experiment sievestore` (default: 1.35 x the largest daily
-    /// top 1 % of blocks, the paper's 16 GB against at most 11.9 GB).
+    /// Cache size in blocks for --experiment (default: 1.35 x the largest daily top 1 % of
+    /// blocks, the paper's 16 GB against at most 11.9 GB).
     #[arg(long)]
     pub cache_blocks: Option<usize>,
 }
 
 impl SieveArgs {
-    /// True if these flags ask for SieveStore's code path.
-    pub fn wanted(&self) -> bool {
-        self.experiment.is_some() || !self.admission.is_empty() || self.partition.is_some()
-    }
-
     fn device(&self) -> anyhow::Result<DeviceModel> {
         self.device.parse::<DeviceModel>().map_err(|e| anyhow!("--device: {e}"))
     }
@@ -71,22 +94,14 @@ impl SieveArgs {
     }
 }
 
-/// Run `--experiment sievestore` over `trace` and write `sievestore.txt`, `sievestore.json`
-/// and the figures into `out`.
-pub fn run_experiment(
+/// Run the paper's comparison over `trace`, writing nothing.
+pub fn experiment(
     args: &SieveArgs,
     trace: &Trace,
     trace_name: &str,
     block_size: u64,
     threads: usize,
-    out: &Path,
-    quiet: bool,
 ) -> anyhow::Result<ExperimentReport> {
-    match args.experiment.as_deref() {
-        Some("sievestore") => {}
-        Some(other) => bail!("--experiment: unknown experiment `{other}` (known: sievestore)"),
-        None => bail!("--experiment: missing"),
-    }
     let mut exp = SieveStoreExperiment {
         block_size,
         capacity_blocks: args.cache_blocks,
@@ -102,17 +117,25 @@ pub fn run_experiment(
         exp.partitions =
             if p == Partition::Ensemble { vec![p] } else { vec![Partition::Ensemble, p] };
     }
-    let report =
-        exp.run(trace).with_context(|| format!("sievestore experiment on {trace_name}"))?;
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    exp.run(trace).with_context(|| format!("sievestore experiment on {trace_name}"))
+}
+
+/// Write the experiment's `sievestore.txt`, `sievestore.json` and figures into `out`.
+pub fn write_experiment(
+    report: &ExperimentReport,
+    trace_name: &str,
+    out: &Path,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    ensure_dir(out)?;
     let tables = report.tables();
-    write(&out.join("sievestore.txt"), &tables)?;
-    let json = serde_json::to_string_pretty(&report).context("encoding the report as JSON")?;
-    write(&out.join("sievestore.json"), &json)?;
-    plot_captured(&report, trace_name, &out.join("fig5_accesses_captured.png"))?;
-    plot_allocation_writes(&report, trace_name, &out.join("fig6_allocation_writes.png"))?;
-    plot_occupancy(&report, trace_name, &out.join("fig8_drive_occupancy.png"))?;
-    plot_drives(&report, trace_name, &out.join("fig9_drives_needed.png"))?;
+    write_text(&out.join("sievestore.txt"), &tables)?;
+    let json = serde_json::to_string_pretty(report).context("encoding the report as JSON")?;
+    write_text(&out.join("sievestore.json"), &json)?;
+    plot_captured(report, trace_name, &out.join("fig5_accesses_captured.png"))?;
+    plot_allocation_writes(report, trace_name, &out.join("fig6_allocation_writes.png"))?;
+    plot_occupancy(report, trace_name, &out.join("fig8_drive_occupancy.png"))?;
+    plot_drives(report, trace_name, &out.join("fig9_drives_needed.png"))?;
     if !quiet {
         println!("{tables}");
         println!(
@@ -121,12 +144,14 @@ pub fn run_experiment(
             out.display()
         );
     }
-    Ok(report)
+    Ok(())
 }
 
 /// One `--admission` run: a sieve at a cache size.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AdmissionRow {
+    /// The replacement policy under the sieve.
+    pub policy: String,
     /// The sieve.
     pub admission: String,
     /// How the cache was shared.
@@ -137,24 +162,25 @@ pub struct AdmissionRow {
     pub capacity_blocks: u64,
     /// Drives needed for 100 %, 99.9 % and 90 % of the minutes.
     pub drives: [u32; 3],
+    /// Every day added up.
+    pub total: DayStats,
     /// Counts per day and minute.
     pub run: SieveRun,
 }
 
 /// Run every `--admission` sieve at every size (`(text, blocks)`) under `--partition`, with
-/// continuous sieves over the replacement policy `make_cache` builds; print a table and
-/// write `sievestore_runs.json` into `out` if given.
+/// continuous sieves over `kind`.
 pub fn run_admissions(
     args: &SieveArgs,
     trace: &Trace,
     block_size: u64,
     sizes: &[(String, u64)],
-    make_cache: CacheFactory<'_>,
-    out: Option<&Path>,
+    kind: Kind,
 ) -> anyhow::Result<Vec<AdmissionRow>> {
     let sieves = args.sieves()?;
     let partition = args.partition()?;
     let device = args.device()?;
+    let make_cache: CacheFactory<'_> = &|c| build(kind, c);
     let mut rows = Vec::new();
     for spec in &sieves {
         for (text, blocks) in sizes {
@@ -165,15 +191,22 @@ pub fn run_admissions(
             let occ = occupancy_per_minute(&run.minutes, &device, block_size);
             let drives = PAPER_COVERAGES.map(|c| drives_needed(&occ, c));
             rows.push(AdmissionRow {
+                policy: kind.name().to_string(),
                 admission: spec.name().to_string(),
                 partition,
                 size: text.clone(),
                 capacity_blocks: *blocks,
                 drives,
+                total: run.total(),
                 run,
             });
         }
     }
+    Ok(rows)
+}
+
+/// Print the admission runs as a table.
+fn print_rows(rows: &[AdmissionRow]) {
     println!(
         "{:<15} {:<12} {:>10} {:>12} {:>8} {:>8} {:>8} {:>12} {:>8} {:>14} {:>12}",
         "admission",
@@ -188,8 +221,8 @@ pub fn run_admissions(
         "drives 100/99.9/90",
         "sieve bytes"
     );
-    for r in &rows {
-        let t = r.run.total();
+    for r in rows {
+        let t = r.total;
         let p = |a: u64| if t.accesses == 0 { 0.0 } else { 100.0 * a as f64 / t.accesses as f64 };
         println!(
             "{:<15} {:<12} {:>10} {:>12} {:>8.2} {:>8.2} {:>8.2} {:>12} {:>8.2} {:>14} {:>12}",
@@ -206,36 +239,56 @@ pub fn run_admissions(
             r.run.sieve_memory_bytes
         );
     }
-    if let Some(dir) = out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let json = serde_json::to_string_pretty(&rows).context("encoding runs as JSON")?;
-        write(&dir.join("sievestore_runs.json"), &json)?;
-    }
-    Ok(rows)
 }
 
-/// `ember sim`'s dispatch to SieveStore (when [`SieveArgs::wanted`]): the experiment, or
-/// `--admission` runs of every sieve x replacement policy x size. Results go to `out` (the
-/// experiment defaults to the current directory).
-#[allow(clippy::too_many_arguments)]
-pub fn dispatch(
-    args: &SieveArgs,
-    trace: &Trace,
-    trace_path: &Path,
-    block_size: u64,
-    policies: &[Kind],
-    sizes: &[(String, Capacity)],
-    threads: usize,
-    out: Option<&Path>,
-    quiet: bool,
-) -> anyhow::Result<()> {
-    let name = trace_path
-        .file_name()
-        .map_or_else(|| trace_path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    if args.experiment.is_some() {
-        let dir = out.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        run_experiment(args, trace, &name, block_size, threads, &dir, quiet)?;
-        return Ok(());
+/// What `ember sievestore` computed: the paper's comparison, or the grid's runs.
+pub enum SieveStoreResult {
+    /// `--experiment`.
+    Experiment(ExperimentReport),
+    /// Every sieve x policy x size, policy-major.
+    Runs(Vec<AdmissionRow>),
+}
+
+/// Read the trace and run what `args` ask for, writing nothing.
+pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
+    let block_size = args.input.block_size;
+    if block_size == 0 {
+        bail!("--block-size must be positive");
+    }
+    let policies: Vec<Kind> = args
+        .policy
+        .iter()
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.parse::<Kind>())
+        .collect::<Result<_, _>>()?;
+    let sizes: Vec<(String, Capacity)> = args
+        .size
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| Ok((s.trim().to_owned(), s.parse::<Capacity>()?)))
+        .collect::<anyhow::Result<_>>()?;
+    if !args.sieve.experiment && (policies.is_empty() || sizes.is_empty()) {
+        bail!("give at least one --policy and one --size");
+    }
+    let (trace, stats) = args.input.read()?;
+    let path = args.input.path();
+    if stats.skipped > 0 && !args.output.quiet {
+        eprintln!(
+            "ember sievestore: skipped {} malformed records of {}",
+            stats.skipped,
+            path.display()
+        );
+    }
+    let threads = args.threads.unwrap_or_else(default_threads).max(1);
+    if args.sieve.experiment {
+        let name = display_name(path);
+        return Ok(SieveStoreResult::Experiment(experiment(
+            &args.sieve,
+            &trace,
+            &name,
+            block_size,
+            threads,
+        )?));
     }
     let mut wss: std::collections::HashSet<u64> = std::collections::HashSet::new();
     for r in &trace.requests {
@@ -243,15 +296,52 @@ pub fn dispatch(
     }
     let blocks: Vec<(String, u64)> =
         sizes.iter().map(|(t, c)| (t.clone(), c.blocks(block_size, wss.len() as u64))).collect();
-    for &kind in policies {
+    let mut rows = Vec::new();
+    for &kind in &policies {
         if kind.needs_oracle() {
             bail!("--policy {kind}: oracle replacement is not available under --admission");
         }
-        if !quiet {
-            println!("replacement {kind} (continuous sieves; discrete sieves replace only at epoch ends)");
+        rows.extend(run_admissions(&args.sieve, &trace, block_size, &blocks, kind)?);
+    }
+    Ok(SieveStoreResult::Runs(rows))
+}
+
+/// Run `ember sievestore`: the experiment (tables and figures into --out, default the
+/// current directory), or the sieve x policy x size grid (a table; `sievestore_runs.json` in
+/// --out or at --json).
+pub fn run(args: SieveStoreCmdArgs) -> anyhow::Result<()> {
+    let quiet = args.output.quiet;
+    match compute(&args)? {
+        SieveStoreResult::Experiment(report) => {
+            let dir = args.output.out.clone().unwrap_or_else(|| PathBuf::from("."));
+            let name = display_name(args.input.path());
+            write_experiment(&report, &name, &dir, quiet)?;
+            if let Some(p) = &args.output.json {
+                let json =
+                    serde_json::to_string_pretty(&report).context("encoding the report as JSON")?;
+                write_text(p, &json)?;
+            }
         }
-        let sub = out.map(|d| d.join(kind.name()));
-        run_admissions(args, trace, block_size, &blocks, &|c| build(kind, c), sub.as_deref())?;
+        SieveStoreResult::Runs(rows) => {
+            if !quiet {
+                let mut start = 0;
+                while start < rows.len() {
+                    let policy = &rows[start].policy;
+                    let end = rows[start..]
+                        .iter()
+                        .position(|r| &r.policy != policy)
+                        .map_or(rows.len(), |k| start + k);
+                    println!("replacement {policy} (continuous sieves; discrete sieves replace only at epoch ends)");
+                    print_rows(&rows[start..end]);
+                    start = end;
+                }
+            }
+            if let Some(p) = args.output.json_file("sievestore_runs.json") {
+                args.output.dir()?;
+                let json = serde_json::to_string_pretty(&rows).context("encoding runs as JSON")?;
+                write_text(&p, &json)?;
+            }
+        }
     }
     Ok(())
 }
@@ -312,20 +402,10 @@ pub fn gen_ensemble(args: &GenEnsembleArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn write(path: &PathBuf, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-}
-
 const SIZE: (u32, u32) = (1200, 700);
 
 fn ensemble_rows(report: &ExperimentReport) -> Vec<&ExperimentRow> {
     report.rows.iter().filter(|r| r.partition == Partition::Ensemble).collect()
-}
-
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
-
-fn finish(path: &Path, r: DrawResult) -> anyhow::Result<()> {
-    r.map_err(|e| anyhow!("drawing {}: {e}", path.display()))
 }
 
 /// Figure 5: accesses captured per day, one bar per configuration (reads dark, writes light).
@@ -565,12 +645,9 @@ mod tests {
             EnsembleConfig { days: 2, accesses_per_day: 20_000, ..EnsembleConfig::with_volumes(6) };
         let trace = generate(&cfg).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let args = SieveArgs {
-            experiment: Some("sievestore".into()),
-            device: "x25e".into(),
-            ..SieveArgs::default()
-        };
-        let rep = run_experiment(&args, &trace, "ensemble", 4096, 2, dir.path(), true).unwrap();
+        let args = SieveArgs { experiment: true, device: "x25e".into(), ..SieveArgs::default() };
+        let rep = experiment(&args, &trace, "ensemble", 4096, 2).unwrap();
+        write_experiment(&rep, "ensemble", dir.path(), true).unwrap();
         assert_eq!(rep.days, 2);
         for f in [
             "sievestore.txt",
@@ -588,8 +665,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(json["rows"].as_array().map(|a| a.len()), Some(rep.rows.len()));
-        let bad = SieveArgs { experiment: Some("nope".into()), ..args.clone() };
-        assert!(run_experiment(&bad, &trace, "x", 4096, 1, dir.path(), true).is_err());
+        let bad = SieveArgs { device: "nope".into(), ..args.clone() };
+        assert!(experiment(&bad, &trace, "x", 4096, 1).is_err());
     }
 
     #[test]
@@ -603,29 +680,12 @@ mod tests {
             device: "x25e".into(),
             ..SieveArgs::default()
         };
-        assert!(args.wanted());
         let sizes = vec![("100".to_string(), 100u64), ("1000".to_string(), 1000u64)];
-        let rows = run_admissions(
-            &args,
-            &trace,
-            4096,
-            &sizes,
-            &|c| Box::new(ember_policy::Lru::new(c)),
-            None,
-        )
-        .unwrap();
+        let rows = run_admissions(&args, &trace, 4096, &sizes, Kind::Lru).unwrap();
         assert_eq!(rows.len(), 6);
         assert!(rows.iter().all(|r| r.run.total().accesses > 10_000));
         assert_eq!(rows[0].partition, Partition::Proportional);
         let bad = SieveArgs { admission: vec!["lru".into()], ..args };
-        assert!(run_admissions(
-            &bad,
-            &trace,
-            4096,
-            &sizes,
-            &|c| { Box::new(ember_policy::Lru::new(c)) },
-            None
-        )
-        .is_err());
+        assert!(run_admissions(&bad, &trace, 4096, &sizes, Kind::Lru).is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! `ember sim`: simulate replacement policies over a trace at several cache sizes, print a
 //! table, and write JSON, CSV and PNG plots (column names in docs/sim.md).
 
-use crate::output::{Report, Row};
+use crate::output::{OutputArgs, Report, Row};
 use crate::plot;
 use crate::trace_args::TraceInput;
 use anyhow::{bail, Context};
@@ -37,9 +37,6 @@ pub struct SimArgs {
     /// Also record a timeline: a time span (1h, 10m, 30s) or a request count (100000req).
     #[arg(long)]
     pub interval: Option<Interval>,
-    /// Write the results as JSON to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
     /// Write the results as CSV to this file (with --interval, also <stem>.timeline.csv).
     #[arg(long)]
     pub csv: Option<PathBuf>,
@@ -47,10 +44,10 @@ pub struct SimArgs {
     /// <stem>.timeline.png).
     #[arg(long)]
     pub plot: Option<PathBuf>,
-    /// Write sim.json, sim.csv, hit_ratio.png (and timeline.csv, timeline.png) into this
-    /// directory, unless --json / --csv / --plot name other files.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    /// --out DIR (sim.json, sim.csv, hit_ratio.png, and timeline.csv, timeline.png), --json,
+    /// --quiet.
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// One access per request, keyed by its first block (with --block-size set to the trace's
     /// address unit, e.g. 512): libCacheSim's object view of a block trace, for comparing with
     /// it on traces it reads natively. Default: every block a request touches is an access.
@@ -59,15 +56,6 @@ pub struct SimArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// No progress bar and no timing line.
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// SieveStore: --experiment, --admission, --partition, --device, --cache-blocks.
-    #[command(flatten)]
-    pub sieve: Box<crate::cmd_sievestore::SieveArgs>,
-    /// Wong & Wilkes hierarchy: --hierarchy (and --experiment demote), --clients, ...
-    #[command(flatten)]
-    pub demote: Box<crate::cmd_demote::DemoteArgs>,
 }
 
 /// One run of the grid: a policy at a size.
@@ -96,8 +84,9 @@ fn sibling(path: &Path, ext: &str) -> PathBuf {
     path.with_file_name(format!("{stem}.timeline.{ext}"))
 }
 
-/// Run `ember sim`.
-pub fn run(args: SimArgs) -> anyhow::Result<()> {
+/// Run the grid that `args` describe and return the report, writing nothing (progress bar
+/// and timing line on stderr unless --quiet).
+pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
     let policies: Vec<Kind> = args
         .policy
         .iter()
@@ -117,36 +106,9 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     if block_size == 0 {
         bail!("--block-size must be positive");
     }
-    let quiet = args.quiet;
+    let quiet = args.output.quiet;
     let started = Instant::now();
     let trace_path = args.input.path().to_path_buf();
-    if crate::cmd_demote::wanted(&args) {
-        return crate::cmd_demote::run(&args);
-    }
-    if args.sieve.wanted() {
-        // The SieveStore topologies need whole requests (volumes, times): read them all.
-        let (trace, stats) = args.input.read()?;
-        if stats.skipped > 0 && !quiet {
-            eprintln!(
-                "ember sim: skipped {} malformed records of {}",
-                stats.skipped,
-                trace_path.display()
-            );
-        }
-        let threads = args.threads.unwrap_or_else(default_threads).max(1);
-        let out = args.out.as_deref();
-        return crate::cmd_sievestore::dispatch(
-            &args.sieve,
-            &trace,
-            &trace_path,
-            block_size,
-            &policies,
-            &sizes,
-            threads,
-            out,
-            quiet,
-        );
-    }
     let oracle = policies.iter().any(|p| p.needs_oracle());
     let split = if args.per_request { Split::FirstBlock } else { Split::Blocks };
     // Stream the trace straight into the access stream: no intermediate Vec<Request>.
@@ -243,7 +205,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         );
     }
 
-    let report = Report {
+    Ok(Report {
         trace: trace_path.display().to_string(),
         block_size: stream.block_size(),
         requests: stream.requests(),
@@ -255,19 +217,22 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             .zip(results)
             .map(|(c, result)| Row { size: c.size.clone(), result })
             .collect(),
-    };
+    })
+}
+
+/// Run `ember sim`: the grid, its table on stdout, and the files asked for.
+pub fn run(args: SimArgs) -> anyhow::Result<()> {
+    let report = compute(&args)?;
     print!("{}", report.table());
-    write_outputs(&args, &report, sizes.len())
+    let n_sizes = args.size.iter().filter(|s| !s.trim().is_empty()).count();
+    write_outputs(&args, &report, n_sizes)
 }
 
 fn write_outputs(args: &SimArgs, report: &Report, n_sizes: usize) -> anyhow::Result<()> {
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let in_out = |name: &str| args.out.as_ref().map(|d| d.join(name));
-    let json = args.json.clone().or_else(|| in_out("sim.json"));
-    let csv = args.csv.clone().or_else(|| in_out("sim.csv"));
-    let png = args.plot.clone().or_else(|| in_out("hit_ratio.png"));
+    args.output.dir()?;
+    let json = args.output.json_file("sim.json");
+    let csv = args.output.file(args.csv.as_ref(), "sim.csv");
+    let png = args.output.file(args.plot.as_ref(), "hit_ratio.png");
     let timeline = args.interval.is_some();
     if let Some(p) = &json {
         report.write_json(p)?;
@@ -286,7 +251,7 @@ fn write_outputs(args: &SimArgs, report: &Report, n_sizes: usize) -> anyhow::Res
     if let Some(p) = &png {
         if n_sizes >= 2 {
             plot::hit_ratio_curve(report, p)?;
-        } else if args.plot.is_some() && !args.quiet {
+        } else if args.plot.is_some() && !args.output.quiet {
             eprintln!("ember sim: one size only, no hit-ratio curve plotted to {}", p.display());
         }
         if let Some(i) = args.interval {

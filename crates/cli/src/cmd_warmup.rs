@@ -3,6 +3,7 @@
 //! algorithm from `ember analyze`'s results with the Figure 8 decision tree.
 
 use crate::cmd_analyze::{analyze_input, parse_bytes};
+use crate::output::{write_text, OutputArgs};
 use crate::trace_args::TraceInput;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
@@ -71,12 +72,10 @@ pub struct RunArgs {
     /// Convergence threshold Th_N (fraction).
     #[arg(long, default_value_t = 0.05)]
     pub th_n: f64,
-    /// Write the JSON document (timelines and metrics) here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write warmup.json and one hit-rate timeline PNG per volume and period here.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    /// --json FILE (timelines and metrics), --out DIR (warmup.json and one hit-rate timeline
+    /// PNG per volume and period), --quiet.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Arguments of `ember warmup sweep`.
@@ -188,7 +187,9 @@ fn fmt(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.1}"))
 }
 
-fn run_one(a: RunArgs) -> anyhow::Result<()> {
+/// Run `ember warmup run`'s experiment, writing nothing: every period's runs, and the JSON
+/// document `--json` writes (one `periods` entry per period, with `runs` and `metrics`).
+pub fn compute_run(a: &RunArgs) -> anyhow::Result<(Vec<DayRuns>, serde_json::Value)> {
     check_thresholds(a.th_v, a.th_n)?;
     let (vols, t0) = load(&a.exp)?;
     let cfg = WarmupConfig {
@@ -205,6 +206,21 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
     let bw = a.exp.bandwidth as f64;
     let mut doc = Vec::new();
     for d in &days {
+        let m = d.metrics(a.th_v, a.th_n, bw);
+        doc.push(serde_json::json!({ "runs": d, "metrics": m }));
+    }
+    let json = serde_json::json!({
+        "cache_percent": a.cache, "warmup_percent": a.warmup, "region_bytes": a.region,
+        "th_v": a.th_v, "th_n": a.th_n, "period_ns": a.exp.period, "interval_ns": a.exp.interval,
+        "readahead_bytes": a.exp.readahead, "bandwidth": a.exp.bandwidth, "periods": doc,
+    });
+    Ok((days, json))
+}
+
+fn run_one(a: RunArgs) -> anyhow::Result<()> {
+    let (days, json) = compute_run(&a)?;
+    let bw = a.exp.bandwidth as f64;
+    for d in days.iter().filter(|_| !a.output.quiet) {
         let m = d.metrics(a.th_v, a.th_n, bw);
         println!(
             "volume {} period {} (cache {} blocks, warmup {} blocks; Th_V {}, Th_N {})",
@@ -232,20 +248,13 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
                 fmt(x.read_hit_percent)
             );
         }
-        doc.push(serde_json::json!({ "runs": d, "metrics": m }));
     }
-    let json = serde_json::to_string_pretty(&serde_json::json!({
-        "cache_percent": a.cache, "warmup_percent": a.warmup, "region_bytes": a.region,
-        "th_v": a.th_v, "th_n": a.th_n, "period_ns": a.exp.period, "interval_ns": a.exp.interval,
-        "readahead_bytes": a.exp.readahead, "bandwidth": a.exp.bandwidth, "periods": doc,
-    }))?;
-    if let Some(p) = &a.json {
-        std::fs::write(p, &json).with_context(|| format!("writing {}", p.display()))?;
+    let json = serde_json::to_string_pretty(&json)?;
+    if let Some(p) = &a.output.json {
+        write_text(p, &json)?;
     }
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("warmup.json"), &json)
-            .with_context(|| format!("writing {}", dir.display()))?;
+    if let Some(dir) = a.output.dir()? {
+        write_text(&dir.join("warmup.json"), &json)?;
         for d in &days {
             let name: String =
                 d.volume.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();

@@ -1,22 +1,10 @@
 //! `ember`: a storage-level block cache and its laboratory.
 
 use clap::{Parser, Subcommand};
-
-mod cmd_analyze;
-mod cmd_cache;
-mod cmd_demote;
-mod cmd_gen;
-mod cmd_replay;
-mod cmd_serve;
-mod cmd_sievestore;
-mod cmd_sim;
-mod cmd_stats;
-mod cmd_trace;
-mod cmd_warmup;
-mod metrics;
-mod output;
-mod plot;
-mod trace_args;
+use ember_cli::{
+    cmd_analyze, cmd_cache, cmd_demote, cmd_gen, cmd_replay, cmd_serve, cmd_sievestore, cmd_sim,
+    cmd_stats, cmd_sweep, cmd_trace, cmd_warmup, legacy,
+};
 
 /// ember: a storage-level block cache (serve) and its laboratory (sim, trace).
 #[derive(Parser)]
@@ -39,12 +27,21 @@ enum Command {
     Stats(cmd_stats::StatsArgs),
     /// Simulate replacement policies over a trace at several cache sizes.
     Sim(Box<cmd_sim::SimArgs>),
+    /// SieveStore (ISCA 2010): admission sieves in an ensemble or partitioned cache, and the
+    /// paper's comparison (--experiment).
+    Sievestore(Box<cmd_sievestore::SieveStoreCmdArgs>),
+    /// Wong & Wilkes (USENIX ATC 2002): client caches over an array cache with DEMOTE, and
+    /// the paper's comparison (--experiment).
+    Demote(Box<cmd_demote::DemoteCmdArgs>),
     /// Characterize a trace for cache warmup: WSS, reaccess classes, reuse distance, spatial
     /// clustering, popularity skew, miss-ratio curves (Bonfire section 3).
     Analyze(Box<cmd_analyze::AnalyzeArgs>),
     /// Bonfire's cache warmup study: run, sweep, advise (Bonfire section 4).
     #[command(subcommand)]
     Warmup(cmd_warmup::WarmupCommand),
+    /// Run a grid of traces x policies x sizes x sieves on Ray (local, or --ray-address), into
+    /// Parquet, CSV and plots; resumable (needs the emberlab Python package).
+    Sweep(cmd_sweep::SweepArgs),
     /// Format and inspect cache devices.
     #[command(subcommand)]
     Cache(cmd_cache::CacheCommand),
@@ -62,7 +59,13 @@ enum TraceCommand {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let mut argv: Vec<String> = std::env::args().collect();
+    if let Some((new, note)) = legacy::rewrite(&argv[1..]) {
+        eprintln!("{note}");
+        argv.truncate(1);
+        argv.extend(new);
+    }
+    let cli = Cli::parse_from(argv);
     let result = match cli.command {
         Command::Trace(TraceCommand::Info(a)) => cmd_trace::info(a),
         Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),
@@ -71,9 +74,12 @@ fn main() {
         Command::Replay(a) => cmd_replay::run(a),
         Command::Stats(a) => cmd_stats::run(a),
         Command::Sim(a) => cmd_sim::run(*a),
+        Command::Sievestore(a) => cmd_sievestore::run(*a),
+        Command::Demote(a) => cmd_demote::run(*a),
         Command::Cache(c) => cmd_cache::run(c),
         Command::Analyze(a) => cmd_analyze::run(*a),
         Command::Warmup(c) => cmd_warmup::run(c),
+        Command::Sweep(a) => cmd_sweep::run(a),
     };
     if let Err(e) = result {
         eprintln!("ember: error: {e:#}");

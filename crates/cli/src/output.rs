@@ -1,10 +1,67 @@
-//! What `ember sim` writes: an aligned table, JSON, CSV and a timeline CSV. Column names are
-//! stable and documented in docs/sim.md.
+//! Output handling shared by the experiment commands (`--out`, `--json`, `--quiet`, defined
+//! once in [`OutputArgs`]), and what `ember sim` writes: an aligned table, JSON, CSV and a
+//! timeline CSV. Column names are stable and documented in docs/sim.md.
 
 use anyhow::Context;
+use clap::Args;
 use ember_sim::{IntervalStats, SimResult};
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where an experiment command writes its results, and how much it says: the same flags on
+/// `ember sim`, `ember sievestore`, `ember demote`, `ember analyze` and `ember warmup run`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct OutputArgs {
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write every result file (JSON, CSV, tables, PNG figures) into this directory, unless
+    /// a flag names another file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No progress bar, no tables, no timing lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// Create the output directory, if one was asked for, and return it.
+    pub fn dir(&self) -> anyhow::Result<Option<&Path>> {
+        match &self.out {
+            Some(d) => {
+                ensure_dir(d)?;
+                Ok(Some(d.as_path()))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The file given by a flag, or `name` inside the output directory, or none.
+    pub fn file(&self, flag: Option<&PathBuf>, name: &str) -> Option<PathBuf> {
+        flag.cloned().or_else(|| self.out.as_ref().map(|d| d.join(name)))
+    }
+
+    /// The JSON file: `--json`, or `name` inside `--out`.
+    pub fn json_file(&self, name: &str) -> Option<PathBuf> {
+        self.file(self.json.as_ref(), name)
+    }
+}
+
+/// Create `dir` and its parents.
+pub fn ensure_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
+}
+
+/// Write `text` to `path`, naming the path in the error.
+pub fn write_text(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// A file name's last component, for titles (`/a/b/web_0.csv` -> `web_0.csv`).
+pub fn display_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
 
 /// One row of a sim report: a run plus how its size was asked for.
 #[derive(Clone, Debug)]
@@ -230,25 +287,36 @@ impl Report {
 
     /// Write one CSV line per run to `path`.
     pub fn write_csv(&self, path: &Path) -> anyhow::Result<()> {
-        let mut w =
-            csv::Writer::from_path(path).with_context(|| format!("writing {}", path.display()))?;
+        let text = self.csv_text()?;
+        write_text(path, &text)
+    }
+
+    /// One CSV line per run, with a header line: what `--csv` writes.
+    pub fn csv_text(&self) -> anyhow::Result<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
         for r in &self.rows {
-            w.serialize(self.row_out(r)).with_context(|| format!("writing {}", path.display()))?;
+            w.serialize(self.row_out(r)).context("encoding CSV")?;
         }
-        w.flush().with_context(|| format!("writing {}", path.display()))
+        let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("encoding CSV: {e}"))?;
+        String::from_utf8(bytes).context("encoding CSV")
     }
 
     /// Write one CSV line per (run, interval) to `path`.
     pub fn write_timeline_csv(&self, path: &Path) -> anyhow::Result<()> {
-        let mut w =
-            csv::Writer::from_path(path).with_context(|| format!("writing {}", path.display()))?;
+        let text = self.timeline_csv_text()?;
+        write_text(path, &text)
+    }
+
+    /// One CSV line per (run, interval), with a header line: the timeline CSV.
+    pub fn timeline_csv_text(&self) -> anyhow::Result<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
         for r in &self.rows {
             for i in r.result.timeline.iter().flatten() {
-                w.serialize(self.interval_out(r, i, true))
-                    .with_context(|| format!("writing {}", path.display()))?;
+                w.serialize(self.interval_out(r, i, true)).context("encoding CSV")?;
             }
         }
-        w.flush().with_context(|| format!("writing {}", path.display()))
+        let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("encoding CSV: {e}"))?;
+        String::from_utf8(bytes).context("encoding CSV")
     }
 }
 

@@ -1,4 +1,5 @@
-//! PNG plots of `ember sim`: hit ratio against cache size per policy, and hit ratio over time.
+//! Chart scaffolding shared by every figure (palette, legend, error handling) and the PNG
+//! plots of `ember sim`: hit ratio against cache size per policy, and hit ratio over time.
 
 use crate::output::Report;
 use anyhow::{anyhow, Context};
@@ -7,6 +8,15 @@ use plotters::prelude::*;
 use std::path::Path;
 
 const SIZE: (u32, u32) = (1100, 680);
+
+/// What a figure's drawing closure returns: plotters' errors boxed, so one closure can use
+/// `?` on every drawing call.
+pub type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Turn a figure's drawing result into an error that names the file.
+pub fn finish(path: &Path, r: DrawResult) -> anyhow::Result<()> {
+    r.map_err(|e| anyhow!("drawing {}: {e}", path.display()))
+}
 
 /// A colour per series, distinguishable in print (every ember plot uses this palette).
 pub(crate) fn colour(i: usize) -> RGBColor {

@@ -1,0 +1,21 @@
+//! The `ember` command as a library: every subcommand's arguments and runner, shared by the
+//! `ember` binary (`main.rs`) and the Python package (`crates/py`, through [`lab`]).
+
+pub mod cmd_analyze;
+pub mod cmd_cache;
+pub mod cmd_demote;
+pub mod cmd_gen;
+pub mod cmd_replay;
+pub mod cmd_serve;
+pub mod cmd_sievestore;
+pub mod cmd_sim;
+pub mod cmd_stats;
+pub mod cmd_sweep;
+pub mod cmd_trace;
+pub mod cmd_warmup;
+pub mod lab;
+pub mod legacy;
+pub mod metrics;
+pub mod output;
+pub mod plot;
+pub mod trace_args;
