@@ -5,6 +5,8 @@
 # (above 1: ember is faster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# libcachesim is installed in the project's virtual environment (scripts/setup.sh).
+PATH="$PWD/.venv/bin:$PATH"
 BLOCKS=${BLOCKS:-1000000}
 REQUESTS=${REQUESTS:-10000000}
 ALPHA=${ALPHA:-0.9}
