@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer crash-long clean
+.PHONY: setup build demo test lint unit peer crash-long soak clean
 
 ## Install what the demo and the tests need (Debian and Python packages, peer data). Idempotent.
 setup:
@@ -34,6 +34,17 @@ test: setup lint unit peer
 crash-long: setup
 	EMBER_CRASH_TRIALS=1000 EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
 	    --test writeback_kill --test writeback_power -- --nocapture --test-threads=2
+
+## The soak (issue 10 item 12, docs/soak.md): `ember serve` (write-back-persist and write-through)
+## over a failing, delaying nbdkit backing and a plain file, 8 verifying clients with abrupt
+## disconnects, a SIGKILL + restart of each server every RESTART_EVERY seconds. Fails on any lost
+## or wrong byte, unexpected error, or RSS/fd growth. `make test` runs a one-minute version
+## (crates/cli/tests/soak.rs). Example: make soak DURATION=1800
+DURATION ?= 1800
+RESTART_EVERY ?= 120-180
+soak: setup build
+	scripts/soak.py --ember target/release/ember --duration $(DURATION) \
+	    --restart-every $(RESTART_EVERY) $(SOAK_ARGS)
 
 clean:
 	$(CARGO) clean
