@@ -228,6 +228,19 @@ def request(cmd: int, handle: int, offset: int, length: int) -> bytes:
 # A client process
 
 
+# What each client counts (summed over clients in the report).
+COUNTERS = [
+    "requests", "reads", "writes", "fua_writes", "flushes", "trims", "zeroes",
+    "verified_reads", "bytes_verified", "sectors_verified", "eio", "eio_read",
+    "eio_write", "eio_trim", "eio_zero", "eio_flush", "in_flight_at_kill",
+    "crash_checks", "crash_sectors_checked", "crash_sectors_unflushed_lost",
+    "crash_sectors_uncertain",
+    "abrupt_handshake", "abrupt_partial_write", "abrupt_write_no_reply",
+    "abrupt_reads_no_reply", "abrupt_libnbd_close", "lost_bytes", "wrong_bytes",
+    "unexpected_errors", "unexpected_disconnects", "final_sectors_checked",
+]
+
+
 class ServerGone(Exception):
     """The connection broke."""
 
@@ -244,19 +257,7 @@ class Client:
         self.next_gen = 1
         self.h = None
         self.conn_gen = -1
-        self.c = {
-            k: 0
-            for k in [
-                "requests", "reads", "writes", "fua_writes", "flushes", "trims", "zeroes",
-                "verified_reads", "bytes_verified", "sectors_verified", "eio", "eio_read",
-                "eio_write", "eio_trim", "eio_zero", "eio_flush", "in_flight_at_kill",
-                "crash_checks", "crash_sectors_checked", "crash_sectors_unflushed_lost",
-                "crash_sectors_uncertain",
-                "abrupt_handshake", "abrupt_partial_write", "abrupt_write_no_reply",
-                "abrupt_reads_no_reply", "abrupt_libnbd_close", "lost_bytes", "wrong_bytes",
-                "unexpected_errors", "unexpected_disconnects", "final_sectors_checked",
-            ]
-        }
+        self.c = {k: 0 for k in COUNTERS}
         self.failures: list[str] = []
 
     # -- connection
@@ -842,7 +843,8 @@ def main() -> int:
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--policies", default="write-back-persist,write-through",
                    help="one ember serve per policy, comma-separated")
-    p.add_argument("--restart-every", default="60-90", help="MIN-MAX seconds between SIGKILLs")
+    p.add_argument("--restart-every", default="60-90",
+                   help="MIN-MAX seconds between SIGKILLs; 0 for none (one life: a leak soak)")
     p.add_argument("--error-rate", default="1%")
     p.add_argument("--delay", default="2ms")
     p.add_argument("--volume-size", default="64M")
@@ -852,7 +854,8 @@ def main() -> int:
     p.add_argument("--workdir", help="keep files here (default: a temporary directory)")
     p.add_argument("--warmup", type=float, default=10.0,
                    help="seconds after each start before RSS/fd samples count")
-    p.add_argument("--rss-slack", type=int, default=32 << 20)
+    p.add_argument("--rss-slack", type=int, default=8 << 20,
+                   help="bytes of RSS growth allowed within one life (or 25 %%, the larger)")
     p.add_argument("--fd-slack", type=int, default=16)
     p.add_argument("--serve-arg", action="append", default=[],
                    help="extra argument for every ember serve (repeat)")
@@ -862,7 +865,10 @@ def main() -> int:
         mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
         return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult else int(s)
 
-    lo, hi = (float(x) for x in a.restart_every.split("-"))
+    if a.restart_every.strip() == "0":
+        lo = hi = float("inf")
+    else:
+        lo, hi = (float(x) for x in a.restart_every.split("-"))
     vol = size(a.volume_size)
     cfg = {
         "seed": a.seed, "error_rate": a.error_rate, "delay": a.delay,
@@ -875,11 +881,13 @@ def main() -> int:
     os.makedirs(work, exist_ok=True)
     t_start = time.time()
     print(f"soak: seed {a.seed}, {a.duration:.0f} s, {a.clients} clients, policies {policies}, "
-          f"SIGKILL every {lo:.0f}-{hi:.0f} s, backing faults {a.error_rate} EIO + {a.delay} "
+          f"SIGKILL every {a.restart_every} s, backing faults {a.error_rate} EIO + {a.delay} "
           f"delay, volumes {a.volume_size}, caches {a.cache_size}, workdir {work}", flush=True)
 
     rng = random.Random(a.seed)
     kits, servers, exports = [], [], []
+    procs, done, harness_problems, client_server = [], {}, [], {}
+    clean, clean2, warm_starts, counters = [False], [False], [], {}
     try:
         for i, pol in enumerate(policies):
             img = os.path.join(work, f"s{i}.nbd-backing.img")
@@ -906,8 +914,6 @@ def main() -> int:
             "final_up": ctx.Event(),
         }
         results = ctx.Queue()
-        procs = []
-        client_server: dict[int, int] = {}
         sectors = vol // SECTOR
         for e, cids in per_export.items():
             srv_idx, name, export_id, faulty = exports[e]
@@ -920,11 +926,15 @@ def main() -> int:
                     "strict_crash": servers[srv_idx].policy in ("write-through", "write-around"),
                 }
                 client_server[cid] = srv_idx
-                pr = ctx.Process(target=client_main, args=(cfg, cid, spec, shared, results))
+                pr = ctx.Process(target=client_main, args=(cfg, cid, spec, shared, results),
+                                 daemon=True)
                 pr.start()
                 procs.append(pr)
 
-        next_kill = [time.time() + rng.uniform(lo, hi) for _ in servers]
+        def pause() -> float:
+            return float("inf") if lo == float("inf") else rng.uniform(lo, hi)
+
+        next_kill = [time.time() + pause() for _ in servers]
         end = time.time() + a.duration
         last_report = time.time()
         while time.time() < end:
@@ -939,7 +949,7 @@ def main() -> int:
                     shared["up"][i].value = shared["gen"][i].value
                     print(f"soak: {time.time() - t_start:7.0f} s  SIGKILL #{s.restarts} of "
                           f"{s.name}; restarted: {s.starts[-1].split(', ')[0]}", flush=True)
-                    next_kill[i] = time.time() + rng.uniform(lo, hi)
+                    next_kill[i] = time.time() + pause()
             if time.time() - last_report > 60:
                 last_report = time.time()
                 txt = ", ".join(
@@ -957,9 +967,9 @@ def main() -> int:
         for k in kits:
             k.faults_off()
         shared["stop"].set()
-        done, phase1 = {}, set()
+        phase1 = set()
         while len(phase1) < len(procs):
-            msg = results.get(timeout=900)
+            msg = results.get(timeout=900)  # queue.Empty: a client hangs, the soak fails
             if msg[0] == "phase1":
                 phase1.add(msg[1])
             else:
@@ -984,6 +994,8 @@ def main() -> int:
         for pr in procs:
             pr.join(60)
         clean2 = [s.stop_clean() for s in servers]
+    except Exception as e:  # the harness itself failed (a server that never came back, …)
+        harness_problems.append(f"{type(e).__name__}: {e}")
     finally:
         for s in servers:
             if s.proc is not None and s.proc.poll() is None:
@@ -993,7 +1005,7 @@ def main() -> int:
             k.stop()
 
     # ---- report
-    total: dict[str, int] = {}
+    total: dict[str, int] = {k: 0 for k in COUNTERS}
     per_server: dict[int, dict[str, int]] = {}
     failures: list[str] = []
     for _, cid, c, f in sorted(done.values()):
@@ -1090,6 +1102,7 @@ def main() -> int:
         problems.append("RSS or fds grew past the bound: " + "; ".join(growth_fail))
     if len(done) < len(procs):
         problems.append("a client did not report")
+    problems += harness_problems
     if total["requests"] == 0:
         problems.append("no requests")
     print("soak-json: " + json.dumps({
