@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
-use ember_engine::device::{FileDevice, FileOptions, NbdDevice};
+use ember_engine::device::{FileDevice, FileOptions};
 use ember_engine::layout::LayoutError;
 use ember_engine::{
     Device, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec, WriteMode,
@@ -15,6 +15,7 @@ use ember_engine::{
 use ember_nbd::{ExportSet, ListenAddr, Server, ServerStats};
 use ember_policy::replacement::Kind;
 use ember_policy::Admission;
+use ember_serve::{EngineExports, NbdDevice};
 use ember_sim::sievestore::{Sieve, SieveSpec};
 
 use crate::metrics::{render_engine, render_server, MetricsServer, Render};
@@ -245,9 +246,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
 
     let stats = Arc::new(ServerStats::new());
-    let mut builder = Server::builder(engine.clone() as Arc<dyn ExportSet>)
-        .workers(args.workers.unwrap_or_else(default_workers).max(1))
-        .observer(stats.clone());
+    let mut builder =
+        Server::builder(Arc::new(EngineExports::new(engine.clone())) as Arc<dyn ExportSet>)
+            .workers(args.workers.unwrap_or_else(default_workers).max(1))
+            .observer(stats.clone());
     let listen = match (&args.listen, &args.unix) {
         (Some(l), _) => Some(l.clone()),
         (None, None) => Some("127.0.0.1:10809".to_string()),

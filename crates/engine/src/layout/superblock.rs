@@ -113,7 +113,7 @@ impl std::fmt::Display for WriteMode {
 }
 
 /// One backing volume known to the cache device. Its index in the table is the volume number
-/// in block keys (`ember_trace::block_key`).
+/// in block keys (`layout::block_key`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct VolumeRecord {
     /// Name (the NBD export name).

@@ -1,7 +1,8 @@
 //! An upstream NBD server as a device, so ember can front a remote or emulated disk (for
 //! example nbdkit's memory plugin behind its delay filter, playing a 5 ms hard disk).
 
-use super::{check_range, write_zeroes_by_writes, Device};
+use ember_engine::device::{check_range, write_zeroes_by_writes};
+use ember_engine::Device;
 use ember_nbd::{Client, ClientError};
 use std::io;
 
