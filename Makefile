@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer crash-long soak clean
+.PHONY: setup build demo test lint unit peer crash-long fuzz soak clean
 
 ## Install what the demo and the tests need (Debian and Python packages, peer data). Idempotent.
 setup:
@@ -38,6 +38,12 @@ crash-long: setup
 	    --test writeback_kill -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
 	    --test writeback_power -- --nocapture --test-threads=2
+
+## Coverage-guided fuzzing (AFL++ via cargo-afl, docs/fuzzing.md): each target for FUZZ_TIME
+## seconds. `make test` replays the stored corpora only (crates/*/tests/fuzz_corpus.rs).
+FUZZ_TIME ?= 60
+fuzz:
+	FUZZ_TIME=$(FUZZ_TIME) bash scripts/fuzz.sh
 
 ## The soak (issue 10 item 12, docs/soak.md): `ember serve` (write-back-persist and write-through)
 ## over a failing, delaying nbdkit backing and a plain file, 8 verifying clients with abrupt

@@ -2,6 +2,7 @@
 //! clean shutdown (drain, checkpoint, clean flag) that makes the next start warm. Free
 //! functions over the device or the shared core; [`crate::Engine`] calls them.
 
+use crate::backing::fingerprint;
 use crate::config::FormatSpec;
 use crate::core::Inner;
 use crate::device::{io_context, Device};
@@ -12,7 +13,7 @@ use crate::layout::{
     epochs_of, key_volume, recover, unix_now, Checkpoint, Geometry, LayoutError, Superblock,
     VolumeRecord, WriteMode, VERSION,
 };
-use crate::open::{fingerprint, read_checkpoint};
+use crate::open::read_checkpoint;
 use crate::report::{Occupancy, Report, VolumeUsage};
 use crate::wb::flusher::drain;
 use serde::Serialize;
@@ -71,6 +72,8 @@ pub(crate) fn format(cache: &dyn Device, spec: &FormatSpec) -> Result<Superblock
                 uuid: Uuid::new_v4(),
                 size: v.size,
                 fingerprint: 0,
+                backing_medium: 0,
+                backing_state: 0,
             })
             .collect(),
     };
@@ -232,8 +235,15 @@ pub(crate) fn shutdown(
     cache.sync().map_err(|e| io_context(cache, "sync after checkpoint", 0, 0, e))?;
     let mut next = sb.clone();
     for v in &inner.volumes {
-        next.volumes[v.id as usize].fingerprint =
-            fingerprint(v.backing.as_ref(), inner.geometry.block_size)?;
+        let rec = &mut next.volumes[v.id as usize];
+        rec.fingerprint = fingerprint(v.backing.as_ref(), inner.geometry.block_size)?;
+        // Taken after the last backing write and sync: a warm start compares it.
+        let id = v
+            .backing
+            .identity()
+            .map_err(|e| io_context(v.backing.as_ref(), "identity", 0, 0, e))?;
+        rec.backing_medium = id.medium_digest();
+        rec.backing_state = id.state_digest();
     }
     next.sequence += 1;
     next.flags |= FLAG_CLEAN;

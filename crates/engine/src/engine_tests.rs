@@ -350,7 +350,7 @@ fn a_volume_changed_while_stopped_is_served_cold() {
     let r = eng.open_report();
     assert_eq!(r.start, StartKind::Warm);
     assert_eq!((r.loaded_blocks, r.dropped_blocks), (4, 6), "{r:?}");
-    assert!(r.reason.contains("volume(s) a changed"), "{}", r.reason);
+    assert!(r.reason.contains("volume a changed while ember was stopped"), "{}", r.reason);
     assert_eq!(read(&eng.volume("a").unwrap(), 3 * BS, 4), vec![0xEE; 4], "not the stale copy");
     read(&eng.volume("b").unwrap(), 0, 4 * BS as usize);
     assert_eq!(eng.stats().volumes[1].1.read_hits, 4, "volume b stays warm");

@@ -11,11 +11,14 @@
 //! locking and bookkeeping. docs/engine.md draws the files and the lock order.
 
 mod admin;
+mod backing;
 pub mod config;
 mod core;
 pub mod device;
 mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz_entry;
 mod gate;
 mod io;
 pub mod layout;

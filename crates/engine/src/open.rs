@@ -3,6 +3,7 @@
 //! under write-back persist, or start cold, then clear the clean flag before the first write.
 //! Hands the shared core back to [`crate::Engine`]; it does not know the engine handle.
 
+use crate::backing::{check_clean, check_replaced, Stale};
 use crate::config::EngineConfig;
 use crate::core::{now_ns, Inner, VolumeInfo};
 use crate::device::{io_context, Device};
@@ -106,14 +107,15 @@ pub(crate) fn open(
     let mut state = CacheState::new(g.data_blocks as u32, replacement, admission);
     let mut served: HashSet<u32> = infos.iter().map(|v| v.id).collect();
     let all_served = served.clone();
-    // A volume whose first block changed while ember was stopped is served cold.
-    let mut changed = Vec::new();
+    // A volume whose backing changed (or cannot be checked) since the last clean shutdown
+    // is served cold; dirty blocks over a changed backing refuse the start.
+    let mut stale: Vec<(u32, String, Stale)> = Vec::new();
     if sb.is_clean() && sb.checkpoint_slot != NO_CHECKPOINT {
         for v in &infos {
-            let want = sb.volumes[v.id as usize].fingerprint;
-            if want != 0 && fingerprint(v.backing.as_ref(), g.block_size)? != want {
+            let rec = &sb.volumes[v.id as usize];
+            if let Some(why) = check_clean(v.backing.as_ref(), rec, g.block_size)? {
                 served.remove(&v.id);
-                changed.push(v.name.clone());
+                stale.push((v.id, v.name.clone(), why));
             }
         }
     }
@@ -130,6 +132,14 @@ pub(crate) fn open(
             ))
         })?;
         check_dirty_served(&sb, &rec.dirty, &all_served)?;
+        for v in &infos {
+            if !rec.dirty.iter().any(|e| key_volume(e.key) == v.id) {
+                continue;
+            }
+            if let Some(why) = check_replaced(v.backing.as_ref(), &sb.volumes[v.id as usize])? {
+                return Err(refuse_dirty(&v.name, &why, &rec.dirty, v.id));
+            }
+        }
         last_generation = rec.last_generation;
         state.load(&rec.dirty, now_ns(), write_mode == WriteMode::WriteBackPersist);
         OpenReport {
@@ -175,20 +185,34 @@ pub(crate) fn open(
                 check_dirty_served(&sb, &dirty, &all_served).map_err(|e| {
                     EngineError::Config(format!("{e} (clean shutdown with dirty blocks)"))
                 })?;
+                for (id, name, why) in &stale {
+                    if let Stale::Changed(why) = why {
+                        if dirty.iter().any(|e| key_volume(e.key) == *id) {
+                            return Err(refuse_dirty(name, why, &dirty, *id));
+                        }
+                    }
+                }
                 state.load(&entries, now_ns(), write_mode == WriteMode::WriteBackPersist);
                 let mut reason = format!("checkpoint generation {}", sb.checkpoint_generation);
                 if !dirty.is_empty() {
                     reason += &format!(", {} of its blocks dirty", dirty.len());
                 }
-                if !changed.is_empty() {
-                    reason += &format!(
-                        "; volume(s) {} changed while ember was stopped (first block \
-                         differs): their clean cached blocks were dropped",
-                        changed.join(", ")
-                    );
+                for (_, name, why) in &stale {
+                    reason += &match why {
+                        Stale::Changed(w) => format!(
+                            "; volume {name} changed while ember was stopped ({w}): its clean \
+                             cached blocks were dropped"
+                        ),
+                        Stale::Unverifiable(w) => format!(
+                            "; volume {name} cannot be checked for changes made while ember \
+                             was stopped ({w}): its clean cached blocks were dropped"
+                        ),
+                    };
                 }
+                // Cold if no served volume kept its map.
+                let warm = infos.iter().any(|v| served.contains(&v.id));
                 OpenReport {
-                    start: StartKind::Warm,
+                    start: if warm { StartKind::Warm } else { StartKind::Cold },
                     loaded_blocks: entries.len() as u64,
                     dropped_blocks: dropped,
                     reason,
@@ -212,7 +236,17 @@ pub(crate) fn open(
     };
     state.persist_tracking = write_mode == WriteMode::WriteBackPersist;
     let limits = wb.resolve(g.data_blocks);
-    let running_sb = sb.clone();
+    let mut running_sb = sb.clone();
+    for v in &infos {
+        let id = v
+            .backing
+            .identity()
+            .map_err(|e| io_context(v.backing.as_ref(), "identity", 0, 0, e))?;
+        let rec = &mut running_sb.volumes[v.id as usize];
+        rec.backing_medium = id.medium_digest();
+        // Unknown until a clean shutdown records it: this run writes the backing.
+        rec.backing_state = 0;
+    }
     let inner = Arc::new(Inner {
         cache,
         geometry: g,
@@ -252,15 +286,6 @@ pub(crate) fn open(
         sb.write(inner.cache.as_ref())?;
     }
     Ok((inner, open_report))
-}
-
-/// CRC-32C of a backing volume's first block (or all of it, if smaller); never 0, which
-/// means "no fingerprint".
-pub(crate) fn fingerprint(dev: &dyn Device, block_size: u32) -> Result<u32, EngineError> {
-    let n = (block_size as u64).min(dev.size()) as usize;
-    let mut b = vec![0u8; n];
-    dev.read_at(0, &mut b).map_err(|e| io_context(dev, "fingerprint read", 0, n as u64, e))?;
-    Ok(crc32c::crc32c(&b).max(1))
 }
 
 pub(crate) fn read_checkpoint(
@@ -357,4 +382,15 @@ fn validate(
         }
     }
     Ok((kept, dropped))
+}
+
+/// The refusal of a start with dirty blocks over a backing that changed.
+fn refuse_dirty(name: &str, why: &str, dirty: &[MapEntry], id: u32) -> EngineError {
+    let n = dirty.iter().filter(|e| key_volume(e.key) == id).count();
+    EngineError::Config(format!(
+        "volume {name:?}: {why}, and the cache holds {n} dirty blocks of it (write-back \
+         persist) that were never written to it; refusing to start rather than mix them with \
+         what changed. Restore the backing ember ran on, or reformat the cache to discard the \
+         dirty blocks"
+    ))
 }

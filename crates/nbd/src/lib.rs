@@ -9,6 +9,8 @@ pub mod client;
 pub mod errno;
 pub mod export;
 pub mod export_map;
+#[doc(hidden)]
+pub mod fuzz_entry;
 pub mod latency;
 pub mod mem_export;
 pub mod proto;

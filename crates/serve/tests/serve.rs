@@ -21,7 +21,8 @@ fn open_engine(cache: &Path, upstream: &str) -> Engine {
         cache,
         volumes: vec![VolumeConfig {
             name: "disk".into(),
-            backing: Arc::new(NbdDevice::connect(upstream).expect("upstream")),
+            // Only ember writes the upstream export here: trust it across the restart.
+            backing: Arc::new(NbdDevice::connect(upstream).expect("upstream").trust_unchanged()),
         }],
         write_mode: WriteMode::WriteThrough,
         replacement: Box::new(|cap| build(Kind::Lru, cap)),

@@ -6,6 +6,8 @@
 
 pub mod error;
 pub mod formats;
+#[doc(hidden)]
+pub mod fuzz_entry;
 pub mod gen;
 pub mod open;
 pub mod request;

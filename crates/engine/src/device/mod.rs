@@ -8,10 +8,12 @@
 
 pub mod fault;
 pub mod file;
+pub mod identity;
 pub mod mem;
 
 pub use fault::{FaultDevice, IoKind};
 pub use file::{AlignedBuf, FileDevice, FileOptions};
+pub use identity::Identity;
 pub use mem::MemDevice;
 
 use std::io;
@@ -46,6 +48,13 @@ pub trait Device: Send + Sync {
 
     /// A short description for messages and reports (path, URI, "memory").
     fn describe(&self) -> String;
+
+    /// What identifies the medium and its state, so a warm start can tell a backing changed
+    /// while ember was stopped. The default cannot know ([`Identity::Unknown`]): such a
+    /// backing never starts warm.
+    fn identity(&self) -> io::Result<Identity> {
+        Ok(Identity::Unknown("the device cannot be identified"))
+    }
 }
 
 /// [`Device::write_zeroes`] by plain writes of a zero buffer.

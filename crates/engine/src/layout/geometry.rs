@@ -116,6 +116,19 @@ impl Geometry {
         if self.block_size < 4096 || !self.block_size.is_power_of_two() {
             return Err(format!("block size {}", self.block_size));
         }
+        // Sizes read from a device may be anything: refuse those whose layout overflows 64
+        // bits before computing it (wrapped offsets could put data over the superblocks).
+        let fits = self
+            .data_blocks
+            .checked_mul(ENTRY_SIZE)
+            .and_then(|e| e.checked_add(3 * bs + 2 * SUPERBLOCK_SIZE))
+            .and_then(|c| c.checked_mul(2))
+            .and_then(|c| c.checked_add(self.journal_len))
+            .and_then(|c| c.checked_add(self.warmup_len))
+            .and_then(|c| c.checked_add(self.data_blocks.checked_mul(bs)?));
+        if fits.is_none() {
+            return Err("region sizes overflow 64 bits".into());
+        }
         let expect =
             Self::with_blocks(self.block_size, self.journal_len, self.warmup_len, self.data_blocks);
         if *self != expect {

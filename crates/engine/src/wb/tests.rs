@@ -493,3 +493,100 @@ fn the_flusher_writes_back_a_block_half_a_window_old() {
     assert_eq!(backing_block(&mem, 9), block(9));
     e.shutdown().unwrap();
 }
+
+#[test]
+fn dirty_blocks_over_a_backing_modified_while_stopped_refuse_the_start() {
+    // Issue 10 item 1: a clean shutdown under write-back persist keeps dirty blocks in the
+    // checkpoint; if the backing is written behind ember's back meanwhile, they must not be
+    // mixed with it.
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    e.volume("v").unwrap().write(5 * BS, &block(5), false).unwrap();
+    e.volume("v").unwrap().flush().unwrap();
+    e.shutdown().unwrap();
+    assert_eq!(Engine::inspect(cache.as_ref()).unwrap().occupancy.unwrap().dirty_blocks, 1);
+    mem.write_at(9 * BS, &block(7)).unwrap(); // someone else writes the backing
+    let err = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy())
+        .err()
+        .expect("refused");
+    let msg = err.to_string();
+    assert!(msg.contains("was modified") && msg.contains("1 dirty blocks"), "{msg}");
+    assert!(msg.contains("refusing to start"), "{msg}");
+    // Nothing was lost: the dirty block is still on the cache device.
+    let r = Engine::inspect(cache.as_ref()).unwrap();
+    assert!(r.clean_shutdown);
+    assert_eq!(r.occupancy.unwrap().dirty_blocks, 1);
+    assert_eq!(backing_block(&mem, 5), block(0), "never written over the changed backing");
+}
+
+#[test]
+fn dirty_blocks_recovered_after_a_crash_refuse_another_backing() {
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    e.volume("v").unwrap().write(5 * BS, &block(5), false).unwrap();
+    e.volume("v").unwrap().flush().unwrap();
+    drop(e); // crash
+             // Another device with the same bytes is not the backing the dirty blocks belong to.
+    let other = Arc::new(MemDevice::from_bytes(mem.snapshot()));
+    let err =
+        open(cache.clone(), other, WriteMode::WriteBackPersist, lazy()).err().expect("refused");
+    assert!(err.to_string().contains("another file or device"), "{err}");
+    // The right one recovers the block.
+    let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    assert_eq!(e.open_report().loaded_blocks, 1, "{}", e.open_report().reason);
+    let mut got = block(0);
+    e.volume("v").unwrap().read(5 * BS, &mut got).unwrap();
+    assert_eq!(got, block(5));
+    e.shutdown().unwrap();
+}
+
+/// A backing that cannot be identified (the `Device` default), like an NBD export.
+struct Anonymous(Arc<MemDevice>);
+
+impl Device for Anonymous {
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.0.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.0.write_at(offset, data)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.0.sync()
+    }
+    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.0.trim(offset, len)
+    }
+    fn describe(&self) -> String {
+        "anonymous".into()
+    }
+}
+
+#[test]
+fn an_unidentifiable_backing_starts_cold_but_keeps_its_dirty_blocks() {
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let anon = || Arc::new(Anonymous(mem.clone())) as Arc<dyn Device>;
+    let e = open(cache.clone(), anon(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    let v = e.volume("v").unwrap();
+    v.read(0, &mut block(0)).unwrap(); // block 0 cached clean
+    v.write(5 * BS, &block(5), false).unwrap(); // block 5 dirty
+    v.flush().unwrap();
+    e.shutdown().unwrap();
+    let e = open(cache.clone(), anon(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    let r = e.open_report().clone();
+    assert_eq!(r.start, StartKind::Cold, "{}", r.reason);
+    assert_eq!((r.loaded_blocks, r.dropped_blocks), (1, 1), "{}", r.reason);
+    assert!(r.reason.contains("cannot be checked"), "{}", r.reason);
+    let mut got = block(0);
+    e.volume("v").unwrap().read(5 * BS, &mut got).unwrap();
+    assert_eq!(got, block(5), "the dirty block is kept");
+    e.shutdown().unwrap();
+}

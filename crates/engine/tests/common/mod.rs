@@ -68,6 +68,9 @@ impl Device for Jitter {
     fn describe(&self) -> String {
         format!("jittery {}", self.0.describe())
     }
+    fn identity(&self) -> std::io::Result<ember_engine::device::Identity> {
+        self.0.identity()
+    }
 }
 
 impl Rig {

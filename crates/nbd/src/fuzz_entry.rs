@@ -1,0 +1,280 @@
+//! Entry points for the coverage-guided fuzz targets in `fuzz/` and for the corpus replay
+//! tests (`tests/fuzz_corpus.rs`); not part of ember's API. Each function feeds one input to
+//! the real code, the way a peer would, and reports what happened; a panic or a hang is the
+//! bug a fuzzer looks for. See docs/fuzzing.md.
+
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::client::{ClientBuilder, Endpoint};
+use crate::export::ExportSet;
+use crate::server::{handshake, RunningServer, Server, ServerConfig};
+use crate::{ExportMap, MemExport};
+
+/// Size of the export the server targets serve.
+pub const EXPORT_SIZE: u64 = 1 << 20;
+/// Name of that export (the empty name selects it too).
+pub const EXPORT_NAME: &str = "fuzz";
+
+/// How long a target waits for its peer before calling it a hang.
+const PEER_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn exports() -> ExportMap {
+    ExportMap::new().with(EXPORT_NAME, "fuzzing export", Arc::new(MemExport::new(EXPORT_SIZE)))
+}
+
+/// A stream whose reads come from `input` and whose writes are kept.
+struct Duplex<'a> {
+    input: &'a [u8],
+    output: Vec<u8>,
+}
+
+impl Read for Duplex<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.input.read(buf)
+    }
+}
+
+impl Write for Duplex<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.output.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What the server-side handshake made of `input` (the client's bytes), run in memory on
+/// the server's own handshake code.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HandshakeOutcome {
+    /// An export was negotiated (the transmission phase would start).
+    Negotiated {
+        /// Structured replies were negotiated.
+        structured: bool,
+    },
+    /// The server ended the session (abort, garbage, unknown export).
+    Closed,
+    /// Reading or writing failed (the input ended early).
+    Io(io::ErrorKind),
+}
+
+/// Run the server side of the fixed-newstyle handshake on `input`; returns the outcome and
+/// the bytes the server sent.
+pub fn server_handshake(input: &[u8]) -> (HandshakeOutcome, Vec<u8>) {
+    let exports = exports();
+    let config = ServerConfig::default();
+    let mut stream = Duplex { input, output: Vec::new() };
+    let outcome =
+        match handshake::negotiate(&mut stream, &exports as &dyn ExportSet, &config, &|| false) {
+            Ok(Some(n)) => HandshakeOutcome::Negotiated { structured: n.structured },
+            Ok(None) => HandshakeOutcome::Closed,
+            Err(e) => HandshakeOutcome::Io(e.kind()),
+        };
+    (outcome, stream.output)
+}
+
+struct SocketDir {
+    path: PathBuf,
+}
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+fn socket_dir(tag: &str) -> SocketDir {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("ember-fuzz-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&path);
+    std::fs::create_dir_all(&path).expect("create a socket directory");
+    SocketDir { path }
+}
+
+struct ServerFixture {
+    _server: RunningServer,
+    socket: PathBuf,
+    _dir: SocketDir,
+}
+
+fn server_fixture() -> &'static ServerFixture {
+    static FIXTURE: OnceLock<ServerFixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let dir = socket_dir("server");
+        let socket = dir.path.join("nbd.sock");
+        let server = Server::builder(Arc::new(exports()))
+            .workers(2)
+            .listen_unix(&socket)
+            .and_then(|b| b.build())
+            .and_then(|s| s.spawn())
+            .expect("start the fuzzing server");
+        ServerFixture { _server: server, socket, _dir: dir }
+    })
+}
+
+/// Send `input` as a client's whole byte stream to a real ember NBD server (a 1 MiB memory
+/// export, on a Unix socket, started once per process), close the sending half, and return
+/// every byte the server answered before it closed the connection.
+///
+/// Panics when the server does not close the connection within 20 seconds of the client's
+/// end of stream (a hang).
+pub fn server_session(input: &[u8]) -> Vec<u8> {
+    let fixture = server_fixture();
+    let mut stream = UnixStream::connect(&fixture.socket).expect("connect to the fuzzing server");
+    stream.set_read_timeout(Some(PEER_TIMEOUT)).expect("set a read timeout");
+    let mut sender = stream.try_clone().expect("clone the socket");
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        // The server may close early (garbage); a failed write is part of the session.
+        let _ = sender.write_all(&data);
+        let _ = sender.shutdown(Shutdown::Write);
+    });
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                panic!("the server did not close the connection {PEER_TIMEOUT:?} after the client's end of stream")
+            }
+            Err(_) => break,
+        }
+    }
+    let _ = writer.join();
+    answer
+}
+
+/// What ember's client did against a hostile server.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ClientOutcome {
+    /// The handshake succeeded.
+    pub connected: bool,
+    /// Requests that completed successfully.
+    pub ok: usize,
+    /// Requests that failed with an error.
+    pub failed: usize,
+    /// Exports listed by NBD_OPT_LIST on a second connection, if that succeeded.
+    pub listed: Option<usize>,
+}
+
+/// The requests [`client_session`] sends once connected, in order: (command, offset, length).
+/// Cookies are assigned in this order, so a recorded server answer to this script replays.
+pub const CLIENT_SCRIPT: [(&str, u64, u32); 6] = [
+    ("read", 0, 4096),
+    ("write", 4096, 512),
+    ("read", 4096, 1024),
+    ("flush", 0, 0),
+    ("trim", 8192, 4096),
+    ("write_zeroes", 16384, 4096),
+];
+
+/// Run [`CLIENT_SCRIPT`] on a connected client; every successful read must return exactly
+/// the length asked for (panics otherwise: that would be wrong data).
+pub fn run_client_script(client: &crate::Client) -> (usize, usize) {
+    let payload = vec![0xA5u8; 512];
+    let mut pending = Vec::new();
+    for (command, offset, length) in CLIENT_SCRIPT {
+        let started = match command {
+            "read" => client.start_read(offset, length),
+            "write" => client.start_write(offset, &payload[..length as usize], false),
+            "flush" => client.start_flush(),
+            "trim" => client.start_trim(offset, length, false),
+            _ => client.start_write_zeroes(offset, length, false, false),
+        };
+        pending.push((command, length, started));
+    }
+    let (mut ok, mut failed) = (0, 0);
+    for (command, length, started) in pending {
+        match started.and_then(|in_flight| in_flight.wait()) {
+            Ok(data) => {
+                let want = if command == "read" { length as usize } else { 0 };
+                assert_eq!(
+                    data.len(),
+                    want,
+                    "{command} of {length} bytes returned {} bytes",
+                    data.len()
+                );
+                ok += 1;
+            }
+            Err(_) => failed += 1,
+        }
+    }
+    (ok, failed)
+}
+
+struct ClientFixture {
+    listener: Mutex<UnixListener>,
+    socket: PathBuf,
+    _dir: SocketDir,
+}
+
+fn client_fixture() -> &'static ClientFixture {
+    static FIXTURE: OnceLock<ClientFixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let dir = socket_dir("client");
+        let socket = dir.path.join("hostile.sock");
+        let listener = UnixListener::bind(&socket).expect("bind the hostile server socket");
+        ClientFixture { listener: Mutex::new(listener), socket, _dir: dir }
+    })
+}
+
+/// Serve `input` as the whole byte stream of a hostile server to one connection: send it,
+/// close the sending half, and drain what the client sends until it closes.
+fn hostile_server(listener: &UnixListener, input: Vec<u8>) -> std::thread::JoinHandle<()> {
+    let accepted = listener.accept().map(|(s, _)| s);
+    std::thread::spawn(move || {
+        let Ok(mut stream) = accepted else { return };
+        let _ = stream.set_read_timeout(Some(PEER_TIMEOUT));
+        let Ok(mut drain) = stream.try_clone() else { return };
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 64 * 1024];
+            while matches!(drain.read(&mut buf), Ok(n) if n > 0) {}
+        });
+        let _ = stream.write_all(&input);
+        let _ = stream.shutdown(Shutdown::Write);
+        let _ = reader.join();
+    })
+}
+
+/// Connect ember's NBD client (export [`EXPORT_NAME`], structured replies asked for) to a
+/// hostile server whose whole byte stream is `input`, run [`CLIENT_SCRIPT`], then list the
+/// exports on a second connection fed the same bytes.
+pub fn client_session(input: &[u8]) -> ClientOutcome {
+    let fixture = client_fixture();
+    let listener = fixture.listener.lock().unwrap_or_else(|p| p.into_inner());
+    let endpoint = Endpoint::Unix(fixture.socket.clone());
+    let mut outcome = ClientOutcome::default();
+
+    // The listener's backlog holds the connection until the server thread accepts it.
+    let connecting = {
+        let endpoint = endpoint.clone();
+        std::thread::spawn(move || ClientBuilder::new().export(EXPORT_NAME).connect(&endpoint))
+    };
+    let server = hostile_server(&listener, input.to_vec());
+    let connected = connecting.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+    if let Ok(client) = connected {
+        outcome.connected = true;
+        let (ok, failed) = run_client_script(&client);
+        outcome.ok = ok;
+        outcome.failed = failed;
+        drop(client);
+    }
+    let _ = server.join();
+
+    let listing = std::thread::spawn(move || crate::Client::list_exports(&endpoint));
+    let server = hostile_server(&listener, input.to_vec());
+    if let Ok(list) = listing.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+        outcome.listed = Some(list.len());
+    }
+    let _ = server.join();
+    outcome
+}

@@ -1,0 +1,7 @@
+//! AFL++ target `layout`: every input goes through `ember_engine::fuzz_entry::decode_layout` (docs/fuzzing.md).
+
+fn main() {
+    afl::fuzz!(|data: &[u8]| {
+        let _ = ember_engine::fuzz_entry::decode_layout(data);
+    });
+}

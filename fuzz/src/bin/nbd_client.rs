@@ -1,0 +1,7 @@
+//! AFL++ target `nbd_client`: every input goes through `ember_nbd::fuzz_entry::client_session` (docs/fuzzing.md).
+
+fn main() {
+    afl::fuzz!(|data: &[u8]| {
+        let _ = ember_nbd::fuzz_entry::client_session(data);
+    });
+}

@@ -1,0 +1,7 @@
+//! AFL++ target `trace`: every input goes through `ember_trace::fuzz_entry::read_trace_input` (docs/fuzzing.md).
+
+fn main() {
+    afl::fuzz!(|data: &[u8]| {
+        let _ = ember_trace::fuzz_entry::read_trace_input(data);
+    });
+}
