@@ -880,8 +880,9 @@ def main() -> int:
     work = a.workdir or tempfile.mkdtemp(prefix="ember-soak-")
     os.makedirs(work, exist_ok=True)
     t_start = time.time()
+    kills = "no SIGKILL" if lo == float("inf") else f"SIGKILL every {a.restart_every} s"
     print(f"soak: seed {a.seed}, {a.duration:.0f} s, {a.clients} clients, policies {policies}, "
-          f"SIGKILL every {a.restart_every} s, backing faults {a.error_rate} EIO + {a.delay} "
+          f"{kills}, backing faults {a.error_rate} EIO + {a.delay} "
           f"delay, volumes {a.volume_size}, caches {a.cache_size}, workdir {work}", flush=True)
 
     rng = random.Random(a.seed)
