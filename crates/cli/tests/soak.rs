@@ -3,8 +3,9 @@
 //! plugin behind its `error` (1 % EIO) and `delay` filters and a plain file volume; 8 verifying
 //! python3-libnbd clients with reads, writes, FUA, FLUSH, TRIM and WRITE_ZEROES; abrupt
 //! disconnects; a SIGKILL + restart of each server every 15-25 s. `scripts/soak.py` holds the
-//! harness and the checker (docs/soak.md). The negative control runs the same checker against
-//! unsafe write-back, which must be caught losing flushed writes.
+//! harness and the checker (docs/soak.md). The negative controls: the same checker against
+//! unsafe write-back must catch lost flushed writes, and a growth bound below the first sample
+//! must fail the soak.
 
 mod serve_support;
 
@@ -90,4 +91,28 @@ fn the_soak_catches_unsafe_write_back_losing_flushed_writes() {
     assert!(lost > 0, "unsafe write-back lost nothing the checker saw:\n{text}");
     assert!(text.contains("-> LOST"), "{text}");
     assert!(text.contains("soak: FAIL"), "{text}");
+}
+
+/// The growth check is wired to the exit code: with a bound of one fd *below* the first sample
+/// (`--fd-slack -1`), any server fails it, and the soak must say so and exit 1.
+#[test]
+fn a_growth_bound_the_server_exceeds_fails_the_soak() {
+    let (ok, j, text) = soak(&[
+        "--duration",
+        "15",
+        "--restart-every",
+        "0",
+        "--clients",
+        "2",
+        "--warmup",
+        "3",
+        "--fd-slack",
+        "-1",
+        "--seed",
+        "9",
+    ]);
+    assert!(!ok, "the soak passed with an fd bound below the first sample:\n{text}");
+    assert_eq!(j["lost_or_wrong_bytes"].as_u64(), Some(0), "{text}");
+    let problems = j["problems"].to_string();
+    assert!(problems.contains("grew past the bound"), "{problems}\n{text}");
 }
