@@ -297,3 +297,91 @@ fn broken_tls_handshakes_are_dropped() {
     run(Command::new("nbdinfo").arg(nbds(&server, &pki.anonymous)));
     server.stop();
 }
+
+/// The shared budget holds under TLS: 8 clients upgrade with STARTTLS (a rustls client made
+/// here), each sends four 32 MiB READs and never reads; the server holds no more than its
+/// budget, nbdinfo over TLS is still served, and everything is released when they go.
+#[test]
+fn tls_readers_that_never_read_stay_within_the_budget() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+
+    let pki = pki();
+    let budget = 64u64 << 20;
+    let config = ServerConfig {
+        tls: Some(TlsSettings::from_dir(&pki.server, TlsMode::Require, false).unwrap()),
+        shared_budget: budget,
+        ..ServerConfig::default()
+    };
+    let server =
+        serve_with(ExportMap::new().with("d", "", Arc::new(MemExport::new(64 << 20))), config);
+    let handle = server.running.as_ref().unwrap().shutdown_handle();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_file(pki.client.join("ca-cert.pem")).unwrap()).unwrap();
+    let client_config = Arc::new(
+        rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth(),
+    );
+    let mut hostile = Vec::new();
+    for _ in 0..8 {
+        let mut raw = Raw::connect(server.tcp);
+        raw.greeting();
+        raw.send(&proto::FLAG_C_FIXED_NEWSTYLE.to_be_bytes());
+        raw.option(proto::OPT_STARTTLS, &[]);
+        assert_eq!(raw.option_reply().1, proto::REP_ACK);
+        let name = ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(Arc::clone(&client_config), name).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, raw.s);
+        let mut go = IHAVEOPT.to_be_bytes().to_vec();
+        go.extend_from_slice(&proto::OPT_GO.to_be_bytes());
+        go.extend_from_slice(&(4u32 + 1 + 2).to_be_bytes());
+        go.extend_from_slice(&1u32.to_be_bytes());
+        go.extend_from_slice(b"d");
+        go.extend_from_slice(&0u16.to_be_bytes());
+        tls.write_all(&go).unwrap();
+        // Option replies until NBD_REP_ACK.
+        loop {
+            let mut head = [0u8; 20];
+            std::io::Read::read_exact(&mut tls, &mut head).unwrap();
+            let kind = u32::from_be_bytes(head[12..16].try_into().unwrap());
+            let len = u32::from_be_bytes(head[16..20].try_into().unwrap()) as usize;
+            let mut data = vec![0u8; len];
+            std::io::Read::read_exact(&mut tls, &mut data).unwrap();
+            if kind == proto::REP_ACK {
+                break;
+            }
+            assert_eq!(kind, proto::REP_INFO, "NBD_OPT_GO over TLS");
+        }
+        for cookie in 0..4u64 {
+            let mut request = 0x2560_9513u32.to_be_bytes().to_vec();
+            request.extend_from_slice(&0u16.to_be_bytes());
+            request.extend_from_slice(&proto::CMD_READ.to_be_bytes());
+            request.extend_from_slice(&cookie.to_be_bytes());
+            request.extend_from_slice(&0u64.to_be_bytes());
+            request.extend_from_slice(&(32u32 << 20).to_be_bytes());
+            tls.write_all(&request).unwrap();
+        }
+        tls.flush().unwrap();
+        hostile.push(tls);
+    }
+    let started = std::time::Instant::now();
+    while handle.budget_used() < budget {
+        assert!(started.elapsed() < std::time::Duration::from_secs(120), "budget never filled");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(handle.budget_used() <= budget, "held {} bytes", handle.budget_used());
+    run(Command::new("nbdinfo").arg(nbds(&server, &pki.anonymous)));
+    drop(hostile);
+    let started = std::time::Instant::now();
+    while handle.connections() > 0 || handle.budget_used() > 0 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(120), "not released");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    server.stop();
+}

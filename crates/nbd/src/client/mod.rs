@@ -640,7 +640,15 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
                         "structured reply for unknown cookie {cookie}"
                     )));
                 };
-                if let Err(e) = chunk(&mut r, &mut slot, kind, length) {
+                let applied =
+                    if kind == proto::REPLY_TYPE_NONE && flags & proto::REPLY_FLAG_DONE == 0 {
+                        Err(ClientError::Protocol(
+                            "NBD_REPLY_TYPE_NONE without NBD_REPLY_FLAG_DONE".into(),
+                        ))
+                    } else {
+                        chunk(&mut r, &mut slot, kind, length)
+                    };
+                if let Err(e) = applied {
                     let reason = e.to_string();
                     shared.complete(slot, Err(e));
                     return Err(ClientError::Protocol(reason));
@@ -905,6 +913,26 @@ mod tests {
         }
         assert_eq!(client.start_read(0, 8).unwrap().wait().unwrap(), vec![9, 9, 9, 9, 3, 4, 5, 6]);
         client.disconnect().unwrap();
+        server.join().unwrap();
+    }
+
+    /// `doc/proto.md`: NBD_REPLY_TYPE_NONE "MUST always be used with the
+    /// NBD_REPLY_FLAG_DONE bit set"; a server that breaks this is disconnected.
+    #[test]
+    fn a_none_chunk_without_done_kills_the_connection() {
+        let (client, server) = scripted(|s| {
+            let a = read_request(s);
+            s.write_all(&data_chunk(a.cookie, 0, &[1, 2, 3, 4], false)).unwrap();
+            let none = reply::structured_header(0, proto::REPLY_TYPE_NONE, a.cookie, 0);
+            s.write_all(&none).unwrap();
+            s.write_all(&none_done(a.cookie)).unwrap();
+        });
+        let err = client.start_read(0, 4).unwrap().wait().unwrap_err();
+        assert!(
+            matches!(err, ClientError::Protocol(ref m) if m.contains("without NBD_REPLY_FLAG_DONE")),
+            "{err}"
+        );
+        assert!(matches!(client.start_read(0, 4), Err(ClientError::Disconnected(_))));
         server.join().unwrap();
     }
 

@@ -407,6 +407,17 @@ mod tests {
     }
 
     #[test]
+    fn flush_needs_zero_offset_and_length() {
+        let max = proto::DEFAULT_MAX_PAYLOAD;
+        for (offset, length, expected) in
+            [(0, 0, None), (512, 0, Some(Errno::Inval)), (0, 1, Some(Errno::Inval))]
+        {
+            let r = request(Command::Flush, 0, offset, length);
+            assert_eq!(errno(validate(&r, ALL, 1024, false, max)), expected, "{offset}+{length}");
+        }
+    }
+
+    #[test]
     fn oversized_reads() {
         let size = 1 << 40;
         let r = request(Command::Read, 0, 0, 4096 + 1);

@@ -37,6 +37,16 @@ pub enum TlsMode {
     Require,
 }
 
+impl fmt::Display for TlsMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TlsMode::Off => "off",
+            TlsMode::On => "on",
+            TlsMode::Require => "require",
+        })
+    }
+}
+
 impl std::str::FromStr for TlsMode {
     type Err = String;
     fn from_str(s: &str) -> Result<TlsMode, String> {
@@ -172,8 +182,10 @@ impl StartTls<Deadline> for ConnTls<'_> {
         while conn.is_handshaking() {
             conn.complete_io(&mut tcp)?;
         }
+        // The TCP socket gets the write timeout (a client that stops reading is dropped, as
+        // without TLS); the plaintext pair none: its reader is the server, which may wait
+        // for buffer budget as long as it must.
         let tcp = tcp.into_stream(self.write_timeout)?;
-        outer.set_write_timeout(self.write_timeout)?;
         spawn_pumps(tcp, outer, conn)
     }
 }
@@ -195,17 +207,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Encrypted bytes rustls wants to send, then the TCP writer lock (taken while `conn` is
-/// still held, so records keep their order).
+/// Encrypted bytes rustls wants to send, with the TCP writer lock (taken while `conn` is
+/// still held, so records keep their order); `None` when there is nothing to send.
 fn drain<'a>(
     session: &'a Session,
     conn: &mut ServerConnection,
-) -> io::Result<(Vec<u8>, MutexGuard<'a, Stream>)> {
+) -> io::Result<Option<(Vec<u8>, MutexGuard<'a, Stream>)>> {
     let mut out = Vec::new();
     while conn.wants_write() {
         conn.write_tls(&mut out)?;
     }
-    Ok((out, lock(&session.tcp_out)))
+    if out.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((out, lock(&session.tcp_out))))
 }
 
 fn spawn_pumps(
@@ -280,19 +295,22 @@ fn pump_in(session: &Session, mut tcp: Stream, mut outer: UnixStream) {
             }
             if state.is_err() {
                 // Send the alert rustls queued, then stop.
-                if let Ok((out, mut tcp_out)) = drain(session, &mut conn) {
+                if let Ok(Some((out, mut tcp_out))) = drain(session, &mut conn) {
                     drop(conn);
                     let _ = tcp_out.write_all(&out);
                 }
                 break 'outer;
             }
         }
-        let pending = drain(session, &mut conn);
-        drop(conn);
-        if let Ok((out, mut tcp_out)) = pending {
-            if !out.is_empty() && tcp_out.write_all(&out).is_err() {
-                break;
+        match drain(session, &mut conn) {
+            Ok(Some((out, mut tcp_out))) => {
+                drop(conn);
+                if tcp_out.write_all(&out).is_err() {
+                    break;
+                }
             }
+            Ok(None) => drop(conn),
+            Err(_) => break,
         }
         if !received.is_empty() && outer.write_all(&received).is_err() {
             break;
@@ -343,10 +361,11 @@ fn pump_out(session: &Session, mut outer: UnixStream) {
     }
     let mut conn = session.conn();
     conn.send_close_notify();
-    if let Ok((out, mut tcp_out)) = drain(session, &mut conn) {
-        drop(conn);
+    let pending = drain(session, &mut conn);
+    drop(conn);
+    if let Ok(Some((out, mut tcp_out))) = pending {
         let _ = tcp_out.write_all(&out);
-        tcp_out.shutdown(Shutdown::Both);
     }
+    lock(&session.tcp_out).shutdown(Shutdown::Both);
     let _ = outer.shutdown(Shutdown::Both);
 }
