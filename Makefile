@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer python crash-long fuzz clean
+.PHONY: setup build demo test lint unit peer python crash-long fuzz soak clean
 
 # The project's virtual environment (created by scripts/setup.sh): every Python step uses it.
 VENV := $(CURDIR)/.venv
@@ -55,6 +55,17 @@ crash-long: setup
 FUZZ_TIME ?= 60
 fuzz:
 	FUZZ_TIME=$(FUZZ_TIME) bash scripts/fuzz.sh
+
+## The soak (issue 10 item 12, docs/soak.md): `ember serve` (write-back-persist and write-through)
+## over a failing, delaying nbdkit backing and a plain file, 8 verifying clients with abrupt
+## disconnects, a SIGKILL + restart of each server every RESTART_EVERY seconds. Fails on any lost
+## or wrong byte, unexpected error, or RSS/fd growth. `make test` runs a one-minute version
+## (crates/cli/tests/soak.rs). Example: make soak DURATION=1800
+DURATION ?= 1800
+RESTART_EVERY ?= 120-180
+soak: setup build
+	scripts/soak.py --ember target/release/ember --duration $(DURATION) \
+	    --restart-every $(RESTART_EVERY) $(SOAK_ARGS)
 
 clean:
 	$(CARGO) clean

@@ -1,0 +1,118 @@
+//! The one-minute soak (issue 10 item 12; `make soak DURATION=…` runs it at length): the real
+//! `ember serve` under write-back-persist and write-through, each with a volume on nbdkit's file
+//! plugin behind its `error` (1 % EIO) and `delay` filters and a plain file volume; 8 verifying
+//! python3-libnbd clients with reads, writes, FUA, FLUSH, TRIM and WRITE_ZEROES; abrupt
+//! disconnects; a SIGKILL + restart of each server every 15-25 s. `scripts/soak.py` holds the
+//! harness and the checker (docs/soak.md). The negative controls: the same checker against
+//! unsafe write-back must catch lost flushed writes, and a growth bound below the first sample
+//! must fail the soak.
+
+mod serve_support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serve_support::*;
+
+/// The two soaks each load both cores; run them one after the other.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn soak_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/soak.py")
+}
+
+/// Run the soak with `args`; returns (exit success, the `soak-json` summary, all output).
+fn soak(args: &[&str]) -> (bool, serde_json::Value, String) {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let ember = ember();
+    let out = run_status(
+        Command::new(soak_script()).arg("--ember").arg(&ember).args(args),
+        Duration::from_secs(600),
+    );
+    let text = format!("{}\n{}", out.stdout, out.stderr);
+    let json = text
+        .lines()
+        .find_map(|l| l.strip_prefix("soak-json: "))
+        .unwrap_or_else(|| panic!("no soak-json line in the soak's output:\n{text}"));
+    let json: serde_json::Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("soak-json: {e}\n{text}"));
+    (out.status.success(), json, text)
+}
+
+fn count(j: &serde_json::Value, key: &str) -> u64 {
+    j["counters"][key].as_u64().unwrap_or_else(|| panic!("counter {key} missing"))
+}
+
+#[test]
+fn one_minute_soak_with_faults_disconnects_and_sigkills_loses_no_byte() {
+    let (ok, j, text) = soak(&["--duration", "60", "--restart-every", "15-25", "--seed", "7"]);
+    assert!(ok, "the soak failed:\n{text}");
+    assert_eq!(j["lost_or_wrong_bytes"].as_u64(), Some(0), "{text}");
+    // The soak did what it claims: faults reached the clients, both servers were killed and
+    // recovered, every kind of abrupt disconnect happened, reads were verified.
+    assert!(j["restarts"].as_u64().unwrap_or(0) >= 4, "fewer than 2 SIGKILLs per server:\n{text}");
+    assert!(j["faults_injected"].as_u64().unwrap_or(0) > 0, "{text}");
+    assert!(count(&j, "eio") > 0, "no EIO reached a client:\n{text}");
+    assert!(count(&j, "verified_reads") > 1000, "{text}");
+    assert!(
+        count(&j, "crash_checks") >= 8,
+        "each client checks its region after a SIGKILL:\n{text}"
+    );
+    for kind in ["handshake", "partial_write", "write_no_reply", "reads_no_reply", "libnbd_close"] {
+        assert!(count(&j, &format!("abrupt_{kind}")) > 0, "no abrupt {kind}:\n{text}");
+    }
+    for k in ["writes", "fua_writes", "flushes", "trims", "zeroes"] {
+        assert!(count(&j, k) > 0, "no {k}:\n{text}");
+    }
+    assert_eq!(count(&j, "unexpected_errors"), 0, "{text}");
+}
+
+/// Negative control: unsafe write-back ignores FLUSH, so a SIGKILL loses flushed writes. The
+/// checker must see them and the soak must fail.
+#[test]
+fn the_soak_catches_unsafe_write_back_losing_flushed_writes() {
+    let (ok, j, text) = soak(&[
+        "--duration",
+        "25",
+        "--restart-every",
+        "10-12",
+        "--policies",
+        "unsafe-write-back",
+        "--clients",
+        "4",
+        "--seed",
+        "8",
+    ]);
+    assert!(!ok, "the soak passed against unsafe write-back:\n{text}");
+    assert!(j["restarts"].as_u64().unwrap_or(0) >= 1, "{text}");
+    let lost = count(&j, "lost_bytes");
+    assert!(lost > 0, "unsafe write-back lost nothing the checker saw:\n{text}");
+    assert!(text.contains("-> LOST"), "{text}");
+    assert!(text.contains("soak: FAIL"), "{text}");
+}
+
+/// The growth check is wired to the exit code: with a bound of one fd *below* the first sample
+/// (`--fd-slack -1`), any server fails it, and the soak must say so and exit 1.
+#[test]
+fn a_growth_bound_the_server_exceeds_fails_the_soak() {
+    let (ok, j, text) = soak(&[
+        "--duration",
+        "15",
+        "--restart-every",
+        "0",
+        "--clients",
+        "2",
+        "--warmup",
+        "3",
+        "--fd-slack",
+        "-1",
+        "--seed",
+        "9",
+    ]);
+    assert!(!ok, "the soak passed with an fd bound below the first sample:\n{text}");
+    assert_eq!(j["lost_or_wrong_bytes"].as_u64(), Some(0), "{text}");
+    let problems = j["problems"].to_string();
+    assert!(problems.contains("grew past the bound"), "{problems}\n{text}");
+}
