@@ -35,12 +35,13 @@ found=0
 for t in "${TARGETS[@]}"; do
   echo "fuzz: $t for ${FUZZ_TIME}s"
   mkdir -p out
-  # CPU seconds (user + system) of afl-fuzz and every target process it ran.
-  TIMEFORMAT="%U %S"
-  { time nice -n 19 cargo afl fuzz -i "corpus/$t" -o "out/$t" -V "$FUZZ_TIME" -t 10000 \
-      -- "target/release/$t" > "out/$t.log" 2>&1 ; } 2> "out/$t.cpu.last" || {
+  # Each target process appends its CPU seconds when its persistent loop of
+  # AFL_FUZZER_LOOPCOUNT inputs ends (fuzz/src/lib.rs).
+  export EMBER_FUZZ_CPU_LOG="$PWD/out/$t.cpu" AFL_FUZZER_LOOPCOUNT=20000
+  nice -n 19 cargo afl fuzz -i "corpus/$t" -o "out/$t" -V "$FUZZ_TIME" -t 10000 \
+    -- "target/release/$t" > "out/$t.log" 2>&1 || {
     echo "fuzz: afl-fuzz failed for $t; the end of out/$t.log:"; tail -20 "out/$t.log"; exit 1; }
-  awk '{print $1 + $2}' "out/$t.cpu.last" >> "out/$t.cpu"
+  touch "out/$t.cpu"
   cpu=$(awk '{s += $1} END {printf "%.0f", s}' "out/$t.cpu")
   stats="out/$t/default/fuzzer_stats"
   execs=$(awk -F': ' '/^execs_done/ {print $2}' "$stats")
@@ -48,8 +49,8 @@ for t in "${TARGETS[@]}"; do
   paths=$(awk -F': ' '/^corpus_count/ {print $2}' "$stats")
   crashes=$(find "out/$t/default/crashes" -type f -name 'id:*' | wc -l)
   hangs=$(find "out/$t/default/hangs" -type f -name 'id:*' | wc -l)
-  echo "fuzz: $t: ${secs}s this run, ${cpu}s CPU in all runs (fuzz/out/$t.cpu), $execs executions," \
-       "$paths corpus entries, $crashes crashes, $hangs hangs"
+  echo "fuzz: $t: ${secs}s of fuzzing in all runs, ${cpu}s CPU in the target processes" \
+       "(fuzz/out/$t.cpu), $execs executions, $paths corpus entries, $crashes crashes, $hangs hangs"
   found=$((found + crashes + hangs))
   if [ "${FUZZ_CMIN:-0}" = 1 ]; then
     rm -rf "cmin/$t"
