@@ -24,6 +24,7 @@ afl_help=$(cargo afl fuzz -h 2>&1 || true)
 if [[ "$afl_help" != *"-V seconds"* ]]; then
   echo "fuzz: building the AFL++ runtime"
   cargo afl config --build
+  afl_help=$(cargo afl fuzz -h 2>&1 || true)
 fi
 
 cd fuzz
@@ -54,9 +55,12 @@ for t in "${TARGETS[@]}"; do
   found=$((found + crashes + hangs))
   if [ "${FUZZ_CMIN:-0}" = 1 ]; then
     rm -rf "cmin/$t"
-    nice -n 19 cargo afl cmin -i "out/$t/default/queue" -o "cmin/$t" -t 10000 \
-      -- "target/release/$t" > "out/$t.cmin.log" 2>&1
-    echo "fuzz: $t: minimized corpus in fuzz/cmin/$t ($(ls "cmin/$t" | wc -l) files)"
+    # afl-cmin.bash (the Python afl-cmin of AFL++ 4.40c records no coverage here).
+    afl_bin=$(dirname "$(grep -o '/[^ ]*/afl-fuzz' <<< "$afl_help" | head -1)")
+    AFL_PATH=$afl_bin PATH=$afl_bin:$PATH nice -n 19 "$afl_bin/afl-cmin.bash" \
+      -i "out/$t/default/queue" -o "cmin/$t" -t 10000 -- "target/release/$t" \
+      > "out/$t.cmin.log" 2>&1
+    echo "fuzz: $t: minimized queue in fuzz/cmin/$t ($(ls "cmin/$t" | wc -l) files)"
   fi
 done
 if [ "$found" -gt 0 ]; then
