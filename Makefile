@@ -19,8 +19,10 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 
+## EMBER_REQUIRE_TOOLS=1: setup installed every tool, so a test that finds one missing fails
+## instead of skipping.
 unit:
-	$(CARGO) test --workspace --release --no-fail-fast
+	EMBER_REQUIRE_TOOLS=1 $(CARGO) test --workspace --release --no-fail-fast
 
 ## ember against libCacheSim (the libcachesim Python package) on the same traces.
 peer: build
@@ -32,8 +34,10 @@ test: setup lint unit peer
 ## Crash trials at length (thesis chapter 3 guarantees): 1000 SIGKILL trials through nbdsh and
 ## 1000 power cuts per write policy (about 15 minutes). `make test` runs a short version.
 crash-long: setup
-	EMBER_CRASH_TRIALS=1000 EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
-	    --test writeback_kill --test writeback_power -- --nocapture --test-threads=2
+	EMBER_REQUIRE_TOOLS=1 EMBER_CRASH_TRIALS=1000 $(CARGO) test --release -p ember-cli \
+	    --test writeback_kill -- --nocapture --test-threads=2
+	EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
+	    --test writeback_power -- --nocapture --test-threads=2
 
 ## Coverage-guided fuzzing (AFL++ via cargo-afl, docs/fuzzing.md): each target for FUZZ_TIME
 ## seconds. `make test` replays the stored corpora only (crates/*/tests/fuzz_corpus.rs).

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(nbdkit libnbd-bin python3-libnbd fio qemu-utils e2fsprogs fuse3 util-linux
+APT_PKGS=(nbdkit libnbd-bin python3-libnbd fio qemu-utils e2fsprogs fuse3 util-linux openssl
           libfontconfig1-dev libfreetype-dev fonts-dejavu-core pkg-config)
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -41,4 +41,11 @@ if [ ! -f "$DATA/.unpacked-$LIBCACHESIM_VERSION" ]; then
   rm -rf "$DATA"/libcachesim-"$LIBCACHESIM_VERSION" "$DATA"/libcachesim-"$LIBCACHESIM_VERSION".tar.gz
   touch "$DATA/.unpacked-$LIBCACHESIM_VERSION"
 fi
+# The tools the tests run: a package that installed without one of them is an error here,
+# not a skipped test later.
+for tool in nbdsh nbdkit nbdinfo nbdcopy nbdfuse fio qemu-io qemu-img qemu-nbd mkfs.ext4 \
+            fsck.ext4 losetup fusermount3; do
+  PATH="/usr/bin:/usr/sbin:/sbin:$PATH" command -v "$tool" >/dev/null \
+    || { echo "setup: $tool is missing after installing the Debian packages" >&2; exit 1; }
+done
 echo "setup: ok"

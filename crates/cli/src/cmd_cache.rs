@@ -2,8 +2,9 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use ember_engine::device::{open_spec, FileOptions};
+use ember_engine::device::FileOptions;
 use ember_engine::{Engine, FormatSpec, VolumeSpec};
+use ember_serve::open_spec;
 
 /// `ember cache …`
 #[derive(Subcommand)]

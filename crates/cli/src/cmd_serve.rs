@@ -4,17 +4,20 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
-use ember_engine::device::{FileDevice, FileOptions, NbdDevice};
+use ember_engine::device::{FileDevice, FileOptions};
 use ember_engine::layout::LayoutError;
 use ember_engine::{
     Device, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec, WriteMode,
 };
+use ember_nbd::server::{ServerConfig, TlsMode, TlsSettings, MAX_PAYLOAD_CEILING};
 use ember_nbd::{ExportSet, ListenAddr, Server, ServerStats};
 use ember_policy::replacement::Kind;
 use ember_policy::Admission;
+use ember_serve::{EngineExports, NbdDevice};
 use ember_sim::sievestore::{Sieve, SieveSpec};
 
 use crate::metrics::{render_engine, render_server, MetricsServer, Render};
@@ -76,10 +79,116 @@ pub struct ServeArgs {
     #[arg(long)]
     pub direct: bool,
 
+    /// Trust that only ember writes the NBD backings, so a restart after a clean shutdown
+    /// keeps their cached blocks. Without it an NBD backing starts cold: ember cannot tell
+    /// whether another client wrote it while ember was stopped.
+    #[arg(long)]
+    pub trust_nbd_backing: bool,
+
     /// Worker threads running requests (default: four per CPU; on the 2-core bench machine
     /// 8 workers serve about 30% more cache hits at iodepth 32 than 2, see docs/serve.md).
     #[arg(long)]
     pub workers: Option<usize>,
+
+    /// Limits and TLS of the NBD server.
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+/// The NBD server's limits and TLS (docs/serve.md, "Limits" and "TLS").
+#[derive(Args, Debug)]
+pub struct NetArgs {
+    /// Connections open at once; one more is accepted and closed at once.
+    #[arg(long, default_value_t = 128)]
+    pub max_connections: usize,
+
+    /// Bytes of READ replies and WRITE payloads all connections together may hold (bytes,
+    /// or with K/M/G); at the limit, requests over 1 MiB wait for buffers to be freed.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256M")]
+    pub buffer_budget: u64,
+
+    /// Largest READ/WRITE payload advertised and accepted (at most 32M).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "32M")]
+    pub max_payload: u64,
+
+    /// Options one handshake may send before the server hangs up.
+    #[arg(long, default_value_t = 32)]
+    pub max_handshake_options: usize,
+
+    /// Seconds a whole handshake (TLS included) may take before the connection is dropped.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub handshake_deadline: f64,
+
+    /// TLS: off, on (offered; plaintext clients still served) or require (every client
+    /// must upgrade with STARTTLS).
+    #[arg(long, value_name = "MODE", default_value = "off", value_parser = parse_tls_mode)]
+    pub tls: TlsMode,
+
+    /// Directory of PEM files as qemu-nbd and nbdkit name them: server-cert.pem,
+    /// server-key.pem, and ca-cert.pem for --tls-verify-peer.
+    #[arg(long, value_name = "DIR")]
+    pub tls_certificates: Option<PathBuf>,
+
+    /// Accept only clients presenting a certificate issued by the CA in ca-cert.pem.
+    #[arg(long)]
+    pub tls_verify_peer: bool,
+
+    /// Permission bits of the --unix socket, in octal (default owner-only).
+    #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = parse_mode)]
+    pub unix_mode: u32,
+}
+
+fn parse_tls_mode(s: &str) -> Result<TlsMode, String> {
+    s.parse()
+}
+
+/// Parse an octal permission mode such as `600` or `0660`.
+pub fn parse_mode(s: &str) -> Result<u32, String> {
+    let mode = u32::from_str_radix(s.trim_start_matches("0o"), 8)
+        .map_err(|_| format!("{s:?} is not an octal mode (e.g. 600)"))?;
+    if mode > 0o777 {
+        return Err(format!("{s:?}: only permission bits (at most 777) are allowed"));
+    }
+    Ok(mode)
+}
+
+impl NetArgs {
+    /// The server configuration these flags ask for, with `workers` worker threads.
+    pub fn server_config(&self, workers: usize) -> anyhow::Result<ServerConfig> {
+        let max_payload =
+            u32::try_from(self.max_payload).ok().filter(|&p| p <= MAX_PAYLOAD_CEILING).ok_or_else(
+                || anyhow!("--max-payload {}: at most {MAX_PAYLOAD_CEILING}", self.max_payload),
+            )?;
+        if !(self.handshake_deadline.is_finite() && self.handshake_deadline > 0.0) {
+            bail!(
+                "--handshake-deadline {}: must be a positive number of seconds",
+                self.handshake_deadline
+            );
+        }
+        let tls = match (self.tls, &self.tls_certificates) {
+            (TlsMode::Off, None) if !self.tls_verify_peer => None,
+            (TlsMode::Off, _) => {
+                bail!("--tls-certificates and --tls-verify-peer need --tls on or --tls require")
+            }
+            (_, None) => bail!("--tls {} needs --tls-certificates DIR", self.tls),
+            (mode, Some(dir)) => Some(
+                TlsSettings::from_dir(dir, mode, self.tls_verify_peer)
+                    .with_context(|| format!("--tls-certificates {}", dir.display()))?,
+            ),
+        };
+        let defaults = ServerConfig::default();
+        Ok(ServerConfig {
+            workers,
+            max_payload,
+            discard_limit: (2 * u64::from(max_payload)).max(defaults.discard_limit),
+            shared_budget: self.buffer_budget,
+            max_connections: self.max_connections,
+            max_handshake_options: self.max_handshake_options,
+            handshake_deadline: Some(Duration::from_secs_f64(self.handshake_deadline)),
+            tls,
+            ..defaults
+        })
+    }
 }
 
 /// Parse `123`, `4K`, `64M`, `2G`, `1T` (powers of 1024; a trailing `iB`/`B` is accepted).
@@ -120,11 +229,11 @@ pub fn parse_backing(s: &str) -> anyhow::Result<Backing> {
     Ok(Backing { name: name.to_string(), spec: spec.to_string() })
 }
 
-fn open_backing(b: &Backing) -> anyhow::Result<Arc<dyn Device>> {
+fn open_backing(b: &Backing, trust_nbd: bool) -> anyhow::Result<Arc<dyn Device>> {
     if b.spec.starts_with("nbd://") || b.spec.starts_with("nbd+unix://") {
         let dev = NbdDevice::connect(&b.spec)
             .with_context(|| format!("backing {}: connecting to {}", b.name, b.spec))?;
-        Ok(Arc::new(dev))
+        Ok(Arc::new(if trust_nbd { dev.trust_unchanged() } else { dev }))
     } else {
         let dev = FileDevice::open(Path::new(&b.spec), FileOptions::default())
             .with_context(|| format!("backing {}: opening {}", b.name, b.spec))?;
@@ -212,10 +321,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let write_mode = parse_write_mode(&args.write_policy)?;
     let kind = parse_policy(&args.policy)?;
     let admission = parse_admission(&args.admission)?;
+    // The server's limits and TLS, checked (certificates loaded) before the cache is opened.
+    let net_config = args.net.server_config(args.workers.unwrap_or_else(default_workers).max(1))?;
     let mut volumes = Vec::new();
     let mut specs = Vec::new();
     for b in &backings {
-        let backing = open_backing(b)?;
+        let backing = open_backing(b, args.trust_nbd_backing)?;
         specs.push(VolumeSpec { name: b.name.clone(), size: backing.size() });
         volumes.push(VolumeConfig { name: b.name.clone(), backing });
     }
@@ -245,9 +356,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
 
     let stats = Arc::new(ServerStats::new());
-    let mut builder = Server::builder(engine.clone() as Arc<dyn ExportSet>)
-        .workers(args.workers.unwrap_or_else(default_workers).max(1))
-        .observer(stats.clone());
+    let mut builder =
+        Server::builder(Arc::new(EngineExports::new(engine.clone())) as Arc<dyn ExportSet>)
+            .workers(args.workers.unwrap_or_else(default_workers).max(1))
+            .observer(stats.clone());
     let listen = match (&args.listen, &args.unix) {
         (Some(l), _) => Some(l.clone()),
         (None, None) => Some("127.0.0.1:10809".to_string()),
@@ -257,10 +369,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         builder = builder.listen_tcp(l.as_str()).with_context(|| format!("listening on {l}"))?;
     }
     if let Some(u) = &args.unix {
-        builder =
-            builder.listen_unix(u).with_context(|| format!("listening on {}", u.display()))?;
+        builder = builder
+            .listen_unix_mode(u, args.net.unix_mode)
+            .with_context(|| format!("listening on {}", u.display()))?;
     }
-    let server = builder.build().context("starting the NBD server")?;
+    let tls = net_config.tls.as_ref().map(|t| (t.mode(), t.verify_peer()));
+    let server = builder.config(net_config).build().context("starting the NBD server")?;
 
     let metrics = match &args.metrics {
         Some(addr) => {
@@ -278,12 +392,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    if let Some((mode, verify_peer)) = tls {
+        println!(
+            "ember serve: TLS {} ({}client certificates verified)",
+            if mode == TlsMode::Require { "required" } else { "offered" },
+            if verify_peer { "" } else { "no " }
+        );
+    }
+    let scheme = if tls.is_some_and(|(mode, _)| mode == TlsMode::Require) { "nbds" } else { "nbd" };
     for addr in server.addrs() {
         for name in engine.volume_names() {
             match addr {
-                ListenAddr::Tcp(a) => println!("ember serve: export {name} nbd://{a}/{name}"),
+                ListenAddr::Tcp(a) => println!("ember serve: export {name} {scheme}://{a}/{name}"),
                 ListenAddr::Unix(p) => {
-                    println!("ember serve: export {name} nbd+unix:///{name}?socket={}", p.display())
+                    println!(
+                        "ember serve: export {name} {scheme}+unix:///{name}?socket={}",
+                        p.display()
+                    )
                 }
             }
         }
@@ -336,6 +461,55 @@ mod tests {
         assert_eq!(parse_size("2G"), Ok(2 << 30));
         assert!(parse_size("lots").is_err());
         assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn limits_and_tls_flags() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            net: NetArgs,
+        }
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.net.server_config(3).map_err(|e| format!("{e:#}")))
+        };
+        let config = parse(&[
+            "--max-connections",
+            "7",
+            "--buffer-budget",
+            "64M",
+            "--max-payload",
+            "1M",
+            "--max-handshake-options",
+            "5",
+            "--handshake-deadline",
+            "2.5",
+        ])
+        .unwrap();
+        assert_eq!(config.workers, 3);
+        assert_eq!(config.max_connections, 7);
+        assert_eq!(config.shared_budget, 64 << 20);
+        assert_eq!(config.max_payload, 1 << 20);
+        assert_eq!(config.max_handshake_options, 5);
+        assert_eq!(config.handshake_deadline, Some(Duration::from_millis(2500)));
+        assert!(config.tls.is_none());
+        let err = parse(&["--max-payload", "64M"]).unwrap_err();
+        assert!(err.contains("at most 33554432"), "{err}");
+        let err = parse(&["--tls", "require"]).unwrap_err();
+        assert!(err.contains("--tls require needs --tls-certificates"), "{err}");
+        let err = parse(&["--tls-verify-peer"]).unwrap_err();
+        assert!(err.contains("--tls on"), "{err}");
+        let err = parse(&["--tls", "maybe"]).unwrap_err();
+        assert!(err.contains("not a TLS mode"), "{err}");
+        let err = parse(&["--tls", "on", "--tls-certificates", "/nonexistent"]).unwrap_err();
+        assert!(err.contains("server-cert.pem"), "{err}");
+        assert_eq!(parse_mode("600"), Ok(0o600));
+        assert_eq!(parse_mode("0660"), Ok(0o660));
+        assert!(parse_mode("1777").is_err());
+        assert!(parse_mode("9").is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use super::*;
 use crate::config::{VolumeConfig, VolumeSpec};
 use crate::device::fault::PowerCut;
 use crate::device::{FaultDevice, IoKind, MemDevice};
-use ember_nbd::ExportError;
+use crate::{EngineError, StartKind};
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Lru;
 use ember_policy::{Access, Admission};
@@ -74,7 +74,7 @@ impl Rig {
     }
 }
 
-fn read(e: &Arc<dyn Export>, off: u64, len: usize) -> Vec<u8> {
+fn read(e: &Volume, off: u64, len: usize) -> Vec<u8> {
     let mut b = vec![0u8; len];
     e.read(off, &mut b).unwrap();
     b
@@ -289,7 +289,7 @@ fn the_tail_of_an_odd_sized_volume_is_served_but_never_cached() {
         admission: Box::new(Aod),
     })
     .unwrap();
-    let v = eng.get("").unwrap();
+    let v = eng.volume("odd").unwrap();
     assert_eq!(v.size(), size);
     assert_eq!(read(&v, 0, size as usize), pattern(5, size as usize));
     assert_eq!(eng.stats().resident_blocks, 3);
@@ -297,7 +297,7 @@ fn the_tail_of_an_odd_sized_volume_is_served_but_never_cached() {
     assert_eq!(read(&v, 3 * BS + 90, 10), vec![9u8; 10]);
     assert_eq!(eng.stats().resident_blocks, 3);
     let e = v.read(size - 1, &mut [0u8; 2]).unwrap_err();
-    assert!(matches!(e, ExportError::Invalid(_)), "{e}");
+    assert!(matches!(e, EngineError::Invalid(_)), "{e}");
 }
 
 #[test]
@@ -311,7 +311,7 @@ fn clean_shutdown_makes_the_next_start_warm() {
     b.write(20 * BS, &[3u8; BS as usize], false).unwrap();
     let rep = eng.shutdown().unwrap();
     assert_eq!(rep.persisted_blocks, 15);
-    assert!(matches!(a.read(0, &mut [0u8; 1]), Err(ExportError::Shutdown)));
+    assert!(matches!(a.read(0, &mut [0u8; 1]), Err(EngineError::ShutDown)));
     assert!(matches!(eng.shutdown(), Err(EngineError::ShutDown)));
     drop(eng);
     let r = Engine::inspect(rig.cache.as_ref()).unwrap();
@@ -350,7 +350,7 @@ fn a_volume_changed_while_stopped_is_served_cold() {
     let r = eng.open_report();
     assert_eq!(r.start, StartKind::Warm);
     assert_eq!((r.loaded_blocks, r.dropped_blocks), (4, 6), "{r:?}");
-    assert!(r.reason.contains("volume(s) a changed"), "{}", r.reason);
+    assert!(r.reason.contains("volume a changed while ember was stopped"), "{}", r.reason);
     assert_eq!(read(&eng.volume("a").unwrap(), 3 * BS, 4), vec![0xEE; 4], "not the stale copy");
     read(&eng.volume("b").unwrap(), 0, 4 * BS as usize);
     assert_eq!(eng.stats().volumes[1].1.read_hits, 4, "volume b stays warm");
@@ -392,8 +392,8 @@ fn a_served_subset_drops_the_other_volumes_blocks() {
     .unwrap();
     let r = eng.open_report();
     assert_eq!((r.loaded_blocks, r.dropped_blocks), (2, 4));
-    assert!(eng.get("a").is_none());
-    assert_eq!(eng.list().len(), 1);
+    assert!(eng.volume("a").is_none());
+    assert_eq!(eng.volume_names(), vec!["b".to_string()]);
 }
 
 #[test]
@@ -475,7 +475,7 @@ fn device_errors_are_reported_and_leave_no_stale_block() {
     // The allocation-write of a read miss fails: the read reports EIO, nothing is cached.
     cache.fail_nth(1, &[IoKind::Write], false);
     let e = a.read(0, &mut [0u8; BS as usize]).unwrap_err();
-    assert!(matches!(e, ExportError::Io(_)), "{e}");
+    assert!(matches!(e, EngineError::Io(_)), "{e}");
     assert!(
         e.to_string().contains("allocation-write") && e.to_string().contains("injected"),
         "{e}"
@@ -498,7 +498,7 @@ fn device_errors_are_reported_and_leave_no_stale_block() {
     assert_eq!(eng.stats().resident_blocks, 0);
     // A failing sync fails FLUSH.
     cache.fail_nth(1, &[IoKind::Sync], false);
-    assert!(matches!(a.flush(), Err(ExportError::Io(_))));
+    assert!(matches!(a.flush(), Err(EngineError::Io(_))));
     // A power cut mid-run: errors, then a cold and correct restart.
     cache.power_cut(PowerCut::DROP_ALL);
     assert!(eng.shutdown().is_err());

@@ -1,8 +1,9 @@
-//! Errors of opening, formatting, inspecting and shutting down a cache.
+//! Errors of the engine: opening, formatting, inspecting and shutting down a cache, and the
+//! block requests of a volume handle.
 
 use crate::layout::LayoutError;
 
-/// Why an engine operation (not a client request) failed.
+/// Why an engine operation or a block request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     /// The on-device layout could not be read or written.
@@ -14,7 +15,10 @@ pub enum EngineError {
     /// The configuration does not fit the formatted cache device.
     #[error("{0}")]
     Config(String),
-    /// `shutdown` was already called.
+    /// `shutdown` was already called (or is in progress: requests are refused).
     #[error("the engine is already shut down")]
     ShutDown,
+    /// A block request is invalid for its volume (for example beyond its end).
+    #[error("invalid request: {0}")]
+    Invalid(String),
 }

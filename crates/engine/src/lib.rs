@@ -1,35 +1,42 @@
-//! ember's real cache (`ember serve`): a cache device in front of one or more backing volumes,
-//! exported over NBD.
+//! ember's real cache (`ember serve`): a cache device in front of one or more backing volumes.
+//! The engine speaks its own types; the NBD adapter (`ember-serve`) exports its volumes.
 //!
 //! - [`device`]: the [`Device`] abstraction and its implementations (file or block device,
-//!   memory, fault-injecting wrapper, upstream NBD server).
-//! - [`layout`]: the on-device layout, version 1 (superblock, checkpoints, journal, data).
-//! - [`Engine`]: format, inspect, open, serve ([`ember_nbd::ExportSet`]), stats, shutdown.
+//!   memory, fault-injecting wrapper).
+//! - [`layout`]: the on-device layout, version 1 (superblock, checkpoints, journal, data, the
+//!   block key encoding, recovery decoding).
+//! - [`Engine`]: format, inspect, open, [`Volume`] handles, stats, shutdown.
 //!
 //! Decisions (admission, replacement) come from `ember-policy`; the engine only does I/O,
-//! locking and bookkeeping.
+//! locking and bookkeeping. docs/engine.md draws the files and the lock order.
 
+mod admin;
+mod backing;
 pub mod config;
+mod core;
 pub mod device;
-pub mod engine;
+mod engine;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzz_entry;
 mod gate;
+mod io;
 pub mod layout;
+mod open;
 pub mod report;
 mod state;
 pub mod stats;
 mod stripes;
-mod volume;
-pub mod writeback;
+pub mod wb;
 
+pub use admin::ShutdownReport;
 pub use config::{EngineConfig, FormatSpec, ReplacementFactory, VolumeConfig, VolumeSpec};
 pub use device::Device;
-pub use engine::{Engine, OpenReport, ShutdownReport, StartKind};
+pub use engine::Engine;
 pub use error::EngineError;
+pub use io::{Volume, CHUNK_BLOCKS};
 pub use layout::WriteMode;
+pub use open::{OpenReport, StartKind};
 pub use report::Report;
 pub use stats::{DirtyStats, Stats, VolumeStats};
-pub use volume::CHUNK_BLOCKS;
-pub use writeback::WritebackConfig;
+pub use wb::WritebackConfig;

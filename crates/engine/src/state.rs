@@ -15,6 +15,8 @@
 //!   persisted dirty map names it (the persist bitmap, 4.3). It returns to the free list only
 //!   when none of the three holds.
 
+use crate::layout::checkpoint::dirty_flags;
+use crate::layout::epoch::{of_flags, Unwrap};
 use crate::layout::MapEntry;
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::Op;
@@ -149,10 +151,12 @@ impl CacheState {
     /// `persisted`, the dirty ones are also the persisted dirty map (their blocks are marked
     /// in the persist bitmap). Rebuilds the free list.
     pub fn load(&mut self, entries: &[MapEntry], time_ns: u64, persisted: bool) {
+        // Stored epochs are 16 bits; order them across the wrap.
+        let unwrap = Unwrap::of_entries(entries);
         for e in entries {
             let acc = self.access(e.key, Op::Read, time_ns);
             if e.flags & crate::layout::checkpoint::ENTRY_DIRTY != 0 {
-                let epoch = u64::from(e.flags >> 16);
+                let epoch = unwrap.epoch(of_flags(e.flags));
                 self.map.insert(
                     e.key,
                     Slot { cache_block: e.cache_block, last: acc.vtime, dirty: Some(epoch) },
@@ -593,11 +597,6 @@ impl CacheState {
     pub fn free_len(&self) -> usize {
         self.free.len()
     }
-}
-
-/// Checkpoint flags of a dirty entry: bit 0, and the epoch's low 16 bits in bits 16..32.
-pub(crate) fn dirty_flags(epoch: u64) -> u32 {
-    crate::layout::checkpoint::ENTRY_DIRTY | (((epoch & 0xFFFF) as u32) << 16)
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ fn run(mode: WriteMode, seed: u64) {
     check_v1(mode, seed, rig, engine, ex, model);
 }
 
-type Run = (Rig, ember_engine::Engine, Vec<Arc<dyn ember_nbd::Export>>, Vec<Vec<u8>>);
+type Run = (Rig, ember_engine::Engine, Vec<ember_engine::Volume>, Vec<Vec<u8>>);
 
 /// The concurrent workload; returns the model of every acknowledged write.
 fn workload(mode: WriteMode, seed: u64) -> Run {
@@ -93,7 +93,7 @@ fn check_v1(
     _seed: u64,
     rig: Rig,
     engine: ember_engine::Engine,
-    ex: Vec<Arc<dyn ember_nbd::Export>>,
+    ex: Vec<ember_engine::Volume>,
     model: Vec<Vec<u8>>,
 ) {
     assert_eq!(model, rig.model(), "backing holds every acknowledged write");

@@ -18,6 +18,12 @@
 //! Unsafe write-back is run through the same check as the negative control: it must be
 //! caught losing acknowledged writes, which shows the check can fail.
 //!
+//! The client is checked as well as the data: any error it sees before the power fails
+//! (an error from a healthy engine on healthy devices) fails the trial, and the uncut
+//! calibration run must complete every one of its requests. Cut points are drawn from the
+//! calibration run's I/O count, and a client whose cut has not come when its requests are done
+//! goes on issuing requests until it does, so every trial is cut mid-run (checked).
+//!
 //! `EMBER_POWER_TRIALS=N` sets the trials per safe policy (CI default 150; unsafe: 40).
 
 mod common;
@@ -33,17 +39,21 @@ use ember_policy::admission::Aod;
 use ember_policy::replacement::{build, Kind};
 use parking_lot::Mutex;
 use rand::Rng;
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 
 const BLOCKS: u64 = 48;
 const VOL: u64 = BLOCKS * BS;
 const OPS: usize = 160;
+/// A client whose power cut is still to come goes on past `OPS` requests, up to this many.
+const MAX_OPS: usize = 10 * OPS;
 
 /// One power supply for the cache device and backing: the n-th I/O over both cuts both.
 struct Power {
     ios: AtomicU64,
     cut_at: AtomicU64,
+    /// The armed cut has happened.
+    fired: AtomicBool,
     cut: Mutex<PowerCut>,
     devices: Vec<Arc<FaultDevice>>,
 }
@@ -52,6 +62,7 @@ impl Power {
     fn tick(&self) {
         let n = self.ios.fetch_add(1, SeqCst) + 1;
         if n == self.cut_at.load(SeqCst) {
+            self.fired.store(true, SeqCst);
             let pc = *self.cut.lock();
             for d in &self.devices {
                 d.power_cut(pc);
@@ -60,7 +71,16 @@ impl Power {
     }
     fn arm(&self, after: u64, pc: PowerCut) {
         *self.cut.lock() = pc;
+        self.fired.store(false, SeqCst);
         self.cut_at.store(self.ios.load(SeqCst) + after, SeqCst);
+    }
+    /// Whether the armed cut has happened.
+    fn fired(&self) -> bool {
+        self.fired.load(SeqCst)
+    }
+    /// Whether a cut is armed and still to come.
+    fn pending(&self) -> bool {
+        self.cut_at.load(SeqCst) != 0 && !self.fired()
     }
     fn disarm(&self) {
         self.cut_at.store(0, SeqCst);
@@ -128,6 +148,7 @@ impl Bench {
         let power = Arc::new(Power {
             ios: AtomicU64::new(0),
             cut_at: AtomicU64::new(0),
+            fired: AtomicBool::new(false),
             cut: Mutex::new(PowerCut::DROP_ALL),
             devices: vec![cache.clone(), backing.clone()],
         });
@@ -213,13 +234,18 @@ impl Model {
     }
 }
 
-/// Run the client until the power fails (or OPS requests are done); returns the model.
-fn client(e: &Engine, seed: u64, init: Vec<u8>) -> (Model, usize) {
+/// Run the client until the power fails: `OPS` requests, or more while a cut is armed and
+/// still to come (at most `MAX_OPS`). Returns the model and the requests completed, or what
+/// failed if a request failed before the power did.
+fn client(e: &Engine, seed: u64, init: Vec<u8>, power: &Power) -> Result<(Model, usize), String> {
     let v = e.volume("v").unwrap();
     let mut r = rng(seed);
     let mut m = Model::new(init);
     let mut done = 0;
-    for _ in 0..OPS {
+    for i in 0..MAX_OPS {
+        if i >= OPS && !power.pending() {
+            break;
+        }
         let b = r.gen_range(0..BLOCKS);
         let nb = r.gen_range(1..=4u64).min(BLOCKS - b);
         let (off, len) = if r.gen_bool(0.8) {
@@ -229,56 +255,58 @@ fn client(e: &Engine, seed: u64, init: Vec<u8>) -> (Model, usize) {
             (off, r.gen_range(1..=(nb * BS).min(VOL - off)))
         };
         let x = r.gen_range(0..100);
-        let ok = if x < 55 {
+        let res = if x < 55 {
             let mut data = vec![0u8; len as usize];
             r.fill(&mut data[..]);
             let fua = r.gen_bool(0.05);
             m.issue(off, data.clone());
-            let ok = v.write(off, &data, fua).is_ok();
-            if ok {
+            let res = v.write(off, &data, fua).map_err(|e| format!("write {off}+{len}: {e}"));
+            if res.is_ok() {
                 m.acked(fua);
             }
-            ok
+            res
         } else if x < 62 {
             let zero = vec![0u8; len as usize];
             m.issue(off, zero);
-            let ok = if x < 59 {
-                v.write_zeroes(off, len, false, true).is_ok()
+            let res = if x < 59 {
+                v.write_zeroes(off, len, false, true)
+                    .map_err(|e| format!("write_zeroes {off}+{len}: {e}"))
             } else {
-                v.trim(off, len, false).is_ok()
+                v.trim(off, len, false).map_err(|e| format!("trim {off}+{len}: {e}"))
             };
-            if ok {
+            if res.is_ok() {
                 m.acked(false);
             }
-            ok
+            res
         } else if x < 85 {
             let mut got = vec![0u8; len as usize];
-            match v.read(off, &mut got) {
-                Ok(()) => {
-                    let want = &m.latest[off as usize..(off + len) as usize];
-                    assert!(got == want, "seed {seed}: a read returned other than the last write");
-                    true
-                }
-                Err(_) => false,
+            let res = v.read(off, &mut got).map_err(|e| format!("read {off}+{len}: {e}"));
+            if res.is_ok() {
+                let want = &m.latest[off as usize..(off + len) as usize];
+                assert!(got == want, "seed {seed}: a read returned other than the last write");
             }
+            res
         } else {
-            let ok = v.flush().is_ok();
-            if ok {
+            let res = v.flush().map_err(|e| format!("flush: {e}"));
+            if res.is_ok() {
                 // Acknowledged: the client may rely on it (unsafe write-back lies here).
                 m.flushed();
             }
-            ok
+            res
         };
-        if !ok {
-            break;
+        if let Err(what) = res {
+            if power.fired() {
+                break; // the power failed: the client stops here
+            }
+            return Err(format!("request {i} failed before the power cut: {what}"));
         }
         done += 1;
     }
-    (m, done)
+    Ok((m, done))
 }
 
 /// One trial: returns (violating bytes, whether the cut happened), and adds the engine's
-/// counters to `seen`.
+/// counters to `seen`. Panics if the client saw an error before the cut.
 fn trial(
     mode: WriteMode,
     seed: u64,
@@ -291,16 +319,20 @@ fn trial(
     bench.power.arm(cut_after, pc);
     let model = match bench.open(mode) {
         Ok(e) => {
-            let (model, _) = client(&e, seed, init);
+            let (model, _) = client(&e, seed, init, &bench.power)
+                .unwrap_or_else(|err| panic!("seed {seed} ({}): {err}", mode.name()));
             seen.add(&e.stats().total);
             // Drop = crash: nothing more is written (the flusher stops).
             drop(e);
             model
         }
         // The power failed while opening: nothing was acknowledged.
-        Err(_) => Model::new(init),
+        Err(err) => {
+            assert!(bench.power.fired(), "seed {seed}: open failed before the power cut: {err}");
+            Model::new(init)
+        }
     };
-    let cut = bench.cache.is_dead();
+    let cut = bench.power.fired() && bench.cache.is_dead();
     bench.power.revive();
     let got = match mode {
         WriteMode::WriteBackPersist => {
@@ -341,12 +373,15 @@ fn trials() -> u64 {
 /// Runs `n` trials of `mode`; returns (trials with a cut, trials with violations, a sample,
 /// the engines' summed counters).
 fn run(mode: WriteMode, n: u64) -> (u64, u64, Vec<String>, VolumeStats) {
-    // Calibrate: the I/O count of an uncut run bounds the cut points.
+    // Calibrate: the I/O count of an uncut run, which must complete every request, bounds
+    // the cut points.
     let total = {
         let bench = Bench::new(1);
         let e = bench.open(mode).expect("open");
         let init = bench.backing_mem.snapshot();
-        client(&e, 1, init);
+        let (_, done) = client(&e, 1, init, &bench.power)
+            .unwrap_or_else(|err| panic!("calibration run ({}): {err}", mode.name()));
+        assert_eq!(done, OPS, "the calibration run ({}) completed {done} of {OPS}", mode.name());
         drop(e);
         bench.power.ios.load(SeqCst).max(10)
     };
@@ -357,7 +392,7 @@ fn run(mode: WriteMode, n: u64) -> (u64, u64, Vec<String>, VolumeStats) {
     for t in 0..n {
         let seed = 1000 + t;
         let mut r = rng(seed ^ 0xC07);
-        let at = r.gen_range(1..=total + total / 10);
+        let at = r.gen_range(1..=total);
         let pc = if t % 3 == 2 { PowerCut { survive: 0.5, seed } } else { PowerCut::DROP_ALL };
         let (v, cut) = trial(mode, seed, at, pc, &mut seen);
         cuts += u64::from(cut);
@@ -394,10 +429,9 @@ fn write_back_persist_survives_power_cuts_with_the_cache_device() {
     assert!(seen.dirty_writes > 0 && seen.write_through_fallbacks > 0, "{seen:?}");
     assert!(seen.flushed_blocks > 0, "{seen:?}");
     assert!(seen.journal_commits > 0 && seen.persist_checkpoints > 0, "{seen:?}");
-    // Cut points are drawn over 1.1x one calibration run's I/O count; how many I/Os another
-    // run issues depends on the flusher's timing, so the share of cuts that land inside a run
-    // varies with machine load (74-91 % seen). Half still proves most trials cut mid-run.
-    assert!(cuts >= n / 2, "only {cuts} of {n} trials were cut mid-run");
+    // Cut points lie within the calibration run's I/O count and a client goes on until its
+    // cut comes: every trial is cut mid-run.
+    assert_eq!(cuts, n, "only {cuts} of {n} trials were cut mid-run");
 }
 
 #[test]
@@ -407,10 +441,9 @@ fn write_back_flush_survives_power_cuts_from_backing_alone() {
     assert_eq!(bad, 0, "{sample:?}");
     assert!(seen.dirty_writes > 0 && seen.write_through_fallbacks > 0, "{seen:?}");
     assert!(seen.flushed_blocks > 0, "{seen:?}");
-    // Cut points are drawn over 1.1x one calibration run's I/O count; how many I/Os another
-    // run issues depends on the flusher's timing, so the share of cuts that land inside a run
-    // varies with machine load (74-91 % seen). Half still proves most trials cut mid-run.
-    assert!(cuts >= n / 2, "only {cuts} of {n} trials were cut mid-run");
+    // Cut points lie within the calibration run's I/O count and a client goes on until its
+    // cut comes: every trial is cut mid-run.
+    assert_eq!(cuts, n, "only {cuts} of {n} trials were cut mid-run");
 }
 
 #[test]
@@ -418,10 +451,9 @@ fn write_through_survives_power_cuts_from_backing_alone() {
     let n = trials();
     let (cuts, bad, sample, _) = run(WriteMode::WriteThrough, n);
     assert_eq!(bad, 0, "{sample:?}");
-    // Cut points are drawn over 1.1x one calibration run's I/O count; how many I/Os another
-    // run issues depends on the flusher's timing, so the share of cuts that land inside a run
-    // varies with machine load (74-91 % seen). Half still proves most trials cut mid-run.
-    assert!(cuts >= n / 2, "only {cuts} of {n} trials were cut mid-run");
+    // Cut points lie within the calibration run's I/O count and a client goes on until its
+    // cut comes: every trial is cut mid-run.
+    assert_eq!(cuts, n, "only {cuts} of {n} trials were cut mid-run");
 }
 
 #[test]

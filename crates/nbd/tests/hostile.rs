@@ -90,7 +90,7 @@ fn option_haggling_answers_every_option() {
     let (option, kind, _) = raw.option_reply();
     assert_eq!((option, kind), (99, proto::REP_ERR_UNSUP));
     raw.option(proto::OPT_STARTTLS, &[]);
-    assert_eq!(raw.option_reply().1, proto::REP_ERR_UNSUP, "NOTLS server");
+    assert_eq!(raw.option_reply().1, proto::REP_ERR_POLICY, "NOTLS server (as nbdkit --tls=off)");
     raw.option(proto::OPT_SET_META_CONTEXT, &[0; 8]);
     assert_eq!(raw.option_reply().1, proto::REP_ERR_UNSUP);
     raw.option(proto::OPT_LIST, b"x");
@@ -341,7 +341,7 @@ fn disconnecting_with_requests_in_flight_costs_nothing_else() {
 #[test]
 fn idle_handshakes_time_out_but_idle_transmissions_do_not() {
     let config = ServerConfig {
-        handshake_timeout: Some(std::time::Duration::from_millis(100)),
+        handshake_deadline: Some(std::time::Duration::from_millis(100)),
         ..ServerConfig::default()
     };
     let server =
@@ -354,5 +354,74 @@ fn idle_handshakes_time_out_but_idle_transmissions_do_not() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_works(&good, 1);
     good.disconnect().unwrap();
+    server.stop();
+}
+
+/// `doc/proto.md`, NBD_CMD_FLUSH: "*length* and *offset* are reserved, and MUST be set to
+/// all-zero". nbdkit answers such a FLUSH with EINVAL and flushes nothing; so does ember,
+/// over simple and structured replies.
+#[test]
+fn flush_with_an_offset_or_length_is_refused() {
+    let server = server();
+    let good = server.client("good");
+    for structured in [false, true] {
+        let (mut raw, _, flags) = Raw::go(server.tcp, "d", structured);
+        assert_ne!(flags & proto::TX_SEND_FLUSH, 0);
+        for (cookie, offset, length) in [(1u64, 4096u64, 0u32), (2, 0, 512), (3, 1, 1)] {
+            raw.request(0, proto::CMD_FLUSH, cookie, offset, length, &[]);
+            if structured {
+                let (flags, kind, got, payload) = raw.chunk();
+                assert_eq!(
+                    (flags, kind, got),
+                    (proto::REPLY_FLAG_DONE, proto::REPLY_TYPE_ERROR, cookie)
+                );
+                assert_eq!(u32::from_be_bytes(payload[0..4].try_into().unwrap()), 22);
+            } else {
+                assert_eq!(raw.simple_reply(), (22, cookie), "flush {offset}+{length}");
+            }
+        }
+        raw.request(0, proto::CMD_FLUSH, 4, 0, 0, &[]);
+        assert_eq!(raw.simple_reply(), (0, 4), "a well-formed flush still succeeds");
+    }
+    assert_works(&good, 3);
+    good.disconnect().unwrap();
+    let stats = server.stats.clone();
+    server.stop();
+    assert_eq!(stats.command(Command::Flush).errors(), 6);
+}
+
+/// The handshake's MUST-rejects: a string with a NUL (`doc/proto.md`, "Conventions": strings
+/// MUST NOT contain NUL) is NBD_REP_ERR_INVALID for NBD_OPT_GO / NBD_OPT_INFO and ends the
+/// session for NBD_OPT_EXPORT_NAME; NBD_OPT_STARTTLS on a server without TLS is
+/// NBD_REP_ERR_POLICY (NOTLS mode: never NBD_REP_ERR_TLS_REQD), and with data
+/// NBD_REP_ERR_INVALID; NBD_OPT_ABORT is acknowledged.
+#[test]
+fn handshake_must_rejects() {
+    let server = server();
+    let mut raw = Raw::connect(server.tcp);
+    raw.greeting();
+    raw.send(&3u32.to_be_bytes());
+    for option in [proto::OPT_GO, proto::OPT_INFO] {
+        let name = b"d\0x";
+        let mut data = (name.len() as u32).to_be_bytes().to_vec();
+        data.extend_from_slice(name);
+        data.extend_from_slice(&0u16.to_be_bytes());
+        raw.option(option, &data);
+        let (got, kind, _) = raw.option_reply();
+        assert_eq!((got, kind), (option, proto::REP_ERR_INVALID), "NUL in an export name");
+    }
+    raw.option(proto::OPT_STARTTLS, &[]);
+    assert_eq!(raw.option_reply().1, proto::REP_ERR_POLICY, "TLS is off");
+    raw.option(proto::OPT_STARTTLS, &[1, 2, 3]);
+    assert_eq!(raw.option_reply().1, proto::REP_ERR_INVALID, "STARTTLS takes no data");
+    raw.option(proto::OPT_EXPORT_NAME, b"d\0");
+    assert!(raw.closed_by_server(), "NUL in NBD_OPT_EXPORT_NAME ends the session");
+
+    let mut raw = Raw::connect(server.tcp);
+    raw.greeting();
+    raw.send(&3u32.to_be_bytes());
+    raw.option(proto::OPT_ABORT, &[]);
+    assert_eq!(raw.option_reply().1, proto::REP_ACK);
+    assert!(raw.closed_by_server());
     server.stop();
 }

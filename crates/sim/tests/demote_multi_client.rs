@@ -62,13 +62,17 @@ fn section_5_2_disjoint_clients_demote_beats_none_lru() {
     // Sections 5 and 5.2 (DB2, table 7: DEMOTE mean speedup 1.50x): disjoint clients "appear
     // to the array as if one client had issued them", so exclusive caching pays. Four Zipf
     // clients of 8192 blocks each, 2048-block client caches, an 8192-block array.
+    // Measured 1.53 (DEMOTE) and 1.21 (DEMOTE-ADAPT-EXP) against the paper's 1.50 and 1.32:
+    // each held to 0.15 of the paper's value.
     let (reqs, warmup) = generated(Sharing::Disjoint, 8192);
     let r = run(&reqs, warmup, 4, 2048, 8192);
-    assert!(speedup(&r, Scheme::Demote) > 1.3, "DEMOTE {}", speedup(&r, Scheme::Demote));
+    let demote = speedup(&r, Scheme::Demote);
+    assert!((demote - 1.50).abs() <= 0.15, "DEMOTE {demote} (table 7: 1.50x)");
     assert!(h_a(&r, Scheme::Demote) > 3.0 * h_a(&r, Scheme::NoneLru));
     // Section 5.2: the adaptive scheme also gains, but less than DEMOTE (1.32x vs 1.50x).
     let exp = speedup(&r, Scheme::DemoteAdaptExp);
-    assert!(exp > 1.05 && exp < speedup(&r, Scheme::Demote), "DEMOTE-ADAPT-EXP {exp}");
+    assert!((exp - 1.32).abs() <= 0.15, "DEMOTE-ADAPT-EXP {exp} (table 7: 1.32x)");
+    assert!(exp < demote, "DEMOTE-ADAPT-EXP {exp} vs DEMOTE {demote}");
     // Every client gains under DEMOTE.
     assert!(r.scheme(Scheme::Demote).unwrap().speedup.iter().all(|&s| s > 1.0));
 }
@@ -125,17 +129,22 @@ fn lagged_half_shared(lag: usize) -> (Vec<Request>, usize) {
 }
 
 #[test]
-fn section_5_3_lagged_sharing_demote_loses_and_adapt_exp_recovers_the_loss() {
+fn section_5_3_lagged_sharing_demote_loses_and_adapt_exp_recovers_the_loss_but_not_the_gain() {
     // Section 5.3 (HTTPD, table 9): clients sharing blocks at different times; DEMOTE's
     // mean slowdown 0.55x, DEMOTE-ADAPT-EXP 1.18x. Here DEMOTE throws read blocks away before
     // the next client asks for them; the read ghost sees those re-reads and DEMOTE-ADAPT-EXP
     // inserts read blocks high enough to keep them.
+    //
+    // The gap, stated: ember's DEMOTE-ADAPT-EXP recovers DEMOTE's loss (measured 0.998x
+    // against DEMOTE's 0.69x) but does not reach the paper's gain of 1.18x over NONE-LRU on
+    // this workload (docs/demote.md says why); the paper's gain is therefore not asserted.
     let (reqs, warmup) = lagged_half_shared(1000);
     let r = run(&reqs, warmup, 4, 2048, 8192);
     let demote = speedup(&r, Scheme::Demote);
     let adapt = speedup(&r, Scheme::DemoteAdaptExp);
     assert!(demote < 0.8, "DEMOTE {demote}");
-    assert!(adapt > 0.97, "DEMOTE-ADAPT-EXP {adapt}");
+    assert!(adapt > 0.98, "DEMOTE-ADAPT-EXP {adapt}");
+    assert!(adapt - demote > 0.25, "DEMOTE-ADAPT-EXP {adapt} vs DEMOTE {demote}");
     assert!(h_a(&r, Scheme::DemoteAdaptExp) > h_a(&r, Scheme::NoneLru));
     let g = r.scheme(Scheme::DemoteAdaptExp).unwrap();
     assert!(g.speedup.iter().all(|&s| s > 0.9), "per client {:?}", g.speedup);

@@ -135,8 +135,8 @@ fn run(spec: &str, capacity: usize, p: Partition) -> SieveRun {
 
 /// SieveStore section 5.1 (Figures 5 and 6) on the generated ensemble: at the same cache
 /// size, SieveStore-D and SieveStore-C capture more accesses than AOD and WMNA (days 2+, as
-/// the paper excludes SieveStore-D's bootstrap day) and cut allocation-writes by at least
-/// 10x (the paper reports over two orders of magnitude).
+/// the paper excludes SieveStore-D's bootstrap day) and cut allocation-writes by two orders
+/// of magnitude, as the paper reports (measured: 1253 and 1256 against WMNA's 163,072, 130x).
 #[test]
 fn section_5_1_sieving_captures_more_with_far_fewer_allocation_writes() {
     let t = ensemble_trace();
@@ -163,8 +163,8 @@ fn section_5_1_sieving_captures_more_with_far_fewer_allocation_writes() {
     assert!(hits(&ssc) > best_unsieved, "SieveStore-C captures more than AOD/WMNA");
     assert!(hits(&ssd) > best_unsieved, "SieveStore-D captures more than AOD/WMNA");
     let fewest_unsieved = allocs(&aod).min(allocs(&wmna));
-    assert!(allocs(&ssc) * 10 <= fewest_unsieved, "SieveStore-C cuts allocation-writes 10x");
-    assert!(allocs(&ssd) * 10 <= fewest_unsieved, "SieveStore-D cuts allocation-writes 10x");
+    assert!(allocs(&ssc) * 100 <= fewest_unsieved, "SieveStore-C cuts allocation-writes 100x");
+    assert!(allocs(&ssd) * 100 <= fewest_unsieved, "SieveStore-D cuts allocation-writes 100x");
 }
 
 /// SieveStore section 5.3 (Figure 10): an ensemble cache captures more than per-volume

@@ -44,10 +44,22 @@ fn oracle_general_record_count_is_what_the_file_implies() {
     assert_eq!(t.requests.len(), CLOUDPHYSICS_REQUESTS);
     let keys = read_oracle_general_keys(&p).unwrap_or_default();
     assert_eq!(keys.len(), CLOUDPHYSICS_REQUESTS);
-    // The first record: clock 5633898 s, obj_id (lbn) 42932745.
-    assert_eq!(keys[0], 42_932_745);
-    assert_eq!(t.requests[0].offset, 42_932_745 * 4096);
-    assert_eq!(t.requests[0].time_ns, 5_633_898_000_000_000);
+    // The first record, decoded here from the raw bytes (libCacheSim's oracleGeneral record:
+    // u32 clock, u64 obj_id, u32 size, i64 next access vtime, little-endian) and from the first
+    // data line of libCacheSim's own csv rendition (`version,time,op,size,lbn`), not from
+    // ember's readers: both must agree with each other and with what ember read.
+    let raw = std::fs::read(&p).unwrap_or_default();
+    let le = |r: std::ops::Range<usize>| {
+        raw[r].iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
+    };
+    let (clock, obj_id) = (le(0..4), le(4..12));
+    let csv = std::fs::read_to_string(peer("cloudPhysicsIO.csv")).unwrap_or_default();
+    let first: Vec<&str> = csv.lines().nth(1).unwrap_or_default().split(',').collect();
+    assert_eq!(first.get(1).and_then(|x| x.parse().ok()), Some(clock), "csv time vs oracleGeneral");
+    assert_eq!(first.get(4).and_then(|x| x.parse().ok()), Some(obj_id), "csv lbn vs obj_id");
+    assert_eq!(keys[0], obj_id);
+    assert_eq!(t.requests[0].offset, obj_id * 4096);
+    assert_eq!(t.requests[0].time_ns, clock * 1_000_000_000);
 }
 
 #[test]

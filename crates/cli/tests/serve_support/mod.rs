@@ -106,10 +106,17 @@ impl Serve {
     /// Start `ember serve` with `args` plus `--listen 127.0.0.1:0 --metrics 127.0.0.1:0`;
     /// returns once it printed `ready` (panics after 30 s).
     pub fn start(args: &[&str]) -> Serve {
+        let mut all = args.to_vec();
+        all.extend(["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"]);
+        Serve::start_exact(&all)
+    }
+
+    /// Start `ember serve` with exactly `args` (e.g. `--unix PATH` alone, no TCP listener);
+    /// returns once it printed `ready` (panics after 30 s).
+    pub fn start_exact(args: &[&str]) -> Serve {
         let mut child = Command::new(ember())
             .arg("serve")
             .args(args)
-            .args(["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -167,6 +174,25 @@ impl Serve {
     /// The server's pid.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// Everything the server printed so far (stdout and stderr).
+    pub fn output(&self) -> String {
+        self.lines.lock().map(|l| l.join("\n")).unwrap_or_default()
+    }
+
+    /// SIGKILL (no drain, no clean shutdown) and reap. Returns `Err(status)` if the server
+    /// had already exited by itself before the kill (a crash the caller must not mistake for
+    /// the kill).
+    pub fn kill(mut self) -> Result<(), ExitStatus> {
+        let mut child = self.child.take().expect("running");
+        let early = child.try_wait().ok().flatten();
+        let _ = child.kill();
+        let _ = child.wait();
+        match early {
+            Some(status) => Err(status),
+            None => Ok(()),
+        }
     }
 
     /// SIGTERM, wait (at most 60 s), check the exit is clean; returns everything printed.
@@ -339,4 +365,31 @@ pub fn scrape(addr: &str) -> Vec<ember_replay::Sample> {
 /// Sum of a metric over its label sets.
 pub fn metric(samples: &[ember_replay::Sample], name: &str) -> f64 {
     ember_replay::scrape::sum(samples, name)
+}
+
+/// Whether this run must not skip anything: under `make test` (which sets
+/// `EMBER_REQUIRE_TOOLS=1` after `scripts/setup.sh` installed every tool) and in CI (`CI` set
+/// to anything but empty, `0` or `false`; `.ci/run` exports `CI=true`).
+pub fn must_not_skip() -> bool {
+    let set = |k: &str| std::env::var(k).is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
+    set("CI") || set("EMBER_REQUIRE_TOOLS")
+}
+
+/// A test that cannot run here (`why`): fails under `make test` and in CI, where every tool
+/// was installed; otherwise returns `true` (skip) after printing the skip on stderr directly,
+/// past the test harness's output capture, so it shows in `cargo test` output as well.
+pub fn skip_or_fail(why: &str) -> bool {
+    assert!(
+        !must_not_skip(),
+        "{why}: this test must run under `make test` and in CI (scripts/setup.sh installs \
+         what it needs)"
+    );
+    let test = std::thread::current().name().unwrap_or("test").to_string();
+    // Not eprintln!: the harness captures it for passing tests; a direct write is shown.
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED {test}: {why}. Run `make setup`, or `make test` (which fails instead \
+         of skipping). ***\n"
+    );
+    true
 }

@@ -251,6 +251,11 @@ impl Device for FaultDevice {
     fn describe(&self) -> String {
         format!("fault-injecting {}", self.inner.describe())
     }
+
+    /// The durable medium's identity (what survives a power cut).
+    fn identity(&self) -> io::Result<super::Identity> {
+        self.inner.identity()
+    }
 }
 
 #[cfg(test)]

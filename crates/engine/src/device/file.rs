@@ -1,10 +1,11 @@
 //! A regular file or a block device, read and written with pread/pwrite, optionally with
 //! O_DIRECT (bypassing the page cache, as a cache device on a real SSD should).
 
+use super::identity::{digest, Identity};
 use super::{check_range, write_zeroes_by_writes, Device};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
-use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -190,11 +191,72 @@ impl Device for FileDevice {
     fn describe(&self) -> String {
         format!("{}{}", self.path.display(), if self.direct { " (O_DIRECT)" } else { "" })
     }
+
+    /// From `fstat` of the open file: the medium is its device, inode, type and (for a
+    /// block device) device number; the state adds the size and the modification and change
+    /// times (nanoseconds). File timestamps come from a coarse clock, so a write within the
+    /// same tick as the last one would not change them: if the file changed less than
+    /// [`SETTLE`] ago, this waits until that much time has passed, so any later write shows.
+    /// A block device's node times are those of its /dev entry: they change when it is
+    /// written through that node and are reset at boot (a reboot then starts cold).
+    fn identity(&self) -> io::Result<Identity> {
+        let ctx =
+            |e: io::Error| io::Error::new(e.kind(), format!("{}: stat: {e}", self.path.display()));
+        let m = self.file.metadata().map_err(ctx)?;
+        let changed_ns = (m.mtime() as i128 * 1_000_000_000 + i128::from(m.mtime_nsec()))
+            .max(m.ctime() as i128 * 1_000_000_000 + i128::from(m.ctime_nsec()));
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
+        let wait = changed_ns + SETTLE.as_nanos() as i128 - now_ns;
+        if wait > 0 {
+            std::thread::sleep(std::time::Duration::from_nanos(wait.min(1_000_000_000) as u64));
+        }
+        let kind = if self.block_device { 2 } else { 1 };
+        let medium = digest(&[kind, m.dev(), m.ino(), m.rdev()]);
+        let state = digest(&[
+            medium,
+            self.size,
+            m.size(),
+            m.mtime() as u64,
+            m.mtime_nsec() as u64,
+            m.ctime() as u64,
+            m.ctime_nsec() as u64,
+        ]);
+        Ok(Identity::Known { medium, state })
+    }
 }
+
+/// How long after its last change a file's identity is taken (longer than the kernel's
+/// timestamp tick, 10 ms at HZ=100).
+pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(25);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identity_changes_with_a_write_behind_its_back_and_with_another_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![1u8; 8192]).unwrap();
+        let dev = FileDevice::open(&path, FileOptions::default()).unwrap();
+        let (a, b) = (dev.identity().unwrap(), dev.identity().unwrap());
+        assert_eq!(a, b, "unchanged file, same identity");
+        let Identity::Known { medium, state } = a else { panic!("{a:?}") };
+        // Another writer, at once (within the timestamp tick of the identity just taken).
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&[2u8; 16], 4096).unwrap();
+        let c = dev.identity().unwrap();
+        assert_eq!(c, Identity::Known { medium, state: c.state_digest() }, "same medium");
+        assert_ne!(c.state_digest(), state, "modified: another state");
+        // Replaced by another file at the same path.
+        let other = dir.path().join("g");
+        std::fs::write(&other, vec![1u8; 8192]).unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        let d = FileDevice::open(&path, FileOptions::default()).unwrap().identity().unwrap();
+        assert_ne!(d.medium_digest(), medium, "replaced: another medium");
+    }
 
     fn roundtrip(direct: bool) {
         let dir = tempfile::tempdir().unwrap();

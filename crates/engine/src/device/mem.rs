@@ -1,24 +1,36 @@
 //! A device in memory: the backing store of tests, and an emulated disk.
 
+use super::identity::{digest, Identity};
 use super::{check_range, Device};
 use parking_lot::RwLock;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Instance numbers of memory devices (their "inode").
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A device held in memory. Every write is durable at once (sync does nothing); trim and
-/// write-zeroes read back as zeros.
+/// write-zeroes read back as zeros. Its identity is its instance and how many times it was
+/// modified.
 pub struct MemDevice {
     data: RwLock<Vec<u8>>,
+    id: u64,
+    changes: AtomicU64,
 }
 
 impl MemDevice {
     /// A zero-filled device of `size` bytes.
     pub fn new(size: u64) -> Self {
-        Self { data: RwLock::new(vec![0u8; size as usize]) }
+        Self::from_bytes(vec![0u8; size as usize])
     }
 
     /// A device holding a copy of `bytes`.
     pub fn from_bytes(bytes: Vec<u8>) -> Self {
-        Self { data: RwLock::new(bytes) }
+        Self {
+            data: RwLock::new(bytes),
+            id: NEXT_ID.fetch_add(1, Relaxed),
+            changes: AtomicU64::new(0),
+        }
     }
 
     /// A copy of the whole content.
@@ -45,6 +57,7 @@ impl Device for MemDevice {
         check_range(data.len() as u64, offset, src.len() as u64, "write")?;
         let o = offset as usize;
         data[o..o + src.len()].copy_from_slice(src);
+        self.changes.fetch_add(1, Relaxed);
         Ok(())
     }
 
@@ -60,11 +73,20 @@ impl Device for MemDevice {
         let mut data = self.data.write();
         check_range(data.len() as u64, offset, len, "write-zeroes")?;
         data[offset as usize..(offset + len) as usize].fill(0);
+        self.changes.fetch_add(1, Relaxed);
         Ok(())
     }
 
     fn describe(&self) -> String {
         format!("memory ({} bytes)", self.size())
+    }
+
+    fn identity(&self) -> io::Result<Identity> {
+        let medium = digest(&[3, self.id]);
+        Ok(Identity::Known {
+            medium,
+            state: digest(&[medium, self.size(), self.changes.load(Relaxed)]),
+        })
     }
 }
 

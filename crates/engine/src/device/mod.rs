@@ -3,17 +3,18 @@
 //!
 //! Implementations: [`FileDevice`] (a regular file or a block device, optionally O_DIRECT),
 //! [`MemDevice`] (memory), [`FaultDevice`] (a wrapper that injects I/O errors and simulates a
-//! power cut, for tests), and [`NbdDevice`] (an export of an upstream NBD server).
+//! power cut, for tests). The NBD-backed device lives in the adapter
+//! crate `ember-serve`, so the engine does not depend on one frontend.
 
 pub mod fault;
 pub mod file;
+pub mod identity;
 pub mod mem;
-pub mod nbd;
 
 pub use fault::{FaultDevice, IoKind};
 pub use file::{AlignedBuf, FileDevice, FileOptions};
+pub use identity::Identity;
 pub use mem::MemDevice;
-pub use nbd::NbdDevice;
 
 use std::io;
 
@@ -47,6 +48,13 @@ pub trait Device: Send + Sync {
 
     /// A short description for messages and reports (path, URI, "memory").
     fn describe(&self) -> String;
+
+    /// What identifies the medium and its state, so a warm start can tell a backing changed
+    /// while ember was stopped. The default cannot know ([`Identity::Unknown`]): such a
+    /// backing never starts warm.
+    fn identity(&self) -> io::Result<Identity> {
+        Ok(Identity::Unknown("the device cannot be identified"))
+    }
 }
 
 /// [`Device::write_zeroes`] by plain writes of a zero buffer.
@@ -67,18 +75,8 @@ pub fn write_zeroes_by_writes<D: Device + ?Sized>(
     Ok(())
 }
 
-/// Open a device named on a command line: an NBD URI (`nbd://…`, `nbd+unix://…`) is an
-/// upstream export ([`NbdDevice`]); anything else is a path ([`FileDevice`] with `options`).
-pub fn open_spec(spec: &str, options: FileOptions) -> io::Result<std::sync::Arc<dyn Device>> {
-    if spec.starts_with("nbd://") || spec.starts_with("nbd+unix://") {
-        Ok(std::sync::Arc::new(NbdDevice::connect(spec)?))
-    } else {
-        Ok(std::sync::Arc::new(FileDevice::open(std::path::Path::new(spec), options)?))
-    }
-}
-
 /// Check that `[offset, offset + len)` lies within a device of `size` bytes.
-pub(crate) fn check_range(size: u64, offset: u64, len: u64, what: &str) -> io::Result<()> {
+pub fn check_range(size: u64, offset: u64, len: u64, what: &str) -> io::Result<()> {
     match offset.checked_add(len) {
         Some(end) if end <= size => Ok(()),
         _ => Err(io::Error::new(

@@ -15,10 +15,15 @@ pub const MAGIC: &[u8; 8] = b"EMBERCKP";
 /// write-through and write-around; write-back will set it.
 pub const ENTRY_DIRTY: u32 = 1;
 
+/// Checkpoint flags of a dirty entry: bit 0, and the epoch's low 16 bits in bits 16..32.
+pub(crate) fn dirty_flags(epoch: u64) -> u32 {
+    ENTRY_DIRTY | (u32::from(super::epoch::stored(epoch)) << 16)
+}
+
 /// One map entry: which volume block a cache block holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MapEntry {
-    /// Block key (`ember_trace::block_key(volume, block)`).
+    /// Block key (`layout::block_key(volume, block)`).
     pub key: u64,
     /// Cache block index in the data region.
     pub cache_block: u32,

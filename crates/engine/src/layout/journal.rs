@@ -18,9 +18,9 @@
 //! every commit and restarts the journal at block 0, so replay is idempotent and never applies
 //! a block of an earlier cycle.
 
+use super::key::{block_key, key_block, key_volume};
 use super::{put_u32, put_u64, Geometry, LayoutError, Le, ENTRY_SIZE};
 use crate::device::{io_context, Device};
-use ember_trace::{block_key, key_block, key_volume};
 
 /// Magic of a journal block ("EMBJ").
 pub const MAGIC: u32 = 0x4A42_4D45;

@@ -11,12 +11,17 @@
 //! ```
 
 pub mod checkpoint;
+pub mod epoch;
 pub mod geometry;
 pub mod journal;
+pub mod key;
+pub mod recover;
 pub mod superblock;
 
 pub use checkpoint::{Checkpoint, MapEntry};
 pub use geometry::Geometry;
+pub use key::{block_key, key_block, key_volume};
+pub use recover::{epochs_of, recover, Recovered};
 pub use superblock::{Superblock, VolumeRecord, WriteMode};
 
 /// Layout version written by this code.

@@ -19,6 +19,10 @@ pub const FLAG_CLEAN: u32 = 1;
 
 const VOLUME_TABLE: usize = 256;
 const VOLUME_RECORD: usize = 96;
+/// Per-volume backing identity (medium, state: 8 bytes each), after the volume table.
+const IDENTITY_TABLE: usize = VOLUME_TABLE + MAX_VOLUMES * VOLUME_RECORD;
+const IDENTITY_RECORD: usize = 16;
+const _: () = assert!(IDENTITY_TABLE + MAX_VOLUMES * IDENTITY_RECORD <= CRC_AT);
 const CRC_AT: usize = SUPERBLOCK_SIZE as usize - 4;
 
 /// The write policy a cache ran under (recorded so recovery knows whether dirty data may
@@ -113,7 +117,7 @@ impl std::fmt::Display for WriteMode {
 }
 
 /// One backing volume known to the cache device. Its index in the table is the volume number
-/// in block keys (`ember_trace::block_key`).
+/// in block keys (`layout::block_key`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct VolumeRecord {
     /// Name (the NBD export name).
@@ -127,6 +131,15 @@ pub struct VolumeRecord {
     /// drops the volume's cached blocks if its first block changed while ember was stopped
     /// (for instance a new file system made on the backing device directly).
     pub fingerprint: u32,
+    /// Digest of which medium backs the volume (a file's device and inode, a block device's
+    /// number, see `device::Identity`), recorded at every open and clean shutdown (0: none
+    /// recorded or not identifiable). After a crash, dirty blocks are never written over a
+    /// backing that is another medium.
+    pub backing_medium: u64,
+    /// Digest of the backing's state at the last clean shutdown (also covers size,
+    /// modification and change times); 0 while the cache runs and when not identifiable. A
+    /// warm start keeps a volume's cached blocks only if it is unchanged.
+    pub backing_state: u64,
 }
 
 /// The decoded superblock.
@@ -220,6 +233,9 @@ impl Superblock {
             put_u32(&mut b, at + 24, name.len() as u32);
             put_u32(&mut b, at + 28, v.fingerprint);
             b[at + 32..at + 32 + name.len()].copy_from_slice(name);
+            let id = IDENTITY_TABLE + i * IDENTITY_RECORD;
+            put_u64(&mut b, id, v.backing_medium);
+            put_u64(&mut b, id + 8, v.backing_state);
         }
         let crc = crc32c::crc32c(&b[..CRC_AT]);
         put_u32(&mut b, CRC_AT, crc);
@@ -286,6 +302,8 @@ impl Superblock {
                 uuid: uuid_at(at),
                 size: le.u64(at + 16),
                 fingerprint: le.u32(at + 28),
+                backing_medium: le.u64(IDENTITY_TABLE + i * IDENTITY_RECORD),
+                backing_state: le.u64(IDENTITY_TABLE + i * IDENTITY_RECORD + 8),
             });
         }
         let checkpoint_slot = le.u32(152);
@@ -416,12 +434,16 @@ mod tests {
                     uuid: Uuid::new_v4(),
                     size: 1 << 30,
                     fingerprint: 0x1234_5678,
+                    backing_medium: 0x0123_4567_89ab_cdef,
+                    backing_state: u64::MAX,
                 },
                 VolumeRecord {
                     name: "web-1".into(),
                     uuid: Uuid::new_v4(),
                     size: 12345,
                     fingerprint: 0,
+                    backing_medium: 0,
+                    backing_state: 7,
                 },
             ],
         }
@@ -486,6 +508,8 @@ mod tests {
         let mut sb = sample();
         sb.volumes = (0..33)
             .map(|i| VolumeRecord {
+                backing_medium: 0,
+                backing_state: 0,
                 name: format!("v{i}"),
                 uuid: Uuid::nil(),
                 size: 1,

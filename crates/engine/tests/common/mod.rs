@@ -4,8 +4,9 @@
 #![allow(dead_code)]
 
 use ember_engine::device::MemDevice;
-use ember_engine::{Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};
-use ember_nbd::Export;
+use ember_engine::{
+    Device, Engine, EngineConfig, FormatSpec, Volume, VolumeConfig, VolumeSpec, WriteMode,
+};
 use ember_policy::admission::Aod;
 use ember_policy::replacement::{build, Kind};
 use rand::{Rng, SeedableRng};
@@ -66,6 +67,9 @@ impl Device for Jitter {
     }
     fn describe(&self) -> String {
         format!("jittery {}", self.0.describe())
+    }
+    fn identity(&self) -> std::io::Result<ember_engine::device::Identity> {
+        self.0.identity()
     }
 }
 
@@ -168,10 +172,7 @@ pub fn apply(model: &mut [Vec<u8>], req: &Req) {
 }
 
 /// Issue a request; a read's bytes come back.
-pub fn issue(
-    exports: &[Arc<dyn Export>],
-    req: &Req,
-) -> Result<Option<Vec<u8>>, ember_nbd::ExportError> {
+pub fn issue(exports: &[Volume], req: &Req) -> Result<Option<Vec<u8>>, ember_engine::EngineError> {
     match req {
         Req::Read { vol, off, len } => {
             let mut b = vec![0u8; *len];
@@ -187,13 +188,13 @@ pub fn issue(
     }
 }
 
-pub fn exports(e: &Engine, rig: &Rig) -> Vec<Arc<dyn Export>> {
+pub fn exports(e: &Engine, rig: &Rig) -> Vec<Volume> {
     rig.names.iter().map(|n| e.volume(n).expect("volume")).collect()
 }
 
 /// Read every volume through the engine in `chunk`-byte pieces and compare with the model;
 /// returns the first mismatch as (volume, byte offset).
-pub fn verify(exports: &[Arc<dyn Export>], model: &[Vec<u8>], chunk: usize) -> Result<(), String> {
+pub fn verify(exports: &[Volume], model: &[Vec<u8>], chunk: usize) -> Result<(), String> {
     for (v, want) in model.iter().enumerate() {
         let mut off = 0;
         while off < want.len() {

@@ -19,6 +19,7 @@
 //! # Ok::<(), ember_nbd::ClientError>(())
 //! ```
 
+mod coverage;
 mod handshake;
 mod uri;
 
@@ -35,6 +36,7 @@ use std::thread::JoinHandle;
 
 use crossbeam::channel::{Receiver, Sender};
 
+use self::coverage::Coverage;
 use crate::errno::Errno;
 use crate::proto;
 use crate::reply::{ChunkHeader, SimpleHeader};
@@ -159,7 +161,8 @@ struct Slot {
     offset: u64,
     length: u32,
     data: Vec<u8>,
-    covered: u64,
+    /// The bytes of a READ described so far by structured reply chunks.
+    coverage: Coverage,
     error: Option<ClientError>,
     done: Sender<Completion>,
 }
@@ -359,7 +362,15 @@ impl Client {
             }
             pending.slots.insert(
                 cookie,
-                Slot { command, offset, length, data, covered: 0, error: None, done },
+                Slot {
+                    command,
+                    offset,
+                    length,
+                    data,
+                    coverage: Coverage::new(u64::from(length)),
+                    error: None,
+                    done,
+                },
             );
             pending.outstanding += 1;
         }
@@ -629,7 +640,15 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
                         "structured reply for unknown cookie {cookie}"
                     )));
                 };
-                if let Err(e) = chunk(&mut r, &mut slot, kind, length) {
+                let applied =
+                    if kind == proto::REPLY_TYPE_NONE && flags & proto::REPLY_FLAG_DONE == 0 {
+                        Err(ClientError::Protocol(
+                            "NBD_REPLY_TYPE_NONE without NBD_REPLY_FLAG_DONE".into(),
+                        ))
+                    } else {
+                        chunk(&mut r, &mut slot, kind, length)
+                    };
+                if let Err(e) = applied {
                     let reason = e.to_string();
                     shared.complete(slot, Err(e));
                     return Err(ClientError::Protocol(reason));
@@ -637,12 +656,11 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
                 if flags & proto::REPLY_FLAG_DONE != 0 {
                     let result = match slot.error.take() {
                         Some(e) => Err(e),
-                        None if slot.command == Command::Read
-                            && slot.covered != u64::from(slot.length) =>
-                        {
+                        None if slot.command == Command::Read && !slot.coverage.complete() => {
                             Err(ClientError::Protocol(format!(
                                 "read reply covered {} of {} bytes",
-                                slot.covered, slot.length
+                                slot.coverage.covered(),
+                                slot.length
                             )))
                         }
                         None => Ok(std::mem::take(&mut slot.data)),
@@ -659,6 +677,17 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
 
 fn request_len_limit(slot: &Slot) -> u64 {
     u64::from(slot.length) + MAX_CHUNK_OVERHEAD
+}
+
+/// Record that a content chunk described `n` bytes at `at` in the request's buffer; a chunk
+/// overlapping an earlier one fails the request (the stream stays in step, so the
+/// connection goes on).
+fn claim(slot: &mut Slot, at: usize, n: u64, offset: u64) {
+    if slot.coverage.claim(at as u64, n).is_err() && slot.error.is_none() {
+        slot.error = Some(ClientError::Protocol(format!(
+            "content chunk {offset}+{n} overlaps an earlier chunk of the same reply"
+        )));
+    }
 }
 
 /// Apply one structured chunk to its request.
@@ -689,7 +718,7 @@ fn chunk(r: &mut impl Read, slot: &mut Slot, kind: u16, length: u32) -> Result<(
                 )));
             };
             r.read_exact(&mut slot.data[at..at + n as usize])?;
-            slot.covered = slot.covered.saturating_add(n);
+            claim(slot, at, n, offset);
         }
         proto::REPLY_TYPE_OFFSET_HOLE if slot.command == Command::Read && length == 12 => {
             let offset = u64::from_be_bytes(read_array(r)?);
@@ -702,8 +731,10 @@ fn chunk(r: &mut impl Read, slot: &mut Slot, kind: u16, length: u32) -> Result<(
                     )))
                 }
             };
-            slot.data[at..at + n as usize].fill(0);
-            slot.covered = slot.covered.saturating_add(n);
+            claim(slot, at, n, offset);
+            if slot.error.is_none() {
+                slot.data[at..at + n as usize].fill(0);
+            }
         }
         kind if kind & proto::REPLY_TYPE_FLAG_ERROR != 0 => {
             if length < 6 {
@@ -835,6 +866,73 @@ mod tests {
         );
         client.flush().unwrap();
         client.disconnect().unwrap();
+        server.join().unwrap();
+    }
+
+    fn hole_chunk(cookie: u64, offset: u64, len: u32) -> Vec<u8> {
+        let mut out =
+            reply::structured_header(0, proto::REPLY_TYPE_OFFSET_HOLE, cookie, 12).to_vec();
+        out.extend_from_slice(&offset.to_be_bytes());
+        out.extend_from_slice(&len.to_be_bytes());
+        out
+    }
+
+    fn none_done(cookie: u64) -> [u8; proto::STRUCTURED_REPLY_HEADER_LEN] {
+        reply::structured_header(proto::REPLY_FLAG_DONE, proto::REPLY_TYPE_NONE, cookie, 0)
+    }
+
+    /// A hostile server describes bytes 0..4 twice and 4..8 never; the byte count alone adds
+    /// up to the request length. The read must fail (an I/O error to the engine), never hand
+    /// back zeroes for the gap; the connection stays usable.
+    #[test]
+    fn overlapping_chunks_fail_the_read() {
+        let (client, server) = scripted(|s| {
+            let a = read_request(s);
+            s.write_all(&data_chunk(a.cookie, 0, &[1, 2, 3, 4], false)).unwrap();
+            s.write_all(&data_chunk(a.cookie, 0, &[5, 6, 7, 8], false)).unwrap();
+            s.write_all(&none_done(a.cookie)).unwrap();
+            // A hole over data already sent, then the rest: still an overlap.
+            let b = read_request(s);
+            s.write_all(&data_chunk(b.cookie, 0, &[1, 2, 3, 4, 5, 6], false)).unwrap();
+            s.write_all(&hole_chunk(b.cookie, 4, 4)).unwrap();
+            s.write_all(&none_done(b.cookie)).unwrap();
+            // Data, then a hole that ends inside it: overlap at the front of the hole.
+            let c = read_request(s);
+            s.write_all(&data_chunk(c.cookie, 4, &[1, 2, 3, 4], false)).unwrap();
+            s.write_all(&hole_chunk(c.cookie, 0, 5)).unwrap();
+            s.write_all(&none_done(c.cookie)).unwrap();
+            // A well-formed reply afterwards is still served.
+            let d = read_request(s);
+            s.write_all(&data_chunk(d.cookie, 4, &[3, 4, 5, 6], false)).unwrap();
+            s.write_all(&data_chunk(d.cookie, 0, &[9, 9, 9, 9], true)).unwrap();
+            assert_eq!(read_request(s).command, Command::Disc);
+        });
+        for _ in 0..3 {
+            let err = client.start_read(0, 8).unwrap().wait().unwrap_err();
+            assert!(matches!(err, ClientError::Protocol(ref m) if m.contains("overlaps")), "{err}");
+        }
+        assert_eq!(client.start_read(0, 8).unwrap().wait().unwrap(), vec![9, 9, 9, 9, 3, 4, 5, 6]);
+        client.disconnect().unwrap();
+        server.join().unwrap();
+    }
+
+    /// `doc/proto.md`: NBD_REPLY_TYPE_NONE "MUST always be used with the
+    /// NBD_REPLY_FLAG_DONE bit set"; a server that breaks this is disconnected.
+    #[test]
+    fn a_none_chunk_without_done_kills_the_connection() {
+        let (client, server) = scripted(|s| {
+            let a = read_request(s);
+            s.write_all(&data_chunk(a.cookie, 0, &[1, 2, 3, 4], false)).unwrap();
+            let none = reply::structured_header(0, proto::REPLY_TYPE_NONE, a.cookie, 0);
+            s.write_all(&none).unwrap();
+            s.write_all(&none_done(a.cookie)).unwrap();
+        });
+        let err = client.start_read(0, 4).unwrap().wait().unwrap_err();
+        assert!(
+            matches!(err, ClientError::Protocol(ref m) if m.contains("without NBD_REPLY_FLAG_DONE")),
+            "{err}"
+        );
+        assert!(matches!(client.start_read(0, 4), Err(ClientError::Disconnected(_))));
         server.join().unwrap();
     }
 

@@ -9,67 +9,52 @@ use std::time::{Duration, Instant};
 
 use crossbeam::channel::Sender;
 
-use super::handshake::{self, Negotiated};
+use super::deadline::Deadline;
+use super::handshake::{self, Negotiated, NoTls};
+use super::job::{error_reply, ConnShared, Job};
 use super::replies::{observe, Outgoing, Replies};
-use super::worker::Job;
+use super::tls::ConnTls;
 use super::Shared;
 use crate::errno::Errno;
-use crate::export::Export;
 use crate::proto;
-use crate::reply;
 use crate::request::{Command, Request};
 use crate::stream::{self, Stream};
-
-/// What workers need to answer a request of this connection.
-pub(crate) struct ConnShared {
-    pub export: Arc<dyn Export>,
-    pub structured: bool,
-    replies: Arc<Replies>,
-}
-
-impl ConnShared {
-    /// Send a reply (dropped if the client has gone).
-    pub(crate) fn send(&self, outgoing: Outgoing) {
-        self.replies.send(outgoing);
-    }
-}
-
-/// The bytes of an error reply to `request`: a structured error chunk when structured
-/// replies were negotiated (with the offset, if given), else a simple reply.
-pub(crate) fn error_reply(
-    structured: bool,
-    request: &Request,
-    error: Errno,
-    message: &str,
-    offset: Option<u64>,
-) -> Vec<u8> {
-    if structured {
-        reply::error_chunk(request.cookie, error.code(), message, offset, true)
-    } else {
-        reply::simple_header(error.code(), request.cookie).to_vec()
-    }
-}
 
 /// Serve one accepted connection until it ends.
 pub(crate) fn serve(shared: &Arc<Shared>, stream: Stream, jobs: Sender<Job>) {
     if let Some(observer) = &shared.observer {
         observer.on_connection_opened();
     }
-    let _ = stream.set_write_timeout(shared.config.write_timeout);
-    let _ = stream.set_read_timeout(shared.config.handshake_timeout);
-    let mut stream = stream;
+    let config = &shared.config;
+    let mut guarded = Deadline::new(stream, config.handshake_deadline);
     let shutting_down = || shared.shutting_down();
-    let negotiated =
-        handshake::negotiate(&mut stream, shared.exports.as_ref(), &shared.config, &shutting_down);
-    let negotiated = match negotiated {
-        Ok(Some(n)) if stream.set_read_timeout(None).is_ok() => Ok(Some(n)),
-        Ok(_) => Ok(None),
-        Err(e) => Err(e),
+    let negotiated = match &config.tls {
+        Some(settings) => {
+            let mut tls = ConnTls { settings, write_timeout: config.write_timeout };
+            handshake::negotiate_tls(
+                &mut guarded,
+                shared.exports.as_ref(),
+                config,
+                &shutting_down,
+                &mut tls,
+            )
+        }
+        None => handshake::negotiate_tls(
+            &mut guarded,
+            shared.exports.as_ref(),
+            config,
+            &shutting_down,
+            &mut NoTls,
+        ),
     };
-    if let Ok(Some(negotiated)) = negotiated {
-        transmission(shared, stream, negotiated, jobs);
-    } else {
-        stream.shutdown(Shutdown::Both);
+    match negotiated {
+        Ok(Some(negotiated)) => {
+            // A socket whose timeouts cannot be reset is dropped (closed) here.
+            if let Ok(stream) = guarded.into_stream(config.write_timeout) {
+                transmission(shared, stream, negotiated, jobs);
+            }
+        }
+        _ => guarded.stream.shutdown(Shutdown::Both),
     }
     if let Some(observer) = &shared.observer {
         observer.on_connection_closed();
@@ -121,6 +106,17 @@ pub(crate) fn validate(
             ),
         ));
     }
+    if command == Command::Flush && (request.offset != 0 || request.length != 0) {
+        // "For a flush request, *length* and *offset* are reserved, and MUST be set to
+        // all-zero"; nbdkit refuses such a FLUSH with EINVAL, and so does ember.
+        return Err((
+            Errno::Inval,
+            format!(
+                "flush with offset {} and length {}: both must be zero",
+                request.offset, request.length
+            ),
+        ));
+    }
     let writes = matches!(command, Command::Write | Command::Trim | Command::WriteZeroes);
     if writes && tx_flags & proto::TX_READ_ONLY != 0 {
         return Err((Errno::Perm, "export is read-only".to_string()));
@@ -162,6 +158,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
     };
     let replies = Arc::new(Replies::new(
         direct,
+        Arc::clone(shared),
         shared.observer.clone(),
         config.max_in_flight,
         config.max_in_flight_bytes,
@@ -216,7 +213,11 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                 continue;
             }
             charge = length;
-            replies.acquire(charge);
+            if !replies.acquire(charge) {
+                // Shutting down: no buffer for the payload, so no reading it either.
+                replies.release(0);
+                break;
+            }
             payload = vec![0u8; request.length as usize];
             if reader.read_exact(&mut payload).is_err() {
                 replies.release(charge);
@@ -226,7 +227,10 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
             if request.command == Command::Read && request.length <= config.max_payload {
                 charge = length;
             }
-            replies.acquire(charge);
+            if !replies.acquire(charge) {
+                // Shutting down: admitted without a buffer, answered NBD_ESHUTDOWN below.
+                charge = 0;
+            }
         }
         let received = Instant::now();
         let verdict = if shared.shutting_down() {
@@ -400,6 +404,17 @@ mod tests {
             Some(Errno::Perm)
         );
         assert_eq!(errno(validate(&request(Command::Read, 0, 0, 1), ro, 1024, false, max)), None);
+    }
+
+    #[test]
+    fn flush_needs_zero_offset_and_length() {
+        let max = proto::DEFAULT_MAX_PAYLOAD;
+        for (offset, length, expected) in
+            [(0, 0, None), (512, 0, Some(Errno::Inval)), (0, 1, Some(Errno::Inval))]
+        {
+            let r = request(Command::Flush, 0, offset, length);
+            assert_eq!(errno(validate(&r, ALL, 1024, false, max)), expected, "{offset}+{length}");
+        }
     }
 
     #[test]

@@ -79,13 +79,63 @@ fn read_u32(stream: &mut impl Read) -> io::Result<u32> {
     Ok(u32::from_be_bytes(b))
 }
 
-/// Run the handshake. `Ok(None)`: the client aborted, or sent something that ends the
-/// session (garbage, an unknown export with NBD_OPT_EXPORT_NAME); the caller closes.
+/// Whether and how a connection may upgrade to TLS during the handshake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TlsPolicy {
+    /// No TLS: NBD_OPT_STARTTLS gets NBD_REP_ERR_POLICY (the spec's NOTLS mode).
+    Off,
+    /// STARTTLS is offered; plaintext clients are served too (SELECTIVETLS with no
+    /// TLS-only export).
+    On,
+    /// Every option but STARTTLS and ABORT gets NBD_REP_ERR_TLS_REQD until TLS is up
+    /// (FORCEDTLS).
+    Require,
+}
+
+/// Upgrades the handshake's stream to TLS after the server acknowledged NBD_OPT_STARTTLS.
+pub(crate) trait StartTls<S> {
+    /// The policy of this server.
+    fn policy(&self) -> TlsPolicy;
+    /// Run the TLS handshake on `stream` and make it the plaintext side of the session;
+    /// an error ends the connection.
+    fn start(&mut self, stream: &mut S) -> io::Result<()>;
+}
+
+/// A server without TLS.
+pub(crate) struct NoTls;
+
+impl<S> StartTls<S> for NoTls {
+    fn policy(&self) -> TlsPolicy {
+        TlsPolicy::Off
+    }
+    fn start(&mut self, _stream: &mut S) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, "TLS is not enabled"))
+    }
+}
+
+/// Run the handshake without TLS (and without a deadline: the caller's stream may impose
+/// one). Used by tests and the fuzz entry points; the server runs [`negotiate_tls`].
+/// `Ok(None)`: the client aborted, or sent something that
+/// ends the session (garbage, an unknown export with NBD_OPT_EXPORT_NAME); the caller closes.
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn negotiate(
     stream: &mut (impl Read + Write),
     exports: &dyn ExportSet,
     config: &ServerConfig,
     shutting_down: &dyn Fn() -> bool,
+) -> io::Result<Option<Negotiated>> {
+    negotiate_tls(stream, exports, config, shutting_down, &mut NoTls)
+}
+
+/// Run the handshake with `tls` deciding on NBD_OPT_STARTTLS. `Ok(None)`: the session ends
+/// (the client aborted, broke the protocol, sent more than `config.max_handshake_options`
+/// options, or asked for an export it may not have).
+pub(crate) fn negotiate_tls<S: Read + Write>(
+    stream: &mut S,
+    exports: &dyn ExportSet,
+    config: &ServerConfig,
+    shutting_down: &dyn Fn() -> bool,
+    tls: &mut dyn StartTls<S>,
 ) -> io::Result<Option<Negotiated>> {
     let mut greeting = Vec::with_capacity(18);
     greeting.extend_from_slice(&proto::NBDMAGIC.to_be_bytes());
@@ -99,7 +149,17 @@ pub(crate) fn negotiate(
         return Ok(None);
     }
     let no_zeroes = client_flags & proto::FLAG_C_NO_ZEROES != 0;
+    let fixed = client_flags & proto::FLAG_C_FIXED_NEWSTYLE != 0;
+    // "The server MUST operate in NOTLS mode unless ... the client replied with
+    // NBD_FLAG_C_FIXED_NEWSTYLE": a server requiring TLS cannot serve such a client.
+    let policy = match tls.policy() {
+        TlsPolicy::Require if !fixed => return Ok(None),
+        TlsPolicy::On if !fixed => TlsPolicy::Off,
+        policy => policy,
+    };
+    let mut tls_up = false;
     let mut structured = false;
+    let mut options = 0usize;
 
     loop {
         let mut header = [0u8; 16];
@@ -107,6 +167,12 @@ pub(crate) fn negotiate(
         let mut magic = [0u8; 8];
         magic.copy_from_slice(&header[0..8]);
         if u64::from_be_bytes(magic) != proto::IHAVEOPT {
+            return Ok(None);
+        }
+        options += 1;
+        if options > config.max_handshake_options {
+            // A client haggling forever is a denial of service: hard disconnect (nbdkit
+            // does the same past 32 options).
             return Ok(None);
         }
         let option = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
@@ -122,11 +188,52 @@ pub(crate) fn negotiate(
             continue;
         }
 
+        if option == proto::OPT_STARTTLS {
+            if policy == TlsPolicy::Off {
+                let kind =
+                    if data.is_empty() { proto::REP_ERR_POLICY } else { proto::REP_ERR_INVALID };
+                error_reply(stream, option, kind, "TLS is not enabled on this server")?;
+                continue;
+            }
+            if tls_up {
+                error_reply(stream, option, proto::REP_ERR_INVALID, "TLS is already active")?;
+                continue;
+            }
+            if !data.is_empty() {
+                error_reply(
+                    stream,
+                    option,
+                    proto::REP_ERR_INVALID,
+                    "NBD_OPT_STARTTLS takes no data",
+                )?;
+                continue;
+            }
+            stream.write_all(&option_reply(option, proto::REP_ACK, &[]))?;
+            stream.flush()?;
+            tls.start(stream)?;
+            tls_up = true;
+            // "the server MUST NOT preserve any negotiation state ... issued before this
+            // command".
+            structured = false;
+            continue;
+        }
+        if policy == TlsPolicy::Require && !tls_up && option != proto::OPT_ABORT {
+            if option == proto::OPT_EXPORT_NAME {
+                // Cannot be answered with an error: "it MUST terminate the session".
+                return Ok(None);
+            }
+            error_reply(stream, option, proto::REP_ERR_TLS_REQD, "this server requires TLS")?;
+            continue;
+        }
+
         match option {
             proto::OPT_EXPORT_NAME => {
                 let Ok(name) = std::str::from_utf8(&data) else {
                     return Ok(None);
                 };
+                if name.contains('\0') {
+                    return Ok(None);
+                }
                 let Some(export) = exports.get(name) else {
                     return Ok(None);
                 };
@@ -231,6 +338,9 @@ fn info(
     }
     let name = std::str::from_utf8(&data[4..4 + name_len])
         .map_err(|_| invalid("export name is not UTF-8"))?;
+    if name.contains('\0') {
+        return Err(invalid("export name contains a NUL byte"));
+    }
     let rest = &data[4 + name_len..];
     let count = u16::from_be_bytes([rest[0], rest[1]]) as usize;
     if rest.len() != 2 + 2 * count {

@@ -17,10 +17,16 @@
 //! parsing requests and reading WRITE payloads) and a writer (the only thread writing replies
 //! to that socket); a pool of workers shared by all connections carries out the export calls.
 
+mod budget;
 mod connection;
+mod deadline;
 pub(crate) mod handshake;
+mod job;
 mod replies;
+mod tls;
 mod worker;
+
+pub use tls::{TlsError, TlsMode, TlsSettings, CA_CERT, SERVER_CERT, SERVER_KEY};
 
 use std::collections::HashMap;
 use std::io;
@@ -70,15 +76,34 @@ pub struct ServerConfig {
     /// Requests one connection may have in flight before its reader stops reading more.
     pub max_in_flight: usize,
     /// Bytes of READ/WRITE buffers one connection may hold before its reader stops reading
-    /// more (one request is always admitted).
+    /// more (one request is always admitted, within the shared budget).
     pub max_in_flight_bytes: u64,
+    /// Bytes of READ/WRITE buffers all connections together may hold (replies not yet
+    /// written and payloads not yet executed). At the limit, readers wait; a connection with
+    /// nothing in flight may still take one request of at most [`GUARANTEED_BYTES`], so the
+    /// server holds at most this plus that much per connection.
+    pub shared_budget: u64,
+    /// Connections open at once; one more is accepted and closed at once.
+    pub max_connections: usize,
+    /// Options one handshake may send before the server hangs up (nbdkit allows 32).
+    pub max_handshake_options: usize,
+    /// How long a whole handshake (greeting to NBD_OPT_GO, TLS included) may take before
+    /// the connection is dropped (`None`: forever).
+    pub handshake_deadline: Option<Duration>,
     /// How long a reply write may block on a client that does not read before the
     /// connection is dropped (`None`: forever).
     pub write_timeout: Option<Duration>,
-    /// How long the handshake may wait for the client's next bytes before the connection is
-    /// dropped, so idle half-open connections do not pin threads (`None`: forever).
-    pub handshake_timeout: Option<Duration>,
+    /// TLS mode and credentials (`None`: no TLS).
+    pub tls: Option<TlsSettings>,
 }
+
+/// The largest maximum payload a server advertises and accepts: 32 MiB, the size the spec
+/// asks every server to support and the most qemu's client sends.
+pub const MAX_PAYLOAD_CEILING: u32 = proto::DEFAULT_MAX_PAYLOAD;
+
+/// Buffer bytes a connection with nothing in flight may always take, even when the shared
+/// budget is spent (so small requests of well-behaved clients never starve).
+pub const GUARANTEED_BYTES: u64 = 1 << 20;
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -88,8 +113,12 @@ impl Default for ServerConfig {
             discard_limit: 2 * u64::from(proto::DEFAULT_MAX_PAYLOAD),
             max_in_flight: 128,
             max_in_flight_bytes: 128 << 20,
+            shared_budget: 256 << 20,
+            max_connections: 128,
+            max_handshake_options: 32,
+            handshake_deadline: Some(Duration::from_secs(10)),
             write_timeout: Some(Duration::from_secs(120)),
-            handshake_timeout: Some(Duration::from_secs(60)),
+            tls: None,
         }
     }
 }
@@ -154,6 +183,12 @@ impl ServerBuilder {
         self
     }
 
+    /// Offer or require TLS with these credentials.
+    pub fn tls(mut self, settings: TlsSettings) -> ServerBuilder {
+        self.config.tls = Some(settings);
+        self
+    }
+
     /// Report every request and connection to `observer`.
     pub fn observer(mut self, observer: Arc<dyn ServerObserver>) -> ServerBuilder {
         self.observer = Some(observer);
@@ -175,9 +210,21 @@ impl ServerBuilder {
         Ok(self)
     }
 
-    /// Listen on a Unix socket at `path`. A stale socket file nobody listens on is replaced;
-    /// the file is removed when the server stops.
-    pub fn listen_unix(mut self, path: impl AsRef<Path>) -> Result<ServerBuilder, ServerError> {
+    /// Listen on a Unix socket at `path`, created owner-only (mode 0600). A stale socket
+    /// file nobody listens on is replaced; the file is removed when the server stops.
+    pub fn listen_unix(self, path: impl AsRef<Path>) -> Result<ServerBuilder, ServerError> {
+        self.listen_unix_mode(path, 0o600)
+    }
+
+    /// Listen on a Unix socket at `path` with permission bits `mode` (e.g. 0o660 to let a
+    /// group connect). The socket is bound inside a fresh owner-only directory next to
+    /// `path`, given `mode`, then linked into place, so it is never reachable with wider
+    /// permissions than asked.
+    pub fn listen_unix_mode(
+        mut self,
+        path: impl AsRef<Path>,
+        mode: u32,
+    ) -> Result<ServerBuilder, ServerError> {
         let path = path.as_ref().to_path_buf();
         let bind_error = |source| ServerError::Bind { address: path.display().to_string(), source };
         if path.exists() && UnixStream::connect(&path).is_err() {
@@ -189,7 +236,7 @@ impl ServerBuilder {
                 std::fs::remove_file(&path).map_err(bind_error)?;
             }
         }
-        let listener = UnixListener::bind(&path).map_err(bind_error)?;
+        let listener = bind_unix(&path, mode).map_err(bind_error)?;
         self.listeners.push((Listener::Unix(listener), ListenAddr::Unix(path)));
         Ok(self)
     }
@@ -207,6 +254,21 @@ impl ServerBuilder {
                 config.max_payload
             )));
         }
+        if config.max_payload > MAX_PAYLOAD_CEILING {
+            return Err(ServerError::Config(format!(
+                "max_payload {} is above the {MAX_PAYLOAD_CEILING}-byte ceiling",
+                config.max_payload
+            )));
+        }
+        if config.max_connections == 0 {
+            return Err(ServerError::Config("max_connections must be at least 1".into()));
+        }
+        if config.shared_budget < u64::from(config.max_payload) {
+            return Err(ServerError::Config(format!(
+                "the shared budget ({} bytes) must hold at least one maximum payload ({})",
+                config.shared_budget, config.max_payload
+            )));
+        }
         if config.max_in_flight == 0 {
             return Err(ServerError::Config("max_in_flight must be at least 1".into()));
         }
@@ -219,6 +281,7 @@ impl ServerBuilder {
         Ok(Server {
             shared: Arc::new(Shared {
                 exports: self.exports,
+                budget: budget::Budget::new(self.config.shared_budget, GUARANTEED_BYTES),
                 config: self.config,
                 observer: self.observer,
                 state: Mutex::new(State::default()),
@@ -243,6 +306,8 @@ struct State {
 pub(crate) struct Shared {
     pub(crate) exports: Arc<dyn ExportSet>,
     pub(crate) config: ServerConfig,
+    /// The byte budget every connection's requests draw from.
+    pub(crate) budget: budget::Budget,
     pub(crate) observer: Option<Arc<dyn ServerObserver>>,
     state: Mutex<State>,
     changed: Condvar,
@@ -265,7 +330,7 @@ impl Shared {
     fn register(&self, stream: &Stream) -> Option<u64> {
         let handle = stream.try_clone().ok()?;
         let mut state = self.state();
-        if state.shutting_down {
+        if state.shutting_down || state.connections.len() >= self.config.max_connections {
             return None;
         }
         let id = state.next_id;
@@ -299,6 +364,8 @@ impl ShutdownHandle {
             for stream in state.connections.values() {
                 stream.shutdown(Shutdown::Read);
             }
+            // Readers waiting for buffer budget stop waiting.
+            self.shared.budget.close();
         }
         drop(state);
         self.shared.changed.notify_all();
@@ -312,6 +379,11 @@ impl ShutdownHandle {
     /// Connections currently open.
     pub fn connections(&self) -> usize {
         self.shared.state().connections.len()
+    }
+
+    /// Bytes of the shared budget held now by requests in flight.
+    pub fn budget_used(&self) -> u64 {
+        self.shared.budget.used()
     }
 }
 
@@ -351,7 +423,7 @@ impl Server {
     /// Unix socket files. Returns when all of that is done.
     pub fn run(self) -> Result<(), ServerError> {
         let shared = self.shared;
-        let (jobs, job_queue) = crossbeam::channel::unbounded::<worker::Job>();
+        let (jobs, job_queue) = crossbeam::channel::unbounded::<job::Job>();
         let mut workers = Vec::with_capacity(shared.config.workers);
         let mut acceptors: Vec<JoinHandle<()>> = Vec::new();
         let mut startup_error = None;
@@ -480,6 +552,33 @@ impl RunningServer {
     }
 }
 
+/// Bind `path` with permission bits `mode`: bound in a private (0700) directory beside it,
+/// chmod-ed, then linked into place (failing if `path` exists).
+fn bind_unix(path: &Path, mode: u32) -> io::Result<UnixListener> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "a Unix socket path needs a file name")
+    })?;
+    let private = parent.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    std::fs::DirBuilder::new().mode(0o700).create(&private)?;
+    let staged = private.join("s");
+    let result = (|| {
+        let listener = UnixListener::bind(&staged)?;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode & 0o777))?;
+        // A hard link fails if `path` exists (another server listening there): never
+        // replace a live socket.
+        std::fs::hard_link(&staged, path)?;
+        Ok(listener)
+    })();
+    let _ = std::fs::remove_file(&staged);
+    let _ = std::fs::remove_dir(&private);
+    result
+}
+
 fn wake(addr: &ListenAddr) {
     match addr {
         ListenAddr::Tcp(addr) => {
@@ -501,7 +600,7 @@ fn wake(addr: &ListenAddr) {
 fn accept_loop(
     listener: Listener,
     shared: Arc<Shared>,
-    jobs: crossbeam::channel::Sender<worker::Job>,
+    jobs: crossbeam::channel::Sender<job::Job>,
 ) {
     loop {
         let accepted = match &listener {
@@ -521,6 +620,8 @@ fn accept_loop(
             }
         };
         let Some(id) = shared.register(&stream) else {
+            // Shutting down, or at max_connections: close it at once.
+            stream.shutdown(Shutdown::Both);
             continue;
         };
         let conn_shared = Arc::clone(&shared);

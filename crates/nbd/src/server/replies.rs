@@ -11,6 +11,7 @@ use std::net::Shutdown;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::Shared;
 use crate::errno::Errno;
 use crate::request::Command;
 use crate::stats::{CommandObservation, ServerObserver};
@@ -69,6 +70,8 @@ struct State {
 /// The reply path and in-flight accounting of one connection.
 pub(crate) struct Replies {
     socket: Stream,
+    /// The server, for its shared byte budget.
+    server: Arc<Shared>,
     state: Mutex<State>,
     /// Signals the writer thread (new backlog, closed) and the reader (in-flight dropped).
     changed: Condvar,
@@ -81,12 +84,14 @@ impl Replies {
     /// The reply path for `socket`.
     pub(crate) fn new(
         socket: Stream,
+        server: Arc<Shared>,
         observer: Option<Arc<dyn ServerObserver>>,
         max_requests: usize,
         max_bytes: u64,
     ) -> Replies {
         Replies {
             socket,
+            server,
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             observer,
@@ -104,8 +109,10 @@ impl Replies {
     }
 
     /// Admit one request holding `charge` buffer bytes, waiting while the connection is at
-    /// its limits (one request is always admitted).
-    pub(crate) fn acquire(&self, charge: u64) {
+    /// its limits (one request is always admitted) and then while the server's shared budget
+    /// is spent. `false`: the server began shutting down while waiting; the request is
+    /// admitted without any buffer (charge 0), to be answered NBD_ESHUTDOWN or released.
+    pub(crate) fn acquire(&self, charge: u64) -> bool {
         let mut state = self.lock();
         while state.in_flight > 0
             && (state.in_flight >= self.max_requests
@@ -113,8 +120,16 @@ impl Replies {
         {
             state = self.wait(state);
         }
+        // Only this connection's reader admits requests, so `idle` cannot change below.
+        let idle = state.in_flight == 0;
+        drop(state);
+        let charged = self.server.budget.acquire(charge, idle);
+        let mut state = self.lock();
         state.in_flight += 1;
-        state.in_flight_bytes += charge;
+        if charged {
+            state.in_flight_bytes += charge;
+        }
+        charged
     }
 
     /// Give back an admission whose request will never be answered.
@@ -123,6 +138,7 @@ impl Replies {
         state.in_flight = state.in_flight.saturating_sub(1);
         state.in_flight_bytes = state.in_flight_bytes.saturating_sub(charge);
         drop(state);
+        self.server.budget.release(charge);
         self.changed.notify_all();
     }
 

@@ -2,28 +2,16 @@
 //! the replies on the connection's writer.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
-use std::time::Instant;
 
 use crossbeam::channel::Receiver;
 
-use super::connection::{error_reply, ConnShared};
+use super::job::{error_reply, Job};
 use super::replies::Outgoing;
 use crate::errno::Errno;
 use crate::export::{Export, ExportError};
 use crate::proto;
 use crate::reply;
 use crate::request::{Command, Request};
-
-/// One validated request for a worker.
-pub(crate) struct Job {
-    pub conn: Arc<ConnShared>,
-    pub request: Request,
-    /// The WRITE payload (empty otherwise).
-    pub payload: Vec<u8>,
-    pub received: Instant,
-    pub charge: u64,
-}
 
 /// Serve jobs until every sender is gone.
 pub(crate) fn run(queue: Receiver<Job>) {

@@ -2,11 +2,12 @@
 //! slow disk), with qemu-io as the client of ember's export. Needs nbdkit and qemu-utils
 //! (`make setup` installs both).
 
-use ember_engine::device::{MemDevice, NbdDevice};
+use ember_engine::device::MemDevice;
 use ember_engine::{Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};
 use ember_nbd::Server;
 use ember_policy::admission::Aod;
 use ember_policy::replacement::{build, Kind};
+use ember_serve::{EngineExports, NbdDevice};
 use std::process::{Child, Command};
 use std::sync::Arc;
 
@@ -54,7 +55,11 @@ fn qemu_io_through_ember_to_nbdkit_with_a_delay_filter() {
         .unwrap(),
     );
     let sock = dir.path().join("ember.sock");
-    let running = Server::builder(engine.clone()).listen_unix(&sock).unwrap().build().unwrap();
+    let running = Server::builder(Arc::new(EngineExports::new(engine.clone())))
+        .listen_unix(&sock)
+        .unwrap()
+        .build()
+        .unwrap();
     let running = running.spawn().unwrap();
     let uri = format!("nbd+unix:///disk?socket={}", sock.display());
     let out = Command::new("qemu-io")

@@ -1,13 +1,14 @@
 //! End to end: an NBD client → ember's NBD server → the engine → an upstream NBD server (the
 //! backing volume) and a cache file; then a clean shutdown and a warm restart.
 
-use ember_engine::device::{FileDevice, FileOptions, NbdDevice};
+use ember_engine::device::{FileDevice, FileOptions};
 use ember_engine::{
     Device, Engine, EngineConfig, FormatSpec, StartKind, VolumeConfig, VolumeSpec, WriteMode,
 };
 use ember_nbd::{Client, ClientBuilder, Export, ExportMap, MemExport, Server};
 use ember_policy::admission::Aod;
 use ember_policy::replacement::{build, Kind};
+use ember_serve::{EngineExports, NbdDevice};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -20,7 +21,8 @@ fn open_engine(cache: &Path, upstream: &str) -> Engine {
         cache,
         volumes: vec![VolumeConfig {
             name: "disk".into(),
-            backing: Arc::new(NbdDevice::connect(upstream).expect("upstream")),
+            // Only ember writes the upstream export here: trust it across the restart.
+            backing: Arc::new(NbdDevice::connect(upstream).expect("upstream").trust_unchanged()),
         }],
         write_mode: WriteMode::WriteThrough,
         replacement: Box::new(|cap| build(Kind::Lru, cap)),
@@ -61,7 +63,11 @@ fn a_client_through_ember_to_an_upstream_server_and_a_warm_restart() {
     drop(cache);
 
     let engine = Arc::new(open_engine(&cache_path, &up_uri));
-    let server = Server::builder(engine.clone()).listen_unix(&ember_sock).unwrap().build().unwrap();
+    let server = Server::builder(Arc::new(EngineExports::new(engine.clone())))
+        .listen_unix(&ember_sock)
+        .unwrap()
+        .build()
+        .unwrap();
     let running = server.spawn().unwrap();
     let client = connect(&ember_sock);
     assert_eq!(client.size(), 8 * MIB);
@@ -97,7 +103,7 @@ fn a_client_through_ember_to_an_upstream_server_and_a_warm_restart() {
 
     let engine = Arc::new(open_engine(&cache_path, &up_uri));
     assert_eq!(engine.open_report().start, StartKind::Warm);
-    let running = Server::builder(engine.clone())
+    let running = Server::builder(Arc::new(EngineExports::new(engine.clone())))
         .listen_unix(&ember_sock)
         .unwrap()
         .build()

@@ -6,8 +6,7 @@
 use crate::config::{EngineConfig, FormatSpec, VolumeConfig, VolumeSpec};
 use crate::device::fault::PowerCut;
 use crate::device::{FaultDevice, IoKind, MemDevice};
-use crate::{Device, Engine, StartKind, WriteMode, WritebackConfig};
-use ember_nbd::ExportError;
+use crate::{Device, Engine, EngineError, StartKind, WriteMode, WritebackConfig};
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Lru;
 use parking_lot::{Condvar, Mutex};
@@ -167,7 +166,7 @@ fn a_backing_error_while_flushing_fails_the_flush_keeps_the_data_and_is_retried(
     }
     backing.fail_nth(1, &[IoKind::Write], true);
     let err = v.flush().unwrap_err();
-    assert!(matches!(err, ExportError::Io(_)), "{err}");
+    assert!(matches!(err, EngineError::Io(_)), "{err}");
     assert!(err.to_string().contains("injected"), "{err}");
     let s = e.stats();
     assert!(s.total.flush_errors >= 1, "{:?}", s.total);
@@ -323,7 +322,7 @@ fn a_cache_read_error_on_a_dirty_block_reaches_the_client() {
     v.write(0, &block(9), false).unwrap();
     cache.fail_nth(1, &[IoKind::Read], false);
     let err = v.read(0, &mut block(0)).unwrap_err();
-    assert!(matches!(err, ExportError::Io(_)), "{err}");
+    assert!(matches!(err, EngineError::Io(_)), "{err}");
     let mut got = block(0);
     v.read(0, &mut got).unwrap();
     assert_eq!(got, block(9), "the dirty block is still there");
@@ -364,4 +363,230 @@ fn dirty_blocks_of_a_volume_not_served_refuse_the_open() {
     assert!(err.to_string().contains("dirty blocks of volume(s) w"), "{err}");
     let e = both(WriteMode::WriteBackPersist).unwrap();
     assert_eq!(e.open_report().loaded_blocks, 1);
+}
+
+/// A backing that records the block number of every write, in order.
+struct Recorder {
+    inner: Arc<dyn Device>,
+    writes: Mutex<Vec<u64>>,
+}
+
+impl Recorder {
+    fn new(inner: Arc<dyn Device>) -> Self {
+        Self { inner, writes: Mutex::new(Vec::new()) }
+    }
+}
+
+impl Device for Recorder {
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.writes.lock().extend((offset / BS)..(offset + data.len() as u64).div_ceil(BS));
+        self.inner.write_at(offset, data)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.inner.sync()
+    }
+    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.inner.trim(offset, len)
+    }
+    fn describe(&self) -> String {
+        "recorder".into()
+    }
+}
+
+/// Reopen a crashed write-back-persist cache under write-back flush, which writes the
+/// recovered dirty blocks to backing at open, oldest epoch first (one block per batch, so in
+/// order); the backing blocks written, in order.
+fn recovered_flush_order(cache: Arc<dyn Device>, mem: Arc<MemDevice>) -> Vec<u64> {
+    let rec = Arc::new(Recorder::new(mem));
+    let e = open(cache, rec.clone(), WriteMode::WriteBackFlush, lazy()).unwrap();
+    assert_eq!(e.open_report().loaded_blocks, 2, "{}", e.open_report().reason);
+    let order = rec.writes.lock().clone();
+    e.shutdown().unwrap();
+    order
+}
+
+#[test]
+fn epochs_past_the_16_bit_wrap_are_recovered_oldest_first() {
+    // Issue 10 item 3: epochs are persisted in 16 bits (checkpoint flags, journal entries),
+    // so they wrap after 65,536 barriers. Block 9 is written in epoch 65,531, block 2 in
+    // epoch 65,542 (6 in 16 bits); after a crash, block 9 must still be the older one.
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    let v = e.volume("v").unwrap();
+    for _ in 0..65_530 {
+        v.flush().unwrap();
+    }
+    v.write(9 * BS, &block(9), false).unwrap();
+    v.flush().unwrap();
+    for _ in 0..10 {
+        v.flush().unwrap();
+    }
+    v.write(2 * BS, &block(2), false).unwrap();
+    v.flush().unwrap();
+    drop(e); // a crash: the persisted dirty map holds both blocks
+    let r = Engine::inspect(cache.as_ref()).unwrap();
+    let epochs: Vec<u64> = r.dirty_epochs.iter().map(|x| x.0).collect();
+    assert_eq!(recovered_flush_order(cache, mem.clone()), vec![9, 2], "oldest epoch first");
+    assert_eq!(epochs, vec![65_531, 65_542], "inspect lists epochs oldest first");
+    assert_eq!(backing_block(&mem, 9), block(9));
+    assert_eq!(backing_block(&mem, 2), block(2));
+}
+
+#[test]
+fn a_dirty_block_older_than_half_the_epoch_space_keeps_recovery_ordered() {
+    // A block that stays dirty (its backing writes fail) while 40,000 barriers pass: more
+    // than half of the 16-bit epoch space, where wrap-aware ordering alone would call it the
+    // newer one. The engine keeps every persisted dirty epoch within a window of the current
+    // one, so recovery still orders it first.
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let backing = Arc::new(FaultDevice::new(mem.clone()).unwrap());
+    backing.fail_nth(1, &[IoKind::Write], true);
+    let e = open(cache.clone(), backing.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    let v = e.volume("v").unwrap();
+    v.write(9 * BS, &block(9), false).unwrap();
+    for _ in 0..40_000 {
+        v.flush().unwrap();
+    }
+    v.write(2 * BS, &block(2), false).unwrap();
+    v.flush().unwrap();
+    drop(e);
+    drop(v);
+    let order = recovered_flush_order(cache, mem.clone());
+    assert_eq!(order, vec![9, 2], "the old dirty block first");
+    assert_eq!(backing_block(&mem, 9), block(9));
+}
+
+#[test]
+fn the_flusher_writes_back_a_block_half_a_window_old() {
+    // The flusher idles below min_dirty, but a dirty block whose epoch falls half the epoch
+    // window behind the current one is flushed anyway (so its stored 16-bit epoch stays
+    // ordered); nothing else asks for it here.
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    let v = e.volume("v").unwrap();
+    v.write(9 * BS, &block(9), false).unwrap();
+    for _ in 0..100 {
+        v.flush().unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(e.dirty_stats().dirty_blocks, 1, "young: the flusher idles");
+    for _ in 0..(crate::layout::epoch::WINDOW / 2) {
+        v.flush().unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while e.dirty_stats().dirty_blocks > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(e.dirty_stats().dirty_blocks, 0, "old: flushed");
+    assert_eq!(backing_block(&mem, 9), block(9));
+    e.shutdown().unwrap();
+}
+
+#[test]
+fn dirty_blocks_over_a_backing_modified_while_stopped_refuse_the_start() {
+    // Issue 10 item 1: a clean shutdown under write-back persist keeps dirty blocks in the
+    // checkpoint; if the backing is written behind ember's back meanwhile, they must not be
+    // mixed with it.
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    e.volume("v").unwrap().write(5 * BS, &block(5), false).unwrap();
+    e.volume("v").unwrap().flush().unwrap();
+    e.shutdown().unwrap();
+    assert_eq!(Engine::inspect(cache.as_ref()).unwrap().occupancy.unwrap().dirty_blocks, 1);
+    mem.write_at(9 * BS, &block(7)).unwrap(); // someone else writes the backing
+    let err = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy())
+        .err()
+        .expect("refused");
+    let msg = err.to_string();
+    assert!(msg.contains("was modified") && msg.contains("1 dirty blocks"), "{msg}");
+    assert!(msg.contains("refusing to start"), "{msg}");
+    // Nothing was lost: the dirty block is still on the cache device.
+    let r = Engine::inspect(cache.as_ref()).unwrap();
+    assert!(r.clean_shutdown);
+    assert_eq!(r.occupancy.unwrap().dirty_blocks, 1);
+    assert_eq!(backing_block(&mem, 5), block(0), "never written over the changed backing");
+}
+
+#[test]
+fn dirty_blocks_recovered_after_a_crash_refuse_another_backing() {
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    e.volume("v").unwrap().write(5 * BS, &block(5), false).unwrap();
+    e.volume("v").unwrap().flush().unwrap();
+    drop(e); // crash
+             // Another device with the same bytes is not the backing the dirty blocks belong to.
+    let other = Arc::new(MemDevice::from_bytes(mem.snapshot()));
+    let err =
+        open(cache.clone(), other, WriteMode::WriteBackPersist, lazy()).err().expect("refused");
+    assert!(err.to_string().contains("another file or device"), "{err}");
+    // The right one recovers the block.
+    let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    assert_eq!(e.open_report().loaded_blocks, 1, "{}", e.open_report().reason);
+    let mut got = block(0);
+    e.volume("v").unwrap().read(5 * BS, &mut got).unwrap();
+    assert_eq!(got, block(5));
+    e.shutdown().unwrap();
+}
+
+/// A backing that cannot be identified (the `Device` default), like an NBD export.
+struct Anonymous(Arc<MemDevice>);
+
+impl Device for Anonymous {
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.0.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.0.write_at(offset, data)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.0.sync()
+    }
+    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.0.trim(offset, len)
+    }
+    fn describe(&self) -> String {
+        "anonymous".into()
+    }
+}
+
+#[test]
+fn an_unidentifiable_backing_starts_cold_but_keeps_its_dirty_blocks() {
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let anon = || Arc::new(Anonymous(mem.clone())) as Arc<dyn Device>;
+    let e = open(cache.clone(), anon(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    let v = e.volume("v").unwrap();
+    v.read(0, &mut block(0)).unwrap(); // block 0 cached clean
+    v.write(5 * BS, &block(5), false).unwrap(); // block 5 dirty
+    v.flush().unwrap();
+    e.shutdown().unwrap();
+    let e = open(cache.clone(), anon(), WriteMode::WriteBackPersist, lazy()).unwrap();
+    let r = e.open_report().clone();
+    assert_eq!(r.start, StartKind::Cold, "{}", r.reason);
+    assert_eq!((r.loaded_blocks, r.dropped_blocks), (1, 1), "{}", r.reason);
+    assert!(r.reason.contains("cannot be checked"), "{}", r.reason);
+    let mut got = block(0);
+    e.volume("v").unwrap().read(5 * BS, &mut got).unwrap();
+    assert_eq!(got, block(5), "the dirty block is kept");
+    e.shutdown().unwrap();
 }

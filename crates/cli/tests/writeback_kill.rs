@@ -1,8 +1,8 @@
-//! Crash trials with a real process (issue point 1): `ember-front` (the engine behind
-//! ember's NBD server) serves a backing file through a cache file; `nbdsh` issues random
-//! writes with unique content (every 8-byte word holds the write's number and its position),
-//! some FUA, and FLUSHes, logging each request before it is sent and each reply; ember is
-//! killed with SIGKILL at a random moment. Then:
+//! Crash trials with a real process: the real `ember serve` binary serves a backing file
+//! through a cache file (formatted once, at the first start, with `--format-if-needed`);
+//! `nbdsh` issues random writes with unique content (every 8-byte word holds the write's
+//! number and its position), some FUA, and FLUSHes, logging each request before it is sent
+//! and each reply; ember is killed with SIGKILL at a random moment. Then:
 //!
 //! - write-back persist restarts on the same cache file and recovers (checkpoint + journal);
 //! - write-back flush and write-through are checked on the backing file alone, the cache
@@ -12,16 +12,23 @@
 //! acknowledged FUA write of it), or the value of a write issued after that. Zero violations.
 //! Unsafe write-back, checked the same way, must be caught losing acknowledged writes.
 //!
+//! The writer itself is checked too: an error it sees while the server still runs (an error
+//! reply, or a connection the server dropped) fails the trial, as does a writer that exits
+//! before the kill without finishing or whose exit the log does not explain. Only the loss
+//! of the connection after the SIGKILL is expected.
+//!
 //! `EMBER_CRASH_TRIALS=N` sets the trials per safe policy (CI default 5); the long run is
-//! `EMBER_CRASH_TRIALS=1000 cargo test --release -p ember-engine --test writeback_kill -- --nocapture`.
-//! Needs nbdsh (libnbd-bin); run through Debian's python (`/usr/bin` first in PATH).
+//! `EMBER_CRASH_TRIALS=1000 cargo test --release -p ember-cli --test writeback_kill -- --nocapture`.
+//! Needs nbdsh (libnbd-bin, installed by `make setup`); run through Debian's python
+//! (`/usr/bin` first in PATH).
+
+mod serve_support;
 
 use ember_nbd::ClientBuilder;
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
+use serve_support::{Rng, Serve};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 const BS: u64 = 4096;
@@ -44,10 +51,20 @@ def content(i, off, length):
         vals.append(i)
         vals.append(w)
     return struct.pack("<%dI" % (2 * n), *vals)
+def failed(i, e):
+    # dead: the connection is gone (the server was killed); alive: the server answered
+    # with an error.
+    lost = h.aio_is_dead() or h.aio_is_closed()
+    msg = str(e).replace("\n", " ")
+    log.write("ERR %d %s errno=%s %s\n" % (i, "lost" if lost else "reply", e.errno, msg))
+    raise e
 for i in range(1, OPS + 1):
     if rnd.random() < 0.12:
         log.write("FI %d\n" % i)
-        h.flush()
+        try:
+            h.flush()
+        except nbd.Error as e:
+            failed(i, e)
         log.write("FA %d\n" % i)
         continue
     blk = rnd.randrange(BLOCKS)
@@ -59,7 +76,10 @@ for i in range(1, OPS + 1):
         length = min(length, BLOCKS * 4096 - off)
     fua = rnd.random() < 0.05
     log.write("WI %d %d %d %d\n" % (i, off, length, int(fua)))
-    h.pwrite(content(i, off, length), off, nbd.CMD_FLAG_FUA if fua else 0)
+    try:
+        h.pwrite(content(i, off, length), off, nbd.CMD_FLAG_FUA if fua else 0)
+    except nbd.Error as e:
+        failed(i, e)
     log.write("WA %d\n" % i)
 log.write("DONE\n")
 "#;
@@ -76,10 +96,6 @@ fn content_byte(i: u32, p: u64) -> u8 {
     }
 }
 
-fn ember_front() -> &'static str {
-    env!("CARGO_BIN_EXE_ember-front")
-}
-
 fn debian_path() -> String {
     format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default())
 }
@@ -92,41 +108,72 @@ fn have_nbdsh() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-fn wait_for_socket(sock: &Path, child: &mut Child) -> Result<(), String> {
+/// `ember serve` on the trial's cache file and backing, listening on a Unix socket only.
+fn start(dir: &Path, policy: &str) -> Serve {
+    let sock = dir.join("ember.sock");
+    let _ = std::fs::remove_file(&sock);
+    let cache = dir.join("cache.img").display().to_string();
+    let backing = format!("disk={}", dir.join("backing.img").display());
+    let sock = sock.display().to_string();
+    Serve::start_exact(&[
+        "--cache",
+        &cache,
+        "--cache-size",
+        CACHE,
+        "--format-if-needed",
+        "--backing",
+        &backing,
+        "--unix",
+        &sock,
+        "--write-policy",
+        policy,
+    ])
+}
+
+/// Wait for `child` at most `timeout`, then SIGKILL it; returns its status.
+fn reap(child: &mut std::process::Child, timeout: Duration) -> ExitStatus {
     let t0 = Instant::now();
-    // The socket file appears at bind(), a moment before listen(): wait for a connection.
-    while std::os::unix::net::UnixStream::connect(sock).is_err() {
+    loop {
         if let Ok(Some(st)) = child.try_wait() {
-            return Err(format!("ember-front exited early: {st}"));
+            return st;
         }
-        if t0.elapsed() > Duration::from_secs(20) {
-            return Err("ember-front did not listen within 20 s".into());
+        if t0.elapsed() > timeout {
+            let _ = child.kill();
+            return child.wait().expect("wait nbdsh");
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    Ok(())
 }
 
-fn start(dir: &Path, policy: &str, log: &str) -> Child {
-    let sock = dir.join("ember.sock");
-    let _ = std::fs::remove_file(&sock);
-    let err = std::fs::File::create(dir.join(log)).unwrap();
-    let mut child = Command::new(ember_front())
-        .arg(dir.join("cache.img"))
-        .arg(CACHE)
-        .arg(dir.join("backing.img"))
-        .arg(&sock)
-        .arg(policy)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .expect("spawn ember-front");
-    if let Err(e) = wait_for_socket(&sock, &mut child) {
-        let log = std::fs::read_to_string(dir.join(log)).unwrap_or_default();
-        panic!("{e}\n{log}");
+/// What the writer reported, checked against the one failure it may see: the connection
+/// lost after the SIGKILL. `exited_early` is the writer's status if it exited before the
+/// kill. Returns a description of what went wrong, if anything did.
+fn writer_fault(
+    log: &str,
+    before_kill: &str,
+    exited_early: Option<ExitStatus>,
+    status: ExitStatus,
+    stderr: &str,
+) -> Option<String> {
+    if let Some(line) = before_kill.lines().find(|l| l.starts_with("ERR ")) {
+        return Some(format!("the writer saw an error before the SIGKILL: {line}\n{stderr}"));
     }
-    child
+    if let Some(line) = log.lines().find(|l| l.starts_with("ERR ") && !l.contains(" lost ")) {
+        return Some(format!("an error reply from the server: {line}\n{stderr}"));
+    }
+    let done = log.lines().any(|l| l == "DONE");
+    if let Some(st) = exited_early {
+        if !(st.success() && done) {
+            return Some(format!("the writer exited before the SIGKILL ({st}):\n{stderr}"));
+        }
+    }
+    if status.success() != done {
+        return Some(format!("writer exit {status} does not match its log:\n{stderr}"));
+    }
+    if !status.success() && !log.lines().any(|l| l.starts_with("ERR ")) {
+        return Some(format!("the writer failed ({status}) without a logged error:\n{stderr}"));
+    }
+    None
 }
 
 /// What each byte may hold (see the module doc).
@@ -215,7 +262,7 @@ fn trial(policy: &str, seed: u64) -> Outcome {
     let d = dir.path();
     let init: Vec<u8> = (0..VOL).map(|p| content_byte(0, p)).collect();
     std::fs::write(d.join("backing.img"), &init).unwrap();
-    let mut ember = start(d, policy, "ember1.log");
+    let ember = start(d, policy);
     let script = WRITER
         .replace("SEED", &seed.to_string())
         .replace("BLOCKS", &BLOCKS.to_string())
@@ -230,60 +277,49 @@ fn trial(policy: &str, seed: u64) -> Outcome {
         .arg("-c")
         .arg(format!("exec(open({:?}).read())", d.join("writer.py").display().to_string()))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(d.join("writer.err")).unwrap())
         .spawn()
         .expect("spawn nbdsh");
     // Kill after a random number of the writer's log lines (requests sent or answered),
     // plus up to 3 ms, so kills land anywhere in the run, also inside a FLUSH.
-    let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
-    let target = r.gen_range(4..2 * OPS as usize);
+    let mut r = Rng::new(seed);
+    let target = 4 + r.below(2 * OPS as u64 - 4) as usize;
     let t0 = Instant::now();
-    loop {
+    let exited_early = loop {
         let lines = std::fs::read_to_string(d.join("writer.log")).map_or(0, |s| s.lines().count());
-        if lines >= target
-            || t0.elapsed() > Duration::from_secs(30)
-            || writer.try_wait().ok().flatten().is_some()
-        {
-            break;
+        let exited = writer.try_wait().ok().flatten();
+        if lines >= target || t0.elapsed() > Duration::from_secs(30) || exited.is_some() {
+            break exited;
         }
         std::thread::sleep(Duration::from_millis(1));
+    };
+    std::thread::sleep(Duration::from_micros(r.below(3000)));
+    let before_kill = std::fs::read_to_string(d.join("writer.log")).unwrap_or_default();
+    let served = ember.output();
+    if let Err(st) = ember.kill() {
+        panic!("seed {seed}: ember serve exited by itself ({st}) before the SIGKILL:\n{served}");
     }
-    std::thread::sleep(Duration::from_micros(r.gen_range(0..3000)));
-    ember.kill().expect("SIGKILL"); // Child::kill sends SIGKILL
-    let _ = ember.wait();
-    let _ = writer.wait();
+    let status = reap(&mut writer, Duration::from_secs(30));
     let log = std::fs::read_to_string(d.join("writer.log")).unwrap_or_default();
+    let stderr = std::fs::read_to_string(d.join("writer.err")).unwrap_or_default();
+    if let Some(fault) = writer_fault(&log, &before_kill, exited_early, status, &stderr) {
+        panic!("seed {seed} ({policy}): {fault}");
+    }
     let model = Model::from_log(&log);
     let mut recovered_dirty = 0;
     let got = if policy == "write-back-persist" {
         // Recoverable failure: the same cache file.
-        let mut ember = start(d, policy, "ember2.log");
-        // The socket file appears at bind(), a moment before listen(): retry a refused
-        // connection while the server lives.
-        let t0 = Instant::now();
-        let c = loop {
-            match ClientBuilder::new().export("disk").connect_unix(d.join("ember.sock")) {
-                Ok(c) => break c,
-                Err(e) => {
-                    let log = std::fs::read_to_string(d.join("ember2.log")).unwrap_or_default();
-                    let dead = ember.try_wait().ok().flatten();
-                    assert!(
-                        dead.is_none() && t0.elapsed() < Duration::from_secs(20),
-                        "seed {seed}: connect after recovery: {e} (ember: {dead:?})\n{log}"
-                    );
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
-        };
+        let ember = start(d, policy);
+        let c = ClientBuilder::new()
+            .export("disk")
+            .connect_unix(d.join("ember.sock"))
+            .unwrap_or_else(|e| panic!("seed {seed}: connect after recovery: {e}"));
         let mut got = vec![0u8; VOL as usize];
         for (i, piece) in got.chunks_mut(1 << 20).enumerate() {
             c.read(i as u64 * (1 << 20), piece).expect("read after recovery");
         }
         drop(c);
-        drop(ember.stdin.take()); // clean stop
-        let st = ember.wait().unwrap();
-        let e2 = std::fs::read_to_string(d.join("ember2.log")).unwrap_or_default();
-        assert!(st.success(), "clean stop after recovery failed: {e2}");
+        let e2 = ember.stop(); // SIGTERM: a clean stop, checked
         if let Some(n) = e2.split("recovered ").nth(1).and_then(|s| s.split(' ').next()) {
             recovered_dirty = n.parse().unwrap_or(0);
         }
@@ -335,9 +371,7 @@ fn skip() -> bool {
     if have_nbdsh() {
         return false;
     }
-    assert!(std::env::var("CI").is_err(), "nbdsh (libnbd-bin) is required in CI");
-    eprintln!("nbdsh not installed: skipping (make setup installs it)");
-    true
+    serve_support::skip_or_fail("nbdsh (libnbd-bin) is not installed")
 }
 
 #[test]

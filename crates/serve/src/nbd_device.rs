@@ -1,7 +1,9 @@
 //! An upstream NBD server as a device, so ember can front a remote or emulated disk (for
 //! example nbdkit's memory plugin behind its delay filter, playing a 5 ms hard disk).
 
-use super::{check_range, write_zeroes_by_writes, Device};
+use ember_engine::device::identity::{digest, digest_bytes};
+use ember_engine::device::{check_range, write_zeroes_by_writes, Identity};
+use ember_engine::Device;
 use ember_nbd::{Client, ClientError};
 use std::io;
 
@@ -13,6 +15,7 @@ const MAX_DISCARD: u64 = 1 << 30;
 pub struct NbdDevice {
     client: Client,
     uri: String,
+    trusted: bool,
 }
 
 fn to_io(uri: &str, op: &str, e: ClientError) -> io::Error {
@@ -34,7 +37,15 @@ impl NbdDevice {
                 format!("{uri}: the export is read-only; ember needs to write its backing"),
             ));
         }
-        Ok(Self { client, uri: uri.to_string() })
+        Ok(Self { client, uri: uri.to_string(), trusted: false })
+    }
+
+    /// Trust that nobody but ember writes this export, so a warm start may keep its cached
+    /// blocks (`ember serve --trust-nbd-backing`). Its identity is then its URI and size;
+    /// without this it cannot be identified and never starts warm.
+    pub fn trust_unchanged(mut self) -> Self {
+        self.trusted = true;
+        self
     }
 
     /// The export's capabilities as the handshake reported them.
@@ -98,6 +109,17 @@ impl Device for NbdDevice {
 
     fn describe(&self) -> String {
         self.uri.clone()
+    }
+
+    fn identity(&self) -> io::Result<Identity> {
+        if !self.trusted {
+            return Ok(Identity::Unknown(
+                "an NBD export: ember cannot tell whether another client wrote it while ember \
+                 was stopped (--trust-nbd-backing trusts that only ember writes it)",
+            ));
+        }
+        let medium = digest(&[4, digest_bytes(self.uri.as_bytes()), self.size()]);
+        Ok(Identity::Known { medium, state: medium })
     }
 }
 

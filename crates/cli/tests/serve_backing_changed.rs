@@ -1,0 +1,120 @@
+//! Issue 10 item 1, through the built `ember serve` and qemu-io: a backing changed while ember
+//! was stopped must never be served from the old cached copies. A file backing is checked
+//! (identity, size, modification and change times) and starts cold with a line saying why;
+//! an NBD backing cannot be checked, so its clean map is dropped unless `--trust-nbd-backing`
+//! says the export is ember's alone (in the run that shut down and in the one that starts).
+
+mod serve_support;
+
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serve_support::*;
+
+const BLOCK: u64 = 4096;
+
+/// qemu-io: read `len` bytes at `offset` and check every byte is `byte`.
+fn read_pattern(uri: &str, byte: u8, offset: u64, len: u64) {
+    let cmd = format!("read -P {byte:#x} {offset} {len}");
+    let out =
+        run(Command::new("qemu-io").args(["-f", "raw", uri, "-c", &cmd]), Duration::from_secs(60));
+    assert!(
+        out.contains("read ") && !out.contains("Pattern verification failed"),
+        "qemu-io {cmd} on {uri}: {out}"
+    );
+}
+
+fn filled(path: &Path, size: u64, byte: u8) {
+    std::fs::write(path, vec![byte; size as usize]).unwrap();
+}
+
+fn overwrite_block(path: &Path, block: u64, byte: u8) {
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(&vec![byte; BLOCK as usize], block * BLOCK).unwrap();
+    f.sync_all().unwrap();
+}
+
+fn start_line(log: &str) -> String {
+    log.lines().find(|l| l.contains(" start ")).unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_file_backing_overwritten_while_stopped_is_read_fresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("disk.img"));
+    filled(&backing, 1 << 20, 0x11);
+    let args = [
+        "--cache",
+        cache.to_str().unwrap(),
+        "--cache-size",
+        "16M",
+        "--format-if-needed",
+        "--backing",
+        &format!("disk={}", backing.display()),
+    ];
+    let serve = Serve::start(&args);
+    read_pattern(&serve.uri("disk"), 0x11, 3 * BLOCK, BLOCK); // block 3 is cached now
+    read_pattern(&serve.uri("disk"), 0x11, 3 * BLOCK, BLOCK);
+    let log = serve.stop();
+    assert!(log.contains("clean shutdown: 1 blocks persisted"), "{log}");
+
+    // Behind ember's back: block 3 gets other bytes.
+    overwrite_block(&backing, 3, 0x22);
+    let serve = Serve::start(&args);
+    let log = serve.lines.lock().unwrap().join("\n");
+    let line = start_line(&log);
+    assert!(line.contains("start Cold"), "{log}");
+    assert!(line.contains("disk") && line.contains("changed while ember was stopped"), "{line}");
+    read_pattern(&serve.uri("disk"), 0x22, 3 * BLOCK, BLOCK);
+    read_pattern(&serve.uri("disk"), 0x11, 2 * BLOCK, BLOCK);
+    serve.stop();
+
+    // Untouched while stopped: warm, and the new bytes are what is cached.
+    let serve = Serve::start(&args);
+    let log = serve.lines.lock().unwrap().join("\n");
+    assert!(start_line(&log).contains("start Warm (2 blocks loaded"), "{log}");
+    read_pattern(&serve.uri("disk"), 0x22, 3 * BLOCK, BLOCK);
+    serve.stop();
+}
+
+#[test]
+fn an_nbd_backing_starts_cold_unless_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("disk.img"));
+    filled(&backing, 1 << 20, 0x33);
+    let nbdkit = Nbdkit::start(dir.path(), &["file", backing.to_str().unwrap()]);
+    let spec = format!("disk={}", nbdkit.uri());
+    let args = [
+        "--cache",
+        cache.to_str().unwrap(),
+        "--cache-size",
+        "16M",
+        "--format-if-needed",
+        "--backing",
+        &spec,
+    ];
+    let serve = Serve::start(&args);
+    read_pattern(&serve.uri("disk"), 0x33, 3 * BLOCK, BLOCK);
+    serve.stop();
+
+    // Default: ember cannot know what happened to an NBD export while it was stopped.
+    let serve = Serve::start(&args);
+    let log = serve.lines.lock().unwrap().join("\n");
+    let line = start_line(&log);
+    assert!(line.contains("start Cold") && line.contains("--trust-nbd-backing"), "{log}");
+    read_pattern(&serve.uri("disk"), 0x33, 3 * BLOCK, BLOCK);
+    serve.stop();
+
+    // Told the export is ember's alone: a run that trusted it records its identity, and the
+    // next trusting start keeps the map of that run's clean shutdown.
+    let trusted = [&args[..], &["--trust-nbd-backing"]].concat();
+    let serve = Serve::start(&trusted);
+    read_pattern(&serve.uri("disk"), 0x33, 3 * BLOCK, BLOCK);
+    serve.stop();
+    let serve = Serve::start(&trusted);
+    let log = serve.lines.lock().unwrap().join("\n");
+    assert!(start_line(&log).contains("start Warm (1 blocks loaded"), "{log}");
+    serve.stop();
+}

@@ -1,0 +1,79 @@
+//! The shared core: what the engine handle, every volume handle, the flusher and the barriers
+//! hold (`Arc<Inner>`). It imports nothing above it, so every flow can import it.
+
+use crate::device::Device;
+use crate::gate::Gate;
+use crate::layout::{key_volume, Geometry, Superblock, WriteMode};
+use crate::state::CacheState;
+use crate::stats::Counters;
+use crate::stripes::Stripes;
+use crate::wb::config::{Cursor, Limits};
+use parking_lot::{Condvar, Mutex};
+use std::sync::Arc;
+
+/// One served volume.
+pub(crate) struct VolumeInfo {
+    /// Index in the superblock's volume table: the volume number in block keys.
+    pub id: u32,
+    pub name: String,
+    pub size: u64,
+    pub backing: Arc<dyn Device>,
+}
+
+/// Shared by the engine handle and every volume handle.
+///
+/// Lock order (a thread holding one of these takes only later ones): the stripe locks of a
+/// chunk (`stripes`, ascending) → `persist` (the journal cursor; a FUA write under write-back
+/// persist runs its barrier with its stripes held) → `state` → nothing else; `persist` →
+/// `superblock` (a checkpoint commit). `state` and `superblock` are never held together. A
+/// request enters the gate before any of them and leaves it after; `cv` waits on `state`.
+pub(crate) struct Inner {
+    pub cache: Arc<dyn Device>,
+    pub geometry: Geometry,
+    pub mode: WriteMode,
+    pub state: Mutex<CacheState>,
+    pub stripes: Stripes,
+    pub gate: Gate,
+    /// Served volumes, in configuration order.
+    pub volumes: Vec<VolumeInfo>,
+    /// Counters by superblock volume index.
+    pub counters: Vec<Counters>,
+    pub superblock: Mutex<Superblock>,
+    /// Names of every volume of the superblock, by index (served or not).
+    pub volume_names: Vec<String>,
+    /// Write-back limits (max/min dirty, epochs, batch).
+    pub limits: Limits,
+    /// Signals dirty-map progress: the flusher waits on it, FLUSH and writes over the epoch
+    /// limit wait for the flusher.
+    pub cv: Condvar,
+    /// The journal cursor (write-back persist); also serializes barriers.
+    pub persist: Mutex<Cursor>,
+}
+
+impl Inner {
+    pub fn block_size(&self) -> u64 {
+        self.geometry.block_size as u64
+    }
+
+    /// Count the evictions the state logged (clean-LRU evictions under write-back).
+    pub fn count_evictions(&self, st: &mut CacheState) {
+        for k in st.take_evicted() {
+            if let Some(c) = self.counters.get(key_volume(k) as usize) {
+                c.evictions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The served volume with superblock index `id`.
+    pub fn volume_by_id(&self, id: u32) -> Option<&VolumeInfo> {
+        self.volumes.iter().find(|v| v.id == id)
+    }
+}
+
+/// Nanoseconds since the Unix epoch, now (0 if the clock is before it).
+pub(crate) fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}

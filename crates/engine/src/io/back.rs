@@ -1,0 +1,218 @@
+//! The write flow of the write-back policies (thesis table 4.2): no-overwrite writes to fresh
+//! cache blocks named dirty in the current epoch, or a write-through fallback.
+
+use super::ctx::Volume;
+use crate::core::now_ns;
+use crate::error::EngineError;
+use crate::layout::{block_key, WriteMode};
+use crate::wb::barrier::barrier_persist;
+use ember_trace::Op;
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+
+impl Volume {
+    /// A write under a write-back policy (thesis table 4.2): every block of the chunk gets a
+    /// new cache block (no-overwrite), written before the map names it dirty in the current
+    /// epoch. A block only partly written is merged with its newest cached version, or with
+    /// backing. The chunk is written through to backing instead (dropping every cached
+    /// version once backing has it) when max_dirty is reached, no block can be freed, FUA
+    /// asks for it under write-back flush, or it holds the volume's partial last block.
+    pub(super) fn write_chunk_wb(
+        &self,
+        first: u64,
+        n: u64,
+        start: u64,
+        data: &[u8],
+        fua: bool,
+    ) -> Result<(), EngineError> {
+        let inner = &self.inner;
+        let mode = inner.mode;
+        let bs = inner.block_size();
+        let vol = self.vol();
+        let ctr = self.counters();
+        let _held = inner.stripes.lock(vol.id, first..first + n);
+        let now = now_ns();
+        let end = start + data.len() as u64;
+        let span_start = first * bs;
+        let span_end = ((first + n) * bs).min(vol.size);
+        let partial = |b: u64| b * bs < start || (b + 1) * bs > end;
+        let mut reserved: Vec<u32> = Vec::with_capacity(n as usize);
+        let mut sources: Vec<(usize, u32)> = Vec::new();
+        let mut through;
+        {
+            let mut st = inner.state.lock();
+            for b in first..first + n {
+                let key = block_key(vol.id, b);
+                let hit = st.get(key).is_some();
+                if hit {
+                    ctr.write_hits.fetch_add(1, Relaxed);
+                } else {
+                    ctr.write_misses.fetch_add(1, Relaxed);
+                }
+                let acc = st.access(key, Op::Write, now);
+                st.admission.observe(&acc, hit);
+            }
+            through = (first..first + n).any(|b| !self.cacheable(b))
+                || (fua && mode == WriteMode::WriteBackFlush)
+                || st.dirty_len() + n as usize > inner.limits.max_dirty;
+            if !through {
+                while reserved.len() < n as usize {
+                    match st.reserve() {
+                        Some(c) => reserved.push(c),
+                        None => break,
+                    }
+                }
+                if reserved.len() < n as usize {
+                    for c in reserved.drain(..) {
+                        st.unpin(c);
+                    }
+                    ctr.allocations_skipped.fetch_add(n, Relaxed);
+                    through = true;
+                }
+            }
+            for b in [first, first + n - 1] {
+                let i = (b - first) as usize;
+                if !partial(b) || sources.iter().any(|&(j, _)| j == i) {
+                    continue;
+                }
+                if let Some(slot) = st.slot(block_key(vol.id, b)) {
+                    // Written through, a clean block is merged from backing (the same data).
+                    if !through || slot.dirty.is_some() {
+                        st.pin(slot.cache_block);
+                        sources.push((i, slot.cache_block));
+                    }
+                }
+            }
+        }
+        inner.count_evictions(&mut inner.state.lock());
+        if through {
+            ctr.write_through_fallbacks.fetch_add(n, Relaxed);
+        }
+        let result = self.write_wb_io(
+            (span_start, span_end),
+            start,
+            data,
+            &sources,
+            through.then_some(fua).ok_or(&reserved[..]),
+        );
+        {
+            let mut st = inner.state.lock();
+            for &(_, c) in &sources {
+                st.unpin(c);
+            }
+            match (&result, through) {
+                (Ok(()), true) => {
+                    for b in first..first + n {
+                        if st.drop_all_versions(block_key(vol.id, b)) > 0 {
+                            ctr.invalidations.fetch_add(1, Relaxed);
+                        }
+                    }
+                    inner.cv.notify_all();
+                }
+                (Ok(()), false) => {
+                    for (i, &c) in reserved.iter().enumerate() {
+                        let key = block_key(vol.id, first + i as u64);
+                        st.commit_dirty(key, c, now, mode == WriteMode::WriteBackFlush);
+                    }
+                    ctr.dirty_writes.fetch_add(n, Relaxed);
+                    inner.cv.notify_all();
+                }
+                (Err(_), true) => {
+                    // Backing may hold part of the write: clean copies may be stale now.
+                    for b in first..first + n {
+                        if st.invalidate(block_key(vol.id, b)) {
+                            ctr.invalidations.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+                (Err(_), false) => {
+                    for &c in &reserved {
+                        st.unpin(c);
+                    }
+                }
+            }
+        }
+        result.map_err(|e| self.fail(e))?;
+        if fua && mode == WriteMode::WriteBackPersist {
+            barrier_persist(inner).map_err(|e| self.fail(e))?;
+        }
+        Ok(())
+    }
+
+    /// The I/O of a write-back chunk: merge partial blocks, then write the chunk to its
+    /// reserved cache blocks (`Err(reserved)`) or through to backing (`Ok(fua)`).
+    pub(super) fn write_wb_io(
+        &self,
+        (span_start, span_end): (u64, u64),
+        start: u64,
+        data: &[u8],
+        sources: &[(usize, u32)],
+        target: Result<bool, &[u32]>,
+    ) -> io::Result<()> {
+        let inner = &self.inner;
+        let bs = inner.block_size() as usize;
+        let ctr = self.counters();
+        let vol = self.vol();
+        let len = (span_end - span_start) as usize;
+        let mut buf = crate::device::AlignedBuf::new(len);
+        let b = buf.as_mut_slice();
+        let lo = (start - span_start) as usize;
+        let hi = lo + data.len();
+        let n = len.div_ceil(bs);
+        for &(i, c) in sources {
+            let off = inner.geometry.block_offset(c);
+            inner
+                .cache
+                .read_at(off, &mut b[i * bs..(i + 1) * bs])
+                .map_err(|e| self.cache_io_error("read (merge)", c, 1, e))?;
+            ctr.cache_read_bytes.fetch_add(bs as u64, Relaxed);
+        }
+        // Written through with nothing dirty to merge, only the client's bytes go down.
+        if !(target.is_ok() && sources.is_empty()) {
+            let edges: &[usize] = if n > 1 { &[0, n - 1] } else { &[0] };
+            for &i in edges {
+                let (blo, bhi) = (i * bs, ((i + 1) * bs).min(len));
+                if (blo >= lo && bhi <= hi) || sources.iter().any(|&(j, _)| j == i) {
+                    continue;
+                }
+                let off = span_start + blo as u64;
+                vol.backing.read_at(off, &mut b[blo..bhi]).map_err(|e| {
+                    self.backing_io_error("read (merge)", off, (bhi - blo) as u64, e)
+                })?;
+                ctr.backing_read_bytes.fetch_add((bhi - blo) as u64, Relaxed);
+            }
+        }
+        b[lo..hi].copy_from_slice(data);
+        match target {
+            Ok(fua) => {
+                // Written through: only the client's bytes, unless a dirty block was merged.
+                let (off, bytes) =
+                    if sources.is_empty() { (start, data) } else { (span_start, &b[..]) };
+                vol.backing
+                    .write_at(off, bytes)
+                    .map_err(|e| self.backing_io_error("write", off, bytes.len() as u64, e))?;
+                ctr.backing_write_bytes.fetch_add(bytes.len() as u64, Relaxed);
+                if fua {
+                    vol.backing.sync().map_err(|e| self.backing_io_error("sync (FUA)", 0, 0, e))?;
+                }
+            }
+            Err(reserved) => {
+                let mut i = 0;
+                while i < reserved.len() {
+                    let mut j = i + 1;
+                    while j < reserved.len() && reserved[j] == reserved[j - 1].wrapping_add(1) {
+                        j += 1;
+                    }
+                    let off = inner.geometry.block_offset(reserved[i]);
+                    inner
+                        .cache
+                        .write_at(off, &b[i * bs..j * bs])
+                        .map_err(|e| self.cache_io_error("write", reserved[i], j - i, e))?;
+                    ctr.cache_write_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+                    i = j;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,140 @@
+//! The context every request flow shares: the volume handle ([`Volume`]), its entry checks
+//! (gate, range), error accounting, and the per-block plan of a chunk with its run helpers.
+
+use crate::core::{Inner, VolumeInfo};
+use crate::device::io_context;
+use crate::error::EngineError;
+use crate::stats::Counters;
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// Largest number of blocks one chunk of a request covers.
+pub const CHUNK_BLOCKS: u64 = 64;
+
+/// The handle of one served volume: block requests (read, write, flush, trim, write-zeroes)
+/// through the cache. Cheap to clone; every method takes `&self` and may be called from many
+/// threads at once.
+#[derive(Clone)]
+pub struct Volume {
+    pub(super) inner: Arc<Inner>,
+    index: usize,
+}
+
+/// What a chunk does with one of its blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Plan {
+    /// Resident: read from (or, on a write, update) this cache block.
+    Hit(u32),
+    /// Allocated on this miss: fill this cache block.
+    Fill(u32),
+    /// Not cached and not allocated: backing only.
+    Pass,
+}
+
+impl Plan {
+    pub(super) fn cache_block(self) -> Option<u32> {
+        match self {
+            Plan::Hit(c) | Plan::Fill(c) => Some(c),
+            Plan::Pass => None,
+        }
+    }
+}
+
+/// Maximal runs `[i, j)` of consecutive plan indices for which `pred(plan i .. plan j)` holds
+/// pairwise between neighbours.
+pub(super) fn runs(
+    plans: &[Plan],
+    same: impl Fn(Plan, Plan) -> bool,
+    want: impl Fn(Plan) -> bool,
+) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < plans.len() {
+        if !want(plans[i]) {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < plans.len() && want(plans[j]) && same(plans[j - 1], plans[j]) {
+            j += 1;
+        }
+        out.push((i, j));
+        i = j;
+    }
+    out
+}
+
+/// True if `b` follows `a` on the cache device.
+pub(super) fn adjacent(a: Plan, b: Plan) -> bool {
+    matches!((a.cache_block(), b.cache_block()), (Some(x), Some(y)) if x.checked_add(1) == Some(y))
+}
+
+impl Volume {
+    pub(crate) fn new(inner: Arc<Inner>, index: usize) -> Self {
+        Self { inner, index }
+    }
+
+    pub(super) fn vol(&self) -> &VolumeInfo {
+        &self.inner.volumes[self.index]
+    }
+
+    pub(super) fn counters(&self) -> &Counters {
+        &self.inner.counters[self.vol().id as usize]
+    }
+
+    pub(super) fn enter(&self) -> Result<crate::gate::Pass<'_>, EngineError> {
+        self.inner.gate.enter().ok_or(EngineError::ShutDown)
+    }
+
+    pub(super) fn check(&self, offset: u64, len: u64) -> Result<(), EngineError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.vol().size => Ok(()),
+            _ => Err(EngineError::Invalid(format!(
+                "{len} bytes at {offset} exceed volume {:?} of {} bytes",
+                self.vol().name,
+                self.vol().size
+            ))),
+        }
+    }
+
+    /// Count and return an I/O error with its context.
+    pub(super) fn fail(&self, e: io::Error) -> EngineError {
+        self.counters().io_errors.fetch_add(1, Relaxed);
+        EngineError::Io(e)
+    }
+
+    pub(super) fn cache_io_error(&self, op: &str, c: u32, n: usize, e: io::Error) -> io::Error {
+        let off = self.inner.geometry.block_offset(c);
+        io_context(self.inner.cache.as_ref(), op, off, (n as u64) * self.inner.block_size(), e)
+    }
+
+    pub(super) fn backing_io_error(&self, op: &str, off: u64, len: u64, e: io::Error) -> io::Error {
+        io_context(self.vol().backing.as_ref(), op, off, len, e)
+    }
+
+    /// Is block `b` of this volume cacheable (a whole block inside the volume)?
+    pub(super) fn cacheable(&self, b: u64) -> bool {
+        (b + 1) * self.inner.block_size() <= self.vol().size
+    }
+
+    /// The volume's name.
+    pub fn name(&self) -> &str {
+        &self.vol().name
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.vol().size
+    }
+
+    /// The cache block size in bytes (the preferred I/O size).
+    pub fn block_size(&self) -> u32 {
+        self.inner.geometry.block_size
+    }
+
+    /// One line for listings: the write policy and the backing device.
+    pub fn describe(&self) -> String {
+        format!("ember {} cache over {}", self.inner.mode.name(), self.vol().backing.describe())
+    }
+}

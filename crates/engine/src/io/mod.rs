@@ -1,0 +1,85 @@
+//! The request flows of one volume, one file each: [`ctx`] (the handle and shared helpers),
+//! [`read`], [`through`] (write-through and write-around), [`back`] (write-back), [`discard`]
+//! (TRIM and WRITE_ZEROES). This file holds the two entry points that dispatch by policy:
+//! `write` and `flush`.
+//!
+//! Requests are cut into chunks of at most [`CHUNK_BLOCKS`] blocks. A chunk holds the stripe
+//! locks of all its blocks while it does its I/O, so every block sees requests one at a time;
+//! the global state lock is held only to look up, allocate, pin and release.
+
+mod back;
+mod ctx;
+mod discard;
+mod read;
+mod through;
+
+pub use ctx::{Volume, CHUNK_BLOCKS};
+
+use crate::device::io_context;
+use crate::error::EngineError;
+use crate::layout::WriteMode;
+use crate::wb::barrier::{barrier_flush, barrier_persist};
+use std::sync::atomic::Ordering::Relaxed;
+
+impl Volume {
+    /// Write `data` at `offset` under the engine's write policy; with `fua`, durable before
+    /// returning.
+    pub fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), EngineError> {
+        let _pass = self.enter()?;
+        self.check(offset, data.len() as u64)?;
+        let ctr = self.counters();
+        ctr.write_requests.fetch_add(1, Relaxed);
+        ctr.write_bytes.fetch_add(data.len() as u64, Relaxed);
+        if self.inner.mode == WriteMode::WriteBackFlush {
+            // Thesis 4.4.2: at most max_epochs dirty epochs; beyond, writes wait (before
+            // taking any block lock, so the flusher can always proceed).
+            let mut st = self.inner.state.lock();
+            while st.open_epochs() > self.inner.limits.max_epochs && !st.stop {
+                self.inner.cv.wait_for(&mut st, std::time::Duration::from_millis(100));
+            }
+        }
+        let bs = self.inner.block_size();
+        let end = offset + data.len() as u64;
+        let mut pos = offset;
+        while pos < end {
+            let first = pos / bs;
+            let stop = (first + CHUNK_BLOCKS).min(end.div_ceil(bs));
+            let chunk_end = end.min(stop * bs);
+            let piece = &data[(pos - offset) as usize..(chunk_end - offset) as usize];
+            // FUA applies to the whole request: sync once, after the last chunk.
+            let fua = fua && chunk_end == end;
+            if self.inner.mode.is_write_back() {
+                self.write_chunk_wb(first, stop - first, pos, piece, fua)?;
+            } else {
+                self.write_chunk(first, stop - first, pos, piece, fua)?;
+            }
+            pos = chunk_end;
+        }
+        Ok(())
+    }
+
+    /// Make every write completed before this call durable (an NBD barrier): under
+    /// write-back flush the closed epoch reaches backing, under write-back persist the dirty
+    /// map is committed, unsafe-write-back ignores it.
+    pub fn flush(&self) -> Result<(), EngineError> {
+        let _pass = self.enter()?;
+        self.counters().flushes.fetch_add(1, Relaxed);
+        match self.inner.mode {
+            WriteMode::WriteBackFlush => {
+                return barrier_flush(&self.inner).map_err(|e| self.fail(e))
+            }
+            WriteMode::WriteBackPersist => {
+                return barrier_persist(&self.inner).map_err(|e| self.fail(e))
+            }
+            // Ignores barriers, as its name says (thesis table 3.1, last row).
+            WriteMode::UnsafeWriteBack => return Ok(()),
+            WriteMode::WriteThrough | WriteMode::WriteAround => {}
+        }
+        let vol = self.vol();
+        vol.backing
+            .sync()
+            .map_err(|e| self.fail(self.backing_io_error("sync (FLUSH)", 0, 0, e)))?;
+        let cache = self.inner.cache.as_ref();
+        cache.sync().map_err(|e| self.fail(io_context(cache, "sync (FLUSH)", 0, 0, e)))
+    }
+}

@@ -1,0 +1,187 @@
+//! The read flow: a chunk's blocks are looked up, hits pinned, admitted misses allocated (the
+//! replacement policy picks the victims), then hits are read from the cache device, misses
+//! from backing, and the allocated blocks filled.
+
+use super::ctx::{adjacent, runs, Plan, Volume, CHUNK_BLOCKS};
+use crate::core::now_ns;
+use crate::error::EngineError;
+use crate::layout::{block_key, key_volume};
+use ember_trace::Op;
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+
+impl Volume {
+    /// Read `buf.len()` bytes at `offset`: hits from the cache device, misses from backing
+    /// (filling the blocks the admission policy admits).
+    pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), EngineError> {
+        let _pass = self.enter()?;
+        self.check(offset, buf.len() as u64)?;
+        let ctr = self.counters();
+        ctr.read_requests.fetch_add(1, Relaxed);
+        ctr.read_bytes.fetch_add(buf.len() as u64, Relaxed);
+        let bs = self.inner.block_size();
+        let end = offset + buf.len() as u64;
+        let mut pos = offset;
+        while pos < end {
+            let first = pos / bs;
+            let stop = (first + CHUNK_BLOCKS).min(end.div_ceil(bs));
+            let chunk_end = end.min(stop * bs);
+            let out = &mut buf[(pos - offset) as usize..(chunk_end - offset) as usize];
+            self.read_chunk(first, stop - first, pos, out)?;
+            pos = chunk_end;
+        }
+        Ok(())
+    }
+
+    pub(super) fn read_chunk(
+        &self,
+        first: u64,
+        n: u64,
+        start: u64,
+        out: &mut [u8],
+    ) -> Result<(), EngineError> {
+        let inner = &self.inner;
+        let bs = inner.block_size();
+        let vol = self.vol();
+        let ctr = self.counters();
+        let _held = inner.stripes.lock(vol.id, first..first + n);
+        let now = now_ns();
+        let mut plans = Vec::with_capacity(n as usize);
+        let mut dirty = vec![false; n as usize];
+        {
+            let mut st = inner.state.lock();
+            for b in first..first + n {
+                let key = block_key(vol.id, b);
+                if !self.cacheable(b) {
+                    plans.push(Plan::Pass);
+                    continue;
+                }
+                let acc = st.access(key, Op::Read, now);
+                dirty[(b - first) as usize] = st.slot(key).is_some_and(|s| s.dirty.is_some());
+                if let Some(c) = st.hit_pin(&acc) {
+                    st.admission.observe(&acc, true);
+                    plans.push(Plan::Hit(c));
+                    continue;
+                }
+                st.admission.observe(&acc, false);
+                if !st.admit(&acc) {
+                    plans.push(Plan::Pass);
+                    continue;
+                }
+                let a = st.allocate(&acc);
+                if let Some(v) = a.evicted {
+                    if let Some(c) = inner.counters.get(key_volume(v) as usize) {
+                        c.evictions.fetch_add(1, Relaxed);
+                    }
+                }
+                match a.cache_block {
+                    Some(c) => plans.push(Plan::Fill(c)),
+                    None => {
+                        ctr.allocations_skipped.fetch_add(1, Relaxed);
+                        plans.push(Plan::Pass);
+                    }
+                }
+            }
+        }
+        inner.count_evictions(&mut inner.state.lock());
+        let hits = plans.iter().filter(|p| matches!(p, Plan::Hit(_))).count() as u64;
+        ctr.read_hits.fetch_add(hits, Relaxed);
+        ctr.read_misses.fetch_add(n - hits, Relaxed);
+        let span = ((first + n) * bs).min(vol.size) - first * bs;
+        // Aligned, so an O_DIRECT cache device reads and fills without a bounce copy.
+        let mut scratch = crate::device::AlignedBuf::new((n * bs) as usize);
+        let mut filled = vec![false; plans.len()];
+        let mut bad = vec![false; plans.len()];
+        let result = self.read_io(
+            first,
+            span,
+            &plans,
+            scratch.as_mut_slice(),
+            &mut filled,
+            (&dirty, &mut bad),
+        );
+        {
+            let mut st = inner.state.lock();
+            for (i, p) in plans.iter().enumerate() {
+                match *p {
+                    Plan::Hit(c) => {
+                        if bad[i] && st.invalidate_if(block_key(vol.id, first + i as u64), c) {
+                            ctr.invalidations.fetch_add(1, Relaxed);
+                        }
+                        st.unpin(c)
+                    }
+                    Plan::Fill(c) => {
+                        if !filled[i] && st.invalidate_if(block_key(vol.id, first + i as u64), c) {
+                            ctr.invalidations.fetch_add(1, Relaxed);
+                        }
+                        st.unpin(c);
+                    }
+                    Plan::Pass => {}
+                }
+            }
+        }
+        result.map_err(|e| self.fail(e))?;
+        let skip = (start - first * bs) as usize;
+        out.copy_from_slice(&scratch.as_slice()[skip..skip + out.len()]);
+        Ok(())
+    }
+
+    pub(super) fn read_io(
+        &self,
+        first: u64,
+        span: u64,
+        plans: &[Plan],
+        scratch: &mut [u8],
+        filled: &mut [bool],
+        (dirty, bad): (&[bool], &mut [bool]),
+    ) -> io::Result<()> {
+        let inner = &self.inner;
+        let bs = inner.block_size() as usize;
+        let ctr = self.counters();
+        let vol = self.vol();
+        for (i, j) in runs(plans, adjacent, |p| matches!(p, Plan::Hit(_))) {
+            let Some(c) = plans[i].cache_block() else { continue };
+            let off = inner.geometry.block_offset(c);
+            match inner.cache.read_at(off, &mut scratch[i * bs..j * bs]) {
+                Ok(()) => {
+                    ctr.cache_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+                }
+                Err(e) if dirty[i..j].iter().any(|&d| d) => {
+                    // The only copy of a dirty block: the client must see the error.
+                    return Err(self.cache_io_error("read", c, j - i, e));
+                }
+                Err(_) => {
+                    // Clean blocks: backing holds the same data (and the copies are dropped).
+                    ctr.cache_read_errors.fetch_add((j - i) as u64, Relaxed);
+                    let boff = (first + i as u64) * bs as u64;
+                    vol.backing.read_at(boff, &mut scratch[i * bs..j * bs]).map_err(|e| {
+                        self.backing_io_error("read", boff, ((j - i) * bs) as u64, e)
+                    })?;
+                    ctr.backing_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+                    bad[i..j].fill(true);
+                }
+            }
+        }
+        for (i, j) in runs(plans, |_, _| true, |p| !matches!(p, Plan::Hit(_))) {
+            let lo = i * bs;
+            let hi = (j * bs).min(span as usize);
+            let off = (first + i as u64) * bs as u64;
+            vol.backing
+                .read_at(off, &mut scratch[lo..hi])
+                .map_err(|e| self.backing_io_error("read", off, (hi - lo) as u64, e))?;
+            ctr.backing_read_bytes.fetch_add((hi - lo) as u64, Relaxed);
+        }
+        for (i, j) in runs(plans, adjacent, |p| matches!(p, Plan::Fill(_))) {
+            let Some(c) = plans[i].cache_block() else { continue };
+            let off = inner.geometry.block_offset(c);
+            inner
+                .cache
+                .write_at(off, &scratch[i * bs..j * bs])
+                .map_err(|e| self.cache_io_error("allocation-write", c, j - i, e))?;
+            filled[i..j].fill(true);
+            ctr.allocation_writes.fetch_add((j - i) as u64, Relaxed);
+            ctr.cache_write_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+        }
+        Ok(())
+    }
+}

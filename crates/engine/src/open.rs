@@ -1,0 +1,396 @@
+//! Opening a cache for service: check the configured volumes against the superblock, load
+//! the map of the last clean shutdown (warm), recover the persisted dirty map after a crash
+//! under write-back persist, or start cold, then clear the clean flag before the first write.
+//! Hands the shared core back to [`crate::Engine`]; it does not know the engine handle.
+
+use crate::backing::{check_clean, check_replaced, Stale};
+use crate::config::EngineConfig;
+use crate::core::{now_ns, Inner, VolumeInfo};
+use crate::device::{io_context, Device};
+use crate::error::EngineError;
+use crate::gate::Gate;
+use crate::layout::checkpoint::ENTRY_DIRTY;
+use crate::layout::superblock::{FLAG_CLEAN, NO_CHECKPOINT};
+use crate::layout::{
+    key_block, key_volume, recover, Checkpoint, LayoutError, MapEntry, Superblock, WriteMode,
+};
+use crate::state::CacheState;
+use crate::stats::Counters;
+use crate::stripes::Stripes;
+use crate::wb::barrier::write_checkpoint;
+use crate::wb::config::Cursor;
+use crate::wb::flusher::flush_all_now;
+use crate::wb::WritebackConfig;
+use parking_lot::{Condvar, Mutex};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// How the cache started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartKind {
+    /// Freshly formatted: empty, nothing to load.
+    Fresh,
+    /// Warm: the map of the last clean shutdown was loaded.
+    Warm,
+    /// Cold: the last shutdown was not clean, or its checkpoint was unusable.
+    Cold,
+}
+
+/// What `open` found.
+#[derive(Clone, Debug, Serialize)]
+pub struct OpenReport {
+    /// Fresh, warm or cold.
+    pub start: StartKind,
+    /// Map entries loaded (warm start).
+    pub loaded_blocks: u64,
+    /// Checkpoint entries dropped because their volume is not served now.
+    pub dropped_blocks: u64,
+    /// Why the start is cold, or empty.
+    pub reason: String,
+}
+
+/// Open a formatted cache device for service: check the volumes; load the map if the
+/// last shutdown was clean; if the cache last ran write-back persist and crashed, recover
+/// its persisted dirty map (checkpoint + journal, thesis 5.3). Dirty blocks recovered
+/// under another policy are written to backing first. Then, before anything else is
+/// written to the cache device, clear the clean flag (synced; under write-back persist
+/// together with a fresh checkpoint of the dirty map). The caller starts the flusher.
+pub(crate) fn open(
+    config: EngineConfig,
+    wb: WritebackConfig,
+) -> Result<(Arc<Inner>, OpenReport), EngineError> {
+    let EngineConfig { cache, volumes, write_mode, replacement, admission } = config;
+    let sb = Superblock::read(cache.as_ref())?;
+    if volumes.is_empty() {
+        return Err(EngineError::Config("no volumes to serve".into()));
+    }
+    let mut infos = Vec::with_capacity(volumes.len());
+    let mut seen = HashSet::new();
+    for v in volumes {
+        let Some(id) = sb.volumes.iter().position(|r| r.name == v.name) else {
+            let known: Vec<&str> = sb.volumes.iter().map(|r| r.name.as_str()).collect();
+            return Err(EngineError::Config(format!(
+                "volume {:?} is not on cache device {} (formatted for: {}); reformat with \
+                 `ember cache format` to add it",
+                v.name,
+                cache.describe(),
+                known.join(", ")
+            )));
+        };
+        if !seen.insert(id) {
+            return Err(EngineError::Config(format!("volume {:?} given twice", v.name)));
+        }
+        let rec = &sb.volumes[id];
+        if v.backing.size() != rec.size {
+            return Err(EngineError::Config(format!(
+                "volume {:?}: backing device {} has {} bytes but the cache was formatted for \
+                 {} bytes; reformat the cache device",
+                v.name,
+                v.backing.describe(),
+                v.backing.size(),
+                rec.size
+            )));
+        }
+        infos.push(VolumeInfo { id: id as u32, name: v.name, size: rec.size, backing: v.backing });
+    }
+    let g = sb.geometry;
+    let cap = g.data_blocks as usize;
+    let replacement = replacement(cap);
+    if replacement.name() == "opt" {
+        return Err(EngineError::Config(
+            "replacement policy opt needs the future (an oracle) and runs only in simulation"
+                .into(),
+        ));
+    }
+    let mut state = CacheState::new(g.data_blocks as u32, replacement, admission);
+    let mut served: HashSet<u32> = infos.iter().map(|v| v.id).collect();
+    let all_served = served.clone();
+    // A volume whose backing changed (or cannot be checked) since the last clean shutdown
+    // is served cold; dirty blocks over a changed backing refuse the start.
+    let mut stale: Vec<(u32, String, Stale)> = Vec::new();
+    if sb.is_clean() && sb.checkpoint_slot != NO_CHECKPOINT {
+        for v in &infos {
+            let rec = &sb.volumes[v.id as usize];
+            if let Some(why) = check_clean(v.backing.as_ref(), rec, g.block_size)? {
+                served.remove(&v.id);
+                stale.push((v.id, v.name.clone(), why));
+            }
+        }
+    }
+    let crashed_persist = !sb.is_clean() && sb.write_mode == WriteMode::WriteBackPersist;
+    let mut last_generation = sb.checkpoint_generation;
+    let open_report = if crashed_persist {
+        // Thesis 5.3: the persisted dirty map is the checkpoint plus the journal; it must
+        // be recovered in full, never dropped (it holds acknowledged writes).
+        let rec = recover(cache.as_ref(), &sb).map_err(|e| {
+            EngineError::Config(format!(
+                "{}: the cache ran write-back persist and did not shut down cleanly, and \
+                 its persisted dirty map cannot be read: {e}",
+                cache.describe()
+            ))
+        })?;
+        check_dirty_served(&sb, &rec.dirty, &all_served)?;
+        for v in &infos {
+            if !rec.dirty.iter().any(|e| key_volume(e.key) == v.id) {
+                continue;
+            }
+            if let Some(why) = check_replaced(v.backing.as_ref(), &sb.volumes[v.id as usize])? {
+                return Err(refuse_dirty(&v.name, &why, &rec.dirty, v.id));
+            }
+        }
+        last_generation = rec.last_generation;
+        state.load(&rec.dirty, now_ns(), write_mode == WriteMode::WriteBackPersist);
+        OpenReport {
+            start: StartKind::Cold,
+            loaded_blocks: rec.dirty.len() as u64,
+            dropped_blocks: 0,
+            reason: format!(
+                "recovered {} dirty blocks after a crash under write-back persist \
+                 (checkpoint generation {}, {} journal commits replayed, last generation {})",
+                rec.dirty.len(),
+                rec.checkpoint_generation,
+                rec.journal_commits,
+                rec.last_generation
+            ),
+        }
+    } else if !sb.is_clean() {
+        let lost = if sb.write_mode == WriteMode::UnsafeWriteBack {
+            "; it ran unsafe-write-back, so writes it had not flushed are lost"
+        } else {
+            ""
+        };
+        OpenReport {
+            start: StartKind::Cold,
+            loaded_blocks: 0,
+            dropped_blocks: 0,
+            reason: format!("the last shutdown was not clean{lost}"),
+        }
+    } else if sb.checkpoint_slot == NO_CHECKPOINT {
+        OpenReport {
+            start: StartKind::Fresh,
+            loaded_blocks: 0,
+            dropped_blocks: 0,
+            reason: "freshly formatted".into(),
+        }
+    } else {
+        let checked = read_checkpoint(cache.as_ref(), &sb).and_then(|cp| {
+            let dirty: Vec<MapEntry> =
+                cp.entries.iter().filter(|e| e.flags & ENTRY_DIRTY != 0).copied().collect();
+            validate(&sb, cp, &served, &all_served).map(|r| (r, dirty))
+        });
+        match checked {
+            Ok(((entries, dropped), dirty)) => {
+                check_dirty_served(&sb, &dirty, &all_served).map_err(|e| {
+                    EngineError::Config(format!("{e} (clean shutdown with dirty blocks)"))
+                })?;
+                for (id, name, why) in &stale {
+                    if let Stale::Changed(why) = why {
+                        if dirty.iter().any(|e| key_volume(e.key) == *id) {
+                            return Err(refuse_dirty(name, why, &dirty, *id));
+                        }
+                    }
+                }
+                state.load(&entries, now_ns(), write_mode == WriteMode::WriteBackPersist);
+                let mut reason = format!("checkpoint generation {}", sb.checkpoint_generation);
+                if !dirty.is_empty() {
+                    reason += &format!(", {} of its blocks dirty", dirty.len());
+                }
+                for (_, name, why) in &stale {
+                    reason += &match why {
+                        Stale::Changed(w) => format!(
+                            "; volume {name} changed while ember was stopped ({w}): its clean \
+                             cached blocks were dropped"
+                        ),
+                        Stale::Unverifiable(w) => format!(
+                            "; volume {name} cannot be checked for changes made while ember \
+                             was stopped ({w}): its clean cached blocks were dropped"
+                        ),
+                    };
+                }
+                // Cold if no served volume kept its map.
+                let warm = infos.iter().any(|v| served.contains(&v.id));
+                OpenReport {
+                    start: if warm { StartKind::Warm } else { StartKind::Cold },
+                    loaded_blocks: entries.len() as u64,
+                    dropped_blocks: dropped,
+                    reason,
+                }
+            }
+            Err(LayoutError::Io(e)) => return Err(EngineError::Io(e)),
+            Err(e) if sb.write_mode == WriteMode::WriteBackPersist => {
+                return Err(EngineError::Config(format!(
+                    "{}: the checkpoint of the last clean shutdown (write-back persist) is \
+                     unusable and may hold dirty blocks: {e}",
+                    cache.describe()
+                )))
+            }
+            Err(e) => OpenReport {
+                start: StartKind::Cold,
+                loaded_blocks: 0,
+                dropped_blocks: 0,
+                reason: format!("checkpoint unusable: {e}"),
+            },
+        }
+    };
+    state.persist_tracking = write_mode == WriteMode::WriteBackPersist;
+    let limits = wb.resolve(g.data_blocks);
+    let mut running_sb = sb.clone();
+    for v in &infos {
+        let id = v
+            .backing
+            .identity()
+            .map_err(|e| io_context(v.backing.as_ref(), "identity", 0, 0, e))?;
+        let rec = &mut running_sb.volumes[v.id as usize];
+        rec.backing_medium = id.medium_digest();
+        // Unknown until a clean shutdown records it: this run writes the backing.
+        rec.backing_state = 0;
+    }
+    let inner = Arc::new(Inner {
+        cache,
+        geometry: g,
+        mode: write_mode,
+        state: Mutex::new(state),
+        stripes: Stripes::new(),
+        gate: Gate::default(),
+        volumes: infos,
+        counters: (0..sb.volumes.len()).map(|_| Counters::default()).collect(),
+        volume_names: sb.volumes.iter().map(|v| v.name.clone()).collect(),
+        superblock: Mutex::new(running_sb),
+        limits,
+        cv: Condvar::new(),
+        persist: Mutex::new(Cursor::default()),
+    });
+    if write_mode != WriteMode::WriteBackPersist {
+        // Recovered dirty blocks reach backing before this policy serves anything.
+        flush_all_now(&inner).map_err(EngineError::Io)?;
+    }
+    // The clean flag goes before the first write of this run (synced by `write`).
+    {
+        let mut sb = inner.superblock.lock();
+        sb.flags &= !FLAG_CLEAN;
+        sb.write_mode = write_mode;
+        sb.open_count += 1;
+    }
+    if write_mode == WriteMode::WriteBackPersist {
+        // A fresh checkpoint of the dirty map, so the journal starts a new cycle.
+        let entries = inner.state.lock().persisted_entries();
+        let generation = last_generation.max(sb.checkpoint_generation) + 1;
+        write_checkpoint(&inner, &entries, generation)?;
+        *inner.persist.lock() =
+            Cursor { next_block: 0, base: generation, generation, need_checkpoint: false };
+    } else {
+        let mut sb = inner.superblock.lock();
+        sb.sequence += 1;
+        sb.write(inner.cache.as_ref())?;
+    }
+    Ok((inner, open_report))
+}
+
+pub(crate) fn read_checkpoint(
+    cache: &dyn Device,
+    sb: &Superblock,
+) -> Result<Checkpoint, LayoutError> {
+    Checkpoint::read(
+        cache,
+        &sb.geometry,
+        sb.checkpoint_slot,
+        sb.checkpoint_generation,
+        sb.checkpoint_entries,
+        sb.checkpoint_crc,
+    )
+}
+
+/// Dirty entries must belong to served volumes: dropping them would lose acknowledged
+/// writes.
+fn check_dirty_served(
+    sb: &Superblock,
+    dirty: &[MapEntry],
+    served: &HashSet<u32>,
+) -> Result<(), EngineError> {
+    let mut missing: Vec<String> = dirty
+        .iter()
+        .map(|e| key_volume(e.key))
+        .filter(|v| !served.contains(v))
+        .map(|v| sb.volumes.get(v as usize).map_or(format!("#{v}"), |r| r.name.clone()))
+        .collect();
+    missing.sort();
+    missing.dedup();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(EngineError::Config(format!(
+            "the cache holds dirty blocks of volume(s) {} that are not being served; serve them \
+             so the dirty blocks reach their backing devices",
+            missing.join(", ")
+        )))
+    }
+}
+
+/// Check checkpoint entries against the superblock; keep the clean entries of `warm`
+/// volumes and every dirty entry of a served one. Returns the kept entries and how many
+/// were dropped.
+fn validate(
+    sb: &Superblock,
+    cp: Checkpoint,
+    warm: &HashSet<u32>,
+    served: &HashSet<u32>,
+) -> Result<(Vec<MapEntry>, u64), LayoutError> {
+    let corrupt = |detail: String| LayoutError::Corrupt {
+        device: "cache device".into(),
+        what: "checkpoint entry",
+        detail,
+    };
+    let bs = sb.geometry.block_size as u64;
+    let mut blocks = HashSet::new();
+    let mut keys = HashSet::new();
+    let mut kept = Vec::with_capacity(cp.entries.len());
+    let mut dropped = 0;
+    for (i, e) in cp.entries.into_iter().enumerate() {
+        let vol = key_volume(e.key);
+        let Some(rec) = sb.volumes.get(vol as usize) else {
+            return Err(corrupt(format!("#{i}: volume {vol} is not in the superblock")));
+        };
+        if key_block(e.key) >= rec.size / bs {
+            return Err(corrupt(format!(
+                "#{i}: block {} beyond volume {:?}",
+                key_block(e.key),
+                rec.name
+            )));
+        }
+        if e.cache_block as u64 >= sb.geometry.data_blocks {
+            return Err(corrupt(format!(
+                "#{i}: cache block {} beyond the data region",
+                e.cache_block
+            )));
+        }
+        let dirty = e.flags & ENTRY_DIRTY != 0;
+        if e.flags & !ENTRY_DIRTY & 0xFFFF != 0 {
+            return Err(corrupt(format!("#{i}: unknown flags {:#x}", e.flags)));
+        }
+        if !dirty && e.flags != 0 {
+            return Err(corrupt(format!("#{i}: an epoch on a clean entry ({:#x})", e.flags)));
+        }
+        if !blocks.insert(e.cache_block) || !keys.insert(e.key) {
+            return Err(corrupt(format!("#{i}: duplicate cache block or key")));
+        }
+        if (dirty && served.contains(&vol)) || warm.contains(&vol) {
+            kept.push(e);
+        } else {
+            dropped += 1;
+        }
+    }
+    Ok((kept, dropped))
+}
+
+/// The refusal of a start with dirty blocks over a backing that changed.
+fn refuse_dirty(name: &str, why: &str, dirty: &[MapEntry], id: u32) -> EngineError {
+    let n = dirty.iter().filter(|e| key_volume(e.key) == id).count();
+    EngineError::Config(format!(
+        "volume {name:?}: {why}, and the cache holds {n} dirty blocks of it (write-back \
+         persist) that were never written to it; refusing to start rather than mix them with \
+         what changed. Restore the backing ember ran on, or reformat the cache to discard the \
+         dirty blocks"
+    ))
+}

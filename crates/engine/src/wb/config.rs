@@ -1,0 +1,70 @@
+//! The write-back tuning (thesis 4.1, 4.4), the limits it resolves to against the cache
+//! size, and the journal cursor of write-back persist.
+
+/// Tuning of the write-back policies (thesis 4.1, 4.4).
+#[derive(Clone, Copy, Debug)]
+pub struct WritebackConfig {
+    /// At this many dirty blocks, writes fall back to write-through (None: half the cache).
+    pub max_dirty_blocks: Option<u64>,
+    /// The flusher idles at or below this many dirty blocks unless a FLUSH or a clean stop
+    /// needs it (None: an eighth of the cache).
+    pub min_dirty_blocks: Option<u64>,
+    /// Concurrent dirty epochs under write-back flush; beyond, writes wait (thesis 4.4.2).
+    pub max_epochs: usize,
+    /// Blocks per flusher batch.
+    pub batch_blocks: usize,
+    /// Flush the least recently written dirty blocks first instead of the lowest block
+    /// numbers (thesis 4.4.1; ascending order is the default, kinder to a disk).
+    pub lru_flush_order: bool,
+}
+
+impl Default for WritebackConfig {
+    fn default() -> Self {
+        Self {
+            max_dirty_blocks: None,
+            min_dirty_blocks: None,
+            max_epochs: 4,
+            batch_blocks: 64,
+            lru_flush_order: false,
+        }
+    }
+}
+
+/// The limits resolved against the cache size.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub max_dirty: usize,
+    pub min_dirty: usize,
+    pub max_epochs: usize,
+    pub batch: usize,
+    pub lru: bool,
+}
+
+impl WritebackConfig {
+    pub(crate) fn resolve(&self, data_blocks: u64) -> Limits {
+        let max_dirty = self.max_dirty_blocks.unwrap_or(data_blocks / 2).min(data_blocks) as usize;
+        let min_dirty =
+            (self.min_dirty_blocks.unwrap_or(data_blocks / 8) as usize).min(max_dirty / 2);
+        Limits {
+            max_dirty,
+            min_dirty,
+            max_epochs: self.max_epochs.max(1),
+            batch: self.batch_blocks.clamp(1, 1024),
+            lru: self.lru_flush_order,
+        }
+    }
+}
+
+/// Where the journal stands (write-back persist), under its own lock, which also
+/// serializes barriers.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Cursor {
+    /// Next free journal block.
+    pub next_block: u64,
+    /// Generation of the checkpoint the journal extends.
+    pub base: u64,
+    /// Generation of the last commit (journal or checkpoint).
+    pub generation: u64,
+    /// A barrier failed half-way: the next one writes a checkpoint.
+    pub need_checkpoint: bool,
+}

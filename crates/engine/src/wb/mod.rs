@@ -1,0 +1,24 @@
+//! The write-back machinery of Qin's thesis: the flusher (4.1, 4.4) and the two barriers
+//! (write-back flush, 3.1 and 4.4.2; write-back persist, 3.2, 4.2.2 and 5.3). Recovery of the
+//! persisted dirty map (5.3) is decoding and lives in [`crate::layout::recover`].
+//!
+//! Invariants the crash trials check:
+//! - a block leaves the dirty map only once backing holds it *durably* (the flusher syncs
+//!   backing before marking a batch clean) or holds something newer (a write-through
+//!   fallback, TRIM or WRITE_ZEROES, dropped only after their backing I/O completed);
+//! - write-back flush: a FLUSH closes the current epoch and is acknowledged when no dirty
+//!   version of that epoch or an older one is left and backing was synced;
+//! - write-back persist: a FLUSH takes a snapshot of the dirty map (versions whose data is
+//!   written: a version enters the map only after its cache write completed), syncs backing
+//!   and the cache device, then commits the snapshot (journal append or checkpoint), synced,
+//!   before it is acknowledged. Blocks named by the persisted map are never reused until a
+//!   later commit no longer names them (the persist bitmap).
+
+pub(crate) mod barrier;
+pub mod config;
+pub(crate) mod flusher;
+
+pub use config::WritebackConfig;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,118 @@
+//! One byte budget shared by every connection of a server: the READ reply buffers and WRITE
+//! payloads of all requests in flight, so clients that send large requests and never read
+//! the replies cannot make the server hold more than the budget (issue: starvation and
+//! memory). A connection with nothing in flight may always take one request of at most
+//! the guaranteed bytes bytes, so small requests of well-behaved clients are served while
+//! others hold the whole budget.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// The shared budget.
+pub(crate) struct Budget {
+    limit: u64,
+    guaranteed: u64,
+    state: Mutex<State>,
+    freed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    used: u64,
+    closed: bool,
+}
+
+impl Budget {
+    /// A budget of `limit` bytes; a connection with nothing in flight always gets
+    /// `guaranteed` bytes (so the bytes held never exceed `limit` plus `guaranteed` per
+    /// connection).
+    pub(crate) fn new(limit: u64, guaranteed: u64) -> Budget {
+        Budget { limit, guaranteed, state: Mutex::new(State::default()), freed: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Take `charge` bytes, waiting while the budget is spent; `idle`: the connection has
+    /// nothing else in flight, so a charge up to the guaranteed bytes never waits. `false`
+    /// when the server is shutting down (nothing was taken).
+    pub(crate) fn acquire(&self, charge: u64, idle: bool) -> bool {
+        if charge == 0 {
+            return true;
+        }
+        let mut state = self.lock();
+        loop {
+            if state.closed {
+                return false;
+            }
+            if state.used + charge <= self.limit || (idle && charge <= self.guaranteed) {
+                state.used += charge;
+                return true;
+            }
+            state = self.freed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Give back `charge` bytes.
+    pub(crate) fn release(&self, charge: u64) {
+        if charge == 0 {
+            return;
+        }
+        let mut state = self.lock();
+        state.used = state.used.saturating_sub(charge);
+        drop(state);
+        self.freed.notify_all();
+    }
+
+    /// Bytes taken now.
+    pub(crate) fn used(&self) -> u64 {
+        self.lock().used
+    }
+
+    /// Wake every waiter and refuse further waits (shutdown).
+    pub(crate) fn close(&self) {
+        self.lock().closed = true;
+        self.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn waits_until_released_and_guarantees_small_idle_requests() {
+        let budget = Arc::new(Budget::new(100, 10));
+        assert!(budget.acquire(60, true));
+        assert!(budget.acquire(40, false));
+        assert_eq!(budget.used(), 100);
+        // Spent: an idle connection still gets up to the guaranteed 10 bytes.
+        assert!(budget.acquire(10, true));
+        assert_eq!(budget.used(), 110);
+        let waiter = {
+            let budget = Arc::clone(&budget);
+            std::thread::spawn(move || budget.acquire(50, false))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "a 50-byte charge waits while the budget is spent");
+        budget.release(60);
+        assert!(waiter.join().unwrap());
+        assert_eq!(budget.used(), 100);
+    }
+
+    #[test]
+    fn close_wakes_waiters_without_charging() {
+        let budget = Arc::new(Budget::new(10, 0));
+        assert!(budget.acquire(10, true));
+        let waiter = {
+            let budget = Arc::clone(&budget);
+            std::thread::spawn(move || budget.acquire(5, true))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        budget.close();
+        assert!(!waiter.join().unwrap());
+        assert_eq!(budget.used(), 10);
+    }
+}
