@@ -131,11 +131,15 @@ fn image(input: &[u8]) -> SparseDevice {
     if let Some(sb) = &current {
         size = sb.device_size.clamp(size, MAX_DEVICE);
         let bs = sb.geometry.block_size as usize;
-        if sb.checkpoint_slot != NO_CHECKPOINT && bs > 0 && checkpoint.len() >= 32 {
+        // (More entries than data blocks, or a device larger than the image, are refused
+        // before any checkpoint CRC is computed.)
+        let entries_fit =
+            sb.checkpoint_entries <= sb.geometry.data_blocks && sb.device_size <= MAX_DEVICE;
+        if sb.checkpoint_slot != NO_CHECKPOINT && entries_fit && checkpoint.len() >= 32 {
             // Entries CRC, then the header fields and CRC, then the superblocks' copy.
-            let body_len = (sb.checkpoint_entries as usize).saturating_mul(16);
+            let body_len = sb.checkpoint_entries as usize * 16;
             let mut body = checkpoint.get(bs..).unwrap_or(&[]).to_vec();
-            body.resize(body_len.min(MAX_DEVICE as usize), 0);
+            body.resize(body_len, 0);
             let body_crc = crc32c::crc32c(&body);
             if checkpoint[8..28].iter().all(|&x| x == 0) {
                 checkpoint[8..16].copy_from_slice(&sb.checkpoint_generation.to_le_bytes());

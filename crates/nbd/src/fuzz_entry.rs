@@ -227,19 +227,77 @@ fn client_fixture() -> &'static ClientFixture {
     })
 }
 
-/// Serve `input` as the whole byte stream of a hostile server to one connection: send it,
-/// close the sending half, and drain what the client sends until it closes.
+/// What the hostile server has seen of the client's stream.
+#[derive(Default)]
+struct Seen {
+    bytes: Vec<u8>,
+    closed: bool,
+}
+
+impl Seen {
+    fn requests(&self) -> usize {
+        let magic = crate::proto::REQUEST_MAGIC.to_be_bytes();
+        self.bytes.windows(4).filter(|w| *w == magic).count()
+    }
+}
+
+/// How long the hostile server waits for the client's next bytes before sending its
+/// replies anyway.
+const CLIENT_IDLE: Duration = Duration::from_millis(100);
+
+/// Where the transmission-phase replies of `input` begin: the first simple or structured
+/// reply magic (the end if there is none).
+fn replies_start(input: &[u8]) -> usize {
+    let simple = crate::proto::SIMPLE_REPLY_MAGIC.to_be_bytes();
+    let structured = crate::proto::STRUCTURED_REPLY_MAGIC.to_be_bytes();
+    input.windows(4).position(|w| w == simple || w == structured).unwrap_or(input.len())
+}
+
+/// Serve `input` as the whole byte stream of a hostile server to one connection, and drain
+/// what the client sends until it closes. The bytes before the first reply magic go at once;
+/// the rest waits until the client has sent every request of [`CLIENT_SCRIPT`] (or closed,
+/// or sent nothing for 100 ms), so that replies answer requests, as from a real server;
+/// then the sending half is closed.
 fn hostile_server(listener: &UnixListener, input: Vec<u8>) -> std::thread::JoinHandle<()> {
     let accepted = listener.accept().map(|(s, _)| s);
     std::thread::spawn(move || {
         let Ok(mut stream) = accepted else { return };
         let _ = stream.set_read_timeout(Some(PEER_TIMEOUT));
         let Ok(mut drain) = stream.try_clone() else { return };
-        let reader = std::thread::spawn(move || {
-            let mut buf = [0u8; 64 * 1024];
-            while matches!(drain.read(&mut buf), Ok(n) if n > 0) {}
-        });
-        let _ = stream.write_all(&input);
+        let seen = Arc::new((Mutex::new(Seen::default()), std::sync::Condvar::new()));
+        let reader = {
+            let seen = Arc::clone(&seen);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 64 * 1024];
+                loop {
+                    let n = drain.read(&mut buf).unwrap_or(0);
+                    let mut s = seen.0.lock().unwrap_or_else(|p| p.into_inner());
+                    s.bytes.extend_from_slice(&buf[..n]);
+                    s.closed |= n == 0;
+                    seen.1.notify_all();
+                    if n == 0 {
+                        break;
+                    }
+                }
+            })
+        };
+        let split = replies_start(&input);
+        let _ = stream.write_all(&input[..split]);
+        if split < input.len() {
+            let mut s = seen.0.lock().unwrap_or_else(|p| p.into_inner());
+            while !s.closed && s.requests() < CLIENT_SCRIPT.len() {
+                let before = s.bytes.len();
+                s = seen
+                    .1
+                    .wait_timeout(s, CLIENT_IDLE)
+                    .map(|r| r.0)
+                    .unwrap_or_else(|p| p.into_inner().0);
+                if s.bytes.len() == before && !s.closed {
+                    break;
+                }
+            }
+        }
+        let _ = stream.write_all(&input[split..]);
         let _ = stream.shutdown(Shutdown::Write);
         let _ = reader.join();
     })

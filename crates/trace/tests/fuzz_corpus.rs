@@ -148,3 +148,23 @@ fn write_seeds() {
     save("bad-detect-oracle", None, false, &og);
     save("bad-truncated-oracle", Some(Format::OracleGeneral), false, &og[..100]);
 }
+
+/// Found by the `trace` fuzz target (`fuzz/corpus/trace/crash-time-fraction-overflow`): a
+/// time with a 30-digit fraction overflowed the exact decimal conversion, so a release build
+/// read a wrong time. A fraction rounds to the nearest nanosecond however long it is.
+#[test]
+fn long_time_fractions_round_to_the_nanosecond() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.spc");
+    std::fs::write(
+        &path,
+        "0,303567,3584,w,0.555555555555555555555551080080\n\
+         0,1,512,r,1.999999999999999999999999999999\n\
+         0,2,512,r,0.0000000005000000000000000000001\n",
+    )
+    .unwrap();
+    let opts = ember_trace::ReadOptions { format: Some(Format::SpcCsv), ..Default::default() };
+    let (trace, _) = ember_trace::read_trace(&path, &opts).unwrap();
+    let times: Vec<u64> = trace.requests.iter().map(|r| r.time_ns).collect();
+    assert_eq!(times, vec![555_555_556, 2_000_000_000, 1]);
+}

@@ -4,4 +4,5 @@ fn main() {
     afl::fuzz!(|data: &[u8]| {
         let _ = ember_engine::fuzz_entry::decode_layout(data);
     });
+    ember_fuzz::record_cpu();
 }

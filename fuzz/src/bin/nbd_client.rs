@@ -4,4 +4,5 @@ fn main() {
     afl::fuzz!(|data: &[u8]| {
         let _ = ember_nbd::fuzz_entry::client_session(data);
     });
+    ember_fuzz::record_cpu();
 }

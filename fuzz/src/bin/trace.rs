@@ -4,4 +4,5 @@ fn main() {
     afl::fuzz!(|data: &[u8]| {
         let _ = ember_trace::fuzz_entry::read_trace_input(data);
     });
+    ember_fuzz::record_cpu();
 }

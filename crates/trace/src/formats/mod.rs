@@ -225,10 +225,12 @@ pub(crate) fn parse_time_ns(field: &str, unit_ns: u64, what: &str) -> Result<u64
     if !int.is_empty() && digits(int) && digits(frac) {
         let whole: u64 = int.parse().map_err(|_| overflow())?;
         let mut ns = whole.checked_mul(unit_ns).ok_or_else(overflow)?;
-        // The fraction, rounded to the nearest nanosecond.
+        // The fraction, rounded half up to the nearest nanosecond. Its first 20 digits
+        // decide that (a unit is at most 10^9 ns, and dropping later digits cannot move a
+        // value across a half), and keep `num * unit_ns * 2` within u128.
         let mut num: u128 = 0;
         let mut denom: u128 = 1;
-        for b in frac.bytes().take(30) {
+        for b in frac.bytes().take(20) {
             num = num * 10 + u128::from(b - b'0');
             denom *= 10;
         }
