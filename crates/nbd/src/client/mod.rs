@@ -192,6 +192,14 @@ impl Shared {
         self.idle.notify_all();
     }
 
+    /// Refuse new requests from now on (the first reason is kept).
+    fn mark_dead(&self, reason: &str) {
+        let mut pending = self.lock();
+        if pending.dead.is_none() {
+            pending.dead = Some(reason.to_string());
+        }
+    }
+
     /// Fail every pending request and refuse new ones.
     fn kill(&self, reason: String) {
         let mut pending = self.lock();
@@ -650,6 +658,9 @@ fn read_replies(mut r: BufReader<Stream>, shared: &Shared) -> Result<(), ClientE
                     };
                 if let Err(e) = applied {
                     let reason = e.to_string();
+                    // Refuse new requests before the waiter wakes, so a caller that sees
+                    // this error never finds the connection still open.
+                    shared.mark_dead(&reason);
                     shared.complete(slot, Err(e));
                     return Err(ClientError::Protocol(reason));
                 }
