@@ -62,6 +62,14 @@ pub trait Export: Send + Sync {
     /// Read `buf.len()` bytes at `offset`.
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError>;
 
+    /// Whether a READ of `len` bytes at `offset` will complete at once, without waiting on
+    /// slow storage (for a cache: every block is resident). The server then runs it on the
+    /// connection's reader thread when it is the only request in flight, saving the hand-off
+    /// to a worker. A wrong answer costs only speed. The default says no.
+    fn read_is_fast(&self, _offset: u64, _len: u64) -> bool {
+        false
+    }
+
     /// Write `data` at `offset`; with `fua`, durable before returning.
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError>;
 

@@ -1,6 +1,6 @@
 //! The request flows of one volume, one file each: [`ctx`] (the handle and shared helpers),
 //! [`read`], [`through`] (write-through and write-around), [`back`] (write-back), [`discard`]
-//! (TRIM and WRITE_ZEROES). This file holds the two entry points that dispatch by policy:
+//! (TRIM and WRITE_ZEROES), [`probe`] (residency, for a frontend's scheduling). This file holds the two entry points that dispatch by policy:
 //! `write` and `flush`.
 //!
 //! Requests are cut into chunks of at most [`CHUNK_BLOCKS`] blocks. A chunk holds the stripe
@@ -10,6 +10,7 @@
 mod back;
 mod ctx;
 mod discard;
+mod probe;
 mod read;
 mod through;
 

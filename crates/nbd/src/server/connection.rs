@@ -1,6 +1,6 @@
 //! One client connection: the handshake, then the transmission phase with a reader (this
-//! thread) parsing requests; export calls run on the shared worker pool and replies leave
-//! through [`Replies`].
+//! thread) parsing requests; export calls run on the shared worker pool (or on the reader
+//! itself at queue depth 1) and replies leave through [`Replies`].
 
 use std::io::{BufReader, Read};
 use std::net::Shutdown;
@@ -14,6 +14,7 @@ use super::handshake::{self, Negotiated, NoTls};
 use super::job::{error_reply, ConnShared, Job};
 use super::replies::{observe, Outgoing, Replies};
 use super::tls::ConnTls;
+use super::worker;
 use super::Shared;
 use crate::errno::Errno;
 use crate::proto;
@@ -251,6 +252,19 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
             continue;
         }
         let job = Job { conn: Arc::clone(&conn), request, payload, received, charge };
+        // A READ the export will serve at once (a cache hit) at queue depth 1 (nothing else
+        // of this connection in flight, no further request already read): the reader runs
+        // it itself, with no hand-off to a worker and no wake-up back. Everything else goes
+        // to the worker pool, so a slow request never holds up the reading of later ones and
+        // a pipelining client keeps its parallelism.
+        if job.request.command == Command::Read
+            && reader.buffer().is_empty()
+            && replies.alone()
+            && conn.export.read_is_fast(job.request.offset, length)
+        {
+            worker::execute(job);
+            continue;
+        }
         if let Err(failed) = jobs.send(job) {
             // No workers left (cannot happen while the server runs); answer ESHUTDOWN.
             let job = failed.into_inner();

@@ -132,6 +132,11 @@ impl Replies {
         charged
     }
 
+    /// Whether the connection has exactly one request in flight (the one just admitted).
+    pub(crate) fn alone(&self) -> bool {
+        self.lock().in_flight <= 1
+    }
+
     /// Give back an admission whose request will never be answered.
     pub(crate) fn release(&self, charge: u64) {
         let mut state = self.lock();
