@@ -70,6 +70,19 @@ pub trait Export: Send + Sync {
         false
     }
 
+    /// Whether this export takes ember's DEMOTE (docs/nbd.md); only then does the server
+    /// acknowledge [`crate::proto::OPT_EMBER_DEMOTE`] for it. The default says no.
+    fn accepts_demote(&self) -> bool {
+        false
+    }
+
+    /// A DEMOTE: a client cache hands down `data`, its clean copy of the bytes at `offset`,
+    /// as it evicts them. A hint: the export may keep or ignore it, and never writes it to
+    /// its backing. Called only on connections that negotiated the extension.
+    fn demote(&self, _offset: u64, _data: &[u8]) -> Result<(), ExportError> {
+        Err(ExportError::NotSupported("DEMOTE"))
+    }
+
     /// Write `data` at `offset`; with `fua`, durable before returning.
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError>;
 

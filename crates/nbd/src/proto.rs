@@ -61,6 +61,13 @@ pub const OPT_STRUCTURED_REPLY: u32 = 8;
 pub const OPT_LIST_META_CONTEXT: u32 = 9;
 /// `NBD_OPT_SET_META_CONTEXT`.
 pub const OPT_SET_META_CONTEXT: u32 = 10;
+/// ember's DEMOTE extension: the option a client sends before `NBD_OPT_GO` to ask that the
+/// export take DEMOTEs (data: export name as in `NBD_OPT_GO`, then one query string, which
+/// must be [`EMBER_DEMOTE_QUERY`]). A server without the extension answers
+/// `NBD_REP_ERR_UNSUP`, as the spec requires for any unknown option.
+pub const OPT_EMBER_DEMOTE: u32 = 0x4542_4d01;
+/// The name of ember's DEMOTE extension, in the spec's `x-` namespace for experiments.
+pub const EMBER_DEMOTE_QUERY: &str = "x-ember:demote";
 
 /// Option reply `NBD_REP_ACK`.
 pub const REP_ACK: u32 = 1;
@@ -114,6 +121,10 @@ pub const CMD_CACHE: u16 = 5;
 pub const CMD_WRITE_ZEROES: u16 = 6;
 /// `NBD_CMD_BLOCK_STATUS`.
 pub const CMD_BLOCK_STATUS: u16 = 7;
+
+/// ember's DEMOTE extension (docs/nbd.md, "Extension: x-ember:demote"): the request type of
+/// a DEMOTE, sent only on a connection where [`OPT_EMBER_DEMOTE`] was acknowledged.
+pub const CMD_EMBER_DEMOTE: u16 = 0x4544;
 
 /// Command flag `NBD_CMD_FLAG_FUA`.
 pub const CMD_FLAG_FUA: u16 = 1 << 0;

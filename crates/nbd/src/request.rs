@@ -22,6 +22,9 @@ pub enum Command {
     WriteZeroes,
     /// `NBD_CMD_BLOCK_STATUS` (not served by ember: answered `NBD_EINVAL`).
     BlockStatus,
+    /// ember's DEMOTE extension ([`proto::CMD_EMBER_DEMOTE`]): a client cache hands down a
+    /// clean block it evicts; carries a payload like `NBD_CMD_WRITE`.
+    Demote,
     /// Any other type value.
     Unknown(u16),
 }
@@ -29,7 +32,7 @@ pub enum Command {
 impl Command {
     /// Every command ember's statistics keep apart (unknown values are pooled as
     /// `Unknown(0xffff)`).
-    pub const TRACKED: [Command; 9] = [
+    pub const TRACKED: [Command; 10] = [
         Command::Read,
         Command::Write,
         Command::Disc,
@@ -38,6 +41,7 @@ impl Command {
         Command::Cache,
         Command::WriteZeroes,
         Command::BlockStatus,
+        Command::Demote,
         Command::Unknown(0xffff),
     ];
 
@@ -52,6 +56,7 @@ impl Command {
             proto::CMD_CACHE => Command::Cache,
             proto::CMD_WRITE_ZEROES => Command::WriteZeroes,
             proto::CMD_BLOCK_STATUS => Command::BlockStatus,
+            proto::CMD_EMBER_DEMOTE => Command::Demote,
             other => Command::Unknown(other),
         }
     }
@@ -67,6 +72,7 @@ impl Command {
             Command::Cache => proto::CMD_CACHE,
             Command::WriteZeroes => proto::CMD_WRITE_ZEROES,
             Command::BlockStatus => proto::CMD_BLOCK_STATUS,
+            Command::Demote => proto::CMD_EMBER_DEMOTE,
             Command::Unknown(other) => other,
         }
     }
@@ -82,7 +88,8 @@ impl Command {
             Command::Cache => 5,
             Command::WriteZeroes => 6,
             Command::BlockStatus => 7,
-            Command::Unknown(_) => 8,
+            Command::Demote => 8,
+            Command::Unknown(_) => 9,
         }
     }
 
@@ -97,6 +104,7 @@ impl Command {
             Command::Cache => "cache",
             Command::WriteZeroes => "write_zeroes",
             Command::BlockStatus => "block_status",
+            Command::Demote => "demote",
             Command::Unknown(_) => "unknown",
         }
     }

@@ -106,6 +106,24 @@ pub(crate) fn structured_replies(stream: &mut (impl Read + Write)) -> Result<boo
     Ok(kind == proto::REP_ACK)
 }
 
+/// Ask for ember's DEMOTE extension on `export` (docs/nbd.md); `Ok(false)` when the server
+/// refuses the option (any server without the extension answers NBD_REP_ERR_UNSUP).
+pub(crate) fn demote(stream: &mut (impl Read + Write), export: &str) -> Result<bool, ClientError> {
+    if export.len() > proto::MAX_STRING_LEN {
+        return Err(ClientError::Invalid("export name longer than 4096 bytes".into()));
+    }
+    let query = proto::EMBER_DEMOTE_QUERY.as_bytes();
+    let mut data = Vec::with_capacity(12 + export.len() + query.len());
+    data.extend_from_slice(&(export.len() as u32).to_be_bytes());
+    data.extend_from_slice(export.as_bytes());
+    data.extend_from_slice(&1u32.to_be_bytes());
+    data.extend_from_slice(&(query.len() as u32).to_be_bytes());
+    data.extend_from_slice(query);
+    send_option(stream, proto::OPT_EMBER_DEMOTE, &data)?;
+    let (kind, _) = read_option_reply(stream, proto::OPT_EMBER_DEMOTE)?;
+    Ok(kind == proto::REP_ACK)
+}
+
 /// Enter transmission with `export`: NBD_OPT_GO asking for the name, description and block
 /// sizes, or NBD_OPT_EXPORT_NAME if the server does not know NBD_OPT_GO.
 pub(crate) fn go(
@@ -135,6 +153,7 @@ pub(crate) fn go(
         preferred_block: 4096,
         max_payload: proto::DEFAULT_MAX_PAYLOAD,
         structured,
+        demote: false,
     };
     let mut got_export = false;
     loop {

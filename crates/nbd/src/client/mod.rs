@@ -102,6 +102,9 @@ pub struct ExportInfo {
     pub max_payload: u32,
     /// Whether structured replies were negotiated.
     pub structured: bool,
+    /// Whether ember's DEMOTE extension was negotiated (asked for with
+    /// [`ClientBuilder::demote`] and acknowledged by the server for this export).
+    pub demote: bool,
 }
 
 impl ExportInfo {
@@ -221,11 +224,12 @@ impl Shared {
 pub struct ClientBuilder {
     export: String,
     structured: bool,
+    demote: bool,
 }
 
 impl Default for ClientBuilder {
     fn default() -> Self {
-        ClientBuilder { export: String::new(), structured: true }
+        ClientBuilder { export: String::new(), structured: true, demote: false }
     }
 }
 
@@ -238,6 +242,14 @@ impl ClientBuilder {
     /// The export to open (empty: the server's default).
     pub fn export(mut self, name: &str) -> ClientBuilder {
         self.export = name.to_string();
+        self
+    }
+
+    /// Whether to ask for ember's DEMOTE extension (docs/nbd.md); used if the server
+    /// acknowledges it for the export ([`ExportInfo::demote`]). A server without it simply
+    /// refuses the option, and the connection goes on without DEMOTE.
+    pub fn demote(mut self, wanted: bool) -> ClientBuilder {
+        self.demote = wanted;
         self
     }
 
@@ -310,7 +322,9 @@ impl Client {
     fn handshake(mut stream: Stream, options: &ClientBuilder) -> Result<Client, ClientError> {
         let no_zeroes = handshake::greet(&mut stream)?;
         let structured = options.structured && handshake::structured_replies(&mut stream)?;
-        let info = handshake::go(&mut stream, &options.export, no_zeroes, structured)?;
+        let demote = options.demote && handshake::demote(&mut stream, &options.export)?;
+        let mut info = handshake::go(&mut stream, &options.export, no_zeroes, structured)?;
+        info.demote = demote;
         let reader_stream = stream.try_clone()?;
         let shared =
             Arc::new(Shared { pending: Mutex::new(Pending::default()), idle: Condvar::new() });
@@ -477,6 +491,31 @@ impl Client {
         self.check_range(offset, u64::from(length))?;
         let flags = self.fua_flag(fua)?;
         self.submit(Command::Trim, flags, offset, length, &[])
+    }
+
+    /// Send a DEMOTE of `data`, this client's clean copy of the bytes at `offset` (ember's
+    /// extension, docs/nbd.md; only on a connection that negotiated it).
+    pub fn start_demote(&self, offset: u64, data: &[u8]) -> Result<InFlight, ClientError> {
+        if !self.info.demote {
+            return Err(ClientError::Invalid("DEMOTE was not negotiated".into()));
+        }
+        let length = u32::try_from(data.len())
+            .ok()
+            .filter(|&l| l > 0 && l <= self.info.max_payload)
+            .ok_or_else(|| {
+                ClientError::Invalid(format!(
+                    "a DEMOTE of {} bytes (1 to {} allowed)",
+                    data.len(),
+                    self.info.max_payload
+                ))
+            })?;
+        self.check_range(offset, u64::from(length))?;
+        self.submit(Command::Demote, 0, offset, length, data)
+    }
+
+    /// DEMOTE and wait for the server's answer.
+    pub fn demote(&self, offset: u64, data: &[u8]) -> Result<(), ClientError> {
+        self.start_demote(offset, data)?.wait().map(drop)
     }
 
     /// Send a WRITE_ZEROES (`no_hole`: NBD_CMD_FLAG_NO_HOLE).

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crossbeam::channel::Sender;
 
 use super::deadline::Deadline;
+use super::demote;
 use super::handshake::{self, Negotiated, NoTls};
 use super::job::{error_reply, ConnShared, Job};
 use super::replies::{observe, Outgoing, Replies};
@@ -174,7 +175,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         socket.shutdown(Shutdown::Both);
         return;
     };
-    let Negotiated { export, structured, tx_flags } = negotiated;
+    let Negotiated { export, structured, tx_flags, demote } = negotiated;
     let size = export.size();
     let conn = Arc::new(ConnShared { export, structured, replies: Arc::clone(&replies) });
 
@@ -193,19 +194,22 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         let length = u64::from(request.length);
         let mut payload = Vec::new();
         let mut charge = 0;
-        if request.command == Command::Write {
+        // A DEMOTE carries a payload like a WRITE; it is read even when the DEMOTE is then
+        // refused, so the stream stays in step and the connection lives.
+        if matches!(request.command, Command::Write | Command::Demote) {
             if request.length > config.max_payload {
                 if length > config.discard_limit || stream::discard(&mut reader, length).is_err() {
                     break;
                 }
                 replies.acquire(0);
                 let message = format!(
-                    "write length {length} exceeds the maximum payload {}",
+                    "{} length {length} exceeds the maximum payload {}",
+                    request.command.label(),
                     config.max_payload
                 );
                 conn.send(Outgoing {
                     bytes: error_reply(structured, &request, Errno::Inval, &message, None),
-                    command: Command::Write,
+                    command: request.command,
                     moved: 0,
                     error: Some(Errno::Inval),
                     received: Instant::now(),
@@ -237,6 +241,8 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         let verdict = if shared.shutting_down() {
             // Read after shutdown began: refused, as the spec suggests, with NBD_ESHUTDOWN.
             Err((Errno::Shutdown, "server is shutting down".to_string()))
+        } else if request.command == Command::Demote {
+            demote::check(&request, demote, size)
         } else {
             validate(&request, tx_flags, size, structured, config.max_payload)
         };

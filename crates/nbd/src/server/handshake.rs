@@ -3,6 +3,7 @@
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
+use super::demote;
 use super::ServerConfig;
 use crate::export::{Export, ExportSet};
 use crate::proto;
@@ -16,6 +17,8 @@ pub(crate) struct Negotiated {
     pub export: Arc<dyn Export>,
     pub structured: bool,
     pub tx_flags: u16,
+    /// The client negotiated ember's DEMOTE extension for this export.
+    pub demote: bool,
 }
 
 /// The transmission flags for `export` (`structured`: structured replies were negotiated, so
@@ -159,6 +162,8 @@ pub(crate) fn negotiate_tls<S: Read + Write>(
     };
     let mut tls_up = false;
     let mut structured = false;
+    // The export (canonical name) for which DEMOTE was granted, if any.
+    let mut demote_for: Option<String> = None;
     let mut options = 0usize;
 
     loop {
@@ -215,6 +220,7 @@ pub(crate) fn negotiate_tls<S: Read + Write>(
             // "the server MUST NOT preserve any negotiation state ... issued before this
             // command".
             structured = false;
+            demote_for = None;
             continue;
         }
         if policy == TlsPolicy::Require && !tls_up && option != proto::OPT_ABORT {
@@ -245,7 +251,8 @@ pub(crate) fn negotiate_tls<S: Read + Write>(
                     out.extend_from_slice(&[0u8; 124]);
                 }
                 stream.write_all(&out)?;
-                return Ok(Some(Negotiated { export, structured, tx_flags }));
+                let demote = demote_for.as_deref() == Some(&demote::canonical(name, exports));
+                return Ok(Some(Negotiated { export, structured, tx_flags, demote }));
             }
             proto::OPT_ABORT => {
                 // The client may already have closed; a failed ACK does not matter.
@@ -280,7 +287,10 @@ pub(crate) fn negotiate_tls<S: Read + Write>(
                         stream.write_all(&replies)?;
                         if option == proto::OPT_GO {
                             let tx_flags = transmission_flags(export.as_ref(), structured);
-                            return Ok(Some(Negotiated { export, structured, tx_flags }));
+                            let name = demote::export_name(&data).unwrap_or_default();
+                            let demote =
+                                demote_for.as_deref() == Some(&demote::canonical(name, exports));
+                            return Ok(Some(Negotiated { export, structured, tx_flags, demote }));
                         }
                     }
                 }
@@ -298,6 +308,13 @@ pub(crate) fn negotiate_tls<S: Read + Write>(
                 structured = true;
                 stream.write_all(&option_reply(option, proto::REP_ACK, &[]))?;
             }
+            proto::OPT_EMBER_DEMOTE => match demote::grant(&data, exports) {
+                Ok(name) => {
+                    demote_for = Some(name);
+                    stream.write_all(&option_reply(option, proto::REP_ACK, &[]))?;
+                }
+                Err((kind, message)) => error_reply(stream, option, kind, &message)?,
+            },
             other => {
                 error_reply(
                     stream,

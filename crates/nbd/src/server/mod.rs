@@ -20,6 +20,7 @@
 mod budget;
 mod connection;
 mod deadline;
+mod demote;
 pub(crate) mod handshake;
 mod job;
 mod replies;

@@ -38,6 +38,7 @@ pub(crate) fn execute(job: Job) {
         command => {
             let result = match command {
                 Command::Write => guarded(|| export.write(request.offset, &payload, fua)),
+                Command::Demote => guarded(|| export.demote(request.offset, &payload)),
                 Command::Flush => guarded(|| export.flush()),
                 Command::Trim if length == 0 => Ok(()),
                 Command::Trim => guarded(|| export.trim(request.offset, length, fua)),
