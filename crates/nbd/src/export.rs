@@ -64,8 +64,9 @@ pub trait Export: Send + Sync {
 
     /// Whether a READ of `len` bytes at `offset` will complete at once, without waiting on
     /// slow storage (for a cache: every block is resident). The server then runs it on the
-    /// connection's reader thread when it is the only request in flight, saving the hand-off
-    /// to a worker. A wrong answer costs only speed. The default says no.
+    /// connection's reader thread, saving the hand-off to a worker. A wrong answer costs only
+    /// speed (a slow read on the reader delays the reading of that connection's next
+    /// requests). The default says no.
     fn read_is_fast(&self, _offset: u64, _len: u64) -> bool {
         false
     }

@@ -411,11 +411,11 @@ impl ember_nbd::Export for ThreadRecorder {
     }
 }
 
-/// Issue 14 (the hit path): at queue depth 1 a read the export calls fast runs on the
-/// connection's own thread (no hand-off to the worker pool); a read it does not call fast
+/// Issue 14 (the hit path): a read the export calls fast runs on the connection's own thread
+/// (no hand-off to the worker pool), one at a time or pipelined; a read it does not call fast
 /// always goes to a worker, so a slow read never holds up the reading of later requests.
 #[test]
-fn fast_reads_at_depth_one_run_on_the_connection_thread() {
+fn fast_reads_run_on_the_connection_thread() {
     for fast in [true, false] {
         let export = Arc::new(ThreadRecorder {
             inner: MemExport::new(1 << 20),
@@ -432,9 +432,17 @@ fn fast_reads_at_depth_one_run_on_the_connection_thread() {
             let want = &pattern(3, 65536)[(i % 16 * 4096) as usize..][..4096];
             assert_eq!(back, want, "read {i} (fast {fast})");
         }
+        // Pipelined: 16 reads in flight at once.
+        let tickets: Vec<_> =
+            (0..16u64).map(|i| client.start_read(i * 4096, 4096).unwrap()).collect();
+        let mut back = Vec::new();
+        for t in tickets {
+            back.extend_from_slice(&t.wait().unwrap());
+        }
+        assert_eq!(back, pattern(3, 65536), "pipelined reads (fast {fast})");
         client.disconnect().unwrap();
         let threads = export.threads.lock().unwrap().clone();
-        assert_eq!(threads.len(), 20);
+        assert_eq!(threads.len(), 36);
         let want = if fast { "nbd-conn" } else { "nbd-worker-" };
         for name in &threads {
             assert!(name.starts_with(want), "fast {fast}: a read ran on {name}, not {want}*");

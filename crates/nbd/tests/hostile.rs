@@ -310,11 +310,20 @@ fn disconnecting_with_requests_in_flight_costs_nothing_else() {
     gate.open();
     assert_works(&good, 2);
 
-    // A client that stops reading its replies only blocks itself.
+    // A client that stops reading its replies only blocks itself. Its 150 requests leave in
+    // one write, so they reach the server together: when it vanishes with replies unread (a
+    // TCP reset, which discards what the server had not yet read), the server has them all.
     let (mut stalled, _, _) = Raw::go(server.tcp, "good", false);
+    let mut burst = Vec::new();
     for cookie in 0..150u64 {
-        stalled.request(0, proto::CMD_READ, cookie, 0, 1 << 20, &[]);
+        burst.extend_from_slice(&0x2560_9513u32.to_be_bytes());
+        burst.extend_from_slice(&0u16.to_be_bytes());
+        burst.extend_from_slice(&proto::CMD_READ.to_be_bytes());
+        burst.extend_from_slice(&cookie.to_be_bytes());
+        burst.extend_from_slice(&0u64.to_be_bytes());
+        burst.extend_from_slice(&(1u32 << 20).to_be_bytes());
     }
+    stalled.send(&burst);
     assert_works(&good, 3);
     // And a client that disappears in the middle of a write payload.
     let (mut partial, _, _) = Raw::go(server.tcp, "good", false);

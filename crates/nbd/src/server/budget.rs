@@ -19,6 +19,9 @@ pub(crate) struct Budget {
 struct State {
     used: u64,
     closed: bool,
+    /// Threads waiting in `acquire` (a release wakes only when there are some: a futex
+    /// wake per request would cost a system call on every reply).
+    waiters: usize,
 }
 
 impl Budget {
@@ -49,7 +52,9 @@ impl Budget {
                 state.used += charge;
                 return true;
             }
+            state.waiters += 1;
             state = self.freed.wait(state).unwrap_or_else(|p| p.into_inner());
+            state.waiters -= 1;
         }
     }
 
@@ -60,8 +65,11 @@ impl Budget {
         }
         let mut state = self.lock();
         state.used = state.used.saturating_sub(charge);
+        let waiters = state.waiters > 0;
         drop(state);
-        self.freed.notify_all();
+        if waiters {
+            self.freed.notify_all();
+        }
     }
 
     /// Bytes taken now.

@@ -1,18 +1,17 @@
 //! One client connection: the handshake, then the transmission phase with a reader (this
-//! thread) parsing requests; export calls run on the shared worker pool (or on the reader
-//! itself at queue depth 1) and replies leave through [`Replies`].
+//! thread) parsing requests; export calls run on the shared worker pool (cache hits on the
+//! reader itself) and replies leave through [`Replies`].
 
 use std::io::{BufReader, Read};
 use std::net::Shutdown;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam::channel::Sender;
-
 use super::deadline::Deadline;
 use super::demote;
 use super::handshake::{self, Negotiated, NoTls};
 use super::job::{error_reply, ConnShared, Job};
+use super::queue::Sender;
 use super::replies::{observe, Outgoing, Replies};
 use super::tls::ConnTls;
 use super::worker;
@@ -258,22 +257,19 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
             continue;
         }
         let job = Job { conn: Arc::clone(&conn), request, payload, received, charge };
-        // A READ the export will serve at once (a cache hit) at queue depth 1 (nothing else
-        // of this connection in flight, no further request already read): the reader runs
-        // it itself, with no hand-off to a worker and no wake-up back. Everything else goes
-        // to the worker pool, so a slow request never holds up the reading of later ones and
-        // a pipelining client keeps its parallelism.
+        // A READ the export will serve at once (a cache hit) runs on the reader itself: no
+        // hand-off to a worker, no wake-up back. Everything else goes to the worker pool, so
+        // a slow request never holds up the reading of later ones. The price: one
+        // connection's hits are served one at a time (several connections run in parallel;
+        // the export advertises NBD_FLAG_CAN_MULTI_CONN where it is safe).
         if job.request.command == Command::Read
-            && reader.buffer().is_empty()
-            && replies.alone()
             && conn.export.read_is_fast(job.request.offset, length)
         {
             worker::execute(job);
             continue;
         }
-        if let Err(failed) = jobs.send(job) {
+        if let Err(job) = jobs.send(job) {
             // No workers left (cannot happen while the server runs); answer ESHUTDOWN.
-            let job = failed.into_inner();
             conn.send(Outgoing {
                 bytes: error_reply(
                     structured,

@@ -23,6 +23,7 @@ mod deadline;
 mod demote;
 pub(crate) mod handshake;
 mod job;
+mod queue;
 mod replies;
 mod tls;
 mod worker;
@@ -424,7 +425,7 @@ impl Server {
     /// Unix socket files. Returns when all of that is done.
     pub fn run(self) -> Result<(), ServerError> {
         let shared = self.shared;
-        let (jobs, job_queue) = crossbeam::channel::unbounded::<job::Job>();
+        let (jobs, job_queue) = queue::queue::<job::Job>();
         let mut workers = Vec::with_capacity(shared.config.workers);
         let mut acceptors: Vec<JoinHandle<()>> = Vec::new();
         let mut startup_error = None;
@@ -598,11 +599,7 @@ fn wake(addr: &ListenAddr) {
     }
 }
 
-fn accept_loop(
-    listener: Listener,
-    shared: Arc<Shared>,
-    jobs: crossbeam::channel::Sender<job::Job>,
-) {
+fn accept_loop(listener: Listener, shared: Arc<Shared>, jobs: queue::Sender<job::Job>) {
     loop {
         let accepted = match &listener {
             Listener::Tcp(l) => l.accept().and_then(|(s, _)| Stream::tcp(s)),

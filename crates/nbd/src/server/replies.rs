@@ -65,6 +65,10 @@ struct State {
     /// Requests in flight (admitted, reply not yet written or dropped) and their buffers.
     in_flight: usize,
     in_flight_bytes: u64,
+    /// The writer thread waits for backlog (signal `to_writer` only then).
+    writer_waiting: bool,
+    /// The reader waits for in-flight requests to end (signal `to_reader` only then).
+    reader_waiting: bool,
 }
 
 /// The reply path and in-flight accounting of one connection.
@@ -73,8 +77,10 @@ pub(crate) struct Replies {
     /// The server, for its shared byte budget.
     server: Arc<Shared>,
     state: Mutex<State>,
-    /// Signals the writer thread (new backlog, closed) and the reader (in-flight dropped).
-    changed: Condvar,
+    /// Signals the writer thread: new backlog, or closed.
+    to_writer: Condvar,
+    /// Signals the reader (and `close`): an in-flight request ended, or the socket died.
+    to_reader: Condvar,
     observer: Option<Arc<dyn ServerObserver>>,
     max_requests: usize,
     max_bytes: u64,
@@ -93,7 +99,8 @@ impl Replies {
             socket,
             server,
             state: Mutex::new(State::default()),
-            changed: Condvar::new(),
+            to_writer: Condvar::new(),
+            to_reader: Condvar::new(),
             observer,
             max_requests,
             max_bytes,
@@ -104,8 +111,29 @@ impl Replies {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn wait<'a>(&self, guard: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        self.changed.wait(guard).unwrap_or_else(|p| p.into_inner())
+    /// Wait on `to_reader` (the reader admitting a request, or `close`).
+    fn wait_for_room<'a>(&self, mut guard: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        guard.reader_waiting = true;
+        let mut guard = self.to_reader.wait(guard).unwrap_or_else(|p| p.into_inner());
+        guard.reader_waiting = false;
+        guard
+    }
+
+    /// Wait on `to_writer` (the writer thread, for backlog).
+    fn wait_for_backlog<'a>(&self, mut guard: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        guard.writer_waiting = true;
+        let mut guard = self.to_writer.wait(guard).unwrap_or_else(|p| p.into_inner());
+        guard.writer_waiting = false;
+        guard
+    }
+
+    /// Release the lock, then wake the writer thread if it waits.
+    fn wake_writer(&self, state: MutexGuard<'_, State>) {
+        let waiting = state.writer_waiting;
+        drop(state);
+        if waiting {
+            self.to_writer.notify_all();
+        }
     }
 
     /// Admit one request holding `charge` buffer bytes, waiting while the connection is at
@@ -118,7 +146,7 @@ impl Replies {
             && (state.in_flight >= self.max_requests
                 || state.in_flight_bytes + charge > self.max_bytes)
         {
-            state = self.wait(state);
+            state = self.wait_for_room(state);
         }
         // Only this connection's reader admits requests, so `idle` cannot change below.
         let idle = state.in_flight == 0;
@@ -132,19 +160,17 @@ impl Replies {
         charged
     }
 
-    /// Whether the connection has exactly one request in flight (the one just admitted).
-    pub(crate) fn alone(&self) -> bool {
-        self.lock().in_flight <= 1
-    }
-
     /// Give back an admission whose request will never be answered.
     pub(crate) fn release(&self, charge: u64) {
         let mut state = self.lock();
         state.in_flight = state.in_flight.saturating_sub(1);
         state.in_flight_bytes = state.in_flight_bytes.saturating_sub(charge);
+        let reader_waiting = state.reader_waiting;
         drop(state);
         self.server.budget.release(charge);
-        self.changed.notify_all();
+        if reader_waiting {
+            self.to_reader.notify_all();
+        }
     }
 
     /// A reply has been written or dropped: report it and end its admission.
@@ -193,8 +219,7 @@ impl Replies {
         } else {
             state.backlog.push_back(Queued { out, sent: 0 });
         }
-        drop(state);
-        self.changed.notify_all();
+        self.wake_writer(state);
     }
 
     /// The writer thread: write queued replies (blocking) until [`Replies::close`].
@@ -208,7 +233,7 @@ impl Replies {
                 if state.closed {
                     return;
                 }
-                state = self.wait(state);
+                state = self.wait_for_backlog(state);
             };
             let dead = state.dead;
             state.writer_busy = true;
@@ -228,10 +253,9 @@ impl Replies {
     pub(crate) fn close(&self) {
         let mut state = self.lock();
         while state.in_flight > 0 {
-            state = self.wait(state);
+            state = self.wait_for_room(state);
         }
         state.closed = true;
-        drop(state);
-        self.changed.notify_all();
+        self.wake_writer(state);
     }
 }

@@ -3,9 +3,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crossbeam::channel::Receiver;
-
 use super::job::{error_reply, Job};
+use super::queue::Receiver;
 use super::replies::Outgoing;
 use crate::errno::Errno;
 use crate::export::{Export, ExportError};
@@ -15,7 +14,7 @@ use crate::request::{Command, Request};
 
 /// Serve jobs until every sender is gone.
 pub(crate) fn run(queue: Receiver<Job>) {
-    for job in queue.iter() {
+    while let Some(job) = queue.recv() {
         execute(job);
     }
 }
