@@ -25,8 +25,10 @@ use crate::metrics::{render_engine, render_server, MetricsServer, Render};
 /// Options of `ember serve`.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// The cache device: a file or a block device.
-    #[arg(long, value_name = "CACHEFILE")]
+    /// The cache device: a file or a block device, or `mem:SIZE` for a cache in memory
+    /// (formatted at every start, empty after every restart; write-through, write-around and
+    /// write-back-flush only).
+    #[arg(long, value_name = "CACHEFILE|mem:SIZE")]
     pub cache: PathBuf,
 
     /// A backing volume, exported under NAME: NAME=PATH (file or block device) or
@@ -274,7 +276,56 @@ fn parse_policy(s: &str) -> anyhow::Result<Kind> {
     Ok(kind)
 }
 
+/// The size of a `--cache mem:SIZE`, or `None` for a cache file or device.
+pub fn memory_cache_size(cache: &Path) -> anyhow::Result<Option<u64>> {
+    let Some(size) = cache.to_str().and_then(|s| s.strip_prefix("mem:")) else {
+        return Ok(None);
+    };
+    let size = parse_size(size).map_err(|e| anyhow!("--cache mem:SIZE: {e}"))?;
+    if size < 16 << 20 {
+        bail!("--cache mem:{size}: a memory cache needs at least 16M (layout and journal included)");
+    }
+    Ok(Some(size))
+}
+
+/// Why `mode` cannot run on a memory cache, if it cannot: a memory cache is lost at every
+/// stop, so only the policies whose acknowledged writes reach backing at a FLUSH are safe.
+pub fn refuse_on_memory(mode: WriteMode) -> Option<&'static str> {
+    match mode {
+        WriteMode::WriteThrough | WriteMode::WriteAround | WriteMode::WriteBackFlush => None,
+        WriteMode::WriteBackPersist => Some(
+            "write-back-persist keeps acknowledged writes only on the cache device across a \
+             FLUSH, and a memory cache loses them at every stop or crash; use write-back-flush \
+             (dirty blocks reach backing at each FLUSH) or a cache file",
+        ),
+        WriteMode::UnsafeWriteBack => Some(
+            "unsafe-write-back ignores FLUSH, so a memory cache would lose acknowledged writes \
+             at every stop; use write-back-flush",
+        ),
+    }
+}
+
+/// A memory cache of `size` bytes, formatted for `volumes`.
+fn open_memory_cache(
+    args: &ServeArgs,
+    size: u64,
+    volumes: &[VolumeSpec],
+) -> anyhow::Result<Arc<dyn Device>> {
+    if args.cache_size.is_some() || args.direct {
+        bail!("--cache mem:SIZE takes its size from SIZE and has no O_DIRECT: drop --cache-size and --direct");
+    }
+    let cache = ember_engine::device::MemDevice::new(size);
+    let mut spec = FormatSpec::new(volumes.to_vec());
+    spec.block_size = args.block_size;
+    Engine::format(&cache, &spec).context("formatting the memory cache")?;
+    println!("ember serve: memory cache of {size} bytes (empty: a memory cache starts cold)");
+    Ok(Arc::new(cache))
+}
+
 fn open_cache(args: &ServeArgs, volumes: &[VolumeSpec]) -> anyhow::Result<Arc<dyn Device>> {
+    if let Some(size) = memory_cache_size(&args.cache)? {
+        return open_memory_cache(args, size, volumes);
+    }
     let exists = args.cache.exists();
     if !exists && args.cache_size.is_none() {
         bail!(
@@ -319,6 +370,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let backings: Vec<Backing> =
         args.backing.iter().map(|b| parse_backing(b)).collect::<anyhow::Result<_>>()?;
     let write_mode = parse_write_mode(&args.write_policy)?;
+    let memory = memory_cache_size(&args.cache)?.is_some();
+    if memory {
+        if let Some(why) = refuse_on_memory(write_mode) {
+            bail!("--write-policy {} on a memory cache: {why}", write_mode.name());
+        }
+    }
     let kind = parse_policy(&args.policy)?;
     let admission = parse_admission(&args.admission)?;
     // The server's limits and TLS, checked (certificates loaded) before the cache is opened.
@@ -438,6 +495,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     served.context("NBD server")?;
     let report = engine.shutdown().context("clean shutdown of the cache")?;
     let s = engine.stats();
+    if memory {
+        println!(
+            "ember serve: clean shutdown: memory cache discarded ({} blocks); read hit ratio {:.2}% ({} hits, {} misses)",
+            report.persisted_blocks,
+            100.0 * s.read_hit_ratio(),
+            s.total.read_hits,
+            s.total.read_misses
+        );
+        return Ok(());
+    }
     println!(
         "ember serve: clean shutdown: {} blocks persisted (checkpoint generation {}); read hit ratio {:.2}% ({} hits, {} misses)",
         report.persisted_blocks,
@@ -510,6 +577,21 @@ mod tests {
         assert_eq!(parse_mode("0660"), Ok(0o660));
         assert!(parse_mode("1777").is_err());
         assert!(parse_mode("9").is_err());
+    }
+
+    #[test]
+    fn memory_cache_spec_and_refusals() {
+        let size = |s: &str| memory_cache_size(Path::new(s)).map_err(|e| e.to_string());
+        assert_eq!(size("mem:64M"), Ok(Some(64 << 20)));
+        assert_eq!(size("/tmp/mem:64M"), Ok(None), "only a leading mem: names memory");
+        assert_eq!(size("cache.img"), Ok(None));
+        assert!(size("mem:lots").unwrap_err().contains("not a size"));
+        assert!(size("mem:1M").unwrap_err().contains("at least 16M"));
+        for mode in [WriteMode::WriteThrough, WriteMode::WriteAround, WriteMode::WriteBackFlush] {
+            assert_eq!(refuse_on_memory(mode), None, "{mode:?} is safe on memory");
+        }
+        assert!(refuse_on_memory(WriteMode::WriteBackPersist).unwrap().contains("loses them"));
+        assert!(refuse_on_memory(WriteMode::UnsafeWriteBack).unwrap().contains("ignores FLUSH"));
     }
 
     #[test]
