@@ -11,7 +11,8 @@ use clap::Args;
 use ember_engine::device::{FileDevice, FileOptions};
 use ember_engine::layout::LayoutError;
 use ember_engine::{
-    Device, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec, WriteMode,
+    Device, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec, WarmupOptions,
+    WarmupSize, WriteMode,
 };
 use ember_nbd::server::{ServerConfig, TlsMode, TlsSettings, MAX_PAYLOAD_CEILING};
 use ember_nbd::{ExportSet, ListenAddr, Server, ServerStats};
@@ -95,6 +96,79 @@ pub struct ServeArgs {
     /// Limits and TLS of the NBD server.
     #[command(flatten)]
     pub net: NetArgs,
+
+    /// Bonfire's warmup: monitoring, warmup log, preload.
+    #[command(flatten)]
+    pub warmup: WarmupArgs,
+}
+
+/// Bonfire's warmup (docs/warmup.md, "In the real cache").
+#[derive(Args, Debug)]
+pub struct WarmupArgs {
+    /// Record every served request in this warmup log (a file; created if missing), and
+    /// preload from it whenever the cache starts without a valid map.
+    #[arg(long, value_name = "PATH")]
+    pub warmup_log: Option<PathBuf>,
+
+    /// The selector that picks what to preload: last-k, first-k, top-k, random-k, or none
+    /// (monitor only).
+    #[arg(long, value_name = "SELECTOR", default_value = "last-k", requires = "warmup_log")]
+    pub warmup: String,
+
+    /// How much to preload: a percentage of the cache (e.g. 50%) or bytes (e.g. 256M).
+    #[arg(long, value_name = "PCT%|SIZE", default_value = "100%", requires = "warmup_log")]
+    pub warmup_size: String,
+
+    /// Warmup region size, 4K to 1M (Bonfire's default 1M): the unit the selector ranks.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1M", requires = "warmup_log")]
+    pub warmup_region: u64,
+
+    /// Bytes of records the circular warmup log keeps (32 bytes a request).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64M", requires = "warmup_log")]
+    pub warmup_log_size: u64,
+
+    /// Bytes of the metadata staging buffer (Bonfire: 256K).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256K", requires = "warmup_log")]
+    pub warmup_staging: u64,
+}
+
+impl WarmupArgs {
+    /// The engine's warmup options, or `None` without `--warmup-log`.
+    pub fn options(&self) -> anyhow::Result<Option<WarmupOptions>> {
+        let Some(log) = &self.warmup_log else { return Ok(None) };
+        let mut o = WarmupOptions::new(log.clone());
+        o.selector = match self.warmup.as_str() {
+            "none" | "off" => None,
+            s => Some(s.parse().map_err(|e| anyhow!("--warmup: {e} (or none)"))?),
+        };
+        o.size = parse_warmup_size(&self.warmup_size)?;
+        if !(4096..=1 << 20).contains(&self.warmup_region) {
+            bail!("--warmup-region {}: it must be 4K to 1M", self.warmup_region);
+        }
+        o.region_bytes = self.warmup_region;
+        if self.warmup_log_size < 4096 {
+            bail!("--warmup-log-size {}: at least 4K", self.warmup_log_size);
+        }
+        o.log_bytes = self.warmup_log_size;
+        if self.warmup_staging < 4096 {
+            bail!("--warmup-staging {}: at least 4K", self.warmup_staging);
+        }
+        o.staging_bytes = self.warmup_staging;
+        Ok(Some(o))
+    }
+}
+
+/// `50%` (of the cache) or a size such as `256M`.
+pub fn parse_warmup_size(s: &str) -> anyhow::Result<WarmupSize> {
+    if let Some(p) = s.strip_suffix('%') {
+        let v: f64 =
+            p.trim().parse().map_err(|_| anyhow!("--warmup-size {s:?}: not a percentage"))?;
+        if !(v > 0.0 && v <= 100.0) {
+            bail!("--warmup-size {s}: a percentage above 0 and at most 100");
+        }
+        return Ok(WarmupSize::Percent(v));
+    }
+    Ok(WarmupSize::Bytes(parse_size(s).map_err(|e| anyhow!("--warmup-size: {e}"))?))
 }
 
 /// The NBD server's limits and TLS (docs/serve.md, "Limits" and "TLS").
@@ -283,7 +357,9 @@ pub fn memory_cache_size(cache: &Path) -> anyhow::Result<Option<u64>> {
     };
     let size = parse_size(size).map_err(|e| anyhow!("--cache mem:SIZE: {e}"))?;
     if size < 16 << 20 {
-        bail!("--cache mem:{size}: a memory cache needs at least 16M (layout and journal included)");
+        bail!(
+            "--cache mem:{size}: a memory cache needs at least 16M (layout and journal included)"
+        );
     }
     Ok(Some(size))
 }
@@ -370,6 +446,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let backings: Vec<Backing> =
         args.backing.iter().map(|b| parse_backing(b)).collect::<anyhow::Result<_>>()?;
     let write_mode = parse_write_mode(&args.write_policy)?;
+    let warmup = args.warmup.options()?;
     let memory = memory_cache_size(&args.cache)?.is_some();
     if memory {
         if let Some(why) = refuse_on_memory(write_mode) {
@@ -411,6 +488,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         args.admission,
         write_mode.name()
     );
+    if let Some(w) = &warmup {
+        let start = engine.start_warmup(w).context("starting warmup")?;
+        println!("ember serve: warmup log {}: {}", w.log.display(), start.line);
+    }
 
     let stats = Arc::new(ServerStats::new());
     let mut builder =
@@ -441,6 +522,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 render_server(&stats, &mut out);
                 render_engine(&engine.stats(), &mut out);
                 out.push_str(&engine.dirty_stats().prometheus());
+                out.push_str(&engine.warmup_stats().prometheus());
                 out
             });
             let m = MetricsServer::start(addr, render)?;
@@ -592,6 +674,43 @@ mod tests {
         }
         assert!(refuse_on_memory(WriteMode::WriteBackPersist).unwrap().contains("loses them"));
         assert!(refuse_on_memory(WriteMode::UnsafeWriteBack).unwrap().contains("ignores FLUSH"));
+    }
+
+    #[test]
+    fn warmup_sizes_and_flags() {
+        assert_eq!(parse_warmup_size("50%").ok(), Some(WarmupSize::Percent(50.0)));
+        assert_eq!(parse_warmup_size("256M").ok(), Some(WarmupSize::Bytes(256 << 20)));
+        assert!(parse_warmup_size("0%").is_err());
+        assert!(parse_warmup_size("101%").is_err());
+        assert!(parse_warmup_size("x%").is_err());
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            w: WarmupArgs,
+        }
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.w.options().map_err(|e| format!("{e:#}")))
+        };
+        assert!(parse(&[]).unwrap().is_none());
+        let o = parse(&["--warmup-log", "w.log", "--warmup", "top-k", "--warmup-region", "4K"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.selector, Some(ember_policy::warmup::SelectorKind::TopK));
+        assert_eq!((o.region_bytes, o.staging_bytes, o.log_bytes), (4096, 256 << 10, 64 << 20));
+        assert_eq!(
+            parse(&["--warmup-log", "w", "--warmup", "none"]).unwrap().unwrap().selector,
+            None
+        );
+        assert!(parse(&["--warmup", "top-k"]).unwrap_err().contains("--warmup-log"));
+        assert!(parse(&["--warmup-log", "w", "--warmup", "lru"])
+            .unwrap_err()
+            .contains("unknown warmup selector"));
+        assert!(parse(&["--warmup-log", "w", "--warmup-region", "2M"])
+            .unwrap_err()
+            .contains("4K to 1M"));
     }
 
     #[test]

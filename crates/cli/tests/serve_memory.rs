@@ -69,11 +69,20 @@ fn memory_cache_round_trip_with_qemu_io() {
         );
         assert!(bytes[..1 << 20].iter().all(|&b| b == 0), "{policy}: backing changed elsewhere");
         // A restart is empty again (memory), and still serves what backing holds.
-        let serve = Serve::start(&["--cache", "mem:32M", "--backing", &format!("disk={}", backing.display())]);
+        let serve = Serve::start(&[
+            "--cache",
+            "mem:32M",
+            "--backing",
+            &format!("disk={}", backing.display()),
+        ]);
         assert!(serve.output().contains("start Fresh"), "{}", serve.output());
         qemu_io(&serve.uri("disk"), &[&format!("read -P {p:#x} 1M 2M")]);
         let samples = scrape(&serve.metrics);
-        assert_eq!(metric(&samples, "ember_cache_read_hits_total"), 0.0, "a restarted memory cache is cold");
+        assert_eq!(
+            metric(&samples, "ember_cache_read_hits_total"),
+            0.0,
+            "a restarted memory cache is cold"
+        );
         serve.stop();
     }
 }
@@ -85,7 +94,10 @@ fn memory_cache_refuses_unsafe_policies_and_bad_sizes() {
     sparse_file(&backing, 32 << 20);
     let b = format!("disk={}", backing.display());
     for (args, want) in [
-        (vec!["--cache", "mem:32M", "--write-policy", "write-back-persist"], "loses them at every stop"),
+        (
+            vec!["--cache", "mem:32M", "--write-policy", "write-back-persist"],
+            "loses them at every stop",
+        ),
         (vec!["--cache", "mem:32M", "--write-policy", "unsafe-write-back"], "ignores FLUSH"),
         (vec!["--cache", "mem:1M"], "at least 16M"),
         (vec!["--cache", "mem:big"], "not a size"),
@@ -93,10 +105,12 @@ fn memory_cache_refuses_unsafe_policies_and_bad_sizes() {
         (vec!["--cache", "mem:32M", "--direct"], "drop --cache-size and --direct"),
     ] {
         let o = run_status(
-            Command::new(ember())
-                .arg("serve")
-                .args(&args)
-                .args(["--backing", &b, "--listen", "127.0.0.1:0"]),
+            Command::new(ember()).arg("serve").args(&args).args([
+                "--backing",
+                &b,
+                "--listen",
+                "127.0.0.1:0",
+            ]),
             MIN,
         );
         assert!(!o.status.success(), "{args:?} must be refused");
