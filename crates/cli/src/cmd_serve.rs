@@ -435,6 +435,29 @@ fn open_cache(args: &ServeArgs, volumes: &[VolumeSpec]) -> anyhow::Result<Arc<dy
     Ok(Arc::new(cache))
 }
 
+/// A console line every second while the preload runs, and one when it ends.
+fn spawn_preload_progress(engine: Arc<Engine>) -> anyhow::Result<()> {
+    std::thread::Builder::new().name("preload-progress".into()).spawn(move || {
+        let mut last = std::time::Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let s = engine.warmup_stats();
+            if s.state != ember_engine::warmup::WarmupState::Preloading {
+                println!("ember serve: warmup: {}", s.reason);
+                return;
+            }
+            if last.elapsed() >= Duration::from_secs(1) {
+                last = std::time::Instant::now();
+                println!(
+                    "ember serve: warmup: preloading, {} of {} blocks ({} already cached)",
+                    s.preloaded_blocks, s.preload_planned_blocks, s.preload_skipped_blocks
+                );
+            }
+        }
+    })?;
+    Ok(())
+}
+
 /// Four workers per CPU this process may run on: a worker blocked in a read or waiting on a
 /// lock leaves its core to another (measured in docs/serve.md).
 fn default_workers() -> usize {
@@ -491,6 +514,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(w) = &warmup {
         let start = engine.start_warmup(w).context("starting warmup")?;
         println!("ember serve: warmup log {}: {}", w.log.display(), start.line);
+        if start.planned_blocks > 0 {
+            spawn_preload_progress(engine.clone())?;
+        }
     }
 
     let stats = Arc::new(ServerStats::new());
