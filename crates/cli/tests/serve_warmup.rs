@@ -137,10 +137,10 @@ fn writes_during_preload_win_and_a_kill_during_preload_loses_nothing() {
         qemu_io(&serve.uri("disk"), &["write -P 0x11 0 8M".into()]);
         serve.stop();
     }
-    // 50 ms per backing read: the preload of 8 MiB (32 reads of 256 KiB) takes ≥ 1.6 s.
+    // 100 ms per backing read: the preload of 8 MiB (32 reads of 256 KiB) takes ≥ 3.2 s.
     let kit = Nbdkit::start(
         dir.path(),
-        &["--filter=delay", "file", backing.to_str().unwrap(), "rdelay=50ms"],
+        &["--filter=delay", "file", backing.to_str().unwrap(), "rdelay=100ms"],
     );
     let b = format!("disk={}", kit.uri());
     let mem = ["--cache", "mem:32M", "--backing", &b, "--warmup-log", log.to_str().unwrap()];
