@@ -118,6 +118,14 @@ fn memory_cache_restart_preloads_the_logged_blocks_and_they_hit() {
     assert!(table.contains("warmup: preload done; preloaded 300 of 300 planned blocks"), "{table}");
     let log_out = serve.stop();
     assert!(log_out.contains("warmup: preload done: 300 blocks preloaded"), "{log_out}");
+    // The log continued across the restart: 600 reads, each block read twice within the
+    // hour, which `ember warmup advise` classifies as hourly reaccesses (Bonfire Figure 8).
+    let info: serde_json::Value =
+        serde_json::from_str(&ember_ok(&["trace", "info", "--json", log.to_str().unwrap()]))
+            .unwrap();
+    assert_eq!((info["requests"].as_u64(), info["wss_blocks"].as_u64()), (Some(600), Some(300)));
+    let advice = ember_ok(&["warmup", "advise", log.to_str().unwrap()]);
+    assert!(advice.contains("disk: Last-K") && advice.contains("hourly 100.0 %"), "{advice}");
 }
 
 #[test]
