@@ -9,7 +9,7 @@ use super::plan::{plan, Plan, Served};
 use super::stats::WarmupState;
 use crate::core::{now_ns, Inner};
 use crate::error::EngineError;
-use ember_trace::formats::warmup_log::{LogHeader, LogVolume, RECORD_SIZE};
+use ember_trace::formats::warmup_log::{LogHeader, LogVolume, MAX_SLOTS, RECORD_SIZE};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -57,8 +57,11 @@ pub(crate) fn start(
         )));
     }
     let slots = opts.log_bytes / RECORD_SIZE as u64;
-    if slots == 0 {
-        return Err(EngineError::Config("the warmup log needs room for one record".into()));
+    if slots == 0 || slots > MAX_SLOTS {
+        return Err(EngineError::Config(format!(
+            "a warmup log of {} bytes: it holds 1 to {MAX_SLOTS} records of {RECORD_SIZE} bytes",
+            opts.log_bytes
+        )));
     }
     let bs = inner.block_size();
     let served: Vec<Served> = inner

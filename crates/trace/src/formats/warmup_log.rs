@@ -30,6 +30,8 @@ pub const HEADER_SIZE: usize = 4096;
 pub const RECORD_SIZE: usize = 32;
 /// Most volumes a log names (the engine's limit).
 pub const MAX_VOLUMES: usize = 32;
+/// Most record slots a log has (64 GiB of records): more is a damaged header.
+pub const MAX_SLOTS: u64 = 1 << 31;
 /// Most blocks one record covers (a longer request takes several records).
 pub const MAX_RECORD_BLOCKS: u64 = u16::MAX as u64;
 
@@ -135,8 +137,8 @@ impl LogHeader {
             return Err(format!("record size {}; version 1 has {RECORD_SIZE}", u32_at(12)));
         }
         let slots = u64_at(16);
-        if slots == 0 {
-            return Err("no record slots".into());
+        if slots == 0 || slots > MAX_SLOTS {
+            return Err(format!("{slots} record slots (1 to {MAX_SLOTS})"));
         }
         let n = u32_at(36) as usize;
         if n > MAX_VOLUMES {
@@ -286,7 +288,10 @@ pub fn read_log(b: &[u8]) -> Result<LogContents, String> {
                         r.seq, r.volume
                     ));
                 };
-                let end = (r.block + r.blocks as u64).saturating_mul(header.block_size as u64);
+                let end = r
+                    .block
+                    .saturating_add(r.blocks as u64)
+                    .saturating_mul(header.block_size as u64);
                 if end > v.size.next_multiple_of(header.block_size as u64) {
                     return Err(format!("record {}: blocks beyond volume {:?}", r.seq, v.name));
                 }
@@ -378,6 +383,28 @@ mod tests {
         assert_eq!(c.records, recs[5..].to_vec());
         assert_eq!(c.next(), (14, 5));
         assert_eq!(c.torn, 0);
+    }
+
+    #[test]
+    fn impossible_slot_counts_and_block_numbers_are_errors_not_panics() {
+        // A header with a valid checksum promising 2^63 slots.
+        let mut h = header(8);
+        h.slots = 1 << 63;
+        let e = read_log(&h.encode()).unwrap_err();
+        assert!(e.contains("slots"), "{e}");
+        // A record whose block + count overflows 64 bits.
+        let h = header(8);
+        let mut b = log_with(&h, &[]);
+        let r = LogRecord {
+            seq: 1,
+            time_ns: 0,
+            block: u64::MAX - 1,
+            blocks: 9,
+            volume: 0,
+            op: Op::Read,
+        };
+        r.encode(h.log_id, &mut b[HEADER_SIZE..HEADER_SIZE + RECORD_SIZE]);
+        assert!(read_log(&b).unwrap_err().contains("beyond volume"));
     }
 
     #[test]
