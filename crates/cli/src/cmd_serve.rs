@@ -11,7 +11,8 @@ use clap::Args;
 use ember_engine::device::{FileDevice, FileOptions};
 use ember_engine::layout::LayoutError;
 use ember_engine::{
-    Device, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec, WriteMode,
+    Device, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec, WarmupOptions,
+    WarmupSize, WriteMode,
 };
 use ember_nbd::server::{ServerConfig, TlsMode, TlsSettings, MAX_PAYLOAD_CEILING};
 use ember_nbd::{ExportSet, ListenAddr, Server, ServerStats};
@@ -25,8 +26,10 @@ use crate::metrics::{render_engine, render_server, MetricsServer, Render};
 /// Options of `ember serve`.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// The cache device: a file or a block device.
-    #[arg(long, value_name = "CACHEFILE")]
+    /// The cache device: a file or a block device, or `mem:SIZE` for a cache in memory
+    /// (formatted at every start, empty after every restart; write-through, write-around and
+    /// write-back-flush only).
+    #[arg(long, value_name = "CACHEFILE|mem:SIZE")]
     pub cache: PathBuf,
 
     /// A backing volume, exported under NAME: NAME=PATH (file or block device) or
@@ -93,6 +96,79 @@ pub struct ServeArgs {
     /// Limits and TLS of the NBD server.
     #[command(flatten)]
     pub net: NetArgs,
+
+    /// Bonfire's warmup: monitoring, warmup log, preload.
+    #[command(flatten)]
+    pub warmup: WarmupArgs,
+}
+
+/// Bonfire's warmup (docs/warmup.md, "In the real cache").
+#[derive(Args, Debug)]
+pub struct WarmupArgs {
+    /// Record every served request in this warmup log (a file; created if missing), and
+    /// preload from it whenever the cache starts without a valid map.
+    #[arg(long, value_name = "PATH")]
+    pub warmup_log: Option<PathBuf>,
+
+    /// The selector that picks what to preload: last-k, first-k, top-k, random-k, or none
+    /// (monitor only).
+    #[arg(long, value_name = "SELECTOR", default_value = "last-k", requires = "warmup_log")]
+    pub warmup: String,
+
+    /// How much to preload: a percentage of the cache (e.g. 50%) or bytes (e.g. 256M).
+    #[arg(long, value_name = "PCT%|SIZE", default_value = "100%", requires = "warmup_log")]
+    pub warmup_size: String,
+
+    /// Warmup region size, 4K to 1M (Bonfire's default 1M): the unit the selector ranks.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1M", requires = "warmup_log")]
+    pub warmup_region: u64,
+
+    /// Bytes of records the circular warmup log keeps (32 bytes a request).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64M", requires = "warmup_log")]
+    pub warmup_log_size: u64,
+
+    /// Bytes of the metadata staging buffer (Bonfire: 256K).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256K", requires = "warmup_log")]
+    pub warmup_staging: u64,
+}
+
+impl WarmupArgs {
+    /// The engine's warmup options, or `None` without `--warmup-log`.
+    pub fn options(&self) -> anyhow::Result<Option<WarmupOptions>> {
+        let Some(log) = &self.warmup_log else { return Ok(None) };
+        let mut o = WarmupOptions::new(log.clone());
+        o.selector = match self.warmup.as_str() {
+            "none" | "off" => None,
+            s => Some(s.parse().map_err(|e| anyhow!("--warmup: {e} (or none)"))?),
+        };
+        o.size = parse_warmup_size(&self.warmup_size)?;
+        if !(4096..=1 << 20).contains(&self.warmup_region) {
+            bail!("--warmup-region {}: it must be 4K to 1M", self.warmup_region);
+        }
+        o.region_bytes = self.warmup_region;
+        if self.warmup_log_size < 4096 {
+            bail!("--warmup-log-size {}: at least 4K", self.warmup_log_size);
+        }
+        o.log_bytes = self.warmup_log_size;
+        if self.warmup_staging < 4096 {
+            bail!("--warmup-staging {}: at least 4K", self.warmup_staging);
+        }
+        o.staging_bytes = self.warmup_staging;
+        Ok(Some(o))
+    }
+}
+
+/// `50%` (of the cache) or a size such as `256M`.
+pub fn parse_warmup_size(s: &str) -> anyhow::Result<WarmupSize> {
+    if let Some(p) = s.strip_suffix('%') {
+        let v: f64 =
+            p.trim().parse().map_err(|_| anyhow!("--warmup-size {s:?}: not a percentage"))?;
+        if !(v > 0.0 && v <= 100.0) {
+            bail!("--warmup-size {s}: a percentage above 0 and at most 100");
+        }
+        return Ok(WarmupSize::Percent(v));
+    }
+    Ok(WarmupSize::Bytes(parse_size(s).map_err(|e| anyhow!("--warmup-size: {e}"))?))
 }
 
 /// The NBD server's limits and TLS (docs/serve.md, "Limits" and "TLS").
@@ -274,7 +350,58 @@ fn parse_policy(s: &str) -> anyhow::Result<Kind> {
     Ok(kind)
 }
 
+/// The size of a `--cache mem:SIZE`, or `None` for a cache file or device.
+pub fn memory_cache_size(cache: &Path) -> anyhow::Result<Option<u64>> {
+    let Some(size) = cache.to_str().and_then(|s| s.strip_prefix("mem:")) else {
+        return Ok(None);
+    };
+    let size = parse_size(size).map_err(|e| anyhow!("--cache mem:SIZE: {e}"))?;
+    if size < 16 << 20 {
+        bail!(
+            "--cache mem:{size}: a memory cache needs at least 16M (layout and journal included)"
+        );
+    }
+    Ok(Some(size))
+}
+
+/// Why `mode` cannot run on a memory cache, if it cannot: a memory cache is lost at every
+/// stop, so only the policies whose acknowledged writes reach backing at a FLUSH are safe.
+pub fn refuse_on_memory(mode: WriteMode) -> Option<&'static str> {
+    match mode {
+        WriteMode::WriteThrough | WriteMode::WriteAround | WriteMode::WriteBackFlush => None,
+        WriteMode::WriteBackPersist => Some(
+            "write-back-persist keeps acknowledged writes only on the cache device across a \
+             FLUSH, and a memory cache loses them at every stop or crash; use write-back-flush \
+             (dirty blocks reach backing at each FLUSH) or a cache file",
+        ),
+        WriteMode::UnsafeWriteBack => Some(
+            "unsafe-write-back ignores FLUSH, so a memory cache would lose acknowledged writes \
+             at every stop; use write-back-flush",
+        ),
+    }
+}
+
+/// A memory cache of `size` bytes, formatted for `volumes`.
+fn open_memory_cache(
+    args: &ServeArgs,
+    size: u64,
+    volumes: &[VolumeSpec],
+) -> anyhow::Result<Arc<dyn Device>> {
+    if args.cache_size.is_some() || args.direct {
+        bail!("--cache mem:SIZE takes its size from SIZE and has no O_DIRECT: drop --cache-size and --direct");
+    }
+    let cache = ember_engine::device::MemDevice::new(size);
+    let mut spec = FormatSpec::new(volumes.to_vec());
+    spec.block_size = args.block_size;
+    Engine::format(&cache, &spec).context("formatting the memory cache")?;
+    println!("ember serve: memory cache of {size} bytes (empty: a memory cache starts cold)");
+    Ok(Arc::new(cache))
+}
+
 fn open_cache(args: &ServeArgs, volumes: &[VolumeSpec]) -> anyhow::Result<Arc<dyn Device>> {
+    if let Some(size) = memory_cache_size(&args.cache)? {
+        return open_memory_cache(args, size, volumes);
+    }
     let exists = args.cache.exists();
     if !exists && args.cache_size.is_none() {
         bail!(
@@ -308,6 +435,29 @@ fn open_cache(args: &ServeArgs, volumes: &[VolumeSpec]) -> anyhow::Result<Arc<dy
     Ok(Arc::new(cache))
 }
 
+/// A console line every second while the preload runs, and one when it ends.
+fn spawn_preload_progress(engine: Arc<Engine>) -> anyhow::Result<()> {
+    std::thread::Builder::new().name("preload-progress".into()).spawn(move || {
+        let mut last = std::time::Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let s = engine.warmup_stats();
+            if s.state != ember_engine::warmup::WarmupState::Preloading {
+                println!("ember serve: warmup: {}", s.reason);
+                return;
+            }
+            if last.elapsed() >= Duration::from_secs(1) {
+                last = std::time::Instant::now();
+                println!(
+                    "ember serve: warmup: preloading, {} of {} blocks ({} already cached)",
+                    s.preloaded_blocks, s.preload_planned_blocks, s.preload_skipped_blocks
+                );
+            }
+        }
+    })?;
+    Ok(())
+}
+
 /// Four workers per CPU this process may run on: a worker blocked in a read or waiting on a
 /// lock leaves its core to another (measured in docs/serve.md).
 fn default_workers() -> usize {
@@ -319,6 +469,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let backings: Vec<Backing> =
         args.backing.iter().map(|b| parse_backing(b)).collect::<anyhow::Result<_>>()?;
     let write_mode = parse_write_mode(&args.write_policy)?;
+    let warmup = args.warmup.options()?;
+    let memory = memory_cache_size(&args.cache)?.is_some();
+    if memory {
+        if let Some(why) = refuse_on_memory(write_mode) {
+            bail!("--write-policy {} on a memory cache: {why}", write_mode.name());
+        }
+    }
     let kind = parse_policy(&args.policy)?;
     let admission = parse_admission(&args.admission)?;
     // The server's limits and TLS, checked (certificates loaded) before the cache is opened.
@@ -354,6 +511,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         args.admission,
         write_mode.name()
     );
+    if let Some(w) = &warmup {
+        let start = engine.start_warmup(w).context("starting warmup")?;
+        println!("ember serve: warmup log {}: {}", w.log.display(), start.line);
+        if start.planned_blocks > 0 {
+            spawn_preload_progress(engine.clone())?;
+        }
+    }
 
     let stats = Arc::new(ServerStats::new());
     let mut builder =
@@ -384,6 +548,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 render_server(&stats, &mut out);
                 render_engine(&engine.stats(), &mut out);
                 out.push_str(&engine.dirty_stats().prometheus());
+                out.push_str(&engine.warmup_stats().prometheus());
                 out
             });
             let m = MetricsServer::start(addr, render)?;
@@ -438,6 +603,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     served.context("NBD server")?;
     let report = engine.shutdown().context("clean shutdown of the cache")?;
     let s = engine.stats();
+    if memory {
+        println!(
+            "ember serve: clean shutdown: memory cache discarded ({} blocks); read hit ratio {:.2}% ({} hits, {} misses)",
+            report.persisted_blocks,
+            100.0 * s.read_hit_ratio(),
+            s.total.read_hits,
+            s.total.read_misses
+        );
+        return Ok(());
+    }
     println!(
         "ember serve: clean shutdown: {} blocks persisted (checkpoint generation {}); read hit ratio {:.2}% ({} hits, {} misses)",
         report.persisted_blocks,
@@ -510,6 +685,58 @@ mod tests {
         assert_eq!(parse_mode("0660"), Ok(0o660));
         assert!(parse_mode("1777").is_err());
         assert!(parse_mode("9").is_err());
+    }
+
+    #[test]
+    fn memory_cache_spec_and_refusals() {
+        let size = |s: &str| memory_cache_size(Path::new(s)).map_err(|e| e.to_string());
+        assert_eq!(size("mem:64M"), Ok(Some(64 << 20)));
+        assert_eq!(size("/tmp/mem:64M"), Ok(None), "only a leading mem: names memory");
+        assert_eq!(size("cache.img"), Ok(None));
+        assert!(size("mem:lots").unwrap_err().contains("not a size"));
+        assert!(size("mem:1M").unwrap_err().contains("at least 16M"));
+        for mode in [WriteMode::WriteThrough, WriteMode::WriteAround, WriteMode::WriteBackFlush] {
+            assert_eq!(refuse_on_memory(mode), None, "{mode:?} is safe on memory");
+        }
+        assert!(refuse_on_memory(WriteMode::WriteBackPersist).unwrap().contains("loses them"));
+        assert!(refuse_on_memory(WriteMode::UnsafeWriteBack).unwrap().contains("ignores FLUSH"));
+    }
+
+    #[test]
+    fn warmup_sizes_and_flags() {
+        assert_eq!(parse_warmup_size("50%").ok(), Some(WarmupSize::Percent(50.0)));
+        assert_eq!(parse_warmup_size("256M").ok(), Some(WarmupSize::Bytes(256 << 20)));
+        assert!(parse_warmup_size("0%").is_err());
+        assert!(parse_warmup_size("101%").is_err());
+        assert!(parse_warmup_size("x%").is_err());
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            w: WarmupArgs,
+        }
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.w.options().map_err(|e| format!("{e:#}")))
+        };
+        assert!(parse(&[]).unwrap().is_none());
+        let o = parse(&["--warmup-log", "w.log", "--warmup", "top-k", "--warmup-region", "4K"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.selector, Some(ember_policy::warmup::SelectorKind::TopK));
+        assert_eq!((o.region_bytes, o.staging_bytes, o.log_bytes), (4096, 256 << 10, 64 << 20));
+        assert_eq!(
+            parse(&["--warmup-log", "w", "--warmup", "none"]).unwrap().unwrap().selector,
+            None
+        );
+        assert!(parse(&["--warmup", "top-k"]).unwrap_err().contains("--warmup-log"));
+        assert!(parse(&["--warmup-log", "w", "--warmup", "lru"])
+            .unwrap_err()
+            .contains("unknown warmup selector"));
+        assert!(parse(&["--warmup-log", "w", "--warmup-region", "2M"])
+            .unwrap_err()
+            .contains("4K to 1M"));
     }
 
     #[test]

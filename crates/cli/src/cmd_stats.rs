@@ -47,6 +47,8 @@ pub struct ServerView {
     pub nbd: BTreeMap<String, CommandRow>,
     /// NBD connections: opened, open.
     pub connections: BTreeMap<String, u64>,
+    /// Bonfire's warmup (the `ember_warmup_*` metrics without prefix and `_total`).
+    pub warmup: BTreeMap<String, f64>,
 }
 
 fn quantile_from_buckets(buckets: &[(f64, f64)], q: f64) -> Option<f64> {
@@ -64,7 +66,9 @@ pub fn view(samples: &[Sample]) -> ServerView {
     let mut buckets: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     let mut sums: BTreeMap<String, f64> = BTreeMap::new();
     for s in samples {
-        if let Some(counter) =
+        if let Some(w) = s.name.strip_prefix("ember_warmup_") {
+            v.warmup.insert(w.trim_end_matches("_total").to_string(), s.value);
+        } else if let Some(counter) =
             s.name.strip_prefix("ember_cache_").and_then(|n| n.strip_suffix("_total"))
         {
             let volume = s.label("volume").unwrap_or("").to_string();
@@ -183,6 +187,28 @@ pub fn table(v: &ServerView) -> String {
             );
         }
     }
+    let w = |k: &str| v.warmup.get(k).copied().unwrap_or(0.0);
+    if w("state") > 0.0 {
+        let state = match w("state") as u8 {
+            1 => "monitoring",
+            2 => "preloading",
+            _ => "preload done",
+        };
+        let _ = writeln!(
+            out,
+            "\nwarmup: {state}; preloaded {} of {} planned blocks ({} bytes, {} already cached) \
+             in {:.2} s; log {} bytes written, {} requests staged, {} dropped, staging {} bytes",
+            w("preloaded_blocks"),
+            w("preload_planned_blocks"),
+            w("preloaded_bytes"),
+            w("preload_skipped_blocks"),
+            w("preload_seconds"),
+            w("log_bytes_written"),
+            w("staged_requests"),
+            w("staging_dropped"),
+            w("staging_bytes")
+        );
+    }
     if !v.connections.is_empty() {
         let _ = writeln!(
             out,
@@ -228,6 +254,10 @@ ember_nbd_request_duration_seconds_bucket{command=\"read\",le=\"0.000004\"} 4
 ember_nbd_request_duration_seconds_bucket{command=\"read\",le=\"+Inf\"} 4
 ember_nbd_request_duration_seconds_sum{command=\"read\"} 0.000008
 ember_nbd_connections_opened_total 2
+ember_warmup_state 2
+ember_warmup_preloaded_blocks_total 40
+ember_warmup_preload_planned_blocks 100
+ember_warmup_log_bytes_written_total 3200
 ";
         let samples = match parse(text) {
             Ok(s) => s,
@@ -246,5 +276,8 @@ ember_nbd_connections_opened_total 2
         let t = table(&v);
         assert!(t.contains("75.00%"), "{t}");
         assert!(t.contains("read_hits"), "{t}");
+        assert_eq!(v.warmup["preloaded_blocks"], 40.0);
+        assert!(t.contains("warmup: preloading; preloaded 40 of 100 planned blocks"), "{t}");
+        assert!(t.contains("log 3200 bytes written"), "{t}");
     }
 }

@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     pub cv: Condvar,
     /// The journal cursor (write-back persist); also serializes barriers.
     pub persist: Mutex<Cursor>,
+    /// Bonfire's monitor, log writer and preloader (issue 11).
+    pub warmup: crate::warmup::Hooks,
 }
 
 impl Inner {

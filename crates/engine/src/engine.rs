@@ -39,6 +39,7 @@ pub struct Engine {
 impl Drop for Engine {
     /// Dropping without [`Engine::shutdown`] is a crash: the flusher stops where it is.
     fn drop(&mut self) {
+        self.inner.warmup.stop();
         self.stop_flusher();
     }
 }
@@ -163,7 +164,28 @@ impl Engine {
     /// write-back persist keeps them and writes them with the map (dirty flag and epoch), so
     /// the next start resumes flushing them.
     pub fn shutdown(&self) -> Result<ShutdownReport, EngineError> {
-        admin::shutdown(&self.inner, || self.stop_flusher())
+        let report = admin::shutdown(&self.inner, || self.stop_flusher());
+        // After the drain: the preloader has left the gate, the log gets every request.
+        self.inner.warmup.stop();
+        report
+    }
+
+    /// Start Bonfire's warmup (issue 11): monitor every request into the warmup log
+    /// `opts.log`, and, if this start loaded no map (cold or fresh), preload from the log
+    /// in the background. A log that is missing, damaged, truncated or from another cache
+    /// means no preload (the returned line says why), never an error; an error means the
+    /// log cannot be created or written at all.
+    pub fn start_warmup(
+        &self,
+        opts: &crate::warmup::WarmupOptions,
+    ) -> Result<crate::warmup::WarmupStart, EngineError> {
+        let warm = self.open_report.start == crate::open::StartKind::Warm;
+        crate::warmup::start::start(&self.inner, warm, opts)
+    }
+
+    /// Warmup's state and counters.
+    pub fn warmup_stats(&self) -> crate::warmup::WarmupStats {
+        self.inner.warmup.stats()
     }
 }
 

@@ -30,6 +30,11 @@ impl Gate {
         Some(Pass(self))
     }
 
+    /// Requests in the gate now (the preloader yields while there are any).
+    pub fn active(&self) -> u64 {
+        self.st.lock().active
+    }
+
     /// Close and wait for every request in flight to leave. Returns false if it was already
     /// closed.
     pub fn close_and_drain(&self) -> bool {

@@ -27,6 +27,7 @@ pub mod report;
 mod state;
 pub mod stats;
 mod stripes;
+pub mod warmup;
 pub mod wb;
 
 pub use admin::ShutdownReport;
@@ -39,4 +40,5 @@ pub use layout::WriteMode;
 pub use open::{OpenReport, StartKind};
 pub use report::Report;
 pub use stats::{DirtyStats, Stats, VolumeStats};
+pub use warmup::{WarmupOptions, WarmupSize, WarmupStart, WarmupStats};
 pub use wb::WritebackConfig;

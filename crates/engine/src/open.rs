@@ -261,6 +261,7 @@ pub(crate) fn open(
         limits,
         cv: Condvar::new(),
         persist: Mutex::new(Cursor::default()),
+        warmup: Default::default(),
     });
     if write_mode != WriteMode::WriteBackPersist {
         // Recovered dirty blocks reach backing before this policy serves anything.

@@ -5,16 +5,24 @@ use std::path::PathBuf;
 
 use crate::{open, write_trace, Format, ReadOptions, Trace, TraceError, VolumeTable};
 
-/// The format an input's first byte selects: `Format::ALL[b % 8]`, or content detection
-/// (`None`) for 7.
+/// The format an input's first byte selects, `b % 9`: `Format::ALL[0..7]`, content
+/// detection (`None`) for 7, the warmup log for 8.
 pub fn selected_format(selector: u8) -> Option<Format> {
-    Format::ALL.get(usize::from(selector % 8)).copied()
+    match selector % 9 {
+        7 => None,
+        8 => Some(Format::WarmupLog),
+        i => Format::ALL.get(usize::from(i)).copied(),
+    }
 }
 
 /// The first two bytes of an input for `format` (`None`: detect) read with or without
 /// `--skip-bad`; the file's bytes follow them.
 pub fn input_prefix(format: Option<Format>, skip_bad: bool) -> [u8; 2] {
-    let index = format.and_then(|f| Format::ALL.iter().position(|&g| g == f)).unwrap_or(7);
+    let index = match format {
+        None => 7,
+        Some(Format::WarmupLog) => 8,
+        Some(f) => Format::ALL.iter().position(|&g| g == f).unwrap_or(7),
+    };
     [index as u8, u8::from(skip_bad)]
 }
 

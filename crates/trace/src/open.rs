@@ -144,6 +144,9 @@ fn sniff(path: &Path, head: &[u8]) -> Result<Format, TraceError> {
     if head.starts_with(&ember_fmt::MAGIC) {
         return Ok(Format::Ember);
     }
+    if head.starts_with(&crate::formats::warmup_log::MAGIC) {
+        return Ok(Format::WarmupLog);
+    }
     let texty = !head.is_empty()
         && head.iter().all(|&b| {
             b == b'\n' || b == b'\r' || b == b'\t' || (0x20..0x7f).contains(&b) || b >= 0x80
@@ -336,8 +339,20 @@ impl BinDecoder {
 }
 
 enum Inner {
-    Text { reader: Box<dyn BufRead + Send>, buf: Vec<u8>, line: u64, parser: TextParser },
-    Binary { bytes: Bytes, record: u64, decoder: BinDecoder },
+    /// A trace decoded whole at open (the warmup log: circular, so its order is known only
+    /// once every slot is read).
+    Loaded(std::vec::IntoIter<Request>),
+    Text {
+        reader: Box<dyn BufRead + Send>,
+        buf: Vec<u8>,
+        line: u64,
+        parser: TextParser,
+    },
+    Binary {
+        bytes: Bytes,
+        record: u64,
+        decoder: BinDecoder,
+    },
 }
 
 /// A streaming trace reader: an iterator of requests in file order.
@@ -379,7 +394,14 @@ pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> 
         None => detect_format(path)?,
     };
     let mut volumes = VolumeTable::new();
-    let inner = if format.is_binary() {
+    let inner = if format == Format::WarmupLog {
+        let mut bytes = Vec::new();
+        open_decompressed(path)?.read_to_end(&mut bytes).map_err(|e| io_err(path, e))?;
+        let (vols, requests) = crate::formats::warmup_log::requests(&bytes)
+            .map_err(|message| TraceError::Format { path: path.to_owned(), message })?;
+        volumes = vols;
+        Inner::Loaded(requests.into_iter())
+    } else if format.is_binary() {
         let mut bytes = if detect_compression(path)? == Compression::None {
             let file = File::open(path).map_err(|e| io_err(path, e))?;
             let len = file.metadata().map_err(|e| io_err(path, e))?.len();
@@ -660,6 +682,7 @@ impl Iterator for TraceReader {
         match self.inner {
             Inner::Text { .. } => self.next_text(),
             Inner::Binary { .. } => self.next_binary(),
+            Inner::Loaded(ref mut it) => it.next().map(Ok),
         }
     }
 }

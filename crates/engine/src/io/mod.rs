@@ -35,6 +35,7 @@ impl Volume {
             self.wait_for_epochs()?;
         }
         let bs = self.inner.block_size();
+        self.inner.warmup.record(self.vol().id, true, offset, data.len() as u64, bs);
         let end = offset + data.len() as u64;
         let mut pos = offset;
         while pos < end {

@@ -20,6 +20,7 @@ impl Volume {
         ctr.read_requests.fetch_add(1, Relaxed);
         ctr.read_bytes.fetch_add(buf.len() as u64, Relaxed);
         let bs = self.inner.block_size();
+        self.inner.warmup.record(self.vol().id, false, offset, buf.len() as u64, bs);
         let end = offset + buf.len() as u64;
         let mut pos = offset;
         while pos < end {

@@ -10,6 +10,7 @@ pub mod msr;
 pub mod oracle_general;
 pub mod spc;
 pub mod vscsi;
+pub mod warmup_log;
 
 use std::fmt;
 use std::str::FromStr;
@@ -36,11 +37,13 @@ pub enum Format {
     Csv,
     /// ember's own compact binary format (see docs/formats.md).
     Ember,
+    /// The warmup log `ember serve --warmup-log` writes ([`warmup_log`]; read only).
+    WarmupLog,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::MsrCsv,
         Format::SpcCsv,
         Format::Blkparse,
@@ -48,6 +51,7 @@ impl Format {
         Format::OracleGeneral,
         Format::Csv,
         Format::Ember,
+        Format::WarmupLog,
     ];
 
     /// The short name used on the command line.
@@ -60,6 +64,7 @@ impl Format {
             Format::OracleGeneral => "oracle-general",
             Format::Csv => "csv",
             Format::Ember => "ember",
+            Format::WarmupLog => "warmup-log",
         }
     }
 
@@ -86,6 +91,7 @@ impl Format {
             "vscsi" => Some(Format::Vscsi),
             "oraclegeneral" | "oracle-general" | "oracle_general" => Some(Format::OracleGeneral),
             "ember" => Some(Format::Ember),
+            "wlog" => Some(Format::WarmupLog),
             _ => None,
         }
     }
@@ -100,6 +106,7 @@ impl Format {
             Format::OracleGeneral => "oracleGeneral.bin",
             Format::Csv => "csv",
             Format::Ember => "ember",
+            Format::WarmupLog => "wlog",
         }
     }
 }
@@ -123,6 +130,7 @@ impl FromStr for Format {
             "oracle-general" | "oraclegeneral" | "oracle_general" => Format::OracleGeneral,
             "csv" => Format::Csv,
             "ember" => Format::Ember,
+            "warmup-log" | "warmuplog" | "wlog" => Format::WarmupLog,
             _ => {
                 let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
                 return Err(TraceError::Invalid(format!(

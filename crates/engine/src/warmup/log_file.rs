@@ -1,0 +1,185 @@
+//! The warmup log on its own file (Bonfire's logging volume): created with a header naming
+//! the served volumes and their backing identities, then written circularly with large
+//! sequential writes of whole batches (at most two writes a batch: one before and one after
+//! the wrap). The format is `ember_trace::formats::warmup_log`, so every trace command reads
+//! the file directly.
+
+use super::monitor::Entry;
+use ember_trace::formats::warmup_log::{
+    read_log, LogContents, LogHeader, LogRecord, MAX_RECORD_BLOCKS, RECORD_SIZE,
+};
+use ember_trace::Op;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// Read the log at `path`: `Ok(None)` if there is no file, `Err(why)` if it is not a usable
+/// warmup log (foreign, damaged, truncated).
+pub fn read_existing(path: &Path) -> Result<Option<LogContents>, String> {
+    match std::fs::read(path) {
+        Ok(b) => read_log(&b).map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read it: {e}")),
+    }
+}
+
+/// An open warmup log being appended to.
+pub struct LogFile {
+    file: File,
+    path: PathBuf,
+    header: LogHeader,
+    next_seq: u64,
+    buf: Vec<u8>,
+}
+
+impl LogFile {
+    /// Open `path` for appending. If `existing` (what the file held) has the same volumes,
+    /// block size and slots as `wanted`, records continue after its newest one (the history
+    /// survives restarts); otherwise the file is created anew with `wanted` (a fresh log id).
+    /// Returns the log and whether it continued the existing one.
+    pub fn open(
+        path: &Path,
+        wanted: LogHeader,
+        existing: Option<&LogContents>,
+    ) -> io::Result<(LogFile, bool)> {
+        let ctx =
+            |e: io::Error| io::Error::new(e.kind(), format!("warmup log {}: {e}", path.display()));
+        let resume = existing.filter(|c| {
+            c.header.volumes == wanted.volumes
+                && c.header.block_size == wanted.block_size
+                && c.header.slots == wanted.slots
+        });
+        if let Some(c) = resume {
+            let file = OpenOptions::new().write(true).open(path).map_err(ctx)?;
+            let (next_seq, _) = c.next();
+            let header = c.header.clone();
+            return Ok((
+                LogFile { file, path: path.into(), header, next_seq, buf: Vec::new() },
+                true,
+            ));
+        }
+        let file =
+            OpenOptions::new().write(true).create(true).truncate(true).open(path).map_err(ctx)?;
+        file.set_len(wanted.file_size()).map_err(ctx)?;
+        file.write_all_at(&wanted.encode(), 0).map_err(ctx)?;
+        file.sync_all().map_err(ctx)?;
+        Ok((
+            LogFile { file, path: path.into(), header: wanted, next_seq: 1, buf: Vec::new() },
+            false,
+        ))
+    }
+
+    /// Append `entries` (oldest first), mapping each entry's engine volume to its log volume
+    /// index with `volume` (entries of unmapped volumes are skipped). Returns the bytes
+    /// written.
+    pub fn append(
+        &mut self,
+        entries: &[Entry],
+        volume: impl Fn(u32) -> Option<u8>,
+    ) -> io::Result<u64> {
+        self.buf.clear();
+        let first_seq = self.next_seq;
+        for e in entries {
+            let Some(v) = volume(e.volume) else { continue };
+            let mut block = e.block;
+            let mut left = e.blocks;
+            while left > 0 {
+                let n = left.min(MAX_RECORD_BLOCKS);
+                let r = LogRecord {
+                    seq: self.next_seq,
+                    time_ns: e.time_ns,
+                    block,
+                    blocks: n as u16,
+                    volume: v,
+                    op: if e.write { Op::Write } else { Op::Read },
+                };
+                let at = self.buf.len();
+                self.buf.resize(at + RECORD_SIZE, 0);
+                r.encode(self.header.log_id, &mut self.buf[at..]);
+                self.next_seq += 1;
+                block += n;
+                left -= n;
+            }
+        }
+        // Sequential runs of slots: from the first record's slot to the end of the log, then
+        // from slot 0 (a batch larger than the log keeps only its newest records).
+        let slots = self.header.slots;
+        let total = (self.next_seq - first_seq).min(slots);
+        let skip = (self.next_seq - first_seq) - total;
+        let mut seq = first_seq + skip;
+        let mut at = (skip as usize) * RECORD_SIZE;
+        let mut left = total;
+        while left > 0 {
+            let slot = (seq - 1) % slots;
+            let n = left.min(slots - slot);
+            let bytes = &self.buf[at..at + n as usize * RECORD_SIZE];
+            self.file.write_all_at(bytes, self.header.slot_offset(slot)).map_err(|e| {
+                io::Error::new(e.kind(), format!("warmup log {}: {e}", self.path.display()))
+            })?;
+            seq += n;
+            at += n as usize * RECORD_SIZE;
+            left -= n;
+        }
+        Ok(total * RECORD_SIZE as u64)
+    }
+
+    /// Make what was appended durable.
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    /// The header in force.
+    pub fn header(&self) -> &LogHeader {
+        &self.header
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ember_trace::formats::warmup_log::LogVolume;
+
+    fn header(slots: u64) -> LogHeader {
+        LogHeader {
+            slots,
+            log_id: 42,
+            block_size: 4096,
+            created_ns: 1,
+            volumes: vec![LogVolume { name: "d".into(), size: 1 << 30, backing_medium: 7 }],
+        }
+    }
+
+    fn e(block: u64, blocks: u64) -> Entry {
+        Entry { time_ns: block, block, blocks, volume: 5, write: false }
+    }
+
+    #[test]
+    fn appends_wrap_and_resume_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("w.log");
+        let (mut log, resumed) = LogFile::open(&p, header(4), None).unwrap();
+        assert!(!resumed);
+        let map = |v: u32| (v == 5).then_some(0u8);
+        assert_eq!(log.append(&[e(1, 1), e(2, 1), e(3, 1)], map).unwrap(), 96);
+        // Volume 6 is not logged; a request of 70000 blocks takes two records.
+        log.append(&[e(4, 1), Entry { volume: 6, ..e(9, 1) }, e(10, 70000)], map).unwrap();
+        let c = read_existing(&p).unwrap().unwrap();
+        let got: Vec<(u64, u64, u16)> =
+            c.records.iter().map(|r| (r.seq, r.block, r.blocks)).collect();
+        assert_eq!(got, vec![(3, 3, 1), (4, 4, 1), (5, 10, 65535), (6, 65545, 4465)]);
+        drop(log);
+        let (mut log, resumed) = LogFile::open(&p, header(4), Some(&c)).unwrap();
+        assert!(resumed, "same volumes: the history continues");
+        log.append(&[e(100, 1)], map).unwrap();
+        let c2 = read_existing(&p).unwrap().unwrap();
+        assert_eq!(c2.records.last().map(|r| (r.seq, r.block)), Some((7, 100)));
+        // Other volumes: a new log.
+        let mut other = header(4);
+        other.volumes[0].backing_medium = 8;
+        let (_, resumed) = LogFile::open(&p, other, Some(&c2)).unwrap();
+        assert!(!resumed);
+        assert!(read_existing(&p).unwrap().unwrap().records.is_empty());
+        assert_eq!(read_existing(&dir.path().join("none")), Ok(None));
+    }
+}

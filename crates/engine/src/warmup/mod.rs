@@ -1,0 +1,84 @@
+//! Bonfire in the real cache (Zhang et al., FAST 2013, section 5): the monitor that records
+//! every served request, the warmup log it is written to, and the bulk preload of a cache
+//! that starts without a valid map.
+//!
+//! - [`monitor`]: the lock-free staging buffer the request entry points append to;
+//! - [`log_file`]: the circular warmup log on a separate file (format in
+//!   `ember_trace::formats::warmup_log`);
+//! - [`writer`]: the background thread that drains the staging buffer into the log with
+//!   large sequential writes;
+//! - [`plan`]: from the log to the blocks to preload (selector, dedupe, sort, merge);
+//! - [`preload`]: the background preloader, foreground first, never over newer data;
+//! - [`start`]: deciding, planning and starting it all on an open engine;
+//! - [`stats`]: what `ember stats` and the metrics show;
+//! - [`options`]: what `ember serve` asks for.
+//!
+//! Only the metadata log is built: no performance snapshot (data) and no log region inside
+//! the cache layout.
+
+pub mod log_file;
+pub mod monitor;
+pub mod options;
+pub mod plan;
+pub(crate) mod preload;
+pub(crate) mod start;
+pub mod stats;
+pub(crate) mod writer;
+
+pub use options::{WarmupOptions, WarmupSize};
+pub use start::WarmupStart;
+pub use stats::{WarmupState, WarmupStats};
+
+use monitor::Monitor;
+use stats::Counters;
+use std::sync::{Arc, OnceLock};
+
+/// What the engine core holds for warmup: the monitor once monitoring starts, and the
+/// counters.
+#[derive(Default)]
+pub(crate) struct Hooks {
+    pub monitor: OnceLock<Arc<Monitor>>,
+    pub counters: Counters,
+    pub running: parking_lot::Mutex<Option<start::Running>>,
+}
+
+impl Hooks {
+    /// Stop the warmup threads (the log writer drains and syncs the log first).
+    pub fn stop(&self) {
+        let running = self.running.lock().take();
+        if let Some(r) = running {
+            r.stop();
+        }
+    }
+
+    /// A snapshot for the stats.
+    pub fn stats(&self) -> WarmupStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = &self.counters;
+        let m = self.monitor.get();
+        WarmupStats {
+            state: c.state(),
+            reason: c.reason.lock().clone(),
+            preloaded_blocks: c.preloaded_blocks.load(Relaxed),
+            preloaded_bytes: c.preloaded_bytes.load(Relaxed),
+            preload_skipped_blocks: c.skipped_blocks.load(Relaxed),
+            preload_planned_blocks: c.planned_blocks.load(Relaxed),
+            preload_ns: c.preload_ns(),
+            log_bytes_written: c.log_bytes.load(Relaxed),
+            staged_requests: m.map_or(0, |m| m.staged()),
+            staging_dropped: m.map_or(0, |m| m.dropped()),
+            staging_bytes: m.map_or(0, |m| m.capacity_bytes()),
+        }
+    }
+
+    /// Record one served request (the hot path: one lock-free append when monitoring).
+    #[inline]
+    pub fn record(&self, volume: u32, write: bool, offset: u64, len: u64, block_size: u64) {
+        if let Some(m) = self.monitor.get() {
+            m.record(volume, write, offset, len, block_size);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,180 @@
+//! Starting and stopping warmup on an open engine: read the existing log, decide whether to
+//! preload (only when the cache started without a valid map), plan it, then open the log for
+//! appending and start the monitor, the log writer and the preloader.
+
+use super::log_file::{read_existing, LogFile};
+use super::monitor::Monitor;
+use super::options::WarmupOptions;
+use super::plan::{plan, Plan, Served};
+use super::stats::WarmupState;
+use crate::core::{now_ns, Inner};
+use crate::error::EngineError;
+use ember_trace::formats::warmup_log::{LogHeader, LogVolume, MAX_SLOTS, RECORD_SIZE};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// How warmup started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WarmupStart {
+    /// Blocks the preload plans (0: no preload).
+    pub planned_blocks: u64,
+    /// One line for the console: what is preloaded, or why nothing is.
+    pub line: String,
+}
+
+/// The threads of a started warmup.
+pub(crate) struct Running {
+    stop: Arc<AtomicBool>,
+    writer: Option<JoinHandle<()>>,
+    preloader: Option<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stop the preloader and the writer (which drains and syncs the log first).
+    pub fn stop(mut self) {
+        self.stop.store(true, Relaxed);
+        for h in [self.preloader.take(), self.writer.take()].into_iter().flatten() {
+            h.thread().unpark();
+            let _ = h.join();
+        }
+    }
+}
+
+/// Start warmup on `inner`; `warm` says the cache loaded a map (no preload then).
+pub(crate) fn start(
+    inner: &Arc<Inner>,
+    warm: bool,
+    opts: &WarmupOptions,
+) -> Result<WarmupStart, EngineError> {
+    if inner.warmup.monitor.get().is_some() {
+        return Err(EngineError::Config("warmup is already started".into()));
+    }
+    if !(4096..=1 << 20).contains(&opts.region_bytes) {
+        return Err(EngineError::Config(format!(
+            "warmup region of {} bytes: it must be 4 KiB to 1 MiB",
+            opts.region_bytes
+        )));
+    }
+    let slots = opts.log_bytes / RECORD_SIZE as u64;
+    if slots == 0 || slots > MAX_SLOTS {
+        return Err(EngineError::Config(format!(
+            "a warmup log of {} bytes: it holds 1 to {MAX_SLOTS} records of {RECORD_SIZE} bytes",
+            opts.log_bytes
+        )));
+    }
+    let bs = inner.block_size();
+    let served: Vec<Served> = inner
+        .volumes
+        .iter()
+        .map(|v| Served {
+            name: v.name.clone(),
+            id: v.id,
+            size: v.size,
+            medium: v.backing.identity().map(|i| i.medium_digest()).unwrap_or(0),
+        })
+        .collect();
+    let path = opts.log.display();
+    let existing = read_existing(&opts.log);
+    let mut the_plan = Plan::default();
+    let line = match (&existing, opts.selector) {
+        _ if warm => "no preload: the cache started warm (its map was loaded)".to_string(),
+        (_, None) => "no preload: no warmup selector (monitoring only)".to_string(),
+        (Err(why), _) => {
+            format!("no preload, starting cold: the warmup log {path} is unusable: {why}")
+        }
+        (Ok(None), _) => format!("no preload, starting cold: no warmup log at {path} yet"),
+        (Ok(Some(log)), Some(kind)) => {
+            let budget = opts.size.blocks(inner.geometry.data_blocks, bs);
+            match plan(log, &served, bs, kind, opts.seed, budget, opts.region_bytes) {
+                Err(why) => {
+                    format!("no preload, starting cold: the warmup log {path} is unusable: {why}")
+                }
+                Ok(p) if p.blocks == 0 => format!(
+                    "no preload: the warmup log {path} holds no access to the served volumes"
+                ),
+                Ok(p) => {
+                    let mut l = format!(
+                        "preloading {} blocks ({} runs) in the background, {} of {} logged \
+                         requests, {} KiB regions",
+                        p.blocks,
+                        p.runs.len(),
+                        kind,
+                        log.records.len(),
+                        opts.region_bytes >> 10
+                    );
+                    if log.torn > 0 {
+                        l += &format!("; {} torn records of the last write dropped", log.torn);
+                    }
+                    for n in &p.notes {
+                        l += &format!("; {n}");
+                    }
+                    the_plan = p;
+                    l
+                }
+            }
+        }
+    };
+    // The plan is in memory: the log may now be appended to (or created anew).
+    let wanted = LogHeader {
+        slots,
+        log_id: rand::random::<u64>() | 1,
+        block_size: bs as u32,
+        created_ns: now_ns(),
+        volumes: served
+            .iter()
+            .map(|s| LogVolume { name: s.name.clone(), size: s.size, backing_medium: s.medium })
+            .collect(),
+    };
+    let prior = existing.as_ref().ok().and_then(|o| o.as_ref());
+    let (log, _resumed) = LogFile::open(&opts.log, wanted, prior).map_err(EngineError::Io)?;
+    let max_id = served.iter().map(|s| s.id).max().unwrap_or(0) as usize;
+    let mut map = vec![None; max_id + 1];
+    for (i, s) in log.header().volumes.iter().enumerate() {
+        if let Some(sv) = served.iter().find(|sv| sv.name == s.name) {
+            map[sv.id as usize] = Some(i as u8);
+        }
+    }
+    let monitor = Arc::new(Monitor::new(opts.staging_bytes));
+    let c = &inner.warmup.counters;
+    c.planned_blocks.store(the_plan.blocks, Relaxed);
+    c.set_reason(line.clone());
+    c.set_state(if the_plan.blocks > 0 {
+        WarmupState::Preloading
+    } else {
+        WarmupState::Monitoring
+    });
+    let _ = inner.warmup.monitor.set(monitor.clone());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (inner, stop) = (inner.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("ember-warmup-log".into())
+            .spawn(move || super::writer::run(inner, monitor, log, map, stop))
+            .map_err(EngineError::Io)?
+    };
+    let preloader = if the_plan.blocks > 0 {
+        let (inner, stop) = (inner.clone(), stop.clone());
+        let runs = the_plan.runs;
+        Some(
+            std::thread::Builder::new()
+                .name("ember-preload".into())
+                .spawn(move || {
+                    let why = super::preload::run(&inner, &runs, &stop);
+                    let c = &inner.warmup.counters;
+                    let line = format!(
+                        "preload {why}: {} blocks preloaded in {:.2} s, {} already cached",
+                        c.preloaded_blocks.load(Relaxed),
+                        c.preload_ns() as f64 / 1e9,
+                        c.skipped_blocks.load(Relaxed)
+                    );
+                    c.set_reason(line);
+                })
+                .map_err(EngineError::Io)?,
+        )
+    } else {
+        None
+    };
+    *inner.warmup.running.lock() = Some(Running { stop, writer: Some(writer), preloader });
+    Ok(WarmupStart { planned_blocks: the_plan.blocks, line })
+}
