@@ -36,10 +36,13 @@ impl Budget {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Take `charge` bytes, waiting while the budget is spent; `idle`: the connection has
-    /// nothing else in flight, so a charge up to the guaranteed bytes never waits. `false`
-    /// when the server is shutting down (nothing was taken).
-    pub(crate) fn acquire(&self, charge: u64, idle: bool) -> bool {
+    /// Take `charge` bytes, waiting while the budget is spent. `idle` says whether the
+    /// connection has nothing else in flight, so that a charge up to the guaranteed bytes
+    /// never waits; it is asked again at every wake-up, because the connection's last
+    /// request may end while this one waits (a value read once could keep it waiting for
+    /// ever behind clients that never read). `false` when the server is shutting down
+    /// (nothing was taken).
+    pub(crate) fn acquire(&self, charge: u64, idle: impl Fn() -> bool) -> bool {
         if charge == 0 {
             return true;
         }
@@ -48,7 +51,7 @@ impl Budget {
             if state.closed {
                 return false;
             }
-            if state.used + charge <= self.limit || (idle && charge <= self.guaranteed) {
+            if state.used + charge <= self.limit || (charge <= self.guaranteed && idle()) {
                 state.used += charge;
                 return true;
             }
@@ -58,11 +61,9 @@ impl Budget {
         }
     }
 
-    /// Give back `charge` bytes.
+    /// Give back `charge` bytes (0 too: a connection that just became idle may now pass),
+    /// waking waiters if there are any.
     pub(crate) fn release(&self, charge: u64) {
-        if charge == 0 {
-            return;
-        }
         let mut state = self.lock();
         state.used = state.used.saturating_sub(charge);
         let waiters = state.waiters > 0;
@@ -93,15 +94,15 @@ mod tests {
     #[test]
     fn waits_until_released_and_guarantees_small_idle_requests() {
         let budget = Arc::new(Budget::new(100, 10));
-        assert!(budget.acquire(60, true));
-        assert!(budget.acquire(40, false));
+        assert!(budget.acquire(60, || true));
+        assert!(budget.acquire(40, || false));
         assert_eq!(budget.used(), 100);
         // Spent: an idle connection still gets up to the guaranteed 10 bytes.
-        assert!(budget.acquire(10, true));
+        assert!(budget.acquire(10, || true));
         assert_eq!(budget.used(), 110);
         let waiter = {
             let budget = Arc::clone(&budget);
-            std::thread::spawn(move || budget.acquire(50, false))
+            std::thread::spawn(move || budget.acquire(50, || false))
         };
         std::thread::sleep(Duration::from_millis(50));
         assert!(!waiter.is_finished(), "a 50-byte charge waits while the budget is spent");
@@ -110,13 +111,39 @@ mod tests {
         assert_eq!(budget.used(), 100);
     }
 
+    /// A connection waiting for a small charge behind a spent budget becomes idle when its
+    /// previous request ends (charge 0, e.g. a FLUSH): it must then pass on the guarantee.
+    /// Seen as a hang of `memory_limits.rs` (every reader in `Budget::acquire`, the good
+    /// client's READ never answered) when idleness was read once, before waiting.
+    #[test]
+    fn a_waiter_that_becomes_idle_passes_on_the_guarantee() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let budget = Arc::new(Budget::new(100, 10));
+        assert!(budget.acquire(100, || true));
+        let idle = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let (budget, idle) = (Arc::clone(&budget), Arc::clone(&idle));
+            std::thread::spawn(move || {
+                let _ = tx.send(budget.acquire(5, || idle.load(Ordering::SeqCst)));
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(rx.try_recv().is_err(), "not idle, budget spent: it waits");
+        idle.store(true, Ordering::SeqCst);
+        budget.release(0);
+        let got = rx.recv_timeout(Duration::from_secs(20));
+        assert_eq!(got, Ok(true), "the now-idle connection gets its guaranteed bytes");
+        assert_eq!(budget.used(), 105);
+    }
+
     #[test]
     fn close_wakes_waiters_without_charging() {
         let budget = Arc::new(Budget::new(10, 0));
-        assert!(budget.acquire(10, true));
+        assert!(budget.acquire(10, || true));
         let waiter = {
             let budget = Arc::clone(&budget);
-            std::thread::spawn(move || budget.acquire(5, true))
+            std::thread::spawn(move || budget.acquire(5, || true))
         };
         std::thread::sleep(Duration::from_millis(20));
         budget.close();

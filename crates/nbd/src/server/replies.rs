@@ -148,10 +148,10 @@ impl Replies {
         {
             state = self.wait_for_room(state);
         }
-        // Only this connection's reader admits requests, so `idle` cannot change below.
-        let idle = state.in_flight == 0;
         drop(state);
-        let charged = self.server.budget.acquire(charge, idle);
+        // Asked again at every wake-up: only this reader admits requests, but the requests in
+        // flight may end while it waits, and then the guarantee applies.
+        let charged = self.server.budget.acquire(charge, || self.lock().in_flight == 0);
         let mut state = self.lock();
         state.in_flight += 1;
         if charged {
