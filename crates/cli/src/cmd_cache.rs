@@ -93,8 +93,9 @@ fn format(a: FormatArgs) -> Result<()> {
             .with_context(|| format!("--volume {name}: opening {dev}"))?;
         volumes.push(VolumeSpec { name: name.to_string(), size: backing.size() });
     }
-    let cache = open_spec(&a.cache, FileOptions { direct: false, create_size: a.size })
-        .with_context(|| format!("--cache {}", a.cache))?;
+    let cache =
+        open_spec(&a.cache, FileOptions { direct: false, create_size: a.size, exclusive: true })
+            .with_context(|| format!("--cache {}", a.cache))?;
     if !a.force {
         if let Ok(r) = Engine::inspect(cache.as_ref()) {
             bail!(

@@ -411,7 +411,11 @@ fn open_cache(args: &ServeArgs, volumes: &[VolumeSpec]) -> anyhow::Result<Arc<dy
     }
     let cache = FileDevice::open(
         &args.cache,
-        FileOptions { direct: args.direct, create_size: args.cache_size.filter(|_| !exists) },
+        FileOptions {
+            direct: args.direct,
+            create_size: args.cache_size.filter(|_| !exists),
+            exclusive: true,
+        },
     )
     .with_context(|| format!("opening cache device {}", args.cache.display()))?;
     match Engine::inspect(&cache) {

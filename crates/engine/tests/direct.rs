@@ -13,8 +13,11 @@ fn o_direct_cache_file_round_trip_and_warm_restart() {
     // Under target/, which is on a disk file system (tmpfs refuses O_DIRECT).
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let path = dir.path().join("cache.img");
-    let dev = FileDevice::open(&path, FileOptions { direct: true, create_size: Some(1 << 20) })
-        .expect("O_DIRECT cache file");
+    let dev = FileDevice::open(
+        &path,
+        FileOptions { direct: true, create_size: Some(1 << 20), exclusive: false },
+    )
+    .expect("O_DIRECT cache file");
     assert!(dev.is_direct());
     let cache: Arc<dyn Device> = Arc::new(dev);
     let rig = Rig::new(cache, 2, 128, 5);

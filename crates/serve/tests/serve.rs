@@ -52,9 +52,11 @@ fn a_client_through_ember_to_an_upstream_server_and_a_warm_restart() {
             .unwrap();
     let up_uri = format!("nbd+unix:///disk?socket={}", up_sock.display());
 
-    let cache =
-        FileDevice::open(&cache_path, FileOptions { direct: false, create_size: Some(8 * MIB) })
-            .unwrap();
+    let cache = FileDevice::open(
+        &cache_path,
+        FileOptions { direct: false, create_size: Some(8 * MIB), exclusive: false },
+    )
+    .unwrap();
     Engine::format(
         &cache,
         &FormatSpec::new(vec![VolumeSpec { name: "disk".into(), size: 8 * MIB }]),

@@ -27,6 +27,28 @@ pub struct FileOptions {
     pub direct: bool,
     /// Create a regular file of this size if the path does not exist (or extend a shorter one).
     pub create_size: Option<u64>,
+    /// Hold an exclusive lock (`flock`) on the file for as long as the device is open, and
+    /// fail at once if another open file holds one: two ember processes on one cache device
+    /// would allocate the same blocks and overwrite each other's superblocks.
+    pub exclusive: bool,
+}
+
+/// Take `file`'s exclusive `flock` without waiting (released when the file closes).
+fn lock_exclusive(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this File owns; no memory is passed.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Err(io::Error::new(
+            io::ErrorKind::ResourceBusy,
+            "in use by another process (another ember holds its lock); stop it first",
+        ));
+    }
+    Err(e)
 }
 
 /// A file or block device.
@@ -51,6 +73,9 @@ impl FileDevice {
             oo.custom_flags(libc::O_DIRECT);
         }
         let mut file = oo.open(path).map_err(ctx)?;
+        if opts.exclusive {
+            lock_exclusive(&file).map_err(ctx)?;
+        }
         let meta = file.metadata().map_err(ctx)?;
         let block_device = meta.file_type().is_block_device();
         if let Some(want) = opts.create_size {
@@ -305,7 +330,7 @@ mod tests {
     fn roundtrip(direct: bool) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dev");
-        let opts = FileOptions { direct, create_size: Some(64 * 1024) };
+        let opts = FileOptions { direct, create_size: Some(64 * 1024), exclusive: false };
         let d = match FileDevice::open(&path, opts) {
             Ok(d) => d,
             // tmpfs refuses O_DIRECT; the buffered path is still tested.
@@ -393,9 +418,11 @@ mod tests {
         assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
         let lp = Loop { dev: String::from_utf8_lossy(&out.stdout).trim().to_string() };
         for direct in [false, true] {
-            let dev =
-                FileDevice::open(Path::new(&lp.dev), FileOptions { direct, create_size: None })
-                    .unwrap();
+            let dev = FileDevice::open(
+                Path::new(&lp.dev),
+                FileOptions { direct, create_size: None, exclusive: false },
+            )
+            .unwrap();
             assert!(dev.block_device);
             dev.write_at(0, &vec![0xAAu8; 8 << 20]).unwrap();
             let (off, len) = (1000u64, (3 << 20) + 5);
