@@ -85,24 +85,26 @@ impl Volume {
                     }
                 }
             }
+            inner.count_evictions(&mut st);
         }
-        inner.count_evictions(&mut inner.state.lock());
         let hits = plans.iter().filter(|p| matches!(p, Plan::Hit(_))).count() as u64;
         ctr.read_hits.fetch_add(hits, Relaxed);
         ctr.read_misses.fetch_add(n - hits, Relaxed);
         let span = ((first + n) * bs).min(vol.size) - first * bs;
-        // Aligned, so an O_DIRECT cache device reads and fills without a bounce copy.
-        let mut scratch = crate::device::AlignedBuf::new((n * bs) as usize);
+        // A request covering its blocks whole is read (and its fills written) straight from
+        // the caller's buffer; a partial one goes through a block-aligned scratch buffer
+        // (aligned, so an O_DIRECT cache device needs no bounce copy) and is copied out.
+        let whole = start == first * bs && out.len() as u64 == n * bs;
+        let mut scratch = (!whole).then(|| crate::device::AlignedBuf::new((n * bs) as usize));
         let mut filled = vec![false; plans.len()];
         let mut bad = vec![false; plans.len()];
-        let result = self.read_io(
-            first,
-            span,
-            &plans,
-            scratch.as_mut_slice(),
-            &mut filled,
-            (&dirty, &mut bad),
-        );
+        let result = {
+            let buf: &mut [u8] = match scratch.as_mut() {
+                Some(s) => s.as_mut_slice(),
+                None => &mut *out,
+            };
+            self.read_io(first, span, &plans, buf, &mut filled, (&dirty, &mut bad))
+        };
         {
             let mut st = inner.state.lock();
             for (i, p) in plans.iter().enumerate() {
@@ -124,8 +126,10 @@ impl Volume {
             }
         }
         result.map_err(|e| self.fail(e))?;
-        let skip = (start - first * bs) as usize;
-        out.copy_from_slice(&scratch.as_slice()[skip..skip + out.len()]);
+        if let Some(scratch) = &scratch {
+            let skip = (start - first * bs) as usize;
+            out.copy_from_slice(&scratch.as_slice()[skip..skip + out.len()]);
+        }
         Ok(())
     }
 
