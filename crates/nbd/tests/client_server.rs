@@ -391,24 +391,7 @@ impl ember_nbd::Export for ThreadRecorder {
         self.threads.lock().unwrap().push(name);
         self.inner.read(offset, buf)
     }
-    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ember_nbd::ExportError> {
-        self.inner.write(offset, data, fua)
-    }
-    fn flush(&self) -> Result<(), ember_nbd::ExportError> {
-        self.inner.flush()
-    }
-    fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ember_nbd::ExportError> {
-        self.inner.trim(offset, len, fua)
-    }
-    fn write_zeroes(
-        &self,
-        offset: u64,
-        len: u64,
-        fua: bool,
-        may_trim: bool,
-    ) -> Result<(), ember_nbd::ExportError> {
-        self.inner.write_zeroes(offset, len, fua, may_trim)
-    }
+    forward_writes!();
 }
 
 /// Issue 14 (the hit path): a read the export calls fast runs on the connection's own thread

@@ -37,24 +37,7 @@ impl Export for Array {
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError> {
         self.inner.read(offset, buf)
     }
-    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError> {
-        self.inner.write(offset, data, fua)
-    }
-    fn flush(&self) -> Result<(), ExportError> {
-        self.inner.flush()
-    }
-    fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ExportError> {
-        self.inner.trim(offset, len, fua)
-    }
-    fn write_zeroes(
-        &self,
-        offset: u64,
-        len: u64,
-        fua: bool,
-        may_trim: bool,
-    ) -> Result<(), ExportError> {
-        self.inner.write_zeroes(offset, len, fua, may_trim)
-    }
+    forward_writes!();
 }
 
 fn array_server() -> (TestServer, Arc<Array>) {

@@ -104,6 +104,33 @@ pub fn assert_works(client: &Client, seed: u64) {
     assert_eq!(back, data, "well-behaved client reads back what it wrote");
 }
 
+/// The write-side methods of an `Export` (write, flush, trim, write_zeroes), forwarded to
+/// `self.inner`: test exports differ only in how they read.
+macro_rules! forward_writes {
+    () => {
+        fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ember_nbd::ExportError> {
+            self.inner.write(offset, data, fua)
+        }
+        fn flush(&self) -> Result<(), ember_nbd::ExportError> {
+            self.inner.flush()
+        }
+        fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ember_nbd::ExportError> {
+            self.inner.trim(offset, len, fua)
+        }
+        fn write_zeroes(
+            &self,
+            offset: u64,
+            len: u64,
+            fua: bool,
+            may_trim: bool,
+        ) -> Result<(), ember_nbd::ExportError> {
+            self.inner.write_zeroes(offset, len, fua, may_trim)
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use forward_writes;
+
 /// An export whose reads wait at a gate until it is opened, counting waiters.
 pub struct GateExport {
     pub inner: MemExport,
@@ -152,24 +179,7 @@ impl Export for GateExport {
         }
         self.inner.read(offset, buf)
     }
-    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError> {
-        self.inner.write(offset, data, fua)
-    }
-    fn flush(&self) -> Result<(), ExportError> {
-        self.inner.flush()
-    }
-    fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ExportError> {
-        self.inner.trim(offset, len, fua)
-    }
-    fn write_zeroes(
-        &self,
-        offset: u64,
-        len: u64,
-        fua: bool,
-        may_trim: bool,
-    ) -> Result<(), ExportError> {
-        self.inner.write_zeroes(offset, len, fua, may_trim)
-    }
+    forward_writes!();
 }
 
 /// An export whose reads touching `[bad, bad + 1)` fail with EIO.
@@ -191,24 +201,7 @@ impl Export for FaultyExport {
         }
         self.inner.read(offset, buf)
     }
-    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError> {
-        self.inner.write(offset, data, fua)
-    }
-    fn flush(&self) -> Result<(), ExportError> {
-        self.inner.flush()
-    }
-    fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ExportError> {
-        self.inner.trim(offset, len, fua)
-    }
-    fn write_zeroes(
-        &self,
-        offset: u64,
-        len: u64,
-        fua: bool,
-        may_trim: bool,
-    ) -> Result<(), ExportError> {
-        self.inner.write_zeroes(offset, len, fua, may_trim)
-    }
+    forward_writes!();
 }
 
 /// A hand-driven NBD client over a raw TCP socket.
