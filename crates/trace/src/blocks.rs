@@ -217,11 +217,7 @@ impl BlockReader {
                     HeaderError::Io(e) => io_err(path, e),
                     HeaderError::Bad(m) => TraceError::Format { path: path.to_owned(), message: m },
                 })?;
-                Source::Ember {
-                    bytes,
-                    n_volumes: h.volumes.len() as u32,
-                    expected: h.record_count,
-                }
+                Source::Ember { bytes, n_volumes: h.volumes.len() as u32, expected: h.record_count }
             }
             _ => {
                 let o = ReadOptions { format: Some(format), ..opts.clone() };
@@ -312,9 +308,8 @@ impl BlockReader {
             c.keys.extend(recs.chunks_exact(RS).map(|r| le_u64(r, 4)));
             c.flags.extend(std::iter::repeat_n(FLAG_FIRST, whole));
             if self.split.keep_times {
-                c.times.extend(
-                    recs.chunks_exact(RS).map(|r| u64::from(le_u32(r, 0)) * 1_000_000_000),
-                );
+                c.times
+                    .extend(recs.chunks_exact(RS).map(|r| u64::from(le_u32(r, 0)) * 1_000_000_000));
             }
             bytes.pos += whole * RS;
             self.record += whole as u64;
@@ -474,7 +469,11 @@ mod tests {
                 let (og_trace, _) = crate::read_trace(&p, &ReadOptions::default()).expect("read");
                 expected(&og_trace, bs, false)
             } else {
-                expected(&crate::read_trace(&p, &ReadOptions::default()).expect("read").0, bs, false)
+                expected(
+                    &crate::read_trace(&p, &ReadOptions::default()).expect("read").0,
+                    bs,
+                    false,
+                )
             };
             assert!(want.len() > 20_000, "{name}: {}", want.len());
             for max in [1, 7, 4096, 1 << 20] {

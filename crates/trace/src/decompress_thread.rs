@@ -119,11 +119,7 @@ mod tests {
     impl Read for Pattern {
         fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
             if self.at == self.total {
-                return if self.fail {
-                    Err(std::io::Error::other("disk on fire"))
-                } else {
-                    Ok(0)
-                };
+                return if self.fail { Err(std::io::Error::other("disk on fire")) } else { Ok(0) };
             }
             let n = out.len().min(self.total - self.at).min(77_777);
             for (i, b) in out[..n].iter_mut().enumerate() {
@@ -156,8 +152,8 @@ mod tests {
     #[test]
     fn an_error_of_the_inner_reader_reaches_the_consumer_after_the_data() {
         let total = BUF_BYTES / 2;
-        let mut r = ThreadedRead::spawn(Box::new(Pattern { at: 0, total, fail: true }))
-            .expect("spawn");
+        let mut r =
+            ThreadedRead::spawn(Box::new(Pattern { at: 0, total, fail: true })).expect("spawn");
         let mut all = Vec::new();
         let err = loop {
             let mut b = vec![0u8; 65536];
@@ -174,8 +170,8 @@ mod tests {
     #[test]
     fn dropping_the_reader_early_is_fine() {
         let total = 20 * BUF_BYTES;
-        let mut r = ThreadedRead::spawn(Box::new(Pattern { at: 0, total, fail: false }))
-            .expect("spawn");
+        let mut r =
+            ThreadedRead::spawn(Box::new(Pattern { at: 0, total, fail: false })).expect("spawn");
         let mut b = [0u8; 10];
         assert_eq!(r.read(&mut b).expect("read"), 10);
         drop(r); // the thread ends at its next send; nothing hangs

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
+use crate::decompress_thread::ThreadedRead;
 use crate::formats::blkparse::{looks_like_event, BlkAction, BlkparseParser};
 use crate::formats::csv::{CsvColumns, CsvParser};
 use crate::formats::ember::{self as ember_fmt, HeaderError};
@@ -15,7 +16,6 @@ use crate::formats::oracle_general::{self as og, OracleGeneralDecoder};
 use crate::formats::spc::SpcParser;
 use crate::formats::vscsi::{self, VscsiDecoder};
 use crate::formats::{Format, Line};
-use crate::decompress_thread::ThreadedRead;
 use crate::{Request, Trace, TraceError, VolumeTable, DEFAULT_BLOCK_SIZE};
 
 /// How to read a trace.
@@ -118,10 +118,9 @@ pub fn open_decompressed(path: &Path) -> Result<Box<dyn Read + Send>, TraceError
     let whole: Box<dyn Read + Send> = Box::new(peeked.chain(f));
     let inner: Box<dyn Read + Send> = match compression_of(&b[..n]) {
         Compression::None => return Ok(whole),
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
-            1 << 16,
-            whole,
-        ))),
+        Compression::Gzip => {
+            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, whole)))
+        }
         Compression::Zstd => {
             Box::new(zstd::stream::read::Decoder::new(whole).map_err(|e| io_err(path, e))?)
         }
