@@ -15,16 +15,22 @@ pub const PAGE_BLOCKS: u64 = 1 << 15;
 /// Words per page.
 const PAGE_WORDS: usize = (PAGE_BLOCKS / 64) as usize;
 
+/// Pages per region of the page index (a region spans 2^24 blocks).
+const REGION_PAGES: usize = 512;
+
 /// Pages allowed before sparseness is checked.
 const MIN_PAGES: usize = 256;
 
 /// An exact streaming counter of distinct `u64` keys.
 #[derive(Clone, Debug, Default)]
 pub struct DistinctCounter {
-    /// Page number (key / PAGE_BLOCKS) to index into `pages`.
+    /// Region number (key / (PAGE_BLOCKS * REGION_PAGES)) to its table: for each of its
+    /// pages, the index into `pages` plus one (0: no page yet).
     index: FxHashMap<u64, u32>,
+    tables: Vec<Box<[u32; REGION_PAGES]>>,
     pages: Vec<Box<[u64; PAGE_WORDS]>>,
-    /// The last page touched, to skip the index on runs within one page.
+    /// The region last touched and its table (dense traces stay in one), to skip the hash
+    /// lookup.
     last: Option<(u64, u32)>,
     /// Set once the keys proved sparse: every key seen so far lives here instead.
     sparse: Option<FxHashSet<u64>>,
@@ -49,7 +55,7 @@ impl DistinctCounter {
     pub fn memory_bytes(&self) -> usize {
         match &self.sparse {
             Some(s) => s.capacity() * 9,
-            None => self.pages.len() * (PAGE_WORDS * 8 + 16),
+            None => self.pages.len() * (PAGE_WORDS * 8 + 16) + self.tables.len() * REGION_PAGES * 4,
         }
     }
 
@@ -71,21 +77,28 @@ impl DistinctCounter {
     #[inline(always)]
     fn add_dense(&mut self, k: u64) {
         let page = k / PAGE_BLOCKS;
-        let at = match self.last {
-            Some((p, i)) if p == page => i,
+        let region = page / REGION_PAGES as u64;
+        let t = match self.last {
+            Some((r, t)) if r == region => t,
             _ => {
-                let next = self.pages.len() as u32;
-                let i = *self.index.entry(page).or_insert(next);
-                if i == next {
-                    self.pages.push(Box::new([0u64; PAGE_WORDS]));
+                let next = self.tables.len() as u32;
+                let t = *self.index.entry(region).or_insert(next);
+                if t == next {
+                    self.tables.push(Box::new([0u32; REGION_PAGES]));
                 }
-                self.last = Some((page, i));
-                i
+                self.last = Some((region, t));
+                t
             }
         };
+        let slot = &mut self.tables[t as usize][(page % REGION_PAGES as u64) as usize];
+        if *slot == 0 {
+            self.pages.push(Box::new([0u64; PAGE_WORDS]));
+            *slot = self.pages.len() as u32;
+        }
+        let at = (*slot - 1) as usize;
         let bit = k % PAGE_BLOCKS;
         let (w, m) = ((bit / 64) as usize, 1u64 << (bit % 64));
-        let word = &mut self.pages[at as usize][w];
+        let word = &mut self.pages[at][w];
         self.count += u64::from(*word & m == 0);
         *word |= m;
     }
@@ -93,8 +106,16 @@ impl DistinctCounter {
     fn go_sparse(&mut self) {
         let mut set = FxHashSet::default();
         set.reserve(self.count as usize);
-        for (&page, &i) in &self.index {
-            for (w, &word) in self.pages[i as usize].iter().enumerate() {
+        let tables = &self.tables;
+        let pages = self.index.iter().flat_map(|(&region, &t)| {
+            tables[t as usize]
+                .iter()
+                .enumerate()
+                .filter(|(_, &i)| i != 0)
+                .map(move |(j, &i)| (region * REGION_PAGES as u64 + j as u64, i as usize - 1))
+        });
+        for (page, i) in pages {
+            for (w, &word) in self.pages[i].iter().enumerate() {
                 let mut x = word;
                 while x != 0 {
                     let b = x.trailing_zeros() as u64;
@@ -104,6 +125,7 @@ impl DistinctCounter {
             }
         }
         self.index = FxHashMap::default();
+        self.tables = Vec::new();
         self.pages = Vec::new();
         self.last = None;
         self.sparse = Some(set);
