@@ -8,8 +8,10 @@
 //! read, never materialized as a [`crate::Request`] vector.
 //!
 //! Two formats take a zero-copy path: their fixed-size records are decoded in place from
-//! the reader's buffer (a 256 KiB `read(2)` buffer, or the decompressing thread's output)
-//! straight into the chunk, without a per-record call through the generic reader:
+//! the file mapped into memory (an uncompressed regular file; the pages behind the reader are
+//! dropped every 8 MiB, so resident memory stays bounded) or from the reader's buffer (a
+//! pipe or FIFO, or the decompressing thread's output) straight into the chunk, without a
+//! per-record call through the generic reader:
 //! - libCacheSim's oracleGeneral: each record is one block access whose key is its `obj_id`
 //!   (the [`crate::block_key`]), a read, at `clock_time` seconds;
 //! - ember's binary format: each record is a request, split into blocks in place.
@@ -125,12 +127,100 @@ impl Splitter {
     }
 }
 
+/// Bytes of a mapped file released behind the reader at a time.
+const RELEASE_BYTES: usize = 8 << 20;
+
+/// The bytes of a binary trace: a mapped regular file (read in place, zero-copy; pages
+/// behind the reader are dropped every [`RELEASE_BYTES`] so resident memory stays bounded),
+/// or a stream (pipe, FIFO, decompressor) through a refillable buffer.
+enum Bytes {
+    Map { map: memmap2::Mmap, pos: usize, released: usize },
+    Stream(StreamBytes),
+}
+
+impl Bytes {
+    /// Open `path`: mapped if it is an uncompressed, non-empty regular file.
+    fn open(path: &Path) -> Result<Self, TraceError> {
+        if is_regular_file(path) {
+            let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+            let mut magic = [0u8; 4];
+            let n = std::io::Read::read(&mut &file, &mut magic).map_err(|e| io_err(path, e))?;
+            let compressed = (n >= 2 && magic[..2] == [0x1f, 0x8b])
+                || (n == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd]);
+            if n > 0 && !compressed {
+                // SAFETY: a read-only private map of a regular file; like every mmap of a file
+                // it assumes no other process truncates the file while it is read.
+                let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
+                #[cfg(unix)]
+                let _ = map.advise(memmap2::Advice::Sequential);
+                return Ok(Bytes::Map { map, pos: 0, released: 0 });
+            }
+        }
+        Ok(Bytes::Stream(StreamBytes::new(open_decompressed(path)?)))
+    }
+
+    /// Make at least `need` bytes available unless the input ends; return how many are.
+    #[inline]
+    fn fill(&mut self, need: usize) -> std::io::Result<usize> {
+        match self {
+            Bytes::Map { map, pos, .. } => Ok(map.len() - *pos),
+            Bytes::Stream(s) => s.fill(need),
+        }
+    }
+
+    /// The available bytes (after [`Bytes::fill`]).
+    #[inline]
+    fn window(&self) -> &[u8] {
+        match self {
+            Bytes::Map { map, pos, .. } => &map[*pos..],
+            Bytes::Stream(s) => &s.buf[s.pos..s.len],
+        }
+    }
+
+    /// Consume `n` available bytes.
+    #[inline]
+    fn advance(&mut self, n: usize) {
+        match self {
+            Bytes::Map { map, pos, released } => {
+                *pos += n;
+                let behind = (*pos - *released) & !((1 << 16) - 1);
+                if behind >= RELEASE_BYTES {
+                    // SAFETY: the released range lies wholly behind the reader, which never
+                    // reads it again; on a private read-only file mapping DONTNEED only drops
+                    // the pages (a later access would read them from the file again).
+                    #[cfg(unix)]
+                    let _ = unsafe {
+                        map.unchecked_advise_range(
+                            memmap2::UncheckedAdvice::DontNeed,
+                            *released,
+                            behind,
+                        )
+                    };
+                    *released += behind;
+                }
+            }
+            Bytes::Stream(s) => s.pos += n,
+        }
+    }
+}
+
+impl std::io::Read for Bytes {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        self.fill(1)?;
+        let w = self.window();
+        let n = out.len().min(w.len());
+        out[..n].copy_from_slice(&w[..n]);
+        self.advance(n);
+        Ok(n)
+    }
+}
+
 /// Where the accesses come from.
 enum Source {
     /// oracleGeneral records decoded in place.
-    Oracle(StreamBytes),
+    Oracle(Bytes),
     /// ember binary records decoded in place.
-    Ember { bytes: StreamBytes, n_volumes: u32, expected: Option<u64> },
+    Ember { bytes: Bytes, n_volumes: u32, expected: Option<u64> },
     /// Any format, request by request.
     Requests(Box<TraceReader>),
 }
@@ -202,11 +292,9 @@ impl BlockReader {
         // decoder yields only while `block * block_size + block_size` cannot overflow: below
         // 64 KiB blocks. Larger blocks take the general path and its overflow check.
         let source = match format {
-            Format::OracleGeneral if bs < 1 << 16 => {
-                Source::Oracle(StreamBytes::new(open_decompressed(path)?))
-            }
+            Format::OracleGeneral if bs < 1 << 16 => Source::Oracle(Bytes::open(path)?),
             Format::Ember => {
-                let mut bytes = StreamBytes::new(open_decompressed(path)?);
+                let mut bytes = Bytes::open(path)?;
                 let h = ember_fmt::read_header(&mut bytes).map_err(|e| match e {
                     HeaderError::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                         TraceError::Format {
@@ -297,21 +385,21 @@ impl BlockReader {
                 return Ok(());
             }
             if avail < RS {
-                bytes.pos = bytes.len;
+                bytes.advance(avail);
                 self.record += 1;
                 let (n, m) = (self.record, format!("truncated record: {avail} of {RS} bytes"));
                 self.bad(n, m)?;
                 continue;
             }
             let whole = (avail / RS).min(max - c.len());
-            let recs = &bytes.buf[bytes.pos..bytes.pos + whole * RS];
+            let recs = &bytes.window()[..whole * RS];
             c.keys.extend(recs.chunks_exact(RS).map(|r| le_u64(r, 4)));
             c.flags.extend(std::iter::repeat_n(FLAG_FIRST, whole));
             if self.split.keep_times {
                 c.times
                     .extend(recs.chunks_exact(RS).map(|r| u64::from(le_u32(r, 0)) * 1_000_000_000));
             }
-            bytes.pos += whole * RS;
+            bytes.advance(whole * RS);
             self.record += whole as u64;
         }
         Ok(())
@@ -340,19 +428,20 @@ impl BlockReader {
                 return Ok(());
             }
             if avail < RS {
-                bytes.pos = bytes.len;
+                bytes.advance(avail);
                 self.record += 1;
                 let (n, m) = (self.record, format!("truncated record: {avail} of {RS} bytes"));
                 self.bad(n, m)?;
                 continue;
             }
             // Decode records in place until the chunk is full or the buffer is used up.
-            let end = bytes.pos + avail / RS * RS;
-            let mut pos = bytes.pos;
+            let window = bytes.window();
+            let end = avail / RS * RS;
+            let mut pos = 0;
             let mut failure = None;
             while pos < end && c.len() < max {
                 let mut rec = [0u8; RS];
-                rec.copy_from_slice(&bytes.buf[pos..pos + RS]);
+                rec.copy_from_slice(&window[pos..pos + RS]);
                 pos += RS;
                 self.record += 1;
                 match ember_fmt::decode(&rec, n_volumes)
@@ -365,7 +454,7 @@ impl BlockReader {
                     }
                 }
             }
-            bytes.pos = pos;
+            bytes.advance(pos);
             if let Some((n, m)) = failure {
                 self.bad(n, m)?;
             }
