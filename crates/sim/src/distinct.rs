@@ -27,7 +27,7 @@ pub struct DistinctCounter {
     /// Region number (key / (PAGE_BLOCKS * REGION_PAGES)) to its table: for each of its
     /// pages, the index into `pages` plus one (0: no page yet).
     index: FxHashMap<u64, u32>,
-    tables: Vec<Box<[u32; REGION_PAGES]>>,
+    tables: Vec<[u32; REGION_PAGES]>,
     pages: Vec<Box<[u64; PAGE_WORDS]>>,
     /// The region last touched and its table (dense traces stay in one), to skip the hash
     /// lookup.
@@ -84,7 +84,7 @@ impl DistinctCounter {
                 let next = self.tables.len() as u32;
                 let t = *self.index.entry(region).or_insert(next);
                 if t == next {
-                    self.tables.push(Box::new([0u32; REGION_PAGES]));
+                    self.tables.push([0u32; REGION_PAGES]);
                 }
                 self.last = Some((region, t));
                 t

@@ -200,7 +200,7 @@ impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
     fn result(&self) -> SimResult {
         let timeline = self.timeline.as_ref().map(|t| {
             let mut t = t.clone();
-            t.extend(self.open.clone());
+            t.extend(self.open);
             t
         });
         SimResult {
@@ -319,13 +319,13 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                t += (x % 7) * 300_000_000 + if x % 101 == 0 { 20_000_000_000 } else { 0 };
-                let hot = x % 4 != 0;
+                t += (x % 7) * 300_000_000 + if x.is_multiple_of(101) { 20_000_000_000 } else { 0 };
+                let hot = !x.is_multiple_of(4);
                 let block = if hot { (x >> 9) % 300 } else { (x >> 9) % 20_000 };
                 Request {
                     time_ns: t,
                     volume: ((x >> 40) % 2) as u32,
-                    op: if x % 5 == 0 { Op::Write } else { Op::Read },
+                    op: if x.is_multiple_of(5) { Op::Write } else { Op::Read },
                     offset: block * 4096 + (x >> 20) % 4096,
                     length: [0u32, 1, 4096, 8192, 30_000][((x >> 30) % 5) as usize],
                 }

@@ -500,7 +500,7 @@ mod tests {
                 Request {
                     time_ns: i * 1_000_000_000,
                     volume: (x % 2) as u32,
-                    op: if x % 3 == 0 { Op::Write } else { Op::Read },
+                    op: if x.is_multiple_of(3) { Op::Write } else { Op::Read },
                     offset: (x >> 8) % 1_000_000 * 512,
                     length: [0u32, 512, 4096, 8192, 20_000][(x % 5) as usize],
                 }
