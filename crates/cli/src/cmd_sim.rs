@@ -9,12 +9,12 @@ use clap::Args;
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
-use ember_sim::AccessStreamBuilder;
 use ember_sim::{
-    default_threads, run_grid, simulate_with_progress, AccessStream, Capacity, GridProgress,
-    Interval, RunConfig, SimResult, Split,
+    count_pass, default_threads, policy_run, run_grid, run_streaming, simulate_with_progress,
+    AccessStream, AccessStreamBuilder, Capacity, ChunkRun, GridProgress, Interval, RunConfig,
+    SimResult, Split, CHUNK_ACCESSES,
 };
-use ember_trace::Format;
+use ember_trace::{BlockChunk, BlockReader};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -106,10 +106,157 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
     if block_size == 0 {
         bail!("--block-size must be positive");
     }
+    let oracle = policies.iter().any(|p| p.needs_oracle());
+    if oracle {
+        return compute_whole(args, &policies, &sizes);
+    }
+    compute_streamed(args, &policies, &sizes)
+}
+
+/// The progress bar: drawn on stderr when it is a terminal and not --quiet.
+fn progress_bar(quiet: bool, len: Option<u64>) -> ProgressBar {
+    let bar = match len {
+        Some(n) => ProgressBar::new(n),
+        None => ProgressBar::no_length(),
+    };
+    if quiet || !std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+    }
+    let template = if len.is_some() {
+        "{spinner} [{elapsed_precise}] {wide_bar} {percent}% {msg} (eta {eta})"
+    } else {
+        "{spinner} [{elapsed_precise}] {human_pos} accesses {msg}"
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Every policy streams: the trace is read once in bounded chunks (twice when a size is a
+/// percentage of the working set, which the first pass counts), every cell of the grid
+/// simulating each chunk while the next is read. Memory: the policies' state, two chunks and
+/// the working-set counter, whatever the trace's length.
+fn compute_streamed(
+    args: &SimArgs,
+    policies: &[Kind],
+    sizes: &[(String, Capacity)],
+) -> anyhow::Result<Report> {
     let quiet = args.output.quiet;
     let started = Instant::now();
     let trace_path = args.input.path().to_path_buf();
-    let oracle = policies.iter().any(|p| p.needs_oracle());
+    let block_size = args.input.block_size;
+    let opts = args.input.read_options();
+    let keep_times = args.interval.is_some();
+    let open = || {
+        BlockReader::open(&trace_path, &opts, args.per_request, keep_times)
+            .with_context(|| format!("opening trace {}", trace_path.display()))
+    };
+    let reading = || format!("reading trace {}", trace_path.display());
+    let needs_wss = sizes.iter().any(|(_, c)| matches!(c, Capacity::Percent(_)));
+    let counted = if needs_wss {
+        if !BlockReader::rereadable(&trace_path) {
+            bail!(
+                "{}: a size in % of the working set needs a first pass over the trace, and a pipe \
+                 can be read only once: give sizes in blocks or bytes",
+                trace_path.display()
+            );
+        }
+        let mut r = open()?;
+        Some(count_pass(&mut |c| r.next_chunk(c, CHUNK_ACCESSES)).with_context(reading)?)
+    } else {
+        None
+    };
+    let wss_known = counted.map_or(0, |t| t.wss);
+    let cells: Vec<Cell> = policies
+        .iter()
+        .flat_map(|p| {
+            sizes.iter().map(move |(text, c)| Cell {
+                policy: *p,
+                size: text.clone(),
+                capacity: c.blocks(block_size, wss_known),
+            })
+        })
+        .collect();
+    let timeline = args.interval.is_some();
+    let runs: Vec<Box<dyn ChunkRun>> = cells
+        .iter()
+        .map(|c| {
+            let cap = usize::try_from(c.capacity).unwrap_or(usize::MAX);
+            with_replacement!(c.policy, cap, |p| policy_run(p, Aod, timeline))
+        })
+        .collect();
+    let threads = args.threads.unwrap_or_else(default_threads).max(1);
+    let bar = progress_bar(quiet, counted.map(|t| t.accesses));
+    let total_runs = cells.len();
+    bar.set_message(format!("{total_runs} runs"));
+    let on_progress = |n: u64| bar.set_position(n);
+    let sim_start = Instant::now();
+    let mut reader = open()?;
+    let (results, totals) = run_streaming(
+        &mut |c| reader.next_chunk(c, CHUNK_ACCESSES),
+        runs,
+        args.interval,
+        threads,
+        &on_progress,
+    )
+    .with_context(reading)?;
+    bar.finish_and_clear();
+    let stats = reader.stats();
+    if stats.skipped > 0 && !quiet {
+        eprintln!(
+            "ember sim: skipped {} malformed records of {}",
+            stats.skipped,
+            trace_path.display()
+        );
+    }
+    if !quiet {
+        let sim_time = sim_start.elapsed().as_secs_f64();
+        let accesses = totals.accesses as f64 * cells.len() as f64;
+        eprintln!(
+            "ember sim: {} runs of {} accesses streamed from {} in {:.2} s ({}{} threads, {:.1} M accesses/s)",
+            cells.len(),
+            totals.accesses,
+            trace_path.display(),
+            sim_time,
+            if counted.is_some() {
+                format!("after a {:.2} s working-set pass; ", (sim_start - started).as_secs_f64())
+            } else {
+                String::new()
+            },
+            threads.min(cells.len()),
+            accesses / sim_time.max(1e-9) / 1e6,
+        );
+    }
+    Ok(Report {
+        trace: trace_path.display().to_string(),
+        block_size,
+        requests: totals.requests,
+        block_accesses: totals.accesses,
+        wss_blocks: totals.wss,
+        interval: args.interval.map(|i| i.to_string()),
+        rows: cells
+            .iter()
+            .zip(results)
+            .map(|(c, result)| Row { size: c.size.clone(), result })
+            .collect(),
+    })
+}
+
+/// An oracle policy (OPT) is in the grid: it needs every access's next-access time, the
+/// future, so the whole trace is held as an [`AccessStream`] (9 bytes per block access, 17
+/// with the next-access times) and the grid runs over it.
+fn compute_whole(
+    args: &SimArgs,
+    policies: &[Kind],
+    sizes: &[(String, Capacity)],
+) -> anyhow::Result<Report> {
+    let quiet = args.output.quiet;
+    let started = Instant::now();
+    let block_size = args.input.block_size;
+    let trace_path = args.input.path().to_path_buf();
     let split = if args.per_request { Split::FirstBlock } else { Split::Blocks };
     // Stream the trace straight into the access stream: no intermediate Vec<Request>.
     let mut builder = AccessStreamBuilder::new(block_size, split)?;
@@ -118,36 +265,26 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
         builder = builder.without_times();
     }
     let opts = args.input.read_options();
-    let format = match opts.format {
-        Some(f) => f,
-        None => ember_trace::detect_format(&trace_path)?,
-    };
-    if format == Format::OracleGeneral {
-        // Fast path: each record is one block access whose obj_id is the block key (what
-        // the general reader yields too, without building a Request per record).
-        builder
-            .reserve((std::fs::metadata(&trace_path).map(|m| m.len()).unwrap_or(0) / 24) as usize);
-        ember_trace::for_each_oracle_general(&trace_path, |r| {
-            builder.push_block(r.obj_id, u64::from(r.clock_time) * 1_000_000_000, false)
-        })?;
-    } else {
-        let mut reader = args.input.open()?;
-        builder.reserve(reader.size_hint().0);
-        for r in &mut reader {
-            let r = r.with_context(|| format!("reading trace {}", trace_path.display()))?;
-            builder.push(&r);
-        }
-        let stats = reader.stats();
-        if stats.skipped > 0 && !quiet {
-            eprintln!(
-                "ember sim: skipped {} malformed records of {}",
-                stats.skipped,
-                trace_path.display()
-            );
-        }
+    let mut reader =
+        BlockReader::open(&trace_path, &opts, args.per_request, args.interval.is_some())
+            .with_context(|| format!("opening trace {}", trace_path.display()))?;
+    let mut chunk = BlockChunk::default();
+    while reader
+        .next_chunk(&mut chunk, CHUNK_ACCESSES)
+        .with_context(|| format!("reading trace {}", trace_path.display()))?
+    {
+        builder.push_chunk(&chunk);
+    }
+    let stats = reader.stats();
+    if stats.skipped > 0 && !quiet {
+        eprintln!(
+            "ember sim: skipped {} malformed records of {}",
+            stats.skipped,
+            trace_path.display()
+        );
     }
     let read_time = started.elapsed();
-    let stream = builder.finish(oracle);
+    let stream = builder.finish(true);
     let loaded = started.elapsed();
 
     let cells: Vec<Cell> = policies
@@ -164,17 +301,7 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
     let config = RunConfig { interval: args.interval };
     let threads = args.threads.unwrap_or_else(default_threads).max(1);
 
-    let bar = ProgressBar::new(stream.len() as u64 * cells.len() as u64);
-    if quiet || !std::io::stderr().is_terminal() {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    } else {
-        bar.set_draw_target(ProgressDrawTarget::stderr());
-    }
-    if let Ok(style) = ProgressStyle::with_template(
-        "{spinner} [{elapsed_precise}] {wide_bar} {percent}% {msg} (eta {eta})",
-    ) {
-        bar.set_style(style);
-    }
+    let bar = progress_bar(quiet, Some(stream.len() as u64 * cells.len() as u64));
     let total_runs = cells.len();
     let on_progress = |p: GridProgress| {
         bar.set_position(p.done_accesses);
@@ -193,7 +320,7 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
     if !quiet {
         let accesses = stream.len() as f64 * cells.len() as f64;
         eprintln!(
-            "ember sim: read {} in {:.2} s, split into blocks in {:.2} s; {} runs of {} accesses in {:.2} s on {} threads ({:.1} M accesses/s)",
+            "ember sim: read {} in {:.2} s, next-access times in {:.2} s; {} runs of {} accesses in {:.2} s on {} threads ({:.1} M accesses/s)",
             trace_path.display(),
             read_time.as_secs_f64(),
             (loaded - read_time).as_secs_f64(),

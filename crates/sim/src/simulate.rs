@@ -94,8 +94,7 @@ where
     }
 }
 
-/// The hot loop over accesses `lo..hi`: counters in locals, no allocation, static dispatch
-/// when `R` and `A` are concrete.
+/// The hot loop over accesses `lo..hi` of `stream`.
 #[inline(never)]
 fn run_range<R, A>(
     policy: &mut R,
@@ -113,41 +112,94 @@ where
     // Empty when the stream keeps no times: accesses then carry time 0.
     let times = stream.times().get(lo..hi).unwrap_or(&[]);
     let next = stream.next_access().map(|n| &n[lo..hi]);
+    run_slices(policy, admission, Slices { keys, flags, times, next, vtime: lo as u64 })
+}
+
+/// A run of consecutive block accesses, as the hot loop reads them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Slices<'a> {
+    /// Block keys.
+    pub keys: &'a [u64],
+    /// Per-access flags (bit 0: write, bit 1: first block of a request).
+    pub flags: &'a [u8],
+    /// Per-access times, or empty (time 0).
+    pub times: &'a [u64],
+    /// Next-access vtimes, for oracle policies.
+    pub next: Option<&'a [u64]>,
+    /// The vtime of the first access.
+    pub vtime: u64,
+}
+
+/// The hot loop: counters in locals, no allocation, static dispatch when `R` and `A` are
+/// concrete. With a sieve that admits every miss (AOD) and no oracle, each access is one
+/// combined [`Replacement::access`] (one index probe for a miss and its insertion).
+#[inline]
+pub(crate) fn run_slices<R, A>(policy: &mut R, admission: &mut A, s: Slices<'_>) -> Counters
+where
+    R: Replacement + ?Sized,
+    A: Admission + ?Sized,
+{
+    let Slices { keys, flags, times, next, vtime } = s;
     let (mut requests, mut writes, mut read_hits, mut write_hits) = (0u64, 0u64, 0u64, 0u64);
     let (mut write_misses, mut allocation_writes, mut evictions) = (0u64, 0u64, 0u64);
     // How far ahead the policy is told which key comes (hides the index's memory latency).
     const PREFETCH_AHEAD: usize = 8;
-    for j in 0..keys.len() {
-        if let Some(&k) = keys.get(j + PREFETCH_AHEAD) {
-            policy.prefetch(k);
-        }
-        let f = flags[j];
-        let is_write = f & 1 != 0;
-        requests += ((f >> 1) & 1) as u64;
-        writes += is_write as u64;
-        let access = Access {
-            key: keys[j],
-            time_ns: times.get(j).copied().unwrap_or(0),
-            op: crate::stream::op_of(f),
-            vtime: (lo + j) as u64,
-            next_vtime: match next {
-                Some(n) => n[j],
-                None => NEVER,
-            },
-        };
-        let hit = policy.lookup(&access);
-        admission.observe(&access, hit);
-        if hit {
-            if is_write {
-                write_hits += 1;
-            } else {
-                read_hits += 1;
+    if admission.admits_every_miss() && next.is_none() {
+        for j in 0..keys.len() {
+            if let Some(&k) = keys.get(j + PREFETCH_AHEAD) {
+                policy.prefetch(k);
             }
-        } else {
-            write_misses += is_write as u64;
-            if admission.admit(&access) {
-                allocation_writes += 1;
-                evictions += policy.insert(&access).is_some() as u64;
+            let f = flags[j];
+            let is_write = f & 1 != 0;
+            requests += ((f >> 1) & 1) as u64;
+            writes += is_write as u64;
+            let access = Access {
+                key: keys[j],
+                time_ns: times.get(j).copied().unwrap_or(0),
+                op: crate::stream::op_of(f),
+                vtime: vtime + j as u64,
+                next_vtime: NEVER,
+            };
+            let (hit, evicted) = policy.access(&access);
+            write_hits += (hit & is_write) as u64;
+            read_hits += (hit & !is_write) as u64;
+            write_misses += (!hit & is_write) as u64;
+            allocation_writes += !hit as u64;
+            evictions += evicted.is_some() as u64;
+        }
+    } else {
+        for j in 0..keys.len() {
+            if let Some(&k) = keys.get(j + PREFETCH_AHEAD) {
+                policy.prefetch(k);
+            }
+            let f = flags[j];
+            let is_write = f & 1 != 0;
+            requests += ((f >> 1) & 1) as u64;
+            writes += is_write as u64;
+            let access = Access {
+                key: keys[j],
+                time_ns: times.get(j).copied().unwrap_or(0),
+                op: crate::stream::op_of(f),
+                vtime: vtime + j as u64,
+                next_vtime: match next {
+                    Some(n) => n[j],
+                    None => NEVER,
+                },
+            };
+            let hit = policy.lookup(&access);
+            admission.observe(&access, hit);
+            if hit {
+                if is_write {
+                    write_hits += 1;
+                } else {
+                    read_hits += 1;
+                }
+            } else {
+                write_misses += is_write as u64;
+                if admission.admit(&access) {
+                    allocation_writes += 1;
+                    evictions += policy.insert(&access).is_some() as u64;
+                }
             }
         }
     }

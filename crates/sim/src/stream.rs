@@ -318,6 +318,18 @@ impl AccessStreamBuilder {
         }
     }
 
+    /// Append the block accesses of a chunk read by an [`ember_trace::BlockReader`] (whose
+    /// splitting already happened; the builder's own [`Split`] does not apply). The chunk
+    /// must carry times if this builder keeps them.
+    pub fn push_chunk(&mut self, c: &ember_trace::BlockChunk) {
+        self.requests += c.requests();
+        self.keys.extend_from_slice(&c.keys);
+        self.flags.extend_from_slice(&c.flags);
+        if self.keep_times {
+            self.times.extend_from_slice(&c.times);
+        }
+    }
+
     /// Append one single-block request for `key` (a record of an object-keyed format such as
     /// oracleGeneral, whose object is one block).
     #[inline]

@@ -4,6 +4,8 @@
 //! sees each request split into fixed-size blocks ([`Request::blocks`]); a request that touches
 //! part of a block touches that block.
 
+pub mod blocks;
+pub mod decompress_thread;
 pub mod error;
 pub mod formats;
 #[doc(hidden)]
@@ -15,6 +17,7 @@ pub mod trace;
 pub mod volume;
 pub mod write;
 
+pub use blocks::{BlockChunk, BlockReader, FLAG_FIRST, FLAG_WRITE};
 pub use error::TraceError;
 pub use formats::blkparse::BlkAction;
 pub use formats::csv::{CsvColumns, OffsetUnit, TimeUnit};

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
+use crate::decompress_thread::ThreadedRead;
 use crate::formats::blkparse::{looks_like_event, BlkAction, BlkparseParser};
 use crate::formats::csv::{CsvColumns, CsvParser};
 use crate::formats::ember::{self as ember_fmt, HeaderError};
@@ -68,7 +69,7 @@ pub enum Compression {
     Zstd,
 }
 
-fn io_err(path: &Path, source: std::io::Error) -> TraceError {
+pub(crate) fn io_err(path: &Path, source: std::io::Error) -> TraceError {
     TraceError::Io { path: path.to_owned(), source }
 }
 
@@ -83,29 +84,54 @@ fn detect_compression(path: &Path) -> Result<Compression, TraceError> {
         }
         n += k;
     }
-    Ok(if n >= 2 && b[..2] == [0x1f, 0x8b] {
+    Ok(compression_of(&b[..n]))
+}
+
+/// The compression named by the first bytes of a stream.
+fn compression_of(b: &[u8]) -> Compression {
+    if b.len() >= 2 && b[..2] == [0x1f, 0x8b] {
         Compression::Gzip
-    } else if n == 4 && b == [0x28, 0xb5, 0x2f, 0xfd] {
+    } else if b.len() >= 4 && b[..4] == [0x28, 0xb5, 0x2f, 0xfd] {
         Compression::Zstd
     } else {
         Compression::None
-    })
+    }
 }
 
 /// Open `path` for reading, decompressing gzip and zstd transparently (by content, whatever
-/// the extension).
+/// the extension). The file is opened once and its first bytes peeked, so this works on pipes
+/// and FIFOs too. Decompression runs on its own thread
+/// ([`crate::decompress_thread::ThreadedRead`]).
 pub fn open_decompressed(path: &Path) -> Result<Box<dyn Read + Send>, TraceError> {
-    let comp = detect_compression(path)?;
-    let f = File::open(path).map_err(|e| io_err(path, e))?;
-    Ok(match comp {
-        Compression::None => Box::new(f),
+    let mut f = File::open(path).map_err(|e| io_err(path, e))?;
+    let mut b = [0u8; 4];
+    let mut n = 0;
+    while n < 4 {
+        match f.read(&mut b[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_err(path, e)),
+        }
+    }
+    let peeked = std::io::Cursor::new(b[..n].to_vec());
+    let whole: Box<dyn Read + Send> = Box::new(peeked.chain(f));
+    let inner: Box<dyn Read + Send> = match compression_of(&b[..n]) {
+        Compression::None => return Ok(whole),
         Compression::Gzip => {
-            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, f)))
+            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, whole)))
         }
         Compression::Zstd => {
-            Box::new(zstd::stream::read::Decoder::new(f).map_err(|e| io_err(path, e))?)
+            Box::new(zstd::stream::read::Decoder::new(whole).map_err(|e| io_err(path, e))?)
         }
-    })
+    };
+    Ok(Box::new(ThreadedRead::spawn(inner).map_err(|e| io_err(path, e))?))
+}
+
+/// True if `path` is a regular file (not a pipe, FIFO or character device), which can be
+/// read twice and sniffed without consuming it.
+pub fn is_regular_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
 /// The file name without a trailing `.gz`, `.zst` or `.zstd`.
@@ -208,6 +234,12 @@ pub fn detect_format(path: &Path) -> Result<Format, TraceError> {
     if let Some(f) = format_from_name(path) {
         return Ok(f);
     }
+    if !is_regular_file(path) && path.exists() {
+        return Err(TraceError::Format {
+            path: path.to_owned(),
+            message: "cannot tell the format of a pipe without consuming it; pass --format".into(),
+        });
+    }
     let h = head(path, 8192)?;
     sniff(path, &h)
 }
@@ -222,21 +254,21 @@ unsafe fn map_file(file: &File) -> std::io::Result<Mmap> {
 }
 
 /// A byte stream with a refillable buffer, for binary records from a decompressor.
-struct StreamBytes {
+pub(crate) struct StreamBytes {
     r: Box<dyn Read + Send>,
-    buf: Vec<u8>,
-    pos: usize,
-    len: usize,
+    pub(crate) buf: Vec<u8>,
+    pub(crate) pos: usize,
+    pub(crate) len: usize,
     eof: bool,
 }
 
 impl StreamBytes {
-    fn new(r: Box<dyn Read + Send>) -> Self {
+    pub(crate) fn new(r: Box<dyn Read + Send>) -> Self {
         Self { r, buf: vec![0; 1 << 18], pos: 0, len: 0, eof: false }
     }
 
     /// Make at least `need` bytes available unless the stream ends; return how many are.
-    fn fill(&mut self, need: usize) -> std::io::Result<usize> {
+    pub(crate) fn fill(&mut self, need: usize) -> std::io::Result<usize> {
         while self.len - self.pos < need && !self.eof {
             if self.pos > 0 {
                 self.buf.copy_within(self.pos..self.len, 0);
@@ -402,7 +434,7 @@ pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> 
         volumes = vols;
         Inner::Loaded(requests.into_iter())
     } else if format.is_binary() {
-        let mut bytes = if detect_compression(path)? == Compression::None {
+        let mut bytes = if is_regular_file(path) && detect_compression(path)? == Compression::None {
             let file = File::open(path).map_err(|e| io_err(path, e))?;
             let len = file.metadata().map_err(|e| io_err(path, e))?.len();
             if len == 0 {
@@ -662,7 +694,7 @@ impl TraceReader {
 
 /// Reject a request whose last byte lies beyond 2^64 (no block index could name it).
 #[inline]
-fn check_end(l: Line) -> Result<Line, String> {
+pub(crate) fn check_end(l: Line) -> Result<Line, String> {
     if let Line::Request(r) = &l {
         if r.offset.checked_add(r.length as u64).is_none() {
             return Err(format!("offset {} + length {} overflows 64 bits", r.offset, r.length));
@@ -712,6 +744,9 @@ pub fn read_oracle_general_records(
 
 /// The number of records an uncompressed oracleGeneral file holds (0 when unknown).
 fn record_hint(path: &Path) -> usize {
+    if !is_regular_file(path) {
+        return 0;
+    }
     match detect_compression(path) {
         Ok(Compression::None) => {
             std::fs::metadata(path).map(|m| m.len() as usize / og::RECORD_SIZE).unwrap_or(0)
@@ -731,7 +766,7 @@ pub fn for_each_oracle_general(
         line: n,
         message: format!("truncated record: {partial} of {} bytes", og::RECORD_SIZE),
     };
-    if detect_compression(path)? == Compression::None {
+    if is_regular_file(path) && detect_compression(path)? == Compression::None {
         let file = File::open(path).map_err(|e| io_err(path, e))?;
         if file.metadata().map_err(|e| io_err(path, e))?.len() == 0 {
             return Ok(());

@@ -172,7 +172,8 @@ impl TraceWriter {
         self.written
     }
 
-    /// Flush and close; for an uncompressed ember file, record the request count in its header.
+    /// Flush and close; for an uncompressed ember file (not a pipe), record the request count
+    /// in its header.
     pub fn finish(mut self) -> Result<(), TraceError> {
         let io = |e| TraceError::Io { path: self.path.clone(), source: e };
         let Some(sink) = self.sink.take() else {
@@ -180,7 +181,10 @@ impl TraceWriter {
         };
         let plain = sink.is_plain();
         let file = sink.finish().map_err(io)?;
-        if let (Format::Ember, true, Some(mut f)) = (self.format, plain, file) {
+        // A pipe cannot be patched: its header keeps "count unknown" (u64::MAX), which
+        // readers accept.
+        let seekable = file.as_ref().and_then(|f| f.metadata().ok()).is_some_and(|m| m.is_file());
+        if let (Format::Ember, true, true, Some(mut f)) = (self.format, plain, seekable, file) {
             f.seek(SeekFrom::Start(ember::COUNT_OFFSET)).map_err(io)?;
             f.write_all(&self.written.to_le_bytes()).map_err(io)?;
             f.flush().map_err(io)?;

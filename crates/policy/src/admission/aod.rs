@@ -20,6 +20,11 @@ impl Admission for Aod {
     fn admit(&mut self, _access: &Access) -> bool {
         true
     }
+
+    #[inline]
+    fn admits_every_miss(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

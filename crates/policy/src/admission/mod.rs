@@ -57,6 +57,14 @@ pub trait Admission: Send {
     /// blocks. Only occupancy-triggered sieves (OCF's nhit) use it; the default ignores it.
     fn set_occupancy(&mut self, _resident: usize, _capacity: usize) {}
 
+    /// True if this sieve ignores [`Admission::observe`] and admits every miss (AOD): the
+    /// simulator then drives the replacement policy with one combined
+    /// [`crate::Replacement::access`] per block instead of a lookup and an insertion.
+    #[inline]
+    fn admits_every_miss(&self) -> bool {
+        false
+    }
+
     /// A hint, given before the cache lookup of `access`, that [`Admission::admit`] may be
     /// asked about it: a sieve with large tables can start loading the entry it will need
     /// (SieveStore-C's IMCT) while the cache is searched. It must not change any decision.

@@ -38,7 +38,9 @@ impl Lru {
                 return None;
             }
             let victim = self.q.list.tail;
-            Some(self.q.replace_at(victim, bucket, key, ()))
+            let old = self.q.replace_at(victim, bucket, key, ());
+            self.q.prefetch_tail();
+            Some(old)
         } else {
             self.q.push_new_at(bucket, key, ());
             None

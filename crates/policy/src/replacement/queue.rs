@@ -92,6 +92,17 @@ impl<M: Copy + Default> Queue<M> {
         old
     }
 
+    /// Start loading the index group of the tail's key, the next victim of a policy that
+    /// evicts at the tail (LRU, FIFO), so that its removal from the index does not wait for
+    /// memory. Changes nothing observable.
+    #[inline(always)]
+    pub(crate) fn prefetch_tail(&self) {
+        let t = self.list.tail;
+        if t != NIL {
+            self.map.prefetch(self.slab.key(t));
+        }
+    }
+
     /// Move resident node `i` to the head.
     #[inline(always)]
     pub(crate) fn move_to_head(&mut self, i: u32) {

@@ -1,0 +1,185 @@
+//! Counting distinct block keys (the working-set size) while a trace streams past, in memory
+//! proportional to the blocks touched, never to the trace's length.
+//!
+//! Block traces address dense ranges, so keys are counted in a paged bitmap: one bit per
+//! block, in pages of [`PAGE_BLOCKS`] blocks (4 KiB) created on first touch. If the keys turn
+//! out sparse (hashed object ids, say), so that the pages would cost more than a hash set,
+//! the counter moves every key seen to a hash set (8 bytes a key plus the table) and goes on
+//! there. Either way the count is exact.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// Blocks per bitmap page.
+pub const PAGE_BLOCKS: u64 = 1 << 15;
+
+/// Words per page.
+const PAGE_WORDS: usize = (PAGE_BLOCKS / 64) as usize;
+
+/// Pages per region of the page index (a region spans 2^24 blocks).
+const REGION_PAGES: usize = 512;
+
+/// Pages allowed before sparseness is checked.
+const MIN_PAGES: usize = 256;
+
+/// An exact streaming counter of distinct `u64` keys.
+#[derive(Clone, Debug, Default)]
+pub struct DistinctCounter {
+    /// Region number (key / (PAGE_BLOCKS * REGION_PAGES)) to its table: for each of its
+    /// pages, the index into `pages` plus one (0: no page yet).
+    index: FxHashMap<u64, u32>,
+    tables: Vec<[u32; REGION_PAGES]>,
+    pages: Vec<Box<[u64; PAGE_WORDS]>>,
+    /// The region last touched and its table (dense traces stay in one), to skip the hash
+    /// lookup.
+    last: Option<(u64, u32)>,
+    /// Set once the keys proved sparse: every key seen so far lives here instead.
+    sparse: Option<FxHashSet<u64>>,
+    count: u64,
+}
+
+impl DistinctCounter {
+    /// An empty counter.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Distinct keys seen so far.
+    pub fn count(&self) -> u64 {
+        match &self.sparse {
+            Some(s) => s.len() as u64,
+            None => self.count,
+        }
+    }
+
+    /// Bytes of memory the counter holds (pages or hash set, approximately).
+    pub fn memory_bytes(&self) -> usize {
+        match &self.sparse {
+            Some(s) => s.capacity() * 9,
+            None => self.pages.len() * (PAGE_WORDS * 8 + 16) + self.tables.len() * REGION_PAGES * 4,
+        }
+    }
+
+    /// Count every key of `keys`.
+    pub fn add_all(&mut self, keys: &[u64]) {
+        if let Some(s) = &mut self.sparse {
+            s.extend(keys.iter().copied());
+            return;
+        }
+        for &k in keys {
+            self.add_dense(k);
+        }
+        if self.pages.len() > MIN_PAGES && (self.pages.len() as u64) * 64 > self.count {
+            // Fewer than 64 keys a page: a page costs 4 KiB, a hash-set entry about 16 bytes.
+            self.go_sparse();
+        }
+    }
+
+    #[inline(always)]
+    fn add_dense(&mut self, k: u64) {
+        let page = k / PAGE_BLOCKS;
+        let region = page / REGION_PAGES as u64;
+        let t = match self.last {
+            Some((r, t)) if r == region => t,
+            _ => {
+                let next = self.tables.len() as u32;
+                let t = *self.index.entry(region).or_insert(next);
+                if t == next {
+                    self.tables.push([0u32; REGION_PAGES]);
+                }
+                self.last = Some((region, t));
+                t
+            }
+        };
+        let slot = &mut self.tables[t as usize][(page % REGION_PAGES as u64) as usize];
+        if *slot == 0 {
+            self.pages.push(Box::new([0u64; PAGE_WORDS]));
+            *slot = self.pages.len() as u32;
+        }
+        let at = (*slot - 1) as usize;
+        let bit = k % PAGE_BLOCKS;
+        let (w, m) = ((bit / 64) as usize, 1u64 << (bit % 64));
+        let word = &mut self.pages[at][w];
+        self.count += u64::from(*word & m == 0);
+        *word |= m;
+    }
+
+    fn go_sparse(&mut self) {
+        let mut set = FxHashSet::default();
+        set.reserve(self.count as usize);
+        let tables = &self.tables;
+        let pages = self.index.iter().flat_map(|(&region, &t)| {
+            tables[t as usize]
+                .iter()
+                .enumerate()
+                .filter(|(_, &i)| i != 0)
+                .map(move |(j, &i)| (region * REGION_PAGES as u64 + j as u64, i as usize - 1))
+        });
+        for (page, i) in pages {
+            for (w, &word) in self.pages[i].iter().enumerate() {
+                let mut x = word;
+                while x != 0 {
+                    let b = x.trailing_zeros() as u64;
+                    set.insert(page * PAGE_BLOCKS + w as u64 * 64 + b);
+                    x &= x - 1;
+                }
+            }
+        }
+        self.index = FxHashMap::default();
+        self.tables = Vec::new();
+        self.pages = Vec::new();
+        self.last = None;
+        self.sparse = Some(set);
+    }
+
+    /// True once the counter has switched to its hash set.
+    pub fn is_sparse(&self) -> bool {
+        self.sparse.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    #[test]
+    fn dense_and_sparse_keys_count_like_a_set_in_any_batches() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let dense: Vec<u64> = (0..200_000)
+            .map(|_| ember_trace::block_key((next() % 3) as u32, next() % 90_000))
+            .collect();
+        let sparse: Vec<u64> = (0..200_000).map(|_| next() % 50_000 * 0x1_0000_0001).collect();
+        for (keys, want_sparse) in [(dense, false), (sparse, true)] {
+            let set: FxHashSet<u64> = keys.iter().copied().collect();
+            for batch in [1usize, 1000, 1 << 20] {
+                let mut c = DistinctCounter::new();
+                for b in keys.chunks(batch) {
+                    c.add_all(b);
+                }
+                assert_eq!(c.count(), set.len() as u64, "batch {batch}");
+                assert_eq!(c.is_sparse(), want_sparse, "batch {batch}");
+            }
+        }
+        assert_eq!(DistinctCounter::new().count(), 0);
+    }
+
+    #[test]
+    fn dense_keys_cost_about_a_bit_a_block() {
+        let mut c = DistinctCounter::new();
+        let keys: Vec<u64> = (0..1_000_000u64).map(|i| i * 7 % 1_000_000).collect();
+        c.add_all(&keys);
+        assert_eq!(c.count(), 1_000_000);
+        assert!(!c.is_sparse());
+        // 31 pages of 4 KiB for a million blocks.
+        assert!(c.memory_bytes() < 200_000, "{}", c.memory_bytes());
+    }
+}

@@ -1,0 +1,440 @@
+//! Simulation of a grid of runs over a trace that streams past in chunks, reading it once:
+//! resident memory is the runs' policy state plus two chunks, whatever the trace's length.
+//!
+//! The caller supplies the chunks (an [`ember_trace::BlockReader`], usually) and one
+//! [`ChunkRun`] per cell of the grid ([`policy_run`]); [`run_streaming`] hands every chunk to
+//! every run, on up to `threads` threads, while the next chunk is read. Timeline intervals
+//! are cut exactly as [`crate::AccessStream::spans`] cuts them, across chunk boundaries, so a
+//! streamed run's result equals [`crate::simulate`]'s on the whole stream.
+//!
+//! Oracle policies (Belady's OPT) need each access's next-access time, which is the future:
+//! they cannot stream and use [`crate::AccessStream`], which holds the whole trace.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::distinct::DistinctCounter;
+use crate::simulate::{run_slices, Slices};
+use crate::{Counters, Interval, IntervalStats, SimResult};
+use ember_policy::{Admission, Replacement};
+use ember_trace::{BlockChunk, FLAG_FIRST};
+
+/// Block accesses per chunk.
+pub const CHUNK_ACCESSES: usize = 1 << 18;
+
+/// Where a timeline interval starts (see [`IntervalStats`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntervalStart {
+    /// The interval's number.
+    pub index: u64,
+    /// Start in nanoseconds since the first request.
+    pub start_ns: u64,
+    /// Requests before the interval's first one.
+    pub start_request: u64,
+}
+
+/// A stretch of a chunk that lies in one timeline interval.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// The accesses, as positions in the chunk.
+    pub range: Range<usize>,
+    /// The vtime of the first of them.
+    pub vtime: u64,
+    /// Set if a new interval starts with this piece.
+    pub opens: Option<IntervalStart>,
+}
+
+/// Cuts a stream of chunks into timeline pieces, keeping its place across chunks.
+#[derive(Clone, Debug)]
+pub struct Cutter {
+    interval: Option<Interval>,
+    start_ns: Option<u64>,
+    index: u64,
+    requests: u64,
+    vtime: u64,
+}
+
+impl Cutter {
+    /// A cutter for `interval` (`None`: one interval holding everything).
+    pub fn new(interval: Option<Interval>) -> Self {
+        Self { interval, start_ns: None, index: 0, requests: 0, vtime: 0 }
+    }
+
+    /// Requests seen so far.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Accesses seen so far.
+    pub fn accesses(&self) -> u64 {
+        self.vtime
+    }
+
+    /// The pieces of the next chunk.
+    pub fn cut(&mut self, c: &BlockChunk) -> Vec<Piece> {
+        let n = c.len();
+        let base = self.vtime;
+        let time = |i: usize| c.times.get(i).copied().unwrap_or(0);
+        let mut pieces = Vec::new();
+        if n == 0 {
+            return pieces;
+        }
+        let first_ever = self.start_ns.is_none();
+        let start_ns = *self.start_ns.get_or_insert_with(|| time(0));
+        match self.interval {
+            None => {
+                self.requests += c.requests();
+                let opens =
+                    first_ever.then_some(IntervalStart { index: 0, start_ns: 0, start_request: 0 });
+                pieces.push(Piece { range: 0..n, vtime: base, opens });
+            }
+            Some(interval) => {
+                let mut from = 0usize;
+                let mut opens = None;
+                for i in 0..n {
+                    if c.flags[i] & FLAG_FIRST == 0 {
+                        continue;
+                    }
+                    let rel = time(i).saturating_sub(start_ns);
+                    let index = match interval {
+                        Interval::Time(span) => rel / span,
+                        Interval::Requests(k) => self.requests / k,
+                    };
+                    if index > self.index || (first_ever && i == 0) {
+                        if i > from {
+                            pieces.push(Piece {
+                                range: from..i,
+                                vtime: base + from as u64,
+                                opens: opens.take(),
+                            });
+                        }
+                        from = i;
+                        let start = match interval {
+                            Interval::Time(span) => index * span,
+                            Interval::Requests(_) => rel,
+                        };
+                        opens = Some(IntervalStart {
+                            index,
+                            start_ns: start,
+                            start_request: self.requests,
+                        });
+                        self.index = index;
+                    }
+                    self.requests += 1;
+                }
+                pieces.push(Piece { range: from..n, vtime: base + from as u64, opens });
+            }
+        }
+        self.vtime += n as u64;
+        pieces
+    }
+}
+
+/// One cell of a streamed grid: a policy (and sieve) fed chunk after chunk.
+pub trait ChunkRun: Send {
+    /// Simulate the accesses of `pieces` of `chunk`, in order.
+    fn run(&mut self, chunk: &BlockChunk, pieces: &[Piece]);
+    /// The result so far (the open interval included).
+    fn result(&self) -> SimResult;
+}
+
+/// A [`ChunkRun`] of replacement policy `R` with sieve `A`, monomorphized.
+#[derive(Debug)]
+pub struct PolicyRun<R, A> {
+    policy: R,
+    admission: A,
+    totals: Counters,
+    timeline: Option<Vec<IntervalStats>>,
+    open: Option<IntervalStats>,
+}
+
+/// A boxed [`PolicyRun`]; with `timeline`, it records per-interval counters.
+pub fn policy_run<R, A>(policy: R, admission: A, timeline: bool) -> Box<dyn ChunkRun>
+where
+    R: Replacement + 'static,
+    A: Admission + 'static,
+{
+    Box::new(PolicyRun {
+        policy,
+        admission,
+        totals: Counters::default(),
+        timeline: timeline.then(Vec::new),
+        open: None,
+    })
+}
+
+impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
+    fn run(&mut self, chunk: &BlockChunk, pieces: &[Piece]) {
+        for p in pieces {
+            if let Some(start) = p.opens {
+                if let (Some(t), Some(done)) = (self.timeline.as_mut(), self.open.take()) {
+                    t.push(done);
+                }
+                self.open = Some(IntervalStats {
+                    index: start.index,
+                    start_ns: start.start_ns,
+                    start_request: start.start_request,
+                    counters: Counters::default(),
+                });
+            }
+            let r = p.range.clone();
+            let c = run_slices(
+                &mut self.policy,
+                &mut self.admission,
+                Slices {
+                    keys: &chunk.keys[r.clone()],
+                    flags: &chunk.flags[r.clone()],
+                    times: chunk.times.get(r).unwrap_or(&[]),
+                    next: None,
+                    vtime: p.vtime,
+                },
+            );
+            self.totals += c;
+            if let Some(o) = self.open.as_mut() {
+                o.counters += c;
+            }
+        }
+    }
+
+    fn result(&self) -> SimResult {
+        let timeline = self.timeline.as_ref().map(|t| {
+            let mut t = t.clone();
+            t.extend(self.open);
+            t
+        });
+        SimResult {
+            policy: self.policy.name().to_owned(),
+            admission: self.admission.name().to_owned(),
+            capacity_blocks: self.policy.capacity() as u64,
+            totals: self.totals,
+            timeline,
+        }
+    }
+}
+
+/// What a streamed pass saw of the trace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamTotals {
+    /// Requests touching at least one block.
+    pub requests: u64,
+    /// Block accesses.
+    pub accesses: u64,
+    /// Distinct blocks (the working-set size).
+    pub wss: u64,
+}
+
+/// Read the trace chunk by chunk with `next_chunk` (which clears and fills the chunk it is
+/// given, returning false at the end) and run every one of `runs` over it, on up to
+/// `threads` threads while the next chunk is read. `chunk_accesses` sizes the two chunks
+/// held at a time. `progress(n)` is called with the accesses read so far after each chunk.
+/// Returns each run's result, in order, and the trace's totals; the first error of
+/// `next_chunk` ends the pass.
+pub fn run_streaming<E: Send>(
+    next_chunk: &mut (dyn FnMut(&mut BlockChunk) -> Result<bool, E> + Send),
+    runs: Vec<Box<dyn ChunkRun>>,
+    interval: Option<Interval>,
+    threads: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(Vec<SimResult>, StreamTotals), E> {
+    let runs: Vec<Mutex<Box<dyn ChunkRun>>> = runs.into_iter().map(Mutex::new).collect();
+    let mut cutter = Cutter::new(interval);
+    let mut wss = DistinctCounter::new();
+    let mut cur = BlockChunk::default();
+    let mut spare = BlockChunk::default();
+    let mut more = next_chunk(&mut cur)?;
+    let workers = threads.max(1).min(runs.len());
+    while more {
+        let pieces = cutter.cut(&cur);
+        if threads <= 1 || runs.is_empty() {
+            wss.add_all(&cur.keys);
+            for r in &runs {
+                if let Ok(mut r) = r.lock() {
+                    r.run(&cur, &pieces);
+                }
+            }
+            more = next_chunk(&mut spare)?;
+        } else {
+            let next = AtomicUsize::new(0);
+            let (chunk, pieces, runs) = (&cur, &pieces, &runs);
+            let read = std::thread::scope(|s| {
+                for _ in 0..workers {
+                    let next = &next;
+                    s.spawn(move || loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(r) = runs.get(i) else { break };
+                        // A poisoned lock means a run panicked; the scope re-raises it.
+                        if let Ok(mut r) = r.lock() {
+                            r.run(chunk, pieces);
+                        }
+                    });
+                }
+                wss.add_all(&chunk.keys);
+                next_chunk(&mut spare)
+            });
+            more = read?;
+        }
+        progress(cutter.accesses());
+        std::mem::swap(&mut cur, &mut spare);
+    }
+    let results = runs.iter().filter_map(|r| r.lock().ok().map(|r| r.result())).collect();
+    let totals =
+        StreamTotals { requests: cutter.requests(), accesses: cutter.accesses(), wss: wss.count() };
+    Ok((results, totals))
+}
+
+/// Count the requests, accesses and distinct blocks of a trace in one streamed pass, with
+/// no simulation (what a percentage cache size needs before the simulating pass).
+pub fn count_pass<E>(
+    next_chunk: &mut dyn FnMut(&mut BlockChunk) -> Result<bool, E>,
+) -> Result<StreamTotals, E> {
+    let mut t = StreamTotals::default();
+    let mut wss = DistinctCounter::new();
+    let mut c = BlockChunk::default();
+    while next_chunk(&mut c)? {
+        t.requests += c.requests();
+        t.accesses += c.len() as u64;
+        wss.add_all(&c.keys);
+    }
+    t.wss = wss.count();
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TinyLru;
+    use crate::{simulate, AccessStreamBuilder, RunConfig, Split};
+    use ember_policy::admission::{Aod, Wmna};
+    use ember_policy::replacement::Kind;
+    use ember_policy::with_replacement;
+    use ember_trace::{Op, Request};
+
+    /// A trace with multi-block requests, writes, and time gaps (for time intervals).
+    fn requests(n: u64) -> Vec<Request> {
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut t = 0u64;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                t += (x % 7) * 300_000_000 + if x.is_multiple_of(101) { 20_000_000_000 } else { 0 };
+                let hot = !x.is_multiple_of(4);
+                let block = if hot { (x >> 9) % 300 } else { (x >> 9) % 20_000 };
+                Request {
+                    time_ns: t,
+                    volume: ((x >> 40) % 2) as u32,
+                    op: if x.is_multiple_of(5) { Op::Write } else { Op::Read },
+                    offset: block * 4096 + (x >> 20) % 4096,
+                    length: [0u32, 1, 4096, 8192, 30_000][((x >> 30) % 5) as usize],
+                }
+            })
+            .collect()
+    }
+
+    /// Chunks of `size` accesses cut from the split of `reqs`.
+    fn chunker(
+        reqs: &[Request],
+        size: usize,
+    ) -> impl FnMut(&mut BlockChunk) -> Result<bool, String> + Send + '_ {
+        let mut i = 0usize;
+        move |c: &mut BlockChunk| {
+            c.clear();
+            while c.len() < size && i < reqs.len() {
+                let r = &reqs[i];
+                i += 1;
+                for (j, k) in r.block_keys(4096).enumerate() {
+                    c.keys.push(k);
+                    let w = if r.op.is_write() { 1 } else { 0 };
+                    c.flags.push(if j == 0 { w | FLAG_FIRST } else { w });
+                    c.times.push(r.time_ns);
+                }
+            }
+            Ok(!c.is_empty())
+        }
+    }
+
+    fn whole(reqs: &[Request]) -> crate::AccessStream {
+        let mut b = AccessStreamBuilder::new(4096, Split::Blocks).expect("builder");
+        for r in reqs {
+            b.push(r);
+        }
+        b.finish(false)
+    }
+
+    #[test]
+    fn streamed_grid_equals_whole_stream_runs_for_every_policy_and_interval() {
+        let reqs = requests(30_000);
+        let stream = whole(&reqs);
+        let kinds: Vec<Kind> = Kind::ALL.iter().copied().filter(|k| !k.needs_oracle()).collect();
+        assert!(kinds.len() >= 8);
+        for interval in [None, Some(Interval::Requests(1000)), Some(Interval::Time(60_000_000_000))]
+        {
+            let cfg = RunConfig { interval };
+            let want: Vec<SimResult> = kinds
+                .iter()
+                .flat_map(|&k| [50usize, 2000].map(move |cap| (k, cap)))
+                .map(|(k, cap)| {
+                    with_replacement!(k, cap, |p| simulate(&mut p, &mut Aod, &stream, &cfg))
+                })
+                .collect();
+            for (chunk, threads) in [(1usize, 1usize), (777, 2), (1 << 20, 3)] {
+                let runs: Vec<Box<dyn ChunkRun>> = kinds
+                    .iter()
+                    .flat_map(|&k| [50usize, 2000].map(move |cap| (k, cap)))
+                    .map(|(k, cap)| {
+                        with_replacement!(k, cap, |p| policy_run(p, Aod, interval.is_some()))
+                    })
+                    .collect();
+                let mut next = chunker(&reqs, chunk);
+                let (got, totals) =
+                    run_streaming(&mut next, runs, interval, threads, &|_| {}).expect("run");
+                assert_eq!(got, want, "{interval:?} chunks of {chunk} on {threads} threads");
+                assert_eq!(totals.accesses, stream.len() as u64);
+                assert_eq!(totals.requests, stream.requests());
+                assert_eq!(totals.wss, stream.wss());
+                if interval.is_some() {
+                    assert!(got[0].timeline.as_ref().is_some_and(|t| t.len() > 3));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_sieve_that_refuses_streams_like_the_whole_stream() {
+        let reqs = requests(20_000);
+        let stream = whole(&reqs);
+        let want = simulate(&mut TinyLru::new(100), &mut Wmna, &stream, &RunConfig::default());
+        let mut next = chunker(&reqs, 999);
+        let runs = vec![policy_run(TinyLru::new(100), Wmna, false)];
+        let (got, _) = run_streaming(&mut next, runs, None, 2, &|_| {}).expect("run");
+        assert_eq!(got, vec![want]);
+        assert!(got[0].totals.allocation_writes < got[0].totals.misses());
+    }
+
+    #[test]
+    fn count_pass_and_errors() {
+        let reqs = requests(5_000);
+        let stream = whole(&reqs);
+        let t = count_pass(&mut chunker(&reqs, 100)).expect("count");
+        assert_eq!(
+            (t.requests, t.accesses, t.wss),
+            (stream.requests(), stream.len() as u64, stream.wss())
+        );
+        let mut calls = 0;
+        let mut failing = |c: &mut BlockChunk| {
+            calls += 1;
+            c.clear();
+            if calls > 2 {
+                return Err("broken trace".to_string());
+            }
+            c.keys.push(calls);
+            c.flags.push(FLAG_FIRST);
+            Ok(true)
+        };
+        let runs = vec![policy_run(TinyLru::new(10), Aod, false)];
+        let e = run_streaming(&mut failing, runs, None, 1, &|_| {}).expect_err("fails");
+        assert_eq!(e, "broken trace");
+    }
+}
