@@ -332,13 +332,16 @@ pub fn run(cmd: GenCommand) -> anyhow::Result<()> {
             let t = cfg.trace()?;
             let l = t.layout;
             emit_warmed(&a.common, &t.warmed)?;
-            println!(
-                "array: {} blocks; shared blocks 0..{}; client K's private blocks start at \
+            note(
+                &a.common,
+                format_args!(
+                    "array: {} blocks; shared blocks 0..{}; client K's private blocks start at \
                  {} + K x {}",
-                l.array_blocks(),
-                l.shared_blocks,
-                l.shared_blocks,
-                l.blocks_per_client - l.shared_blocks
+                    l.array_blocks(),
+                    l.shared_blocks,
+                    l.shared_blocks,
+                    l.blocks_per_client - l.shared_blocks
+                ),
             );
             Ok(())
         }
@@ -466,26 +469,45 @@ fn emit_warmed(c: &CommonArgs, w: &WarmedTrace) -> anyhow::Result<()> {
     let mut tally = Tally::default();
     w.trace.requests.iter().for_each(|r| tally.add(r));
     report(c, format, &tally, w.trace.volumes.len());
-    println!(
-        "working set: {} blocks; warm-up: {} requests (time_ns < {}); timed: {} requests \
+    note(
+        c,
+        format_args!(
+            "working set: {} blocks; warm-up: {} requests (time_ns < {}); timed: {} requests \
          (time_ns >= {})",
-        w.working_set_blocks,
-        w.warmup_requests,
-        w.timed_start_ns,
-        w.timed().len(),
-        w.timed_start_ns
+            w.working_set_blocks,
+            w.warmup_requests,
+            w.timed_start_ns,
+            w.timed().len(),
+            w.timed_start_ns
+        ),
     );
     Ok(())
 }
 
 fn report(c: &CommonArgs, format: Format, t: &Tally, volumes: usize) {
-    println!(
-        "wrote {} requests ({} reads, {} writes) on {} volume{} to {} ({format})",
-        t.requests,
-        t.requests - t.writes,
-        t.writes,
-        volumes,
-        if volumes == 1 { "" } else { "s" },
-        c.output.display()
+    note(
+        c,
+        format_args!(
+            "wrote {} requests ({} reads, {} writes) on {} volume{} to {} ({format})",
+            t.requests,
+            t.requests - t.writes,
+            t.writes,
+            volumes,
+            if volumes == 1 { "" } else { "s" },
+            c.output.display()
+        ),
     );
+}
+
+/// Print a line about what was written: on stdout, unless the trace itself goes to stdout
+/// (`-o /dev/stdout`, to pipe it), then on stderr so the trace stays clean.
+fn note(c: &CommonArgs, line: std::fmt::Arguments<'_>) {
+    let to_stdout = ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]
+        .iter()
+        .any(|p| c.output == std::path::Path::new(p));
+    if to_stdout {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
 }

@@ -263,3 +263,30 @@ fn bad_arguments_fail_with_a_message() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown trace format"));
 }
+
+/// `ember trace gen … -o /dev/stdout` writes the trace alone on stdout (its summary goes to
+/// stderr), so it can be piped into another command.
+#[test]
+fn a_trace_written_to_stdout_is_not_mixed_with_the_summary() {
+    let out = ember(&[
+        "trace",
+        "gen",
+        "uniform",
+        "--blocks",
+        "100",
+        "--requests",
+        "500",
+        "--format",
+        "ember",
+        "-o",
+        "/dev/stdout",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("piped.ember");
+    std::fs::write(&path, &out.stdout).unwrap();
+    let (trace, format) = read(&path);
+    assert_eq!(format, Format::Ember);
+    assert_eq!(trace.requests.len(), 500);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wrote 500 requests"));
+}
