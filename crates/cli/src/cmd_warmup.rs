@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use ember_analyze::report::TraceReport;
 use ember_analyze::{advise, AnalyzeConfig};
 use ember_policy::warmup::SelectorKind;
+use ember_sim::warmup_evidence::rank_selectors;
 use ember_sim::warmup_experiment::{run_warmup, DayRuns, VolumeAccesses, WarmupConfig};
 use ember_sim::warmup_sweep::{sweep, SweepGrid};
 use plotters::prelude::*;
@@ -22,7 +23,8 @@ pub enum WarmupCommand {
     Run(Box<RunArgs>),
     /// Sweep the Table 2 grid and print a Table 3-shaped summary.
     Sweep(Box<SweepArgs>),
-    /// Recommend a warmup algorithm from the trace's analysis (Figure 8).
+    /// Recommend a warmup selector: every selector simulated on the trace's own history, the
+    /// best by T_converge and load reduction; Figure 8's decision tree as the explanation.
     Advise(Box<AdviseArgs>),
 }
 
@@ -107,10 +109,22 @@ pub struct SweepArgs {
 #[derive(Args)]
 pub struct AdviseArgs {
     #[command(flatten)]
-    pub input: TraceInput,
-    /// Warmup region size the cache will use (Figure 8's last branch).
+    pub exp: ExperimentArgs,
+    /// Warmup region size the cache will use (Figure 8's last branch, and the simulation).
     #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
     pub region: u64,
+    /// Cache size for the simulation, % of each volume's working set.
+    #[arg(long, default_value_t = 50.0)]
+    pub cache: f64,
+    /// Warmup size for the simulation, % of each volume's working set.
+    #[arg(long, default_value_t = 10.0)]
+    pub warmup: f64,
+    /// Violation threshold Th_V (fraction).
+    #[arg(long, default_value_t = 0.9)]
+    pub th_v: f64,
+    /// Convergence threshold Th_N (fraction).
+    #[arg(long, default_value_t = 0.05)]
+    pub th_n: f64,
     /// Use this `ember analyze` JSON document instead of analyzing the trace.
     #[arg(long)]
     pub analysis: Option<PathBuf>,
@@ -392,7 +406,7 @@ fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
             })?
         }
         None => analyze_input(
-            &a.input,
+            &a.exp.input,
             AnalyzeConfig { bins: 10, mrc_points: 2, ..AnalyzeConfig::default() },
         )?,
     };
@@ -403,9 +417,53 @@ fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
     }
     for (name, an) in rows {
         let adv = advise(an, a.region);
-        println!("{name}: {}", adv.algorithm.name());
+        println!("{name}: {} (Figure 8's decision tree)", adv.algorithm.name());
         println!("  because {}", adv.reason);
     }
+    // The evidence: every selector simulated on this trace's history.
+    check_thresholds(a.th_v, a.th_n)?;
+    let (vols, t0) = load(&a.exp)?;
+    let cfg = WarmupConfig {
+        cache_percent: a.cache,
+        warmup_percent: a.warmup,
+        region_bytes: a.region,
+        selectors: vec![
+            SelectorKind::LastK,
+            SelectorKind::FirstK,
+            SelectorKind::TopK,
+            SelectorKind::RandomK,
+        ],
+        ..base_config(&a.exp)
+    };
+    let days = run_warmup(&vols, t0, &cfg);
+    let ev = rank_selectors(&days, a.th_v, a.th_n, a.exp.bandwidth as f64);
+    let Some(best) = &ev.best else {
+        println!(
+            "evidence: none (no period after the first has accesses: the trace is shorter than \
+             two periods of {} s; give a shorter --period); the decision tree's choice stands",
+            a.exp.period as f64 / 1e9
+        );
+        return Ok(());
+    };
+    println!(
+        "evidence: each selector simulated on this trace (cache {} %, warmup {} %, region {} B, \
+         Th_V {}, Th_N {}), medians over {} volume-periods:",
+        a.cache, a.warmup, a.region, a.th_v, a.th_n, ev.periods
+    );
+    println!(
+        "  {:<10} {:>16} {:>20} {:>14}",
+        "selector", "T_converge (h)", "load reduction (%)", "read hits (%)"
+    );
+    for s in &ev.schemes {
+        println!(
+            "  {:<10} {:>16.2} {:>20} {:>14}",
+            s.scheme,
+            s.converge_hours,
+            fmt(s.load_reduction_percent),
+            fmt(s.read_hit_percent)
+        );
+    }
+    println!("recommended: {best} (lowest T_converge, then highest load reduction, then hits)");
     Ok(())
 }
 

@@ -123,3 +123,43 @@ fn analyze_then_warmup_on_a_generated_msr_trace() {
     let text = String::from_utf8_lossy(&adv.stdout);
     assert!(text.contains("First-K") && text.contains("02:00"), "{text}");
 }
+
+/// Issue 11 item 6: `advise` decides from evidence. On `make demo`'s Bonfire week, Figure 8's
+/// tree says Last-K (hourly reaccesses dominate), but simulating every selector on the trace
+/// shows Top-K ahead; the recommendation follows the simulation, and its table agrees with
+/// `ember warmup run` on the same trace.
+#[test]
+fn advise_recommends_what_the_simulation_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let week = dir.path().join("week.csv");
+    let w = week.to_str().unwrap();
+    ember(&["trace", "gen", "bonfire", "--rate", "2", "--days", "7", "--seed", "1", "-o", w]);
+    let out = ember(&["warmup", "advise", w]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("Last-K (Figure 8's decision tree)"), "{text}");
+    assert!(text.contains("recommended: Top-K"), "{text}");
+    // Top-K's read hits in the table are the highest of the warmed selectors, and equal the
+    // median of `ember warmup run`'s per-period figures for Top-K.
+    let hits = |name: &str| -> f64 {
+        let line = text.lines().find(|l| l.trim_start().starts_with(name)).unwrap();
+        line.split_whitespace().last().unwrap().parse().unwrap()
+    };
+    for other in ["Last-K", "First-K", "Random-K"] {
+        assert!(hits("Top-K") > hits(other), "{other}: {text}");
+    }
+    let json = dir.path().join("run.json");
+    ember(&["warmup", "run", w, "--quiet", "--json", json.to_str().unwrap()]);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut top: Vec<f64> = doc["periods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["metrics"].as_array().unwrap().clone())
+        .filter(|m| m["scheme"] == "Top-K")
+        .filter_map(|m| m["read_hit_percent"].as_f64())
+        .collect();
+    top.sort_by(f64::total_cmp);
+    let n = top.len();
+    let median = if n % 2 == 1 { top[n / 2] } else { (top[n / 2 - 1] + top[n / 2]) / 2.0 };
+    assert!((median - hits("Top-K")).abs() < 0.05, "run's median {median}: {text}");
+}

@@ -31,6 +31,7 @@ pub mod streaming;
 #[cfg(test)]
 mod testing;
 pub mod warmup_convergence;
+pub mod warmup_evidence;
 pub mod warmup_experiment;
 pub mod warmup_load;
 pub mod warmup_scheme;
