@@ -43,8 +43,11 @@ impl Volume {
             let stop = (first + CHUNK_BLOCKS).min(end.div_ceil(bs));
             let chunk_end = end.min(stop * bs);
             let piece = &data[(pos - offset) as usize..(chunk_end - offset) as usize];
-            // FUA applies to the whole request: sync once, after the last chunk.
-            let fua = fua && chunk_end == end;
+            // FUA applies to the whole request. Write-through syncs backing and write-back
+            // persist commits the dirty map once, after the last chunk (that covers the
+            // chunks before). Write-back flush makes FUA chunks bypass the cache, so there
+            // every chunk must be FUA, or all but the last would stay dirty when acknowledged.
+            let fua = fua && (chunk_end == end || self.inner.mode == WriteMode::WriteBackFlush);
             if self.inner.mode.is_write_back() {
                 self.write_chunk_wb(first, stop - first, pos, piece, fua)?;
             } else {
