@@ -261,6 +261,10 @@ impl Device for FileDevice {
         format!("{}{}", self.path.display(), if self.direct { " (O_DIRECT)" } else { "" })
     }
 
+    fn reads_from_memory(&self) -> bool {
+        !self.direct
+    }
+
     /// From `fstat` of the open file: the medium is its device, inode, type and (for a
     /// block device) device number; the state adds the size and the modification and change
     /// times (nanoseconds). File timestamps come from a coarse clock, so a write within the

@@ -49,6 +49,13 @@ pub trait Device: Send + Sync {
     /// A short description for messages and reports (path, URI, "memory").
     fn describe(&self) -> String;
 
+    /// Whether a read of data written before usually completes from memory (a memory device,
+    /// a file behind the page cache) rather than waiting on the medium (O_DIRECT). Only then
+    /// is a cache hit "fast" for [`crate::Volume::resident`]'s callers. The default says yes.
+    fn reads_from_memory(&self) -> bool {
+        true
+    }
+
     /// What identifies the medium and its state, so a warm start can tell a backing changed
     /// while ember was stopped. The default cannot know ([`Identity::Unknown`]): such a
     /// backing never starts warm.
