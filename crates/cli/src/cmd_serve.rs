@@ -50,8 +50,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "lru")]
     pub policy: String,
 
-    /// Admission sieve (per-miss): aod (allocate every miss), wmna (write-miss no-allocate),
-    /// sievestore-c, randsieve-c, ocf-nhit.
+    /// Admission sieve (per-miss, read and write misses under every write policy): aod
+    /// (allocate every miss), wmna (write-miss no-allocate), sievestore-c, randsieve-c,
+    /// ocf-nhit. A refused write miss goes to backing.
     #[arg(long, default_value = "aod")]
     pub admission: String,
 

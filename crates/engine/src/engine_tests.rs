@@ -199,6 +199,49 @@ fn sieves_from_the_policy_crate_decide_allocation() {
     assert_eq!((s.total.read_misses, s.total.read_hits), (13, 7));
 }
 
+/// Issue 13 item 1: under write-back the admission sieve decides write misses too (as in
+/// `ember sim` and SieveStore): a refused miss goes around the cache to backing; hits and
+/// admitted misses in the same request still become dirty cache blocks.
+#[test]
+fn write_back_asks_the_sieve_on_write_misses() {
+    use ember_policy::admission::Wmna;
+    for mode in [WriteMode::WriteBackFlush, WriteMode::WriteBackPersist] {
+        let rig = Rig::mem(1 << 20);
+        let eng = rig.open_with(mode, Box::new(Wmna)).unwrap();
+        let a = eng.volume("a").unwrap();
+        let mut want = pattern(1, VOL as usize);
+        let write = |off: u64, data: &[u8], want: &mut Vec<u8>| {
+            a.write(off, data, false).unwrap();
+            want[off as usize..off as usize + data.len()].copy_from_slice(data);
+        };
+        write(0, &[1u8; 4 * BS as usize], &mut want);
+        let s = eng.stats();
+        assert_eq!(s.resident_blocks, 0, "{mode:?}: WMNA allocates no write miss");
+        assert_eq!((s.total.admission_refusals, s.total.dirty_writes), (4, 0), "{mode:?}");
+        let mut on_backing = vec![0u8; 4 * BS as usize];
+        rig.backing[0].read_at(0, &mut on_backing).unwrap();
+        assert_eq!(on_backing, vec![1u8; 4 * BS as usize], "{mode:?}: written around");
+        read(&a, 8 * BS, 2 * BS as usize);
+        assert_eq!(eng.stats().resident_blocks, 2, "{mode:?}: read misses allocate");
+        // Blocks 7..11: 7 and 10 miss (around), 8 and 9 hit (dirty in the cache).
+        write(7 * BS, &[2u8; 4 * BS as usize], &mut want);
+        let s = eng.stats();
+        assert_eq!((s.total.admission_refusals, s.total.dirty_writes), (6, 2), "{mode:?}");
+        assert_eq!(s.total.write_hits, 2, "{mode:?}");
+        // Unaligned: a partial miss (6), a whole miss (7) and a partial hit (8).
+        write(6 * BS + 100, &vec![3u8; 2 * BS as usize - 50], &mut want);
+        let s = eng.stats();
+        assert_eq!((s.total.admission_refusals, s.total.dirty_writes), (8, 3), "{mode:?}");
+        assert_eq!(read(&a, 0, 16 * BS as usize), want[..16 * BS as usize], "{mode:?}");
+        a.flush().unwrap();
+        let mut disk = vec![0u8; 16 * BS as usize];
+        rig.backing[0].read_at(0, &mut disk).unwrap();
+        if mode == WriteMode::WriteBackFlush {
+            assert_eq!(disk, want[..16 * BS as usize], "{mode:?}: FLUSH wrote everything");
+        }
+    }
+}
+
 #[test]
 fn eviction_under_pressure_keeps_data_correct() {
     let rig = Rig::mem(256 * 1024);

@@ -513,13 +513,15 @@ impl CacheState {
             return;
         }
         self.refs[c as usize] -= 1;
-        let acc = self.access(key, Op::Read, time_ns);
-        if let Some(s) = self.map.get_mut(&key) {
-            s.dirty = None;
-            s.last = acc.vtime;
-        }
-        self.clean_lru.insert(acc.vtime, key);
-        if let Some(victim) = self.replacement.insert(&acc) {
+        // It keeps its last-access time (thesis 4.4.1, 5.1): clean and dirty blocks form one
+        // global LRU, so a block written long ago is evicted soon after its flush.
+        let Some(slot) = self.map.get_mut(&key) else { return };
+        slot.dirty = None;
+        let last = slot.last;
+        let acc = Access { key, time_ns, op: Op::Read, vtime: last, next_vtime: NEVER };
+        let younger = self.clean_lru.range(last + 1..).next().map(|(_, &k)| k);
+        self.clean_lru.insert(last, key);
+        if let Some(victim) = self.replacement.insert_aged(&acc, younger) {
             if victim != key && self.unmap(victim) {
                 self.evicted_log.push(victim);
             }
@@ -867,5 +869,41 @@ mod tests {
         assert!(!st.fenced(10) && st.fenced(15));
         st.lower_fence(b);
         assert!(!st.fenced(15));
+    }
+
+    /// Thesis 4.4.1 and 5.1: the clean and dirty lists act as one global LRU, so a block that
+    /// was written long ago and then flushed is next in line for eviction, not the newest.
+    #[test]
+    fn a_flushed_block_keeps_its_last_access_time() {
+        let mut st = state(3);
+        let w = st.access(1, Op::Write, 0);
+        let c1 = st.reserve().unwrap();
+        st.commit_dirty(w.key, c1, 0, false);
+        for k in [2, 3] {
+            let r = st.access(k, Op::Read, 0);
+            let c = st.allocate(&r).cache_block.unwrap();
+            st.unpin(c);
+        }
+        let epoch = st.current_epoch;
+        st.pin(c1);
+        st.flushed(epoch, 1, c1, 0);
+        st.unpin(c1);
+        let r = st.access(4, Op::Read, 0);
+        let a = st.allocate(&r);
+        assert_eq!(a.evicted, Some(1), "key 1 was accessed before keys 2 and 3");
+        // The fallback path (no free block) evicts in the same order.
+        let mut st = state(2);
+        let w = st.access(1, Op::Write, 0);
+        let c1 = st.reserve().unwrap();
+        st.commit_dirty(w.key, c1, 0, false);
+        let r = st.access(2, Op::Read, 0);
+        let c = st.allocate(&r).cache_block.unwrap();
+        st.unpin(c);
+        let epoch = st.current_epoch;
+        st.pin(c1);
+        st.flushed(epoch, 1, c1, 0);
+        st.unpin(c1);
+        assert_eq!(st.evict_clean(1), 1);
+        assert!(st.get(1).is_none() && st.get(2).is_some(), "the oldest access leaves first");
     }
 }

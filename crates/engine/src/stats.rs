@@ -55,6 +55,9 @@ counters! {
     allocation_writes,
     /// Allocations refused because every reclaimable block was busy.
     allocations_skipped,
+    /// Write misses the admission sieve refused under a write-back policy (written around
+    /// the cache, to backing).
+    admission_refusals,
     /// Blocks evicted by the replacement policy.
     evictions,
     /// Cached blocks dropped by TRIM, WRITE_ZEROES, partial writes or failed I/O.

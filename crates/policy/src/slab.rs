@@ -196,6 +196,25 @@ impl List {
         self.len -= 1;
     }
 
+    /// Link unlinked node `i` right behind node `anchor` (on the tail side), which is in
+    /// this list.
+    #[inline]
+    pub fn insert_after<M>(&mut self, nodes: &mut [Node<M>], anchor: u32, i: u32) {
+        let next = at(nodes, anchor).next;
+        {
+            let n = &mut nodes[i as usize];
+            n.prev = anchor;
+            n.next = next;
+        }
+        at(nodes, anchor).next = i;
+        if next != NIL {
+            at(nodes, next).prev = i;
+        } else {
+            self.tail = i;
+        }
+        self.len += 1;
+    }
+
     /// Move node `i`, which is in this list, to the head.
     #[inline(always)]
     pub fn move_to_head<M>(&mut self, nodes: &mut [Node<M>], i: u32) {

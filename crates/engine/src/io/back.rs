@@ -26,19 +26,15 @@ impl Volume {
         fua: bool,
     ) -> Result<(), EngineError> {
         let inner = &self.inner;
-        let mode = inner.mode;
         let bs = inner.block_size();
         let vol = self.vol();
         let ctr = self.counters();
         let _held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
         let now = now_ns();
-        let end = start + data.len() as u64;
-        let span_start = first * bs;
-        let span_end = ((first + n) * bs).min(vol.size);
-        let partial = |b: u64| b * bs < start || (b + 1) * bs > end;
-        let mut reserved: Vec<u32> = Vec::with_capacity(n as usize);
-        let mut sources: Vec<(usize, u32)> = Vec::new();
-        let mut through;
+        // The admission sieve decides every write miss, as in `ember sim` (SieveStore: a
+        // block the sieve refuses is not allocated): a refused miss goes around the cache,
+        // to backing, like write-around; FLUSH makes it durable (the barriers sync backing).
+        let mut around = vec![false; n as usize];
         {
             let mut st = inner.state.lock();
             for b in first..first + n {
@@ -51,10 +47,63 @@ impl Volume {
                 }
                 let acc = st.access(key, Op::Write, now);
                 st.admission.observe(&acc, hit);
+                if !hit && self.cacheable(b) && !st.fenced(key) && !st.admit(&acc) {
+                    around[(b - first) as usize] = true;
+                }
             }
+        }
+        let end = start + data.len() as u64;
+        let mut i = 0usize;
+        while i < around.len() {
+            let mut j = i + 1;
+            while j < around.len() && around[j] == around[i] {
+                j += 1;
+            }
+            let (b0, b1) = (first + i as u64, first + j as u64);
+            let (lo, hi) = (start.max(b0 * bs), end.min(b1 * bs));
+            let part = &data[(lo - start) as usize..(hi - start) as usize];
+            if around[i] {
+                ctr.admission_refusals.fetch_add((j - i) as u64, Relaxed);
+            }
+            self.write_run_wb(b0, b1 - b0, lo, part, fua, around[i])?;
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// One run of a write-back chunk whose blocks the sieve treated alike, under the chunk's
+    /// stripe locks: to fresh dirty cache blocks, or through to backing (`around`: the sieve
+    /// refused its misses; or a fallback).
+    fn write_run_wb(
+        &self,
+        first: u64,
+        n: u64,
+        start: u64,
+        data: &[u8],
+        fua: bool,
+        around: bool,
+    ) -> Result<(), EngineError> {
+        let inner = &self.inner;
+        let mode = inner.mode;
+        let bs = inner.block_size();
+        let vol = self.vol();
+        let ctr = self.counters();
+        let now = now_ns();
+        let end = start + data.len() as u64;
+        let span_start = first * bs;
+        let span_end = ((first + n) * bs).min(vol.size);
+        let partial = |b: u64| b * bs < start || (b + 1) * bs > end;
+        let mut reserved: Vec<u32> = Vec::with_capacity(n as usize);
+        let mut sources: Vec<(usize, u32)> = Vec::new();
+        let mut through;
+        let misses;
+        {
+            let mut st = inner.state.lock();
+            misses = (first..first + n).filter(|&b| st.get(block_key(vol.id, b)).is_none()).count();
             // Inside a TRIM's fence no dirty version may appear: written through.
-            through = (first..first + n)
-                .any(|b| !self.cacheable(b) || st.fenced(block_key(vol.id, b)))
+            through = around
+                || (first..first + n)
+                    .any(|b| !self.cacheable(b) || st.fenced(block_key(vol.id, b)))
                 || (fua && mode == WriteMode::WriteBackFlush)
                 || st.dirty_len() + n as usize > inner.limits.max_dirty;
             if !through {
@@ -87,7 +136,7 @@ impl Volume {
             }
         }
         inner.count_evictions(&mut inner.state.lock());
-        if through {
+        if through && !around {
             ctr.write_through_fallbacks.fetch_add(n, Relaxed);
         }
         let result = self.write_wb_io(
@@ -117,6 +166,7 @@ impl Volume {
                         st.commit_dirty(key, c, now, mode == WriteMode::WriteBackFlush);
                     }
                     ctr.dirty_writes.fetch_add(n, Relaxed);
+                    ctr.allocation_writes.fetch_add(misses as u64, Relaxed);
                     inner.cv.notify_all();
                 }
                 (Err(_), true) => {

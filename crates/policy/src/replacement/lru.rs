@@ -11,6 +11,7 @@
 use super::queue::Queue;
 use super::Replacement;
 use crate::keymap::Bucket;
+use crate::slab::NIL;
 use crate::Access;
 
 /// Least-recently-used replacement.
@@ -81,6 +82,38 @@ impl Replacement for Lru {
     #[inline]
     fn insert(&mut self, access: &Access) -> Option<u64> {
         self.access(access).1
+    }
+
+    fn insert_aged(&mut self, access: &Access, younger: Option<u64>) -> Option<u64> {
+        let Some(anchor) = younger.and_then(|k| self.q.find(k)) else {
+            return self.insert(access);
+        };
+        if self.q.capacity() == 0 || self.q.find(access.key).is_some() {
+            return None;
+        }
+        let mut anchor = Some(anchor);
+        let mut victim = None;
+        if self.q.is_full() {
+            // The least recently used leaves. (If that is `younger` itself, strict LRU would
+            // evict the new block instead; it keeps the tail, as the oldest, instead.)
+            let tail = self.q.list.tail;
+            if anchor == Some(tail) {
+                anchor = None;
+            }
+            victim = Some(self.q.remove_node(tail));
+        }
+        let bucket = match self.q.lookup(access.key) {
+            Err(b) => b,
+            Ok(_) => return victim,
+        };
+        let i = self.q.slab.alloc(access.key, ());
+        let nodes = self.q.slab.nodes_mut();
+        match anchor.or(Some(self.q.list.tail).filter(|&t| t != NIL)) {
+            Some(a) => self.q.list.insert_after(nodes, a, i),
+            None => self.q.list.push_head(nodes, i),
+        }
+        self.q.map.insert_at(bucket, i);
+        victim
     }
 
     fn remove(&mut self, key: u64) -> bool {
@@ -154,6 +187,28 @@ mod tests {
         let mut zero = Lru::new(0);
         assert_eq!(run(&mut zero, &[1, 1]), vec![(false, None), (false, None)]);
         assert_eq!(zero.len(), 0);
+    }
+
+    #[test]
+    fn insert_aged_places_a_block_by_its_last_access() {
+        let mut lru = Lru::new(4);
+        run(&mut lru, &[1, 2, 3]);
+        // Key 9 was last accessed between 1 and 2: it goes just behind 2.
+        assert_eq!(lru.insert_aged(&Access::read(9, 0), Some(2)), None);
+        assert_eq!(lru.keys(), vec![3, 2, 9, 1]);
+        // Full: the oldest (1) leaves, and 8 goes behind 3.
+        assert_eq!(lru.insert_aged(&Access::read(8, 0), Some(3)), Some(1));
+        assert_eq!(lru.keys(), vec![3, 8, 2, 9]);
+        // Older than all (behind the tail, which leaves): it becomes the tail.
+        assert_eq!(lru.insert_aged(&Access::read(7, 0), Some(9)), Some(9));
+        assert_eq!(lru.keys(), vec![3, 8, 2, 7]);
+        // No younger block: the newest.
+        assert_eq!(lru.insert_aged(&Access::read(6, 0), None), Some(7));
+        assert_eq!(lru.keys(), vec![6, 3, 8, 2]);
+        for k in [6, 3, 8, 2] {
+            assert!(lru.contains(k));
+        }
+        assert!(!lru.contains(7) && !lru.contains(9) && !lru.contains(1));
     }
 
     #[test]
