@@ -1,0 +1,141 @@
+//! One brain (the house's rule 7, issue 13): a block-aligned trace replayed through the real
+//! `ember serve` at queue depth 1 gives exactly the read hits, write hits and
+//! allocation-writes that the laboratory (`ember sievestore`, which runs the same policy code
+//! as `ember sim`) predicts for the same replacement policy, sieve and capacity.
+//!
+//! Write policies map onto the simulator as follows: write-through and the write-back
+//! policies allocate write misses the sieve admits (so they match the sieve itself);
+//! write-around never allocates a write miss (so it matches WMNA under AOD). Write-back
+//! agrees within 1 % rather than exactly; the test says why.
+
+mod serve_support;
+
+use serve_support::*;
+use std::process::Command;
+use std::time::Duration;
+
+/// A skewed, block-aligned trace on volume "disk" (a 4 MiB volume): 1-4 blocks per
+/// request, 30 % writes, 80 % of the requests on a hot eighth of the blocks.
+fn skewed_trace(n: usize, seed: u64) -> Vec<Req> {
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|_| {
+            let hot = rng.below(10) < 8;
+            let block = if hot { rng.below(128) } else { rng.below(1024) };
+            let len = 1 + rng.below(4).min(1023 - block);
+            ("disk".to_string(), rng.below(10) < 3, block * 4096, (len * 4096) as u32)
+        })
+        .collect()
+}
+
+/// (read hits, write hits, allocation-writes) of `ember serve` after the replay, and its
+/// capacity in blocks.
+fn served(dir: &std::path::Path, trace: &std::path::Path, args: &[&str]) -> ([u64; 3], u64) {
+    let backing = dir.join("disk.img");
+    sparse_file(&backing, 4 << 20);
+    let cache = dir.join("cache.img");
+    let _ = std::fs::remove_file(&cache);
+    let mut all = vec![
+        "--cache",
+        cache.to_str().unwrap(),
+        "--cache-size",
+        "5M",
+        "--format-if-needed",
+        "--backing",
+    ];
+    let spec = format!("disk={}", backing.display());
+    all.push(&spec);
+    all.extend_from_slice(args);
+    let serve = Serve::start(&all);
+    let r = replay_json(&[
+        trace.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--server",
+        &serve.uri("disk"),
+        "--queue-depth",
+        "1",
+        "--connections",
+        "1",
+    ]);
+    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
+    let s = scrape(&serve.metrics);
+    let got = [
+        metric(&s, "ember_cache_read_hits_total") as u64,
+        metric(&s, "ember_cache_write_hits_total") as u64,
+        metric(&s, "ember_cache_allocation_writes_total") as u64,
+    ];
+    let cap = metric(&s, "ember_cache_capacity_blocks") as u64;
+    serve.stop();
+    (got, cap)
+}
+
+/// (read hits, write hits, allocation-writes) that `ember sievestore` predicts.
+fn predicted(trace: &std::path::Path, sieve: &str, policy: &str, cap: u64) -> [u64; 3] {
+    let out = run(
+        Command::new(ember()).args(["sievestore"]).arg(trace).args([
+            "--format",
+            "csv",
+            "--admission",
+            sieve,
+            "--policy",
+            policy,
+            "--size",
+            &cap.to_string(),
+            "--json",
+            "/dev/stdout",
+            "-q",
+        ]),
+        Duration::from_secs(60),
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let t = &v[0]["total"];
+    ["read_hits", "write_hits", "allocation_writes"].map(|k| t[k].as_u64().unwrap())
+}
+
+#[test]
+fn serve_at_queue_depth_1_gives_the_simulators_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("skewed.csv");
+    write_csv_trace(&trace, &skewed_trace(3000, 13));
+    // (write policy, serve's sieve, the simulator's sieve, policy)
+    let cases = [
+        ("write-through", "aod", "aod", "lru"),
+        ("write-through", "wmna", "wmna", "lru"),
+        ("write-through", "aod", "aod", "arc"),
+        ("write-through", "sievestore-c", "sievestore-c", "lru"),
+        ("write-around", "aod", "wmna", "lru"),
+        ("write-back-flush", "aod", "aod", "lru"),
+        ("write-back-flush", "wmna", "wmna", "lru"),
+        ("write-back-persist", "aod", "aod", "lru"),
+        ("write-back-persist", "wmna", "wmna", "lru"),
+    ];
+    let mut report = Vec::new();
+    for (mode, sieve, sim_sieve, policy) in cases {
+        let (got, cap) = served(
+            dir.path(),
+            &trace,
+            &["--write-policy", mode, "--admission", sieve, "--policy", policy],
+        );
+        let want = predicted(&trace, sim_sieve, policy, cap);
+        assert!(got[0] > 100, "{mode} {sieve} {policy}: the trace must hit: {got:?}");
+        report.push(format!("{mode} {sieve} {policy} cap {cap}: serve {got:?} sim {want:?}"));
+        // Write-back departs from the simulator in two ways the thesis' design implies: a
+        // write never overwrites a cache block in place (4.1, no-overwrite), so a write hit
+        // in a full cache takes a fresh block before its old version is released, which
+        // evicts one clean block; and a dirty block cannot be evicted until the flusher has
+        // written it, so when the simulator's LRU victim is dirty the real cache evicts the
+        // next clean block. So write-back agrees to within 1 % of each counter (seen: 4 read
+        // hits of 4,359 and 6 allocation-writes of 1,356); every other write policy exactly.
+        let close = |g: u64, w: u64| g.abs_diff(w) <= (w / 100).max(5);
+        let agree = if mode.starts_with("write-back") {
+            got.iter().zip(&want).all(|(&g, &w)| close(g, w))
+        } else {
+            got == want
+        };
+        if !agree {
+            panic!("serve and sim disagree:\n{}", report.join("\n"));
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+}
