@@ -19,9 +19,10 @@ use ember_nbd::{ExportSet, ListenAddr, Server, ServerStats};
 use ember_policy::replacement::Kind;
 use ember_policy::Admission;
 use ember_serve::{EngineExports, NbdDevice};
-use ember_sim::sievestore::{Sieve, SieveSpec};
+use ember_sim::sievestore::Sieve;
 
 use crate::metrics::{render_engine, render_server, MetricsServer, Render};
+use crate::tuning_args::{SieveParams, WritebackArgs};
 
 /// Options of `ember serve`.
 #[derive(Args, Debug)]
@@ -101,6 +102,14 @@ pub struct ServeArgs {
     /// Bonfire's warmup: monitoring, warmup log, preload.
     #[command(flatten)]
     pub warmup: WarmupArgs,
+
+    /// The sieves' parameters (SieveStore's t1, t2, W, k, IMCT size).
+    #[command(flatten)]
+    pub sieve: SieveParams,
+
+    /// Write-back tuning (max/min dirty, epochs, flush order).
+    #[command(flatten)]
+    pub writeback: WritebackArgs,
 }
 
 /// Bonfire's warmup (docs/warmup.md, "In the real cache").
@@ -331,8 +340,8 @@ pub fn parse_write_mode(s: &str) -> anyhow::Result<WriteMode> {
 /// takes). Only per-miss sieves run in the engine; the discrete ones (SieveStore-D,
 /// RandSieve-BlkD, ideal) choose blocks in batches at epoch ends, which this engine version
 /// does not do.
-pub fn parse_admission(s: &str) -> anyhow::Result<Box<dyn Admission>> {
-    let spec: SieveSpec = s.parse().map_err(|e: String| anyhow!("--admission: {e}"))?;
+pub fn parse_admission(s: &str, params: &SieveParams) -> anyhow::Result<Box<dyn Admission>> {
+    let spec = params.spec(s)?;
     match spec.build().map_err(|e| anyhow!("--admission {s}: {e}"))? {
         Sieve::Continuous(sieve) => Ok(sieve),
         Sieve::Discrete(..) => bail!(
@@ -482,7 +491,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let kind = parse_policy(&args.policy)?;
-    let admission = parse_admission(&args.admission)?;
+    let admission = parse_admission(&args.admission, &args.sieve)?;
+    args.writeback.check()?;
     // The server's limits and TLS, checked (certificates loaded) before the cache is opened.
     let net_config = args.net.server_config(args.workers.unwrap_or_else(default_workers).max(1))?;
     let mut volumes = Vec::new();
@@ -493,14 +503,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         volumes.push(VolumeConfig { name: b.name.clone(), backing });
     }
     let cache = open_cache(&args, &specs)?;
+    let data_blocks = ember_engine::layout::Superblock::read(cache.as_ref())
+        .map(|sb| sb.geometry.data_blocks)
+        .with_context(|| format!("reading the superblock of {}", args.cache.display()))?;
+    let wb = args.writeback.config(data_blocks)?;
     let engine = Arc::new(
-        Engine::open(EngineConfig {
-            cache,
-            volumes,
-            write_mode,
-            replacement: Box::new(move |cap| ember_policy::replacement::build(kind, cap)),
-            admission,
-        })
+        Engine::open_with(
+            EngineConfig {
+                cache,
+                volumes,
+                write_mode,
+                replacement: Box::new(move |cap| ember_policy::replacement::build(kind, cap)),
+                admission,
+            },
+            wb,
+        )
         .with_context(|| format!("opening cache {}", args.cache.display()))?,
     );
     let open = engine.open_report();
@@ -762,10 +779,19 @@ mod tests {
         assert!(matches!(parse_write_mode("write-back-persist"), Ok(WriteMode::WriteBackPersist)));
         assert!(matches!(parse_write_mode("unsafe-write-back"), Ok(WriteMode::UnsafeWriteBack)));
         assert!(parse_write_mode("write-back").is_err());
-        assert_eq!(parse_admission("aod").map(|a| a.name()).ok(), Some("aod"));
-        assert_eq!(parse_admission("sievestore-c").map(|a| a.name()).ok(), Some("sievestore-c"));
-        assert!(parse_admission("sievestore-d").is_err(), "discrete sieves are refused");
-        assert!(parse_admission("nope").is_err());
+        assert_eq!(
+            parse_admission("aod", &SieveParams::default()).map(|a| a.name()).ok(),
+            Some("aod")
+        );
+        assert_eq!(
+            parse_admission("sievestore-c", &SieveParams::default()).map(|a| a.name()).ok(),
+            Some("sievestore-c")
+        );
+        assert!(
+            parse_admission("sievestore-d", &SieveParams::default()).is_err(),
+            "discrete sieves are refused"
+        );
+        assert!(parse_admission("nope", &SieveParams::default()).is_err());
         assert!(matches!(parse_policy("s3fifo"), Ok(Kind::S3Fifo)));
         assert!(parse_policy("opt").is_err());
     }

@@ -5,6 +5,7 @@
 use crate::output::{display_name, ensure_dir, write_text, OutputArgs};
 use crate::plot::{colour, finish, DrawResult};
 use crate::trace_args::TraceInput;
+use crate::tuning_args::SieveParams;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ember_policy::replacement::{build, Kind};
@@ -68,6 +69,10 @@ pub struct SieveArgs {
     /// blocks, the paper's 16 GB against at most 11.9 GB).
     #[arg(long)]
     pub cache_blocks: Option<usize>,
+    /// The sieves' parameters (applied to the `--admission` runs; the experiment runs
+    /// the paper's defaults).
+    #[command(flatten)]
+    pub params: SieveParams,
 }
 
 impl SieveArgs {
@@ -89,7 +94,7 @@ impl SieveArgs {
         self.admission
             .iter()
             .filter(|s| !s.trim().is_empty())
-            .map(|s| s.trim().parse::<SieveSpec>().map_err(|e| anyhow!("--admission: {e}")))
+            .map(|s| self.params.spec(s))
             .collect()
     }
 }

@@ -19,3 +19,4 @@ pub mod metrics;
 pub mod output;
 pub mod plot;
 pub mod trace_args;
+pub mod tuning_args;

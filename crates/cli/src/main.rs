@@ -20,7 +20,7 @@ enum Command {
     #[command(subcommand)]
     Trace(TraceCommand),
     /// Serve a cache device in front of backing volumes over NBD.
-    Serve(cmd_serve::ServeArgs),
+    Serve(Box<cmd_serve::ServeArgs>),
     /// Replay a trace against an NBD server, verifying every read.
     Replay(cmd_replay::ReplayArgs),
     /// Print a running server's statistics (from its --metrics address).
@@ -70,7 +70,7 @@ fn main() {
         Command::Trace(TraceCommand::Info(a)) => cmd_trace::info(a),
         Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),
         Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
-        Command::Serve(a) => cmd_serve::run(a),
+        Command::Serve(a) => cmd_serve::run(*a),
         Command::Replay(a) => cmd_replay::run(a),
         Command::Stats(a) => cmd_stats::run(a),
         Command::Sim(a) => cmd_sim::run(*a),
