@@ -33,7 +33,8 @@ pub struct FormatArgs {
     /// Space reserved for the write-back journal.
     #[arg(long, default_value = "4M", value_parser = parse_size)]
     pub journal: u64,
-    /// Space reserved for the warmup log.
+    /// Space reserved for a warmup log inside the cache layout. Nothing reads or writes it
+    /// yet: `ember serve --warmup-log PATH` keeps Bonfire's log in a separate file.
     #[arg(long, default_value = "0", value_parser = parse_size)]
     pub warmup_log: u64,
     /// Reformat a device that already holds an ember cache.

@@ -4,6 +4,7 @@
 
 use crate::output::{display_name, ensure_dir, write_text, OutputArgs};
 use crate::plot::{colour, finish, DrawResult};
+use crate::sensitivity_plot::plot_sensitivity;
 use crate::trace_args::TraceInput;
 use crate::tuning_args::SieveParams;
 use anyhow::{anyhow, bail, Context};
@@ -11,8 +12,12 @@ use clap::Args;
 use ember_policy::replacement::{build, Kind};
 use ember_sim::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
 use ember_sim::ensemble::{run_partitioned_with, Partition};
+use ember_sim::experiment_sievestore::default_capacity;
 use ember_sim::experiment_sievestore::{ExperimentReport, ExperimentRow, SieveStoreExperiment};
 use ember_sim::sievestore::{CacheFactory, DayStats, SieveRun, SieveSpec};
+use ember_sim::sievestore_sensitivity::{
+    sensitivity, table as sensitivity_table, SensitivityPoint,
+};
 use ember_sim::{default_threads, Capacity};
 use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
 use ember_trace::{write_trace, Format, Trace};
@@ -52,6 +57,12 @@ pub struct SieveArgs {
     /// --out (default: the current directory).
     #[arg(long)]
     pub experiment: bool,
+    /// Run SieveStore's sensitivity analysis instead (section 5.1): SieveStore-D's t and
+    /// epoch, SieveStore-C's t1, t2 and window, each varied around the paper's value in the
+    /// experiment's ensemble cache (--cache-blocks); a table, sensitivity.json and
+    /// sensitivity.png into --out (default: the current directory).
+    #[arg(long, conflicts_with = "experiment")]
+    pub sensitivity: bool,
     /// Admission policies (sieves), comma-separated: aod, wmna, sievestore-c, sievestore-d,
     /// randsieve-c, randsieve-blkd, ideal, ocf-nhit (default: aod; with --experiment, every
     /// sieve). Runs them under SieveStore's cache managers, per day and per minute.
@@ -252,6 +263,8 @@ pub enum SieveStoreResult {
     Experiment(ExperimentReport),
     /// Every sieve x policy x size, policy-major.
     Runs(Vec<AdmissionRow>),
+    /// `--sensitivity`: (cache blocks, the points).
+    Sensitivity(usize, Vec<SensitivityPoint>),
 }
 
 /// Read the trace and run what `args` ask for, writing nothing.
@@ -272,7 +285,10 @@ pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
         .filter(|s| !s.trim().is_empty())
         .map(|s| Ok((s.trim().to_owned(), s.parse::<Capacity>()?)))
         .collect::<anyhow::Result<_>>()?;
-    if !args.sieve.experiment && (policies.is_empty() || sizes.is_empty()) {
+    if !args.sieve.experiment
+        && !args.sieve.sensitivity
+        && (policies.is_empty() || sizes.is_empty())
+    {
         bail!("give at least one --policy and one --size");
     }
     let (trace, stats) = args.input.read()?;
@@ -285,6 +301,12 @@ pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
         );
     }
     let threads = args.threads.unwrap_or_else(default_threads).max(1);
+    if args.sieve.sensitivity {
+        let cap = args.sieve.cache_blocks.unwrap_or_else(|| default_capacity(&trace, block_size));
+        let points = sensitivity(&trace, block_size, cap, threads)
+            .with_context(|| format!("sievestore sensitivity on {}", path.display()))?;
+        return Ok(SieveStoreResult::Sensitivity(cap, points));
+    }
     if args.sieve.experiment {
         let name = display_name(path);
         return Ok(SieveStoreResult::Experiment(experiment(
@@ -325,6 +347,23 @@ pub fn run(args: SieveStoreCmdArgs) -> anyhow::Result<()> {
                 let json =
                     serde_json::to_string_pretty(&report).context("encoding the report as JSON")?;
                 write_text(p, &json)?;
+            }
+        }
+        SieveStoreResult::Sensitivity(cap, points) => {
+            let dir = args.output.out.clone().unwrap_or_else(|| PathBuf::from("."));
+            ensure_dir(&dir)?;
+            let text = format!("cache {cap} blocks\n{}", sensitivity_table(&points));
+            write_text(&dir.join("sensitivity.txt"), &text)?;
+            let json = serde_json::to_string_pretty(&points).context("encoding the sweep")?;
+            write_text(&args.output.json.clone().unwrap_or(dir.join("sensitivity.json")), &json)?;
+            let name = display_name(args.input.path());
+            plot_sensitivity(&points, &name, &dir.join("sensitivity.png"))?;
+            if !quiet {
+                println!("{text}");
+                println!(
+                    "wrote sensitivity.txt, sensitivity.json, sensitivity.png in {}",
+                    dir.display()
+                );
             }
         }
         SieveStoreResult::Runs(rows) => {

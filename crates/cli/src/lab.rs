@@ -66,12 +66,16 @@ pub fn demote(argv: &[String]) -> anyhow::Result<String> {
 }
 
 /// `ember sievestore`: the experiment's `sievestore.json` (with `--experiment`), else the
-/// runs' `sievestore_runs.json`; the first element says which (`experiment` or `runs`).
+/// runs' `sievestore_runs.json`, or the `--sensitivity` points; the first element says
+/// which (`experiment`, `runs` or `sensitivity`).
 pub fn sievestore(argv: &[String]) -> anyhow::Result<(&'static str, String)> {
     let a: SieveStoreCmdArgs = parse("sievestore", argv)?;
     Ok(match cmd_sievestore::compute(&a)? {
         SieveStoreResult::Experiment(r) => ("experiment", serde_json::to_string(&r)?),
         SieveStoreResult::Runs(rows) => ("runs", serde_json::to_string(&rows)?),
+        SieveStoreResult::Sensitivity(_, points) => {
+            ("sensitivity", serde_json::to_string(&points)?)
+        }
     })
 }
 

@@ -18,5 +18,6 @@ pub mod legacy;
 pub mod metrics;
 pub mod output;
 pub mod plot;
+pub mod sensitivity_plot;
 pub mod trace_args;
 pub mod tuning_args;

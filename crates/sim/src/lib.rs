@@ -25,6 +25,7 @@ pub mod interval;
 pub mod latency_model;
 pub mod oracle_resident;
 pub mod sievestore;
+pub mod sievestore_sensitivity;
 pub mod simulate;
 pub mod stream;
 pub mod streaming;
