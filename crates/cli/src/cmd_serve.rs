@@ -16,6 +16,7 @@ use ember_engine::{
 };
 use ember_nbd::server::{ServerConfig, TlsMode, TlsSettings, MAX_PAYLOAD_CEILING};
 use ember_nbd::{ExportSet, ListenAddr, Server, ServerStats};
+use ember_policy::admission::EpochAdmission;
 use ember_policy::replacement::Kind;
 use ember_policy::Admission;
 use ember_serve::{EngineExports, NbdDevice};
@@ -51,9 +52,10 @@ pub struct ServeArgs {
     #[arg(long, default_value = "lru")]
     pub policy: String,
 
-    /// Admission sieve (per-miss, read and write misses under every write policy): aod
-    /// (allocate every miss), wmna (write-miss no-allocate), sievestore-c, randsieve-c,
-    /// ocf-nhit. A refused write miss goes to backing.
+    /// Admission sieve. Per-miss (read and write misses under every write policy; a refused
+    /// write miss goes to backing): aod (allocate every miss), wmna (write-miss no-allocate),
+    /// sievestore-c, randsieve-c, ocf-nhit. Batch, at each --epoch's end (write-through and
+    /// write-around): sievestore-d, randsieve-blkd.
     #[arg(long, default_value = "aod")]
     pub admission: String,
 
@@ -103,7 +105,13 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub warmup: WarmupArgs,
 
-    /// The sieves' parameters (SieveStore's t1, t2, W, k, IMCT size).
+    /// Discrete sieves (sievestore-d, randsieve-blkd): at most this many bytes of access
+    /// counts per epoch; accesses beyond are not counted (the stats say how many).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256M")]
+    pub epoch_count_memory: u64,
+
+    /// The sieves' parameters (SieveStore's t1, t2, W, k, IMCT size; SieveStore-D's t and
+    /// --epoch).
     #[command(flatten)]
     pub sieve: SieveParams,
 
@@ -336,19 +344,23 @@ pub fn parse_write_mode(s: &str) -> anyhow::Result<WriteMode> {
     }
 }
 
-/// The admission sieve called `s`, with the defaults its paper tuned (the names `ember sim`
-/// takes). Only per-miss sieves run in the engine; the discrete ones (SieveStore-D,
-/// RandSieve-BlkD, ideal) choose blocks in batches at epoch ends, which this engine version
-/// does not do.
-pub fn parse_admission(s: &str, params: &SieveParams) -> anyhow::Result<Box<dyn Admission>> {
+/// The admission sieve called `s`, with `params` (the papers' defaults unless set), and,
+/// for a discrete sieve (SieveStore-D, RandSieve-BlkD), its epoch: it counts accesses (at
+/// most `count_bytes` of counts per epoch) and the engine's batch mover installs its
+/// choice at each epoch's end. The ideal sieve needs the future and is refused.
+pub fn parse_admission(
+    s: &str,
+    params: &SieveParams,
+    count_bytes: u64,
+) -> anyhow::Result<(Box<dyn Admission>, Option<u64>)> {
     let spec = params.spec(s)?;
     match spec.build().map_err(|e| anyhow!("--admission {s}: {e}"))? {
-        Sieve::Continuous(sieve) => Ok(sieve),
-        Sieve::Discrete(..) => bail!(
-            "--admission {s}: a discrete sieve allocates in batches at epoch ends, which this \
-             engine version does not do (per-miss sieves: aod, wmna, sievestore-c, randsieve-c, \
-             ocf-nhit)"
-        ),
+        Sieve::Continuous(sieve) => Ok((sieve, None)),
+        Sieve::Discrete(sieve, epoch_ns) => {
+            let a = EpochAdmission::new(sieve, usize::try_from(count_bytes).unwrap_or(usize::MAX))
+                .map_err(|e| anyhow!("--admission {s}: {e}"))?;
+            Ok((Box::new(a), Some(epoch_ns)))
+        }
     }
 }
 
@@ -491,7 +503,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let kind = parse_policy(&args.policy)?;
-    let admission = parse_admission(&args.admission, &args.sieve)?;
+    let (admission, batch_epoch) =
+        parse_admission(&args.admission, &args.sieve, args.epoch_count_memory)?;
+    if batch_epoch.is_some() && write_mode.is_write_back() {
+        bail!(
+            "--admission {}: a discrete sieve replaces the cache's contents at each epoch's end, \
+             which dirty blocks cannot follow: use write-through or write-around",
+            args.admission
+        );
+    }
     args.writeback.check()?;
     // The server's limits and TLS, checked (certificates loaded) before the cache is opened.
     let net_config = args.net.server_config(args.workers.unwrap_or_else(default_workers).max(1))?;
@@ -520,6 +540,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         )
         .with_context(|| format!("opening cache {}", args.cache.display()))?,
     );
+    if let Some(epoch_ns) = batch_epoch {
+        engine.start_batch_sieve(epoch_ns).context("starting the discrete sieve")?;
+    }
     let open = engine.open_report();
     println!(
         "ember serve: cache {} start {:?} ({} blocks loaded{}), {} blocks of {} bytes, policy {}, admission {}, {}",
@@ -779,19 +802,13 @@ mod tests {
         assert!(matches!(parse_write_mode("write-back-persist"), Ok(WriteMode::WriteBackPersist)));
         assert!(matches!(parse_write_mode("unsafe-write-back"), Ok(WriteMode::UnsafeWriteBack)));
         assert!(parse_write_mode("write-back").is_err());
-        assert_eq!(
-            parse_admission("aod", &SieveParams::default()).map(|a| a.name()).ok(),
-            Some("aod")
-        );
-        assert_eq!(
-            parse_admission("sievestore-c", &SieveParams::default()).map(|a| a.name()).ok(),
-            Some("sievestore-c")
-        );
-        assert!(
-            parse_admission("sievestore-d", &SieveParams::default()).is_err(),
-            "discrete sieves are refused"
-        );
-        assert!(parse_admission("nope", &SieveParams::default()).is_err());
+        let p = SieveParams::default();
+        let name = |s: &str| parse_admission(s, &p, 1 << 20).map(|(a, e)| (a.name(), e)).ok();
+        assert_eq!(name("aod"), Some(("aod", None)));
+        assert_eq!(name("sievestore-c"), Some(("sievestore-c", None)));
+        assert_eq!(name("sievestore-d"), Some(("sievestore-d", Some(86_400_000_000_000))));
+        assert_eq!(name("ideal"), None, "the ideal sieve needs the future");
+        assert!(parse_admission("nope", &p, 1 << 20).is_err());
         assert!(matches!(parse_policy("s3fifo"), Ok(Kind::S3Fifo)));
         assert!(parse_policy("opt").is_err());
     }

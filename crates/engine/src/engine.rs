@@ -34,6 +34,7 @@ pub struct Engine {
     inner: Arc<Inner>,
     open_report: OpenReport,
     flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
+    batch: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Drop for Engine {
@@ -82,7 +83,7 @@ impl Engine {
         } else {
             None
         };
-        Ok(Engine { inner, open_report, flusher: Mutex::new(flusher) })
+        Ok(Engine { inner, open_report, flusher: Mutex::new(flusher), batch: Mutex::new(None) })
     }
 
     fn stop_flusher(&self) {
@@ -94,6 +95,35 @@ impl Engine {
         if let Some(h) = self.flusher.lock().take() {
             let _ = h.join();
         }
+        if let Some(h) = self.batch.lock().take() {
+            let _ = h.join();
+        }
+    }
+
+    /// Start the batch mover of a discrete sieve (the admission policy is an
+    /// `ember_policy::admission::EpochAdmission`): every `epoch_ns` from the first access,
+    /// the sieve's choice becomes the cache's contents (`batch.rs`). Only under
+    /// write-through and write-around.
+    pub fn start_batch_sieve(&self, epoch_ns: u64) -> Result<(), EngineError> {
+        if self.inner.mode.is_write_back() {
+            return Err(EngineError::Io(std::io::Error::other(
+                "a discrete sieve replaces the cache's contents at each epoch's end, which                  dirty blocks cannot follow: use write-through or write-around",
+            )));
+        }
+        if epoch_ns == 0 {
+            return Err(EngineError::Io(std::io::Error::other("the epoch must be longer than 0")));
+        }
+        let mut slot = self.batch.lock();
+        if slot.is_none() {
+            let i = self.inner.clone();
+            *slot = Some(
+                std::thread::Builder::new()
+                    .name("ember-batch".into())
+                    .spawn(move || crate::batch::epoch_thread(i, epoch_ns))
+                    .map_err(EngineError::Io)?,
+            );
+        }
+        Ok(())
     }
 
     /// How this start went (fresh, warm with N blocks, or cold and why).

@@ -12,6 +12,7 @@
 
 mod admin;
 mod backing;
+mod batch;
 pub mod config;
 mod core;
 pub mod device;

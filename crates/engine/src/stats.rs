@@ -58,8 +58,12 @@ counters! {
     /// Write misses the admission sieve refused under a write-back policy (written around
     /// the cache, to backing).
     admission_refusals,
-    /// Blocks evicted by the replacement policy.
+    /// Blocks evicted by the replacement policy (or, under a discrete sieve, not chosen
+    /// again at an epoch's end).
     evictions,
+    /// Discrete sieves: chosen blocks already resident at an epoch's end, whose move was
+    /// cancelled (SieveStore's cancelled moves).
+    cancelled_moves,
     /// Cached blocks dropped by TRIM, WRITE_ZEROES, partial writes or failed I/O.
     invalidations,
     /// Bytes read from the cache device.

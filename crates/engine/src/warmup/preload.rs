@@ -114,7 +114,7 @@ fn run_one(inner: &Arc<Inner>, vol_id: u32, first: u64, n: u64) -> Result<bool, 
 
 /// Read the span of the allocated blocks from backing in one read, write each run of
 /// adjacent cache blocks in one write. Returns the blocks filled.
-fn fill(
+pub(crate) fn fill(
     inner: &Inner,
     vol: &crate::core::VolumeInfo,
     first: u64,

@@ -10,6 +10,7 @@
 pub mod aod;
 pub mod config_error;
 pub mod epoch;
+pub mod epoch_admission;
 pub mod fixed;
 pub mod ideal;
 pub mod key_hash;
@@ -24,6 +25,7 @@ pub mod wmna;
 pub use aod::Aod;
 pub use config_error::SieveConfigError;
 pub use epoch::EpochSieve;
+pub use epoch_admission::EpochAdmission;
 pub use fixed::FixedSet;
 pub use ideal::Ideal;
 pub use ocf_nhit::{OcfNhit, OcfNhitConfig};
@@ -70,4 +72,17 @@ pub trait Admission: Send {
     /// (SieveStore-C's IMCT) while the cache is searched. It must not change any decision.
     #[inline]
     fn prefetch(&self, _access: &crate::Access) {}
+
+    /// A discrete (epoch) sieve in a real cache ([`EpochAdmission`]): the epoch is over;
+    /// the blocks chosen for the next one, most wanted first. `None` for a per-miss sieve
+    /// (the default).
+    fn end_epoch(&mut self) -> Option<Vec<(u64, u64)>> {
+        None
+    }
+
+    /// A discrete sieve in a real cache: the time of the first access it observed (epochs
+    /// are counted from it), once there was one. `None` otherwise (the default).
+    fn epoch_origin(&self) -> Option<u64> {
+        None
+    }
 }
