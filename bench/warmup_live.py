@@ -49,6 +49,10 @@ SELECTOR = os.environ.get("SELECTOR", "last-k")
 REGION = os.environ.get("REGION", "4K")
 MEAN_AGE = float(os.environ.get("MEAN_AGE", "10"))
 HOURLY = float(os.environ.get("HOURLY", "0.6"))
+# The snapshot's staging buffer is written as one segment when full (Bonfire: 128 MiB); the
+# first half here copies about 28 MiB of blocks, so the default is scaled down to match.
+SNAP_STAGING = os.environ.get("SNAP_STAGING", "1M")
+SNAP_SIZE = os.environ.get("SNAP_SIZE", "256M")
 BLOCKS = int(os.environ.get("BLOCKS", "65536"))
 TH_V = float(os.environ.get("TH_V", "0.9"))
 TH_N = float(os.environ.get("TH_N", "0.05"))
@@ -247,7 +251,8 @@ def main():
     def log_args(log, snapshot):
         a = ["--warmup-log", log, "--warmup", SELECTOR, "--warmup-region", REGION,
              "--warmup-size", "100%"]
-        return a + (["--warmup-snapshot"] if snapshot else [])
+        return a + (["--warmup-snapshot", "--warmup-snapshot-staging", SNAP_STAGING,
+                      "--warmup-snapshot-size", SNAP_SIZE] if snapshot else [])
 
     rounds = []
     for rnd in range(ROUNDS):
@@ -416,7 +421,8 @@ def summarize(rounds, has_snapshot):
     doc = {"config": {"rate": RATE, "half_s": HALF, "interval_s": INTERVAL, "delay": DELAY,
                       "cache": CACHE, "selector": SELECTOR, "region": REGION,
                       "mean_age_s": MEAN_AGE, "hourly": HOURLY, "blocks": BLOCKS, "th_v": TH_V, "th_n": TH_N,
-                      "rounds": ROUNDS, "snapshot": has_snapshot},
+                      "rounds": ROUNDS, "snapshot": has_snapshot,
+                      "snapshot_staging": SNAP_STAGING, "snapshot_size": SNAP_SIZE},
            "rounds": rounds, "ratio": r}
     with open(os.path.join(OUT, "warmup-live.json"), "w") as f:
         json.dump(doc, f, indent=1)
