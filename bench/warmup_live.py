@@ -15,8 +15,10 @@ Per round:
   bonfire+data  the same with --warmup-snapshot (its own first half and kill -9), only when
                 `ember serve --help` lists the flag
 
-During each second half the server's Prometheus metrics are scraped every INTERVAL seconds:
-read hits and misses (blocks), backing read bytes of client misses, blocks preloaded.
+During each second half the server's Prometheus metrics are scraped every 0.25 s: read hits
+and misses (blocks), backing read bytes of client misses, blocks preloaded; the series are
+binned by reads (INTERVAL * RATE reads an interval: INTERVAL seconds of trace time), so runs
+that fell behind the trace's timing still compare the same requests.
 T_converge is Bonfire's eq. 1 on those hit-rate series against the warm run's (the same code as
 ember_sim::warmup_convergence::convergence_intervals), the backing reads saved are counted over
 cold's convergence window [0, T_cold). The preload time is the server's
@@ -149,7 +151,7 @@ class Server:
 
 def replay(trace, server, sample=False):
     """Replay at the trace's timing, every read verified; with sample, scrape the server's
-    metrics every INTERVAL seconds. Returns (replay report, samples)."""
+    metrics every SCRAPE seconds. Returns (replay report, samples)."""
     samples = []
     stop = threading.Event()
 
@@ -160,7 +162,7 @@ def replay(trace, server, sample=False):
             m = scrape(server.metrics)
             samples.append((time.time() - t0, m))
             k += 1
-            if stop.wait(max(0.0, t0 + k * INTERVAL - time.time())):
+            if stop.wait(max(0.0, t0 + k * SCRAPE - time.time())):
                 break
         samples.append((time.time() - t0, scrape(server.metrics)))
 
@@ -183,21 +185,51 @@ def replay(trace, server, sample=False):
     return rep, samples
 
 
+SCRAPE = 0.25  # seconds between scrapes; the series is binned by reads, not by time
+
+
 def series(samples):
-    """Per interval (between consecutive scrapes): hits, misses, backing reads (4 KiB blocks
-    read from backing for clients), blocks preloaded."""
+    """Per interval of INTERVAL * RATE reads (INTERVAL seconds of the trace's time, whatever
+    the replay's lateness): hits, misses, backing reads (4 KiB blocks read from backing for
+    clients), blocks preloaded, the wall time at its end. Counters are interpolated linearly
+    between scrapes at each interval's boundary."""
+    keys = ("ember_cache_read_hits_total", "ember_cache_read_misses_total",
+            "ember_cache_backing_read_bytes_total", "ember_warmup_preloaded_blocks_total")
+    base = samples[0][1]
+    cum = [(t, [m.get(k, 0.0) - base.get(k, 0.0) for k in keys]) for t, m in samples]
+    reads = [c[0] + c[1] for _, c in cum]
+    per = RATE * INTERVAL
+    total = reads[-1]
+    bounds = [0.0]
+    while bounds[-1] + per <= total + 0.5:
+        bounds.append(bounds[-1] + per)
+    if total - bounds[-1] > per / 2:  # a last interval at least half full
+        bounds.append(total)
+
+    def at(r):
+        for i in range(1, len(cum)):
+            if reads[i] >= r:
+                r0, r1 = reads[i - 1], reads[i]
+                f = 0.0 if r1 == r0 else (r - r0) / (r1 - r0)
+                t = cum[i - 1][0] + f * (cum[i][0] - cum[i - 1][0])
+                return t, [a + f * (b - a) for a, b in zip(cum[i - 1][1], cum[i][1])]
+        return cum[-1][0], cum[-1][1]
+
     out = []
-    for (t0, a), (t1, b) in zip(samples, samples[1:]):
-        d = lambda k: b.get(k, 0.0) - a.get(k, 0.0)
-        h, m = d("ember_cache_read_hits_total"), d("ember_cache_read_misses_total")
+    prev = at(bounds[0])
+    for b in bounds[1:]:
+        cur = at(b)
+        d = [y - x for x, y in zip(prev[1], cur[1])]
+        h, m = d[0], d[1]
         out.append({
-            "t_s": t1,
-            "hits": int(h),
-            "misses": int(m),
+            "t_s": cur[0],
+            "hits": round(h),
+            "misses": round(m),
             "hit_rate": h / (h + m) if h + m else None,
-            "backing_reads": int(d("ember_cache_backing_read_bytes_total") // 4096),
-            "preloaded_blocks": int(d("ember_warmup_preloaded_blocks_total")),
+            "backing_reads": round(d[2] / 4096),
+            "preloaded_blocks": round(d[3]),
         })
+        prev = cur
     return out
 
 
@@ -455,13 +487,14 @@ def plot(ev, names):
         fig, ax = plt.subplots(figsize=(8, 4.5), dpi=80)
         for n in names:
             s = ev["runs"][n]["series"]
-            xs = [i * INTERVAL + INTERVAL / 2 for i in range(len(s))]
+            xs = [(i + 0.5) * INTERVAL for i in range(len(s))]
             ys = [p[key] for p in s]
             ax.plot(xs, ys, label="%s (T_converge %g s)" % (n, ev["runs"][n]["t_converge_s"])
                     if n != "always-warm" else n, linewidth=1.6)
         t_cold = ev["t_cold_intervals"] * INTERVAL
         ax.axvline(t_cold, color="grey", linestyle=":", linewidth=1)
-        ax.set_xlabel("seconds after the restart (second half of the trace)")
+        ax.set_xlabel("trace seconds after the restart (intervals of %d reads)"
+                      % round(RATE * INTERVAL))
         ax.set_ylabel(ylabel)
         ax.set_title("ember serve after kill -9: %s" % ylabel.split(" per")[0])
         ax.legend(fontsize=8)
