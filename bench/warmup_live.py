@@ -117,7 +117,10 @@ class Server:
             os.unlink(self.sock)
         args = [EMBER, "serve", "--cache", CACHE, "--backing",
                 "disk=nbd+unix:///?socket=%s" % os.path.join(WORK, "nbdkit.sock"),
-                "--unix", self.sock, "--metrics", self.metrics] + extra
+                "--unix", self.sock, "--metrics", self.metrics,
+                # Only ember writes the backing after the prefill: without this an NBD
+                # backing's identity is unknown, and the snapshot is never used.
+                "--trust-nbd-backing"] + extra
         self.out = open(self.logfile, "w")
         self.proc = subprocess.Popen(args, stdout=self.out, stderr=subprocess.STDOUT)
         t = time.time()
@@ -311,6 +314,10 @@ def main():
             m = wait_preload(s)
             if m.get("ember_warmup_state") != 3.0:
                 fail("%s: the preload did not finish:\n%s" % (name, s.console()))
+            from_snap = m.get("ember_warmup_preloaded_from_snapshot_blocks_total")
+            if snapshot and not from_snap:
+                fail("%s: no block was preloaded from the snapshot (a metadata+data row that "
+                     "is metadata only):\n%s" % (name, s.console()))
             s.stop()
             res[name] = {
                 "series": series(smp), "replay": rep,
@@ -359,6 +366,8 @@ def evaluate(rnd, res):
             "hit_rate_second_half": hits / reads if reads else None,
             "preload_seconds": r.get("preload_seconds"),
             "preloaded_blocks": r.get("preloaded_blocks"),
+            "preloaded_from_snapshot": (r.get("warmup_metrics") or {}).get(
+                "ember_warmup_preloaded_from_snapshot_blocks_total"),
             "warmup_metrics": r.get("warmup_metrics"),
             "start_line": r.get("start_line"),
             "replay_reads_verified": rep["verification"]["reads_verified"],
@@ -391,8 +400,10 @@ def summarize(rounds, has_snapshot):
                   "hit rate %5.1f %%  preload %s  (%d reads verified, %d sent late, max %.0f ms)"
                   % (ev["round"], n, r["t_converge_intervals"], r["t_converge_s"],
                      r["backing_reads_in_cold_window"], 100 * (r["hit_rate_second_half"] or 0),
-                     "-" if r["preload_seconds"] is None else "%.2f s, %d blocks"
-                     % (r["preload_seconds"], r["preloaded_blocks"] or 0),
+                     "-" if r["preload_seconds"] is None else "%.2f s, %d blocks%s"
+                     % (r["preload_seconds"], r["preloaded_blocks"] or 0,
+                        "" if r["preloaded_from_snapshot"] is None
+                        else " (%d from the snapshot)" % r["preloaded_from_snapshot"]),
                      r["replay_reads_verified"], r["replay_sent_late"], r["replay_max_late_ms"]))
     print()
     ratios, saved, saved_data, pre_ratio = [], [], [], []
