@@ -292,25 +292,39 @@ fn write_through_allocates_and_write_around_does_not() {
 }
 
 #[test]
-fn partial_writes_trim_and_zeroes_invalidate() {
+fn partial_writes_read_modify_write_trim_and_zeroes_invalidate() {
     let rig = Rig::mem(1 << 20);
     let eng = rig.open();
     let a = eng.volume("a").unwrap();
     let mut model = pattern(1, VOL as usize);
     read(&a, 0, 8 * BS as usize);
     assert_eq!(eng.stats().resident_blocks, 8);
-    // 100 bytes inside block 1: the cached copy is dropped, backing has the merge.
+    // 100 bytes inside block 1: the cached copy is updated (read-modify-write), as the
+    // simulator counts it (a write hit that stays resident); backing has the merge.
     a.write(BS + 10, &[0xAB; 100], false).unwrap();
     model[(BS + 10) as usize..(BS + 110) as usize].fill(0xAB);
-    assert_eq!(eng.stats().total.invalidations, 1);
+    let s = eng.stats();
+    assert_eq!((s.total.invalidations, s.total.write_hits, s.resident_blocks), (0, 1, 8));
     assert_eq!(read(&a, 0, 8 * BS as usize), model[..8 * BS as usize]);
+    assert_eq!(eng.stats().total.read_hits, 8, "block 1 was read from the cache");
+    // 512 bytes across the end of block 20 and the start of block 21 (both missed): each
+    // is allocated with backing's other bytes; 700 bytes ending inside block 7 (a hit).
+    a.write(21 * BS - 256, &[0xCD; 512], false).unwrap();
+    model[(21 * BS - 256) as usize..(21 * BS + 256) as usize].fill(0xCD);
+    a.write(7 * BS - 300, &[0xEF; 700], false).unwrap();
+    model[(7 * BS - 300) as usize..(7 * BS + 400) as usize].fill(0xEF);
+    let s = eng.stats();
+    assert_eq!((s.resident_blocks, s.total.allocation_writes), (10, 10));
+    assert_eq!(read(&a, 0, 24 * BS as usize), model[..24 * BS as usize]);
+    assert_eq!(eng.stats().total.read_hits, 8 + 10, "the merged blocks hit");
+    assert_eq!(eng.stats().total.invalidations, 0);
     // TRIM of blocks 2..4 (plus a sliver of 4) and WRITE_ZEROES inside 6.
     a.trim(2 * BS, 2 * BS + 1, false).unwrap();
     model[(2 * BS) as usize..(4 * BS + 1) as usize].fill(0);
     a.write_zeroes(6 * BS + 5, 50, true, true).unwrap();
     model[(6 * BS + 5) as usize..(6 * BS + 55) as usize].fill(0);
     let s = eng.stats();
-    assert_eq!(s.total.invalidations, 1 + 3 + 1);
+    assert_eq!(s.total.invalidations, 3 + 1);
     assert_eq!((s.total.trims, s.total.write_zeroes), (1, 1));
     assert_eq!(read(&a, 0, 8 * BS as usize), model[..8 * BS as usize]);
     assert_eq!(rig.backing[0].snapshot(), model);

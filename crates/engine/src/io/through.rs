@@ -1,6 +1,7 @@
-//! The write flow of write-through and write-around: the write goes to backing, and a whole
-//! block already cached (or, under write-through, admitted) is written to the cache device
-//! too; a partial write to a cached block drops the cached copy.
+//! The write flow of write-through and write-around: the write goes to backing, and a block
+//! already cached (or, under write-through, admitted) is written to the cache device too; a
+//! block the write covers only in part is read-modify-written (the rest of a cached block
+//! from the cache device, of a newly allocated one from backing).
 
 use super::ctx::{adjacent, runs, Plan, Volume};
 use crate::core::now_ns;
@@ -21,47 +22,33 @@ impl Volume {
         fua: bool,
     ) -> Result<(), EngineError> {
         let inner = &self.inner;
-        let bs = inner.block_size();
         let vol = self.vol();
         let ctr = self.counters();
         let _held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
         let now = now_ns();
-        let end = start + data.len() as u64;
         let mut plans = Vec::with_capacity(n as usize);
         {
             let mut st = inner.state.lock();
             for b in first..first + n {
                 let key = block_key(vol.id, b);
-                let whole = self.cacheable(b) && b * bs >= start && (b + 1) * bs <= end;
                 if !self.cacheable(b) {
                     plans.push(Plan::Pass);
                     ctr.write_misses.fetch_add(1, Relaxed);
                     continue;
                 }
                 let acc = st.access(key, Op::Write, now);
-                if st.get(key).is_some() {
+                // A block the write covers only in part is read-modify-written like a
+                // whole one (the same rule as `ember sim`, which sees one block access
+                // either way): a cached block is updated, an admitted miss allocated.
+                if let Some(c) = st.hit_pin(&acc) {
                     ctr.write_hits.fetch_add(1, Relaxed);
-                    if whole {
-                        if let Some(c) = st.hit_pin(&acc) {
-                            st.admission.observe(&acc, true);
-                            plans.push(Plan::Hit(c));
-                            continue;
-                        }
-                    }
-                    // A partial write to a cached block: drop the cached copy.
                     st.admission.observe(&acc, true);
-                    st.invalidate(key);
-                    ctr.invalidations.fetch_add(1, Relaxed);
-                    plans.push(Plan::Pass);
+                    plans.push(Plan::Hit(c));
                     continue;
                 }
                 ctr.write_misses.fetch_add(1, Relaxed);
                 st.admission.observe(&acc, false);
-                if !whole
-                    || inner.mode != WriteMode::WriteThrough
-                    || st.fenced(key)
-                    || !st.admit(&acc)
-                {
+                if inner.mode != WriteMode::WriteThrough || st.fenced(key) || !st.admit(&acc) {
                     plans.push(Plan::Pass);
                     continue;
                 }
@@ -115,14 +102,54 @@ impl Volume {
             .map_err(|e| self.backing_io_error("write", start, data.len() as u64, e))?;
         ctr.backing_write_bytes.fetch_add(data.len() as u64, Relaxed);
         let mut cache_written = false;
+        let end = start + data.len() as u64;
         for (i, j) in runs(plans, adjacent, |p| p.cache_block().is_some()) {
             let Some(c) = plans[i].cache_block() else { continue };
-            let lo = ((first + i as u64) * bs as u64 - start) as usize;
+            let (span_lo, span_hi) =
+                ((first + i as u64) * bs as u64, (first + j as u64) * bs as u64);
             let off = inner.geometry.block_offset(c);
-            inner
-                .cache
-                .write_at(off, &data[lo..lo + (j - i) * bs])
-                .map_err(|e| self.cache_io_error("write", c, j - i, e))?;
+            if span_lo >= start && span_hi <= end {
+                let lo = (span_lo - start) as usize;
+                inner
+                    .cache
+                    .write_at(off, &data[lo..lo + (j - i) * bs])
+                    .map_err(|e| self.cache_io_error("write", c, j - i, e))?;
+            } else {
+                // Read-modify-write of the run's partial edge blocks: a cached block's
+                // other bytes from the cache device, an allocated one's from backing (which
+                // already holds this write: the stripe locks keep everyone else out).
+                let mut buf = crate::device::AlignedBuf::new((j - i) * bs);
+                let b = buf.as_mut_slice();
+                for k in i..j {
+                    let b_lo = (first + k as u64) * bs as u64;
+                    if b_lo >= start && b_lo + bs as u64 <= end {
+                        continue;
+                    }
+                    let dst = &mut b[(k - i) * bs..(k - i + 1) * bs];
+                    match plans[k] {
+                        Plan::Hit(ck) => {
+                            inner
+                                .cache
+                                .read_at(inner.geometry.block_offset(ck), dst)
+                                .map_err(|e| self.cache_io_error("read (merge)", ck, 1, e))?;
+                            ctr.cache_read_bytes.fetch_add(bs as u64, Relaxed);
+                        }
+                        _ => {
+                            vol.backing.read_at(b_lo, dst).map_err(|e| {
+                                self.backing_io_error("read (merge)", b_lo, bs as u64, e)
+                            })?;
+                            ctr.backing_read_bytes.fetch_add(bs as u64, Relaxed);
+                        }
+                    }
+                }
+                let (lo, hi) = (span_lo.max(start), span_hi.min(end));
+                b[(lo - span_lo) as usize..(hi - span_lo) as usize]
+                    .copy_from_slice(&data[(lo - start) as usize..(hi - start) as usize]);
+                inner
+                    .cache
+                    .write_at(off, b)
+                    .map_err(|e| self.cache_io_error("write", c, j - i, e))?;
+            }
             written[i..j].fill(true);
             cache_written = true;
             let fills = plans[i..j].iter().filter(|p| matches!(p, Plan::Fill(_))).count();
