@@ -12,11 +12,17 @@ import struct
 import time
 
 import nbd  # python3-libnbd
+import os
 
 from .checker import SECTOR, ZERO, ZEROS, Model, describe, fill
 from .rawnbd import CMD_READ, CMD_WRITE, raw_connect, recv_exact, request
 
 VERIFY_CHUNK = 256 * 1024  # bytes per read of a whole-region check
+
+# EMBER_SOAK_HISTORY=DIR: every client appends one line per request to DIR/client-CID.log
+# (time, server life, what, first sector, sectors, outcome, generations), so the history of a
+# sector the checker reports can be read back (docs/soak.md). Off by default.
+HISTORY_DIR = os.environ.get("EMBER_SOAK_HISTORY")
 
 
 
@@ -51,6 +57,18 @@ class Client:
         self.conn_gen = -1
         self.c = {k: 0 for k in COUNTERS}
         self.failures: list[str] = []
+        self.history = None
+        if HISTORY_DIR:
+            os.makedirs(HISTORY_DIR, exist_ok=True)
+            self.history = open(os.path.join(HISTORY_DIR, f"client-{cid}.log"), "a", buffering=1 << 16)
+
+    def log(self, t0: float, what: str, first: int, n: int, outcome, extra: str = ""):
+        """One line of the request history (EMBER_SOAK_HISTORY): sent at `t0`, answered now."""
+        if self.history is not None:
+            self.history.write(
+                f"{t0:.6f} {time.time():.6f} life {self.conn_gen} {what} {first} {n} {outcome}"
+                f" {extra}\n"
+            )
 
     # -- connection
 
@@ -86,6 +104,17 @@ class Client:
                     self.c["unexpected_errors"] += 1
                     self.fail(f"connect: {e}")
                     time.sleep(0.5)
+
+    def reconnect(self):
+        """Drop the handle and connect again. If the server was killed since this client
+        last connected, the new connection reaches its next life: the region is checked
+        under the crash contract first (`after_crash`), or reads would be held to writes
+        the kill was allowed to lose."""
+        life = self.conn_gen
+        self.drop()
+        self.connect()
+        if self.conn_gen != life:
+            self.after_crash()
 
     def drop(self):
         """Close the handle without NBD_CMD_DISC (dropping the last reference closes it)."""
@@ -158,6 +187,9 @@ class Client:
                 found[s] = -2  # matches nothing; reported again only if read again
         if bad:
             s0, what, allowed, lost = bad[0]
+            for b in bad:
+                self.log(time.time(), "BAD", b[0], 1, "LOST" if b[3] else "WRONG",
+                         f"{phase}: holds {b[1]}, allowed {b[2]}".replace(" ", "_"))
             self.fail(
                 f"{phase}: {len(bad)} bad sector(s) in the {n}-sector read at sector {first}; "
                 f"the first, sector {s0} (byte {s0 * SECTOR}), holds {what}, allowed {allowed}"
@@ -174,7 +206,9 @@ class Client:
         while s < end:
             n = min(VERIFY_CHUNK // SECTOR, end - s)
             for attempt in range(50):
+                t0 = time.time()
                 ok, data = self.call("read", self.h.pread, n * SECTOR, s * SECTOR)
+                self.log(t0, "region-read", s, n, ok, phase.replace(" ", "_"))
                 if ok:
                     break
             else:
@@ -214,7 +248,9 @@ class Client:
                 self.c["crash_sectors_checked"] += m.n
                 self.c["crash_sectors_unflushed_lost"] += changed
                 self.c["crash_sectors_uncertain"] += uncertain
+                t0 = time.time()
                 ok, _ = self.call("flush", self.h.flush)
+                self.log(t0, "flush-after-crash", 0, 0, ok)
                 self.c["flushes"] += 1
                 if ok:
                     m.flushed()
@@ -251,6 +287,7 @@ class Client:
             return self.abrupt(first, n, now)
         if r < 0.45:
             ok, data = self.call("read", self.h.pread, n * SECTOR, first * SECTOR)
+            self.log(now, "read", first, n, ok)
             self.c["reads"] += 1
             if ok:
                 self.check(first, data, crash=False, phase="read")
@@ -258,6 +295,7 @@ class Client:
             return
         if r < 0.52:
             ok, _ = self.call("flush", self.h.flush)
+            self.log(now, "flush", 0, 0, ok)
             self.c["flushes"] += 1
             if ok:
                 m.flushed()
@@ -273,20 +311,23 @@ class Client:
                 "write", self.h.pwrite, fill(m.export, first, gens), first * SECTOR, flags
             )
             self.pending = None
+            self.log(now, "fua-write" if fua else "write", first, n, ok, f"g{gens[0]}")
             self.c["writes"] += 1
             self.c["fua_writes"] += fua
             m.written(first, gens, certain=ok, fua=fua and ok)
             return
         if r < 0.93:
             self.pending = ("trim", first, n)
-            self.call("trim", self.h.trim, n * SECTOR, first * SECTOR)
+            ok, _ = self.call("trim", self.h.trim, n * SECTOR, first * SECTOR)
             self.pending = None
+            self.log(now, "trim", first, n, ok)
             self.c["trims"] += 1
             m.trimmed(first, n)
             return
         self.pending = ("zero", first, n)
         ok, _ = self.call("zero", self.h.zero, n * SECTOR, first * SECTOR)
         self.pending = None
+        self.log(now, "zero", first, n, ok)
         self.c["zeroes"] += 1
         m.written(first, [ZERO] * n, certain=ok)
 
@@ -326,22 +367,30 @@ class Client:
                 s.sendall(b"".join(request(CMD_READ, 9 + i, first * SECTOR, n * SECTOR)
                                    for i in range(8)))
                 s.close()
-            else:  # libnbd_close: a WRITE and a READ in flight, then the handle is dropped
-                gens = self.gens(n)
-                self.h.aio_pwrite(bytearray(fill(m.export, first, gens)), first * SECTOR)
-                self.h.aio_pread(nbd.Buffer(n * SECTOR), first * SECTOR)
-                m.written(first, gens, certain=False)
-                for x in range(first, first + n):
-                    m.quarantine[x] = now + self.cfg["quarantine"]
-                self.drop()
-                self.connect()
+            else:
+                self.libnbd_close(first, n, now)
             self.c["abrupt_" + kind] += 1
+            gens_of = kind in ("partial_write", "write_no_reply", "libnbd_close")
+            self.log(now, "abrupt-" + kind, first, n, "sent",
+                     f"g{self.next_gen - n}" if gens_of else "")
         except (OSError, nbd.Error) as e:
             if self.server_gen() == self.conn_gen:
                 self.c["unexpected_errors"] += 1
                 self.fail(f"abrupt {kind}: {e}")
             elif self.h is None:
-                self.connect()
+                self.reconnect()
+
+    def libnbd_close(self, first: int, n: int, now: float):
+        """The fifth abrupt kind: a WRITE and a READ in flight on the own handle, then the
+        handle is dropped and the client connects again."""
+        m = self.model
+        gens = self.gens(n)
+        self.h.aio_pwrite(bytearray(fill(m.export, first, gens)), first * SECTOR)
+        self.h.aio_pread(nbd.Buffer(n * SECTOR), first * SECTOR)
+        m.written(first, gens, certain=False)
+        for x in range(first, first + n):
+            m.quarantine[x] = now + self.cfg["quarantine"]
+        self.reconnect()
 
     # -- main loop
 
@@ -363,6 +412,8 @@ class Client:
         # Final phase 2: after a clean SIGTERM and a warm restart.
         self.final_check("final check (after clean restart)")
         self.drop()
+        if self.history is not None:
+            self.history.flush()
         self.results.put(("done", self.cid, self.c, self.failures))
 
     def final_check(self, phase: str):
@@ -378,6 +429,8 @@ class Client:
         self.fail(f"{phase}: could not read the region")
 
     def lost_connection(self, why: str):
+        self.log(time.time(), "connection-lost", 0, 0, self.pending is not None,
+                 str(self.pending).replace(" ", ""))
         if self.pending is not None:
             kind, first, x = self.pending
             self.pending = None
@@ -393,8 +446,7 @@ class Client:
         else:
             self.c["unexpected_disconnects"] += 1
             self.fail(f"disconnected while the server was not killed: {why}")
-            self.drop()
-            self.connect()
+            self.reconnect()
 
 
 def client_main(cfg, cid, spec, shared, results):
@@ -405,5 +457,10 @@ def client_main(cfg, cid, spec, shared, results):
     except Exception as e:  # reported, never swallowed: the soak fails
         cl.c["unexpected_errors"] += 1
         cl.fail(f"client crashed: {type(e).__name__}: {e}")
+        if cl.history is not None:
+            cl.history.flush()
         results.put(("phase1", cid))
         results.put(("done", cid, cl.c, cl.failures))
+    finally:
+        if cl.history is not None:
+            cl.history.close()

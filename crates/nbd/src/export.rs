@@ -62,6 +62,15 @@ pub trait Export: Send + Sync {
     /// Read `buf.len()` bytes at `offset`.
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError>;
 
+    /// Whether a READ of `len` bytes at `offset` will complete at once, without waiting on
+    /// slow storage (for a cache: every block is resident). The server then runs it on the
+    /// connection's reader thread, saving the hand-off to a worker. A wrong answer costs only
+    /// speed (a slow read on the reader delays the reading of that connection's next
+    /// requests). The default says no.
+    fn read_is_fast(&self, _offset: u64, _len: u64) -> bool {
+        false
+    }
+
     /// Whether this export takes ember's DEMOTE (docs/nbd.md); only then does the server
     /// acknowledge [`crate::proto::OPT_EMBER_DEMOTE`] for it. The default says no.
     fn accepts_demote(&self) -> bool {

@@ -134,6 +134,10 @@ impl Export for MemExport {
         self.flags
     }
 
+    fn read_is_fast(&self, _offset: u64, _len: u64) -> bool {
+        true
+    }
+
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError> {
         self.check(offset, buf.len() as u64)?;
         self.for_each_piece(offset, buf.len() as u64, |index, within, out| {

@@ -368,3 +368,68 @@ fn client_is_send_and_sync() {
     assert_send_sync::<ember_nbd::InFlight>();
     assert_send_sync::<ember_nbd::ShutdownHandle>();
 }
+
+/// Records the name of the thread each read runs on; says its reads are fast or not.
+struct ThreadRecorder {
+    inner: MemExport,
+    fast: bool,
+    threads: std::sync::Mutex<Vec<String>>,
+}
+
+impl ember_nbd::Export for ThreadRecorder {
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn flags(&self) -> ExportFlags {
+        ember_nbd::Export::flags(&self.inner)
+    }
+    fn read_is_fast(&self, _offset: u64, _len: u64) -> bool {
+        self.fast
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ember_nbd::ExportError> {
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        self.threads.lock().unwrap().push(name);
+        self.inner.read(offset, buf)
+    }
+    forward_writes!();
+}
+
+/// Issue 14 (the hit path): a read the export calls fast runs on the connection's own thread
+/// (no hand-off to the worker pool), one at a time or pipelined; a read it does not call fast
+/// always goes to a worker, so a slow read never holds up the reading of later requests.
+#[test]
+fn fast_reads_run_on_the_connection_thread() {
+    for fast in [true, false] {
+        let export = Arc::new(ThreadRecorder {
+            inner: MemExport::new(1 << 20),
+            fast,
+            threads: std::sync::Mutex::new(Vec::new()),
+        });
+        let server =
+            serve_with(ExportMap::new().with("t", "", export.clone()), ServerConfig::default());
+        let client = server.client("t");
+        client.write(0, &pattern(3, 65536), false).unwrap();
+        for i in 0..20u64 {
+            let mut back = vec![0u8; 4096];
+            client.read(i % 16 * 4096, &mut back).unwrap();
+            let want = &pattern(3, 65536)[(i % 16 * 4096) as usize..][..4096];
+            assert_eq!(back, want, "read {i} (fast {fast})");
+        }
+        // Pipelined: 16 reads in flight at once.
+        let tickets: Vec<_> =
+            (0..16u64).map(|i| client.start_read(i * 4096, 4096).unwrap()).collect();
+        let mut back = Vec::new();
+        for t in tickets {
+            back.extend_from_slice(&t.wait().unwrap());
+        }
+        assert_eq!(back, pattern(3, 65536), "pipelined reads (fast {fast})");
+        client.disconnect().unwrap();
+        let threads = export.threads.lock().unwrap().clone();
+        assert_eq!(threads.len(), 36);
+        let want = if fast { "nbd-conn" } else { "nbd-worker-" };
+        for name in &threads {
+            assert!(name.starts_with(want), "fast {fast}: a read ran on {name}, not {want}*");
+        }
+        server.stop();
+    }
+}

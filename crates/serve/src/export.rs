@@ -44,6 +44,10 @@ impl Export for VolumeExport {
         self.0.read(offset, buf).map_err(to_export_error)
     }
 
+    fn read_is_fast(&self, offset: u64, len: u64) -> bool {
+        self.0.resident(offset, len)
+    }
+
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError> {
         self.0.write(offset, data, fua).map_err(to_export_error)
     }

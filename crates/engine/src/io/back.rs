@@ -5,10 +5,12 @@ use super::ctx::Volume;
 use crate::core::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, WriteMode};
+use crate::state::CacheState;
 use crate::wb::barrier::barrier_persist;
 use ember_trace::Op;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
 
 impl Volume {
     /// A write under a write-back policy (thesis table 4.2): every block of the chunk gets a
@@ -17,6 +19,13 @@ impl Volume {
     /// backing. The chunk is written through to backing instead (dropping every cached
     /// version once backing has it) when max_dirty is reached, no block can be freed, FUA
     /// asks for it under write-back flush, or it holds the volume's partial last block.
+    ///
+    /// A chunk with a block inside a TRIM / WRITE_ZEROES fence waits until the fence is
+    /// lowered, holding no lock. Written through inside the fence, a partial block would be
+    /// merged with its dirty version, whose bytes outside this write may be the very bytes
+    /// the discard is removing; landing after the discard's backing call, the merged block
+    /// would put them back (an acknowledged WRITE_ZEROES undone by a write to the other half
+    /// of the block, `tests/discard_write_race.rs`).
     pub(super) fn write_chunk_wb(
         &self,
         first: u64,
@@ -29,14 +38,23 @@ impl Volume {
         let bs = inner.block_size();
         let vol = self.vol();
         let ctr = self.counters();
-        let _held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
+        // The stripes, and the state with no fence over the chunk: a fence raised after the
+        // wait may have passed these stripes already (its wait for older requests), so then
+        // everything is let go and the wait starts again.
+        let (_held, mut st) = loop {
+            self.wait_unfenced(first, n)?;
+            let held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
+            let st = inner.state.lock();
+            if !self.any_fenced(&st, first, n) {
+                break (held, st);
+            }
+        };
         let now = now_ns();
         // The admission sieve decides every write miss, as in `ember sim` (SieveStore: a
         // block the sieve refuses is not allocated): a refused miss goes around the cache,
         // to backing, like write-around; FLUSH makes it durable (the barriers sync backing).
         let mut around = vec![false; n as usize];
         {
-            let mut st = inner.state.lock();
             for b in first..first + n {
                 let key = block_key(vol.id, b);
                 let hit = st.get(key).is_some();
@@ -52,6 +70,7 @@ impl Volume {
                 }
             }
         }
+        drop(st);
         let end = start + data.len() as u64;
         let mut i = 0usize;
         while i < around.len() {
@@ -100,10 +119,10 @@ impl Volume {
         {
             let mut st = inner.state.lock();
             misses = (first..first + n).filter(|&b| st.get(block_key(vol.id, b)).is_none()).count();
-            // Inside a TRIM's fence no dirty version may appear: written through.
+            // No fence stands over the chunk (waited for in `write_chunk_wb`), so a dirty
+            // version may appear; the volume's partial last block is never cached.
             through = around
-                || (first..first + n)
-                    .any(|b| !self.cacheable(b) || st.fenced(block_key(vol.id, b)))
+                || (first..first + n).any(|b| !self.cacheable(b))
                 || (fua && mode == WriteMode::WriteBackFlush)
                 || st.dirty_len() + n as usize > inner.limits.max_dirty;
             if !through {
@@ -134,8 +153,9 @@ impl Volume {
                     }
                 }
             }
+            inner.count_evictions(&mut st);
+            drop(st);
         }
-        inner.count_evictions(&mut inner.state.lock());
         if through && !around {
             ctr.write_through_fallbacks.fetch_add(n, Relaxed);
         }
@@ -187,6 +207,32 @@ impl Volume {
         result.map_err(|e| self.fail(e))?;
         if fua && mode == WriteMode::WriteBackPersist {
             barrier_persist(inner).map_err(|e| self.fail(e))?;
+        }
+        Ok(())
+    }
+
+    /// Is any block of the chunk `[first, first + n)` inside a discard's fence?
+    fn any_fenced(&self, st: &CacheState, first: u64, n: u64) -> bool {
+        let vol = self.vol().id;
+        (first..first + n).any(|b| st.fenced(block_key(vol, b)))
+    }
+
+    /// Wait, holding no lock, until no discard's fence covers a block of the chunk
+    /// `[first, first + n)`. Ends with an error when a shutdown begins or a panic poisoned
+    /// the engine meanwhile.
+    fn wait_unfenced(&self, first: u64, n: u64) -> Result<(), EngineError> {
+        let inner = &self.inner;
+        let mut st = inner.state.lock();
+        while self.any_fenced(&st, first, n) {
+            if st.closing || st.stop {
+                return Err(EngineError::ShutDown);
+            }
+            if inner.stripes.is_poisoned() {
+                drop(st);
+                return Err(self.fail(crate::stripes::poisoned_error()));
+            }
+            // A fence wakes `cv` when it is lowered.
+            inner.cv.wait_for(&mut st, Duration::from_millis(10));
         }
         Ok(())
     }

@@ -1,9 +1,11 @@
 //! TRIM and WRITE_ZEROES. A discard may cover gigabytes and its backing call may take
 //! seconds, so it does not hold the stripe locks of its range across that call (that would
 //! stall every request on the volume). Instead it raises a *fence* over its blocks (see
-//! `state`): while the fence stands no block in it is allocated (read fill, write
-//! allocation, dirty write: such writes go through to backing) and the flusher leaves its
-//! dirty versions alone. Then:
+//! `state`): while the fence stands no block in it is allocated (a read fill or a
+//! write-through allocation is skipped), a write-back write to one of its blocks waits until
+//! it is lowered (`io/back.rs`: written through, it would merge the block's dirty version and
+//! could put back bytes this discard removed), and the flusher leaves its dirty versions
+//! alone. Then:
 //!
 //! 1. it waits out every request that began before the fence, taking and releasing each
 //!    stripe of the range once, one at a time (`Stripes::wait_range`);
@@ -17,9 +19,10 @@
 //!    of dirty blocks elsewhere);
 //! 6. lowers the fence (also on error or panic: the fence is a guard).
 //!
-//! Requests racing with the discard on its blocks are concurrent with it, so NBD leaves
+//! Requests racing with the discard on its bytes are concurrent with it, so NBD leaves
 //! their order undefined; what the fence guarantees is that afterwards no cached copy in the
-//! range holds bytes from before the discard.
+//! range holds bytes from before the discard, and that a write to other bytes of one of its
+//! blocks does not bring the discarded bytes back.
 
 use super::ctx::Volume;
 use crate::core::Inner;

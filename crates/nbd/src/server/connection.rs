@@ -1,6 +1,6 @@
 //! One client connection: the handshake, then the transmission phase with a reader (this
-//! thread) parsing requests; export calls run on the shared worker pool and replies leave
-//! through [`Replies`].
+//! thread) parsing requests; export calls run on the shared worker pool (cache hits on the
+//! reader itself) and replies leave through [`Replies`].
 
 use std::io::{BufReader, Read};
 use std::net::Shutdown;
@@ -14,6 +14,7 @@ use super::job::{error_reply, ConnShared, Job};
 use super::queue::Sender;
 use super::replies::{observe, Outgoing, Replies};
 use super::tls::ConnTls;
+use super::worker;
 use super::Shared;
 use crate::errno::Errno;
 use crate::proto;
@@ -256,6 +257,17 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
             continue;
         }
         let job = Job { conn: Arc::clone(&conn), request, payload, received, charge };
+        // A READ the export will serve at once (a cache hit) runs on the reader itself: no
+        // hand-off to a worker, no wake-up back. Everything else goes to the worker pool, so
+        // a slow request never holds up the reading of later ones. The price: one
+        // connection's hits are served one at a time (several connections run in parallel;
+        // the export advertises NBD_FLAG_CAN_MULTI_CONN where it is safe).
+        if job.request.command == Command::Read
+            && conn.export.read_is_fast(job.request.offset, length)
+        {
+            worker::execute(job);
+            continue;
+        }
         if let Err(job) = jobs.send(job) {
             // No workers left (cannot happen while the server runs); answer ESHUTDOWN.
             conn.send(Outgoing {

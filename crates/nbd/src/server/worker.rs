@@ -25,7 +25,9 @@ fn guarded<T>(call: impl FnOnce() -> Result<T, ExportError>) -> Result<T, Export
         .unwrap_or_else(|_| Err(ExportError::Io(std::io::Error::other("export panicked"))))
 }
 
-fn execute(job: Job) {
+/// Carry out one request and send its reply (on a worker, or inline on the connection's
+/// reader at queue depth 1).
+pub(crate) fn execute(job: Job) {
     let Job { conn, request, payload, received, charge } = job;
     let export = conn.export.as_ref();
     let fua = request.flags & proto::CMD_FLAG_FUA != 0;
