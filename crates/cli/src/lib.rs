@@ -18,4 +18,5 @@ pub mod legacy;
 pub mod metrics;
 pub mod output;
 pub mod plot;
+pub mod serve_auto;
 pub mod trace_args;
