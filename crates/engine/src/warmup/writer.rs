@@ -33,12 +33,25 @@ pub(crate) struct LogSink {
     /// The snapshot's header side (none: no snapshot).
     snapshot: Option<SnapshotFile>,
     dropped_writes_seen: u64,
+    /// Blocks logged by a FLUSH's drain, for the writer to copy (at most [`PENDING_MAX`]).
+    pending: Vec<(u32, u8, u64)>,
 }
+
+/// Blocks a FLUSH's drains leave for the writer to copy, at most.
+const PENDING_MAX: usize = 1 << 16;
 
 impl LogSink {
     /// A sink for `log`.
     pub fn new(log: LogFile, map: Vec<Option<u8>>, snapshot: Option<SnapshotFile>) -> Self {
-        LogSink { log, map, batch: Vec::new(), failed: false, snapshot, dropped_writes_seen: 0 }
+        LogSink {
+            log,
+            map,
+            batch: Vec::new(),
+            failed: false,
+            snapshot,
+            dropped_writes_seen: 0,
+            pending: Vec::new(),
+        }
     }
 
     /// Whether a FLUSH must sync the log (only the snapshot's rule needs it).
@@ -77,10 +90,22 @@ impl LogSink {
                 }
             }
         }
-        if let Some(t) = touched {
-            for e in &self.batch {
+        // The blocks to copy: the writer's own drains take them with what FLUSHes left.
+        let copy_to = match touched {
+            Some(t) => {
+                t.append(&mut self.pending);
+                Some(t)
+            }
+            None if self.snapshot.is_some() => Some(&mut self.pending),
+            None => None,
+        };
+        if let Some(t) = copy_to {
+            'batch: for e in &self.batch {
                 let Some(v) = self.map.get(e.volume as usize).copied().flatten() else { continue };
                 for b in e.block..e.block + e.blocks {
+                    if t.len() >= PENDING_MAX {
+                        break 'batch;
+                    }
                     t.push((e.volume, v, b));
                 }
             }
