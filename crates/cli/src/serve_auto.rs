@@ -1,7 +1,8 @@
 //! `ember serve --warmup auto` (issue 11 item 6): the selector chosen from evidence. The
 //! warmup log's history is simulated with the laboratory's own code (`run_warmup`, ranked by
 //! `rank_selectors`, exactly what `ember warmup advise` prints): the history is cut into
-//! [`PERIODS`] periods of equal length, each period a restart warmed from the one before, with
+//! [`PERIODS`] periods of equal length (20 intervals each), each period a restart warmed from
+//! the one before, with
 //! the live cache's size and warmup size as percentages of the logged working set. The best
 //! `T_converge` (then load reduction, then hits) wins. A log too short to decide (fewer than
 //! [`MIN_RECORDS`] records, or no period after the first with accesses) falls back to Last-K.
@@ -16,9 +17,11 @@ use std::path::Path;
 pub const PERIODS: u64 = 4;
 /// Fewer records than this: too short to decide.
 pub const MIN_RECORDS: usize = 1000;
-/// Thresholds and bandwidth of `ember warmup advise`'s defaults.
+/// Th_V of `ember warmup advise`'s default; Th_N 0 (every violating interval counts: with
+/// 20 intervals a period, advise's 5 % would forgive one cold interval and tie every
+/// selector at 0) and advise's bandwidth.
 const TH_V: f64 = 0.9;
-const TH_N: f64 = 0.05;
+const TH_N: f64 = 0.0;
 const BANDWIDTH: f64 = 100e6;
 
 /// What the live cache preloads into.

@@ -49,7 +49,8 @@ fn wait_state(serve: &Serve, state: f64) {
 }
 
 fn warmup_stats(serve: &Serve) -> serde_json::Value {
-    let out = run(Command::new(ember()).args(["stats", "--json", "--metrics", &serve.metrics]), MIN);
+    let out =
+        run(Command::new(ember()).args(["stats", "--json", "--metrics", &serve.metrics]), MIN);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     v["warmup"].clone()
 }
@@ -116,7 +117,8 @@ fn restart_preloads_from_the_snapshot_and_counts_hits_on_preloaded_blocks() {
     let serve = start(&args);
     let out = serve.output();
     assert!(
-        out.contains("preloading 300 blocks") && out.contains("300 of them from the performance snapshot"),
+        out.contains("preloading 300 blocks")
+            && out.contains("300 of them from the performance snapshot"),
         "{out}"
     );
     wait_state(&serve, 3.0);
@@ -259,7 +261,11 @@ fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
     wait_state(&serve, 3.0);
     assert_eq!(replay(&trace, &serve), (100, 0));
     let w = warmup_stats(&serve);
-    assert_eq!((w["preloaded_from_snapshot_blocks"].as_f64(), w["preloaded_blocks"].as_f64()), (Some(16.0), Some(100.0)), "{w:#}");
+    assert_eq!(
+        (w["preloaded_from_snapshot_blocks"].as_f64(), w["preloaded_blocks"].as_f64()),
+        (Some(16.0), Some(100.0)),
+        "{w:#}"
+    );
     serve.stop();
 
     // Data damaged inside a segment: that copy fails its checksum and comes from backing.

@@ -42,10 +42,6 @@ const VOL: u64 = BLOCKS * BS;
 const CACHE: &str = "6M";
 const OPS: u32 = 600;
 
-
-
-
-
 /// `ember serve` on the trial's cache file and backing, listening on a Unix socket only.
 fn start(dir: &Path, policy: &str) -> Serve {
     let sock = dir.join("ember.sock");
@@ -67,9 +63,6 @@ fn start(dir: &Path, policy: &str) -> Serve {
         policy,
     ])
 }
-
-
-
 
 struct Outcome {
     violations: Option<(u64, usize)>,

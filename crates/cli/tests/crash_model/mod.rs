@@ -6,8 +6,8 @@
 //! that.
 #![allow(dead_code)]
 
-use std::process::ExitStatus;
 use std::process::Command;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 pub const WRITER: &str = r#"
@@ -55,7 +55,6 @@ for i in range(1, OPS + 1):
 log.write("DONE\n")
 "#;
 
-
 /// Byte `p` of the volume as written by write number `i` (0: the initial content).
 pub fn content_byte(i: u32, p: u64) -> u8 {
     let w = ((p / 8) as u32).to_le_bytes();
@@ -68,11 +67,9 @@ pub fn content_byte(i: u32, p: u64) -> u8 {
     }
 }
 
-
 pub fn debian_path() -> String {
     format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default())
 }
-
 
 pub fn have_nbdsh() -> bool {
     Command::new("/usr/bin/nbdsh")
@@ -81,7 +78,6 @@ pub fn have_nbdsh() -> bool {
         .output()
         .is_ok_and(|o| o.status.success())
 }
-
 
 /// Wait for `child` at most `timeout`, then SIGKILL it; returns its status.
 pub fn reap(child: &mut std::process::Child, timeout: Duration) -> ExitStatus {
@@ -97,7 +93,6 @@ pub fn reap(child: &mut std::process::Child, timeout: Duration) -> ExitStatus {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
-
 
 /// What the writer reported, checked against the one failure it may see: the connection
 /// lost after the SIGKILL. `exited_early` is the writer's status if it exited before the
@@ -129,7 +124,6 @@ pub fn writer_fault(
     }
     None
 }
-
 
 /// What each byte may hold (see the module doc).
 pub struct Model {
