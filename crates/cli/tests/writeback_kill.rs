@@ -31,7 +31,7 @@ use ember_nbd::ClientBuilder;
 use serve_support::{Rng, Serve};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BS: u64 = 4096;
