@@ -81,7 +81,8 @@ pub fn usable(
             Some(s) if s.medium == 0 || lv.backing_medium == 0 => {
                 u.notes.push(format!(
                     "volume {}: its backing cannot be identified, so a change while ember was \
-                     down could not be seen; its copies are not used",
+                     down could not be seen; its copies are not used (an NBD backing: \
+                     --trust-nbd-backing)",
                     lv.name
                 ));
                 None
