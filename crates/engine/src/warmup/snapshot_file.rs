@@ -365,6 +365,12 @@ impl Staging {
         self.count == 0
     }
 
+    /// Drop what is staged.
+    pub fn discard(&mut self) {
+        self.count = 0;
+        self.at.clear();
+    }
+
     /// Write what is staged as the next segment (one sequential write) and empty the buffer.
     /// Returns the bytes written.
     pub fn write_segment(&mut self) -> io::Result<u64> {

@@ -6,7 +6,8 @@
 //! With the performance snapshot, the same thread then copies the blocks of the batch that
 //! are cached (through the engine's stripe locks, from the cache device: nothing on the
 //! request path) into the snapshot's staging buffer, tagged with the batch's newest record,
-//! and writes a segment whenever the buffer is full. The log lives in a [`LogSink`] shared
+//! and writes a segment whenever the buffer is full (after syncing the backings, so every
+//! copy in a segment is durable on backing too). The log lives in a [`LogSink`] shared
 //! with the FLUSH path: a FLUSH or FUA write drains the staging buffer into the log and syncs
 //! it before it is acknowledged ([`LogSink::sync`]).
 
@@ -152,7 +153,7 @@ pub(crate) fn run(
             let mut g = sink.lock();
             if !g.failed {
                 if let Some(s) = staging.as_mut() {
-                    write_segment(c, s);
+                    write_segment(&inner, s);
                 }
                 let _ = g.log.sync();
                 let states = backing_states(&inner, &g.map);
@@ -196,7 +197,7 @@ fn copy_batch(
             Ok(true) => {
                 c.snapshot_copied_blocks.fetch_add(1, Relaxed);
                 if s.stage(v, b, tag, buf) {
-                    write_segment(c, s);
+                    write_segment(inner, s);
                 }
             }
             Ok(false) => {
@@ -207,7 +208,24 @@ fn copy_batch(
     }
 }
 
-fn write_segment(c: &Counters, s: &mut Staging) {
+/// Write the staged copies as a segment, after syncing every backing: each copy is of data
+/// already written to backing (write-through, or a clean block), so once the backings are
+/// synced no crash can leave the snapshot holding data newer than backing.
+fn write_segment(inner: &Inner, s: &mut Staging) {
+    let c = &inner.warmup.counters;
+    if s.is_empty() {
+        return;
+    }
+    for v in &inner.volumes {
+        if let Err(e) = v.backing.sync() {
+            s.discard();
+            c.set_reason(format!(
+                "syncing backing {} before a snapshot segment failed, segment dropped: {e}",
+                v.backing.describe()
+            ));
+            return;
+        }
+    }
     match s.write_segment() {
         Ok(n) => {
             c.snapshot_bytes.fetch_add(n, Relaxed);
@@ -224,12 +242,14 @@ fn copy_block(inner: &Inner, id: u32, b: u64, buf: &mut [u8]) -> Result<bool, ()
     let Ok(_held) = inner.stripes.lock(id, b..b + 1) else { return Err(()) };
     let cb = {
         let mut st = inner.state.lock();
-        match st.get(block_key(id, b)) {
-            Some(cb) => {
-                st.pin(cb);
-                cb
+        // Clean copies only: a dirty block (write-back) is not on backing yet, and a copy of
+        // it could outlive a crash that loses it there.
+        match st.slot(block_key(id, b)) {
+            Some(slot) if slot.dirty.is_none() => {
+                st.pin(slot.cache_block);
+                slot.cache_block
             }
-            None => return Ok(false),
+            _ => return Ok(false),
         }
     };
     let r = inner.cache.read_at(inner.geometry.block_offset(cb), buf);
