@@ -7,7 +7,8 @@
 //! it was used), and every byte must hold its value at the last acknowledged FLUSH (or a later
 //! acknowledged FUA write), or the value of a write issued after that. Zero violations.
 //!
-//! `EMBER_SNAPSHOT_TRIALS=N` sets the trials (default 20).
+//! The same under write-back-flush (half as many trials), where dirty blocks are never
+//! copied. `EMBER_SNAPSHOT_TRIALS=N` sets the trials (default 20).
 
 mod crash_model;
 mod serve_support;
@@ -23,7 +24,7 @@ const BLOCKS: u64 = 2048;
 const VOL: u64 = BLOCKS * 4096;
 const OPS: u32 = 600;
 
-fn start(d: &Path) -> Serve {
+fn start(d: &Path, policy: &str) -> Serve {
     let backing = format!("disk={}", d.join("backing.img").display());
     let log = d.join("w.log").display().to_string();
     Serve::start(&[
@@ -40,6 +41,8 @@ fn start(d: &Path) -> Serve {
         "64K",
         "--warmup-snapshot-size",
         "8M",
+        "--write-policy",
+        policy,
     ])
 }
 
@@ -50,12 +53,12 @@ struct Outcome {
     refused_line: bool,
 }
 
-fn trial(seed: u64) -> Outcome {
+fn trial(seed: u64, policy: &str) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let init: Vec<u8> = (0..VOL).map(|p| content_byte(0, p)).collect();
     std::fs::write(d.join("backing.img"), &init).unwrap();
-    let ember = start(d);
+    let ember = start(d, policy);
     let script = WRITER
         .replace("SEED", &seed.to_string())
         .replace("BLOCKS", &BLOCKS.to_string())
@@ -98,7 +101,7 @@ fn trial(seed: u64) -> Outcome {
     let model = Model::from_log(&log, VOL);
 
     // Restart: the memory cache is empty, the preload runs; wait for it to end.
-    let ember = start(d);
+    let ember = start(d, policy);
     let t = Instant::now();
     while metric(&scrape(&ember.metrics), "ember_warmup_state") == 2.0 {
         assert!(t.elapsed() < Duration::from_secs(60), "seed {seed}: preload never ended");
@@ -125,18 +128,12 @@ fn trial(seed: u64) -> Outcome {
     }
 }
 
-#[test]
-fn sigkill_with_the_snapshot_loses_nothing_flushed_and_returns_no_stale_copy() {
-    if !have_nbdsh() && serve_support::skip_or_fail("nbdsh (libnbd-bin) is not installed") {
-        return;
-    }
-    let n: u64 =
-        std::env::var("EMBER_SNAPSHOT_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+fn trials(policy: &str, n: u64) {
     let (mut bad, mut flushes, mut from_snap, mut refused) = (0, 0, 0.0, 0);
     let mut sample = Vec::new();
     for t in 0..n {
         let seed = 9100 + t;
-        let o = trial(seed);
+        let o = trial(seed, policy);
         flushes += u64::from(o.acked_flushes);
         from_snap += o.from_snapshot;
         refused += u64::from(o.refused_line);
@@ -146,11 +143,33 @@ fn sigkill_with_the_snapshot_loses_nothing_flushed_and_returns_no_stale_copy() {
         }
     }
     println!(
-        "snapshot: {n} SIGKILL trials, {bad} with violations ({flushes} acknowledged FLUSHes, \
+        "snapshot, {policy}: {n} SIGKILL trials, {bad} with violations ({flushes} acknowledged FLUSHes, \
          {from_snap} blocks preloaded from the snapshot, {refused} trials refused stale copies)"
     );
     assert_eq!(bad, 0, "{sample:?}");
     assert!(flushes > 0, "no FLUSH was acknowledged before the kills");
     assert!(from_snap > 0.0, "the snapshot was never used: the trials test nothing of it");
     assert!(refused > 0, "no trial had a copy older than a logged write");
+}
+
+fn count() -> Option<u64> {
+    if !have_nbdsh() && serve_support::skip_or_fail("nbdsh (libnbd-bin) is not installed") {
+        return None;
+    }
+    Some(std::env::var("EMBER_SNAPSHOT_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(20))
+}
+
+#[test]
+fn sigkill_with_the_snapshot_loses_nothing_flushed_and_returns_no_stale_copy() {
+    if let Some(n) = count() {
+        trials("write-through", n);
+    }
+}
+
+#[test]
+fn sigkill_with_the_snapshot_under_write_back_flush() {
+    // Dirty blocks are not copied: the snapshot holds only what backing has.
+    if let Some(n) = count() {
+        trials("write-back-flush", n / 2);
+    }
 }
