@@ -806,6 +806,40 @@ mod tests {
         assert!(parse(&["--warmup-log", "w", "--warmup-region", "2M"])
             .unwrap_err()
             .contains("4K to 1M"));
+        // The snapshot, its sizes, the log interval, auto.
+        let o = parse(&["--warmup-log", "w", "--warmup-snapshot", "--warmup-log-interval", "2s"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            o.snapshot,
+            Some(SnapshotOptions { staging_bytes: 128 << 20, size_bytes: 1 << 30 })
+        );
+        assert_eq!(o.log_interval, std::time::Duration::from_secs(2));
+        let o = parse(&[
+            "--warmup-log",
+            "w",
+            "--warmup-snapshot",
+            "--warmup-snapshot-staging",
+            "64K",
+            "--warmup-snapshot-size",
+            "4M",
+            "--warmup",
+            "auto",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            o.snapshot,
+            Some(SnapshotOptions { staging_bytes: 64 << 10, size_bytes: 4 << 20 })
+        );
+        assert_eq!(o.log_interval, std::time::Duration::from_millis(10));
+        assert!(parse(&["--warmup-log", "w"]).unwrap().unwrap().snapshot.is_none());
+        assert!(parse(&["--warmup-log", "w", "--warmup-snapshot-size", "4M"])
+            .unwrap_err()
+            .contains("--warmup-snapshot"));
+        assert!(parse(&["--warmup-log", "w", "--warmup-log-interval", "0ms"])
+            .unwrap_err()
+            .contains("between 1ms and 3600s"));
     }
 
     #[test]
