@@ -256,3 +256,63 @@ fn copy_block(inner: &Inner, id: u32, b: u64, buf: &mut [u8]) -> Result<bool, ()
     inner.state.lock().unpin(cb);
     r.map(|()| true).map_err(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::warmup::snapshot_file::{path_for, read_snapshot, SnapshotHeader};
+    use ember_trace::formats::warmup_log::{LogHeader, LogVolume};
+
+    #[test]
+    fn a_dropped_write_record_invalidates_every_copy_before_it_and_flush_logs_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("w.log");
+        let header = LogHeader {
+            slots: 64,
+            log_id: 5,
+            block_size: 4096,
+            created_ns: 1,
+            volumes: vec![LogVolume { name: "d".into(), size: 1 << 20, backing_medium: 7 }],
+        };
+        let (log, _) = LogFile::open(&p, header, None).unwrap();
+        let snap = SnapshotFile::create(
+            &path_for(&p),
+            SnapshotHeader {
+                block_size: 4096,
+                log_id: 5,
+                slots: 2,
+                slot_blocks: 4,
+                clean: false,
+                invalid_before: 0,
+                states: vec![0],
+            },
+        )
+        .unwrap();
+        let mut sink = LogSink::new(log, vec![Some(0)], Some(snap));
+        let c = Counters::default();
+        let m = Monitor::new(64); // two records
+        m.record(0, false, 0, 4096, 4096);
+        m.record(0, true, 4096, 4096, 4096);
+        sink.sync(&m, &c).unwrap();
+        // Both logged and durable; no drop: nothing invalidated; the blocks wait for the
+        // writer's copies.
+        let read = crate::warmup::log_file::read_existing(&p).unwrap().unwrap();
+        assert_eq!(read.records.len(), 2);
+        assert_eq!(read_snapshot(&path_for(&p)).unwrap().unwrap().header.invalid_before, 0);
+        assert_eq!(sink.pending, vec![(0, 0, 0), (0, 0, 1)]);
+        // Three writes into a two-record buffer: the third is dropped. The next sync
+        // invalidates every copy tagged below the log's next record (5).
+        for b in 2..5 {
+            m.record(0, true, b * 4096, 4096, 4096);
+        }
+        assert_eq!(m.dropped_writes(), 1);
+        sink.sync(&m, &c).unwrap();
+        assert_eq!(read_snapshot(&path_for(&p)).unwrap().unwrap().header.invalid_before, 5);
+        // A dropped read invalidates nothing more.
+        for b in 0..3 {
+            m.record(0, false, b * 4096, 4096, 4096);
+        }
+        sink.sync(&m, &c).unwrap();
+        assert_eq!(read_snapshot(&path_for(&p)).unwrap().unwrap().header.invalid_before, 5);
+    }
+}
