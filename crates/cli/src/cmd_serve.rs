@@ -11,8 +11,8 @@ use clap::Args;
 use ember_engine::device::{FileDevice, FileOptions};
 use ember_engine::layout::LayoutError;
 use ember_engine::{
-    Device, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec, WarmupOptions,
-    WarmupSize, WriteMode,
+    Device, Engine, EngineConfig, EngineError, FormatSpec, SnapshotOptions, VolumeConfig,
+    VolumeSpec, WarmupOptions, WarmupSize, WriteMode,
 };
 use ember_nbd::server::{ServerConfig, TlsMode, TlsSettings, MAX_PAYLOAD_CEILING};
 use ember_nbd::{ExportSet, ListenAddr, Server, ServerStats};
@@ -128,8 +128,9 @@ pub struct WarmupArgs {
     #[arg(long, value_name = "PATH")]
     pub warmup_log: Option<PathBuf>,
 
-    /// The selector that picks what to preload: last-k, first-k, top-k, random-k, or none
-    /// (monitor only).
+    /// The selector that picks what to preload: last-k, first-k, top-k, random-k, auto (the
+    /// one that converges soonest when the log's history is simulated; Last-K if the log is
+    /// too short to decide), or none (monitor only).
     #[arg(long, value_name = "SELECTOR", default_value = "last-k", requires = "warmup_log")]
     pub warmup: String,
 
@@ -148,6 +149,39 @@ pub struct WarmupArgs {
     /// Bytes of the metadata staging buffer (Bonfire: 256K).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256K", requires = "warmup_log")]
     pub warmup_staging: u64,
+
+    /// How often the log writer drains the staging buffer into the log (e.g. 10ms, 2s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval, default_value = "10ms", requires = "warmup_log")]
+    pub warmup_log_interval: std::time::Duration,
+
+    /// Also keep Bonfire's performance snapshot: the data of recently accessed blocks, in
+    /// `LOG.snapshot`, so a preload reads them sequentially from there instead of from
+    /// backing (only copies no later logged write made stale). FLUSH and FUA then also sync
+    /// the warmup log.
+    #[arg(long, requires = "warmup_log")]
+    pub warmup_snapshot: bool,
+
+    /// Bytes of the snapshot's staging buffer: one segment, written when full (Bonfire: 128M).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "128M", requires = "warmup_snapshot")]
+    pub warmup_snapshot_staging: u64,
+
+    /// Bytes of the snapshot file (segments written circularly; at least one staging buffer
+    /// and its index).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1G", requires = "warmup_snapshot")]
+    pub warmup_snapshot_size: u64,
+}
+
+/// A duration: a number with ms or s (`10ms`, `2s`).
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let (num, scale) = match s.strip_suffix("ms") {
+        Some(n) => (n, 1e-3),
+        None => (s.strip_suffix('s').unwrap_or(s), 1.0),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("{s:?}: not a duration (10ms, 2s)"))?;
+    if !(v * scale >= 0.001 && v * scale <= 3600.0) {
+        return Err(format!("{s:?}: between 1ms and 3600s"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v * scale))
 }
 
 impl WarmupArgs {
@@ -157,6 +191,8 @@ impl WarmupArgs {
         let mut o = WarmupOptions::new(log.clone());
         o.selector = match self.warmup.as_str() {
             "none" | "off" => None,
+            // Decided at start (serve_auto), once the cache's size is known.
+            "auto" => Some(ember_policy::warmup::SelectorKind::LastK),
             s => Some(s.parse().map_err(|e| anyhow!("--warmup: {e} (or none)"))?),
         };
         o.size = parse_warmup_size(&self.warmup_size)?;
@@ -172,6 +208,16 @@ impl WarmupArgs {
             bail!("--warmup-staging {}: at least 4K", self.warmup_staging);
         }
         o.staging_bytes = self.warmup_staging;
+        o.log_interval = self.warmup_log_interval;
+        if self.warmup_snapshot {
+            if self.warmup_snapshot_staging < 4096 {
+                bail!("--warmup-snapshot-staging {}: at least 4K", self.warmup_snapshot_staging);
+            }
+            o.snapshot = Some(SnapshotOptions {
+                staging_bytes: self.warmup_snapshot_staging,
+                size_bytes: self.warmup_snapshot_size,
+            });
+        }
         Ok(Some(o))
     }
 }
@@ -557,7 +603,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         write_mode.name()
     );
     if let Some(w) = &warmup {
-        let start = engine.start_warmup(w).context("starting warmup")?;
+        let mut w = w.clone();
+        if args.warmup.warmup == "auto" && w.log.exists() {
+            let g = engine.geometry();
+            let bs = g.block_size as u64;
+            let (kind, line) = crate::serve_auto::choose(
+                &w.log,
+                crate::serve_auto::LiveCache {
+                    block_size: bs,
+                    cache_blocks: g.data_blocks,
+                    warmup_blocks: w.size.blocks(g.data_blocks, bs),
+                    region_bytes: w.region_bytes,
+                    seed: w.seed,
+                },
+            );
+            println!("ember serve: warmup {line}");
+            w.selector = Some(kind);
+        } else if args.warmup.warmup == "auto" {
+            println!("ember serve: warmup auto: Last-K, because there is no warmup log yet");
+        }
+        let start = engine.start_warmup(&w).context("starting warmup")?;
         println!("ember serve: warmup log {}: {}", w.log.display(), start.line);
         if start.planned_blocks > 0 {
             spawn_preload_progress(engine.clone())?;
@@ -782,6 +847,40 @@ mod tests {
         assert!(parse(&["--warmup-log", "w", "--warmup-region", "2M"])
             .unwrap_err()
             .contains("4K to 1M"));
+        // The snapshot, its sizes, the log interval, auto.
+        let o = parse(&["--warmup-log", "w", "--warmup-snapshot", "--warmup-log-interval", "2s"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            o.snapshot,
+            Some(SnapshotOptions { staging_bytes: 128 << 20, size_bytes: 1 << 30 })
+        );
+        assert_eq!(o.log_interval, std::time::Duration::from_secs(2));
+        let o = parse(&[
+            "--warmup-log",
+            "w",
+            "--warmup-snapshot",
+            "--warmup-snapshot-staging",
+            "64K",
+            "--warmup-snapshot-size",
+            "4M",
+            "--warmup",
+            "auto",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            o.snapshot,
+            Some(SnapshotOptions { staging_bytes: 64 << 10, size_bytes: 4 << 20 })
+        );
+        assert_eq!(o.log_interval, std::time::Duration::from_millis(10));
+        assert!(parse(&["--warmup-log", "w"]).unwrap().unwrap().snapshot.is_none());
+        assert!(parse(&["--warmup-log", "w", "--warmup-snapshot-size", "4M"])
+            .unwrap_err()
+            .contains("--warmup-snapshot"));
+        assert!(parse(&["--warmup-log", "w", "--warmup-log-interval", "0ms"])
+            .unwrap_err()
+            .contains("between 1ms and 3600s"));
     }
 
     #[test]

@@ -208,6 +208,18 @@ pub fn table(v: &ServerView) -> String {
             w("staging_dropped"),
             w("staging_bytes")
         );
+        let _ = writeln!(
+            out,
+            "warmup: {} hits on preloaded blocks (first hit per block); preloaded {} from the \
+             snapshot, {} from backing; snapshot {} bytes written, {} blocks copied, {} bad \
+             at preload",
+            w("preloaded_hits"),
+            w("preloaded_from_snapshot_blocks"),
+            w("preloaded_from_backing_blocks"),
+            w("snapshot_bytes_written"),
+            w("snapshot_copied_blocks"),
+            w("snapshot_bad_blocks")
+        );
     }
     if !v.connections.is_empty() {
         let _ = writeln!(
@@ -258,6 +270,8 @@ ember_warmup_state 2
 ember_warmup_preloaded_blocks_total 40
 ember_warmup_preload_planned_blocks 100
 ember_warmup_log_bytes_written_total 3200
+ember_warmup_preloaded_hits_total 31
+ember_warmup_preloaded_from_snapshot_blocks_total 25
 ";
         let samples = match parse(text) {
             Ok(s) => s,
@@ -279,5 +293,8 @@ ember_warmup_log_bytes_written_total 3200
         assert_eq!(v.warmup["preloaded_blocks"], 40.0);
         assert!(t.contains("warmup: preloading; preloaded 40 of 100 planned blocks"), "{t}");
         assert!(t.contains("log 3200 bytes written"), "{t}");
+        assert_eq!(v.warmup["preloaded_hits"], 31.0);
+        assert!(t.contains("warmup: 31 hits on preloaded blocks"), "{t}");
+        assert!(t.contains("preloaded 25 from the snapshot"), "{t}");
     }
 }

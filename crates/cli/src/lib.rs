@@ -19,5 +19,6 @@ pub mod metrics;
 pub mod output;
 pub mod plot;
 pub mod sensitivity_plot;
+pub mod serve_auto;
 pub mod trace_args;
 pub mod tuning_args;

@@ -132,7 +132,7 @@ fn move_run(inner: &Arc<Inner>, vol_id: u32, first: u64, n: u64) -> bool {
         }
         inner.count_evictions(&mut st);
     }
-    let result = crate::warmup::preload::fill(inner, vol, first, &fills);
+    let result = crate::warmup::preload::fill(inner, vol, first, &fills, None);
     let mut st = inner.state.lock();
     for (i, f) in fills.iter().enumerate() {
         if let Some(cb) = *f {

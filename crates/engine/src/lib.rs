@@ -41,5 +41,5 @@ pub use layout::WriteMode;
 pub use open::{OpenReport, StartKind};
 pub use report::Report;
 pub use stats::{DirtyStats, Stats, VolumeStats};
-pub use warmup::{WarmupOptions, WarmupSize, WarmupStart, WarmupStats};
+pub use warmup::{SnapshotOptions, WarmupOptions, WarmupSize, WarmupStart, WarmupStats};
 pub use wb::WritebackConfig;

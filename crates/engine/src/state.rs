@@ -75,6 +75,8 @@ pub(crate) struct CacheState {
     persisted: HashMap<u64, Persisted>,
     /// Keys whose dirty version changed since the last persist snapshot.
     touched: HashSet<u64>,
+    /// Per cache block: installed by the warmup preload and not hit or reallocated since.
+    preloaded: Vec<bool>,
     /// Track `touched` (write-back persist only).
     pub persist_tracking: bool,
     /// Flusher control: flush every epoch up to this one, whatever min_dirty says.
@@ -128,6 +130,7 @@ impl CacheState {
             current_epoch: 1,
             persisted: HashMap::new(),
             touched: HashSet::new(),
+            preloaded: vec![false; n],
             persist_tracking: false,
             flush_target: 0,
             drain: false,
@@ -246,6 +249,18 @@ impl CacheState {
         Some(c)
     }
 
+    /// The warmup preload filled cache block `c`.
+    pub fn mark_preloaded(&mut self, c: u32) {
+        if let Some(p) = self.preloaded.get_mut(c as usize) {
+            *p = true;
+        }
+    }
+
+    /// A read hit on `c`: true if the preload installed it and this is its first hit.
+    pub fn take_preloaded(&mut self, c: u32) -> bool {
+        self.preloaded.get_mut(c as usize).is_some_and(std::mem::take)
+    }
+
     /// Pin a block the caller knows is referenced (the flusher, a read-modify-write source).
     pub fn pin(&mut self, c: u32) {
         self.pins[c as usize] += 1;
@@ -261,6 +276,7 @@ impl CacheState {
         }
         let c = self.free.pop()?;
         self.pins[c as usize] = 1;
+        self.preloaded[c as usize] = false;
         Some(c)
     }
 
@@ -299,6 +315,7 @@ impl CacheState {
                 self.clean_lru.insert(acc.vtime, acc.key);
                 self.refs[c as usize] += 1;
                 self.pins[c as usize] = 1;
+                self.preloaded[c as usize] = false;
                 Allocation { cache_block: Some(c), evicted }
             }
             None => {

@@ -60,7 +60,7 @@ impl Volume {
     /// Discard `len` bytes at `offset` (cached copies are dropped first); with `fua`, durable
     /// before returning.
     pub fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), EngineError> {
-        self.discard(offset, len, fua, false)
+        self.discard_logged(offset, len, fua, false)
     }
 
     /// Write `len` zero bytes at `offset` (cached copies are dropped first); with `fua`,
@@ -73,7 +73,28 @@ impl Volume {
         fua: bool,
         _may_trim: bool,
     ) -> Result<(), EngineError> {
-        self.discard(offset, len, fua, true)
+        self.discard_logged(offset, len, fua, true)
+    }
+
+    /// A discard is logged for warmup as a write (after it is done, as a write is), so no
+    /// older snapshot copy of its blocks is preloaded; with FUA the log is synced.
+    fn discard_logged(
+        &self,
+        offset: u64,
+        len: u64,
+        fua: bool,
+        zero: bool,
+    ) -> Result<(), EngineError> {
+        let result = self.discard(offset, len, fua, zero);
+        if offset.checked_add(len).is_some_and(|e| e <= self.vol().size) {
+            let bs = self.inner.block_size();
+            self.inner.warmup.record(self.vol().id, true, offset, len, bs);
+        }
+        result?;
+        if fua {
+            self.sync_warmup_log()?;
+        }
+        Ok(())
     }
 
     /// Under write-back: the newest version of a partly covered block `b` is dirty, so it is

@@ -35,7 +35,21 @@ impl Volume {
             self.wait_for_epochs()?;
         }
         let bs = self.inner.block_size();
+        let result = self.write_chunks(offset, data, fua);
+        // Staged after the data is in place (also after a failure: part of it may be), so a
+        // snapshot copy lacking this write is always tagged below its record
+        // (`warmup::snapshot_plan`).
         self.inner.warmup.record(self.vol().id, true, offset, data.len() as u64, bs);
+        result?;
+        if fua {
+            self.sync_warmup_log()?;
+        }
+        Ok(())
+    }
+
+    /// The chunks of a write, in order.
+    fn write_chunks(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), EngineError> {
+        let bs = self.inner.block_size();
         let end = offset + data.len() as u64;
         let mut pos = offset;
         while pos < end {
@@ -97,6 +111,7 @@ impl Volume {
     pub fn flush(&self) -> Result<(), EngineError> {
         let _pass = self.enter()?;
         self.counters().flushes.fetch_add(1, Relaxed);
+        self.sync_warmup_log()?;
         match self.inner.mode {
             WriteMode::WriteBackFlush => {
                 return barrier_flush(&self.inner).map_err(|e| self.fail(e))
@@ -114,5 +129,13 @@ impl Volume {
             .map_err(|e| self.fail(self.backing_io_error("sync (FLUSH)", 0, 0, e)))?;
         let cache = self.inner.cache.as_ref();
         cache.sync().map_err(|e| self.fail(io_context(cache, "sync (FLUSH)", 0, 0, e)))
+    }
+
+    /// With a performance snapshot: every write completed so far is durably in the warmup
+    /// log before a FLUSH or a FUA write is acknowledged (`warmup::Hooks::sync_log`).
+    pub(crate) fn sync_warmup_log(&self) -> Result<(), EngineError> {
+        self.inner.warmup.sync_log().map_err(|e| {
+            self.fail(std::io::Error::new(e.kind(), format!("syncing the warmup log: {e}")))
+        })
     }
 }

@@ -61,6 +61,9 @@ impl Volume {
                 dirty[(b - first) as usize] = st.slot(key).is_some_and(|s| s.dirty.is_some());
                 if let Some(c) = st.hit_pin(&acc) {
                     st.admission.observe(&acc, true);
+                    if st.take_preloaded(c) {
+                        inner.warmup.preloaded_hit();
+                    }
                     plans.push(Plan::Hit(c));
                     continue;
                 }

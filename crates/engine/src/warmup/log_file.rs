@@ -129,6 +129,11 @@ impl LogFile {
         self.file.sync_data()
     }
 
+    /// The sequence number the next record gets.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
     /// The header in force.
     pub fn header(&self) -> &LogHeader {
         &self.header

@@ -6,26 +6,30 @@
 //! - [`log_file`]: the circular warmup log on a separate file (format in
 //!   `ember_trace::formats::warmup_log`);
 //! - [`writer`]: the background thread that drains the staging buffer into the log with
-//!   large sequential writes;
+//!   large sequential writes (and copies the logged blocks into the snapshot), and the log
+//!   sink a FLUSH syncs;
+//! - [`snapshot_file`]: the performance snapshot (the data of recently accessed blocks);
+//! - [`snapshot_plan`]: which preloaded blocks may come from the snapshot (never stale);
 //! - [`plan`]: from the log to the blocks to preload (selector, dedupe, sort, merge);
 //! - [`preload`]: the background preloader, foreground first, never over newer data;
 //! - [`start`]: deciding, planning and starting it all on an open engine;
 //! - [`stats`]: what `ember stats` and the metrics show;
 //! - [`options`]: what `ember serve` asks for.
 //!
-//! Only the metadata log is built: no performance snapshot (data) and no log region inside
-//! the cache layout.
+//! Not built: a log region inside the cache layout (the log is a separate file).
 
 pub mod log_file;
 pub mod monitor;
 pub mod options;
 pub mod plan;
 pub(crate) mod preload;
+pub mod snapshot_file;
+pub mod snapshot_plan;
 pub(crate) mod start;
 pub mod stats;
 pub(crate) mod writer;
 
-pub use options::{WarmupOptions, WarmupSize};
+pub use options::{SnapshotOptions, WarmupOptions, WarmupSize};
 pub use start::WarmupStart;
 pub use stats::{WarmupState, WarmupStats};
 
@@ -38,6 +42,7 @@ use std::sync::{Arc, OnceLock};
 #[derive(Default)]
 pub(crate) struct Hooks {
     pub monitor: OnceLock<Arc<Monitor>>,
+    pub sink: OnceLock<Arc<parking_lot::Mutex<writer::LogSink>>>,
     pub counters: Counters,
     pub running: parking_lot::Mutex<Option<start::Running>>,
 }
@@ -68,7 +73,41 @@ impl Hooks {
             staged_requests: m.map_or(0, |m| m.staged()),
             staging_dropped: m.map_or(0, |m| m.dropped()),
             staging_bytes: m.map_or(0, |m| m.capacity_bytes()),
+            preloaded_hits: c.preloaded_hits.load(Relaxed),
+            preloaded_from_snapshot_blocks: c.preloaded_snapshot_blocks.load(Relaxed),
+            preloaded_from_backing_blocks: c
+                .preloaded_blocks
+                .load(Relaxed)
+                .saturating_sub(c.preloaded_snapshot_blocks.load(Relaxed)),
+            snapshot_bad_blocks: c.snapshot_bad_blocks.load(Relaxed),
+            snapshot_bytes_written: c.snapshot_bytes.load(Relaxed),
+            snapshot_copied_blocks: c.snapshot_copied_blocks.load(Relaxed),
+            snapshot_uncached_blocks: c.snapshot_uncached_blocks.load(Relaxed),
+            snapshot_staging_bytes: c.snapshot_staging_bytes.load(Relaxed),
         }
+    }
+
+    /// The FLUSH rule of the performance snapshot: before a FLUSH or a FUA write is
+    /// acknowledged, drain the staging buffer into the warmup log and sync the log (so a
+    /// write durable on backing is durably logged, and an older snapshot copy of its blocks
+    /// is never used). Nothing without a snapshot. An error fails the FLUSH.
+    pub fn sync_log(&self) -> std::io::Result<()> {
+        // No lock at all without a snapshot (the staging size is set once, at start).
+        if self.counters.snapshot_staging_bytes.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let (Some(sink), Some(m)) = (self.sink.get(), self.monitor.get()) else { return Ok(()) };
+        let mut g = sink.lock();
+        if !g.has_snapshot() {
+            return Ok(());
+        }
+        g.sync(m, &self.counters)
+    }
+
+    /// A client read hit cache block `c`, which the preload installed (first hit).
+    #[inline]
+    pub fn preloaded_hit(&self) {
+        self.counters.preloaded_hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Record one served request (the hot path: one lock-free append when monitoring).

@@ -25,6 +25,7 @@ pub struct Entry {
 pub struct Monitor {
     queue: ArrayQueue<Entry>,
     dropped: AtomicU64,
+    dropped_writes: AtomicU64,
     staged: AtomicU64,
 }
 
@@ -35,6 +36,7 @@ impl Monitor {
         Monitor {
             queue: ArrayQueue::new(cap),
             dropped: AtomicU64::new(0),
+            dropped_writes: AtomicU64::new(0),
             staged: AtomicU64::new(0),
         }
     }
@@ -50,6 +52,9 @@ impl Monitor {
         let e = Entry { time_ns: crate::core::now_ns(), block, blocks, volume, write };
         if self.queue.push(e).is_err() {
             self.dropped.fetch_add(1, Relaxed);
+            if write {
+                self.dropped_writes.fetch_add(1, Relaxed);
+            }
         } else {
             self.staged.fetch_add(1, Relaxed);
         }
@@ -65,6 +70,11 @@ impl Monitor {
     /// Records dropped because the buffer was full.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Relaxed)
+    }
+
+    /// Write records dropped because the buffer was full.
+    pub fn dropped_writes(&self) -> u64 {
+        self.dropped_writes.load(Relaxed)
     }
 
     /// Records staged so far.
@@ -94,7 +104,7 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!((out[0].volume, out[0].block, out[0].blocks, out[0].write), (3, 1, 3, false));
         assert_eq!((out[1].block, out[1].blocks, out[1].write), (0, 1, true));
-        assert_eq!((m.staged(), m.dropped()), (2, 1));
+        assert_eq!((m.staged(), m.dropped(), m.dropped_writes()), (2, 1, 1));
         assert_eq!(m.capacity_bytes(), 64);
     }
 }

@@ -24,6 +24,21 @@ impl WarmupSize {
     }
 }
 
+/// The performance snapshot as configured (`--warmup-snapshot`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotOptions {
+    /// Bytes of the staging buffer (one segment; Bonfire: 128 MiB).
+    pub staging_bytes: u64,
+    /// Bytes of the snapshot file (its segments are written circularly).
+    pub size_bytes: u64,
+}
+
+impl Default for SnapshotOptions {
+    fn default() -> Self {
+        SnapshotOptions { staging_bytes: 128 << 20, size_bytes: 1 << 30 }
+    }
+}
+
 /// Warmup as configured.
 #[derive(Clone, Debug)]
 pub struct WarmupOptions {
@@ -41,6 +56,10 @@ pub struct WarmupOptions {
     pub region_bytes: u64,
     /// Seed of Random-K.
     pub seed: u64,
+    /// The performance snapshot (none: metadata only).
+    pub snapshot: Option<SnapshotOptions>,
+    /// How often the writer drains the staging buffer (Bonfire: 10 ms here).
+    pub log_interval: std::time::Duration,
 }
 
 impl WarmupOptions {
@@ -55,6 +74,8 @@ impl WarmupOptions {
             size: WarmupSize::Percent(100.0),
             region_bytes: 1 << 20,
             seed: 1,
+            snapshot: None,
+            log_interval: std::time::Duration::from_millis(10),
         }
     }
 }

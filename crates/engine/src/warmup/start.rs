@@ -6,10 +6,14 @@ use super::log_file::{read_existing, LogFile};
 use super::monitor::Monitor;
 use super::options::WarmupOptions;
 use super::plan::{plan, Plan, Served};
+use super::preload::Source;
+use super::snapshot_file::{path_for, read_snapshot, SnapshotFile, SnapshotHeader, HEADER_SIZE};
+use super::snapshot_plan::{usable, StateNow};
 use super::stats::WarmupState;
+use super::writer::LogSink;
 use crate::core::{now_ns, Inner};
 use crate::error::EngineError;
-use ember_trace::formats::warmup_log::{LogHeader, LogVolume, MAX_SLOTS, RECORD_SIZE};
+use ember_trace::formats::warmup_log::{LogContents, LogHeader, LogVolume, MAX_SLOTS, RECORD_SIZE};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -77,6 +81,7 @@ pub(crate) fn start(
     let path = opts.log.display();
     let existing = read_existing(&opts.log);
     let mut the_plan = Plan::default();
+    let mut source = Source { snapshot: None, copies: Vec::new() };
     let line = match (&existing, opts.selector) {
         _ if warm => "no preload: the cache started warm (its map was loaded)".to_string(),
         (_, None) => "no preload: no warmup selector (monitoring only)".to_string(),
@@ -109,6 +114,11 @@ pub(crate) fn start(
                     for n in &p.notes {
                         l += &format!("; {n}");
                     }
+                    if opts.snapshot.is_some() {
+                        let (snap_line, src) = snapshot_source(inner, &opts.log, log, &served, &p);
+                        l += &format!("; {snap_line}");
+                        source = src;
+                    }
                     the_plan = p;
                     l
                 }
@@ -135,7 +145,37 @@ pub(crate) fn start(
             map[sv.id as usize] = Some(i as u8);
         }
     }
+    let (snapshot, staging) = match opts.snapshot {
+        None => (None, None),
+        Some(so) => {
+            let slot_blocks = (so.staging_bytes / bs).max(1);
+            let mut header = SnapshotHeader {
+                block_size: bs as u32,
+                log_id: log.header().log_id,
+                slots: 1,
+                slot_blocks,
+                clean: false,
+                invalid_before: 0,
+                states: vec![0; log.header().volumes.len()],
+            };
+            header.slots = so.size_bytes.saturating_sub(HEADER_SIZE) / header.slot_bytes();
+            if header.slots == 0 {
+                return Err(EngineError::Config(format!(
+                    "a performance snapshot of {} bytes cannot hold one staging buffer of {}                      bytes ({} bytes with its index and header)",
+                    so.size_bytes,
+                    so.staging_bytes,
+                    HEADER_SIZE + header.slot_bytes()
+                )));
+            }
+            let f = SnapshotFile::create(&path_for(&opts.log), header).map_err(EngineError::Io)?;
+            let staging = f.staging();
+            inner.warmup.counters.snapshot_staging_bytes.store(slot_blocks * bs, Relaxed);
+            (Some(f), Some(staging))
+        }
+    };
     let monitor = Arc::new(Monitor::new(opts.staging_bytes));
+    let sink = Arc::new(parking_lot::Mutex::new(LogSink::new(log, map, snapshot)));
+    let _ = inner.warmup.sink.set(sink.clone());
     let c = &inner.warmup.counters;
     c.planned_blocks.store(the_plan.blocks, Relaxed);
     c.set_reason(line.clone());
@@ -147,10 +187,10 @@ pub(crate) fn start(
     let _ = inner.warmup.monitor.set(monitor.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (inner, stop) = (inner.clone(), stop.clone());
+        let (inner, stop, interval) = (inner.clone(), stop.clone(), opts.log_interval);
         std::thread::Builder::new()
             .name("ember-warmup-log".into())
-            .spawn(move || super::writer::run(inner, monitor, log, map, stop))
+            .spawn(move || super::writer::run(inner, monitor, sink, staging, interval, stop))
             .map_err(EngineError::Io)?
     };
     let preloader = if the_plan.blocks > 0 {
@@ -160,14 +200,25 @@ pub(crate) fn start(
             std::thread::Builder::new()
                 .name("ember-preload".into())
                 .spawn(move || {
-                    let why = super::preload::run(&inner, &runs, &stop);
+                    let why = super::preload::run(&inner, &runs, source, &stop);
                     let c = &inner.warmup.counters;
-                    let line = format!(
+                    let mut line = format!(
                         "preload {why}: {} blocks preloaded in {:.2} s, {} already cached",
                         c.preloaded_blocks.load(Relaxed),
                         c.preload_ns() as f64 / 1e9,
                         c.skipped_blocks.load(Relaxed)
                     );
+                    let snap = c.preloaded_snapshot_blocks.load(Relaxed);
+                    let bad = c.snapshot_bad_blocks.load(Relaxed);
+                    if snap > 0 || bad > 0 {
+                        line += &format!(", {snap} from the performance snapshot");
+                    }
+                    if bad > 0 {
+                        line += &format!(
+                            " ({bad} of its copies unreadable or failing their checksum: read \
+                             from backing)"
+                        );
+                    }
                     c.set_reason(line);
                 })
                 .map_err(EngineError::Io)?,
@@ -177,4 +228,76 @@ pub(crate) fn start(
     };
     *inner.warmup.running.lock() = Some(Running { stop, writer: Some(writer), preloader });
     Ok(WarmupStart { planned_blocks: the_plan.blocks, line })
+}
+
+/// The previous run's performance snapshot as a preload source for `p`: the line saying what
+/// it gives (or why nothing), and the source. The snapshot file is renamed to
+/// `PATH.snapshot.prev` for the preload to read while this run writes a new one.
+fn snapshot_source(
+    inner: &Inner,
+    log_path: &std::path::Path,
+    log: &LogContents,
+    served: &[Served],
+    p: &Plan,
+) -> (String, Source) {
+    let none = Source { snapshot: None, copies: Vec::new() };
+    let path = path_for(log_path);
+    let snap = match read_snapshot(&path) {
+        Ok(None) => return ("no performance snapshot yet: all from backing".into(), none),
+        Err(why) => {
+            return (
+                format!(
+                    "the performance snapshot {} is unusable ({why}): metadata-only preload, \
+                     all from backing",
+                    path.display()
+                ),
+                none,
+            )
+        }
+        Ok(Some(s)) => s,
+    };
+    let state_now: StateNow = inner
+        .volumes
+        .iter()
+        .map(|v| (v.id, v.backing.identity().map(|i| i.state_digest()).unwrap_or(0)))
+        .collect();
+    let u = usable(&snap, log, served, &state_now);
+    let mut copies: Vec<_> = p
+        .runs
+        .iter()
+        .flat_map(|&(v, first, n)| (first..first + n).map(move |b| (v, b)))
+        .filter_map(|k| u.copies.get(&k).copied())
+        .collect();
+    copies.sort_by_key(|c| c.offset);
+    let mut line = format!(
+        "{} of them from the performance snapshot ({} segments",
+        copies.len(),
+        snap.segments.len()
+    );
+    if snap.unreadable > 0 {
+        line += &format!(", {} unreadable or torn", snap.unreadable);
+    }
+    if u.refused > 0 {
+        line += &format!(", {} copies older than a logged write or the log", u.refused);
+    }
+    line += ")";
+    for n in &u.notes {
+        line += &format!("; snapshot: {n}");
+    }
+    if copies.is_empty() {
+        return (line, none);
+    }
+    let mut prev = path.clone().into_os_string();
+    prev.push(".prev");
+    let opened = std::fs::rename(&path, &prev).and_then(|()| std::fs::File::open(&prev));
+    match opened {
+        Ok(f) => (line, Source { snapshot: Some(f), copies }),
+        Err(e) => (
+            format!(
+                "the performance snapshot {} cannot be opened ({e}): all from backing",
+                path.display()
+            ),
+            none,
+        ),
+    }
 }

@@ -54,6 +54,24 @@ pub struct WarmupStats {
     pub staging_dropped: u64,
     /// The staging buffer's size in bytes.
     pub staging_bytes: u64,
+    /// Client read hits on blocks the preload installed, counted once per block (its first
+    /// hit; a block a client reallocated no longer counts).
+    pub preloaded_hits: u64,
+    /// Blocks the preload took from the performance snapshot (the rest of
+    /// `preloaded_blocks` came from backing).
+    pub preloaded_from_snapshot_blocks: u64,
+    /// Blocks the preload read from backing.
+    pub preloaded_from_backing_blocks: u64,
+    /// Snapshot copies whose data failed its checksum at preload (read from backing instead).
+    pub snapshot_bad_blocks: u64,
+    /// Bytes of segments written to the performance snapshot.
+    pub snapshot_bytes_written: u64,
+    /// Blocks copied into the snapshot's staging buffer.
+    pub snapshot_copied_blocks: u64,
+    /// Logged blocks not copied because they were not cached when the writer reached them.
+    pub snapshot_uncached_blocks: u64,
+    /// The snapshot's staging buffer size in bytes (0: no snapshot).
+    pub snapshot_staging_bytes: u64,
 }
 
 /// The live counters.
@@ -68,6 +86,13 @@ pub(crate) struct Counters {
     pub preload_start_ns: AtomicU64,
     pub preload_end_ns: AtomicU64,
     pub log_bytes: AtomicU64,
+    pub preloaded_hits: AtomicU64,
+    pub preloaded_snapshot_blocks: AtomicU64,
+    pub snapshot_bad_blocks: AtomicU64,
+    pub snapshot_bytes: AtomicU64,
+    pub snapshot_copied_blocks: AtomicU64,
+    pub snapshot_uncached_blocks: AtomicU64,
+    pub snapshot_staging_bytes: AtomicU64,
 }
 
 impl Counters {
@@ -168,6 +193,54 @@ impl WarmupStats {
             "Size of the metadata staging buffer",
             "gauge",
             self.staging_bytes as f64,
+        );
+        g(
+            "ember_warmup_preloaded_hits_total",
+            "Client read hits on preloaded blocks (first hit per block)",
+            "counter",
+            self.preloaded_hits as f64,
+        );
+        g(
+            "ember_warmup_preloaded_from_snapshot_blocks_total",
+            "Blocks the preload took from the performance snapshot",
+            "counter",
+            self.preloaded_from_snapshot_blocks as f64,
+        );
+        g(
+            "ember_warmup_preloaded_from_backing_blocks_total",
+            "Blocks the preload read from backing",
+            "counter",
+            self.preloaded_from_backing_blocks as f64,
+        );
+        g(
+            "ember_warmup_snapshot_bad_blocks_total",
+            "Snapshot copies that failed their checksum at preload",
+            "counter",
+            self.snapshot_bad_blocks as f64,
+        );
+        g(
+            "ember_warmup_snapshot_bytes_written_total",
+            "Bytes of segments written to the performance snapshot",
+            "counter",
+            self.snapshot_bytes_written as f64,
+        );
+        g(
+            "ember_warmup_snapshot_copied_blocks_total",
+            "Blocks copied into the snapshot's staging buffer",
+            "counter",
+            self.snapshot_copied_blocks as f64,
+        );
+        g(
+            "ember_warmup_snapshot_uncached_blocks_total",
+            "Logged blocks not copied into the snapshot (not cached)",
+            "counter",
+            self.snapshot_uncached_blocks as f64,
+        );
+        g(
+            "ember_warmup_snapshot_staging_bytes",
+            "Size of the snapshot's staging buffer (0: no snapshot)",
+            "gauge",
+            self.snapshot_staging_bytes as f64,
         );
         o
     }

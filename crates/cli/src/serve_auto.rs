@@ -1,0 +1,115 @@
+//! `ember serve --warmup auto` (issue 11 item 6): the selector chosen from evidence. The
+//! warmup log's history is simulated with the laboratory's own code (`run_warmup`, ranked by
+//! `rank_selectors`, exactly what `ember warmup advise` prints): the history is cut into
+//! [`PERIODS`] periods of equal length (20 intervals each), each period a restart warmed from
+//! the one before, with
+//! the live cache's size and warmup size as percentages of the logged working set. The best
+//! `T_converge` (then load reduction, then hits) wins. A log too short to decide (fewer than
+//! [`MIN_RECORDS`] records, or no period after the first with accesses) falls back to Last-K.
+
+use ember_policy::warmup::SelectorKind;
+use ember_sim::warmup_evidence::rank_selectors;
+use ember_sim::warmup_experiment::{run_warmup, VolumeAccesses, WarmupConfig};
+use ember_trace::{Trace, VolumeTable};
+use std::path::Path;
+
+/// Periods the logged history is cut into.
+pub const PERIODS: u64 = 4;
+/// Fewer records than this: too short to decide.
+pub const MIN_RECORDS: usize = 1000;
+/// Th_V of `ember warmup advise`'s default; Th_N 0 (every violating interval counts: with
+/// 20 intervals a period, advise's 5 % would forgive one cold interval and tie every
+/// selector at 0) and advise's bandwidth.
+const TH_V: f64 = 0.9;
+const TH_N: f64 = 0.0;
+const BANDWIDTH: f64 = 100e6;
+
+/// What the live cache preloads into.
+#[derive(Clone, Copy, Debug)]
+pub struct LiveCache {
+    /// Block size.
+    pub block_size: u64,
+    /// Data blocks of the cache.
+    pub cache_blocks: u64,
+    /// Blocks the preload may fill.
+    pub warmup_blocks: u64,
+    /// Warmup region bytes.
+    pub region_bytes: u64,
+    /// Seed of Random-K.
+    pub seed: u64,
+}
+
+/// Choose the selector for the log at `log`; returns it and the line that gives the evidence
+/// (or why Last-K is the fallback).
+pub fn choose(log: &Path, live: LiveCache) -> (SelectorKind, String) {
+    let fallback = |why: String| (SelectorKind::LastK, format!("auto: Last-K, because {why}"));
+    let bytes = match std::fs::read(log) {
+        Ok(b) => b,
+        Err(e) => return fallback(format!("the warmup log cannot be read ({e})")),
+    };
+    let (volumes, requests): (VolumeTable, _) =
+        match ember_trace::formats::warmup_log::requests(&bytes) {
+            Ok(x) => x,
+            Err(e) => return fallback(format!("the warmup log is unusable ({e})")),
+        };
+    if requests.len() < MIN_RECORDS {
+        return fallback(format!(
+            "the log is too short to decide ({} requests, at least {MIN_RECORDS} needed)",
+            requests.len()
+        ));
+    }
+    let trace = Trace { volumes, requests };
+    let t0 = trace.requests.iter().map(|r| r.time_ns).min().unwrap_or(0);
+    let t1 = trace.requests.iter().map(|r| r.time_ns).max().unwrap_or(0);
+    let period = ((t1 - t0) / PERIODS + 1).max(1_000);
+    let vols = VolumeAccesses::of_trace(&trace, live.block_size);
+    let wss: u64 = vols.iter().map(|v| v.wss_blocks).sum::<u64>().max(1);
+    let cache_percent = (100.0 * live.cache_blocks as f64 / wss as f64).min(100.0);
+    let warmup_percent = (100.0 * live.warmup_blocks as f64 / wss as f64).min(cache_percent);
+    let cfg = WarmupConfig {
+        block_size: live.block_size,
+        period_ns: period,
+        interval_ns: (period / 20).max(1),
+        cache_percent,
+        warmup_percent,
+        region_bytes: live.region_bytes,
+        selectors: SelectorKind::ALL.to_vec(),
+        readahead_bytes: 0,
+        seed: live.seed,
+    };
+    let days = run_warmup(&vols, t0, &cfg);
+    let ev = rank_selectors(&days, TH_V, TH_N, BANDWIDTH);
+    let Some(best) = ev.best.as_deref() else {
+        return fallback("no simulated period after the first has accesses".into());
+    };
+    let Some(kind) = SelectorKind::ALL.into_iter().find(|k| k.name() == best) else {
+        return fallback(format!("the simulation named an unknown selector {best}"));
+    };
+    let evidence: Vec<String> = ev
+        .schemes
+        .iter()
+        .map(|s| {
+            format!(
+                "{} T_converge {:.3} s, load reduction {}",
+                s.scheme,
+                s.converge_hours * 3600.0,
+                s.load_reduction_percent.map_or("-".into(), |v| format!("{v:.1} %"))
+            )
+        })
+        .collect();
+    (
+        kind,
+        format!(
+            "auto: {kind}, simulated on the log's {} requests ({} periods of {:.1} s, cache \
+             {:.1} % and warmup {:.1} % of the logged working set; medians over {} \
+             volume-periods): {}",
+            trace.requests.len(),
+            PERIODS,
+            period as f64 / 1e9,
+            cache_percent,
+            warmup_percent,
+            ev.periods,
+            evidence.join("; ")
+        ),
+    )
+}

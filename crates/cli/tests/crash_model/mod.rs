@@ -1,0 +1,201 @@
+//! The crash-trial model shared by the SIGKILL tests: the nbdsh writer (random writes with
+//! unique content, some FUA, and FLUSHes, each request logged before it is sent and each
+//! reply after), the content each write puts in each byte, and the model of what every byte
+//! may hold after a crash under the NBD crash contract: its value at the last acknowledged
+//! FLUSH (or a later acknowledged FUA write of it), or the value of a write issued after
+//! that.
+#![allow(dead_code)]
+
+use std::process::Command;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+pub const WRITER: &str = r#"
+import random, struct
+rnd = random.Random(SEED)
+log = open(LOG, "w", buffering=1)
+def content(i, off, length):
+    n = length // 8
+    w0 = off // 8
+    vals = []
+    for w in range(w0, w0 + n):
+        vals.append(i)
+        vals.append(w)
+    return struct.pack("<%dI" % (2 * n), *vals)
+def failed(i, e):
+    # dead: the connection is gone (the server was killed); alive: the server answered
+    # with an error.
+    lost = h.aio_is_dead() or h.aio_is_closed()
+    msg = str(e).replace("\n", " ")
+    log.write("ERR %d %s errno=%s %s\n" % (i, "lost" if lost else "reply", e.errno, msg))
+    raise e
+for i in range(1, OPS + 1):
+    if rnd.random() < 0.12:
+        log.write("FI %d\n" % i)
+        try:
+            h.flush()
+        except nbd.Error as e:
+            failed(i, e)
+        log.write("FA %d\n" % i)
+        continue
+    blk = rnd.randrange(BLOCKS)
+    nb = min(rnd.randint(1, 4), BLOCKS - blk)
+    off = blk * 4096
+    length = nb * 4096
+    if rnd.random() < 0.2:
+        off += 8 * rnd.randrange(512)
+        length = min(length, BLOCKS * 4096 - off)
+    fua = rnd.random() < 0.05
+    log.write("WI %d %d %d %d\n" % (i, off, length, int(fua)))
+    try:
+        h.pwrite(content(i, off, length), off, nbd.CMD_FLAG_FUA if fua else 0)
+    except nbd.Error as e:
+        failed(i, e)
+    log.write("WA %d\n" % i)
+log.write("DONE\n")
+"#;
+
+/// Byte `p` of the volume as written by write number `i` (0: the initial content).
+pub fn content_byte(i: u32, p: u64) -> u8 {
+    let w = ((p / 8) as u32).to_le_bytes();
+    let i = i.to_le_bytes();
+    let k = (p % 8) as usize;
+    if k < 4 {
+        i[k]
+    } else {
+        w[k - 4]
+    }
+}
+
+pub fn debian_path() -> String {
+    format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default())
+}
+
+pub fn have_nbdsh() -> bool {
+    Command::new("/usr/bin/nbdsh")
+        .env("PATH", debian_path())
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Wait for `child` at most `timeout`, then SIGKILL it; returns its status.
+pub fn reap(child: &mut std::process::Child, timeout: Duration) -> ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return st;
+        }
+        if t0.elapsed() > timeout {
+            let _ = child.kill();
+            return child.wait().expect("wait nbdsh");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// What the writer reported, checked against the one failure it may see: the connection
+/// lost after the SIGKILL. `exited_early` is the writer's status if it exited before the
+/// kill. Returns a description of what went wrong, if anything did.
+pub fn writer_fault(
+    log: &str,
+    before_kill: &str,
+    exited_early: Option<ExitStatus>,
+    status: ExitStatus,
+    stderr: &str,
+) -> Option<String> {
+    if let Some(line) = before_kill.lines().find(|l| l.starts_with("ERR ")) {
+        return Some(format!("the writer saw an error before the SIGKILL: {line}\n{stderr}"));
+    }
+    if let Some(line) = log.lines().find(|l| l.starts_with("ERR ") && !l.contains(" lost ")) {
+        return Some(format!("an error reply from the server: {line}\n{stderr}"));
+    }
+    let done = log.lines().any(|l| l == "DONE");
+    if let Some(st) = exited_early {
+        if !(st.success() && done) {
+            return Some(format!("the writer exited before the SIGKILL ({st}):\n{stderr}"));
+        }
+    }
+    if status.success() != done {
+        return Some(format!("writer exit {status} does not match its log:\n{stderr}"));
+    }
+    if !status.success() && !log.lines().any(|l| l.starts_with("ERR ")) {
+        return Some(format!("the writer failed ({status}) without a logged error:\n{stderr}"));
+    }
+    None
+}
+
+/// What each byte may hold (see the module doc).
+pub struct Model {
+    pub latest: Vec<u32>,
+    base: Vec<u32>,
+    pending: Vec<(u32, u64, u64)>,
+    floor: Vec<u32>,
+    pub acked_flushes: u32,
+}
+
+impl Model {
+    /// Replay the writer's log. Granularity: 8-byte words (writes are word-aligned).
+    pub fn from_log(text: &str, vol: u64) -> Self {
+        let words = (vol / 8) as usize;
+        let mut m = Model {
+            latest: vec![0; words],
+            base: vec![0; words],
+            pending: Vec::new(),
+            floor: vec![0; words],
+            acked_flushes: 0,
+        };
+        let mut issued: Option<(u32, u64, u64, bool)> = None;
+        for line in text.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            match f.as_slice() {
+                ["WI", i, off, len, fua] => {
+                    let w = (i.parse().unwrap(), off.parse().unwrap(), len.parse().unwrap());
+                    m.pending.push(w);
+                    issued = Some((w.0, w.1, w.2, *fua == "1"));
+                }
+                ["WA", _] => {
+                    if let Some((i, off, len, fua)) = issued.take() {
+                        let r = (off / 8) as usize..((off + len) / 8) as usize;
+                        m.latest[r.clone()].iter_mut().for_each(|x| *x = i);
+                        if fua {
+                            m.base[r.clone()].iter_mut().for_each(|x| *x = i);
+                            let idx = m.pending.len() as u32;
+                            m.floor[r].iter_mut().for_each(|x| *x = idx);
+                        }
+                    }
+                }
+                ["FA", _] => {
+                    m.base.copy_from_slice(&m.latest);
+                    m.pending.clear();
+                    m.floor.iter_mut().for_each(|x| *x = 0);
+                    m.acked_flushes += 1;
+                }
+                _ => {}
+            }
+        }
+        m
+    }
+
+    /// Words holding none of their allowed values: (first byte offset, count).
+    pub fn violations(&self, got: &[u8]) -> Option<(u64, usize)> {
+        let mut first = None;
+        let mut n = 0;
+        for (w, chunk) in got.chunks(8).enumerate() {
+            let p = w as u64 * 8;
+            let holds = |i: u32| (0..8).all(|k| chunk[k] == content_byte(i, p + k as u64));
+            if holds(self.base[w]) {
+                continue;
+            }
+            let from = (self.floor[w] as usize).min(self.pending.len());
+            let ok = self.pending[from..]
+                .iter()
+                .any(|&(i, off, len)| p >= off && p < off + len && holds(i));
+            if !ok {
+                first.get_or_insert(p);
+                n += 1;
+            }
+        }
+        first.map(|f| (f, n))
+    }
+}

@@ -1,0 +1,284 @@
+//! Bonfire's performance snapshot in `ember serve` (issue 11, `--warmup-snapshot`) with real
+//! clients: a restarted memory cache preloads the blocks `ember replay` read from the
+//! snapshot, not from backing, and exactly those hit once each (`preloaded_hits`); a snapshot
+//! copy older than a later flushed write is not used (nbdsh writes, flushes and kills the
+//! server with SIGKILL right after the FLUSH returns); a backing modified while ember was
+//! down disables the snapshot; a damaged or truncated snapshot falls back to backing, with a
+//! line; `--warmup auto` picks Top-K on a log where Top-K converges sooner.
+
+mod serve_support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serve_support::*;
+
+const MIN: Duration = Duration::from_secs(60);
+const SEED: &str = "31";
+
+fn replay(trace: &Path, serve: &Serve) -> (u64, u64) {
+    let r = replay_json(&[
+        trace.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--server",
+        &serve.uri("disk"),
+        "--assume-prefilled",
+        "--seed",
+        SEED,
+        "--metrics-url",
+        &serve.metrics,
+    ]);
+    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
+    assert_eq!(r["verification"]["reads_unverifiable"], 0, "{r:#}");
+    let s = &r["server_metrics"];
+    (s["hits"].as_u64().unwrap(), s["misses"].as_u64().unwrap())
+}
+
+fn wait_state(serve: &Serve, state: f64) {
+    let t = Instant::now();
+    loop {
+        let v = metric(&scrape(&serve.metrics), "ember_warmup_state");
+        if v == state {
+            return;
+        }
+        assert!(t.elapsed() < MIN, "warmup state {v}, waiting for {state}:\n{}", serve.output());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn warmup_stats(serve: &Serve) -> serde_json::Value {
+    let out =
+        run(Command::new(ember()).args(["stats", "--json", "--metrics", &serve.metrics]), MIN);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["warmup"].clone()
+}
+
+fn qemu_io(uri: &str, cmds: &[String]) -> String {
+    let mut c = Command::new("qemu-io");
+    c.args(["-f", "raw", uri]);
+    for cmd in cmds {
+        c.args(["-c", cmd]);
+    }
+    let out = run(&mut c, MIN);
+    assert!(!out.contains("Pattern verification failed"), "{out}");
+    out
+}
+
+fn debian_path() -> String {
+    format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default())
+}
+
+/// The memory cache of these tests, with a snapshot of 16-block segments.
+fn snap_args(backing: &Path, log: &Path, extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "--cache",
+        "mem:32M",
+        "--backing",
+        &format!("disk={}", backing.display()),
+        "--warmup-log",
+        log.to_str().unwrap(),
+        "--warmup-region",
+        "4K",
+        "--warmup-snapshot",
+        "--warmup-snapshot-staging",
+        "64K",
+        "--warmup-snapshot-size",
+        "4M",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+fn start(args: &[String]) -> Serve {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    Serve::start(&a)
+}
+
+#[test]
+fn restart_preloads_from_the_snapshot_and_counts_hits_on_preloaded_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("disk.img");
+    let log = dir.path().join("warmup.wlog");
+    patterned_backing(&backing, 16 << 20, 31);
+    let trace = dir.path().join("reads.csv");
+    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 5));
+    let args = snap_args(&backing, &log, &[]);
+    let serve = start(&args);
+    assert_eq!(replay(&trace, &serve), (0, 300));
+    serve.stop();
+    let snap = dir.path().join("warmup.wlog.snapshot");
+    assert!(snap.exists());
+
+    let serve = start(&args);
+    let out = serve.output();
+    assert!(
+        out.contains("preloading 300 blocks")
+            && out.contains("300 of them from the performance snapshot"),
+        "{out}"
+    );
+    wait_state(&serve, 3.0);
+    let w = warmup_stats(&serve);
+    assert_eq!(w["preloaded_blocks"], 300.0, "{w:#}");
+    assert_eq!(w["preloaded_from_snapshot_blocks"], 300.0, "{w:#}");
+    assert_eq!(w["preloaded_from_backing_blocks"], 0.0, "{w:#}");
+    assert_eq!(w["preloaded_hits"], 0.0, "{w:#}");
+    // Every read verified against the backing's pattern: the snapshot's data is right.
+    assert_eq!(replay(&trace, &serve), (300, 0));
+    let w = warmup_stats(&serve);
+    assert_eq!(w["preloaded_hits"], 300.0, "N preloaded blocks read once: N hits {w:#}");
+    // Counted once per block: a second pass hits again but adds no preloaded hit.
+    assert_eq!(replay(&trace, &serve), (300, 0));
+    let w = warmup_stats(&serve);
+    assert_eq!(w["preloaded_hits"], 300.0, "{w:#}");
+    assert!(w["snapshot_bytes_written"].as_f64().unwrap() > 0.0, "{w:#}");
+    let table = run(Command::new(ember()).args(["stats", "--metrics", &serve.metrics]), MIN);
+    assert!(table.contains("warmup: 300 hits on preloaded blocks"), "{table}");
+    assert!(table.contains("preloaded 300 from the snapshot, 0 from backing"), "{table}");
+    let out = serve.stop();
+    assert!(out.contains("300 from the performance snapshot"), "{out}");
+
+    // The backing modified while ember was down (same bytes rewritten elsewhere, and one
+    // block of the trace given new content): the snapshot is not used, the new byte reads.
+    let first = std::fs::read_to_string(&trace).unwrap();
+    let block: u64 = first
+        .lines()
+        .find_map(|l| l.split(',').nth(3).and_then(|o| o.trim().parse::<u64>().ok()))
+        .map(|off| off / 4096)
+        .expect("a read in the trace");
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&backing).unwrap();
+        f.write_all_at(&[0x5a; 4096], block * 4096).unwrap();
+    }
+    let serve = start(&args);
+    let out = serve.output();
+    assert!(out.contains("its backing was modified while ember was down"), "{out}");
+    assert!(out.contains("0 of them from the performance snapshot"), "{out}");
+    wait_state(&serve, 3.0);
+    qemu_io(&serve.uri("disk"), &[format!("read -P 0x5a {} 4096", block * 4096)]);
+    let w = warmup_stats(&serve);
+    assert_eq!(w["preloaded_from_snapshot_blocks"], 0.0, "{w:#}");
+    assert!(w["preloaded_from_backing_blocks"].as_f64().unwrap() >= 299.0, "{w:#}");
+    serve.stop();
+}
+
+#[test]
+fn a_snapshot_older_than_a_later_flushed_write_is_not_used() {
+    if !Path::new("/usr/bin/nbdsh").exists() && skip_or_fail("nbdsh is not installed") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("disk.img");
+    let log = dir.path().join("warmup.wlog");
+    sparse_file(&backing, 16 << 20);
+    // The writer drains the metadata staging buffer every 2 s only: a write's record stays
+    // staged (in memory) for up to 2 s unless a FLUSH drains it.
+    let args = snap_args(&backing, &log, &["--warmup-log-interval", "2s"]);
+    let serve = start(&args);
+    // A: 16 blocks of 0xaa, written and read (cached), then copied into the snapshot: one
+    // full 16-block segment.
+    qemu_io(&serve.uri("disk"), &["write -P 0xaa 0 64K".into(), "read -P 0xaa 0 64K".into()]);
+    let t = Instant::now();
+    while metric(&scrape(&serve.metrics), "ember_warmup_snapshot_bytes_written_total") == 0.0 {
+        assert!(t.elapsed() < MIN, "no snapshot segment written:\n{}", serve.output());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // B: 0xbb over the first 4 blocks, FLUSH, and SIGKILL at once (from the client, so the
+    // writer has no time to drain the record by itself).
+    let uri = serve.uri("disk");
+    let script = format!(
+        "import os\nh.pwrite(b'\\xbb' * 16384, 0)\nh.flush()\nos.kill({}, 9)\n",
+        serve.pid()
+    );
+    let out = Command::new("/usr/bin/nbdsh")
+        .env("PATH", debian_path())
+        .args(["-u", &uri, "-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = serve.kill();
+
+    let serve = start(&args);
+    let out = serve.output();
+    assert!(out.contains("12 of them from the performance snapshot"), "{out}");
+    assert!(out.contains("4 copies older than a logged write"), "{out}");
+    wait_state(&serve, 3.0);
+    qemu_io(&serve.uri("disk"), &["read -P 0xbb 0 16K".into(), "read -P 0xaa 16K 48K".into()]);
+    let w = warmup_stats(&serve);
+    assert_eq!(w["preloaded_from_snapshot_blocks"], 12.0, "{w:#}");
+    serve.stop();
+}
+
+#[test]
+fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("disk.img");
+    let log = dir.path().join("warmup.wlog");
+    patterned_backing(&backing, 16 << 20, 31);
+    let trace = dir.path().join("reads.csv");
+    write_csv_trace(&trace, &random_block_reads("disk", 100, 4096, 9));
+    let args = snap_args(&backing, &log, &[]);
+    let snap = dir.path().join("warmup.wlog.snapshot");
+    // Each case starts from a fresh history: one run that reads the 100 blocks.
+    let history = || {
+        let _ = std::fs::remove_file(&log);
+        let serve = start(&args);
+        replay(&trace, &serve);
+        serve.stop();
+        std::fs::read(&snap).unwrap()
+    };
+    let good = history();
+    // A damaged header: metadata-only preload, with the reason.
+    let mut bad = good.clone();
+    bad[40] ^= 1;
+    std::fs::write(&snap, &bad).unwrap();
+    let serve = start(&args);
+    let out = serve.output();
+    assert!(
+        out.contains("is unusable (its header is damaged (checksum))")
+            && out.contains("metadata-only preload"),
+        "{out}"
+    );
+    wait_state(&serve, 3.0);
+    assert_eq!(replay(&trace, &serve), (100, 0), "preloaded from backing, every read right");
+    assert_eq!(warmup_stats(&serve)["preloaded_from_snapshot_blocks"], 0.0);
+    serve.stop();
+
+    // Truncated in its second segment: the first segment (16 blocks) is used, the rest of
+    // the blocks come from backing, and the line says segments were unreadable.
+    let good = history();
+    let seg = 4096 + 16 * 4096; // index + data of a 64K slot
+    std::fs::write(&snap, &good[..4096 + seg + 4096 + 1000]).unwrap();
+    let serve = start(&args);
+    let out = serve.output();
+    assert!(out.contains("16 of them from the performance snapshot"), "{out}");
+    assert!(out.contains("unreadable or torn"), "{out}");
+    wait_state(&serve, 3.0);
+    assert_eq!(replay(&trace, &serve), (100, 0));
+    let w = warmup_stats(&serve);
+    assert_eq!(
+        (w["preloaded_from_snapshot_blocks"].as_f64(), w["preloaded_blocks"].as_f64()),
+        (Some(16.0), Some(100.0)),
+        "{w:#}"
+    );
+    serve.stop();
+
+    // Data damaged inside a segment: that copy fails its checksum and comes from backing.
+    let good = history();
+    let mut bad = good.clone();
+    bad[4096 + 4096 + 100] ^= 0xff; // first copy of the first segment
+    std::fs::write(&snap, &bad).unwrap();
+    let serve = start(&args);
+    wait_state(&serve, 3.0);
+    assert_eq!(replay(&trace, &serve), (100, 0));
+    let w = warmup_stats(&serve);
+    assert_eq!(w["snapshot_bad_blocks"], 1.0, "{w:#}");
+    assert_eq!(w["preloaded_blocks"], 100.0, "{w:#}");
+    let out = serve.stop();
+    assert!(out.contains("1 of its copies unreadable or failing their checksum"), "{out}");
+}
