@@ -41,16 +41,16 @@ import urllib.request
 EMBER = os.environ["EMBER"]
 WORK = os.environ["WORK"]
 OUT = os.environ["OUT"]
-ROUNDS = int(os.environ.get("ROUNDS", "1"))
+ROUNDS = int(os.environ.get("ROUNDS", "2"))
 RATE = float(os.environ.get("RATE", "300"))
 HALF = float(os.environ.get("HALF", "60"))
-INTERVAL = float(os.environ.get("INTERVAL", "2"))
+INTERVAL = float(os.environ.get("INTERVAL", "1"))
 DELAY = os.environ.get("DELAY", "1ms")
 CACHE = os.environ.get("CACHE", "mem:40M")
 SELECTOR = os.environ.get("SELECTOR", "last-k")
 REGION = os.environ.get("REGION", "4K")
 MEAN_AGE = float(os.environ.get("MEAN_AGE", "10"))
-HOURLY = float(os.environ.get("HOURLY", "0.6"))
+HOURLY = float(os.environ.get("HOURLY", "0.9"))
 # The snapshot's staging buffer is written as one segment when full (Bonfire: 128 MiB); the
 # first half here copies about 28 MiB of blocks, so the default is scaled down to match.
 SNAP_STAGING = os.environ.get("SNAP_STAGING", "1M")
