@@ -123,8 +123,9 @@ pub struct ServeArgs {
 /// Bonfire's warmup (docs/warmup.md, "In the real cache").
 #[derive(Args, Debug)]
 pub struct WarmupArgs {
-    /// Record every served request in this warmup log (a file; created if missing), and
-    /// preload from it whenever the cache starts without a valid map.
+    /// Record every served request in this warmup log (a file, created if missing, or a
+    /// block device: blank or holding a warmup log, never anything else), and preload from
+    /// it whenever the cache starts without a valid map.
     #[arg(long, value_name = "PATH")]
     pub warmup_log: Option<PathBuf>,
 
@@ -210,6 +211,15 @@ impl WarmupArgs {
         o.staging_bytes = self.warmup_staging;
         o.log_interval = self.warmup_log_interval;
         if self.warmup_snapshot {
+            use std::os::unix::fs::FileTypeExt;
+            if std::fs::metadata(log).is_ok_and(|m| m.file_type().is_block_device()) {
+                bail!(
+                    "--warmup-snapshot with a warmup log on a block device ({}): the snapshot \
+                     lives in a file beside the log (LOG.snapshot), which a device has not; \
+                     keep the log in a file to use the snapshot",
+                    log.display()
+                );
+            }
             if self.warmup_snapshot_staging < 4096 {
                 bail!("--warmup-snapshot-staging {}: at least 4K", self.warmup_snapshot_staging);
             }

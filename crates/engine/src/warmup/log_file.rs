@@ -1,27 +1,43 @@
-//! The warmup log on its own file (Bonfire's logging volume): created with a header naming
-//! the served volumes and their backing identities, then written circularly with large
-//! sequential writes of whole batches (at most two writes a batch: one before and one after
-//! the wrap). The format is `ember_trace::formats::warmup_log`, so every trace command reads
-//! the file directly.
+//! The warmup log on its own file or block device (Bonfire's logging volume): created with a
+//! header naming the served volumes and their backing identities, then written circularly
+//! with large sequential writes of whole batches (at most two writes a batch: one before and
+//! one after the wrap). The format is `ember_trace::formats::warmup_log`, so every trace
+//! command reads the file or device directly.
+//!
+//! On a block device the log takes the device's first `file_size` bytes. ember writes a
+//! device only if it is blank (its first 8 bytes zero) or already holds a warmup log, so a
+//! mistyped device path is refused instead of overwritten; a new log on a device zeroes its
+//! record area first (records of an earlier log would otherwise read as damaged ones).
 
 use super::monitor::Entry;
 use ember_trace::formats::warmup_log::{
-    read_log, LogContents, LogHeader, LogRecord, MAX_RECORD_BLOCKS, RECORD_SIZE,
+    read_log, read_log_bytes, LogContents, LogHeader, LogRecord, HEADER_SIZE, MAGIC,
+    MAX_RECORD_BLOCKS, RECORD_SIZE,
 };
 use ember_trace::Op;
 use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::unix::fs::FileExt;
+use std::io::{self, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::path::{Path, PathBuf};
 
-/// Read the log at `path`: `Ok(None)` if there is no file, `Err(why)` if it is not a usable
-/// warmup log (foreign, damaged, truncated).
+/// True if `path` is a block device.
+fn is_block_device(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device())
+}
+
+/// Read the log at `path`: `Ok(None)` if there is no file (or a blank device), `Err(why)` if
+/// it is not a usable warmup log (foreign, damaged, truncated).
 pub fn read_existing(path: &Path) -> Result<Option<LogContents>, String> {
-    match std::fs::read(path) {
-        Ok(b) => read_log(&b).map(Some),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read it: {e}")),
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    let b = read_log_bytes(&mut f).map_err(|e| format!("cannot read it: {e}"))?;
+    if is_block_device(path) && b.len() >= 8 && b[..8] == [0; 8] {
+        return Ok(None);
     }
+    read_log(&b).map(Some)
 }
 
 /// An open warmup log being appended to.
@@ -59,9 +75,18 @@ impl LogFile {
                 true,
             ));
         }
-        let file =
-            OpenOptions::new().write(true).create(true).truncate(true).open(path).map_err(ctx)?;
-        file.set_len(wanted.file_size()).map_err(ctx)?;
+        let file = if is_block_device(path) {
+            new_on_device(path, &wanted).map_err(ctx)?
+        } else {
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)
+                .map_err(ctx)?;
+            file.set_len(wanted.file_size()).map_err(ctx)?;
+            file
+        };
         file.write_all_at(&wanted.encode(), 0).map_err(ctx)?;
         file.sync_all().map_err(ctx)?;
         Ok((
@@ -138,6 +163,37 @@ impl LogFile {
     pub fn header(&self) -> &LogHeader {
         &self.header
     }
+}
+
+/// Open the block device at `path` for a new log `wanted`: refuse a device that holds
+/// something other than a warmup log or is too small, then zero the record area (the header
+/// is written by the caller, after, so a crash in between leaves the old log readable).
+fn new_on_device(path: &Path, wanted: &LogHeader) -> io::Result<File> {
+    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+    let len = file.seek(SeekFrom::End(0))?;
+    let mut head = [0u8; 8];
+    file.read_exact_at(&mut head, 0)?;
+    if head != [0; 8] && head != MAGIC {
+        return Err(io::Error::other(
+            "the device holds something other than a warmup log, and ember does not overwrite \
+             it (zero its first 4 KiB to give it to ember)",
+        ));
+    }
+    if len < wanted.file_size() {
+        return Err(io::Error::other(format!(
+            "the device has {len} bytes, too few for a log of {} (lower --warmup-log-size)",
+            wanted.file_size()
+        )));
+    }
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = HEADER_SIZE as u64;
+    while at < wanted.file_size() {
+        let n = (wanted.file_size() - at).min(zeros.len() as u64) as usize;
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    file.sync_all()?;
+    Ok(file)
 }
 
 #[cfg(test)]
