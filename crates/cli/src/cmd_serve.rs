@@ -124,8 +124,9 @@ pub struct ServeArgs {
 #[derive(Args, Debug)]
 pub struct WarmupArgs {
     /// Record every served request in this warmup log (a file, created if missing, or a
-    /// block device: blank or holding a warmup log, never anything else), and preload from
-    /// it whenever the cache starts without a valid map.
+    /// block device: blank or holding a warmup log, never anything else; or `cache:`, the
+    /// region `ember cache format --warmup-log SIZE` reserved on the cache device), and
+    /// preload from it whenever the cache starts without a valid map.
     #[arg(long, value_name = "PATH")]
     pub warmup_log: Option<PathBuf>,
 
@@ -172,6 +173,9 @@ pub struct WarmupArgs {
     pub warmup_snapshot_size: u64,
 }
 
+/// `--warmup-log cache:`: the log in the cache device's own layout.
+pub const IN_CACHE: &str = "cache:";
+
 /// A duration: a number with ms or s (`10ms`, `2s`).
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
     let (num, scale) = match s.strip_suffix("ms") {
@@ -186,10 +190,14 @@ fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
 }
 
 impl WarmupArgs {
-    /// The engine's warmup options, or `None` without `--warmup-log`.
-    pub fn options(&self) -> anyhow::Result<Option<WarmupOptions>> {
+    /// The engine's warmup options, or `None` without `--warmup-log`; `cache` is the cache
+    /// device (`--warmup-log cache:` puts the log in its layout's region).
+    pub fn options(&self, cache: &Path) -> anyhow::Result<Option<WarmupOptions>> {
         let Some(log) = &self.warmup_log else { return Ok(None) };
-        let mut o = WarmupOptions::new(log.clone());
+        let in_cache = log.as_os_str() == IN_CACHE;
+        let log = if in_cache { cache } else { log.as_path() };
+        let mut o = WarmupOptions::new(log.to_path_buf());
+        o.in_cache = in_cache;
         o.selector = match self.warmup.as_str() {
             "none" | "off" => None,
             // Decided at start (serve_auto), once the cache's size is known.
@@ -551,7 +559,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let backings: Vec<Backing> =
         args.backing.iter().map(|b| parse_backing(b)).collect::<anyhow::Result<_>>()?;
     let write_mode = parse_write_mode(&args.write_policy)?;
-    let warmup = args.warmup.options()?;
+    let warmup = args.warmup.options(&args.cache)?;
     let memory = memory_cache_size(&args.cache)?.is_some();
     if memory {
         if let Some(why) = refuse_on_memory(write_mode) {
@@ -633,7 +641,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             println!("ember serve: warmup auto: Last-K, because there is no warmup log yet");
         }
         let start = engine.start_warmup(&w).context("starting warmup")?;
-        println!("ember serve: warmup log {}: {}", w.log.display(), start.line);
+        let place = if w.in_cache {
+            format!("{IN_CACHE} (the region of {})", w.log.display())
+        } else {
+            w.log.display().to_string()
+        };
+        println!("ember serve: warmup log {place}: {}", start.line);
         if start.planned_blocks > 0 {
             spawn_preload_progress(engine.clone())?;
         }
@@ -838,7 +851,7 @@ mod tests {
         let parse = |args: &[&str]| {
             Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
                 .map_err(|e| e.to_string())
-                .and_then(|c| c.w.options().map_err(|e| format!("{e:#}")))
+                .and_then(|c| c.w.options(Path::new("c.img")).map_err(|e| format!("{e:#}")))
         };
         assert!(parse(&[]).unwrap().is_none());
         let o = parse(&["--warmup-log", "w.log", "--warmup", "top-k", "--warmup-region", "4K"])

@@ -177,7 +177,10 @@ fn sniff(path: &Path, head: &[u8]) -> Result<Format, TraceError> {
     if head.starts_with(&ember_fmt::MAGIC) {
         return Ok(Format::Ember);
     }
-    if head.starts_with(&crate::formats::warmup_log::MAGIC) {
+    if head.starts_with(&crate::formats::warmup_log::MAGIC)
+        || crate::formats::warmup_log::cache_region(head).is_some()
+    {
+        // A warmup log, or an ember cache device whose layout holds one.
         return Ok(Format::WarmupLog);
     }
     let texty = !head.is_empty()
@@ -434,9 +437,21 @@ pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> 
     };
     let mut volumes = VolumeTable::new();
     let inner = if format == Format::WarmupLog {
-        // Only the log's own extent: a log on a device is not read to the device's end.
-        let bytes = crate::formats::warmup_log::read_log_bytes(&mut open_decompressed(path)?)
-            .map_err(|e| io_err(path, e))?;
+        // Only the log's own extent: a log on a device is not read to the device's end; a
+        // cache device's log is read from the region its superblock names.
+        let mut r = open_decompressed(path)?;
+        let mut head = Vec::new();
+        (&mut r).take(4096).read_to_end(&mut head).map_err(|e| io_err(path, e))?;
+        let bytes = match crate::formats::warmup_log::cache_region(&head) {
+            Some((offset, len)) => {
+                let mut f = File::open(path).map_err(|e| io_err(path, e))?;
+                std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(offset))
+                    .map_err(|e| io_err(path, e))?;
+                crate::formats::warmup_log::read_log_bytes(&mut f.take(len))
+            }
+            None => crate::formats::warmup_log::read_log_bytes(&mut head.as_slice().chain(r)),
+        }
+        .map_err(|e| io_err(path, e))?;
         let (vols, requests) = crate::formats::warmup_log::requests(&bytes)
             .map_err(|message| TraceError::Format { path: path.to_owned(), message })?;
         volumes = vols;

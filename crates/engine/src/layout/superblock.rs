@@ -7,11 +7,12 @@ use super::{
     put_u32, put_u64, Geometry, LayoutError, Le, MAX_NAME, MAX_VOLUMES, SUPERBLOCK_SIZE, VERSION,
 };
 use crate::device::Device;
+use ember_trace::formats::warmup_log::CACHE_REGION_AT;
 use serde::Serialize;
 use uuid::Uuid;
 
 /// Magic at offset 0 of a superblock slot.
-pub const MAGIC: &[u8; 8] = b"EMBERCSB";
+pub const MAGIC: &[u8; 8] = &ember_trace::formats::warmup_log::CACHE_DEVICE_MAGIC;
 /// `checkpoint_slot` value meaning "no checkpoint".
 pub const NO_CHECKPOINT: u32 = u32::MAX;
 /// Flag bit: the cache was shut down cleanly and the checkpoint holds the whole map.
@@ -210,8 +211,9 @@ impl Superblock {
         put_u64(&mut b, 96, g.checkpoint_b);
         put_u64(&mut b, 104, g.journal_offset);
         put_u64(&mut b, 112, g.journal_len);
-        put_u64(&mut b, 120, g.warmup_offset);
-        put_u64(&mut b, 128, g.warmup_len);
+        // Where the trace commands look for a warmup log in the cache device.
+        put_u64(&mut b, CACHE_REGION_AT.0, g.warmup_offset);
+        put_u64(&mut b, CACHE_REGION_AT.1, g.warmup_len);
         put_u64(&mut b, 136, g.data_offset);
         put_u64(&mut b, 144, g.data_blocks);
         put_u32(&mut b, 152, self.checkpoint_slot);
@@ -276,8 +278,8 @@ impl Superblock {
             checkpoint_b: le.u64(96),
             journal_offset: le.u64(104),
             journal_len: le.u64(112),
-            warmup_offset: le.u64(120),
-            warmup_len: le.u64(128),
+            warmup_offset: le.u64(CACHE_REGION_AT.0),
+            warmup_len: le.u64(CACHE_REGION_AT.1),
             data_offset: le.u64(136),
             data_blocks: le.u64(144),
         };

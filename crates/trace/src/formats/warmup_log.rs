@@ -338,6 +338,25 @@ pub fn read_log_bytes(r: &mut impl std::io::Read) -> std::io::Result<Vec<u8>> {
     Ok(b)
 }
 
+/// The first 8 bytes of an ember cache device (its first superblock). Its layout may reserve
+/// a region for the warmup log (`ember serve --warmup-log cache:`), which the trace commands
+/// then read from the device directly.
+pub const CACHE_DEVICE_MAGIC: [u8; 8] = *b"EMBERCSB";
+/// Where the cache device's superblock keeps the warmup-log region's offset and length (u64,
+/// little-endian, each). The engine's superblock encoder writes them at these offsets.
+pub const CACHE_REGION_AT: (usize, usize) = (120, 128);
+
+/// The warmup-log region (offset, length) of the cache device whose superblock starts `head`;
+/// `None` if `head` is not one or reserves no region.
+pub fn cache_region(head: &[u8]) -> Option<(u64, u64)> {
+    let u64_at = |o: usize| Some(u64::from_le_bytes(head.get(o..o + 8)?.try_into().ok()?));
+    if head.get(..8)? != CACHE_DEVICE_MAGIC {
+        return None;
+    }
+    let (offset, len) = (u64_at(CACHE_REGION_AT.0)?, u64_at(CACHE_REGION_AT.1)?);
+    (len > 0).then_some((offset, len))
+}
+
 /// A log as a trace: its volumes (in header order) and one request per record, oldest first
 /// (offsets and lengths in bytes of the log's block size).
 pub fn requests(b: &[u8]) -> Result<(crate::VolumeTable, Vec<crate::Request>), String> {
