@@ -7,12 +7,11 @@ use super::{
     put_u32, put_u64, Geometry, LayoutError, Le, MAX_NAME, MAX_VOLUMES, SUPERBLOCK_SIZE, VERSION,
 };
 use crate::device::Device;
-use ember_trace::formats::warmup_log::CACHE_REGION_AT;
 use serde::Serialize;
 use uuid::Uuid;
 
 /// Magic at offset 0 of a superblock slot.
-pub const MAGIC: &[u8; 8] = &ember_trace::formats::warmup_log::CACHE_DEVICE_MAGIC;
+pub const MAGIC: &[u8; 8] = b"EMBERCSB";
 /// `checkpoint_slot` value meaning "no checkpoint".
 pub const NO_CHECKPOINT: u32 = u32::MAX;
 /// Flag bit: the cache was shut down cleanly and the checkpoint holds the whole map.
@@ -211,9 +210,10 @@ impl Superblock {
         put_u64(&mut b, 96, g.checkpoint_b);
         put_u64(&mut b, 104, g.journal_offset);
         put_u64(&mut b, 112, g.journal_len);
-        // Where the trace commands look for a warmup log in the cache device.
-        put_u64(&mut b, CACHE_REGION_AT.0, g.warmup_offset);
-        put_u64(&mut b, CACHE_REGION_AT.1, g.warmup_len);
+        // The trace commands look for a warmup log in the cache device here (a test below
+        // holds ember_trace's reader to these offsets; the layout owns them).
+        put_u64(&mut b, 120, g.warmup_offset);
+        put_u64(&mut b, 128, g.warmup_len);
         put_u64(&mut b, 136, g.data_offset);
         put_u64(&mut b, 144, g.data_blocks);
         put_u32(&mut b, 152, self.checkpoint_slot);
@@ -278,8 +278,8 @@ impl Superblock {
             checkpoint_b: le.u64(96),
             journal_offset: le.u64(104),
             journal_len: le.u64(112),
-            warmup_offset: le.u64(CACHE_REGION_AT.0),
-            warmup_len: le.u64(CACHE_REGION_AT.1),
+            warmup_offset: le.u64(120),
+            warmup_len: le.u64(128),
             data_offset: le.u64(136),
             data_blocks: le.u64(144),
         };
@@ -457,6 +457,26 @@ mod tests {
         let img = sb.encode().unwrap();
         assert_eq!(img.len(), 4096);
         assert_eq!(Superblock::decode(&img).unwrap(), sb);
+    }
+
+    #[test]
+    fn the_trace_reader_finds_the_warmup_log_region_where_the_layout_puts_it() {
+        // The layout owns the disk format; ember_trace's reader of `--warmup-log cache:` must
+        // follow it (a change on either side fails here, not silently on a user's device).
+        let mut sb = sample();
+        sb.geometry = Geometry::compute(8 << 20, 4096, 1 << 20, 256 << 10).unwrap();
+        let img = sb.encode().unwrap();
+        let g = &sb.geometry;
+        assert!(g.warmup_len >= 256 << 10 && g.warmup_offset > 0);
+        assert_eq!(
+            ember_trace::formats::warmup_log::cache_region(&img),
+            Some((g.warmup_offset, g.warmup_len))
+        );
+        assert_eq!(&ember_trace::formats::warmup_log::CACHE_DEVICE_MAGIC, MAGIC);
+        assert_eq!(
+            ember_trace::formats::warmup_log::cache_region(&sample().encode().unwrap()),
+            None
+        );
     }
 
     #[test]
