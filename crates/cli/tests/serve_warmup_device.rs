@@ -11,7 +11,7 @@ mod serve_support;
 use serve_support::*;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const MIN: Duration = Duration::from_secs(60);
 
@@ -40,34 +40,6 @@ fn usable() -> Result<(), String> {
         return Err("no /dev/loop-control".into());
     }
     Ok(())
-}
-
-fn serve_fails(args: &[&str]) -> String {
-    let mut all = vec!["serve"];
-    all.extend(args);
-    all.extend(["--listen", "127.0.0.1:0"]);
-    let out = run_status(Command::new(ember()).args(&all), MIN);
-    assert!(!out.status.success(), "ember serve {args:?} should fail");
-    out.stderr
-}
-
-fn replay(trace: &Path, serve: &Serve) -> (u64, u64) {
-    let r = replay_json(&[
-        trace.to_str().unwrap(),
-        "--format",
-        "csv",
-        "--server",
-        &serve.uri("disk"),
-        "--assume-prefilled",
-        "--seed",
-        "41",
-        "--metrics-url",
-        &serve.metrics,
-    ]);
-    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
-    assert_eq!(r["verification"]["reads_unverifiable"], 0, "{r:#}");
-    let s = &r["server_metrics"];
-    (s["hits"].as_u64().unwrap(), s["misses"].as_u64().unwrap())
 }
 
 #[test]
@@ -104,7 +76,7 @@ fn a_loop_device_holds_the_warmup_log() {
     ];
     let serve = Serve::start(&args);
     assert!(serve.output().contains("no warmup log at"), "{}", serve.output());
-    assert_eq!(replay(&trace, &serve), (0, 300));
+    assert_eq!(replay_verified(&trace, "csv", &serve, "41"), (0, 300));
     serve.stop();
 
     // The laboratory reads the device: 300 reads, from the log's 1 MiB + 4 KiB only.
@@ -123,12 +95,12 @@ fn a_loop_device_holds_the_warmup_log() {
     assert!(serve.output().contains("preloading 300 blocks"), "{}", serve.output());
     // The leftovers were zeroed when the log was made: no slot reads as a torn record.
     assert!(!serve.output().contains("torn"), "{}", serve.output());
-    let t = Instant::now();
-    while metric(&scrape(&serve.metrics), "ember_warmup_state") != 3.0 {
-        assert!(t.elapsed() < MIN, "preload did not finish:\n{}", serve.output());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(replay(&trace, &serve), (300, 0), "every preloaded block hits");
+    wait_warmup_state(&serve, 3.0);
+    assert_eq!(
+        replay_verified(&trace, "csv", &serve, "41"),
+        (300, 0),
+        "every preloaded block hits"
+    );
     serve.stop();
 
     // Too small for the log asked for: refused, with the sizes.

@@ -8,42 +8,14 @@
 mod serve_support;
 
 use serve_support::*;
-use std::path::Path;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const MIN: Duration = Duration::from_secs(60);
 
-fn replay(trace: &Path, serve: &Serve) -> (u64, u64) {
-    let r = replay_json(&[
-        trace.to_str().unwrap(),
-        "--format",
-        "csv",
-        "--server",
-        &serve.uri("disk"),
-        "--assume-prefilled",
-        "--seed",
-        "43",
-        "--metrics-url",
-        &serve.metrics,
-    ]);
-    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
-    assert_eq!(r["verification"]["reads_unverifiable"], 0, "{r:#}");
-    let s = &r["server_metrics"];
-    (s["hits"].as_u64().unwrap(), s["misses"].as_u64().unwrap())
-}
-
 fn ember_ok(args: &[&str]) -> String {
     run(Command::new(ember()).args(args), MIN)
-}
-
-fn serve_fails(args: &[&str]) -> String {
-    let mut all = vec!["serve"];
-    all.extend(args);
-    all.extend(["--listen", "127.0.0.1:0"]);
-    let out = run_status(Command::new(ember()).args(&all), MIN);
-    assert!(!out.status.success(), "ember serve {args:?} should fail");
-    out.stderr
 }
 
 #[test]
@@ -71,7 +43,7 @@ fn the_cache_device_holds_the_warmup_log_and_a_killed_server_preloads_from_it() 
     let args = ["--cache", c, "--backing", &b, "--warmup-log", "cache:", "--warmup-region", "4K"];
     let serve = Serve::start(&args);
     assert!(serve.output().contains("warmup log cache: (the region of"), "{}", serve.output());
-    assert_eq!(replay(&trace, &serve), (0, 300));
+    assert_eq!(replay_verified(&trace, "csv", &serve, "43"), (0, 300));
     // The writer drains every 10 ms: wait until the 300 records are in the region, then kill.
     let t = Instant::now();
     while metric(&scrape(&serve.metrics), "ember_warmup_log_bytes_written_total") < 300.0 * 32.0 {
@@ -89,12 +61,12 @@ fn the_cache_device_holds_the_warmup_log_and_a_killed_server_preloads_from_it() 
     // After kill -9 under write-through the map is not trusted: cold, then the preload.
     let serve = Serve::start(&args);
     assert!(serve.output().contains("preloading 300 blocks"), "{}", serve.output());
-    let t = Instant::now();
-    while metric(&scrape(&serve.metrics), "ember_warmup_state") != 3.0 {
-        assert!(t.elapsed() < MIN, "preload did not finish:\n{}", serve.output());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(replay(&trace, &serve), (300, 0), "every preloaded block hits");
+    wait_warmup_state(&serve, 3.0);
+    assert_eq!(
+        replay_verified(&trace, "csv", &serve, "43"),
+        (300, 0),
+        "every preloaded block hits"
+    );
     serve.stop();
 
     // No region reserved: refused, saying how to get one; a memory cache has none either.
