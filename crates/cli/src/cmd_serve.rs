@@ -59,7 +59,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "aod")]
     pub admission: String,
 
-    /// Write policy: write-through, write-around, write-back-flush, write-back-persist, or
+    /// Write policy: write-through, write-around, write-back-flush, write-back-persist,
+    /// ordered-write-back (Koller et al.: dirty blocks reach backing in FLUSH-epoch order,
+    /// so backing is always a consistent older state; FLUSH and FUA are not durable), or
     /// unsafe-write-back (ignores FLUSH: loses acknowledged data on a crash; for comparison
     /// only, as in the thesis).
     #[arg(long, default_value = "write-through")]
@@ -436,7 +438,12 @@ pub fn memory_cache_size(cache: &Path) -> anyhow::Result<Option<u64>> {
 /// stop, so only the policies whose acknowledged writes reach backing at a FLUSH are safe.
 pub fn refuse_on_memory(mode: WriteMode) -> Option<&'static str> {
     match mode {
-        WriteMode::WriteThrough | WriteMode::WriteAround | WriteMode::WriteBackFlush => None,
+        // Ordered write-back promises only a consistent backing after a loss of the cache,
+        // which a memory cache is at every crash.
+        WriteMode::WriteThrough
+        | WriteMode::WriteAround
+        | WriteMode::WriteBackFlush
+        | WriteMode::OrderedWriteBack => None,
         WriteMode::WriteBackPersist => Some(
             "write-back-persist keeps acknowledged writes only on the cache device across a \
              FLUSH, and a memory cache loses them at every stop or crash; use write-back-flush \
