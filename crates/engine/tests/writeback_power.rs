@@ -35,7 +35,7 @@ use ember_engine::{
     Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, VolumeStats, WriteMode,
     WritebackConfig,
 };
-use ember_policy::admission::Aod;
+use ember_policy::admission::{Aod, Wmna};
 use ember_policy::replacement::{build, Kind};
 use parking_lot::Mutex;
 use rand::Rng;
@@ -131,6 +131,7 @@ struct Bench {
     backing: Arc<FaultDevice>,
     backing_mem: Arc<MemDevice>,
     lru: bool,
+    seed: u64,
 }
 
 impl Bench {
@@ -152,7 +153,7 @@ impl Bench {
             cut: Mutex::new(PowerCut::DROP_ALL),
             devices: vec![cache.clone(), backing.clone()],
         });
-        Self { power, cache, backing, backing_mem, lru: seed % 2 == 1 }
+        Self { power, cache, backing, backing_mem, lru: seed % 2 == 1, seed }
     }
 
     fn open(&self, mode: WriteMode) -> Result<Engine, ember_engine::EngineError> {
@@ -165,7 +166,13 @@ impl Bench {
                 }],
                 write_mode: mode,
                 replacement: Box::new(|cap| build(Kind::Lru, cap)),
-                admission: Box::new(Aod),
+                // Ordered write-back: every fourth seed refuses write misses (WMNA), so
+                // refused writes go to backing directly, behind the older epochs.
+                admission: if mode == WriteMode::OrderedWriteBack && self.seed % 4 == 0 {
+                    Box::new(Wmna)
+                } else {
+                    Box::new(Aod)
+                },
             },
             // Small limits so fallbacks, epochs and eviction all happen in 48 blocks.
             WritebackConfig {
@@ -579,7 +586,8 @@ fn ordered_write_back_keeps_backing_a_consistent_older_state_through_power_cuts(
     assert!(seen.dirty_writes > 0 && seen.flushed_blocks > 0, "{seen:?}");
     // No write falls back to write-through: a write waits for the flusher instead.
     assert_eq!(seen.write_through_fallbacks, 0, "{seen:?}");
-    assert!(seen.trims > 0 && seen.write_zeroes > 0, "{seen:?}");
+    // Requests that go to backing directly, behind the older epochs, were exercised.
+    assert!(seen.trims > 0 && seen.write_zeroes > 0 && seen.admission_refusals > 0, "{seen:?}");
     assert_eq!(cuts, n, "only {cuts} of {n} trials were cut mid-run");
     let (_, lost, _, _) = run(WriteMode::OrderedWriteBack, Check::Durable, 40);
     assert!(lost > 0, "ordered write-back lost no acknowledged FLUSH in 40 power cuts");
