@@ -29,8 +29,8 @@ use crate::tuning_args::{SieveParams, WritebackArgs};
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// The cache device: a file or a block device, or `mem:SIZE` for a cache in memory
-    /// (formatted at every start, empty after every restart; write-through, write-around and
-    /// write-back-flush only).
+    /// (formatted at every start, empty after every restart; write-through, write-around,
+    /// write-back-flush and ordered-write-back only).
     #[arg(long, value_name = "CACHEFILE|mem:SIZE")]
     pub cache: PathBuf,
 
@@ -812,7 +812,12 @@ mod tests {
         assert_eq!(size("cache.img"), Ok(None));
         assert!(size("mem:lots").unwrap_err().contains("not a size"));
         assert!(size("mem:1M").unwrap_err().contains("at least 16M"));
-        for mode in [WriteMode::WriteThrough, WriteMode::WriteAround, WriteMode::WriteBackFlush] {
+        for mode in [
+            WriteMode::WriteThrough,
+            WriteMode::WriteAround,
+            WriteMode::WriteBackFlush,
+            WriteMode::OrderedWriteBack,
+        ] {
             assert_eq!(refuse_on_memory(mode), None, "{mode:?} is safe on memory");
         }
         assert!(refuse_on_memory(WriteMode::WriteBackPersist).unwrap().contains("loses them"));
@@ -907,6 +912,7 @@ mod tests {
         assert!(matches!(parse_write_mode("write-back-flush"), Ok(WriteMode::WriteBackFlush)));
         assert!(matches!(parse_write_mode("write-back-persist"), Ok(WriteMode::WriteBackPersist)));
         assert!(matches!(parse_write_mode("unsafe-write-back"), Ok(WriteMode::UnsafeWriteBack)));
+        assert!(matches!(parse_write_mode("ordered-write-back"), Ok(WriteMode::OrderedWriteBack)));
         assert!(parse_write_mode("write-back").is_err());
         let p = SieveParams::default();
         let name = |s: &str| parse_admission(s, &p, 1 << 20).map(|(a, e)| (a.name(), e)).ok();
