@@ -168,7 +168,7 @@ impl Bench {
                 replacement: Box::new(|cap| build(Kind::Lru, cap)),
                 // Ordered write-back: every fourth seed refuses write misses (WMNA), so
                 // refused writes go to backing directly, behind the older epochs.
-                admission: if mode == WriteMode::OrderedWriteBack && self.seed % 4 == 0 {
+                admission: if mode == WriteMode::OrderedWriteBack && self.seed.is_multiple_of(4) {
                     Box::new(Wmna)
                 } else {
                     Box::new(Aod)

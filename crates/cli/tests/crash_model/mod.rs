@@ -240,7 +240,9 @@ impl Model {
                 Some(_) => {}
             }
             for &(i, off, len) in writes {
-                state[(off / 8) as usize..((off + len) / 8) as usize].iter_mut().for_each(|x| *x = i);
+                state[(off / 8) as usize..((off + len) / 8) as usize]
+                    .iter_mut()
+                    .for_each(|x| *x = i);
             }
         }
         match newest {

@@ -1,7 +1,8 @@
 //! The request flows of one volume, one file each: [`ctx`] (the handle and shared helpers),
 //! [`read`], [`through`] (write-through and write-around), [`back`] (write-back), [`discard`]
-//! (TRIM and WRITE_ZEROES), [`ordered`] (what ordered write-back adds), [`probe`] (residency, for a frontend's scheduling). This file holds the two entry points that dispatch by policy:
-//! `write` and `flush`.
+//! (TRIM and WRITE_ZEROES), [`ordered`] (what ordered write-back adds), [`probe`] (residency,
+//! for a frontend's scheduling). This file holds the two entry points that dispatch by
+//! policy: `write` and `flush`.
 //!
 //! Requests are cut into chunks of at most [`CHUNK_BLOCKS`] blocks. A chunk holds the stripe
 //! locks of all its blocks while it does its I/O, so every block sees requests one at a time;

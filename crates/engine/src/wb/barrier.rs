@@ -1,5 +1,5 @@
-//! The barriers: ordered write-back only closes the epoch; write-back flush (thesis 3.1, 4.4.2) waits until the closed epoch
-//! reached backing; write-back persist (thesis 3.2, 4.2.2, 5.3) commits the dirty map's
+//! The barriers: ordered write-back only closes the epoch; write-back flush (thesis 3.1,
+//! 4.4.2) waits until the closed epoch reached backing; write-back persist (thesis 3.2, 4.2.2, 5.3) commits the dirty map's
 //! changes to the journal, or a checkpoint, before the FLUSH is acknowledged.
 
 use super::config::Cursor;
