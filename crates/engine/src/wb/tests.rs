@@ -1,7 +1,8 @@
 //! Write-back tests: epochs (writes during a FLUSH are not held behind it, and the closed
 //! epoch's version still reaches backing), backing errors during flushing (FLUSH fails with
 //! EIO, the data stays dirty and is retried), write-back persist's crash recovery and
-//! `inspect` output, clean stops, fallbacks, and error paths.
+//! `inspect` output, clean stops, fallbacks, error paths, and ordered write-back's barrier
+//! and epoch order.
 
 use crate::config::{EngineConfig, FormatSpec, VolumeConfig, VolumeSpec};
 use crate::device::fault::PowerCut;
