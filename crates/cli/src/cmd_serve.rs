@@ -29,8 +29,8 @@ use crate::tuning_args::{SieveParams, WritebackArgs};
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// The cache device: a file or a block device, or `mem:SIZE` for a cache in memory
-    /// (formatted at every start, empty after every restart; write-through, write-around and
-    /// write-back-flush only).
+    /// (formatted at every start, empty after every restart; write-through, write-around,
+    /// write-back-flush and ordered-write-back only).
     #[arg(long, value_name = "CACHEFILE|mem:SIZE")]
     pub cache: PathBuf,
 
@@ -59,7 +59,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "aod")]
     pub admission: String,
 
-    /// Write policy: write-through, write-around, write-back-flush, write-back-persist, or
+    /// Write policy: write-through, write-around, write-back-flush, write-back-persist,
+    /// ordered-write-back (Koller et al.: dirty blocks reach backing in FLUSH-epoch order,
+    /// so backing is always a consistent older state; FLUSH and FUA are not durable), or
     /// unsafe-write-back (ignores FLUSH: loses acknowledged data on a crash; for comparison
     /// only, as in the thesis).
     #[arg(long, default_value = "write-through")]
@@ -454,7 +456,12 @@ pub fn memory_cache_size(cache: &Path) -> anyhow::Result<Option<u64>> {
 /// stop, so only the policies whose acknowledged writes reach backing at a FLUSH are safe.
 pub fn refuse_on_memory(mode: WriteMode) -> Option<&'static str> {
     match mode {
-        WriteMode::WriteThrough | WriteMode::WriteAround | WriteMode::WriteBackFlush => None,
+        // Ordered write-back promises only a consistent backing after a loss of the cache,
+        // which a memory cache is at every crash.
+        WriteMode::WriteThrough
+        | WriteMode::WriteAround
+        | WriteMode::WriteBackFlush
+        | WriteMode::OrderedWriteBack => None,
         WriteMode::WriteBackPersist => Some(
             "write-back-persist keeps acknowledged writes only on the cache device across a \
              FLUSH, and a memory cache loses them at every stop or crash; use write-back-flush \
@@ -828,7 +835,12 @@ mod tests {
         assert_eq!(size("cache.img"), Ok(None));
         assert!(size("mem:lots").unwrap_err().contains("not a size"));
         assert!(size("mem:1M").unwrap_err().contains("at least 16M"));
-        for mode in [WriteMode::WriteThrough, WriteMode::WriteAround, WriteMode::WriteBackFlush] {
+        for mode in [
+            WriteMode::WriteThrough,
+            WriteMode::WriteAround,
+            WriteMode::WriteBackFlush,
+            WriteMode::OrderedWriteBack,
+        ] {
             assert_eq!(refuse_on_memory(mode), None, "{mode:?} is safe on memory");
         }
         assert!(refuse_on_memory(WriteMode::WriteBackPersist).unwrap().contains("loses them"));
@@ -923,6 +935,7 @@ mod tests {
         assert!(matches!(parse_write_mode("write-back-flush"), Ok(WriteMode::WriteBackFlush)));
         assert!(matches!(parse_write_mode("write-back-persist"), Ok(WriteMode::WriteBackPersist)));
         assert!(matches!(parse_write_mode("unsafe-write-back"), Ok(WriteMode::UnsafeWriteBack)));
+        assert!(matches!(parse_write_mode("ordered-write-back"), Ok(WriteMode::OrderedWriteBack)));
         assert!(parse_write_mode("write-back").is_err());
         let p = SieveParams::default();
         let name = |s: &str| parse_admission(s, &p, 1 << 20).map(|(a, e)| (a.name(), e)).ok();

@@ -14,7 +14,12 @@
 //!   range (a TRIM) are found without scanning the whole dirty map.
 //! - `fences` are the block ranges of TRIM / WRITE_ZEROES requests in progress: no block in
 //!   a fence is allocated (read fill, write allocation, dirty write) or flushed, so the
-//!   discard can pass down to backing without holding the range's stripe locks.
+//!   discard can pass down to backing without holding the range's stripe locks. Under
+//!   ordered write-back a fence carries the discard's epoch and the flusher may still write
+//!   the versions of older epochs in it (the discard waits for them).
+//! - `holds` (ordered write-back) count the requests of each epoch that go to backing
+//!   directly (a discard, a write the sieve refused): the flusher takes no version of a
+//!   later epoch while one is held, so backing receives epochs in order.
 //! - A cache block is *referenced* by `map` and/or `dirty`, *pinned* by every request or the
 //!   flusher doing I/O on it (thesis 5.1's reference count), and *persisted* while the last
 //!   persisted dirty map names it (the persist bitmap, 4.3). It returns to the free list only
@@ -56,7 +61,8 @@ pub(crate) struct CacheState {
     map: HashMap<u64, Slot>,
     dirty: BTreeMap<(u64, u64), u32>,
     dirty_by_key: BTreeSet<(u64, u64)>,
-    fences: Vec<(u64, std::ops::Range<u64>)>,
+    fences: Vec<Fence>,
+    holds: BTreeMap<u64, usize>,
     next_fence: u64,
     epochs: BTreeMap<u64, usize>,
     clean_lru: BTreeMap<u64, u64>,
@@ -96,6 +102,15 @@ pub(crate) struct CacheState {
     evicted_log: Vec<u64>,
 }
 
+/// A TRIM's or WRITE_ZEROES' fence over block keys.
+struct Fence {
+    id: u64,
+    keys: std::ops::Range<u64>,
+    /// Ordered write-back: the discard's epoch; dirty versions of older epochs in the fence
+    /// may still be flushed (they must reach backing before the discard). None: none may.
+    epoch: Option<u64>,
+}
+
 /// Outcome of an allocation.
 pub(crate) struct Allocation {
     /// The cache block, pinned and mapped, or None if no block could be freed.
@@ -117,6 +132,7 @@ impl CacheState {
             dirty: BTreeMap::new(),
             dirty_by_key: BTreeSet::new(),
             fences: Vec::new(),
+            holds: BTreeMap::new(),
             next_fence: 0,
             epochs: BTreeMap::new(),
             clean_lru: BTreeMap::new(),
@@ -421,21 +437,54 @@ impl CacheState {
     }
 
     /// Raise a fence over the block keys `keys` (a TRIM or WRITE_ZEROES in progress): until
-    /// it is lowered, no key in it is allocated or flushed. Returns its id.
-    pub fn raise_fence(&mut self, keys: std::ops::Range<u64>) -> u64 {
+    /// it is lowered, no key in it is allocated or flushed (with `epoch`, ordered
+    /// write-back: no version of that epoch or a later one is flushed). Returns its id.
+    pub fn raise_fence(&mut self, keys: std::ops::Range<u64>, epoch: Option<u64>) -> u64 {
         self.next_fence += 1;
-        self.fences.push((self.next_fence, keys));
+        self.fences.push(Fence { id: self.next_fence, keys, epoch });
         self.next_fence
     }
 
     /// Lower the fence `id`.
     pub fn lower_fence(&mut self, id: u64) {
-        self.fences.retain(|(i, _)| *i != id);
+        self.fences.retain(|f| f.id != id);
     }
 
     /// Is `key` inside a fence?
     pub fn fenced(&self, key: u64) -> bool {
-        self.fences.iter().any(|(_, r)| r.contains(&key))
+        self.fences.iter().any(|f| f.keys.contains(&key))
+    }
+
+    /// May the flusher not write the version of `key` of `epoch` now (a fence over it that
+    /// is not an ordered fence of a later epoch)?
+    pub fn fenced_for_flush(&self, key: u64, epoch: u64) -> bool {
+        self.fences.iter().any(|f| f.keys.contains(&key) && f.epoch.is_none_or(|e| epoch >= e))
+    }
+
+    /// Ordered write-back: a request of the current epoch will go to backing directly;
+    /// until [`CacheState::release_hold`], no version of a later epoch is flushed. Returns
+    /// the epoch.
+    pub fn hold(&mut self) -> u64 {
+        let e = self.current_epoch;
+        *self.holds.entry(e).or_default() += 1;
+        e
+    }
+
+    /// The request holding `epoch` is done.
+    pub fn release_hold(&mut self, epoch: u64) {
+        if let Some(n) = self.holds.get_mut(&epoch) {
+            *n -= 1;
+            if *n == 0 {
+                self.holds.remove(&epoch);
+            }
+        }
+    }
+
+    /// Ordered write-back: has every epoch older than `epoch` reached backing (no dirty
+    /// version and no request holding one)?
+    pub fn older_epochs_done(&self, epoch: u64) -> bool {
+        self.oldest_dirty_epoch().is_none_or(|e| e >= epoch)
+            && self.holds.first_key_value().is_none_or(|(&h, _)| h >= epoch)
     }
 
     fn touch(&mut self, key: u64) {
@@ -488,8 +537,12 @@ impl CacheState {
     /// (epoch, key, cache block) in ascending block order. `lru` picks the least recently
     /// written versions of the epoch (thesis 4.4.1's LRU order; superseded versions first),
     /// otherwise the lowest blocks (ascending order).
+    /// Nothing while a request holds an older epoch (ordered write-back).
     pub fn flush_batch(&self, max: usize, lru: bool) -> Vec<(u64, u64, u32)> {
         let Some((&e, _)) = self.epochs.first_key_value() else { return Vec::new() };
+        if self.holds.first_key_value().is_some_and(|(&h, _)| h < e) {
+            return Vec::new();
+        }
         let versions = self.dirty.range((e, 0)..=(e, u64::MAX)).map(|(&(e, k), &c)| (e, k, c));
         if !lru {
             return versions.take(max).collect();
@@ -878,8 +931,8 @@ mod tests {
     #[test]
     fn fences_cover_their_key_range_until_lowered() {
         let mut st = state(4);
-        let a = st.raise_fence(10..20);
-        let b = st.raise_fence(15..30);
+        let a = st.raise_fence(10..20, None);
+        let b = st.raise_fence(15..30, None);
         assert!(st.fenced(10) && st.fenced(19) && st.fenced(29));
         assert!(!st.fenced(9) && !st.fenced(30));
         st.lower_fence(a);
