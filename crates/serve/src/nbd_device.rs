@@ -1,11 +1,13 @@
 //! An upstream NBD server as a device, so ember can front a remote or emulated disk (for
 //! example nbdkit's memory plugin behind its delay filter, playing a 5 ms hard disk).
 
+use crate::demote_queue::{DemoteQueue, DemoteReplies};
 use ember_engine::device::identity::{digest, digest_bytes};
 use ember_engine::device::{check_range, write_zeroes_by_writes, Identity};
 use ember_engine::Device;
-use ember_nbd::{Client, ClientError};
+use ember_nbd::{Client, ClientBuilder, ClientError, NbdUri};
 use std::io;
+use std::sync::Arc;
 
 /// Largest TRIM / WRITE_ZEROES length sent in one request (NBD lengths are 32-bit).
 const MAX_DISCARD: u64 = 1 << 30;
@@ -16,6 +18,8 @@ pub struct NbdDevice {
     client: Client,
     uri: String,
     trusted: bool,
+    /// With `--demote`, when the export granted `x-ember:demote`.
+    demotes: Option<DemoteQueue>,
 }
 
 fn to_io(uri: &str, op: &str, e: ClientError) -> io::Error {
@@ -30,14 +34,36 @@ fn to_io(uri: &str, op: &str, e: ClientError) -> io::Error {
 impl NbdDevice {
     /// Connect to `uri` (`nbd://host:port/export` or `nbd+unix:///export?socket=PATH`).
     pub fn connect(uri: &str) -> io::Result<Self> {
-        let client = Client::connect_uri(uri).map_err(|e| to_io(uri, "connect", e))?;
+        Self::connect_demoting(uri, None)
+    }
+
+    /// Connect to `uri`; with `demote_queue` = Some(N), ask for ember's DEMOTE extension and,
+    /// if the export grants it, send DEMOTEs with at most N awaiting replies
+    /// ([`NbdDevice::demotes`] tells whether it was granted).
+    pub fn connect_demoting(uri: &str, demote_queue: Option<usize>) -> io::Result<Self> {
+        let parsed =
+            NbdUri::parse(uri).map_err(|e| to_io(uri, "connect", ClientError::Invalid(e)))?;
+        let client = ClientBuilder::new()
+            .export(&parsed.export)
+            .demote(demote_queue.is_some())
+            .connect(&parsed.endpoint)
+            .map_err(|e| to_io(uri, "connect", e))?;
         if client.info().read_only() {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 format!("{uri}: the export is read-only; ember needs to write its backing"),
             ));
         }
-        Ok(Self { client, uri: uri.to_string(), trusted: false })
+        let demotes = match demote_queue {
+            Some(n) if client.info().demote => Some(DemoteQueue::new(n)?),
+            _ => None,
+        };
+        Ok(Self { client, uri: uri.to_string(), trusted: false, demotes })
+    }
+
+    /// The replies to this device's DEMOTEs, if the export granted them.
+    pub fn demotes(&self) -> Option<Arc<DemoteReplies>> {
+        self.demotes.as_ref().map(|q| q.replies())
     }
 
     /// Trust that nobody but ember writes this export, so a warm start may keep its cached
@@ -109,6 +135,14 @@ impl Device for NbdDevice {
 
     fn describe(&self) -> String {
         self.uri.clone()
+    }
+
+    fn takes_demotes(&self) -> bool {
+        self.demotes.is_some()
+    }
+
+    fn demote(&self, offset: u64, data: &[u8]) -> bool {
+        self.demotes.as_ref().is_some_and(|q| q.send(&self.client, offset, data))
     }
 
     fn identity(&self) -> io::Result<Identity> {

@@ -9,6 +9,7 @@
 
 mod back;
 mod ctx;
+mod demote;
 mod discard;
 mod probe;
 mod read;
