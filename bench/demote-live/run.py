@@ -131,7 +131,7 @@ def main():
     with open(BACKING, "wb") as f:
         f.truncate(1 << 30)
     cap = capacity()
-    print(f"bench/demote-live: N_c = N_a = {cap} blocks (mem:{MEM} each), MULT {MULT}")
+    print(f"bench/demote-live: N_c = N_a = {cap} blocks (mem:{MEM} each), MULT {MULT}, LAT_MULT {LAT_MULT}")
     if "table" in PARTS:
         print(f"{'workload':10} {'scheme':11} {'client live/sim/paper':>24} {'array live/sim/paper':>24} stored dropped")
         for workload in ("ww-random", "ww-zipf"):
