@@ -376,11 +376,14 @@ pub fn parse_backing(s: &str) -> anyhow::Result<Backing> {
 fn open_backing(
     b: &Backing,
     trust_nbd: bool,
-    demote_queue: Option<usize>,
+    demote: &crate::demote_args::DemoteArgs,
 ) -> anyhow::Result<Arc<dyn Device>> {
     if b.spec.starts_with("nbd://") || b.spec.starts_with("nbd+unix://") {
-        let dev = NbdDevice::connect_demoting(&b.spec, demote_queue)
+        let mut dev = NbdDevice::connect_demoting(&b.spec, demote.queue())
             .with_context(|| format!("backing {}: connecting to {}", b.name, b.spec))?;
+        if let Some(window) = demote.reconnect()? {
+            dev = dev.reconnect_within(window);
+        }
         Ok(Arc::new(if trust_nbd { dev.trust_unchanged() } else { dev }))
     } else {
         let dev = FileDevice::open(Path::new(&b.spec), FileOptions::default())
@@ -573,7 +576,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut volumes = Vec::new();
     let mut specs = Vec::new();
     for b in &backings {
-        let backing = open_backing(b, args.trust_nbd_backing, args.demote.queue())?;
+        let backing = open_backing(b, args.trust_nbd_backing, &args.demote)?;
         if args.demote.demote {
             if backing.takes_demotes() {
                 println!("ember serve: backing {}: DEMOTE granted, client tier demotes", b.name);

@@ -27,6 +27,13 @@ pub struct DemoteArgs {
     /// --policy.
     #[arg(long, value_name = "SCHEME")]
     pub array_scheme: Option<String>,
+
+    /// An NBD backing whose connection breaks (the array tier restarts) is reconnected and
+    /// the request sent again, for at most this many seconds before it fails (0: never).
+    /// FLUSH is not sent again: it fails, as the writes it covered went to the server that
+    /// is gone.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    pub nbd_reconnect: f64,
 }
 
 impl DemoteArgs {
@@ -38,6 +45,15 @@ impl DemoteArgs {
             bail!("--array-scheme {s} replaces the replacement policy: drop --policy {policy}");
         }
         Ok(Some(scheme))
+    }
+
+    /// The `--nbd-reconnect` window, if any.
+    pub fn reconnect(&self) -> anyhow::Result<Option<std::time::Duration>> {
+        if !(self.nbd_reconnect >= 0.0 && self.nbd_reconnect < 1e6) {
+            bail!("--nbd-reconnect {}: a number of seconds, 0 or more", self.nbd_reconnect);
+        }
+        Ok((self.nbd_reconnect > 0.0)
+            .then(|| std::time::Duration::from_secs_f64(self.nbd_reconnect)))
     }
 
     /// The `--demote-queue` length, if `--demote` was given.
@@ -78,6 +94,11 @@ mod tests {
         assert!(c.d.scheme("lru").unwrap_err().to_string().contains("unknown scheme"));
         let c = Cli::try_parse_from(["serve", "--demote", "--demote-queue", "0"]).unwrap();
         assert_eq!(c.d.queue(), Some(1));
+        assert_eq!(c.d.reconnect().unwrap(), None);
+        let c = Cli::try_parse_from(["serve", "--nbd-reconnect", "2.5"]).unwrap();
+        assert_eq!(c.d.reconnect().unwrap(), Some(std::time::Duration::from_millis(2500)));
+        let c = Cli::try_parse_from(["serve", "--nbd-reconnect=-1"]).unwrap();
+        assert!(c.d.reconnect().is_err());
         let r = array_replacement(Scheme::Demote, 8);
         assert!(r.takes_demotes() && r.capacity() == 8 && r.name() == "demote");
         assert!(!array_replacement(Scheme::NoneLru, 8).takes_demotes());
