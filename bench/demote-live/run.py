@@ -14,7 +14,7 @@ NONE-LRU and DEMOTE alternately, ROUNDS rounds; the mean READ latency at the cli
 medians and spreads, and last `ratio: X` = NONE-LRU mean latency / DEMOTE mean latency
 (median of the per-round ratios).
 
-Env: MEM (cache size of each tier, default 69M: 16384 blocks, the paper's N_c = N_a),
+Env: MEM (cache size of each tier, default 70168K: 16384 blocks, the paper's N_c = N_a),
 MULT (timed requests = MULT x working set, default 10, the paper's), LAT_MULT (the same for
 part 2, default 2), DELAY (default 3ms), ROUNDS (default 3), PARTS ("table latency"), EMBER.
 """
@@ -22,7 +22,7 @@ import json, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EMBER = os.environ.get("EMBER", os.path.join(ROOT, "target/release/ember"))
-MEM = os.environ.get("MEM", "69M")
+MEM = os.environ.get("MEM", "70168K")
 MULT = os.environ.get("MULT", "10")
 LAT_MULT = os.environ.get("LAT_MULT", "2")
 DELAY = os.environ.get("DELAY", "3ms")
