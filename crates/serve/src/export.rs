@@ -22,12 +22,15 @@ pub fn to_export_error(e: EngineError) -> ExportError {
 
 /// One engine volume as an NBD export. Each connection gets its own (from
 /// [`EngineExports::get`]), with the connection's [`Session`] for the stale rule of DEMOTE.
-pub struct VolumeExport(pub Volume, Session);
+/// The third field says whether the volume takes DEMOTEs: only then are reads and writes
+/// tracked for the stale rule.
+pub struct VolumeExport(pub Volume, Session, bool);
 
 impl VolumeExport {
     /// The volume as an export, with a session under `guard`.
     pub fn new(volume: Volume, guard: Arc<StaleGuard>) -> Self {
-        Self(volume, Session::new(guard))
+        let tracked = volume.accepts_demote();
+        Self(volume, Session::new(guard), tracked)
     }
 
     /// The volume's blocks `offset..offset + len` touches.
@@ -45,6 +48,9 @@ impl VolumeExport {
         copy: bool,
         f: impl FnOnce() -> Result<(), EngineError>,
     ) -> Result<(), ExportError> {
+        if !self.2 {
+            return f().map_err(to_export_error);
+        }
         let blocks = self.blocks(offset, len);
         self.1.guard().write_started(blocks.clone());
         let r = f();
@@ -79,6 +85,9 @@ impl Export for VolumeExport {
     }
 
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError> {
+        if !self.2 {
+            return self.0.read(offset, buf).map_err(to_export_error);
+        }
         let seq = self.1.guard().now();
         self.0.read(offset, buf).map_err(to_export_error)?;
         self.1.copied(self.blocks(offset, buf.len() as u64), seq);
@@ -86,7 +95,7 @@ impl Export for VolumeExport {
     }
 
     fn accepts_demote(&self) -> bool {
-        self.0.accepts_demote()
+        self.2
     }
 
     fn demote(&self, offset: u64, data: &[u8]) -> Result<(), ExportError> {
