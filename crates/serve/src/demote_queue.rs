@@ -72,3 +72,74 @@ impl DemoteQueue {
         self.replies.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ember_nbd::{ClientBuilder, Export, ExportError, ExportFlags, ExportMap, Server};
+    use std::time::Duration;
+
+    /// An export that takes DEMOTEs slowly (each holds the connection's reader 300 ms).
+    struct SlowArray;
+
+    impl Export for SlowArray {
+        fn size(&self) -> u64 {
+            1 << 20
+        }
+        fn flags(&self) -> ExportFlags {
+            ExportFlags::default()
+        }
+        fn read(&self, _: u64, buf: &mut [u8]) -> Result<(), ExportError> {
+            buf.fill(0);
+            Ok(())
+        }
+        fn accepts_demote(&self) -> bool {
+            true
+        }
+        fn demote(&self, _: u64, _: &[u8]) -> Result<(), ExportError> {
+            std::thread::sleep(Duration::from_millis(300));
+            Ok(())
+        }
+        fn write(&self, _: u64, _: &[u8], _: bool) -> Result<(), ExportError> {
+            Ok(())
+        }
+        fn flush(&self) -> Result<(), ExportError> {
+            Ok(())
+        }
+        fn trim(&self, _: u64, _: u64, _: bool) -> Result<(), ExportError> {
+            Ok(())
+        }
+        fn write_zeroes(&self, _: u64, _: u64, _: bool, _: bool) -> Result<(), ExportError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_queue_drops_demotes_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("array.sock");
+        let set = ExportMap::new().with("disk", "slow array", Arc::new(SlowArray));
+        let server = Server::builder(Arc::new(set))
+            .listen_unix(&sock)
+            .unwrap()
+            .build()
+            .unwrap()
+            .spawn()
+            .unwrap();
+        let client = ClientBuilder::new().export("disk").demote(true).connect_unix(&sock).unwrap();
+        assert!(client.info().demote);
+        let q = DemoteQueue::new(2).unwrap();
+        let t0 = std::time::Instant::now();
+        let sent: Vec<bool> = (0..5).map(|i| q.send(&client, i * 4096, &[7u8; 4096])).collect();
+        assert!(t0.elapsed() < Duration::from_millis(250), "send waited {:?}", t0.elapsed());
+        assert_eq!(sent, [true, true, false, false, false]);
+        while q.replies().acknowledged.load(Ordering::Relaxed) < 2 {
+            assert!(t0.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(q.send(&client, 0, &[7u8; 4096]), "room again once the replies came");
+        assert_eq!(q.replies().failed.load(Ordering::Relaxed), 0);
+        drop(client);
+        server.shutdown().unwrap();
+    }
+}
