@@ -120,6 +120,10 @@ pub struct ServeArgs {
     /// Write-back tuning (max/min dirty, epochs, flush order).
     #[command(flatten)]
     pub writeback: WritebackArgs,
+
+    /// Wong & Wilkes' two tiers: --demote (client), --array-scheme (array).
+    #[command(flatten)]
+    pub demote: crate::demote_args::DemoteArgs,
 }
 
 /// Bonfire's warmup (docs/warmup.md, "In the real cache").
@@ -389,10 +393,17 @@ pub fn parse_backing(s: &str) -> anyhow::Result<Backing> {
     Ok(Backing { name: name.to_string(), spec: spec.to_string() })
 }
 
-fn open_backing(b: &Backing, trust_nbd: bool) -> anyhow::Result<Arc<dyn Device>> {
+fn open_backing(
+    b: &Backing,
+    trust_nbd: bool,
+    demote: &crate::demote_args::DemoteArgs,
+) -> anyhow::Result<Arc<dyn Device>> {
     if b.spec.starts_with("nbd://") || b.spec.starts_with("nbd+unix://") {
-        let dev = NbdDevice::connect(&b.spec)
+        let mut dev = NbdDevice::connect_demoting(&b.spec, demote.queue())
             .with_context(|| format!("backing {}: connecting to {}", b.name, b.spec))?;
+        if let Some(window) = demote.reconnect()? {
+            dev = dev.reconnect_within(window);
+        }
         Ok(Arc::new(if trust_nbd { dev.trust_unchanged() } else { dev }))
     } else {
         let dev = FileDevice::open(Path::new(&b.spec), FileOptions::default())
@@ -574,6 +585,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let kind = parse_policy(&args.policy)?;
+    let array_scheme = args.demote.scheme(&args.policy)?;
     let (admission, batch_epoch) =
         parse_admission(&args.admission, &args.sieve, args.epoch_count_memory)?;
     if batch_epoch.is_some() && write_mode.is_write_back() {
@@ -589,7 +601,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut volumes = Vec::new();
     let mut specs = Vec::new();
     for b in &backings {
-        let backing = open_backing(b, args.trust_nbd_backing)?;
+        let backing = open_backing(b, args.trust_nbd_backing, &args.demote)?;
+        if args.demote.demote {
+            if backing.takes_demotes() {
+                println!("ember serve: backing {}: DEMOTE granted, client tier demotes", b.name);
+            } else {
+                println!(
+                    "ember serve: backing {}: takes no DEMOTE (x-ember:demote refused or not NBD), \
+                     the client tier runs as NONE-LRU",
+                    b.name
+                );
+            }
+        }
         specs.push(VolumeSpec { name: b.name.clone(), size: backing.size() });
         volumes.push(VolumeConfig { name: b.name.clone(), backing });
     }
@@ -604,13 +627,22 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 cache,
                 volumes,
                 write_mode,
-                replacement: Box::new(move |cap| ember_policy::replacement::build(kind, cap)),
+                replacement: Box::new(move |cap| match array_scheme {
+                    Some(s) => crate::demote_args::array_replacement(s, cap),
+                    None => ember_policy::replacement::build(kind, cap),
+                }),
                 admission,
             },
             wb,
         )
         .with_context(|| format!("opening cache {}", args.cache.display()))?,
     );
+    if let Some(s) = array_scheme {
+        println!(
+            "ember serve: array tier, scheme {s} (Wong & Wilkes), DEMOTEs {}",
+            if s.demotes() { "taken" } else { "refused" }
+        );
+    }
     if let Some(epoch_ns) = batch_epoch {
         engine.start_batch_sieve(epoch_ns).context("starting the discrete sieve")?;
     }

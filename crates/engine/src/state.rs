@@ -83,6 +83,8 @@ pub(crate) struct CacheState {
     touched: HashSet<u64>,
     /// Per cache block: installed by the warmup preload and not hit or reallocated since.
     preloaded: Vec<bool>,
+    /// Per cache block: its block was stored by a DEMOTE (array tier), not placed by a READ.
+    demoted: Vec<bool>,
     /// Track `touched` (write-back persist only).
     pub persist_tracking: bool,
     /// Flusher control: flush every epoch up to this one, whatever min_dirty says.
@@ -117,6 +119,23 @@ pub(crate) struct Allocation {
     pub cache_block: Option<u32>,
     /// Keys evicted to make room.
     pub evicted: Option<u64>,
+    /// The cache block the evicted key held (its data stays there until the block is
+    /// written again): the client tier reads its DEMOTE's copy from it.
+    pub victim_block: Option<u32>,
+}
+
+/// What became of a DEMOTE of one block ([`CacheState::demote_install`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DemoteStep {
+    /// The replacement policy is not an array scheme that takes DEMOTEs.
+    NotTaken,
+    /// Aborted: the block is cached already (clean: the policy placed it as demoted).
+    Cached,
+    /// Aborted: no room (capacity 0, every reclaimable block pinned, a fence).
+    NoRoom,
+    /// Stored: the block is mapped clean in this cache block, pinned; the caller writes the
+    /// data, then unpins (or invalidates on failure).
+    Stored(u32),
 }
 
 impl CacheState {
@@ -147,6 +166,7 @@ impl CacheState {
             persisted: HashMap::new(),
             touched: HashSet::new(),
             preloaded: vec![false; n],
+            demoted: vec![false; n],
             persist_tracking: false,
             flush_target: 0,
             drain: false,
@@ -293,6 +313,7 @@ impl CacheState {
         let c = self.free.pop()?;
         self.pins[c as usize] = 1;
         self.preloaded[c as usize] = false;
+        self.demoted[c as usize] = false;
         Some(c)
     }
 
@@ -318,6 +339,7 @@ impl CacheState {
     /// lock.
     pub fn allocate(&mut self, acc: &Access) -> Allocation {
         let evicted = self.replacement.insert(acc);
+        let victim_block = evicted.and_then(|v| self.map.get(&v)).map(|s| s.cache_block);
         if let Some(v) = evicted {
             self.unmap(v);
         }
@@ -332,15 +354,67 @@ impl CacheState {
                 self.refs[c as usize] += 1;
                 self.pins[c as usize] = 1;
                 self.preloaded[c as usize] = false;
-                Allocation { cache_block: Some(c), evicted }
+                self.demoted[c as usize] = false;
+                Allocation { cache_block: Some(c), evicted, victim_block }
             }
             None => {
                 // Every free block is still pinned by readers of evicted keys, or holds dirty
                 // or persisted data.
                 self.replacement.remove(acc.key);
-                Allocation { cache_block: None, evicted }
+                Allocation { cache_block: None, evicted, victim_block }
             }
         }
+    }
+
+    /// A DEMOTE of `acc.key` (array tier): the replacement policy places it as its scheme
+    /// says; a stored block gets a cache block, mapped clean and pinned, like
+    /// [`CacheState::allocate`]'s.
+    pub fn demote_install(&mut self, acc: &Access) -> (DemoteStep, Option<u64>) {
+        if !self.replacement.takes_demotes() {
+            return (DemoteStep::NotTaken, None);
+        }
+        if let Some(slot) = self.map.get(&acc.key) {
+            if slot.dirty.is_none() {
+                // Held: the scheme moves it to the demoted position (an aborted DEMOTE).
+                self.replacement.demote(acc);
+            }
+            return (DemoteStep::Cached, None);
+        }
+        if self.fenced(acc.key) {
+            return (DemoteStep::NoRoom, None);
+        }
+        let Some((outcome, evicted)) = self.replacement.demote(acc) else {
+            return (DemoteStep::NotTaken, None);
+        };
+        if outcome == ember_policy::demote::DemoteOutcome::Aborted {
+            return (DemoteStep::NoRoom, None);
+        }
+        if let Some(v) = evicted {
+            self.unmap(v);
+        }
+        if self.free.is_empty() && evicted.is_none() {
+            self.evict_clean(8);
+        }
+        match self.free.pop() {
+            Some(c) => {
+                self.map.insert(acc.key, Slot { cache_block: c, last: acc.vtime, dirty: None });
+                self.clean_lru.insert(acc.vtime, acc.key);
+                self.refs[c as usize] += 1;
+                self.pins[c as usize] = 1;
+                self.preloaded[c as usize] = false;
+                self.demoted[c as usize] = true;
+                (DemoteStep::Stored(c), evicted)
+            }
+            None => {
+                self.replacement.remove(acc.key);
+                (DemoteStep::NoRoom, evicted)
+            }
+        }
+    }
+
+    /// True if cache block `c` holds a block a DEMOTE stored (array tier).
+    pub fn demoted_origin(&self, c: u32) -> bool {
+        self.demoted.get(c as usize).copied().unwrap_or(false)
     }
 
     /// Drop the newest version of `key` from the map (clean: also from the policy). A dirty

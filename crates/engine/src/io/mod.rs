@@ -10,6 +10,7 @@
 
 mod back;
 mod ctx;
+mod demote;
 mod discard;
 mod ordered;
 mod probe;
