@@ -148,7 +148,8 @@ impl ExportSet for EngineExports {
         } else {
             self.0.volume(name)?
         };
-        let guard = self.1.lock().entry(volume.name().to_string()).or_default().clone();
+        let guard =
+            self.1.lock().entry(volume.name().to_string()).or_insert_with(StaleGuard::new).clone();
         Some(Arc::new(VolumeExport::new(volume, guard)))
     }
 

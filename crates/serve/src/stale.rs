@@ -28,11 +28,17 @@ use std::sync::Arc;
 /// forgotten (their DEMOTEs are then refused, which is safe).
 const MAX_COPIES: usize = 1 << 22;
 
+/// At most this many written blocks a volume remembers the last write of; beyond it the
+/// older half is forgotten and the guard's floor rises past them (a copy older than the floor
+/// is then refused unless the block's last write is still remembered, which is safe).
+const MAX_WRITES: usize = 1 << 22;
+
 /// The writes a volume acknowledged, for the stale rule.
-#[derive(Default)]
 pub struct StaleGuard {
     seq: AtomicU64,
     state: Mutex<Writes>,
+    /// Most blocks remembered in [`Writes::last`].
+    max_writes: usize,
 }
 
 #[derive(Default)]
@@ -41,12 +47,29 @@ struct Writes {
     last: HashMap<u64, u64>,
     /// Block → writes in progress.
     running: HashMap<u64, u32>,
+    /// Every forgotten write had a sequence number at most this: a copy taken before it may
+    /// predate a write no longer in `last`.
+    floor: u64,
 }
 
 impl StaleGuard {
     /// A guard that has seen no write.
     pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
+        Self::with_max_writes(MAX_WRITES)
+    }
+
+    /// A guard that remembers the last writes of at most `max_writes` blocks.
+    pub fn with_max_writes(max_writes: usize) -> Arc<Self> {
+        Arc::new(Self {
+            seq: AtomicU64::new(0),
+            state: Mutex::new(Writes::default()),
+            max_writes: max_writes.max(2),
+        })
+    }
+
+    /// Blocks whose last write is remembered.
+    pub fn remembered_writes(&self) -> usize {
+        self.state.lock().last.len()
     }
 
     /// A write of `blocks` starts.
@@ -62,6 +85,14 @@ impl StaleGuard {
     pub fn write_done(&self, blocks: std::ops::Range<u64>) -> u64 {
         let mut st = self.state.lock();
         let s = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        if st.last.len() + (blocks.end - blocks.start) as usize > self.max_writes {
+            // Forget the older half; the floor says which copies can no longer be judged.
+            let mut seqs: Vec<u64> = st.last.values().copied().collect();
+            seqs.sort_unstable();
+            let cut = seqs[seqs.len() / 2];
+            st.last.retain(|_, &mut w| w > cut);
+            st.floor = st.floor.max(cut);
+        }
         for b in blocks {
             st.last.insert(b, s);
             if let Some(n) = st.running.get_mut(&b) {
@@ -82,7 +113,15 @@ impl StaleGuard {
     /// Whether a copy of `block` taken at sequence number `copy` is still the newest data.
     pub fn fresh(&self, block: u64, copy: u64) -> bool {
         let st = self.state.lock();
-        !st.running.contains_key(&block) && st.last.get(&block).is_none_or(|&w| w <= copy)
+        if st.running.contains_key(&block) {
+            return false;
+        }
+        match st.last.get(&block) {
+            Some(&w) => w <= copy,
+            // Never written, or its last write forgotten: fresh only if the copy is not older
+            // than every forgotten write.
+            None => copy >= st.floor,
+        }
     }
 }
 
@@ -135,6 +174,24 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_map_of_last_writes_is_bounded_and_forgetting_refuses_old_copies() {
+        let g = StaleGuard::with_max_writes(8);
+        let a = Session::new(g.clone());
+        a.copied(0..1, g.now());
+        for b in 0..100 {
+            g.write_done(b..b + 1);
+            assert!(g.remembered_writes() <= 8, "{} remembered", g.remembered_writes());
+        }
+        // Block 0's write is forgotten; A's copy predates it, so it must still be refused.
+        assert!(!a.demote_fresh(0), "a copy older than a forgotten write");
+        // A copy taken now is fresh for a block never written (or written long ago).
+        a.copied(1000..1001, g.now());
+        assert!(a.demote_fresh(1000));
+        a.copied(99..100, g.now());
+        assert!(a.demote_fresh(99), "a READ after the remembered last write");
+    }
 
     #[test]
     fn a_write_after_the_copy_makes_it_stale() {
