@@ -183,3 +183,75 @@ fn ww_random_live_tiers_match_the_simulator_for_every_scheme() {
 fn ww_zipf_live_tiers_match_the_simulator_for_every_scheme() {
     agree("ww-zipf");
 }
+
+/// A write-through client tier demotes the clean block a write miss evicts, as it does for a
+/// read miss ("every clean block its replacement policy evicts"). The client (`mem:32M`, 7108
+/// blocks) reads 7108 blocks; the array (`mem:16M`, 3044 blocks, DEMOTE-LRU) keeps the last
+/// 3044 of them. 1000 writes to new blocks evict the client's 1000 oldest (0..999), which
+/// only a DEMOTE can bring to the array; reading them again hits the array on the demoted
+/// copies (every read verified by `ember replay`). Before write misses demoted, the array
+/// served none of them (0 hits on demoted blocks, 1000 DEMOTEs sent instead of 2000).
+#[test]
+fn write_misses_demote_their_clean_victims() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("disk.img");
+    sparse_file(&backing, 64 << 20);
+    let spec = format!("disk={}", backing.display());
+    let array =
+        Serve::start(&["--cache", "mem:16M", "--backing", &spec, "--array-scheme", "demote-lru"]);
+    let up = format!("disk={}", array.uri("disk"));
+    let client = Serve::start(&["--cache", "mem:32M", "--backing", &up, "--demote"]);
+    assert_eq!(metric(&scrape(&client.metrics), "ember_cache_capacity_blocks"), 7108.0);
+    let mut reqs = Vec::new();
+    for b in 0..7108u64 {
+        reqs.push(("disk".to_string(), false, b * 4096, 4096));
+    }
+    for b in 10000..11000u64 {
+        reqs.push(("disk".to_string(), true, b * 4096, 4096));
+    }
+    let before = reqs.len();
+    for b in 0..1000u64 {
+        reqs.push(("disk".to_string(), false, b * 4096, 4096));
+    }
+    let trace = dir.path().join("rw.csv");
+    write_csv_trace(&trace, &reqs);
+    let server = format!("nbd://{}", client.nbd);
+    let r = replay_json(&[
+        trace.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--server",
+        &server,
+        "--queue-depth",
+        "1",
+        "--connections",
+        "1",
+    ]);
+    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
+    let c = scrape(&client.metrics);
+    let a = scrape(&array.metrics);
+    let (sent, dropped) = (
+        metric(&c, "ember_cache_demotes_sent_total"),
+        metric(&c, "ember_cache_demotes_dropped_total"),
+    );
+    let demoted_hits = metric(&a, "ember_cache_read_hits_demoted_total");
+    eprintln!(
+        "sent {sent} dropped {dropped}; array received {} stored {} stale {} cached {} no room {}, \
+         hits on demoted blocks {demoted_hits}",
+        metric(&a, "ember_cache_demotes_received_total"),
+        metric(&a, "ember_cache_demotes_stored_total"),
+        metric(&a, "ember_cache_demotes_refused_stale_total"),
+        metric(&a, "ember_cache_demotes_aborted_cached_total"),
+        metric(&a, "ember_cache_demotes_aborted_no_room_total"),
+    );
+    assert_eq!(dropped, 0.0);
+    assert_eq!(sent, 2000.0, "1000 victims of the writes, then 1000 of the re-reads");
+    assert_eq!(metric(&a, "ember_cache_demotes_stored_total"), 2000.0);
+    assert_eq!(
+        demoted_hits, 1000.0,
+        "the re-reads ({} requests in) hit the demoted copies",
+        before
+    );
+    client.stop();
+    array.stop();
+}

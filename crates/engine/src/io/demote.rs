@@ -1,8 +1,11 @@
 //! Wong & Wilkes' DEMOTE in the real cache (issue 12, docs/demote.md "Two real tiers"):
 //!
 //! - the **client tier** ([`Volume::send_demote`]): a clean block the replacement policy
-//!   evicts on a read miss is handed to backing as a DEMOTE, when backing takes them (an NBD
-//!   export that granted `x-ember:demote`). Dirty blocks are never evicted, so never demoted.
+//!   evicts to make room for a read miss or a write-through write miss is handed to backing
+//!   as a DEMOTE, when backing takes them (an NBD export that granted `x-ember:demote`).
+//!   Dirty blocks are never evicted, so never demoted. Under the write-back policies a clean
+//!   block the flusher's clean-LRU frees for a dirty write is not demoted (its block goes to
+//!   the free list, where another request may reuse it at once).
 //! - the **array tier** ([`Volume::demote`]): a DEMOTE received is placed by the replacement
 //!   policy, which is then one of the array schemes (`ember_policy::demote::ArrayReplacement`,
 //!   the simulator's `ArrayCache`); a stored block is written to the cache device as a clean
