@@ -184,3 +184,45 @@ fn two_client_tiers_over_one_array_follow_the_simulator() {
     assert!(demote.1 < none.1 && adapt.1 > demote.1, "simulator: {none:?} {demote:?} {adapt:?}");
     assert!(demote.0 < none.0 && adapt.0 > demote.0, "live: {none:?} {demote:?} {adapt:?}");
 }
+
+/// The generator's multi-client workload (`ember trace gen multi-client`, Wong & Wilkes
+/// section 5): two clients with Zipf streams over 8192 blocks each, half of them shared,
+/// 4000 requests a second each. Live client and array hit rates follow `ember demote` for
+/// NONE-LRU, DEMOTE and DEMOTE-ADAPT-EXP within the tolerances above (client 0.5 points,
+/// array 1.5), for the same reason.
+#[test]
+fn the_generators_partly_shared_workload_follows_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("mc.csv");
+    run(
+        Command::new(ember())
+            .args(["trace", "gen", "multi-client", "--clients", "2", "--blocks-per-client"])
+            .args(["8192", "--sharing", "partial", "--pattern", "zipf", "--timed-per-client"])
+            .args(["16384", "--rate", "4000", "--seed", "5", "-o", trace.to_str().unwrap()]),
+        Duration::from_secs(60),
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let traces: Vec<_> = (0..2)
+        .map(|k| {
+            let p = dir.path().join(format!("client{k}.csv"));
+            let tag = format!(",client{k},");
+            let mine: String =
+                text.lines().filter(|l| l.contains(&tag)).map(|l| format!("{l}\n")).collect();
+            assert_eq!(mine.lines().count(), 8192 + 16384, "client {k}'s requests");
+            std::fs::write(&p, mine).unwrap();
+            p
+        })
+        .collect();
+    for scheme in ["none-lru", "demote", "demote-adapt-exp"] {
+        let (hits, reads, a_hits) = live(dir.path(), &traces, scheme);
+        let (sim_c, sim_a) = simulated(dir.path(), &trace, scheme);
+        let (live_c, live_a) = (100.0 * hits / reads, 100.0 * a_hits / reads);
+        let line = format!(
+            "{scheme}: client live {live_c:.2} % sim {sim_c:.2} %, array live {live_a:.2} % sim {sim_a:.2} %"
+        );
+        eprintln!("{line}");
+        assert_eq!(reads, 2.0 * (8192.0 + 16384.0), "{line}");
+        assert!((live_c - sim_c).abs() <= 0.5, "client caches are private: {line}");
+        assert!((live_a - sim_a).abs() <= 1.5, "{line}");
+    }
+}
