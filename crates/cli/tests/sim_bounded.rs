@@ -11,6 +11,11 @@
 //!   dies under the same limit.
 //! - Reference: that whole-trace path, unlimited, on the same generated trace: the limited
 //!   runs' LRU and OPT misses must equal it exactly.
+//!
+//! `ember trace gen` writes oracleGeneral (whose records carry next-access times) in bounded
+//! memory too: 10 million requests under the same limit, byte for byte what the whole-trace
+//! writer (`ember trace convert`, which holds the trace) makes of the same trace unlimited,
+//! and dies making under the limit (the negative control).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -93,4 +98,61 @@ fn twenty_million_requests_stream_under_a_64_mib_address_space_with_exact_misses
     assert_eq!(opt, misses(&whole, "opt"));
     assert!(streamed > REQUESTS / 10 && streamed < REQUESTS, "{streamed}");
     assert!(opt < streamed, "OPT {opt} must miss less than LRU {streamed}");
+}
+
+/// Run `ember ARGS...` under `ulimit -v limit_kib` if given; returns (success, stderr).
+fn ember<S: AsRef<std::ffi::OsStr>>(args: &[S], limit_kib: Option<u64>) -> (bool, String) {
+    let cmd = format!(
+        "{}exec \"$0\" \"$@\"",
+        limit_kib.map_or(String::new(), |l| format!("ulimit -v {l} && "))
+    );
+    let out = Command::new("bash")
+        .args(["-c", &cmd, EMBER])
+        .args(args)
+        .stdout(Stdio::null())
+        .output()
+        .expect("run ember");
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn trace_gen_writes_ten_million_oracle_general_records_under_a_64_mib_address_space() {
+    const N: u64 = 10_000_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = |name: &str| dir.path().join(name);
+    let gen = |out: &Path| -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> =
+            ["trace", "gen", "zipf", "--alpha", "0.9", "--blocks", "300000", "--seed", "11"]
+                .iter()
+                .map(Into::into)
+                .collect();
+        a.extend(["--requests".into(), N.to_string().into(), "-o".into(), out.into()]);
+        a
+    };
+
+    let limited = p("limited.oracleGeneral.bin");
+    let (ok, err) = ember(&gen(&limited), Some(LIMIT_KIB));
+    assert!(ok, "trace gen to oracleGeneral failed under ulimit -v {LIMIT_KIB}: {err}");
+    let len = std::fs::metadata(&limited).expect("output").len();
+    assert_eq!(len, N * 24, "one 24-byte record per request");
+
+    // Reference: the same trace in ember's format (streamed), converted by the whole-trace
+    // oracleGeneral writer with no limit.
+    let ember_trace = p("same.ember");
+    let (ok, err) = ember(&gen(&ember_trace), Some(LIMIT_KIB));
+    assert!(ok, "{err}");
+    let whole = p("whole.oracleGeneral.bin");
+    let convert: Vec<&std::ffi::OsStr> =
+        vec!["trace".as_ref(), "convert".as_ref(), ember_trace.as_os_str(), whole.as_os_str()];
+    let (ok, err) = ember(&convert, None);
+    assert!(ok, "{err}");
+    let (a, b) = (std::fs::read(&limited).expect("read"), std::fs::read(&whole).expect("read"));
+    assert!(a == b, "streamed oracleGeneral differs from the whole-trace writer's");
+    // Next-access times are in the records: some access has a next one.
+    let nexts = a.chunks_exact(24).filter(|r| r[16..24] != (-1i64).to_le_bytes()).count();
+    assert!(nexts as u64 > N / 2 && (nexts as u64) < N, "{nexts}");
+
+    // Negative control: the whole-trace writer cannot run in this limit.
+    let (ok, _) = ember(&convert, Some(LIMIT_KIB));
+    assert!(!ok, "the whole-trace writer fit in {LIMIT_KIB} KiB, so the limit proves nothing");
 }

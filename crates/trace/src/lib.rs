@@ -34,4 +34,4 @@ pub use request::{
 };
 pub use trace::Trace;
 pub use volume::VolumeTable;
-pub use write::{write_trace, TraceWriter};
+pub use write::{check_oracle_general_block_size, write_oracle_general, write_trace, TraceWriter};
