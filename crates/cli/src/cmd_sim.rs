@@ -169,7 +169,10 @@ fn compute_streamed(
     let mut skipped = 0u64;
     let future = if oracle {
         let mut r = open()?;
-        let mut spool = Spool::new(keep_times).context("creating temporary files for OPT")?;
+        let tmp = std::env::temp_dir();
+        let mut spool = Spool::new(keep_times).with_context(|| {
+            format!("creating temporary files for OPT in {} (set TMPDIR)", tmp.display())
+        })?;
         let mut c = BlockChunk::default();
         while r.next_chunk(&mut c, CHUNK_ACCESSES).with_context(reading)? {
             spool.push(&c).context("writing the trace to temporary files for OPT")?;

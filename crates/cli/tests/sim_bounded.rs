@@ -156,3 +156,60 @@ fn trace_gen_writes_ten_million_oracle_general_records_under_a_64_mib_address_sp
     let (ok, _) = ember(&convert, Some(LIMIT_KIB));
     assert!(!ok, "the whole-trace writer fit in {LIMIT_KIB} KiB, so the limit proves nothing");
 }
+
+/// With OPT, the first pass (to temporary files) counts the working set, so sizes in % work on
+/// a FIFO too, with the results of the same trace read from a regular file; an unusable
+/// TMPDIR is a clear error.
+#[test]
+fn opt_takes_percent_sizes_from_a_fifo_and_names_a_bad_tmpdir() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("z.ember");
+    let fifo = dir.path().join("f.ember");
+    let gen_args = ["--alpha", "0.8", "--blocks", "20000", "--requests", "300000", "--seed", "3"];
+    let made = Command::new(EMBER)
+        .args(["trace", "gen", "zipf"])
+        .args(gen_args)
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .expect("gen");
+    assert!(made.status.success());
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    let run = |trace: &Path, tmp: Option<&Path>| {
+        let mut c = Command::new(EMBER);
+        c.arg("sim").arg(trace).args(["--policy", "opt,lru", "--size", "1%,10%", "-q"]);
+        c.args(["--json", "/dev/stdout"]);
+        if let Some(t) = tmp {
+            c.env("TMPDIR", t);
+        }
+        c.output().expect("sim")
+    };
+    let mut writer = Command::new(EMBER)
+        .args(["trace", "gen", "zipf"])
+        .args(gen_args)
+        .arg("-o")
+        .arg(&fifo)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("gen into the FIFO");
+    let from_fifo = run(&fifo, None);
+    let _ = writer.wait();
+    let from_file = run(&file, None);
+    assert!(from_fifo.status.success(), "{}", String::from_utf8_lossy(&from_fifo.stderr));
+    assert!(from_file.status.success());
+    let json = |o: &std::process::Output| {
+        let t = String::from_utf8_lossy(&o.stdout).into_owned();
+        let v: serde_json::Value = serde_json::from_str(&t[t.find('{').expect("JSON")..]).unwrap();
+        v["runs"].as_array().expect("runs").iter().map(|r| r["misses"].as_u64()).collect::<Vec<_>>()
+    };
+    let (a, b) = (json(&from_fifo), json(&from_file));
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 4);
+    assert!(a[0] < a[2] && a[1] < a[3], "OPT beats LRU at 1 % and 10 %: {a:?}");
+
+    let missing = dir.path().join("no-such-dir");
+    let bad = run(&file, Some(&missing));
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("temporary files for OPT") && err.contains("no-such-dir"), "{err}");
+}
