@@ -10,11 +10,11 @@ use ember_policy::admission::Aod;
 use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
 use ember_sim::{
-    count_pass, default_threads, policy_run, run_grid, run_streaming, simulate_with_progress,
-    AccessStream, AccessStreamBuilder, Capacity, ChunkRun, GridProgress, Interval, RunConfig,
-    SimResult, Split, CHUNK_ACCESSES,
+    count_pass, default_threads, policy_run, run_grid, run_streaming, run_streaming_with_next,
+    simulate_with_progress, AccessStream, AccessStreamBuilder, Capacity, ChunkRun, GridProgress,
+    Interval, RunConfig, SimResult, Split, StreamTotals, CHUNK_ACCESSES,
 };
-use ember_trace::{BlockChunk, BlockReader};
+use ember_trace::{BlockChunk, BlockReader, Spool};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -107,11 +107,16 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
         bail!("--block-size must be positive");
     }
     let oracle = policies.iter().any(|p| p.needs_oracle());
-    if oracle {
+    if oracle && std::env::var_os(WHOLE_TRACE_ENV).is_some_and(|v| v == "1") {
         return compute_whole(args, &policies, &sizes);
     }
-    compute_streamed(args, &policies, &sizes)
+    compute_streamed(args, &policies, &sizes, oracle)
 }
+
+/// Set to `1`, this environment variable makes a grid with OPT hold the whole trace in memory
+/// (the path before the streaming pass of next-access times): a reference for tests and for
+/// comparing the two paths.
+pub const WHOLE_TRACE_ENV: &str = "EMBER_SIM_WHOLE_TRACE";
 
 /// The progress bar: drawn on stderr when it is a terminal and not --quiet.
 fn progress_bar(quiet: bool, len: Option<u64>) -> ProgressBar {
@@ -139,10 +144,15 @@ fn progress_bar(quiet: bool, len: Option<u64>) -> ProgressBar {
 /// percentage of the working set, which the first pass counts), every cell of the grid
 /// simulating each chunk while the next is read. Memory: the policies' state, two chunks and
 /// the working-set counter, whatever the trace's length.
+///
+/// With `oracle` (OPT in the grid), the trace is read once into temporary files
+/// ([`ember_trace::Spool`]), a backward pass over them computes the next-access times (its
+/// map holds one entry per distinct block), and the grid streams from the files.
 fn compute_streamed(
     args: &SimArgs,
     policies: &[Kind],
     sizes: &[(String, Capacity)],
+    oracle: bool,
 ) -> anyhow::Result<Report> {
     let quiet = args.output.quiet;
     let started = Instant::now();
@@ -156,7 +166,25 @@ fn compute_streamed(
     };
     let reading = || format!("reading trace {}", trace_path.display());
     let needs_wss = sizes.iter().any(|(_, c)| matches!(c, Capacity::Percent(_)));
-    let counted = if needs_wss {
+    let mut skipped = 0u64;
+    let future = if oracle {
+        let mut r = open()?;
+        let tmp = std::env::temp_dir();
+        let mut spool = Spool::new(keep_times).with_context(|| {
+            format!("creating temporary files for OPT in {} (set TMPDIR)", tmp.display())
+        })?;
+        let mut c = BlockChunk::default();
+        while r.next_chunk(&mut c, CHUNK_ACCESSES).with_context(reading)? {
+            spool.push(&c).context("writing the trace to temporary files for OPT")?;
+        }
+        skipped = r.stats().skipped;
+        Some(spool.finish().context("computing next-access times for OPT")?)
+    } else {
+        None
+    };
+    let counted = if let Some(f) = &future {
+        Some(StreamTotals { requests: f.requests(), accesses: f.len(), wss: f.distinct() })
+    } else if needs_wss {
         if !BlockReader::rereadable(&trace_path) {
             bail!(
                 "{}: a size in % of the working set needs a first pass over the trace, and a pipe \
@@ -194,23 +222,32 @@ fn compute_streamed(
     bar.set_message(format!("{total_runs} runs"));
     let on_progress = |n: u64| bar.set_position(n);
     let sim_start = Instant::now();
-    let mut reader = open()?;
-    let (results, totals) = run_streaming(
-        &mut |c| reader.next_chunk(c, CHUNK_ACCESSES),
-        runs,
-        args.interval,
-        threads,
-        &on_progress,
-    )
-    .with_context(reading)?;
+    let (results, totals) = if let Some(f) = &future {
+        let mut reader = f.reader();
+        run_streaming_with_next(
+            &mut |c, next| reader.next_chunk(c, next, CHUNK_ACCESSES),
+            runs,
+            args.interval,
+            threads,
+            &on_progress,
+        )
+        .context("reading the temporary files of OPT's next-access times")?
+    } else {
+        let mut reader = open()?;
+        let out = run_streaming(
+            &mut |c| reader.next_chunk(c, CHUNK_ACCESSES),
+            runs,
+            args.interval,
+            threads,
+            &on_progress,
+        )
+        .with_context(reading)?;
+        skipped = reader.stats().skipped;
+        out
+    };
     bar.finish_and_clear();
-    let stats = reader.stats();
-    if stats.skipped > 0 && !quiet {
-        eprintln!(
-            "ember sim: skipped {} malformed records of {}",
-            stats.skipped,
-            trace_path.display()
-        );
+    if skipped > 0 && !quiet {
+        eprintln!("ember sim: skipped {skipped} malformed records of {}", trace_path.display());
     }
     if !quiet {
         let sim_time = sim_start.elapsed().as_secs_f64();
@@ -222,7 +259,8 @@ fn compute_streamed(
             trace_path.display(),
             sim_time,
             if counted.is_some() {
-                format!("after a {:.2} s working-set pass; ", (sim_start - started).as_secs_f64())
+                let pass = if oracle { "next-access" } else { "working-set" };
+                format!("after a {:.2} s {pass} pass; ", (sim_start - started).as_secs_f64())
             } else {
                 String::new()
             },
@@ -245,9 +283,9 @@ fn compute_streamed(
     })
 }
 
-/// An oracle policy (OPT) is in the grid: it needs every access's next-access time, the
-/// future, so the whole trace is held as an [`AccessStream`] (9 bytes per block access, 17
-/// with the next-access times) and the grid runs over it.
+/// With [`WHOLE_TRACE_ENV`] set and OPT in the grid: the whole trace is held as an
+/// [`AccessStream`] (9 bytes per block access, 17 with the next-access times) and the grid
+/// runs over it.
 fn compute_whole(
     args: &SimArgs,
     policies: &[Kind],

@@ -8,7 +8,9 @@
 //! streamed run's result equals [`crate::simulate`]'s on the whole stream.
 //!
 //! Oracle policies (Belady's OPT) need each access's next-access time, which is the future:
-//! they cannot stream and use [`crate::AccessStream`], which holds the whole trace.
+//! [`run_streaming_with_next`] takes it chunk by chunk beside the accesses, as
+//! [`ember_trace::NextAccessReader`] reads it from the temporary files of a streaming pass
+//! ([`ember_trace::Spool`]).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -133,8 +135,9 @@ impl Cutter {
 
 /// One cell of a streamed grid: a policy (and sieve) fed chunk after chunk.
 pub trait ChunkRun: Send {
-    /// Simulate the accesses of `pieces` of `chunk`, in order.
-    fn run(&mut self, chunk: &BlockChunk, pieces: &[Piece]);
+    /// Simulate the accesses of `pieces` of `chunk`, in order; `next` holds the chunk's
+    /// next-access vtimes, one per access, or is empty when none were computed.
+    fn run(&mut self, chunk: &BlockChunk, next: &[u64], pieces: &[Piece]);
     /// The result so far (the open interval included).
     fn result(&self) -> SimResult;
 }
@@ -165,7 +168,7 @@ where
 }
 
 impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
-    fn run(&mut self, chunk: &BlockChunk, pieces: &[Piece]) {
+    fn run(&mut self, chunk: &BlockChunk, next: &[u64], pieces: &[Piece]) {
         for p in pieces {
             if let Some(start) = p.opens {
                 if let (Some(t), Some(done)) = (self.timeline.as_mut(), self.open.take()) {
@@ -185,8 +188,8 @@ impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
                 Slices {
                     keys: &chunk.keys[r.clone()],
                     flags: &chunk.flags[r.clone()],
-                    times: chunk.times.get(r).unwrap_or(&[]),
-                    next: None,
+                    times: chunk.times.get(r.clone()).unwrap_or(&[]),
+                    next: next.get(r),
                     vtime: p.vtime,
                 },
             );
@@ -237,12 +240,37 @@ pub fn run_streaming<E: Send>(
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Vec<SimResult>, StreamTotals), E> {
+    run_streaming_with_next(
+        &mut |c: &mut BlockChunk, _: &mut Vec<u64>| next_chunk(c),
+        runs,
+        interval,
+        threads,
+        progress,
+    )
+}
+
+/// Fills a chunk and its next-access vtimes, returning false at the end (see
+/// [`run_streaming_with_next`]).
+pub type NextChunkWithFuture<'a, E> =
+    dyn FnMut(&mut BlockChunk, &mut Vec<u64>) -> Result<bool, E> + Send + 'a;
+
+/// [`run_streaming`] for grids with oracle policies: `next_chunk` also fills the chunk's
+/// next-access vtimes (positions in the whole stream, [`ember_policy::NEVER`] for a last
+/// access), which the runs pass to their policies; left empty, accesses carry no future.
+pub fn run_streaming_with_next<E: Send>(
+    next_chunk: &mut NextChunkWithFuture<'_, E>,
+    runs: Vec<Box<dyn ChunkRun>>,
+    interval: Option<Interval>,
+    threads: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(Vec<SimResult>, StreamTotals), E> {
     let runs: Vec<Mutex<Box<dyn ChunkRun>>> = runs.into_iter().map(Mutex::new).collect();
     let mut cutter = Cutter::new(interval);
     let mut wss = DistinctCounter::new();
     let mut cur = BlockChunk::default();
     let mut spare = BlockChunk::default();
-    let mut more = next_chunk(&mut cur)?;
+    let (mut cur_next, mut spare_next) = (Vec::new(), Vec::new());
+    let mut more = next_chunk(&mut cur, &mut cur_next)?;
     let workers = threads.max(1).min(runs.len());
     while more {
         let pieces = cutter.cut(&cur);
@@ -250,13 +278,13 @@ pub fn run_streaming<E: Send>(
             wss.add_all(&cur.keys);
             for r in &runs {
                 if let Ok(mut r) = r.lock() {
-                    r.run(&cur, &pieces);
+                    r.run(&cur, &cur_next, &pieces);
                 }
             }
-            more = next_chunk(&mut spare)?;
+            more = next_chunk(&mut spare, &mut spare_next)?;
         } else {
             let next = AtomicUsize::new(0);
-            let (chunk, pieces, runs) = (&cur, &pieces, &runs);
+            let (chunk, next_times, pieces, runs) = (&cur, &cur_next, &pieces, &runs);
             let read = std::thread::scope(|s| {
                 for _ in 0..workers {
                     let next = &next;
@@ -265,17 +293,18 @@ pub fn run_streaming<E: Send>(
                         let Some(r) = runs.get(i) else { break };
                         // A poisoned lock means a run panicked; the scope re-raises it.
                         if let Ok(mut r) = r.lock() {
-                            r.run(chunk, pieces);
+                            r.run(chunk, next_times, pieces);
                         }
                     });
                 }
                 wss.add_all(&chunk.keys);
-                next_chunk(&mut spare)
+                next_chunk(&mut spare, &mut spare_next)
             });
             more = read?;
         }
         progress(cutter.accesses());
         std::mem::swap(&mut cur, &mut spare);
+        std::mem::swap(&mut cur_next, &mut spare_next);
     }
     let results = runs.iter().filter_map(|r| r.lock().ok().map(|r| r.result())).collect();
     let totals =
@@ -397,6 +426,67 @@ mod tests {
                 if interval.is_some() {
                     assert!(got[0].timeline.as_ref().is_some_and(|t| t.len() > 3));
                 }
+            }
+        }
+    }
+
+    /// OPT (and every other policy beside it) through the temporary-file pass of next-access
+    /// times gives exactly the results of the whole-trace path (next-access times computed
+    /// over the held [`crate::AccessStream`]), on several trace lengths, chunk sizes and
+    /// timelines.
+    #[test]
+    fn opt_through_the_spooled_future_equals_the_whole_trace_path() {
+        for (n, chunk, interval) in [
+            (1usize, 1usize, None),
+            (3_000, 100, Some(Interval::Requests(500))),
+            (40_000, 4_099, None),
+            (120_000, 1 << 18, Some(Interval::Time(60_000_000_000))),
+        ] {
+            let reqs = requests(n as u64);
+            let mut b = AccessStreamBuilder::new(4096, Split::Blocks).expect("builder");
+            for r in &reqs {
+                b.push(r);
+            }
+            let stream = b.finish(true);
+            let cfg = RunConfig { interval };
+            let cells: Vec<(Kind, usize)> = [Kind::Opt, Kind::Lru, Kind::S3Fifo]
+                .iter()
+                .flat_map(|&k| [1usize, 64, 1500].map(move |cap| (k, cap)))
+                .collect();
+            let want: Vec<SimResult> = cells
+                .iter()
+                .map(|&(k, cap)| {
+                    with_replacement!(k, cap, |p| simulate(&mut p, &mut Aod, &stream, &cfg))
+                })
+                .collect();
+            let mut spool = ember_trace::Spool::new(true).expect("spool");
+            let mut read = chunker(&reqs, chunk);
+            let mut c = BlockChunk::default();
+            while read(&mut c).expect("chunk") {
+                spool.push(&c).expect("push");
+            }
+            let future = spool.finish().expect("backward pass");
+            assert_eq!(future.distinct(), stream.wss());
+            let mut reader = future.reader();
+            let runs: Vec<Box<dyn ChunkRun>> = cells
+                .iter()
+                .map(|&(k, cap)| {
+                    with_replacement!(k, cap, |p| policy_run(p, Aod, interval.is_some()))
+                })
+                .collect();
+            let (got, totals) = run_streaming_with_next(
+                &mut |c, next| reader.next_chunk(c, next, chunk),
+                runs,
+                interval,
+                2,
+                &|_| {},
+            )
+            .expect("run");
+            assert_eq!(got, want, "{n} requests in chunks of {chunk}, {interval:?}");
+            assert_eq!(totals.accesses, stream.len() as u64);
+            if n > 1000 {
+                // OPT beats LRU at every size but the trivial one: the future was used.
+                assert!(got[1].totals.misses() < got[4].totals.misses(), "{n}");
             }
         }
     }

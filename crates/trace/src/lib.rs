@@ -11,6 +11,7 @@ pub mod formats;
 #[doc(hidden)]
 pub mod fuzz_entry;
 pub mod gen;
+pub mod next_access;
 pub mod open;
 pub mod request;
 pub mod trace;
@@ -23,6 +24,7 @@ pub use formats::blkparse::BlkAction;
 pub use formats::csv::{CsvColumns, OffsetUnit, TimeUnit};
 pub use formats::oracle_general::OracleGeneralRecord;
 pub use formats::Format;
+pub use next_access::{NextAccess, NextAccessReader, Spool, NO_NEXT};
 pub use open::{
     detect_format, for_each_oracle_general, open, read_oracle_general_keys,
     read_oracle_general_records, read_trace, ReadOptions, ReadStats, TraceReader,
@@ -32,4 +34,4 @@ pub use request::{
 };
 pub use trace::Trace;
 pub use volume::VolumeTable;
-pub use write::{write_trace, TraceWriter};
+pub use write::{check_oracle_general_block_size, write_oracle_general, write_trace, TraceWriter};

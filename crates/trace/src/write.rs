@@ -80,7 +80,8 @@ impl Write for Sink {
 /// Writes requests one at a time in a streamable format (MSR-Cambridge, SPC, CSV, ember).
 ///
 /// The volume names must be known when the writer is created (they go in ember's header).
-/// oracleGeneral needs the whole trace (next-access times look ahead): use [`write_trace`].
+/// oracleGeneral needs next-access times (they look ahead): use [`write_trace`] or, in bounded
+/// memory, [`write_oracle_general`].
 pub struct TraceWriter {
     path: PathBuf,
     format: Format,
@@ -204,11 +205,7 @@ pub fn write_trace(
 ) -> Result<(), TraceError> {
     let io = |e| TraceError::Io { path: path.to_owned(), source: e };
     if format == Format::OracleGeneral {
-        if block_size == 0 || block_size > u32::MAX as u64 {
-            return Err(TraceError::Invalid(format!(
-                "block size {block_size} does not fit obj_size (u32)"
-            )));
-        }
+        check_oracle_general_block_size(block_size)?;
         let mut sink = Sink::create(path).map_err(io)?;
         oracle_general::write_trace(&mut sink, trace, block_size).map_err(|e| {
             if e.kind() == std::io::ErrorKind::InvalidInput {
@@ -226,4 +223,136 @@ pub fn write_trace(
         w.write(r)?;
     }
     w.finish()
+}
+
+/// Check that `block_size` fits oracleGeneral's 32-bit `obj_size` (and is not zero).
+pub fn check_oracle_general_block_size(block_size: u64) -> Result<(), TraceError> {
+    if block_size == 0 || block_size > u32::MAX as u64 {
+        return Err(TraceError::Invalid(format!(
+            "block size {block_size} does not fit obj_size (u32)"
+        )));
+    }
+    Ok(())
+}
+
+/// Write the block accesses of a spooled trace ([`crate::Spool`], its times kept) to `path`
+/// as oracleGeneral records, compressed if the path ends `.gz` or `.zst`: the same bytes as
+/// [`write_trace`] on the whole trace, in bounded memory (one chunk at a time; the
+/// next-access times come from the spool's backward pass). Returns the records written.
+pub fn write_oracle_general(
+    path: &Path,
+    future: &crate::NextAccess,
+    block_size: u64,
+) -> Result<u64, TraceError> {
+    let io = |e| TraceError::Io { path: path.to_owned(), source: e };
+    check_oracle_general_block_size(block_size)?;
+    let mut sink = Sink::create(path).map_err(io)?;
+    let mut reader = future.reader();
+    let mut chunk = crate::BlockChunk::default();
+    let mut next = Vec::new();
+    let mut written = 0u64;
+    while reader.next_chunk(&mut chunk, &mut next, crate::next_access::PASS_ACCESSES).map_err(io)? {
+        for (i, (&obj_id, &nx)) in chunk.keys.iter().zip(&next).enumerate() {
+            let ns = chunk.times.get(i).copied().unwrap_or(0);
+            let secs = u32::try_from(ns / 1_000_000_000).map_err(|_| {
+                TraceError::Invalid(format!(
+                    "{}: time {} s does not fit oracleGeneral's 32-bit clock_time",
+                    path.display(),
+                    ns / 1_000_000_000
+                ))
+            })?;
+            let rec = oracle_general::OracleGeneralRecord {
+                clock_time: secs,
+                obj_id,
+                obj_size: block_size as u32,
+                next_access_vtime: match nx {
+                    crate::NO_NEXT => oracle_general::NO_NEXT_ACCESS,
+                    j => j as i64 + 1,
+                },
+            };
+            sink.write_all(&rec.encode()).map_err(io)?;
+        }
+        written += chunk.len() as u64;
+    }
+    sink.finish().map_err(io)?;
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BlockChunk, Op, Request, Spool, FLAG_FIRST};
+
+    fn spooled(t: &Trace, block_size: u64, chunk: usize) -> crate::NextAccess {
+        let mut s = Spool::new(true).expect("spool");
+        let mut c = BlockChunk::default();
+        for r in &t.requests {
+            for (j, k) in r.block_keys(block_size).enumerate() {
+                c.keys.push(k);
+                c.flags.push(if j == 0 { FLAG_FIRST } else { 0 });
+                c.times.push(r.time_ns);
+            }
+            if c.len() >= chunk {
+                s.push(&c).expect("push");
+                c.clear();
+            }
+        }
+        s.push(&c).expect("push");
+        s.finish().expect("finish")
+    }
+
+    /// The streamed oracleGeneral writer produces the whole-trace writer's bytes, with
+    /// multi-block requests, several volumes and chunks smaller than a request.
+    #[test]
+    fn streamed_oracle_general_equals_the_whole_trace_writer() {
+        let mut volumes = VolumeTable::new();
+        volumes.intern("a");
+        volumes.intern("b");
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let requests: Vec<Request> = (0..20_000u64)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                Request {
+                    time_ns: i * 250_000_000,
+                    volume: (x % 2) as u32,
+                    op: if x.is_multiple_of(3) { Op::Write } else { Op::Read },
+                    offset: (x >> 8) % 3_000 * 512,
+                    length: [0u32, 512, 4096, 9000][((x >> 40) % 4) as usize],
+                }
+            })
+            .collect();
+        let t = Trace::new(requests, volumes);
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in ["a.oracleGeneral.bin", "b.oracleGeneral.bin.zst"] {
+            let whole = dir.path().join(format!("whole-{name}"));
+            let streamed = dir.path().join(format!("streamed-{name}"));
+            write_trace(&whole, Format::OracleGeneral, &t, 4096).expect("whole");
+            let n = write_oracle_general(&streamed, &spooled(&t, 4096, 3), 4096).expect("stream");
+            let (a, b) = (std::fs::read(&whole).unwrap(), std::fs::read(&streamed).unwrap());
+            assert_eq!(a, b, "{name}");
+            assert!(n > 20_000, "{n} records");
+        }
+        let plain = std::fs::read(dir.path().join("whole-a.oracleGeneral.bin")).unwrap();
+        assert_eq!(plain.len() as u64 % 24, 0);
+    }
+
+    #[test]
+    fn streamed_oracle_general_refuses_bad_sizes_and_times() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("x.oracleGeneral.bin");
+        let late = Request {
+            time_ns: (u32::MAX as u64 + 1) * 1_000_000_000,
+            volume: 0,
+            op: Op::Read,
+            offset: 0,
+            length: 1,
+        };
+        let t = Trace::new(vec![late], VolumeTable::new());
+        let e = write_oracle_general(&p, &spooled(&t, 4096, 8), 4096).expect_err("late");
+        assert!(e.to_string().contains("32-bit clock_time"), "{e}");
+        let e = write_oracle_general(&p, &spooled(&t, 4096, 8), 0).expect_err("zero");
+        assert!(e.to_string().contains("does not fit obj_size"), "{e}");
+    }
 }
