@@ -95,11 +95,23 @@ def draw(results, personalities, policies, out):
         plt.close(fig)
 
     if any(r["fig"] == "discard" for r in results):
-        pols = [p for p in policies if p != "no-cache"]
-        fig, ax = plt.subplots(figsize=(8, 4), dpi=80)
-        _bars(ax, pols, [("ext4 default", ""), ("ext4 -o discard", ",discard=True")], results,
-              lambda p, s: "ms_nfs-small|%s%s" % (p, s),
-              "ms_nfs-small on ember with and without TRIM")
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4), dpi=80)
+        pols = ("write-back-flush", "write-back-persist")
+        _bars(axes[0], pols, [("ext4 default", "False"), ("ext4 -o discard", "True")], results,
+              lambda p, s: "ms_nfs-small|%s,discard=%s,long=True" % (p, s),
+              "ms_nfs-small: IOPS after stabilization, with and without TRIM")
+        for pol in pols:
+            for d in (False, True):
+                k = "ms_nfs-small|%s,discard=%s,long=True" % (pol, d)
+                rr = [r for r in results if r["key"] == k and r["round"] == 1]
+                if rr:
+                    axes[1].plot(range(1, len(rr[0]["series"]) + 1), rr[0]["series"],
+                                 label="%s%s" % (pol, ", discard" if d else ""),
+                                 linestyle="-" if d else "--")
+        axes[1].set_xlabel("seconds (round 1)")
+        axes[1].set_ylabel("IOPS")
+        axes[1].set_title("ms_nfs-small over time", fontsize=10)
+        axes[1].legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(os.path.join(out, "thesis_discard.png"))
         plt.close(fig)
