@@ -6,7 +6,7 @@ file on a disk file system) -> nbdfuse -> `losetup --direct-io=on` -> ext4 mount
 (direct I/O, bench/thesis/*.fio). "no-cache" leaves ember out (nbdfuse on the disk itself).
 
 Configuration comes from the environment (see bench/thesis-ch6). Writes OUT/ch6.json,
-OUT/ch6.csv and the PNGs; prints the tables and `ratio: X` last.
+OUT/ch6.csv, OUT/ch6.md (the tables in Markdown) and the PNGs; prints the tables and `ratio: X` last.
 """
 
 import json
@@ -27,7 +27,7 @@ QUICK = os.environ.get("QUICK", "") not in ("", "0")
 ROUNDS = int(os.environ.get("ROUNDS", "1" if QUICK else "2"))
 SECS = int(os.environ.get("SECS", "3" if QUICK else "5"))
 WARM = int(os.environ.get("WARM", "1" if QUICK else "2"))
-LONG_SECS = int(os.environ.get("LONG_SECS", "15"))  # the discard comparison's runs
+LONG_SECS = int(os.environ.get("LONG_SECS", "12"))  # the discard comparison's runs
 LONG_WARM = int(os.environ.get("LONG_WARM", "3"))
 CACHE_MB = int(os.environ.get("CACHE_MB", "16"))
 OUT = os.environ.get("OUT", os.path.join(ROOT, "target", "thesis-ch6"))
@@ -417,7 +417,8 @@ def report(results, personalities, policies, have_ordered, elapsed):
                 return SHORT[pol] + ("" if not extra else "[" + extra + "]")
             print("  %-17s %-36s %.2f (%.2f..%.2f)   thesis: %s" % (
                 pers, label(a) + " / " + label(b), *r, thesis))
-            findings.append(dict(pers=pers, a=a, b=b, ratio=r, thesis=thesis))
+            findings.append(dict(pers=pers, a=a, b=b, ratio=r, thesis=thesis,
+                                 label=label(a) + " / " + label(b)))
         return r
     for pers in personalities:
         ratio(pers, "write-through", "no-cache", {
@@ -487,6 +488,17 @@ def report(results, personalities, policies, have_ordered, elapsed):
                 ";".join("%s=%s" % kv for kv in sorted(r["opts"].items())), r["iops"],
                 "" if r["read_hit_rate"] is None else "%.3f" % r["read_hit_rate"],
                 " ".join(str(x) for x in r["series"])))
+    with open(os.path.join(OUT, "ch6.md"), "w") as f:
+        f.write("| personality | " + " | ".join(policies) + " |\n")
+        f.write("|---" * (len(policies) + 1) + "|\n")
+        for pers in personalities:
+            f.write("| %s | %s |\n" % (pers, " | ".join(
+                fmt(med(results, "%s|%s" % (pers, pol))) for pol in policies)))
+        f.write("\n| personality | ratio | ember: median (min..max) | thesis |\n"
+                "|---|---|---|---|\n")
+        for x in findings:
+            f.write("| %s | %s | %.2f (%.2f..%.2f) | %s |\n" % (
+                x["pers"], x["label"], *x["ratio"], x["thesis"]))
     try:
         import plots
         plots.draw(results, personalities, policies, OUT)
