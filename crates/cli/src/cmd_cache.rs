@@ -33,8 +33,8 @@ pub struct FormatArgs {
     /// Space reserved for the write-back journal.
     #[arg(long, default_value = "4M", value_parser = parse_size)]
     pub journal: u64,
-    /// Space reserved for a warmup log inside the cache layout. Nothing reads or writes it
-    /// yet: `ember serve --warmup-log PATH` keeps Bonfire's log in a separate file.
+    /// Space reserved for a warmup log inside the cache layout (0: none), for `ember serve
+    /// --warmup-log cache:` (a 4 KiB header, then 32 bytes a logged request).
     #[arg(long, default_value = "0", value_parser = parse_size)]
     pub warmup_log: u64,
     /// Reformat a device that already holds an ember cache.

@@ -29,8 +29,8 @@ use crate::tuning_args::{SieveParams, WritebackArgs};
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// The cache device: a file or a block device, or `mem:SIZE` for a cache in memory
-    /// (formatted at every start, empty after every restart; write-through, write-around and
-    /// write-back-flush only).
+    /// (formatted at every start, empty after every restart; write-through, write-around,
+    /// write-back-flush and ordered-write-back only).
     #[arg(long, value_name = "CACHEFILE|mem:SIZE")]
     pub cache: PathBuf,
 
@@ -59,7 +59,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "aod")]
     pub admission: String,
 
-    /// Write policy: write-through, write-around, write-back-flush, write-back-persist, or
+    /// Write policy: write-through, write-around, write-back-flush, write-back-persist,
+    /// ordered-write-back (Koller et al.: dirty blocks reach backing in FLUSH-epoch order,
+    /// so backing is always a consistent older state; FLUSH and FUA are not durable), or
     /// unsafe-write-back (ignores FLUSH: loses acknowledged data on a crash; for comparison
     /// only, as in the thesis).
     #[arg(long, default_value = "write-through")]
@@ -118,12 +120,18 @@ pub struct ServeArgs {
     /// Write-back tuning (max/min dirty, epochs, flush order).
     #[command(flatten)]
     pub writeback: WritebackArgs,
+
+    /// Wong & Wilkes' two tiers: --demote (client), --array-scheme (array).
+    #[command(flatten)]
+    pub demote: crate::demote_args::DemoteArgs,
 }
 
 /// Bonfire's warmup (docs/warmup.md, "In the real cache").
 #[derive(Args, Debug)]
 pub struct WarmupArgs {
-    /// Record every served request in this warmup log (a file; created if missing), and
+    /// Record every served request in this warmup log (a file, created if missing, or a
+    /// block device: blank or holding a warmup log, never anything else; or `cache:`, the
+    /// region `ember cache format --warmup-log SIZE` reserved on the cache device), and
     /// preload from it whenever the cache starts without a valid map.
     #[arg(long, value_name = "PATH")]
     pub warmup_log: Option<PathBuf>,
@@ -171,6 +179,9 @@ pub struct WarmupArgs {
     pub warmup_snapshot_size: u64,
 }
 
+/// `--warmup-log cache:`: the log in the cache device's own layout.
+pub const IN_CACHE: &str = "cache:";
+
 /// A duration: a number with ms or s (`10ms`, `2s`).
 fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
     let (num, scale) = match s.strip_suffix("ms") {
@@ -185,10 +196,14 @@ fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
 }
 
 impl WarmupArgs {
-    /// The engine's warmup options, or `None` without `--warmup-log`.
-    pub fn options(&self) -> anyhow::Result<Option<WarmupOptions>> {
+    /// The engine's warmup options, or `None` without `--warmup-log`; `cache` is the cache
+    /// device (`--warmup-log cache:` puts the log in its layout's region).
+    pub fn options(&self, cache: &Path) -> anyhow::Result<Option<WarmupOptions>> {
         let Some(log) = &self.warmup_log else { return Ok(None) };
-        let mut o = WarmupOptions::new(log.clone());
+        let in_cache = log.as_os_str() == IN_CACHE;
+        let log = if in_cache { cache } else { log.as_path() };
+        let mut o = WarmupOptions::new(log.to_path_buf());
+        o.in_cache = in_cache;
         o.selector = match self.warmup.as_str() {
             "none" | "off" => None,
             // Decided at start (serve_auto), once the cache's size is known.
@@ -210,6 +225,15 @@ impl WarmupArgs {
         o.staging_bytes = self.warmup_staging;
         o.log_interval = self.warmup_log_interval;
         if self.warmup_snapshot {
+            use std::os::unix::fs::FileTypeExt;
+            if std::fs::metadata(log).is_ok_and(|m| m.file_type().is_block_device()) {
+                bail!(
+                    "--warmup-snapshot with a warmup log on a block device ({}): the snapshot \
+                     lives in a file beside the log (LOG.snapshot), which a device has not; \
+                     keep the log in a file to use the snapshot",
+                    log.display()
+                );
+            }
             if self.warmup_snapshot_staging < 4096 {
                 bail!("--warmup-snapshot-staging {}: at least 4K", self.warmup_snapshot_staging);
             }
@@ -369,10 +393,17 @@ pub fn parse_backing(s: &str) -> anyhow::Result<Backing> {
     Ok(Backing { name: name.to_string(), spec: spec.to_string() })
 }
 
-fn open_backing(b: &Backing, trust_nbd: bool) -> anyhow::Result<Arc<dyn Device>> {
+fn open_backing(
+    b: &Backing,
+    trust_nbd: bool,
+    demote: &crate::demote_args::DemoteArgs,
+) -> anyhow::Result<Arc<dyn Device>> {
     if b.spec.starts_with("nbd://") || b.spec.starts_with("nbd+unix://") {
-        let dev = NbdDevice::connect(&b.spec)
+        let mut dev = NbdDevice::connect_demoting(&b.spec, demote.queue())
             .with_context(|| format!("backing {}: connecting to {}", b.name, b.spec))?;
+        if let Some(window) = demote.reconnect()? {
+            dev = dev.reconnect_within(window);
+        }
         Ok(Arc::new(if trust_nbd { dev.trust_unchanged() } else { dev }))
     } else {
         let dev = FileDevice::open(Path::new(&b.spec), FileOptions::default())
@@ -436,7 +467,12 @@ pub fn memory_cache_size(cache: &Path) -> anyhow::Result<Option<u64>> {
 /// stop, so only the policies whose acknowledged writes reach backing at a FLUSH are safe.
 pub fn refuse_on_memory(mode: WriteMode) -> Option<&'static str> {
     match mode {
-        WriteMode::WriteThrough | WriteMode::WriteAround | WriteMode::WriteBackFlush => None,
+        // Ordered write-back promises only a consistent backing after a loss of the cache,
+        // which a memory cache is at every crash.
+        WriteMode::WriteThrough
+        | WriteMode::WriteAround
+        | WriteMode::WriteBackFlush
+        | WriteMode::OrderedWriteBack => None,
         WriteMode::WriteBackPersist => Some(
             "write-back-persist keeps acknowledged writes only on the cache device across a \
              FLUSH, and a memory cache loses them at every stop or crash; use write-back-flush \
@@ -541,7 +577,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let backings: Vec<Backing> =
         args.backing.iter().map(|b| parse_backing(b)).collect::<anyhow::Result<_>>()?;
     let write_mode = parse_write_mode(&args.write_policy)?;
-    let warmup = args.warmup.options()?;
+    let warmup = args.warmup.options(&args.cache)?;
     let memory = memory_cache_size(&args.cache)?.is_some();
     if memory {
         if let Some(why) = refuse_on_memory(write_mode) {
@@ -549,6 +585,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let kind = parse_policy(&args.policy)?;
+    let array_scheme = args.demote.scheme(&args.policy)?;
     let (admission, batch_epoch) =
         parse_admission(&args.admission, &args.sieve, args.epoch_count_memory)?;
     if batch_epoch.is_some() && write_mode.is_write_back() {
@@ -564,7 +601,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut volumes = Vec::new();
     let mut specs = Vec::new();
     for b in &backings {
-        let backing = open_backing(b, args.trust_nbd_backing)?;
+        let backing = open_backing(b, args.trust_nbd_backing, &args.demote)?;
+        if args.demote.demote {
+            if backing.takes_demotes() {
+                println!("ember serve: backing {}: DEMOTE granted, client tier demotes", b.name);
+            } else {
+                println!(
+                    "ember serve: backing {}: takes no DEMOTE (x-ember:demote refused or not NBD), \
+                     the client tier runs as NONE-LRU",
+                    b.name
+                );
+            }
+        }
         specs.push(VolumeSpec { name: b.name.clone(), size: backing.size() });
         volumes.push(VolumeConfig { name: b.name.clone(), backing });
     }
@@ -579,13 +627,22 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 cache,
                 volumes,
                 write_mode,
-                replacement: Box::new(move |cap| ember_policy::replacement::build(kind, cap)),
+                replacement: Box::new(move |cap| match array_scheme {
+                    Some(s) => crate::demote_args::array_replacement(s, cap),
+                    None => ember_policy::replacement::build(kind, cap),
+                }),
                 admission,
             },
             wb,
         )
         .with_context(|| format!("opening cache {}", args.cache.display()))?,
     );
+    if let Some(s) = array_scheme {
+        println!(
+            "ember serve: array tier, scheme {s} (Wong & Wilkes), DEMOTEs {}",
+            if s.demotes() { "taken" } else { "refused" }
+        );
+    }
     if let Some(epoch_ns) = batch_epoch {
         engine.start_batch_sieve(epoch_ns).context("starting the discrete sieve")?;
     }
@@ -623,7 +680,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             println!("ember serve: warmup auto: Last-K, because there is no warmup log yet");
         }
         let start = engine.start_warmup(&w).context("starting warmup")?;
-        println!("ember serve: warmup log {}: {}", w.log.display(), start.line);
+        let place = if w.in_cache {
+            format!("{IN_CACHE} (the region of {})", w.log.display())
+        } else {
+            w.log.display().to_string()
+        };
+        println!("ember serve: warmup log {place}: {}", start.line);
         if start.planned_blocks > 0 {
             spawn_preload_progress(engine.clone())?;
         }
@@ -805,7 +867,12 @@ mod tests {
         assert_eq!(size("cache.img"), Ok(None));
         assert!(size("mem:lots").unwrap_err().contains("not a size"));
         assert!(size("mem:1M").unwrap_err().contains("at least 16M"));
-        for mode in [WriteMode::WriteThrough, WriteMode::WriteAround, WriteMode::WriteBackFlush] {
+        for mode in [
+            WriteMode::WriteThrough,
+            WriteMode::WriteAround,
+            WriteMode::WriteBackFlush,
+            WriteMode::OrderedWriteBack,
+        ] {
             assert_eq!(refuse_on_memory(mode), None, "{mode:?} is safe on memory");
         }
         assert!(refuse_on_memory(WriteMode::WriteBackPersist).unwrap().contains("loses them"));
@@ -828,7 +895,7 @@ mod tests {
         let parse = |args: &[&str]| {
             Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
                 .map_err(|e| e.to_string())
-                .and_then(|c| c.w.options().map_err(|e| format!("{e:#}")))
+                .and_then(|c| c.w.options(Path::new("c.img")).map_err(|e| format!("{e:#}")))
         };
         assert!(parse(&[]).unwrap().is_none());
         let o = parse(&["--warmup-log", "w.log", "--warmup", "top-k", "--warmup-region", "4K"])
@@ -900,6 +967,7 @@ mod tests {
         assert!(matches!(parse_write_mode("write-back-flush"), Ok(WriteMode::WriteBackFlush)));
         assert!(matches!(parse_write_mode("write-back-persist"), Ok(WriteMode::WriteBackPersist)));
         assert!(matches!(parse_write_mode("unsafe-write-back"), Ok(WriteMode::UnsafeWriteBack)));
+        assert!(matches!(parse_write_mode("ordered-write-back"), Ok(WriteMode::OrderedWriteBack)));
         assert!(parse_write_mode("write-back").is_err());
         let p = SieveParams::default();
         let name = |s: &str| parse_admission(s, &p, 1 << 20).map(|(a, e)| (a.name(), e)).ok();

@@ -13,6 +13,7 @@ pub mod cmd_stats;
 pub mod cmd_sweep;
 pub mod cmd_trace;
 pub mod cmd_warmup;
+pub mod demote_args;
 pub mod lab;
 pub mod legacy;
 pub mod metrics;

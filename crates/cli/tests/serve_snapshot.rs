@@ -17,37 +17,6 @@ use serve_support::*;
 const MIN: Duration = Duration::from_secs(60);
 const SEED: &str = "31";
 
-fn replay(trace: &Path, serve: &Serve) -> (u64, u64) {
-    let r = replay_json(&[
-        trace.to_str().unwrap(),
-        "--format",
-        "csv",
-        "--server",
-        &serve.uri("disk"),
-        "--assume-prefilled",
-        "--seed",
-        SEED,
-        "--metrics-url",
-        &serve.metrics,
-    ]);
-    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
-    assert_eq!(r["verification"]["reads_unverifiable"], 0, "{r:#}");
-    let s = &r["server_metrics"];
-    (s["hits"].as_u64().unwrap(), s["misses"].as_u64().unwrap())
-}
-
-fn wait_state(serve: &Serve, state: f64) {
-    let t = Instant::now();
-    loop {
-        let v = metric(&scrape(&serve.metrics), "ember_warmup_state");
-        if v == state {
-            return;
-        }
-        assert!(t.elapsed() < MIN, "warmup state {v}, waiting for {state}:\n{}", serve.output());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn warmup_stats(serve: &Serve) -> serde_json::Value {
     let out =
         run(Command::new(ember()).args(["stats", "--json", "--metrics", &serve.metrics]), MIN);
@@ -109,7 +78,7 @@ fn restart_preloads_from_the_snapshot_and_counts_hits_on_preloaded_blocks() {
     write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 5));
     let args = snap_args(&backing, &log, &[]);
     let serve = start(&args);
-    assert_eq!(replay(&trace, &serve), (0, 300));
+    assert_eq!(replay_verified(&trace, "csv", &serve, SEED), (0, 300));
     serve.stop();
     let snap = dir.path().join("warmup.wlog.snapshot");
     assert!(snap.exists());
@@ -121,18 +90,18 @@ fn restart_preloads_from_the_snapshot_and_counts_hits_on_preloaded_blocks() {
             && out.contains("300 of them from the performance snapshot"),
         "{out}"
     );
-    wait_state(&serve, 3.0);
+    wait_warmup_state(&serve, 3.0);
     let w = warmup_stats(&serve);
     assert_eq!(w["preloaded_blocks"], 300.0, "{w:#}");
     assert_eq!(w["preloaded_from_snapshot_blocks"], 300.0, "{w:#}");
     assert_eq!(w["preloaded_from_backing_blocks"], 0.0, "{w:#}");
     assert_eq!(w["preloaded_hits"], 0.0, "{w:#}");
     // Every read verified against the backing's pattern: the snapshot's data is right.
-    assert_eq!(replay(&trace, &serve), (300, 0));
+    assert_eq!(replay_verified(&trace, "csv", &serve, SEED), (300, 0));
     let w = warmup_stats(&serve);
     assert_eq!(w["preloaded_hits"], 300.0, "N preloaded blocks read once: N hits {w:#}");
     // Counted once per block: a second pass hits again but adds no preloaded hit.
-    assert_eq!(replay(&trace, &serve), (300, 0));
+    assert_eq!(replay_verified(&trace, "csv", &serve, SEED), (300, 0));
     let w = warmup_stats(&serve);
     assert_eq!(w["preloaded_hits"], 300.0, "{w:#}");
     assert!(w["snapshot_bytes_written"].as_f64().unwrap() > 0.0, "{w:#}");
@@ -159,7 +128,7 @@ fn restart_preloads_from_the_snapshot_and_counts_hits_on_preloaded_blocks() {
     let out = serve.output();
     assert!(out.contains("its backing was modified while ember was down"), "{out}");
     assert!(out.contains("0 of them from the performance snapshot"), "{out}");
-    wait_state(&serve, 3.0);
+    wait_warmup_state(&serve, 3.0);
     qemu_io(&serve.uri("disk"), &[format!("read -P 0x5a {} 4096", block * 4096)]);
     let w = warmup_stats(&serve);
     assert_eq!(w["preloaded_from_snapshot_blocks"], 0.0, "{w:#}");
@@ -207,7 +176,7 @@ fn a_snapshot_older_than_a_later_flushed_write_is_not_used() {
     let out = serve.output();
     assert!(out.contains("12 of them from the performance snapshot"), "{out}");
     assert!(out.contains("4 copies older than a logged write"), "{out}");
-    wait_state(&serve, 3.0);
+    wait_warmup_state(&serve, 3.0);
     qemu_io(&serve.uri("disk"), &["read -P 0xbb 0 16K".into(), "read -P 0xaa 16K 48K".into()]);
     let w = warmup_stats(&serve);
     assert_eq!(w["preloaded_from_snapshot_blocks"], 12.0, "{w:#}");
@@ -228,7 +197,7 @@ fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
     let history = || {
         let _ = std::fs::remove_file(&log);
         let serve = start(&args);
-        replay(&trace, &serve);
+        replay_verified(&trace, "csv", &serve, SEED);
         serve.stop();
         std::fs::read(&snap).unwrap()
     };
@@ -244,8 +213,12 @@ fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
             && out.contains("metadata-only preload"),
         "{out}"
     );
-    wait_state(&serve, 3.0);
-    assert_eq!(replay(&trace, &serve), (100, 0), "preloaded from backing, every read right");
+    wait_warmup_state(&serve, 3.0);
+    assert_eq!(
+        replay_verified(&trace, "csv", &serve, SEED),
+        (100, 0),
+        "preloaded from backing, every read right"
+    );
     assert_eq!(warmup_stats(&serve)["preloaded_from_snapshot_blocks"], 0.0);
     serve.stop();
 
@@ -258,8 +231,8 @@ fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
     let out = serve.output();
     assert!(out.contains("16 of them from the performance snapshot"), "{out}");
     assert!(out.contains("unreadable or torn"), "{out}");
-    wait_state(&serve, 3.0);
-    assert_eq!(replay(&trace, &serve), (100, 0));
+    wait_warmup_state(&serve, 3.0);
+    assert_eq!(replay_verified(&trace, "csv", &serve, SEED), (100, 0));
     let w = warmup_stats(&serve);
     assert_eq!(
         (w["preloaded_from_snapshot_blocks"].as_f64(), w["preloaded_blocks"].as_f64()),
@@ -274,8 +247,8 @@ fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
     bad[4096 + 4096 + 100] ^= 0xff; // first copy of the first segment
     std::fs::write(&snap, &bad).unwrap();
     let serve = start(&args);
-    wait_state(&serve, 3.0);
-    assert_eq!(replay(&trace, &serve), (100, 0));
+    wait_warmup_state(&serve, 3.0);
+    assert_eq!(replay_verified(&trace, "csv", &serve, SEED), (100, 0));
     let w = warmup_stats(&serve);
     assert_eq!(w["snapshot_bad_blocks"], 1.0, "{w:#}");
     assert_eq!(w["preloaded_blocks"], 100.0, "{w:#}");

@@ -6,46 +6,13 @@
 
 mod serve_support;
 
-use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serve_support::*;
 
 const MIN: Duration = Duration::from_secs(60);
 const SEED: &str = "31";
-
-fn replay(trace: &Path, serve: &Serve) -> (u64, u64) {
-    let r = replay_json(&[
-        trace.to_str().unwrap(),
-        "--format",
-        "csv",
-        "--server",
-        &serve.uri("disk"),
-        "--assume-prefilled",
-        "--seed",
-        SEED,
-        "--metrics-url",
-        &serve.metrics,
-    ]);
-    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
-    assert_eq!(r["verification"]["reads_unverifiable"], 0, "{r:#}");
-    let s = &r["server_metrics"];
-    (s["hits"].as_u64().unwrap(), s["misses"].as_u64().unwrap())
-}
-
-/// Wait until the server's warmup state is `state` (3: preload done).
-fn wait_state(serve: &Serve, state: f64) {
-    let t = Instant::now();
-    loop {
-        let v = metric(&scrape(&serve.metrics), "ember_warmup_state");
-        if v == state {
-            return;
-        }
-        assert!(t.elapsed() < MIN, "warmup state {v}, waiting for {state}:\n{}", serve.output());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn ember_ok(args: &[&str]) -> String {
     run(Command::new(ember()).args(args), MIN)
@@ -83,7 +50,7 @@ fn memory_cache_restart_preloads_the_logged_blocks_and_they_hit() {
     ];
     let serve = Serve::start(&args);
     assert!(serve.output().contains("no warmup log at"), "{}", serve.output());
-    assert_eq!(replay(&trace, &serve), (0, 300));
+    assert_eq!(replay_verified(&trace, "csv", &serve, SEED), (0, 300));
     let samples = scrape(&serve.metrics);
     assert_eq!(metric(&samples, "ember_warmup_state"), 1.0, "monitoring");
     serve.stop();
@@ -107,8 +74,12 @@ fn memory_cache_restart_preloads_the_logged_blocks_and_they_hit() {
     // A restart: the memory cache is empty, the preload brings the 300 blocks back.
     let serve = Serve::start(&args);
     assert!(serve.output().contains("preloading 300 blocks"), "{}", serve.output());
-    wait_state(&serve, 3.0);
-    assert_eq!(replay(&trace, &serve), (300, 0), "every preloaded block hits");
+    wait_warmup_state(&serve, 3.0);
+    assert_eq!(
+        replay_verified(&trace, "csv", &serve, SEED),
+        (300, 0),
+        "every preloaded block hits"
+    );
     let stats: serde_json::Value =
         serde_json::from_str(&ember_ok(&["stats", "--json", "--metrics", &serve.metrics])).unwrap();
     assert_eq!(stats["warmup"]["preloaded_blocks"], 300.0, "{stats:#}");
@@ -168,7 +139,7 @@ fn writes_during_preload_win_and_a_kill_during_preload_loses_nothing() {
         2.0,
         "the writes must land while the preload runs"
     );
-    wait_state(&serve, 3.0);
+    wait_warmup_state(&serve, 3.0);
     let mut checks = Vec::new();
     for i in 0..16u64 {
         let at = i * (512 << 10);
@@ -204,7 +175,7 @@ fn writes_during_preload_win_and_a_kill_during_preload_loses_nothing() {
     let out = serve.output();
     assert!(out.contains("start Cold") && out.contains("not clean"), "{out}");
     assert!(out.contains("preloading"), "{out}");
-    wait_state(&serve, 3.0);
+    wait_warmup_state(&serve, 3.0);
     qemu_io(&serve.uri("disk"), &checks);
     serve.stop();
 }
@@ -230,7 +201,7 @@ fn damaged_truncated_or_foreign_logs_fall_back_to_cold() {
         ])
     };
     let serve = run_with("disk");
-    replay(&trace, &serve);
+    replay_verified(&trace, "csv", &serve, SEED);
     serve.stop();
     let good = std::fs::read(&log).unwrap();
     let mut header = good.clone();
@@ -247,7 +218,11 @@ fn damaged_truncated_or_foreign_logs_fall_back_to_cold() {
         let serve = run_with("disk");
         let out = serve.output();
         assert!(out.contains("no preload, starting cold") && out.contains(why), "{why}: {out}");
-        assert_eq!(replay(&trace, &serve), (0, 50), "{why}: cold, and serving");
+        assert_eq!(
+            replay_verified(&trace, "csv", &serve, SEED),
+            (0, 50),
+            "{why}: cold, and serving"
+        );
         serve.stop();
     }
     // The log now holds the last run's 50 reads of "disk"; a server of another volume

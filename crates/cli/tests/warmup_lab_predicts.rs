@@ -126,7 +126,9 @@ fn warmup_run_on_the_live_log_predicts_the_post_restart_hit_ratio() {
     ];
     let serve = Serve::start(&args);
     let capacity = metric(&scrape(&serve.metrics), "ember_cache_capacity_blocks") as u64;
+    let replayed = Instant::now();
     replay(&first, &serve);
+    let first_took = replayed.elapsed();
     // The log writer drains the staging buffer every 10 ms: kill once every request is in
     // the log file (32 bytes a record), so the kill loses nothing the laboratory needs.
     let t = Instant::now();
@@ -137,6 +139,11 @@ fn warmup_run_on_the_live_log_predicts_the_post_restart_hit_ratio() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(serve.kill().is_ok(), "ember serve exited before the kill");
+    // The laboratory's period is the first half plus the restart's gap, and the second half
+    // must fit in it: on a loaded machine the second half's replay can take longer than the
+    // first's (seen: a failure at "the second half fits one period"), so the gap is made
+    // three times the first half's replay, plus a second.
+    std::thread::sleep(3 * first_took + Duration::from_secs(1));
 
     let serve = Serve::start(&args);
     // The budget is the whole cache; the plan holds at most the first half's distinct blocks.

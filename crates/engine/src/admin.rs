@@ -234,7 +234,10 @@ pub(crate) fn shutdown(
              next start is cold",
         )));
     }
-    if matches!(inner.mode, WriteMode::WriteBackFlush | WriteMode::UnsafeWriteBack) {
+    if matches!(
+        inner.mode,
+        WriteMode::WriteBackFlush | WriteMode::UnsafeWriteBack | WriteMode::OrderedWriteBack
+    ) {
         drain(inner).map_err(EngineError::Io)?;
     }
     stop_flusher();

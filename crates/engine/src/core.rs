@@ -22,11 +22,12 @@ pub(crate) struct VolumeInfo {
 
 /// Shared by the engine handle and every volume handle.
 ///
-/// Lock order (a thread holding one of these takes only later ones): the stripe locks of a
-/// chunk (`stripes`, ascending) → `persist` (the journal cursor; a FUA write under write-back
-/// persist runs its barrier with its stripes held) → `state` → nothing else; `persist` →
-/// `superblock` (a checkpoint commit). `state` and `superblock` are never held together. A
-/// request enters the gate before any of them and leaves it after; `cv` waits on `state`.
+/// Lock order (a thread holding one of these takes only later ones): `ordered_direct`
+/// (ordered write-back) → the stripe locks of a chunk (`stripes`, ascending) → `persist` (the
+/// journal cursor; a FUA write under write-back persist runs its barrier with its stripes
+/// held) → `state` → nothing else; `persist` → `superblock` (a checkpoint commit). `state`
+/// and `superblock` are never held together. A request enters the gate before any of them
+/// and leaves it after; `cv` waits on `state`.
 pub(crate) struct Inner {
     pub cache: Arc<dyn Device>,
     pub geometry: Geometry,
@@ -48,6 +49,10 @@ pub(crate) struct Inner {
     pub cv: Condvar,
     /// The journal cursor (write-back persist); also serializes barriers.
     pub persist: Mutex<Cursor>,
+    /// Ordered write-back: one request at a time goes to backing directly (a discard, a
+    /// write the sieve refused); it waits for the older epochs to drain holding this, and
+    /// nothing the flusher needs (`io/ordered.rs`).
+    pub ordered_direct: Mutex<()>,
     /// Bonfire's monitor, log writer and preloader (issue 11).
     pub warmup: crate::warmup::Hooks,
 }

@@ -9,8 +9,8 @@ pub enum EngineError {
     /// The on-device layout could not be read or written.
     #[error(transparent)]
     Layout(#[from] LayoutError),
-    /// A device failed.
-    #[error("{0}")]
+    /// A device failed. (Transparent: the message is the I/O error's own, shown once.)
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The configuration does not fit the formatted cache device.
     #[error("{0}")]

@@ -156,10 +156,16 @@ pub(crate) fn open(
             ),
         }
     } else if !sb.is_clean() {
-        let lost = if sb.write_mode == WriteMode::UnsafeWriteBack {
-            "; it ran unsafe-write-back, so writes it had not flushed are lost"
-        } else {
-            ""
+        let lost = match sb.write_mode {
+            WriteMode::UnsafeWriteBack => {
+                "; it ran unsafe-write-back, so writes it had not flushed are lost"
+            }
+            WriteMode::OrderedWriteBack => {
+                "; it ran ordered-write-back, so backing holds the writes of the epochs before \
+                 some FLUSH and part of the next epoch's (consistent, older): the later ones \
+                 are lost"
+            }
+            _ => "",
         };
         OpenReport {
             start: StartKind::Cold,
@@ -261,6 +267,7 @@ pub(crate) fn open(
         limits,
         cv: Condvar::new(),
         persist: Mutex::new(Cursor::default()),
+        ordered_direct: Mutex::new(()),
         warmup: Default::default(),
     });
     if write_mode != WriteMode::WriteBackPersist {

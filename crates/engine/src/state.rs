@@ -14,7 +14,12 @@
 //!   range (a TRIM) are found without scanning the whole dirty map.
 //! - `fences` are the block ranges of TRIM / WRITE_ZEROES requests in progress: no block in
 //!   a fence is allocated (read fill, write allocation, dirty write) or flushed, so the
-//!   discard can pass down to backing without holding the range's stripe locks.
+//!   discard can pass down to backing without holding the range's stripe locks. Under
+//!   ordered write-back a fence carries the discard's epoch and the flusher may still write
+//!   the versions of older epochs in it (the discard waits for them).
+//! - `holds` (ordered write-back) count the requests of each epoch that go to backing
+//!   directly (a discard, a write the sieve refused): the flusher takes no version of a
+//!   later epoch while one is held, so backing receives epochs in order.
 //! - A cache block is *referenced* by `map` and/or `dirty`, *pinned* by every request or the
 //!   flusher doing I/O on it (thesis 5.1's reference count), and *persisted* while the last
 //!   persisted dirty map names it (the persist bitmap, 4.3). It returns to the free list only
@@ -56,7 +61,8 @@ pub(crate) struct CacheState {
     map: HashMap<u64, Slot>,
     dirty: BTreeMap<(u64, u64), u32>,
     dirty_by_key: BTreeSet<(u64, u64)>,
-    fences: Vec<(u64, std::ops::Range<u64>)>,
+    fences: Vec<Fence>,
+    holds: BTreeMap<u64, usize>,
     next_fence: u64,
     epochs: BTreeMap<u64, usize>,
     clean_lru: BTreeMap<u64, u64>,
@@ -77,6 +83,8 @@ pub(crate) struct CacheState {
     touched: HashSet<u64>,
     /// Per cache block: installed by the warmup preload and not hit or reallocated since.
     preloaded: Vec<bool>,
+    /// Per cache block: its block was stored by a DEMOTE (array tier), not placed by a READ.
+    demoted: Vec<bool>,
     /// Track `touched` (write-back persist only).
     pub persist_tracking: bool,
     /// Flusher control: flush every epoch up to this one, whatever min_dirty says.
@@ -96,12 +104,38 @@ pub(crate) struct CacheState {
     evicted_log: Vec<u64>,
 }
 
+/// A TRIM's or WRITE_ZEROES' fence over block keys.
+struct Fence {
+    id: u64,
+    keys: std::ops::Range<u64>,
+    /// Ordered write-back: the discard's epoch; dirty versions of older epochs in the fence
+    /// may still be flushed (they must reach backing before the discard). None: none may.
+    epoch: Option<u64>,
+}
+
 /// Outcome of an allocation.
 pub(crate) struct Allocation {
     /// The cache block, pinned and mapped, or None if no block could be freed.
     pub cache_block: Option<u32>,
     /// Keys evicted to make room.
     pub evicted: Option<u64>,
+    /// The cache block the evicted key held (its data stays there until the block is
+    /// written again): the client tier reads its DEMOTE's copy from it.
+    pub victim_block: Option<u32>,
+}
+
+/// What became of a DEMOTE of one block ([`CacheState::demote_install`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DemoteStep {
+    /// The replacement policy is not an array scheme that takes DEMOTEs.
+    NotTaken,
+    /// Aborted: the block is cached already (clean: the policy placed it as demoted).
+    Cached,
+    /// Aborted: no room (capacity 0, every reclaimable block pinned, a fence).
+    NoRoom,
+    /// Stored: the block is mapped clean in this cache block, pinned; the caller writes the
+    /// data, then unpins (or invalidates on failure).
+    Stored(u32),
 }
 
 impl CacheState {
@@ -117,6 +151,7 @@ impl CacheState {
             dirty: BTreeMap::new(),
             dirty_by_key: BTreeSet::new(),
             fences: Vec::new(),
+            holds: BTreeMap::new(),
             next_fence: 0,
             epochs: BTreeMap::new(),
             clean_lru: BTreeMap::new(),
@@ -131,6 +166,7 @@ impl CacheState {
             persisted: HashMap::new(),
             touched: HashSet::new(),
             preloaded: vec![false; n],
+            demoted: vec![false; n],
             persist_tracking: false,
             flush_target: 0,
             drain: false,
@@ -277,6 +313,7 @@ impl CacheState {
         let c = self.free.pop()?;
         self.pins[c as usize] = 1;
         self.preloaded[c as usize] = false;
+        self.demoted[c as usize] = false;
         Some(c)
     }
 
@@ -302,6 +339,7 @@ impl CacheState {
     /// lock.
     pub fn allocate(&mut self, acc: &Access) -> Allocation {
         let evicted = self.replacement.insert(acc);
+        let victim_block = evicted.and_then(|v| self.map.get(&v)).map(|s| s.cache_block);
         if let Some(v) = evicted {
             self.unmap(v);
         }
@@ -316,15 +354,67 @@ impl CacheState {
                 self.refs[c as usize] += 1;
                 self.pins[c as usize] = 1;
                 self.preloaded[c as usize] = false;
-                Allocation { cache_block: Some(c), evicted }
+                self.demoted[c as usize] = false;
+                Allocation { cache_block: Some(c), evicted, victim_block }
             }
             None => {
                 // Every free block is still pinned by readers of evicted keys, or holds dirty
                 // or persisted data.
                 self.replacement.remove(acc.key);
-                Allocation { cache_block: None, evicted }
+                Allocation { cache_block: None, evicted, victim_block }
             }
         }
+    }
+
+    /// A DEMOTE of `acc.key` (array tier): the replacement policy places it as its scheme
+    /// says; a stored block gets a cache block, mapped clean and pinned, like
+    /// [`CacheState::allocate`]'s.
+    pub fn demote_install(&mut self, acc: &Access) -> (DemoteStep, Option<u64>) {
+        if !self.replacement.takes_demotes() {
+            return (DemoteStep::NotTaken, None);
+        }
+        if let Some(slot) = self.map.get(&acc.key) {
+            if slot.dirty.is_none() {
+                // Held: the scheme moves it to the demoted position (an aborted DEMOTE).
+                self.replacement.demote(acc);
+            }
+            return (DemoteStep::Cached, None);
+        }
+        if self.fenced(acc.key) {
+            return (DemoteStep::NoRoom, None);
+        }
+        let Some((outcome, evicted)) = self.replacement.demote(acc) else {
+            return (DemoteStep::NotTaken, None);
+        };
+        if outcome == ember_policy::demote::DemoteOutcome::Aborted {
+            return (DemoteStep::NoRoom, None);
+        }
+        if let Some(v) = evicted {
+            self.unmap(v);
+        }
+        if self.free.is_empty() && evicted.is_none() {
+            self.evict_clean(8);
+        }
+        match self.free.pop() {
+            Some(c) => {
+                self.map.insert(acc.key, Slot { cache_block: c, last: acc.vtime, dirty: None });
+                self.clean_lru.insert(acc.vtime, acc.key);
+                self.refs[c as usize] += 1;
+                self.pins[c as usize] = 1;
+                self.preloaded[c as usize] = false;
+                self.demoted[c as usize] = true;
+                (DemoteStep::Stored(c), evicted)
+            }
+            None => {
+                self.replacement.remove(acc.key);
+                (DemoteStep::NoRoom, evicted)
+            }
+        }
+    }
+
+    /// True if cache block `c` holds a block a DEMOTE stored (array tier).
+    pub fn demoted_origin(&self, c: u32) -> bool {
+        self.demoted.get(c as usize).copied().unwrap_or(false)
     }
 
     /// Drop the newest version of `key` from the map (clean: also from the policy). A dirty
@@ -421,21 +511,54 @@ impl CacheState {
     }
 
     /// Raise a fence over the block keys `keys` (a TRIM or WRITE_ZEROES in progress): until
-    /// it is lowered, no key in it is allocated or flushed. Returns its id.
-    pub fn raise_fence(&mut self, keys: std::ops::Range<u64>) -> u64 {
+    /// it is lowered, no key in it is allocated or flushed (with `epoch`, ordered
+    /// write-back: no version of that epoch or a later one is flushed). Returns its id.
+    pub fn raise_fence(&mut self, keys: std::ops::Range<u64>, epoch: Option<u64>) -> u64 {
         self.next_fence += 1;
-        self.fences.push((self.next_fence, keys));
+        self.fences.push(Fence { id: self.next_fence, keys, epoch });
         self.next_fence
     }
 
     /// Lower the fence `id`.
     pub fn lower_fence(&mut self, id: u64) {
-        self.fences.retain(|(i, _)| *i != id);
+        self.fences.retain(|f| f.id != id);
     }
 
     /// Is `key` inside a fence?
     pub fn fenced(&self, key: u64) -> bool {
-        self.fences.iter().any(|(_, r)| r.contains(&key))
+        self.fences.iter().any(|f| f.keys.contains(&key))
+    }
+
+    /// May the flusher not write the version of `key` of `epoch` now (a fence over it that
+    /// is not an ordered fence of a later epoch)?
+    pub fn fenced_for_flush(&self, key: u64, epoch: u64) -> bool {
+        self.fences.iter().any(|f| f.keys.contains(&key) && f.epoch.is_none_or(|e| epoch >= e))
+    }
+
+    /// Ordered write-back: a request of the current epoch will go to backing directly;
+    /// until [`CacheState::release_hold`], no version of a later epoch is flushed. Returns
+    /// the epoch.
+    pub fn hold(&mut self) -> u64 {
+        let e = self.current_epoch;
+        *self.holds.entry(e).or_default() += 1;
+        e
+    }
+
+    /// The request holding `epoch` is done.
+    pub fn release_hold(&mut self, epoch: u64) {
+        if let Some(n) = self.holds.get_mut(&epoch) {
+            *n -= 1;
+            if *n == 0 {
+                self.holds.remove(&epoch);
+            }
+        }
+    }
+
+    /// Ordered write-back: has every epoch older than `epoch` reached backing (no dirty
+    /// version and no request holding one)?
+    pub fn older_epochs_done(&self, epoch: u64) -> bool {
+        self.oldest_dirty_epoch().is_none_or(|e| e >= epoch)
+            && self.holds.first_key_value().is_none_or(|(&h, _)| h >= epoch)
     }
 
     fn touch(&mut self, key: u64) {
@@ -488,8 +611,12 @@ impl CacheState {
     /// (epoch, key, cache block) in ascending block order. `lru` picks the least recently
     /// written versions of the epoch (thesis 4.4.1's LRU order; superseded versions first),
     /// otherwise the lowest blocks (ascending order).
+    /// Nothing while a request holds an older epoch (ordered write-back).
     pub fn flush_batch(&self, max: usize, lru: bool) -> Vec<(u64, u64, u32)> {
         let Some((&e, _)) = self.epochs.first_key_value() else { return Vec::new() };
+        if self.holds.first_key_value().is_some_and(|(&h, _)| h < e) {
+            return Vec::new();
+        }
         let versions = self.dirty.range((e, 0)..=(e, u64::MAX)).map(|(&(e, k), &c)| (e, k, c));
         if !lru {
             return versions.take(max).collect();
@@ -878,8 +1005,8 @@ mod tests {
     #[test]
     fn fences_cover_their_key_range_until_lowered() {
         let mut st = state(4);
-        let a = st.raise_fence(10..20);
-        let b = st.raise_fence(15..30);
+        let a = st.raise_fence(10..20, None);
+        let b = st.raise_fence(15..30, None);
         assert!(st.fenced(10) && st.fenced(19) && st.fenced(29));
         assert!(!st.fenced(9) && !st.fenced(30));
         st.lower_fence(a);

@@ -98,6 +98,28 @@ counters! {
     journal_commits,
     /// Write-back persist barriers that wrote a checkpoint instead.
     persist_checkpoints,
+    /// Client tier (`--demote`): evicted clean blocks handed to backing as DEMOTEs.
+    demotes_sent,
+    /// Client tier: evicted clean blocks not demoted because backing's DEMOTE queue was full
+    /// (or the copy could not be read from the cache device).
+    demotes_dropped,
+    /// Array tier (`--array-scheme`): blocks of DEMOTEs received.
+    demotes_received,
+    /// Array tier: demoted blocks stored in the cache (a full transfer).
+    demotes_stored,
+    /// Array tier: DEMOTEs aborted because the block was already cached (the scheme may
+    /// still move it to the demoted position).
+    demotes_aborted_cached,
+    /// Array tier: DEMOTEs aborted for want of room (capacity 0, every block busy, a TRIM in
+    /// progress on the block).
+    demotes_aborted_no_room,
+    /// Array tier: DEMOTEs refused as stale: the array acknowledged a write to the block
+    /// after the demoting client got its copy (docs/demote.md, "Never stale").
+    demotes_refused_stale,
+    /// Array tier: READ hits on blocks a DEMOTE stored.
+    read_hits_demoted,
+    /// Array tier: READ hits on blocks a READ (or a write) placed.
+    read_hits_read_placed,
 }
 
 /// Everything the engine counts, as of one moment.

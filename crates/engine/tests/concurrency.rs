@@ -168,6 +168,13 @@ fn concurrent_write_back_persist_matches_the_model() {
 }
 
 #[test]
+fn concurrent_ordered_write_back_matches_the_model() {
+    for seed in 41..=42 {
+        run_wb(WriteMode::OrderedWriteBack, seed);
+    }
+}
+
+#[test]
 fn concurrent_write_around_matches_the_model() {
     for seed in 11..=12 {
         run(WriteMode::WriteAround, seed);

@@ -138,7 +138,7 @@ fn run(mode: WriteMode, zeroes: bool) {
         want[first_bad.unwrap_or(0)],
     );
     engine.shutdown().unwrap();
-    if mode == WriteMode::WriteBackFlush {
+    if mode.keeps_closed_epochs() {
         // A clean stop writes every dirty block back (write-back persist keeps them dirty
         // in the cache): backing holds the same.
         let mut raw = vec![0u8; BS];
@@ -155,4 +155,9 @@ fn write_zeroes_and_a_write_on_one_block_both_take_effect_write_back_persist() {
 #[test]
 fn write_zeroes_and_a_write_on_one_block_both_take_effect_write_back_flush() {
     run(WriteMode::WriteBackFlush, true);
+}
+
+#[test]
+fn write_zeroes_and_a_write_on_one_block_both_take_effect_ordered_write_back() {
+    run(WriteMode::OrderedWriteBack, true);
 }

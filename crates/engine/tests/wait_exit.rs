@@ -20,6 +20,14 @@ const VOL: u64 = 64 * BS;
 const BOUND: Duration = Duration::from_secs(10);
 
 fn open(backing: Arc<FaultDevice>) -> Engine {
+    open_mode(
+        backing,
+        WriteMode::WriteBackFlush,
+        WritebackConfig { max_epochs: 1, ..Default::default() },
+    )
+}
+
+fn open_mode(backing: Arc<FaultDevice>, mode: WriteMode, wb: WritebackConfig) -> Engine {
     let cache: Arc<dyn Device> = Arc::new(MemDevice::new(2 << 20));
     let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
     spec.journal_bytes = 0;
@@ -28,11 +36,11 @@ fn open(backing: Arc<FaultDevice>) -> Engine {
         EngineConfig {
             cache,
             volumes: vec![VolumeConfig { name: "v".into(), backing }],
-            write_mode: WriteMode::WriteBackFlush,
+            write_mode: mode,
             replacement: Box::new(|cap| Box::new(Lru::new(cap))),
             admission: Box::new(Aod),
         },
-        WritebackConfig { max_epochs: 1, ..WritebackConfig::default() },
+        wb,
     )
     .unwrap()
 }
@@ -111,6 +119,39 @@ fn a_write_waiting_at_the_epoch_cap_exits_on_shutdown() {
     assert!(wrote.is_err(), "the waiting write was not acknowledged: {wrote:?}");
     // After shutdown every request is refused.
     assert!(matches!(v.write(0, &[1u8; 512], false), Err(EngineError::ShutDown)));
+}
+
+/// Ordered write-back: a write past max_dirty waits for the flusher (it never falls back to
+/// write-through), and a TRIM waits for the older epochs; over a backing that fails every
+/// write both end with the flusher's error, and the shutdown returns.
+#[test]
+fn ordered_write_back_waits_end_when_flushing_fails_and_shutdown_returns() {
+    let backing = Arc::new(FaultDevice::new(Arc::new(MemDevice::new(VOL))).unwrap());
+    let wb = WritebackConfig { max_dirty_blocks: Some(4), ..WritebackConfig::default() };
+    let engine = Arc::new(open_mode(backing.clone(), WriteMode::OrderedWriteBack, wb));
+    let v = engine.volume("v").unwrap();
+    backing.fail_nth(1, &[IoKind::Write], true);
+    v.write(0, &[7u8; 4 * BS as usize], false).unwrap(); // 4 dirty blocks: max_dirty
+    v.flush().unwrap(); // closes the epoch, waits for nothing
+    let v2 = v.clone();
+    let wrote = bounded(BOUND, move || v2.write(8 * BS, &[8u8; BS as usize], false))
+        .expect("a write past max_dirty returned while flushing kept failing");
+    match &wrote {
+        Err(EngineError::Io(e)) => {
+            assert!(e.to_string().contains("injected fault"), "the flusher's error: {e}")
+        }
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
+    let v3 = v.clone();
+    let trimmed = bounded(BOUND, move || v3.trim(10 * BS, BS, false)).expect("TRIM returned");
+    assert!(matches!(trimmed, Err(EngineError::Io(_))), "TRIM behind a failing epoch: {trimmed:?}");
+    assert_eq!(engine.stats().total.write_through_fallbacks, 0);
+    let mut buf = vec![0u8; BS as usize];
+    v.read(0, &mut buf).unwrap();
+    assert_eq!(buf, vec![7u8; BS as usize], "the dirty data stays readable");
+    let e2 = engine.clone();
+    let down = bounded(BOUND, move || e2.shutdown()).expect("shutdown returned");
+    assert!(down.is_err(), "a shutdown that cannot write dirty blocks reports it: {down:?}");
 }
 
 /// Backing whose next write panics once armed.

@@ -35,7 +35,7 @@ use ember_engine::{
     Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, VolumeStats, WriteMode,
     WritebackConfig,
 };
-use ember_policy::admission::Aod;
+use ember_policy::admission::{Aod, Wmna};
 use ember_policy::replacement::{build, Kind};
 use parking_lot::Mutex;
 use rand::Rng;
@@ -131,6 +131,7 @@ struct Bench {
     backing: Arc<FaultDevice>,
     backing_mem: Arc<MemDevice>,
     lru: bool,
+    seed: u64,
 }
 
 impl Bench {
@@ -152,7 +153,7 @@ impl Bench {
             cut: Mutex::new(PowerCut::DROP_ALL),
             devices: vec![cache.clone(), backing.clone()],
         });
-        Self { power, cache, backing, backing_mem, lru: seed % 2 == 1 }
+        Self { power, cache, backing, backing_mem, lru: seed % 2 == 1, seed }
     }
 
     fn open(&self, mode: WriteMode) -> Result<Engine, ember_engine::EngineError> {
@@ -165,7 +166,13 @@ impl Bench {
                 }],
                 write_mode: mode,
                 replacement: Box::new(|cap| build(Kind::Lru, cap)),
-                admission: Box::new(Aod),
+                // Ordered write-back: every fourth seed refuses write misses (WMNA), so
+                // refused writes go to backing directly, behind the older epochs.
+                admission: if mode == WriteMode::OrderedWriteBack && self.seed.is_multiple_of(4) {
+                    Box::new(Wmna)
+                } else {
+                    Box::new(Aod)
+                },
             },
             // Small limits so fallbacks, epochs and eviction all happen in 48 blocks.
             WritebackConfig {
@@ -189,13 +196,32 @@ struct Model {
     pending: Vec<(u64, Vec<u8>)>,
     /// Per byte: pending writes before this index are older than a durable FUA write.
     floor: Vec<usize>,
+    /// Ordered write-back's check: the volume at the start of each epoch (after each
+    /// acknowledged FLUSH) and the writes issued in each epoch.
+    epochs: Vec<Epoch>,
+}
+
+/// One epoch of the client (between two FLUSHes): what every write before it left, and the
+/// writes issued in it (also the one the power cut may have interrupted).
+struct Epoch {
+    start: Vec<u8>,
+    writes: Vec<(u64, Vec<u8>)>,
 }
 
 impl Model {
     fn new(init: Vec<u8>) -> Self {
-        Self { base: init.clone(), latest: init, pending: Vec::new(), floor: vec![0; VOL as usize] }
+        Self {
+            base: init.clone(),
+            epochs: vec![Epoch { start: init.clone(), writes: Vec::new() }],
+            latest: init,
+            pending: Vec::new(),
+            floor: vec![0; VOL as usize],
+        }
     }
     fn issue(&mut self, off: u64, data: Vec<u8>) {
+        if let Some(e) = self.epochs.last_mut() {
+            e.writes.push((off, data.clone()));
+        }
         self.pending.push((off, data));
     }
     fn acked(&mut self, fua_durable: bool) {
@@ -212,6 +238,37 @@ impl Model {
         self.base.copy_from_slice(&self.latest);
         self.pending.clear();
         self.floor.iter_mut().for_each(|f| *f = 0);
+        self.epochs.push(Epoch { start: self.latest.clone(), writes: Vec::new() });
+    }
+    /// Ordered write-back's promise (prefix consistency at epoch granularity): for some
+    /// epoch E, every byte holds its value after all epochs before E, or a value a write of
+    /// E gave it (any subset of E's writes, in any order, torn at any sector). Returns the
+    /// newest such E, or the bytes that fit no epoch for the E that fits best.
+    fn prefix_epoch(&self, got: &[u8]) -> Result<usize, (usize, usize)> {
+        let mut best = (usize::MAX, 0);
+        for (i, e) in self.epochs.iter().enumerate().rev() {
+            let mut first = None;
+            let mut count = 0;
+            for (b, &v) in got.iter().enumerate() {
+                if v == e.start[b] {
+                    continue;
+                }
+                let ok = e.writes.iter().any(|(o, d)| {
+                    let o = *o as usize;
+                    b >= o && b < o + d.len() && d[b - o] == v
+                });
+                if !ok {
+                    first.get_or_insert(b);
+                    count += 1;
+                }
+            }
+            match first {
+                None => return Ok(i),
+                Some(f) if count < best.0 => best = (count, f),
+                Some(_) => {}
+            }
+        }
+        Err((best.1, best.0))
     }
     /// Bytes that hold none of their allowed values: (first offset, count).
     fn violations(&self, got: &[u8]) -> Option<(usize, usize)> {
@@ -305,14 +362,27 @@ fn client(e: &Engine, seed: u64, init: Vec<u8>, power: &Power) -> Result<(Model,
     Ok((m, done))
 }
 
+/// What a trial checks after the cut.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Every write acknowledged before the last acknowledged FLUSH (or FUA) is there.
+    Durable,
+    /// Backing is a consistent older state: a prefix of epochs plus part of the next
+    /// (ordered write-back; acknowledged FLUSHes are not durable).
+    Prefix,
+}
+
 /// One trial: returns (violating bytes, whether the cut happened), and adds the engine's
-/// counters to `seen`. Panics if the client saw an error before the cut.
+/// counters to `seen` and, under [`Check::Prefix`], the epochs backing lags behind the
+/// client to `lags`. Panics if the client saw an error before the cut.
 fn trial(
     mode: WriteMode,
+    check: Check,
     seed: u64,
     cut_after: u64,
     pc: PowerCut,
     seen: &mut VolumeStats,
+    lags: &mut Vec<usize>,
 ) -> (Option<(usize, usize)>, bool) {
     let bench = Bench::new(seed);
     let init = bench.backing_mem.snapshot();
@@ -360,10 +430,38 @@ fn trial(
             );
             got
         }
+        WriteMode::OrderedWriteBack => {
+            // Recoverable failure: restarted on the same cache device, the cache starts cold
+            // (its map is not persisted) and serves exactly what backing holds.
+            let backing = bench.backing_mem.snapshot();
+            let e = bench.open(mode).expect("restart after the power cut");
+            assert_ne!(
+                e.open_report().start,
+                ember_engine::StartKind::Warm,
+                "seed {seed}: {}",
+                e.open_report().reason
+            );
+            let v = e.volume("v").unwrap();
+            let mut got = vec![0u8; VOL as usize];
+            v.read(0, &mut got).unwrap();
+            drop(e);
+            assert!(got == backing, "seed {seed}: the restarted cache serves other than backing");
+            // Destructive failure: backing alone, the same bytes.
+            backing
+        }
         // Destructive failure: the cache device is gone; backing alone must hold it.
         _ => bench.backing_mem.snapshot(),
     };
-    (model.violations(&got), cut)
+    match check {
+        Check::Durable => (model.violations(&got), cut),
+        Check::Prefix => match model.prefix_epoch(&got) {
+            Ok(e) => {
+                lags.push(model.epochs.len() - 1 - e);
+                (None, cut)
+            }
+            Err(v) => (Some(v), cut),
+        },
+    }
 }
 
 fn trials() -> u64 {
@@ -372,7 +470,7 @@ fn trials() -> u64 {
 
 /// Runs `n` trials of `mode`; returns (trials with a cut, trials with violations, a sample,
 /// the engines' summed counters).
-fn run(mode: WriteMode, n: u64) -> (u64, u64, Vec<String>, VolumeStats) {
+fn run(mode: WriteMode, check: Check, n: u64) -> (u64, u64, Vec<String>, VolumeStats) {
     // Calibrate: the I/O count of an uncut run, which must complete every request, bounds
     // the cut points.
     let total = {
@@ -389,12 +487,13 @@ fn run(mode: WriteMode, n: u64) -> (u64, u64, Vec<String>, VolumeStats) {
     let mut bad = 0;
     let mut sample = Vec::new();
     let mut seen = VolumeStats::default();
+    let mut lags = Vec::new();
     for t in 0..n {
         let seed = 1000 + t;
         let mut r = rng(seed ^ 0xC07);
         let at = r.gen_range(1..=total);
         let pc = if t % 3 == 2 { PowerCut { survive: 0.5, seed } } else { PowerCut::DROP_ALL };
-        let (v, cut) = trial(mode, seed, at, pc, &mut seen);
+        let (v, cut) = trial(mode, check, seed, at, pc, &mut seen, &mut lags);
         cuts += u64::from(cut);
         if let Some((off, count)) = v {
             bad += 1;
@@ -416,13 +515,24 @@ fn run(mode: WriteMode, n: u64) -> (u64, u64, Vec<String>, VolumeStats) {
         seen.journal_commits,
         seen.persist_checkpoints
     );
+    if check == Check::Prefix && !lags.is_empty() {
+        println!(
+            "{}: backing held a prefix of the epochs in {} trials, behind the client by {:.2} \
+             epochs on average (max {}, {} trials fully caught up)",
+            mode.name(),
+            lags.len(),
+            lags.iter().sum::<usize>() as f64 / lags.len() as f64,
+            lags.iter().max().unwrap_or(&0),
+            lags.iter().filter(|&&l| l == 0).count()
+        );
+    }
     (cuts, bad, sample, seen)
 }
 
 #[test]
 fn write_back_persist_survives_power_cuts_with_the_cache_device() {
     let n = trials();
-    let (cuts, bad, sample, seen) = run(WriteMode::WriteBackPersist, n);
+    let (cuts, bad, sample, seen) = run(WriteMode::WriteBackPersist, Check::Durable, n);
     assert_eq!(bad, 0, "{sample:?}");
     // The trials exercised every path: dirty writes, write-through fallbacks, the flusher,
     // journal commits and checkpoints.
@@ -437,7 +547,7 @@ fn write_back_persist_survives_power_cuts_with_the_cache_device() {
 #[test]
 fn write_back_flush_survives_power_cuts_from_backing_alone() {
     let n = trials();
-    let (cuts, bad, sample, seen) = run(WriteMode::WriteBackFlush, n);
+    let (cuts, bad, sample, seen) = run(WriteMode::WriteBackFlush, Check::Durable, n);
     assert_eq!(bad, 0, "{sample:?}");
     assert!(seen.dirty_writes > 0 && seen.write_through_fallbacks > 0, "{seen:?}");
     assert!(seen.flushed_blocks > 0, "{seen:?}");
@@ -449,7 +559,7 @@ fn write_back_flush_survives_power_cuts_from_backing_alone() {
 #[test]
 fn write_through_survives_power_cuts_from_backing_alone() {
     let n = trials();
-    let (cuts, bad, sample, _) = run(WriteMode::WriteThrough, n);
+    let (cuts, bad, sample, _) = run(WriteMode::WriteThrough, Check::Durable, n);
     assert_eq!(bad, 0, "{sample:?}");
     // Cut points lie within the calibration run's I/O count and a client goes on until its
     // cut comes: every trial is cut mid-run.
@@ -459,6 +569,35 @@ fn write_through_survives_power_cuts_from_backing_alone() {
 #[test]
 fn unsafe_write_back_is_caught_losing_acknowledged_writes() {
     // The negative control: the same check, on the policy that ignores FLUSH, must fail.
-    let (_, bad, _, _) = run(WriteMode::UnsafeWriteBack, 40);
+    let (_, bad, _, _) = run(WriteMode::UnsafeWriteBack, Check::Durable, 40);
     assert!(bad > 0, "unsafe write-back lost nothing in 40 power cuts: the check is blind");
+}
+
+/// Ordered write-back (Koller et al.; thesis table 3.1, third row): after a power cut,
+/// with the cache device lost (destructive) or restarted on it (recoverable, the cache
+/// starts cold), backing holds every write of the epochs before some epoch E and any subset
+/// of E's writes: consistent, older. Durability of acknowledged FLUSHes is not promised,
+/// and the durability check finds the loss (so FLUSH really returns without waiting).
+#[test]
+fn ordered_write_back_keeps_backing_a_consistent_older_state_through_power_cuts() {
+    let n = trials();
+    let (cuts, bad, sample, seen) = run(WriteMode::OrderedWriteBack, Check::Prefix, n);
+    assert_eq!(bad, 0, "{sample:?}");
+    assert!(seen.dirty_writes > 0 && seen.flushed_blocks > 0, "{seen:?}");
+    // No write falls back to write-through: a write waits for the flusher instead.
+    assert_eq!(seen.write_through_fallbacks, 0, "{seen:?}");
+    // Requests that go to backing directly, behind the older epochs, were exercised.
+    assert!(seen.trims > 0 && seen.write_zeroes > 0 && seen.admission_refusals > 0, "{seen:?}");
+    assert_eq!(cuts, n, "only {cuts} of {n} trials were cut mid-run");
+    let (_, lost, _, _) = run(WriteMode::OrderedWriteBack, Check::Durable, 40);
+    assert!(lost > 0, "ordered write-back lost no acknowledged FLUSH in 40 power cuts");
+}
+
+/// The negative control of the prefix check: unsafe write-back ignores FLUSH, so its
+/// flusher writes blocks of different client epochs in ascending block order, and its
+/// write-through fallbacks overtake older dirty blocks. The check must catch it.
+#[test]
+fn unsafe_write_back_is_caught_breaking_epoch_order() {
+    let (_, bad, _, _) = run(WriteMode::UnsafeWriteBack, Check::Prefix, 40);
+    assert!(bad > 0, "unsafe write-back kept epoch order in 40 power cuts: the check is blind");
 }

@@ -2,8 +2,11 @@
 //! [`ember_engine::Volume`], [`EngineExports`] implements [`ember_nbd::ExportSet`] over an
 //! engine (its volumes by name; the empty name is the first volume).
 
+use crate::stale::{Session, StaleGuard};
 use ember_engine::{Engine, EngineError, Volume};
 use ember_nbd::{Export, ExportError, ExportFlags, ExportSet};
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The NBD error of an engine error: I/O errors are EIO, invalid requests EINVAL, a request
@@ -17,8 +20,49 @@ pub fn to_export_error(e: EngineError) -> ExportError {
     }
 }
 
-/// One engine volume as an NBD export.
-pub struct VolumeExport(pub Volume);
+/// One engine volume as an NBD export. Each connection gets its own (from
+/// [`EngineExports::get`]), with the connection's [`Session`] for the stale rule of DEMOTE.
+/// The third field says whether the volume takes DEMOTEs: only then are reads and writes
+/// tracked for the stale rule.
+pub struct VolumeExport(pub Volume, Session, bool);
+
+impl VolumeExport {
+    /// The volume as an export, with a session under `guard`.
+    pub fn new(volume: Volume, guard: Arc<StaleGuard>) -> Self {
+        let tracked = volume.accepts_demote();
+        Self(volume, Session::new(guard), tracked)
+    }
+
+    /// The volume's blocks `offset..offset + len` touches.
+    fn blocks(&self, offset: u64, len: u64) -> std::ops::Range<u64> {
+        let bs = u64::from(self.0.block_size());
+        offset / bs..(offset + len).div_ceil(bs)
+    }
+
+    /// A write-type command, tracked by the stale rule; `copy` if the client now holds the
+    /// written data.
+    fn tracked(
+        &self,
+        offset: u64,
+        len: u64,
+        copy: bool,
+        f: impl FnOnce() -> Result<(), EngineError>,
+    ) -> Result<(), ExportError> {
+        if !self.2 {
+            return f().map_err(to_export_error);
+        }
+        let blocks = self.blocks(offset, len);
+        self.1.guard().write_started(blocks.clone());
+        let r = f();
+        let s = self.1.guard().write_done(blocks.clone());
+        if copy && r.is_ok() {
+            self.1.copied(blocks, s);
+        } else {
+            self.1.forget(blocks);
+        }
+        r.map_err(to_export_error)
+    }
+}
 
 impl Export for VolumeExport {
     fn size(&self) -> u64 {
@@ -41,7 +85,21 @@ impl Export for VolumeExport {
     }
 
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError> {
-        self.0.read(offset, buf).map_err(to_export_error)
+        if !self.2 {
+            return self.0.read(offset, buf).map_err(to_export_error);
+        }
+        let seq = self.1.guard().now();
+        self.0.read(offset, buf).map_err(to_export_error)?;
+        self.1.copied(self.blocks(offset, buf.len() as u64), seq);
+        Ok(())
+    }
+
+    fn accepts_demote(&self) -> bool {
+        self.2
+    }
+
+    fn demote(&self, offset: u64, data: &[u8]) -> Result<(), ExportError> {
+        self.0.demote(offset, data, &|b| self.1.demote_fresh(b)).map_err(to_export_error)
     }
 
     fn read_is_fast(&self, offset: u64, len: u64) -> bool {
@@ -49,7 +107,7 @@ impl Export for VolumeExport {
     }
 
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError> {
-        self.0.write(offset, data, fua).map_err(to_export_error)
+        self.tracked(offset, data.len() as u64, true, || self.0.write(offset, data, fua))
     }
 
     fn flush(&self) -> Result<(), ExportError> {
@@ -57,7 +115,7 @@ impl Export for VolumeExport {
     }
 
     fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ExportError> {
-        self.0.trim(offset, len, fua).map_err(to_export_error)
+        self.tracked(offset, len, false, || self.0.trim(offset, len, fua))
     }
 
     fn write_zeroes(
@@ -67,17 +125,18 @@ impl Export for VolumeExport {
         fua: bool,
         may_trim: bool,
     ) -> Result<(), ExportError> {
-        self.0.write_zeroes(offset, len, fua, may_trim).map_err(to_export_error)
+        self.tracked(offset, len, false, || self.0.write_zeroes(offset, len, fua, may_trim))
     }
 }
 
-/// The volumes of an engine as the export set of an NBD server.
-pub struct EngineExports(pub Arc<Engine>);
+/// The volumes of an engine as the export set of an NBD server, with each volume's
+/// [`StaleGuard`].
+pub struct EngineExports(pub Arc<Engine>, Mutex<HashMap<String, Arc<StaleGuard>>>);
 
 impl EngineExports {
     /// The export set of `engine`.
     pub fn new(engine: Arc<Engine>) -> Self {
-        Self(engine)
+        Self(engine, Mutex::new(HashMap::new()))
     }
 }
 
@@ -89,7 +148,9 @@ impl ExportSet for EngineExports {
         } else {
             self.0.volume(name)?
         };
-        Some(Arc::new(VolumeExport(volume)))
+        let guard =
+            self.1.lock().entry(volume.name().to_string()).or_insert_with(StaleGuard::new).clone();
+        Some(Arc::new(VolumeExport::new(volume, guard)))
     }
 
     fn list(&self) -> Vec<(String, String)> {

@@ -5,10 +5,13 @@
 //! - [`NbdDevice`]: an export of an upstream NBD server as a backing (or cache) device;
 //! - [`open_spec`]: a device named on a command line (NBD URI or path).
 
+mod demote_queue;
 mod export;
 mod nbd_device;
 mod spec;
 
+pub mod stale;
+pub use demote_queue::{DemoteQueue, DemoteReplies};
 pub use export::{to_export_error, EngineExports, VolumeExport};
 pub use nbd_device::NbdDevice;
 pub use spec::open_spec;

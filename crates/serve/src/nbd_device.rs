@@ -1,11 +1,16 @@
 //! An upstream NBD server as a device, so ember can front a remote or emulated disk (for
 //! example nbdkit's memory plugin behind its delay filter, playing a 5 ms hard disk).
 
+use crate::demote_queue::{DemoteQueue, DemoteReplies};
 use ember_engine::device::identity::{digest, digest_bytes};
 use ember_engine::device::{check_range, write_zeroes_by_writes, Identity};
 use ember_engine::Device;
-use ember_nbd::{Client, ClientError};
+use ember_nbd::{Client, ClientBuilder, ClientError, NbdUri};
+use parking_lot::RwLock;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Largest TRIM / WRITE_ZEROES length sent in one request (NBD lengths are 32-bit).
 const MAX_DISCARD: u64 = 1 << 30;
@@ -13,9 +18,28 @@ const MAX_DISCARD: u64 = 1 << 30;
 /// An export of an NBD server, reached with ember's pipelining client. The client is shared
 /// by every thread: requests from many threads are in flight at once on one connection.
 pub struct NbdDevice {
-    client: Client,
+    client: RwLock<Arc<Client>>,
     uri: String,
     trusted: bool,
+    /// With `--demote`, when the export granted `x-ember:demote`.
+    demotes: Option<DemoteQueue>,
+    /// The `--demote` queue length asked for (asked again at every reconnection).
+    demote_queue: Option<usize>,
+    /// How long to keep trying to reconnect after the connection broke (None: never).
+    reconnect: Option<Duration>,
+    /// Reconnections made.
+    reconnections: AtomicU64,
+}
+
+/// Whether `e` means the connection is gone (or the server is going), so the request may
+/// be sent again on a new connection: NBD READ, WRITE, TRIM and WRITE_ZEROES are idempotent.
+fn broken(e: &ClientError) -> bool {
+    matches!(
+        e,
+        ClientError::Io(_)
+            | ClientError::Disconnected(_)
+            | ClientError::Server { errno: ember_nbd::Errno::Shutdown, .. }
+    )
 }
 
 fn to_io(uri: &str, op: &str, e: ClientError) -> io::Error {
@@ -30,14 +54,101 @@ fn to_io(uri: &str, op: &str, e: ClientError) -> io::Error {
 impl NbdDevice {
     /// Connect to `uri` (`nbd://host:port/export` or `nbd+unix:///export?socket=PATH`).
     pub fn connect(uri: &str) -> io::Result<Self> {
-        let client = Client::connect_uri(uri).map_err(|e| to_io(uri, "connect", e))?;
+        Self::connect_demoting(uri, None)
+    }
+
+    /// Connect to `uri`; with `demote_queue` = Some(N), ask for ember's DEMOTE extension and,
+    /// if the export grants it, send DEMOTEs with at most N awaiting replies
+    /// ([`NbdDevice::demotes`] tells whether it was granted).
+    pub fn connect_demoting(uri: &str, demote_queue: Option<usize>) -> io::Result<Self> {
+        let client = Self::open(uri, demote_queue)?;
+        let demotes = match demote_queue {
+            Some(n) if client.info().demote => Some(DemoteQueue::new(n)?),
+            _ => None,
+        };
+        Ok(Self {
+            client: RwLock::new(Arc::new(client)),
+            uri: uri.to_string(),
+            trusted: false,
+            demotes,
+            demote_queue,
+            reconnect: None,
+            reconnections: AtomicU64::new(0),
+        })
+    }
+
+    fn open(uri: &str, demote_queue: Option<usize>) -> io::Result<Client> {
+        let parsed =
+            NbdUri::parse(uri).map_err(|e| to_io(uri, "connect", ClientError::Invalid(e)))?;
+        let client = ClientBuilder::new()
+            .export(&parsed.export)
+            .demote(demote_queue.is_some())
+            .connect(&parsed.endpoint)
+            .map_err(|e| to_io(uri, "connect", e))?;
         if client.info().read_only() {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 format!("{uri}: the export is read-only; ember needs to write its backing"),
             ));
         }
-        Ok(Self { client, uri: uri.to_string(), trusted: false })
+        Ok(client)
+    }
+
+    /// When the connection breaks (the server restarts), reconnect and send the request
+    /// again, trying for at most `window` before the request fails (`ember serve
+    /// --nbd-reconnect`). A server that comes back with another size is not taken.
+    pub fn reconnect_within(mut self, window: Duration) -> Self {
+        self.reconnect = Some(window);
+        self
+    }
+
+    /// Reconnections made so far.
+    pub fn reconnections(&self) -> u64 {
+        self.reconnections.load(Ordering::Relaxed)
+    }
+
+    /// Run `f` on the connection; if it broke, reconnect (within the window) and run it
+    /// again on the new one.
+    fn call<T>(&self, op: &str, f: impl Fn(&Client) -> Result<T, ClientError>) -> io::Result<T> {
+        let mut client = self.client.read().clone();
+        let deadline = self.reconnect.map(|w| Instant::now() + w);
+        loop {
+            match f(&client) {
+                Ok(v) => return Ok(v),
+                Err(e) if broken(&e) && deadline.is_some_and(|d| Instant::now() < d) => {
+                    client = self.reconnected(&client, deadline.unwrap_or_else(Instant::now));
+                }
+                Err(e) => return Err(to_io(&self.uri, op, e)),
+            }
+        }
+    }
+
+    /// A working connection other than `old`: the one another thread made, or a new one
+    /// (tried every 50 ms until `deadline`; then `old` comes back and the caller's next
+    /// attempt fails).
+    fn reconnected(&self, old: &Arc<Client>, deadline: Instant) -> Arc<Client> {
+        let mut slot = self.client.write();
+        if !Arc::ptr_eq(&slot, old) {
+            return slot.clone();
+        }
+        let size = old.size();
+        while Instant::now() < deadline {
+            match Self::open(&self.uri, self.demote_queue) {
+                Ok(c) if c.size() == size => {
+                    *slot = Arc::new(c);
+                    self.reconnections.fetch_add(1, Ordering::Relaxed);
+                    return slot.clone();
+                }
+                Ok(_) => break,
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+        old.clone()
+    }
+
+    /// The replies to this device's DEMOTEs, if the export granted them.
+    pub fn demotes(&self) -> Option<Arc<DemoteReplies>> {
+        self.demotes.as_ref().map(|q| q.replies())
     }
 
     /// Trust that nobody but ember writes this export, so a warm start may keep its cached
@@ -49,43 +160,47 @@ impl NbdDevice {
     }
 
     /// The export's capabilities as the handshake reported them.
-    pub fn info(&self) -> &ember_nbd::ExportInfo {
-        self.client.info()
+    pub fn info(&self) -> ember_nbd::ExportInfo {
+        self.client.read().info().clone()
     }
 }
 
 impl Device for NbdDevice {
     fn size(&self) -> u64 {
-        self.client.size()
+        self.client.read().size()
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         check_range(self.size(), offset, buf.len() as u64, "read")?;
-        self.client.read(offset, buf).map_err(|e| to_io(&self.uri, "read", e))
+        let cell = parking_lot::Mutex::new(buf);
+        self.call("read", |c| c.read(offset, &mut cell.lock()[..]))
     }
 
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         check_range(self.size(), offset, data.len() as u64, "write")?;
-        self.client.write(offset, data, false).map_err(|e| to_io(&self.uri, "write", e))
+        self.call("write", |c| c.write(offset, data, false))
     }
 
     fn sync(&self) -> io::Result<()> {
         // A server without NBD_FLAG_SEND_FLUSH has no volatile cache to flush.
-        if !self.client.info().can_flush() {
+        if !self.client.read().info().can_flush() {
             return Ok(());
         }
-        self.client.flush().map_err(|e| to_io(&self.uri, "flush", e))
+        // Not sent again on a new connection: the writes it covered went to a server that
+        // is gone, so a FLUSH on its successor would promise nothing about them.
+        let client = self.client.read().clone();
+        client.flush().map_err(|e| to_io(&self.uri, "flush", e))
     }
 
     fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
         check_range(self.size(), offset, len, "trim")?;
-        if !self.client.info().can_trim() {
+        if !self.client.read().info().can_trim() {
             return Ok(()); // TRIM is advisory
         }
         let mut pos = offset;
         while pos < offset + len {
             let n = MAX_DISCARD.min(offset + len - pos);
-            self.client.trim(pos, n as u32, false).map_err(|e| to_io(&self.uri, "trim", e))?;
+            self.call("trim", |c| c.trim(pos, n as u32, false))?;
             pos += n;
         }
         Ok(())
@@ -93,15 +208,13 @@ impl Device for NbdDevice {
 
     fn write_zeroes(&self, offset: u64, len: u64) -> io::Result<()> {
         check_range(self.size(), offset, len, "write-zeroes")?;
-        if !self.client.info().can_write_zeroes() {
+        if !self.client.read().info().can_write_zeroes() {
             return write_zeroes_by_writes(self, offset, len);
         }
         let mut pos = offset;
         while pos < offset + len {
             let n = MAX_DISCARD.min(offset + len - pos);
-            self.client
-                .write_zeroes(pos, n as u32, false, false)
-                .map_err(|e| to_io(&self.uri, "write-zeroes", e))?;
+            self.call("write-zeroes", |c| c.write_zeroes(pos, n as u32, false, false))?;
             pos += n;
         }
         Ok(())
@@ -109,6 +222,15 @@ impl Device for NbdDevice {
 
     fn describe(&self) -> String {
         self.uri.clone()
+    }
+
+    fn takes_demotes(&self) -> bool {
+        self.demotes.is_some()
+    }
+
+    fn demote(&self, offset: u64, data: &[u8]) -> bool {
+        let client = self.client.read().clone();
+        self.demotes.as_ref().is_some_and(|q| q.send(&client, offset, data))
     }
 
     fn identity(&self) -> io::Result<Identity> {

@@ -134,6 +134,13 @@ pub fn is_regular_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
+/// True if `path` can be read twice, so sniffing its first bytes does not consume them: a
+/// regular file or a block device (a warmup log on Bonfire's logging volume).
+fn rereadable(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() || m.file_type().is_block_device())
+}
+
 /// The file name without a trailing `.gz`, `.zst` or `.zstd`.
 fn uncompressed_name(path: &Path) -> String {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -170,7 +177,10 @@ fn sniff(path: &Path, head: &[u8]) -> Result<Format, TraceError> {
     if head.starts_with(&ember_fmt::MAGIC) {
         return Ok(Format::Ember);
     }
-    if head.starts_with(&crate::formats::warmup_log::MAGIC) {
+    if head.starts_with(&crate::formats::warmup_log::MAGIC)
+        || crate::formats::warmup_log::cache_region(head).is_some()
+    {
+        // A warmup log, or an ember cache device whose layout holds one.
         return Ok(Format::WarmupLog);
     }
     let texty = !head.is_empty()
@@ -234,7 +244,7 @@ pub fn detect_format(path: &Path) -> Result<Format, TraceError> {
     if let Some(f) = format_from_name(path) {
         return Ok(f);
     }
-    if !is_regular_file(path) && path.exists() {
+    if !rereadable(path) && path.exists() {
         return Err(TraceError::Format {
             path: path.to_owned(),
             message: "cannot tell the format of a pipe without consuming it; pass --format".into(),
@@ -427,8 +437,21 @@ pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> 
     };
     let mut volumes = VolumeTable::new();
     let inner = if format == Format::WarmupLog {
-        let mut bytes = Vec::new();
-        open_decompressed(path)?.read_to_end(&mut bytes).map_err(|e| io_err(path, e))?;
+        // Only the log's own extent: a log on a device is not read to the device's end; a
+        // cache device's log is read from the region its superblock names.
+        let mut r = open_decompressed(path)?;
+        let mut head = Vec::new();
+        (&mut r).take(4096).read_to_end(&mut head).map_err(|e| io_err(path, e))?;
+        let bytes = match crate::formats::warmup_log::cache_region(&head) {
+            Some((offset, len)) => {
+                let mut f = File::open(path).map_err(|e| io_err(path, e))?;
+                std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(offset))
+                    .map_err(|e| io_err(path, e))?;
+                crate::formats::warmup_log::read_log_bytes(&mut f.take(len))
+            }
+            None => crate::formats::warmup_log::read_log_bytes(&mut head.as_slice().chain(r)),
+        }
+        .map_err(|e| io_err(path, e))?;
         let (vols, requests) = crate::formats::warmup_log::requests(&bytes)
             .map_err(|message| TraceError::Format { path: path.to_owned(), message })?;
         volumes = vols;

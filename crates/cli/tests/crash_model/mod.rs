@@ -132,6 +132,9 @@ pub struct Model {
     pending: Vec<(u32, u64, u64)>,
     floor: Vec<u32>,
     pub acked_flushes: u32,
+    /// The writes issued in each epoch (between two FLUSHes), for ordered write-back's
+    /// check: (write number, offset, length).
+    epochs: Vec<Vec<(u32, u64, u64)>>,
 }
 
 impl Model {
@@ -144,6 +147,7 @@ impl Model {
             pending: Vec::new(),
             floor: vec![0; words],
             acked_flushes: 0,
+            epochs: vec![Vec::new()],
         };
         let mut issued: Option<(u32, u64, u64, bool)> = None;
         for line in text.lines() {
@@ -152,6 +156,9 @@ impl Model {
                 ["WI", i, off, len, fua] => {
                     let w = (i.parse().unwrap(), off.parse().unwrap(), len.parse().unwrap());
                     m.pending.push(w);
+                    if let Some(e) = m.epochs.last_mut() {
+                        e.push(w);
+                    }
                     issued = Some((w.0, w.1, w.2, *fua == "1"));
                 }
                 ["WA", _] => {
@@ -165,6 +172,9 @@ impl Model {
                         }
                     }
                 }
+                // The writer is sequential: every write before a FLUSH was acknowledged
+                // before it was issued, every later one is issued after its reply.
+                ["FI", _] => m.epochs.push(Vec::new()),
                 ["FA", _] => {
                     m.base.copy_from_slice(&m.latest);
                     m.pending.clear();
@@ -197,5 +207,47 @@ impl Model {
             }
         }
         first.map(|f| (f, n))
+    }
+}
+
+impl Model {
+    /// Ordered write-back's promise (prefix consistency at epoch granularity): for some
+    /// epoch E, every word holds its value after all epochs before E, or the value of a
+    /// write issued in E (any subset of E's writes). Returns how many epochs the newest such
+    /// E lies behind the writer's last, or the words that fit no epoch for the E that fits
+    /// best: (first byte offset, count).
+    pub fn prefix_lag(&self, got: &[u8]) -> Result<usize, (u64, usize)> {
+        let mut state = vec![0u32; self.latest.len()];
+        let mut newest = None;
+        let mut best = (usize::MAX, 0u64);
+        for (e, writes) in self.epochs.iter().enumerate() {
+            let mut first = None;
+            let mut n = 0;
+            for (w, chunk) in got.chunks(8).enumerate() {
+                let p = w as u64 * 8;
+                let holds = |i: u32| (0..8).all(|k| chunk[k] == content_byte(i, p + k as u64));
+                if holds(state[w]) {
+                    continue;
+                }
+                if !writes.iter().any(|&(i, off, len)| p >= off && p < off + len && holds(i)) {
+                    first.get_or_insert(p);
+                    n += 1;
+                }
+            }
+            match first {
+                None => newest = Some(e),
+                Some(f) if n < best.0 => best = (n, f),
+                Some(_) => {}
+            }
+            for &(i, off, len) in writes {
+                state[(off / 8) as usize..((off + len) / 8) as usize]
+                    .iter_mut()
+                    .for_each(|x| *x = i);
+            }
+        }
+        match newest {
+            Some(e) => Ok(self.epochs.len() - 1 - e),
+            None => Err((best.1, best.0)),
+        }
     }
 }

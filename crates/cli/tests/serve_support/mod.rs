@@ -393,3 +393,53 @@ pub fn skip_or_fail(why: &str) -> bool {
     );
     true
 }
+
+/// Replay `trace` (`format`: csv, msr) onto export `disk` of `serve` with `ember replay`
+/// (backing prefilled by [`patterned_backing`] with `seed`), every read verified; returns
+/// the server's (hits, misses) over the replay.
+pub fn replay_verified(trace: &Path, format: &str, serve: &Serve, seed: &str) -> (u64, u64) {
+    let r = replay_json(&[
+        trace.to_str().unwrap(),
+        "--format",
+        format,
+        "--server",
+        &serve.uri("disk"),
+        "--assume-prefilled",
+        "--seed",
+        seed,
+        "--metrics-url",
+        &serve.metrics,
+    ]);
+    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
+    assert_eq!(r["verification"]["reads_unverifiable"], 0, "{r:#}");
+    let s = &r["server_metrics"];
+    (s["hits"].as_u64().unwrap(), s["misses"].as_u64().unwrap())
+}
+
+/// Wait until `serve`'s warmup state (`ember_warmup_state`) is `state` (3: preload done);
+/// panics after a minute.
+pub fn wait_warmup_state(serve: &Serve, state: f64) {
+    let t = Instant::now();
+    loop {
+        let v = metric(&scrape(&serve.metrics), "ember_warmup_state");
+        if v == state {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "warmup state {v}, waiting for {state}:\n{}",
+            serve.output()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Run `ember serve ARGS --listen 127.0.0.1:0`, which must fail (at start); returns its stderr.
+pub fn serve_fails(args: &[&str]) -> String {
+    let mut all = vec!["serve"];
+    all.extend(args);
+    all.extend(["--listen", "127.0.0.1:0"]);
+    let out = run_status(Command::new(ember()).args(&all), Duration::from_secs(60));
+    assert!(!out.status.success(), "ember serve {args:?} should fail:\n{}", out.stdout);
+    out.stderr
+}

@@ -56,6 +56,21 @@ pub trait Device: Send + Sync {
         true
     }
 
+    /// Whether this device takes DEMOTE hints ([`Device::demote`]): an NBD export of an array
+    /// tier that granted ember's `x-ember:demote` extension (docs/nbd.md). The default says no.
+    fn takes_demotes(&self) -> bool {
+        false
+    }
+
+    /// Wong & Wilkes' DEMOTE: hand down `data`, the clean copy of the bytes at `offset` that
+    /// the cache above evicts, without waiting for the answer. A hint that never changes the
+    /// device's data. Returns false if it was dropped (not taken, or the device's queue of
+    /// DEMOTEs is full). The default drops it.
+    fn demote(&self, offset: u64, data: &[u8]) -> bool {
+        let _ = (offset, data);
+        false
+    }
+
     /// What identifies the medium and its state, so a warm start can tell a backing changed
     /// while ember was stopped. The default cannot know ([`Identity::Unknown`]): such a
     /// backing never starts warm.

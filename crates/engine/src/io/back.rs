@@ -12,6 +12,18 @@ use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+/// Where a run of a write-back chunk goes.
+pub(super) enum RunTarget<'a> {
+    /// To fresh cache blocks reserved now, or through to backing when the sieve refused it
+    /// or a fallback applies (max_dirty, no free block, FUA under write-back flush, the
+    /// partial last block).
+    Policy,
+    /// To these cache blocks, reserved beforehand, one per block (ordered write-back).
+    Cache(&'a [u32]),
+    /// Through to backing (ordered write-back's direct runs; with `fua`, synced).
+    Backing,
+}
+
 impl Volume {
     /// A write under a write-back policy (thesis table 4.2): every block of the chunk gets a
     /// new cache block (no-overwrite), written before the map names it dirty in the current
@@ -26,6 +38,11 @@ impl Volume {
     /// the discard is removing; landing after the discard's backing call, the merged block
     /// would put them back (an acknowledged WRITE_ZEROES undone by a write to the other half
     /// of the block, `tests/discard_write_race.rs`).
+    ///
+    /// Under ordered write-back (`io/ordered.rs`) the chunk's cache blocks are reserved
+    /// before any lock is taken (waiting for the flusher instead of falling back), and the
+    /// runs that must go to backing directly are written after the chunk's stripe locks are
+    /// released, each once the epochs before it reached backing.
     pub(super) fn write_chunk_wb(
         &self,
         first: u64,
@@ -38,12 +55,26 @@ impl Volume {
         let bs = inner.block_size();
         let vol = self.vol();
         let ctr = self.counters();
+        let ordered = inner.mode == WriteMode::OrderedWriteBack;
+        // Ordered write-back: a chunk larger than max_dirty goes to backing directly.
+        let direct_all = ordered && n as usize > inner.limits.max_dirty;
+        let mut reserved =
+            if ordered && !direct_all { self.reserve_ordered(n as usize)? } else { Vec::new() };
         // The stripes, and the state with no fence over the chunk: a fence raised after the
         // wait may have passed these stripes already (its wait for older requests), so then
         // everything is let go and the wait starts again.
-        let (_held, mut st) = loop {
-            self.wait_unfenced(first, n)?;
-            let held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
+        let (held, mut st) = loop {
+            if let Err(e) = self.wait_unfenced(first, n) {
+                self.unpin_all(&reserved);
+                return Err(e);
+            }
+            let held = match inner.stripes.lock(vol.id, first..first + n) {
+                Ok(h) => h,
+                Err(e) => {
+                    self.unpin_all(&reserved);
+                    return Err(self.fail(e));
+                }
+            };
             let st = inner.state.lock();
             if !self.any_fenced(&st, first, n) {
                 break (held, st);
@@ -70,12 +101,28 @@ impl Volume {
                 }
             }
         }
+        // Ordered write-back: which blocks go to backing directly (refused by the sieve, the
+        // partial last block, or all of a chunk larger than max_dirty); their reserved
+        // blocks are returned.
+        let direct: Vec<bool> = (first..first + n)
+            .map(|b| ordered && (direct_all || around[(b - first) as usize] || !self.cacheable(b)))
+            .collect();
+        if ordered {
+            for (i, c) in reserved.iter_mut().enumerate() {
+                if direct[i] {
+                    st.unpin(*c);
+                    *c = u32::MAX;
+                }
+            }
+        }
         drop(st);
         let end = start + data.len() as u64;
+        let mut deferred = Vec::new();
+        let mut result = Ok(());
         let mut i = 0usize;
         while i < around.len() {
             let mut j = i + 1;
-            while j < around.len() && around[j] == around[i] {
+            while j < around.len() && around[j] == around[i] && direct[j] == direct[i] {
                 j += 1;
             }
             let (b0, b1) = (first + i as u64, first + j as u64);
@@ -84,16 +131,41 @@ impl Volume {
             if around[i] {
                 ctr.admission_refusals.fetch_add((j - i) as u64, Relaxed);
             }
-            self.write_run_wb(b0, b1 - b0, lo, part, fua, around[i])?;
+            if direct[i] {
+                deferred.push((b0, b1 - b0, lo, part, around[i]));
+            } else if result.is_ok() {
+                let target =
+                    if ordered { RunTarget::Cache(&reserved[i..j]) } else { RunTarget::Policy };
+                result = self.write_run_wb(b0, b1 - b0, lo, part, fua, around[i], target);
+            } else {
+                self.unpin_all(&reserved[i..j]);
+            }
             i = j;
+        }
+        result?;
+        drop(held);
+        for (b0, nb, lo, part, around) in deferred {
+            self.write_direct_ordered(b0, nb, lo, part, around)?;
         }
         Ok(())
     }
 
+    /// Return reserved blocks never used.
+    fn unpin_all(&self, reserved: &[u32]) {
+        if reserved.is_empty() {
+            return;
+        }
+        let mut st = self.inner.state.lock();
+        for &c in reserved.iter().filter(|&&c| c != u32::MAX) {
+            st.unpin(c);
+        }
+    }
+
     /// One run of a write-back chunk whose blocks the sieve treated alike, under the chunk's
     /// stripe locks: to fresh dirty cache blocks, or through to backing (`around`: the sieve
-    /// refused its misses; or a fallback).
-    fn write_run_wb(
+    /// refused its misses; or a fallback). `target` says where (see [`RunTarget`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn write_run_wb(
         &self,
         first: u64,
         n: u64,
@@ -101,6 +173,7 @@ impl Volume {
         data: &[u8],
         fua: bool,
         around: bool,
+        target: RunTarget<'_>,
     ) -> Result<(), EngineError> {
         let inner = &self.inner;
         let mode = inner.mode;
@@ -121,11 +194,20 @@ impl Volume {
             misses = (first..first + n).filter(|&b| st.get(block_key(vol.id, b)).is_none()).count();
             // No fence stands over the chunk (waited for in `write_chunk_wb`), so a dirty
             // version may appear; the volume's partial last block is never cached.
-            through = around
-                || (first..first + n).any(|b| !self.cacheable(b))
-                || (fua && mode == WriteMode::WriteBackFlush)
-                || st.dirty_len() + n as usize > inner.limits.max_dirty;
-            if !through {
+            through = match target {
+                RunTarget::Policy => {
+                    around
+                        || (first..first + n).any(|b| !self.cacheable(b))
+                        || (fua && mode == WriteMode::WriteBackFlush)
+                        || st.dirty_len() + n as usize > inner.limits.max_dirty
+                }
+                RunTarget::Cache(blocks) => {
+                    reserved.extend_from_slice(blocks);
+                    false
+                }
+                RunTarget::Backing => true,
+            };
+            if !through && reserved.is_empty() {
                 while reserved.len() < n as usize {
                     match st.reserve() {
                         Some(c) => reserved.push(c),
@@ -183,7 +265,7 @@ impl Volume {
                 (Ok(()), false) => {
                     for (i, &c) in reserved.iter().enumerate() {
                         let key = block_key(vol.id, first + i as u64);
-                        st.commit_dirty(key, c, now, mode == WriteMode::WriteBackFlush);
+                        st.commit_dirty(key, c, now, mode.keeps_closed_epochs());
                     }
                     ctr.dirty_writes.fetch_add(n, Relaxed);
                     ctr.allocation_writes.fetch_add(misses as u64, Relaxed);

@@ -19,6 +19,10 @@
 //!    of dirty blocks elsewhere);
 //! 6. lowers the fence (also on error or panic: the fence is a guard).
 //!
+//! Under ordered write-back the discard first holds its epoch and waits until every older
+//! epoch reached backing (`io/ordered.rs`), its fence lets the flusher write older epochs'
+//! versions in the range, and backing is synced after step 4 before the hold is released.
+//!
 //! Requests racing with the discard on its bytes are concurrent with it, so NBD leaves
 //! their order undefined; what the fence guarantees is that afterwards no cached copy in the
 //! range holds bytes from before the discard, and that a write to other bytes of one of its
@@ -27,7 +31,7 @@
 use super::ctx::Volume;
 use crate::core::Inner;
 use crate::error::EngineError;
-use crate::layout::block_key;
+use crate::layout::{block_key, WriteMode};
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -41,8 +45,8 @@ struct Fence<'a> {
 }
 
 impl<'a> Fence<'a> {
-    fn raise(inner: &'a Inner, keys: std::ops::Range<u64>) -> Self {
-        let id = inner.state.lock().raise_fence(keys);
+    fn raise(inner: &'a Inner, keys: std::ops::Range<u64>, epoch: Option<u64>) -> Self {
+        let id = inner.state.lock().raise_fence(keys, epoch);
         Self { inner, id }
     }
 }
@@ -156,7 +160,11 @@ impl Volume {
         let first = offset / bs;
         let last = end.div_ceil(bs);
         let keys = block_key(vol.id, first)..block_key(vol.id, last);
-        let _fence = Fence::raise(inner, keys.clone());
+        // Ordered write-back: the discard reaches backing after every older epoch
+        // (`io/ordered.rs`); the flusher may still write their versions inside the fence.
+        let ordered = inner.mode == WriteMode::OrderedWriteBack;
+        let hold = if ordered { Some(self.hold_ordered()?) } else { None };
+        let _fence = Fence::raise(inner, keys.clone(), hold.as_ref().map(|h| h.epoch));
         inner.stripes.wait_range(vol.id, first..last).map_err(|e| self.fail(e))?;
         let dropped = inner.state.lock().invalidate_range(keys.clone());
         ctr.invalidations.fetch_add(dropped, Relaxed);
@@ -181,7 +189,8 @@ impl Volume {
                 .map_err(|e| self.fail(self.backing_io_error(op, pos, n, e)))?;
             pos += n;
         }
-        if fua {
+        // Ordered write-back: durable before a later epoch may follow it to backing.
+        if fua || ordered {
             vol.backing
                 .sync()
                 .map_err(|e| self.fail(self.backing_io_error("sync (FUA)", 0, 0, e)))?;

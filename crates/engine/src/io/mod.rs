@@ -1,7 +1,8 @@
 //! The request flows of one volume, one file each: [`ctx`] (the handle and shared helpers),
 //! [`read`], [`through`] (write-through and write-around), [`back`] (write-back), [`discard`]
-//! (TRIM and WRITE_ZEROES), [`probe`] (residency, for a frontend's scheduling). This file holds the two entry points that dispatch by policy:
-//! `write` and `flush`.
+//! (TRIM and WRITE_ZEROES), [`ordered`] (what ordered write-back adds), [`probe`] (residency,
+//! for a frontend's scheduling). This file holds the two entry points that dispatch by
+//! policy: `write` and `flush`.
 //!
 //! Requests are cut into chunks of at most [`CHUNK_BLOCKS`] blocks. A chunk holds the stripe
 //! locks of all its blocks while it does its I/O, so every block sees requests one at a time;
@@ -9,7 +10,9 @@
 
 mod back;
 mod ctx;
+mod demote;
 mod discard;
+mod ordered;
 mod probe;
 mod read;
 mod through;
@@ -19,7 +22,7 @@ pub use ctx::{Volume, CHUNK_BLOCKS};
 use crate::device::io_context;
 use crate::error::EngineError;
 use crate::layout::WriteMode;
-use crate::wb::barrier::{barrier_flush, barrier_persist};
+use crate::wb::barrier::{barrier_flush, barrier_ordered, barrier_persist};
 use std::sync::atomic::Ordering::Relaxed;
 
 impl Volume {
@@ -35,6 +38,9 @@ impl Volume {
             self.wait_for_epochs()?;
         }
         let bs = self.inner.block_size();
+        // Ordered write-back ignores FUA as it ignores FLUSH (thesis table 3.1, note 3): it
+        // promises consistency, not durability.
+        let fua = fua && self.inner.mode != WriteMode::OrderedWriteBack;
         let result = self.write_chunks(offset, data, fua);
         // Staged after the data is in place (also after a failure: part of it may be), so a
         // snapshot copy lacking this write is always tagged below its record
@@ -107,7 +113,8 @@ impl Volume {
 
     /// Make every write completed before this call durable (an NBD barrier): under
     /// write-back flush the closed epoch reaches backing, under write-back persist the dirty
-    /// map is committed, unsafe-write-back ignores it.
+    /// map is committed, ordered write-back closes the epoch (and does not wait),
+    /// unsafe-write-back ignores it.
     pub fn flush(&self) -> Result<(), EngineError> {
         let _pass = self.enter()?;
         self.counters().flushes.fetch_add(1, Relaxed);
@@ -118,6 +125,10 @@ impl Volume {
             }
             WriteMode::WriteBackPersist => {
                 return barrier_persist(&self.inner).map_err(|e| self.fail(e))
+            }
+            WriteMode::OrderedWriteBack => {
+                barrier_ordered(&self.inner);
+                return Ok(());
             }
             // Ignores barriers, as its name says (thesis table 3.1, last row).
             WriteMode::UnsafeWriteBack => return Ok(()),

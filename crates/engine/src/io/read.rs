@@ -49,6 +49,8 @@ impl Volume {
         let now = now_ns();
         let mut plans = Vec::with_capacity(n as usize);
         let mut dirty = vec![false; n as usize];
+        // Client tier: (evicted key, its cache block) to DEMOTE before reading backing.
+        let mut demotes = Vec::new();
         {
             let mut st = inner.state.lock();
             for b in first..first + n {
@@ -63,6 +65,14 @@ impl Volume {
                     st.admission.observe(&acc, true);
                     if st.take_preloaded(c) {
                         inner.warmup.preloaded_hit();
+                    }
+                    if st.replacement.takes_demotes() {
+                        let origin = if st.demoted_origin(c) {
+                            &ctr.read_hits_demoted
+                        } else {
+                            &ctr.read_hits_read_placed
+                        };
+                        origin.fetch_add(1, Relaxed);
                     }
                     plans.push(Plan::Hit(c));
                     continue;
@@ -80,6 +90,14 @@ impl Volume {
                         c.evictions.fetch_add(1, Relaxed);
                     }
                 }
+                if let (Some(v), Some(c)) = (a.evicted, a.cache_block) {
+                    // The victim's data is still in the block this fill reuses: DEMOTE it
+                    // before the fill overwrites it. (A victim whose block a reader still
+                    // pins went elsewhere; it is not demoted.)
+                    if a.victim_block == Some(c) && self.demotes_to_backing(v) {
+                        demotes.push((v, c));
+                    }
+                }
                 match a.cache_block {
                     Some(c) => plans.push(Plan::Fill(c)),
                     None => {
@@ -89,6 +107,11 @@ impl Volume {
                 }
             }
             inner.count_evictions(&mut st);
+        }
+        // Before the backing READ, as Wong & Wilkes' client does ("it first tries to return
+        // the block to the array"): the DEMOTE goes out on the wire ahead of the READ.
+        for (v, c) in demotes {
+            self.send_demote(v, c);
         }
         let hits = plans.iter().filter(|p| matches!(p, Plan::Hit(_))).count() as u64;
         ctr.read_hits.fetch_add(hits, Relaxed);

@@ -27,6 +27,8 @@ impl Volume {
         let _held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
         let now = now_ns();
         let mut plans = Vec::with_capacity(n as usize);
+        // Client tier: (evicted key, its cache block) to DEMOTE before this write reuses it.
+        let mut demotes = Vec::new();
         {
             let mut st = inner.state.lock();
             for b in first..first + n {
@@ -58,6 +60,13 @@ impl Volume {
                         c.evictions.fetch_add(1, Relaxed);
                     }
                 }
+                if let (Some(v), Some(c)) = (a.evicted, a.cache_block) {
+                    // As on a read miss: the clean victim's data is still in the block this
+                    // write reuses, so it goes down as a DEMOTE before the write lands.
+                    if a.victim_block == Some(c) && self.demotes_to_backing(v) {
+                        demotes.push((v, c));
+                    }
+                }
                 match a.cache_block {
                     Some(c) => plans.push(Plan::Fill(c)),
                     None => {
@@ -68,6 +77,9 @@ impl Volume {
             }
         }
         inner.count_evictions(&mut inner.state.lock());
+        for (v, c) in demotes {
+            self.send_demote(v, c);
+        }
         let mut written = vec![false; plans.len()];
         let result = self.write_io(first, start, data, fua, &plans, &mut written);
         {

@@ -41,6 +41,11 @@ pub enum WriteMode {
     /// Write-back persist (thesis 3.2): a FLUSH atomically persists the dirty map on the
     /// cache device; survives a crash with the cache device intact.
     WriteBackPersist,
+    /// Ordered write-back (Koller et al., FAST 2013; thesis 2.2 and table 3.1's third row):
+    /// dirty blocks reach backing in epoch order (a FLUSH only closes the epoch and returns
+    /// at once), so after any failure backing holds a consistent older state; acknowledged
+    /// FLUSHes and FUA writes are not durable.
+    OrderedWriteBack,
     /// Plain write-back that ignores FLUSH and FUA (thesis table 3.1's last row): for
     /// comparison only, a crash loses acknowledged writes.
     UnsafeWriteBack,
@@ -54,6 +59,7 @@ impl WriteMode {
             WriteMode::WriteBackFlush => 2,
             WriteMode::WriteBackPersist => 3,
             WriteMode::UnsafeWriteBack => 4,
+            WriteMode::OrderedWriteBack => 5,
         }
     }
 
@@ -64,6 +70,7 @@ impl WriteMode {
             2 => WriteMode::WriteBackFlush,
             3 => WriteMode::WriteBackPersist,
             4 => WriteMode::UnsafeWriteBack,
+            5 => WriteMode::OrderedWriteBack,
             _ => return None,
         })
     }
@@ -76,14 +83,16 @@ impl WriteMode {
             WriteMode::WriteBackFlush => "write-back-flush",
             WriteMode::WriteBackPersist => "write-back-persist",
             WriteMode::UnsafeWriteBack => "unsafe-write-back",
+            WriteMode::OrderedWriteBack => "ordered-write-back",
         }
     }
 
     /// Every policy, in the order of thesis table 3.1 (slowest first).
-    pub const ALL: [WriteMode; 5] = [
+    pub const ALL: [WriteMode; 6] = [
         WriteMode::WriteThrough,
         WriteMode::WriteAround,
         WriteMode::WriteBackFlush,
+        WriteMode::OrderedWriteBack,
         WriteMode::WriteBackPersist,
         WriteMode::UnsafeWriteBack,
     ];
@@ -92,8 +101,18 @@ impl WriteMode {
     pub fn is_write_back(self) -> bool {
         matches!(
             self,
-            WriteMode::WriteBackFlush | WriteMode::WriteBackPersist | WriteMode::UnsafeWriteBack
+            WriteMode::WriteBackFlush
+                | WriteMode::WriteBackPersist
+                | WriteMode::UnsafeWriteBack
+                | WriteMode::OrderedWriteBack
         )
+    }
+
+    /// True for the policies whose dirty blocks reach backing epoch by epoch, so a rewrite
+    /// of a block whose epoch is closed keeps the old version until the flusher wrote it
+    /// (write-back flush, thesis 4.4.2; ordered write-back).
+    pub fn keeps_closed_epochs(self) -> bool {
+        matches!(self, WriteMode::WriteBackFlush | WriteMode::OrderedWriteBack)
     }
 }
 
@@ -101,7 +120,7 @@ impl std::str::FromStr for WriteMode {
     type Err = String;
 
     /// Parse a `--write-policy` value: `write-through`, `write-around`, `write-back-flush`,
-    /// `write-back-persist` or `unsafe-write-back`.
+    /// `ordered-write-back`, `write-back-persist` or `unsafe-write-back`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         WriteMode::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
             let names: Vec<&str> = WriteMode::ALL.iter().map(|m| m.name()).collect();
@@ -210,6 +229,8 @@ impl Superblock {
         put_u64(&mut b, 96, g.checkpoint_b);
         put_u64(&mut b, 104, g.journal_offset);
         put_u64(&mut b, 112, g.journal_len);
+        // The trace commands look for a warmup log in the cache device here (a test below
+        // holds ember_trace's reader to these offsets; the layout owns them).
         put_u64(&mut b, 120, g.warmup_offset);
         put_u64(&mut b, 128, g.warmup_len);
         put_u64(&mut b, 136, g.data_offset);
@@ -455,6 +476,26 @@ mod tests {
         let img = sb.encode().unwrap();
         assert_eq!(img.len(), 4096);
         assert_eq!(Superblock::decode(&img).unwrap(), sb);
+    }
+
+    #[test]
+    fn the_trace_reader_finds_the_warmup_log_region_where_the_layout_puts_it() {
+        // The layout owns the disk format; ember_trace's reader of `--warmup-log cache:` must
+        // follow it (a change on either side fails here, not silently on a user's device).
+        let mut sb = sample();
+        sb.geometry = Geometry::compute(8 << 20, 4096, 1 << 20, 256 << 10).unwrap();
+        let img = sb.encode().unwrap();
+        let g = &sb.geometry;
+        assert!(g.warmup_len >= 256 << 10 && g.warmup_offset > 0);
+        assert_eq!(
+            ember_trace::formats::warmup_log::cache_region(&img),
+            Some((g.warmup_offset, g.warmup_len))
+        );
+        assert_eq!(&ember_trace::formats::warmup_log::CACHE_DEVICE_MAGIC, MAGIC);
+        assert_eq!(
+            ember_trace::formats::warmup_log::cache_region(&sample().encode().unwrap()),
+            None
+        );
     }
 
     #[test]

@@ -42,8 +42,11 @@ impl Default for SnapshotOptions {
 /// Warmup as configured.
 #[derive(Clone, Debug)]
 pub struct WarmupOptions {
-    /// The warmup log file.
+    /// The warmup log: a file or a block device; with `in_cache`, the cache device's path.
     pub log: PathBuf,
+    /// The log lives in the region of the cache device's layout that `ember cache format
+    /// --warmup-log SIZE` reserved (`--warmup-log cache:`); `log_bytes` is then the region's.
+    pub in_cache: bool,
     /// Bytes of the log's record area (32 bytes a record; the file adds a 4 KiB header).
     pub log_bytes: u64,
     /// Bytes of the metadata staging buffer (Bonfire: 256 KiB).
@@ -68,6 +71,7 @@ impl WarmupOptions {
     pub fn new(log: PathBuf) -> Self {
         WarmupOptions {
             log,
+            in_cache: false,
             log_bytes: 64 << 20,
             staging_bytes: 256 << 10,
             selector: Some(SelectorKind::LastK),

@@ -2,7 +2,7 @@
 //! preload (only when the cache started without a valid map), plan it, then open the log for
 //! appending and start the monitor, the log writer and the preloader.
 
-use super::log_file::{read_existing, LogFile};
+use super::log_file::{read_existing, LogFile, Region};
 use super::monitor::Monitor;
 use super::options::WarmupOptions;
 use super::plan::{plan, Plan, Served};
@@ -13,7 +13,9 @@ use super::stats::WarmupState;
 use super::writer::LogSink;
 use crate::core::{now_ns, Inner};
 use crate::error::EngineError;
-use ember_trace::formats::warmup_log::{LogContents, LogHeader, LogVolume, MAX_SLOTS, RECORD_SIZE};
+use ember_trace::formats::warmup_log::{
+    LogContents, LogHeader, LogVolume, HEADER_SIZE as LOG_HEADER_SIZE, MAX_SLOTS, RECORD_SIZE,
+};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -60,7 +62,31 @@ pub(crate) fn start(
             opts.region_bytes
         )));
     }
-    let slots = opts.log_bytes / RECORD_SIZE as u64;
+    let region = if opts.in_cache {
+        let g = &inner.geometry;
+        if g.warmup_len < (LOG_HEADER_SIZE + RECORD_SIZE) as u64 {
+            return Err(EngineError::Config(
+                "--warmup-log cache: the cache device has no warmup-log region (format it with \
+                 `ember cache format --warmup-log SIZE`; a memory cache has none)"
+                    .into(),
+            ));
+        }
+        if opts.snapshot.is_some() {
+            return Err(EngineError::Config(
+                "--warmup-snapshot needs the warmup log in its own file (the snapshot is a file \
+                 beside it), not in the cache device"
+                    .into(),
+            ));
+        }
+        Some(Region { base: g.warmup_offset, len: g.warmup_len })
+    } else {
+        None
+    };
+    let log_bytes = region.map_or(opts.log_bytes, |r| r.len - LOG_HEADER_SIZE as u64);
+    let mut slots = log_bytes / RECORD_SIZE as u64;
+    if region.is_some() {
+        slots = slots.min(MAX_SLOTS);
+    }
     if slots == 0 || slots > MAX_SLOTS {
         return Err(EngineError::Config(format!(
             "a warmup log of {} bytes: it holds 1 to {MAX_SLOTS} records of {RECORD_SIZE} bytes",
@@ -78,8 +104,12 @@ pub(crate) fn start(
             medium: v.backing.identity().map(|i| i.medium_digest()).unwrap_or(0),
         })
         .collect();
-    let path = opts.log.display();
-    let existing = read_existing(&opts.log);
+    let path = if opts.in_cache {
+        format!("{} (its layout's region)", opts.log.display())
+    } else {
+        opts.log.display().to_string()
+    };
+    let existing = read_existing(&opts.log, region);
     let mut the_plan = Plan::default();
     let mut source = Source { snapshot: None, copies: Vec::new() };
     let line = match (&existing, opts.selector) {
@@ -137,7 +167,8 @@ pub(crate) fn start(
             .collect(),
     };
     let prior = existing.as_ref().ok().and_then(|o| o.as_ref());
-    let (log, _resumed) = LogFile::open(&opts.log, wanted, prior).map_err(EngineError::Io)?;
+    let (log, _resumed) =
+        LogFile::open(&opts.log, region, wanted, prior).map_err(EngineError::Io)?;
     let max_id = served.iter().map(|s| s.id).max().unwrap_or(0) as usize;
     let mut map = vec![None; max_id + 1];
     for (i, s) in log.header().volumes.iter().enumerate() {

@@ -243,7 +243,7 @@ fn damaged_or_foreign_log_means_no_preload_and_a_reason() {
         // Serving goes on, and the log is started anew.
         assert_eq!(read(&e.volume("a").unwrap(), 1), block(0, 1));
         e.shutdown().unwrap();
-        let c = crate::warmup::log_file::read_existing(&log).unwrap().unwrap();
+        let c = crate::warmup::log_file::read_existing(&log, None).unwrap().unwrap();
         assert_eq!(c.records.len(), 1);
     }
 }

@@ -274,7 +274,7 @@ mod tests {
             created_ns: 1,
             volumes: vec![LogVolume { name: "d".into(), size: 1 << 20, backing_medium: 7 }],
         };
-        let (log, _) = LogFile::open(&p, header, None).unwrap();
+        let (log, _) = LogFile::open(&p, None, header, None).unwrap();
         let snap = SnapshotFile::create(
             &path_for(&p),
             SnapshotHeader {
@@ -296,7 +296,7 @@ mod tests {
         sink.sync(&m, &c).unwrap();
         // Both logged and durable; no drop: nothing invalidated; the blocks wait for the
         // writer's copies.
-        let read = crate::warmup::log_file::read_existing(&p).unwrap().unwrap();
+        let read = crate::warmup::log_file::read_existing(&p, None).unwrap().unwrap();
         assert_eq!(read.records.len(), 2);
         assert_eq!(read_snapshot(&path_for(&p)).unwrap().unwrap().header.invalid_before, 0);
         assert_eq!(sink.pending, vec![(0, 0, 0), (0, 0, 1)]);

@@ -84,7 +84,7 @@ pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Resul
     {
         let mut st = inner.state.lock();
         for &(e, k, c) in batch {
-            if st.is_dirty_version(e, k, c) && !st.fenced(k) {
+            if st.is_dirty_version(e, k, c) && !st.fenced_for_flush(k, e) {
                 st.pin(c);
                 live.push((e, k, c));
             }

@@ -1,5 +1,6 @@
-//! The write-back machinery of Qin's thesis: the flusher (4.1, 4.4) and the two barriers
-//! (write-back flush, 3.1 and 4.4.2; write-back persist, 3.2, 4.2.2 and 5.3). Recovery of the
+//! The write-back machinery of Qin's thesis: the flusher (4.1, 4.4) and the barriers
+//! (write-back flush, 3.1 and 4.4.2; write-back persist, 3.2, 4.2.2 and 5.3; ordered
+//! write-back, Koller et al., 2.2). Recovery of the
 //! persisted dirty map (5.3) is decoding and lives in [`crate::layout::recover`].
 //!
 //! Invariants the crash trials check:
@@ -8,6 +9,10 @@
 //!   fallback, TRIM or WRITE_ZEROES, dropped only after their backing I/O completed);
 //! - write-back flush: a FLUSH closes the current epoch and is acknowledged when no dirty
 //!   version of that epoch or an older one is left and backing was synced;
+//! - ordered write-back: a FLUSH only closes the epoch; no version of an epoch reaches
+//!   backing before every older epoch is durable there, and a request that goes to backing
+//!   directly (refused write miss, discard) first waits for the older epochs and holds its
+//!   own until its backing I/O is synced (`io/ordered.rs`);
 //! - write-back persist: a FLUSH takes a snapshot of the dirty map (versions whose data is
 //!   written: a version enters the map only after its cache write completed), syncs backing
 //!   and the cache device, then commits the snapshot (journal append or checkpoint), synced,

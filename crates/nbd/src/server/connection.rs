@@ -262,8 +262,12 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         // a slow request never holds up the reading of later ones. The price: one
         // connection's hits are served one at a time (several connections run in parallel;
         // the export advertises NBD_FLAG_CAN_MULTI_CONN where it is safe).
-        if job.request.command == Command::Read
-            && conn.export.read_is_fast(job.request.offset, length)
+        // A DEMOTE runs on the reader too, so it is placed before any request the client
+        // sent after it (Wong & Wilkes' client demotes, then reads: the array sees the two
+        // in that order, as the simulator does). It costs a cache-device write at most.
+        if job.request.command == Command::Demote
+            || (job.request.command == Command::Read
+                && conn.export.read_is_fast(job.request.offset, length))
         {
             worker::execute(job);
             continue;

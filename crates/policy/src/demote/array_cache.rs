@@ -178,6 +178,13 @@ impl ArrayCache {
     /// miss the block is read from disk and cached at the scheme's read position.
     #[inline]
     pub fn read(&mut self, key: u64) -> bool {
+        self.read_evicting(key).0
+    }
+
+    /// [`ArrayCache::read`], also returning the block ejected to make room for a disk-read
+    /// block (the real array tier frees its cache block).
+    #[inline]
+    pub fn read_evicting(&mut self, key: u64) -> (bool, Option<u64>) {
         let mut e = self.queue.entry(key);
         if let Some(g) = self.ghosts.as_mut() {
             // The read ghost inserts what it misses (a cache of disk-read blocks would read
@@ -191,31 +198,44 @@ impl ArrayCache {
             Scheme::DemoteSlru if hit => Position::Keep(1),
             _ => self.read_position(),
         };
-        self.queue.place(&mut e, pos);
-        hit
+        let ejected = self.queue.place(&mut e, pos);
+        (hit, ejected.filter(|&k| k != key))
     }
 
     /// A client DEMOTEs clean block `key`.
     #[inline]
     pub fn demote(&mut self, key: u64) -> DemoteOutcome {
+        self.demote_evicting(key).0
+    }
+
+    /// [`ArrayCache::demote`], also returning the block ejected to make room for a stored
+    /// one.
+    #[inline]
+    pub fn demote_evicting(&mut self, key: u64) -> (DemoteOutcome, Option<u64>) {
         let mut e = self.queue.entry(key);
         if self.ghosts.is_some() {
             self.queue.ghost_touch(&mut e, Ghost::Demoted, true);
         }
         if self.queue.capacity() == 0 {
-            return DemoteOutcome::Aborted;
+            return (DemoteOutcome::Aborted, None);
         }
         let held = self.queue.queued(&e);
         if held && !self.config.refresh_aborted {
-            return DemoteOutcome::Aborted;
+            return (DemoteOutcome::Aborted, None);
         }
         let pos = self.demote_position();
-        self.queue.place(&mut e, pos);
+        let ejected = self.queue.place(&mut e, pos);
         if held {
-            DemoteOutcome::Aborted
+            (DemoteOutcome::Aborted, None)
         } else {
-            DemoteOutcome::Stored
+            (DemoteOutcome::Stored, ejected)
         }
+    }
+
+    /// Forget `key` (the real array tier invalidates a block: TRIM, a partial write, a failed
+    /// fill). Returns whether it was cached. The ghosts keep their memory of it.
+    pub fn remove(&mut self, key: u64) -> bool {
+        self.queue.remove(key)
     }
 
     /// Bytes reserved for the queue and the ghosts' keys.

@@ -8,12 +8,14 @@
 //! live in `ember-sim`'s `hierarchy` module.
 
 pub mod array_cache;
+pub mod array_replacement;
 pub mod insertion_ghosts;
 pub mod scheme;
 pub mod segment_layout;
 pub mod segmented_queue;
 
 pub use array_cache::{ArrayCache, ArrayConfig, DemoteOutcome, DEFAULT_SLRU_PROTECTED};
+pub use array_replacement::ArrayReplacement;
 pub use insertion_ghosts::InsertionGhosts;
 pub use scheme::{Scheme, UnknownScheme};
 pub use segment_layout::{SegmentLayout, DEFAULT_SEGMENTS, MAX_SEGMENTS};

@@ -91,6 +91,25 @@ pub trait Replacement: Send {
         }
     }
 
+    /// True if the policy is the array side of Wong & Wilkes' exclusive caching and takes
+    /// DEMOTEs ([`Replacement::demote`]). The default says no.
+    fn takes_demotes(&self) -> bool {
+        false
+    }
+
+    /// A client DEMOTEs `access.key`, a clean block it evicts (Wong & Wilkes). `None` if the
+    /// policy takes no DEMOTEs (the default). Otherwise the outcome: `Stored` means the key is
+    /// now resident and the caller must give it the client's data, `Aborted` that nothing
+    /// moves (the key was resident and was placed where the scheme puts demoted blocks, or
+    /// there is no room); and the block evicted to make room, if any.
+    fn demote(
+        &mut self,
+        access: &crate::Access,
+    ) -> Option<(crate::demote::DemoteOutcome, Option<u64>)> {
+        let _ = access;
+        None
+    }
+
     /// A hint that `key` will be accessed soon: start loading its index bucket. Replaying
     /// a trace, calling it for the access some 8-16 positions ahead hides most of the index's
     /// memory latency. Changes nothing observable; the default does nothing.

@@ -322,6 +322,41 @@ pub fn read_log(b: &[u8]) -> Result<LogContents, String> {
     Ok(LogContents { header, records, torn })
 }
 
+/// Read a log's bytes from `r`, positioned at its header: the header, then only as many bytes
+/// as the header says the log has, so a log on a device (or in a region of one) larger than
+/// the log is not read to the device's end. Bytes that are not a log's header are returned
+/// as read (at most [`HEADER_SIZE`]) for [`read_log`] to refuse; a short read leaves a
+/// truncated log, which [`read_log`] refuses too.
+pub fn read_log_bytes(r: &mut impl std::io::Read) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut b = Vec::with_capacity(HEADER_SIZE);
+    r.by_ref().take(HEADER_SIZE as u64).read_to_end(&mut b)?;
+    if let Ok(h) = LogHeader::decode(&b) {
+        b.reserve((h.file_size() as usize).saturating_sub(HEADER_SIZE));
+        r.take(h.file_size() - HEADER_SIZE as u64).read_to_end(&mut b)?;
+    }
+    Ok(b)
+}
+
+/// The first 8 bytes of an ember cache device (its first superblock). Its layout may reserve
+/// a region for the warmup log (`ember serve --warmup-log cache:`), which the trace commands
+/// then read from the device directly.
+pub const CACHE_DEVICE_MAGIC: [u8; 8] = *b"EMBERCSB";
+/// Where the cache device's superblock keeps the warmup-log region's offset and length (u64,
+/// little-endian, each). The engine's superblock encoder writes them at these offsets.
+pub const CACHE_REGION_AT: (usize, usize) = (120, 128);
+
+/// The warmup-log region (offset, length) of the cache device whose superblock starts `head`;
+/// `None` if `head` is not one or reserves no region.
+pub fn cache_region(head: &[u8]) -> Option<(u64, u64)> {
+    let u64_at = |o: usize| Some(u64::from_le_bytes(head.get(o..o + 8)?.try_into().ok()?));
+    if head.get(..8)? != CACHE_DEVICE_MAGIC {
+        return None;
+    }
+    let (offset, len) = (u64_at(CACHE_REGION_AT.0)?, u64_at(CACHE_REGION_AT.1)?);
+    (len > 0).then_some((offset, len))
+}
+
 /// A log as a trace: its volumes (in header order) and one request per record, oldest first
 /// (offsets and lengths in bytes of the log's block size).
 pub fn requests(b: &[u8]) -> Result<(crate::VolumeTable, Vec<crate::Request>), String> {
@@ -348,6 +383,22 @@ pub fn requests(b: &[u8]) -> Result<(crate::VolumeTable, Vec<crate::Request>), S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_is_read_to_its_end_not_to_its_devices() {
+        let h = header(4);
+        let mut dev = h.encode();
+        dev.resize(h.file_size() as usize, 0);
+        dev.extend(std::iter::repeat_n(0xffu8, 1 << 20));
+        let got = read_log_bytes(&mut &dev[..]).unwrap();
+        assert_eq!(got.len() as u64, h.file_size());
+        assert_eq!(read_log(&got).map(|c| c.records.len()), Ok(0));
+        // Not a log: at most the header's bytes come back, and read_log says why.
+        let junk = vec![7u8; 3 * HEADER_SIZE];
+        let got = read_log_bytes(&mut &junk[..]).unwrap();
+        assert_eq!(got.len(), HEADER_SIZE);
+        assert!(read_log(&got).is_err());
+    }
 
     fn header(slots: u64) -> LogHeader {
         LogHeader {

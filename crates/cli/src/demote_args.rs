@@ -1,0 +1,106 @@
+//! `ember serve`'s flags for Wong & Wilkes' two tiers (issue 12, docs/demote.md "Two real
+//! tiers"): `--demote` makes a client tier, `--array-scheme` an array tier.
+
+use anyhow::{anyhow, bail};
+use clap::Args;
+use ember_policy::demote::{ArrayConfig, ArrayReplacement, Scheme};
+use ember_policy::Replacement;
+
+/// The client tier's and the array tier's flags.
+#[derive(Args, Debug, Default)]
+pub struct DemoteArgs {
+    /// Client tier: hand every clean block the replacement policy evicts to the NBD backing
+    /// as a DEMOTE (ember's `x-ember:demote` extension, docs/nbd.md), asynchronously. A
+    /// backing that refuses the extension gets none: the tier then runs as NONE-LRU and says
+    /// so at start.
+    #[arg(long)]
+    pub demote: bool,
+
+    /// Client tier: at most this many DEMOTEs awaiting the array's reply per backing; a
+    /// DEMOTE beyond them is dropped and counted (`demotes_dropped`).
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub demote_queue: usize,
+
+    /// Array tier: manage the cache as this scheme of Wong & Wilkes (none-lru, demote-lru,
+    /// demote, demote-slru, demote-adapt-uni, demote-adapt-exp), with the code `ember demote`
+    /// simulates, and take DEMOTEs from client tiers (every scheme but none-lru). Replaces
+    /// --policy.
+    #[arg(long, value_name = "SCHEME")]
+    pub array_scheme: Option<String>,
+
+    /// An NBD backing whose connection breaks (the array tier restarts) is reconnected and
+    /// the request sent again, for at most this many seconds before it fails (0: never).
+    /// FLUSH is not sent again: it fails, as the writes it covered went to the server that
+    /// is gone.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    pub nbd_reconnect: f64,
+}
+
+impl DemoteArgs {
+    /// The array scheme asked for, checked against `--policy` (`policy` is its value).
+    pub fn scheme(&self, policy: &str) -> anyhow::Result<Option<Scheme>> {
+        let Some(s) = &self.array_scheme else { return Ok(None) };
+        let scheme: Scheme = s.parse().map_err(|e| anyhow!("--array-scheme: {e}"))?;
+        if policy != "lru" {
+            bail!("--array-scheme {s} replaces the replacement policy: drop --policy {policy}");
+        }
+        Ok(Some(scheme))
+    }
+
+    /// The `--nbd-reconnect` window, if any.
+    pub fn reconnect(&self) -> anyhow::Result<Option<std::time::Duration>> {
+        if !(self.nbd_reconnect >= 0.0 && self.nbd_reconnect < 1e6) {
+            bail!("--nbd-reconnect {}: a number of seconds, 0 or more", self.nbd_reconnect);
+        }
+        Ok((self.nbd_reconnect > 0.0)
+            .then(|| std::time::Duration::from_secs_f64(self.nbd_reconnect)))
+    }
+
+    /// The `--demote-queue` length, if `--demote` was given.
+    pub fn queue(&self) -> Option<usize> {
+        self.demote.then_some(self.demote_queue.max(1))
+    }
+}
+
+/// The array tier's replacement policy: `scheme` over `capacity` blocks, N_segs = 10 and a
+/// half-protected SLRU, aborted DEMOTEs refreshed (the simulator's defaults).
+pub fn array_replacement(scheme: Scheme, capacity: usize) -> Box<dyn Replacement> {
+    match ArrayReplacement::new(ArrayConfig::new(capacity, scheme)) {
+        Ok(r) => Box::new(r),
+        // The default layouts are valid for every scheme; fall back to plain LRU regardless.
+        Err(_) => ember_policy::replacement::build(ember_policy::Kind::Lru, capacity),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        d: DemoteArgs,
+    }
+
+    #[test]
+    fn flags_parse_and_check() {
+        let c = Cli::try_parse_from(["serve", "--array-scheme", "demote-adapt-exp"]).unwrap();
+        assert_eq!(c.d.scheme("lru").unwrap(), Some(Scheme::DemoteAdaptExp));
+        assert_eq!(c.d.queue(), None);
+        let e = c.d.scheme("arc").unwrap_err().to_string();
+        assert!(e.contains("drop --policy arc"), "{e}");
+        let c = Cli::try_parse_from(["serve", "--array-scheme", "mru"]).unwrap();
+        assert!(c.d.scheme("lru").unwrap_err().to_string().contains("unknown scheme"));
+        let c = Cli::try_parse_from(["serve", "--demote", "--demote-queue", "0"]).unwrap();
+        assert_eq!(c.d.queue(), Some(1));
+        assert_eq!(c.d.reconnect().unwrap(), None);
+        let c = Cli::try_parse_from(["serve", "--nbd-reconnect", "2.5"]).unwrap();
+        assert_eq!(c.d.reconnect().unwrap(), Some(std::time::Duration::from_millis(2500)));
+        let c = Cli::try_parse_from(["serve", "--nbd-reconnect=-1"]).unwrap();
+        assert!(c.d.reconnect().is_err());
+        let r = array_replacement(Scheme::Demote, 8);
+        assert!(r.takes_demotes() && r.capacity() == 8 && r.name() == "demote");
+        assert!(!array_replacement(Scheme::NoneLru, 8).takes_demotes());
+    }
+}

@@ -1,0 +1,127 @@
+//! Wong & Wilkes' DEMOTE in the real cache (issue 12, docs/demote.md "Two real tiers"):
+//!
+//! - the **client tier** ([`Volume::send_demote`]): a clean block the replacement policy
+//!   evicts to make room for a read miss or a write-through write miss is handed to backing
+//!   as a DEMOTE, when backing takes them (an NBD export that granted `x-ember:demote`).
+//!   Dirty blocks are never evicted, so never demoted. Under the write-back policies a clean
+//!   block the flusher's clean-LRU frees for a dirty write is not demoted (its block goes to
+//!   the free list, where another request may reuse it at once).
+//! - the **array tier** ([`Volume::demote`]): a DEMOTE received is placed by the replacement
+//!   policy, which is then one of the array schemes (`ember_policy::demote::ArrayReplacement`,
+//!   the simulator's `ArrayCache`); a stored block is written to the cache device as a clean
+//!   block. A DEMOTE never reaches backing.
+
+use super::ctx::Volume;
+use crate::core::now_ns;
+use crate::error::EngineError;
+use crate::layout::{block_key, key_block, key_volume};
+use crate::state::DemoteStep;
+use ember_trace::Op;
+use std::sync::atomic::Ordering::Relaxed;
+
+impl Volume {
+    /// Whether an evicted `key` goes down as a DEMOTE: its volume's backing takes them.
+    pub(super) fn demotes_to_backing(&self, key: u64) -> bool {
+        self.inner.volume_by_id(key_volume(key)).is_some_and(|v| v.backing.takes_demotes())
+    }
+
+    /// Client tier: DEMOTE evicted `key`, whose data is still in cache block `c` (pinned by
+    /// the caller's fill, not yet overwritten). Counted as sent or dropped on the victim's
+    /// volume.
+    pub(super) fn send_demote(&self, key: u64, c: u32) {
+        let inner = &self.inner;
+        let Some(vol) = inner.volume_by_id(key_volume(key)) else { return };
+        let Some(ctr) = inner.counters.get(key_volume(key) as usize) else { return };
+        let bs = inner.block_size();
+        let off = key_block(key) * bs;
+        let len = bs.min(vol.size.saturating_sub(off)) as usize;
+        let mut buf = vec![0u8; len];
+        let sent = inner.cache.read_at(inner.geometry.block_offset(c), &mut buf).is_ok()
+            && vol.backing.demote(off, &buf);
+        if sent {
+            ctr.cache_read_bytes.fetch_add(len as u64, Relaxed);
+            ctr.demotes_sent.fetch_add(1, Relaxed);
+        } else {
+            ctr.demotes_dropped.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Whether this volume's cache takes DEMOTEs: its replacement policy is an array scheme
+    /// that demotes (`--array-scheme` other than none-lru).
+    pub fn accepts_demote(&self) -> bool {
+        self.inner.state.lock().replacement.takes_demotes()
+    }
+
+    /// Array tier: a client DEMOTEs `data`, its clean copy of the bytes at `offset`. Each
+    /// whole cache block the range covers is offered to the replacement policy, which places
+    /// it as its scheme says; a stored block is written to the cache device. Partial blocks
+    /// are ignored. The data never goes to backing. `fresh(block)` says whether the copy may
+    /// be kept (the stale rule of several clients, docs/demote.md); it is asked under the
+    /// block's stripe lock, so no write to the block runs between the answer and the store.
+    pub fn demote(
+        &self,
+        offset: u64,
+        data: &[u8],
+        fresh: &dyn Fn(u64) -> bool,
+    ) -> Result<(), EngineError> {
+        let _pass = self.enter()?;
+        self.check(offset, data.len() as u64)?;
+        let inner = &self.inner;
+        let bs = inner.block_size();
+        let vol = self.vol();
+        let ctr = self.counters();
+        let end = offset + data.len() as u64;
+        let first = offset.div_ceil(bs);
+        let stop = end / bs;
+        for b in first..stop {
+            if !self.cacheable(b) {
+                continue;
+            }
+            ctr.demotes_received.fetch_add(1, Relaxed);
+            let _held = inner.stripes.lock(vol.id, b..b + 1).map_err(|e| self.fail(e))?;
+            if !fresh(b) {
+                ctr.demotes_refused_stale.fetch_add(1, Relaxed);
+                continue;
+            }
+            let key = block_key(vol.id, b);
+            let step = {
+                let mut st = inner.state.lock();
+                let acc = st.access(key, Op::Read, now_ns());
+                let (step, evicted) = st.demote_install(&acc);
+                if evicted.is_some() {
+                    ctr.evictions.fetch_add(1, Relaxed);
+                }
+                inner.count_evictions(&mut st);
+                step
+            };
+            match step {
+                DemoteStep::NotTaken => {
+                    return Err(EngineError::Invalid(
+                        "this cache takes no DEMOTE (start it with --array-scheme)".into(),
+                    ))
+                }
+                DemoteStep::Cached => {
+                    ctr.demotes_aborted_cached.fetch_add(1, Relaxed);
+                }
+                DemoteStep::NoRoom => {
+                    ctr.demotes_aborted_no_room.fetch_add(1, Relaxed);
+                }
+                DemoteStep::Stored(c) => {
+                    let lo = (b * bs - offset) as usize;
+                    let written = inner
+                        .cache
+                        .write_at(inner.geometry.block_offset(c), &data[lo..lo + bs as usize]);
+                    let mut st = inner.state.lock();
+                    if written.is_ok() {
+                        ctr.demotes_stored.fetch_add(1, Relaxed);
+                        ctr.cache_write_bytes.fetch_add(bs, Relaxed);
+                    } else if st.invalidate_if(key, c) {
+                        ctr.invalidations.fetch_add(1, Relaxed);
+                    }
+                    st.unpin(c);
+                }
+            }
+        }
+        Ok(())
+    }
+}
