@@ -509,8 +509,9 @@ def report(results, personalities, policies, have_ordered, elapsed):
     r = per_round_ratio(results, "varmail|write-back-persist", "varmail|write-through")
     if r:
         print("varmail: write-back-persist / write-through = %.2f (min %.2f, max %.2f); target "
-              "(thesis Fig. 6.1, section 6.5) > 1, persist 'significantly' above "
-              "write-through on sync-heavy workloads: %s" % (*r, "met" if r[0] > 1 else "NOT MET"))
+              "> 1.05 (thesis Fig. 6.1, section 6.5: persist 'significantly' above "
+              "write-through on sync-heavy workloads): %s"
+              % (*r, "met" if r[0] > 1.05 else "NOT MET"))
         print("ratio: %.2f" % r[0])
 
 
