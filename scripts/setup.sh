@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(nbdkit libnbd-bin python3-libnbd fio qemu-utils e2fsprogs fuse3 util-linux openssl
+APT_PKGS=(nbdkit nbdkit-plugin-dev libnbd-bin python3-libnbd fio qemu-utils e2fsprogs fuse3 util-linux openssl
           libfontconfig1-dev libfreetype-dev fonts-dejavu-core pkg-config)
 missing=()
 for p in "${APT_PKGS[@]}"; do
