@@ -10,6 +10,7 @@ pub mod fault;
 pub mod file;
 pub mod identity;
 pub mod mem;
+pub mod sync_skip;
 
 pub use fault::{FaultDevice, IoKind};
 pub use file::{AlignedBuf, FileDevice, FileOptions};
