@@ -12,6 +12,11 @@
 //! - Reference: that whole-trace path, unlimited, on the same generated trace: the limited
 //!   runs' LRU and OPT misses must equal it exactly.
 //!
+//! - Issue 17's length: 200 million generated requests (1.8 GB as block accesses) stream
+//!   under the same limit, with a timeline every 20 million requests; the first interval's
+//!   misses equal an unlimited whole-trace run on the 20-million-request prefix (the generator
+//!   writes the same requests for the same seed whatever the length).
+//!
 //! `ember trace gen` writes oracleGeneral (whose records carry next-access times) in bounded
 //! memory too: 10 million requests under the same limit, byte for byte what the whole-trace
 //! writer (`ember trace convert`, which holds the trace) makes of the same trace unlimited,
@@ -25,11 +30,17 @@ const REQUESTS: u64 = 20_000_000;
 /// Address space allowed to the limited `ember sim`, in KiB.
 const LIMIT_KIB: u64 = 64 * 1024;
 
-/// Start `ember trace gen zipf` writing into the FIFO `fifo` (it blocks until read).
+/// Start `ember trace gen zipf` writing `REQUESTS` requests into the FIFO `fifo` (it blocks
+/// until read).
 fn generate(fifo: &Path) -> Child {
+    generate_n(fifo, REQUESTS)
+}
+
+/// Start `ember trace gen zipf` writing `requests` requests into the FIFO `fifo`.
+fn generate_n(fifo: &Path, requests: u64) -> Child {
     Command::new(EMBER)
         .args(["trace", "gen", "zipf", "--alpha", "0.9", "--blocks", "200000", "--requests"])
-        .arg(REQUESTS.to_string())
+        .arg(requests.to_string())
         .args(["--seed", "7", "-o"])
         .arg(fifo)
         .stdout(Stdio::null())
@@ -98,6 +109,52 @@ fn twenty_million_requests_stream_under_a_64_mib_address_space_with_exact_misses
     assert_eq!(opt, misses(&whole, "opt"));
     assert!(streamed > REQUESTS / 10 && streamed < REQUESTS, "{streamed}");
     assert!(opt < streamed, "OPT {opt} must miss less than LRU {streamed}");
+}
+
+/// Issue 17: "a generator-backed trace of 200 M requests through `ember sim` under an
+/// address-space limit that a whole-trace design exceeds, with the same misses as an
+/// unlimited run on a shorter prefix".
+#[test]
+fn two_hundred_million_requests_stream_under_a_64_mib_address_space_and_match_the_prefix() {
+    const LONG: u64 = 200_000_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("zipf.ember");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+
+    let mut gen = generate_n(&fifo, LONG);
+    let cmd = format!(
+        "ulimit -v {LIMIT_KIB} && exec \"$0\" sim \"$1\" --threads 1 --policy lru --size 2000 \
+         -q --interval {REQUESTS}req --json /dev/stdout"
+    );
+    let out = Command::new("bash")
+        .args(["-c", &cmd, EMBER])
+        .arg(&fifo)
+        .env("EMBER_SIM_WHOLE_TRACE", "0")
+        .output()
+        .expect("run ember sim");
+    let _ = gen.kill();
+    let _ = gen.wait();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "200 M requests did not stream under ulimit -v {LIMIT_KIB}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = &report[report.find('{').expect("JSON in the output")..];
+    let v: serde_json::Value = serde_json::from_str(json).expect("JSON report");
+    assert_eq!(v["requests"].as_u64(), Some(LONG), "every request was read");
+    let run = &v["runs"][0];
+    let timeline = run["timeline"].as_array().expect("a timeline");
+    assert_eq!(timeline.len() as u64, LONG / REQUESTS, "one interval per 20 M requests");
+    let sum: u64 = timeline.iter().map(|i| i["misses"].as_u64().expect("misses")).sum();
+    assert_eq!(sum, run["misses"].as_u64().expect("misses"), "intervals add up to the run");
+    let first = timeline[0]["misses"].as_u64().expect("misses");
+
+    // Reference: the 20 M prefix (same seed), unlimited, through the whole-trace path.
+    let (ok, whole) = sim(&fifo, "lru", None, true);
+    assert!(ok, "unlimited prefix run failed: {whole}");
+    assert_eq!(first, misses(&whole, "lru"), "the first interval differs from the prefix run");
 }
 
 /// Run `ember ARGS...` under `ulimit -v limit_kib` if given; returns (success, stderr).
