@@ -10,17 +10,20 @@ use crate::tuning_args::SieveParams;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ember_policy::replacement::{build, Kind};
+use ember_policy::Replacement;
 use ember_sim::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
-use ember_sim::ensemble::{run_partitioned_with, Partition};
+use ember_sim::ensemble::Partition;
+use ember_sim::epoch_spool::DEFAULT_LIMIT;
 use ember_sim::experiment_sievestore::default_capacity;
 use ember_sim::experiment_sievestore::{ExperimentReport, ExperimentRow, SieveStoreExperiment};
-use ember_sim::sievestore::{CacheFactory, DayStats, SieveRun, SieveSpec};
+use ember_sim::sievestore::{DayStats, SieveRun, SieveSpec};
 use ember_sim::sievestore_sensitivity::{
     sensitivity, table as sensitivity_table, SensitivityPoint,
 };
+use ember_sim::sievestore_stream::{count, run_streamed, StreamCell};
 use ember_sim::{default_threads, Capacity};
 use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
-use ember_trace::{write_trace, Format, Trace};
+use ember_trace::{write_trace, Format, Request, Trace, TraceError, TraceReader};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -184,41 +187,78 @@ pub struct AdmissionRow {
     pub run: SieveRun,
 }
 
-/// Run every `--admission` sieve at every size (`(text, blocks)`) under `--partition`, with
-/// continuous sieves over `kind`.
+/// Opens the trace for one pass (the streamed runs read it once, or twice when the cache is
+/// partitioned or sized in % of the working set).
+type OpenPass<'a> =
+    &'a dyn Fn() -> anyhow::Result<Box<dyn Iterator<Item = Result<Request, TraceError>> + 'a>>;
+
+/// An owned maker of empty replacement policies (one per `--policy`).
+type BoxedFactory = Box<dyn Fn(usize) -> Box<dyn Replacement> + Sync>;
+
+/// Run every `--admission` sieve at every size (`(text, size)`) under `--partition`, with
+/// continuous sieves over each of `kinds` (rows policy-major, then sieve, then size), over the
+/// requests each call of `open` streams: one pass for the runs, plus a first pass for the
+/// per-volume shares and the working set when partitions or % sizes need them (memory: the
+/// cells' own state, never the trace; `ember_sim::sievestore_stream`).
 pub fn run_admissions(
     args: &SieveArgs,
-    trace: &Trace,
+    open: OpenPass<'_>,
     block_size: u64,
-    sizes: &[(String, u64)],
-    kind: Kind,
+    sizes: &[(String, Capacity)],
+    kinds: &[Kind],
 ) -> anyhow::Result<Vec<AdmissionRow>> {
     let sieves = args.sieves()?;
     let partition = args.partition()?;
     let device = args.device()?;
-    let make_cache: CacheFactory<'_> = &|c| build(kind, c);
-    let mut rows = Vec::new();
-    for spec in &sieves {
-        for (text, blocks) in sizes {
-            let cap = usize::try_from(*blocks).unwrap_or(usize::MAX);
-            let run =
-                run_partitioned_with(&trace.requests, block_size, cap, partition, spec, make_cache)
-                    .with_context(|| format!("{} at {text}", spec.name()))?;
-            let occ = occupancy_per_minute(&run.minutes, &device, block_size);
-            let drives = PAPER_COVERAGES.map(|c| drives_needed(&occ, c));
-            rows.push(AdmissionRow {
-                policy: kind.name().to_string(),
-                admission: spec.name().to_string(),
-                partition,
-                size: text.clone(),
-                capacity_blocks: *blocks,
-                drives,
-                total: run.total(),
-                run,
-            });
+    if let Some(kind) = kinds.iter().find(|k| k.needs_oracle()) {
+        bail!("--policy {kind}: oracle replacement is not available under --admission");
+    }
+    let percent = sizes.iter().any(|(_, c)| matches!(c, Capacity::Percent(_)));
+    let counts = if percent || partition != Partition::Ensemble {
+        Some(count(open()?, block_size, percent).context("first pass over the trace")?)
+    } else {
+        None
+    };
+    let wss = counts.as_ref().and_then(|c| c.distinct_blocks).unwrap_or(0);
+    let factories: Vec<BoxedFactory> =
+        kinds.iter().map(|&k| Box::new(move |c| build(k, c)) as _).collect();
+    let mut cells = Vec::new();
+    let mut labels = Vec::new();
+    for (kind, make_cache) in kinds.iter().zip(&factories) {
+        for spec in &sieves {
+            spec.build().with_context(|| spec.name().to_string())?;
+            for (text, cap) in sizes {
+                let blocks = cap.blocks(block_size, wss);
+                let capacity = usize::try_from(blocks).unwrap_or(usize::MAX);
+                cells.push(StreamCell {
+                    spec: spec.clone(),
+                    capacity,
+                    partition,
+                    make_cache: make_cache.as_ref(),
+                });
+                labels.push((*kind, text.clone(), blocks));
+            }
         }
     }
-    Ok(rows)
+    let runs = run_streamed(open()?, block_size, &cells, counts.as_ref(), DEFAULT_LIMIT)
+        .context("sievestore runs")?;
+    Ok(labels
+        .into_iter()
+        .zip(cells.iter().zip(runs))
+        .map(|((kind, size, blocks), (cell, run))| {
+            let occ = occupancy_per_minute(&run.minutes, &device, block_size);
+            AdmissionRow {
+                policy: kind.name().to_string(),
+                admission: cell.spec.name().to_string(),
+                partition,
+                size,
+                capacity_blocks: blocks,
+                drives: PAPER_COVERAGES.map(|c| drives_needed(&occ, c)),
+                total: run.total(),
+                run,
+            }
+        })
+        .collect())
 }
 
 /// Print the admission runs as a table.
@@ -291,8 +331,50 @@ pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
     {
         bail!("give at least one --policy and one --size");
     }
-    let (trace, stats) = args.input.read()?;
     let path = args.input.path();
+    let threads = args.threads.unwrap_or_else(default_threads).max(1);
+    if !args.sieve.sensitivity && !args.sieve.experiment {
+        // Streamed: the trace is read as it is simulated, never held.
+        let opts = args.input.read_options();
+        let skipped = std::cell::Cell::new(0u64);
+        let passes = std::cell::Cell::new(0u32);
+        let reader = std::cell::RefCell::new(None::<TraceReader>);
+        let open =
+            || -> anyhow::Result<Box<dyn Iterator<Item = Result<Request, TraceError>> + '_>> {
+                if passes.get() > 0 && !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+                    bail!(
+                        "{} is not a regular file: --partition {} and sizes in % need two passes \
+                     over the trace (give sizes in blocks or bytes and --partition ensemble to \
+                     stream it once)",
+                        path.display(),
+                        args.sieve.partition.as_deref().unwrap_or("ensemble")
+                    );
+                }
+                passes.set(passes.get() + 1);
+                if let Some(done) = reader.borrow_mut().take() {
+                    skipped.set(done.skipped());
+                }
+                let r = ember_trace::open(path, &opts)
+                    .with_context(|| format!("reading trace {}", path.display()))?;
+                *reader.borrow_mut() = Some(r);
+                let reader = &reader;
+                Ok(Box::new(std::iter::from_fn(move || reader.borrow_mut().as_mut()?.next())))
+            };
+        let rows = run_admissions(&args.sieve, &open, block_size, &sizes, &policies)
+            .with_context(|| format!("ember sievestore on {}", path.display()))?;
+        if let Some(done) = reader.borrow_mut().take() {
+            skipped.set(done.skipped());
+        }
+        if skipped.get() > 0 && !args.output.quiet {
+            eprintln!(
+                "ember sievestore: skipped {} malformed records of {}",
+                skipped.get(),
+                path.display()
+            );
+        }
+        return Ok(SieveStoreResult::Runs(rows));
+    }
+    let (trace, stats) = args.input.read()?;
     if stats.skipped > 0 && !args.output.quiet {
         eprintln!(
             "ember sievestore: skipped {} malformed records of {}",
@@ -300,37 +382,14 @@ pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
             path.display()
         );
     }
-    let threads = args.threads.unwrap_or_else(default_threads).max(1);
     if args.sieve.sensitivity {
         let cap = args.sieve.cache_blocks.unwrap_or_else(|| default_capacity(&trace, block_size));
         let points = sensitivity(&trace, block_size, cap, threads)
             .with_context(|| format!("sievestore sensitivity on {}", path.display()))?;
         return Ok(SieveStoreResult::Sensitivity(cap, points));
     }
-    if args.sieve.experiment {
-        let name = display_name(path);
-        return Ok(SieveStoreResult::Experiment(experiment(
-            &args.sieve,
-            &trace,
-            &name,
-            block_size,
-            threads,
-        )?));
-    }
-    let mut wss: std::collections::HashSet<u64> = std::collections::HashSet::new();
-    for r in &trace.requests {
-        wss.extend(r.block_keys(block_size));
-    }
-    let blocks: Vec<(String, u64)> =
-        sizes.iter().map(|(t, c)| (t.clone(), c.blocks(block_size, wss.len() as u64))).collect();
-    let mut rows = Vec::new();
-    for &kind in &policies {
-        if kind.needs_oracle() {
-            bail!("--policy {kind}: oracle replacement is not available under --admission");
-        }
-        rows.extend(run_admissions(&args.sieve, &trace, block_size, &blocks, kind)?);
-    }
-    Ok(SieveStoreResult::Runs(rows))
+    let name = display_name(path);
+    Ok(SieveStoreResult::Experiment(experiment(&args.sieve, &trace, &name, block_size, threads)?))
 }
 
 /// Run `ember sievestore`: the experiment (tables and figures into --out, default the
@@ -724,12 +783,35 @@ mod tests {
             device: "x25e".into(),
             ..SieveArgs::default()
         };
-        let sizes = vec![("100".to_string(), 100u64), ("1000".to_string(), 1000u64)];
-        let rows = run_admissions(&args, &trace, 4096, &sizes, Kind::Lru).unwrap();
+        let sizes = vec![
+            ("100".to_string(), Capacity::Blocks(100)),
+            ("1000".to_string(), Capacity::Blocks(1000)),
+        ];
+        let passes = std::cell::Cell::new(0);
+        let open =
+            || -> anyhow::Result<Box<dyn Iterator<Item = Result<Request, TraceError>> + '_>> {
+                passes.set(passes.get() + 1);
+                Ok(Box::new(trace.requests.iter().copied().map(Ok)))
+            };
+        let rows = run_admissions(&args, &open, 4096, &sizes, &[Kind::Lru]).unwrap();
         assert_eq!(rows.len(), 6);
+        assert_eq!(passes.get(), 2, "a partitioned grid reads the trace twice");
         assert!(rows.iter().all(|r| r.run.total().accesses > 10_000));
         assert_eq!(rows[0].partition, Partition::Proportional);
+        // The same rows as the whole-trace partitioned runs.
+        for r in &rows {
+            let spec: SieveSpec = r.admission.parse().unwrap();
+            let want = ember_sim::ensemble::run_partitioned(
+                &trace.requests,
+                4096,
+                r.capacity_blocks as usize,
+                Partition::Proportional,
+                &spec,
+            )
+            .unwrap();
+            assert!(r.run == want, "{} at {}", r.admission, r.size);
+        }
         let bad = SieveArgs { admission: vec!["lru".into()], ..args };
-        assert!(run_admissions(&bad, &trace, 4096, &sizes, Kind::Lru).is_err());
+        assert!(run_admissions(&bad, &open, 4096, &sizes, &[Kind::Lru]).is_err());
     }
 }

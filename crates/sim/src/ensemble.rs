@@ -56,11 +56,28 @@ pub fn partition_capacities(
     capacity: usize,
     mode: Partition,
 ) -> Vec<usize> {
-    let nvol = requests.iter().map(|r| r.volume as usize + 1).max().unwrap_or(0);
-    let mut weight = vec![0u64; nvol];
+    let mut weight = Vec::new();
     for r in requests {
-        weight[r.volume as usize] += r.blocks(block_size).count() as u64;
+        add_weight(&mut weight, r, block_size);
     }
+    capacities_from_weights(&weight, capacity, mode)
+}
+
+/// Count `r`'s block accesses into `weight` (indexed by volume, grown on demand): the
+/// weights [`capacities_from_weights`] divides the cache by.
+#[inline]
+pub fn add_weight(weight: &mut Vec<u64>, r: &Request, block_size: u64) {
+    let v = r.volume as usize;
+    if weight.len() <= v {
+        weight.resize(v + 1, 0);
+    }
+    weight[v] += r.blocks(block_size).count() as u64;
+}
+
+/// [`partition_capacities`] from per-volume block-access counts (index = volume id; a
+/// volume that never appears has 0, or lies past the end).
+pub fn capacities_from_weights(weight: &[u64], capacity: usize, mode: Partition) -> Vec<usize> {
+    let nvol = weight.len();
     let present: Vec<usize> = (0..nvol).filter(|&v| weight[v] > 0).collect();
     let mut caps = vec![0usize; nvol];
     if present.is_empty() {

@@ -19,7 +19,7 @@
 //! first request's day.
 
 use crate::cost_model::MinuteOps;
-use ember_policy::admission::key_hash::{key_map, KeyMap};
+use crate::sievestore_run::{ContinuousState, DiscreteState};
 use ember_policy::admission::sievestore_d::DEFAULT_EPOCH_NS;
 use ember_policy::admission::{
     Aod, EpochSieve, Ideal, OcfNhit, OcfNhitConfig, RandSieveBlkD, RandSieveC, SieveConfigError,
@@ -314,14 +314,14 @@ pub fn day_origin(requests: &[Request]) -> u64 {
 }
 
 /// Grows per-day and per-minute counters on demand.
-struct Recorder {
+pub(crate) struct Recorder {
     origin: u64,
-    days: Vec<DayStats>,
-    minutes: Vec<MinuteOps>,
+    pub(crate) days: Vec<DayStats>,
+    pub(crate) minutes: Vec<MinuteOps>,
 }
 
 impl Recorder {
-    fn new(origin: u64) -> Self {
+    pub(crate) fn new(origin: u64) -> Self {
         Self { origin, days: Vec::new(), minutes: Vec::new() }
     }
 
@@ -340,7 +340,7 @@ impl Recorder {
     }
 
     #[inline]
-    fn access(&mut self, a: &Access, hit: bool, allocated: bool) {
+    pub(crate) fn access(&mut self, a: &Access, hit: bool, allocated: bool) {
         let write = a.op.is_write();
         let (d, m) = self.slots(a.time_ns);
         d.accesses += 1;
@@ -366,7 +366,7 @@ impl Recorder {
 
     /// Charge `moves` allocation-writes to the epoch `[start, end)`: to the day of `start`,
     /// spread evenly over the epoch's minutes.
-    fn batch(&mut self, start: u64, end: u64, moves: u64, cancelled: u64) {
+    pub(crate) fn batch(&mut self, start: u64, end: u64, moves: u64, cancelled: u64) {
         let (d, _) = self.slots(start);
         d.allocation_writes += moves;
         d.cancelled_moves += cancelled;
@@ -407,36 +407,11 @@ pub fn run_continuous(
     cache: &mut dyn Replacement,
     sieve: &mut dyn Admission,
 ) -> SieveRun {
-    let mut rec = Recorder::new(origin);
-    let capacity = cache.capacity();
-    let mut peak_mem = sieve.memory_bytes();
-    let mut n = 0u64;
-    for a in accesses(requests, block_size) {
-        sieve.prefetch(&a);
-        let hit = cache.lookup(&a);
-        sieve.observe(&a, hit);
-        let mut allocated = false;
-        if !hit {
-            sieve.set_occupancy(cache.len(), capacity);
-            if sieve.admit(&a) {
-                cache.insert(&a);
-                allocated = true;
-            }
-        }
-        rec.access(&a, hit, allocated);
-        n += 1;
-        if n & 0xFFFF == 0 {
-            peak_mem = peak_mem.max(sieve.memory_bytes());
-        }
+    let mut run = ContinuousState::new(origin, cache, sieve);
+    for r in requests {
+        run.request(r, block_size, cache, sieve);
     }
-    peak_mem = peak_mem.max(sieve.memory_bytes());
-    SieveRun {
-        name: sieve.name().to_string(),
-        capacity_blocks: capacity as u64,
-        days: rec.days,
-        minutes: rec.minutes,
-        sieve_memory_bytes: peak_mem as u64,
-    }
+    run.finish(sieve)
 }
 
 /// Run a discrete (epoch) sieve over `requests` with room for `capacity` blocks; epochs of
@@ -449,77 +424,16 @@ pub fn run_discrete(
     epoch_ns: u64,
     sieve: &mut dyn EpochSieve,
 ) -> SieveRun {
-    let mut rec = Recorder::new(origin);
-    let mut resident: KeyMap<()> = key_map();
-    let mut peak_mem = 0usize;
-    let epoch_of = |t: u64| t.saturating_sub(origin) / epoch_ns;
-    // Requests grouped by epoch (a request earlier than its predecessor's epoch stays in the
-    // current one).
-    let mut start = 0usize;
-    let mut current = requests.first().map(|r| epoch_of(r.time_ns)).unwrap_or(0);
-    let oracle = sieve.oracle();
-    // Install `chosen` as the contents for epoch `e`, counting moves and cancellations.
-    let install =
-        |chosen: Vec<(u64, u64)>, resident: &mut KeyMap<()>, rec: &mut Recorder, e: u64| {
-            let mut next: KeyMap<()> = key_map();
-            let mut moves = 0u64;
-            let mut cancelled = 0u64;
-            for (k, _) in chosen.into_iter().take(capacity) {
-                if resident.contains_key(&k) {
-                    cancelled += 1;
-                } else {
-                    moves += 1;
-                }
-                next.insert(k, ());
-            }
-            let s = origin + e * epoch_ns;
-            rec.batch(s, s + epoch_ns, moves, cancelled);
-            *resident = next;
-        };
-    while start < requests.len() {
-        let mut end = start;
-        while end < requests.len() && epoch_of(requests[end].time_ns) <= current {
-            end += 1;
+    let mut run = DiscreteState::new(origin, capacity, epoch_ns, sieve, Vec::new());
+    for r in requests {
+        match run.request(r, block_size, sieve) {
+            Ok(()) => {}
+            Err(never) => match never {},
         }
-        let slice = &requests[start..end];
-        if oracle {
-            for a in accesses(slice, block_size) {
-                sieve.observe(&a);
-            }
-            peak_mem = peak_mem.max(sieve.memory_bytes());
-            let chosen = sieve.end_epoch();
-            install(chosen, &mut resident, &mut rec, current);
-            for a in accesses(slice, block_size) {
-                rec.access(&a, resident.contains_key(&a.key), false);
-            }
-        } else {
-            for a in accesses(slice, block_size) {
-                sieve.observe(&a);
-                rec.access(&a, resident.contains_key(&a.key), false);
-            }
-            peak_mem = peak_mem.max(sieve.memory_bytes());
-            let chosen = sieve.end_epoch();
-            if end < requests.len() {
-                // Epochs without requests in between keep nothing chosen from them.
-                let next = epoch_of(requests[end].time_ns);
-                install(chosen, &mut resident, &mut rec, current + 1);
-                for e in current + 2..=next {
-                    let chosen = sieve.end_epoch();
-                    install(chosen, &mut resident, &mut rec, e);
-                }
-            }
-        }
-        if end < requests.len() {
-            current = epoch_of(requests[end].time_ns);
-        }
-        start = end;
     }
-    SieveRun {
-        name: sieve.name().to_string(),
-        capacity_blocks: capacity as u64,
-        days: rec.days,
-        minutes: rec.minutes,
-        sieve_memory_bytes: peak_mem as u64,
+    match run.finish(block_size, sieve) {
+        Ok(result) => result,
+        Err(never) => match never {},
     }
 }
 

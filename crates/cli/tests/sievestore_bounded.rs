@@ -1,0 +1,117 @@
+//! `ember sievestore`'s sieve runs stream the trace (issue 17): a generated trace of 10
+//! million requests, written by `ember trace gen` into a FIFO and never stored, runs AOD,
+//! SieveStore-C and the ideal sieve under an address-space limit (`ulimit -v`) of 128 MiB.
+//! Held in memory the trace takes 320 MB (32 bytes a request), so a whole-trace design
+//! cannot pass: `--experiment`, which still reads the whole trace, dies on the same FIFO under
+//! the same limit (the negative control). The ideal sieve's epoch (here the whole trace, one
+//! day) waits in a spool that spills to a temporary file past a million requests.
+//!
+//! The limited runs' counters equal an unlimited run of the same trace from a regular file;
+//! the library test `sievestore_stream::tests` shows the streamed runs equal the whole-trace
+//! runs for every sieve and partitioning.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+const EMBER: &str = env!("CARGO_BIN_EXE_ember");
+const REQUESTS: &str = "10000000";
+/// Address space allowed to the limited runs, in KiB.
+const LIMIT_KIB: u64 = 128 * 1024;
+
+fn generate(out: &Path) -> Child {
+    Command::new(EMBER)
+        .args(["trace", "gen", "zipf", "--alpha", "0.9", "--blocks", "200000", "--requests"])
+        .arg(REQUESTS)
+        .args(["--seed", "5", "--format", "ember", "-o"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ember trace gen")
+}
+
+/// `ember sievestore TRACE --format ember ARGS...`, under the limit if `limited`; returns
+/// (success, stdout or stderr).
+fn sievestore(trace: &Path, args: &[&str], limited: bool) -> (bool, String) {
+    let cmd = format!(
+        "{}exec \"$0\" sievestore \"$1\" --format ember \"${{@:2}}\"",
+        if limited { format!("ulimit -v {LIMIT_KIB} && ") } else { String::new() }
+    );
+    let out = Command::new("bash")
+        .args(["-c", &cmd, EMBER])
+        .arg(trace)
+        .args(args)
+        .output()
+        .expect("run ember sievestore");
+    let ok = out.status.success();
+    (ok, String::from_utf8_lossy(if ok { &out.stdout } else { &out.stderr }).into_owned())
+}
+
+fn rows(json: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(json).expect("the JSON rows");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    v.as_array().expect("an array of rows").clone()
+}
+
+#[test]
+fn sieve_runs_stream_ten_million_requests_under_128_mib_and_match_a_regular_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("zipf.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    let sieves = ["--admission", "aod,sievestore-c,ideal", "--policy", "lru", "--size", "2000"];
+
+    let limited_json = dir.path().join("limited.json");
+    let mut gen = generate(&fifo);
+    let mut args = sieves.to_vec();
+    let json_arg = limited_json.to_str().expect("utf-8 path");
+    args.extend(["-q", "--json", json_arg]);
+    let (ok, err) = sievestore(&fifo, &args, true);
+    let _ = gen.kill();
+    let _ = gen.wait();
+    assert!(ok, "streamed sieve runs failed under ulimit -v {LIMIT_KIB}: {err}");
+    let limited = rows(&limited_json);
+    assert_eq!(limited.len(), 3);
+    for r in &limited {
+        assert_eq!(r["total"]["accesses"].as_u64(), Some(10_000_000), "{}", r["admission"]);
+    }
+    let hits = |r: &serde_json::Value| r["total"]["read_hits"].as_u64().expect("read hits");
+    let (aod, ideal) = (hits(&limited[0]), hits(&limited[2]));
+    assert!(ideal > aod && aod > 1_000_000, "ideal {ideal} must capture more than AOD {aod}");
+
+    // The same trace from a regular file, unlimited: the same rows.
+    let file = dir.path().join("zipf.ember");
+    let status = generate(&file).wait().expect("generate the file");
+    assert!(status.success());
+    let file_json = dir.path().join("file.json");
+    let mut args = sieves.to_vec();
+    args.extend(["-q", "--json", file_json.to_str().expect("utf-8 path")]);
+    let (ok, err) = sievestore(&file, &args, false);
+    assert!(ok, "{err}");
+    assert_eq!(limited, rows(&file_json), "the FIFO run under the limit differs");
+    std::fs::remove_file(&file).expect("remove the trace file");
+
+    // Negative control: --experiment holds the whole trace and dies under the same limit.
+    let mut gen = generate(&fifo);
+    let out = dir.path().join("exp");
+    let (ok, _) = sievestore(
+        &fifo,
+        &["--experiment", "--cache-blocks", "2000", "-q", "--out", out.to_str().expect("utf-8")],
+        true,
+    );
+    let _ = gen.kill();
+    let _ = gen.wait();
+    assert!(!ok, "a whole-trace run fit in {LIMIT_KIB} KiB, so the limit proves nothing");
+}
+
+#[test]
+fn a_partitioned_grid_on_a_fifo_says_it_needs_two_passes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("zipf.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    let mut gen = generate(&fifo);
+    let (ok, err) = sievestore(&fifo, &["--partition", "proportional", "--size", "1000"], false);
+    let _ = gen.kill();
+    let _ = gen.wait();
+    assert!(!ok);
+    assert!(err.contains("is not a regular file") && err.contains("two passes"), "{err}");
+}
