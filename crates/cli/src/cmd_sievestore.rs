@@ -121,6 +121,45 @@ pub fn experiment(
     block_size: u64,
     threads: usize,
 ) -> anyhow::Result<ExperimentReport> {
+    experiment_setup(args, block_size, threads)?
+        .run(trace)
+        .with_context(|| format!("sievestore experiment on {trace_name}"))
+}
+
+/// Run the paper's comparison over the trace at `path`, a regular file, streaming it (one
+/// counting pass, then one pass per worker thread); returns the report and the malformed
+/// records skipped.
+fn experiment_streamed(
+    args: &SieveArgs,
+    input: &TraceInput,
+    threads: usize,
+) -> anyhow::Result<(ExperimentReport, u64)> {
+    let path = input.path();
+    let opts = input.read_options();
+    let skipped = std::sync::atomic::AtomicU64::new(0);
+    let open = || -> Result<Box<dyn Iterator<Item = Result<Request, TraceError>> + Send + '_>, TraceError> {
+        let mut reader = ember_trace::open(path, &opts)?;
+        let skipped = &skipped;
+        Ok(Box::new(std::iter::from_fn(move || {
+            let next = reader.next();
+            if next.is_none() {
+                skipped.fetch_max(reader.skipped(), std::sync::atomic::Ordering::Relaxed);
+            }
+            next
+        })))
+    };
+    let report = experiment_setup(args, input.block_size, threads)?
+        .run_streamed(&open)
+        .with_context(|| format!("sievestore experiment on {}", path.display()))?;
+    Ok((report, skipped.load(std::sync::atomic::Ordering::Relaxed)))
+}
+
+/// The experiment the flags describe.
+fn experiment_setup(
+    args: &SieveArgs,
+    block_size: u64,
+    threads: usize,
+) -> anyhow::Result<SieveStoreExperiment> {
     let mut exp = SieveStoreExperiment {
         block_size,
         capacity_blocks: args.cache_blocks,
@@ -136,7 +175,7 @@ pub fn experiment(
         exp.partitions =
             if p == Partition::Ensemble { vec![p] } else { vec![Partition::Ensemble, p] };
     }
-    exp.run(trace).with_context(|| format!("sievestore experiment on {trace_name}"))
+    Ok(exp)
 }
 
 /// Write the experiment's `sievestore.txt`, `sievestore.json` and figures into `out`.
@@ -374,6 +413,18 @@ pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
         }
         return Ok(SieveStoreResult::Runs(rows));
     }
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if args.sieve.experiment && regular {
+        let (report, skipped) = experiment_streamed(&args.sieve, &args.input, threads)?;
+        if skipped > 0 && !args.output.quiet {
+            eprintln!(
+                "ember sievestore: skipped {skipped} malformed records of {}",
+                path.display()
+            );
+        }
+        return Ok(SieveStoreResult::Experiment(report));
+    }
+    // --sensitivity, or --experiment on a pipe (it reads the trace several times): in memory.
     let (trace, stats) = args.input.read()?;
     if stats.skipped > 0 && !args.output.quiet {
         eprintln!(

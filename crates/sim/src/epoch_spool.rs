@@ -11,8 +11,8 @@ use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 /// Bytes of one spilled request: time, volume, op, offset, length.
 const RECORD: usize = 8 + 4 + 1 + 8 + 4;
 
-/// Requests held in memory before the spool spills to a file (32 MiB of requests).
-pub const DEFAULT_LIMIT: usize = 1 << 20;
+/// Requests held in memory before the spool spills to a file (8 MiB of requests).
+pub const DEFAULT_LIMIT: usize = 1 << 18;
 
 /// The current epoch's requests.
 pub struct EpochSpool {

@@ -7,10 +7,13 @@
 //! 90 % of the minutes (Figure 9), plus the sieve's memory.
 
 use crate::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
-use crate::ensemble::{run_partitioned, Partition};
-use crate::sievestore::{day_origin, SieveRun, SieveSpec, DAY_NS};
+use crate::ensemble::{add_weight, Partition};
+use crate::epoch_spool::DEFAULT_LIMIT;
+use crate::sievestore::{CacheFactory, SieveRun, SieveSpec, DAY_NS};
+use crate::sievestore_stream::{run_streamed, StreamCell, StreamError, TraceCounts};
 use ember_policy::admission::SieveConfigError;
-use ember_trace::Trace;
+use ember_policy::Lru;
+use ember_trace::{Request, Trace};
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
@@ -95,36 +98,95 @@ pub struct ExperimentReport {
 /// The paper's sizing: its 16 GB cache held the ensemble's daily top 1 % of blocks (at most
 /// 11.9 GB) with room to spare, so the default is 1.35 times the largest daily top 1 %.
 pub fn default_capacity(trace: &Trace, block_size: u64) -> usize {
-    let origin = day_origin(&trace.requests);
-    let mut days: Vec<HashSet<u64>> = Vec::new();
+    let mut daily = DailyBlocks::default();
     for r in &trace.requests {
-        let d = (r.time_ns.saturating_sub(origin) / DAY_NS) as usize;
-        if days.len() <= d {
-            days.resize_with(d + 1, HashSet::new);
-        }
-        days[d].extend(r.block_keys(block_size));
+        daily.add(r, block_size);
     }
-    let top = days.iter().map(|s| s.len().div_ceil(100)).max().unwrap_or(1);
-    ((top as f64 * 1.35).ceil() as usize).max(1)
+    daily.default_capacity()
 }
 
+/// The distinct blocks of each calendar day (counted from midnight of the first request's
+/// day), for [`default_capacity`]: memory is one set of block keys per day.
+#[derive(Default)]
+pub struct DailyBlocks {
+    origin: Option<u64>,
+    days: Vec<HashSet<u64>>,
+}
+
+impl DailyBlocks {
+    /// Count `r`'s blocks into its day.
+    pub fn add(&mut self, r: &Request, block_size: u64) {
+        let origin = *self.origin.get_or_insert(r.time_ns / DAY_NS * DAY_NS);
+        let d = (r.time_ns.saturating_sub(origin) / DAY_NS) as usize;
+        if self.days.len() <= d {
+            self.days.resize_with(d + 1, HashSet::new);
+        }
+        self.days[d].extend(r.block_keys(block_size));
+    }
+
+    /// 1.35 times the largest daily top 1 % (at least 1 block).
+    pub fn default_capacity(&self) -> usize {
+        let top = self.days.iter().map(|s| s.len().div_ceil(100)).max().unwrap_or(1);
+        ((top as f64 * 1.35).ceil() as usize).max(1)
+    }
+}
+
+/// Opens the trace for one pass, from any thread: the experiment reads it once to count
+/// (each volume's share, and the days' distinct blocks if the capacity is not given), then
+/// once per worker thread, each thread feeding its share of the configurations.
+pub type OpenRequests<'a, E> =
+    &'a (dyn Fn() -> Result<Box<dyn Iterator<Item = Result<Request, E>> + Send + 'a>, E> + Sync);
+
 impl SieveStoreExperiment {
-    /// Run every configuration over `trace`.
+    /// Run every configuration over `trace` held in memory.
     pub fn run(&self, trace: &Trace) -> Result<ExperimentReport, ExperimentError> {
         if trace.requests.is_empty() {
             return Err(ExperimentError::Invalid("the trace has no requests".into()));
         }
+        let open =
+            || -> Result<Box<dyn Iterator<Item = _> + Send + '_>, std::convert::Infallible> {
+                Ok(Box::new(trace.requests.iter().copied().map(Ok)))
+            };
+        self.run_streamed(&open).map_err(|e| match e {
+            StreamedError::Experiment(e) => e,
+            StreamedError::Read(never) => match never {},
+        })
+    }
+
+    /// Run every configuration over the requests `open` streams, never holding them: one
+    /// counting pass, then one pass per worker thread (each feeds its configurations every
+    /// request as it is read; `crate::sievestore_stream`).
+    pub fn run_streamed<E: std::error::Error + Send + 'static>(
+        &self,
+        open: OpenRequests<'_, E>,
+    ) -> Result<ExperimentReport, StreamedError<E>> {
         if self.block_size == 0 {
-            return Err(ExperimentError::Invalid("block size must be positive".into()));
-        }
-        let capacity =
-            self.capacity_blocks.unwrap_or_else(|| default_capacity(trace, self.block_size));
-        if capacity == 0 {
-            return Err(ExperimentError::Invalid("cache capacity must be positive".into()));
+            return Err(ExperimentError::Invalid("block size must be positive".into()).into());
         }
         for s in &self.sieves {
-            s.build()?;
+            s.build().map_err(ExperimentError::from)?;
         }
+        // The first pass: each volume's share, the days' distinct blocks if needed.
+        let mut weights = Vec::new();
+        let mut daily = DailyBlocks::default();
+        let mut requests = 0u64;
+        for r in open().map_err(StreamedError::Read)? {
+            let r = r.map_err(StreamedError::Read)?;
+            requests += 1;
+            add_weight(&mut weights, &r, self.block_size);
+            if self.capacity_blocks.is_none() {
+                daily.add(&r, self.block_size);
+            }
+        }
+        if requests == 0 {
+            return Err(ExperimentError::Invalid("the trace has no requests".into()).into());
+        }
+        let capacity = self.capacity_blocks.unwrap_or_else(|| daily.default_capacity());
+        drop(daily);
+        if capacity == 0 {
+            return Err(ExperimentError::Invalid("cache capacity must be positive".into()).into());
+        }
+        let counts = TraceCounts { weights, distinct_blocks: None };
         // (label, spec, partition, capacity)
         let mut jobs: Vec<(String, SieveSpec, Partition, usize)> = Vec::new();
         for &p in &self.partitions {
@@ -141,32 +203,58 @@ impl SieveStoreExperiment {
                 }
             }
         }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: std::sync::Mutex<Vec<Option<Result<SieveRun, SieveConfigError>>>> =
-            std::sync::Mutex::new(vec![None; jobs.len()]);
-        let threads = self.threads.clamp(1, jobs.len());
-        std::thread::scope(|sc| {
-            for _ in 0..threads {
-                sc.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((_, spec, p, cap)) = jobs.get(i) else { break };
-                    let r = run_partitioned(&trace.requests, self.block_size, *cap, *p, spec);
-                    if let Ok(mut g) = results.lock() {
-                        g[i] = Some(r);
-                    }
-                });
-            }
+        let lru: CacheFactory<'_> = &|c| Box::new(Lru::new(c));
+        let cells: Vec<StreamCell<'_>> = jobs
+            .iter()
+            .map(|(_, spec, p, cap)| StreamCell {
+                spec: spec.clone(),
+                capacity: *cap,
+                partition: *p,
+                make_cache: lru,
+            })
+            .collect();
+        // Configurations dealt round-robin to the threads; each thread reads the trace once.
+        let threads = self.threads.clamp(1, jobs.len().max(1));
+        let mut results: Vec<Option<SieveRun>> = vec![None; jobs.len()];
+        let outcome: Vec<ThreadResult<E>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (cells, counts) = (&cells, &counts);
+                    sc.spawn(move || {
+                        let mine: Vec<usize> = (t..cells.len()).step_by(threads).collect();
+                        let subset: Vec<StreamCell<'_>> =
+                            mine.iter().map(|&i| cells[i].clone()).collect();
+                        let runs = run_streamed(
+                            open().map_err(StreamedError::Read)?,
+                            self.block_size,
+                            &subset,
+                            Some(counts),
+                            DEFAULT_LIMIT,
+                        )?;
+                        Ok(mine.into_iter().zip(runs).collect())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(ExperimentError::Invalid("a worker thread panicked".into()).into())
+                    })
+                })
+                .collect()
         });
-        let results = results
-            .into_inner()
-            .map_err(|_| ExperimentError::Invalid("a worker thread panicked".into()))?;
+        for part in outcome {
+            for (i, run) in part? {
+                results[i] = Some(run);
+            }
+        }
         let mut rows = Vec::with_capacity(jobs.len());
         let mut days = 0;
         for ((label, spec, p, _), r) in jobs.into_iter().zip(results) {
-            let Some(r) = r else {
-                return Err(ExperimentError::Invalid(format!("{label}: no result")));
+            let Some(mut run) = r else {
+                return Err(ExperimentError::Invalid(format!("{label}: no result")).into());
             };
-            let mut run = r?;
             run.name = label.clone();
             days = days.max(run.days.len());
             let occupancy = occupancy_per_minute(&run.minutes, &self.device, self.block_size);
@@ -188,6 +276,31 @@ impl SieveStoreExperiment {
             days,
             rows,
         })
+    }
+}
+
+/// What a worker thread of [`SieveStoreExperiment::run_streamed`] returns: its
+/// configurations' runs, by index.
+type ThreadResult<E> = Result<Vec<(usize, SieveRun)>, StreamedError<E>>;
+
+/// An error of a streamed experiment: the experiment's own, or the trace reader's.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamedError<E: std::error::Error + 'static> {
+    /// The experiment's own error.
+    #[error(transparent)]
+    Experiment(#[from] ExperimentError),
+    /// Reading the trace failed.
+    #[error(transparent)]
+    Read(E),
+}
+
+impl<E: std::error::Error + 'static> From<StreamError<E>> for StreamedError<E> {
+    fn from(e: StreamError<E>) -> Self {
+        match e {
+            StreamError::Read(e) => StreamedError::Read(e),
+            StreamError::Config(e) => StreamedError::Experiment(e.into()),
+            other => StreamedError::Experiment(ExperimentError::Invalid(other.to_string())),
+        }
     }
 }
 

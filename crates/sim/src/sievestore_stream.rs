@@ -21,6 +21,7 @@ use ember_trace::Request;
 use std::collections::HashSet;
 
 /// One cell of a streamed grid.
+#[derive(Clone)]
 pub struct StreamCell<'a> {
     /// The sieve.
     pub spec: SieveSpec,
