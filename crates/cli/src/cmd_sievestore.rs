@@ -14,16 +14,16 @@ use ember_policy::Replacement;
 use ember_sim::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
 use ember_sim::ensemble::Partition;
 use ember_sim::epoch_spool::DEFAULT_LIMIT;
-use ember_sim::experiment_sievestore::default_capacity;
+use ember_sim::experiment_sievestore::{default_capacity, DailyBlocks};
 use ember_sim::experiment_sievestore::{ExperimentReport, ExperimentRow, SieveStoreExperiment};
 use ember_sim::sievestore::{DayStats, SieveRun, SieveSpec};
 use ember_sim::sievestore_sensitivity::{
-    sensitivity, table as sensitivity_table, SensitivityPoint,
+    sensitivity, sensitivity_streamed, table as sensitivity_table, SensitivityPoint,
 };
 use ember_sim::sievestore_stream::{count, run_streamed, StreamCell};
 use ember_sim::{default_threads, Capacity};
 use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
-use ember_trace::{write_trace, Format, Request, Trace, TraceError, TraceReader};
+use ember_trace::{write_trace, Format, ReadOptions, Request, Trace, TraceError, TraceReader};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -126,20 +126,25 @@ pub fn experiment(
         .with_context(|| format!("sievestore experiment on {trace_name}"))
 }
 
-/// Run the paper's comparison over the trace at `path`, a regular file, streaming it (one
-/// counting pass, then one pass per worker thread); returns the report and the malformed
-/// records skipped.
-fn experiment_streamed(
-    args: &SieveArgs,
-    input: &TraceInput,
-    threads: usize,
-) -> anyhow::Result<(ExperimentReport, u64)> {
-    let path = input.path();
-    let opts = input.read_options();
-    let skipped = std::sync::atomic::AtomicU64::new(0);
-    let open = || -> Result<Box<dyn Iterator<Item = Result<Request, TraceError>> + Send + '_>, TraceError> {
-        let mut reader = ember_trace::open(path, &opts)?;
-        let skipped = &skipped;
+/// A regular trace file read in passes, from any thread; counts the malformed records skipped
+/// (the most any pass skipped).
+struct FilePasses<'a> {
+    input: &'a TraceInput,
+    opts: ReadOptions,
+    skipped: std::sync::atomic::AtomicU64,
+}
+
+impl<'a> FilePasses<'a> {
+    fn new(input: &'a TraceInput) -> Self {
+        Self { input, opts: input.read_options(), skipped: Default::default() }
+    }
+
+    /// One pass over the trace.
+    fn open(
+        &self,
+    ) -> Result<Box<dyn Iterator<Item = Result<Request, TraceError>> + Send + '_>, TraceError> {
+        let mut reader = ember_trace::open(self.input.path(), &self.opts)?;
+        let skipped = &self.skipped;
         Ok(Box::new(std::iter::from_fn(move || {
             let next = reader.next();
             if next.is_none() {
@@ -147,11 +152,52 @@ fn experiment_streamed(
             }
             next
         })))
+    }
+
+    fn skipped(&self) -> u64 {
+        self.skipped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// `--experiment` or `--sensitivity` over a regular file, streamed (a counting pass, then one
+/// pass per worker thread); prints the malformed records skipped.
+fn compute_streamed(args: &SieveStoreCmdArgs, threads: usize) -> anyhow::Result<SieveStoreResult> {
+    let path = args.input.path();
+    let block_size = args.input.block_size;
+    let passes = FilePasses::new(&args.input);
+    let open = || passes.open();
+    let result = if args.sieve.sensitivity {
+        let cap = match args.sieve.cache_blocks {
+            Some(c) => c,
+            None => {
+                let mut daily = DailyBlocks::default();
+                for r in open().with_context(|| format!("reading trace {}", path.display()))? {
+                    daily.add(
+                        &r.with_context(|| format!("reading trace {}", path.display()))?,
+                        block_size,
+                    );
+                }
+                daily.default_capacity()
+            }
+        };
+        let points = sensitivity_streamed(&open, block_size, cap, threads)
+            .with_context(|| format!("sievestore sensitivity on {}", path.display()))?;
+        SieveStoreResult::Sensitivity(cap, points)
+    } else {
+        SieveStoreResult::Experiment(
+            experiment_setup(&args.sieve, block_size, threads)?
+                .run_streamed(&open)
+                .with_context(|| format!("sievestore experiment on {}", path.display()))?,
+        )
     };
-    let report = experiment_setup(args, input.block_size, threads)?
-        .run_streamed(&open)
-        .with_context(|| format!("sievestore experiment on {}", path.display()))?;
-    Ok((report, skipped.load(std::sync::atomic::Ordering::Relaxed)))
+    if passes.skipped() > 0 && !args.output.quiet {
+        eprintln!(
+            "ember sievestore: skipped {} malformed records of {}",
+            passes.skipped(),
+            path.display()
+        );
+    }
+    Ok(result)
 }
 
 /// The experiment the flags describe.
@@ -413,18 +459,10 @@ pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
         }
         return Ok(SieveStoreResult::Runs(rows));
     }
-    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
-    if args.sieve.experiment && regular {
-        let (report, skipped) = experiment_streamed(&args.sieve, &args.input, threads)?;
-        if skipped > 0 && !args.output.quiet {
-            eprintln!(
-                "ember sievestore: skipped {skipped} malformed records of {}",
-                path.display()
-            );
-        }
-        return Ok(SieveStoreResult::Experiment(report));
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return compute_streamed(args, threads);
     }
-    // --sensitivity, or --experiment on a pipe (it reads the trace several times): in memory.
+    // --experiment or --sensitivity on a pipe (they read the trace several times): in memory.
     let (trace, stats) = args.input.read()?;
     if stats.skipped > 0 && !args.output.quiet {
         eprintln!(

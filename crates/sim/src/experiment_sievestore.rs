@@ -8,9 +8,10 @@
 
 use crate::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
 use crate::ensemble::{add_weight, Partition};
-use crate::epoch_spool::DEFAULT_LIMIT;
 use crate::sievestore::{CacheFactory, SieveRun, SieveSpec, DAY_NS};
-use crate::sievestore_stream::{run_streamed, StreamCell, StreamError, TraceCounts};
+use crate::sievestore_stream::{
+    run_streamed_parallel, OpenRequests, StreamCell, StreamError, TraceCounts,
+};
 use ember_policy::admission::SieveConfigError;
 use ember_policy::Lru;
 use ember_trace::{Request, Trace};
@@ -131,12 +132,6 @@ impl DailyBlocks {
     }
 }
 
-/// Opens the trace for one pass, from any thread: the experiment reads it once to count
-/// (each volume's share, and the days' distinct blocks if the capacity is not given), then
-/// once per worker thread, each thread feeding its share of the configurations.
-pub type OpenRequests<'a, E> =
-    &'a (dyn Fn() -> Result<Box<dyn Iterator<Item = Result<Request, E>> + Send + 'a>, E> + Sync);
-
 impl SieveStoreExperiment {
     /// Run every configuration over `trace` held in memory.
     pub fn run(&self, trace: &Trace) -> Result<ExperimentReport, ExperimentError> {
@@ -154,8 +149,9 @@ impl SieveStoreExperiment {
     }
 
     /// Run every configuration over the requests `open` streams, never holding them: one
-    /// counting pass, then one pass per worker thread (each feeds its configurations every
-    /// request as it is read; `crate::sievestore_stream`).
+    /// counting pass (each volume's share, and the days' distinct blocks if the capacity is
+    /// not given), then one pass per worker thread, each feeding its share of the
+    /// configurations every request as it is read (`crate::sievestore_stream`).
     pub fn run_streamed<E: std::error::Error + Send + 'static>(
         &self,
         open: OpenRequests<'_, E>,
@@ -213,48 +209,11 @@ impl SieveStoreExperiment {
                 make_cache: lru,
             })
             .collect();
-        // Configurations dealt round-robin to the threads; each thread reads the trace once.
-        let threads = self.threads.clamp(1, jobs.len().max(1));
-        let mut results: Vec<Option<SieveRun>> = vec![None; jobs.len()];
-        let outcome: Vec<ThreadResult<E>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let (cells, counts) = (&cells, &counts);
-                    sc.spawn(move || {
-                        let mine: Vec<usize> = (t..cells.len()).step_by(threads).collect();
-                        let subset: Vec<StreamCell<'_>> =
-                            mine.iter().map(|&i| cells[i].clone()).collect();
-                        let runs = run_streamed(
-                            open().map_err(StreamedError::Read)?,
-                            self.block_size,
-                            &subset,
-                            Some(counts),
-                            DEFAULT_LIMIT,
-                        )?;
-                        Ok(mine.into_iter().zip(runs).collect())
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(ExperimentError::Invalid("a worker thread panicked".into()).into())
-                    })
-                })
-                .collect()
-        });
-        for part in outcome {
-            for (i, run) in part? {
-                results[i] = Some(run);
-            }
-        }
+        let results =
+            run_streamed_parallel(open, self.block_size, &cells, Some(&counts), self.threads)?;
         let mut rows = Vec::with_capacity(jobs.len());
         let mut days = 0;
-        for ((label, spec, p, _), r) in jobs.into_iter().zip(results) {
-            let Some(mut run) = r else {
-                return Err(ExperimentError::Invalid(format!("{label}: no result")).into());
-            };
+        for ((label, spec, p, _), mut run) in jobs.into_iter().zip(results) {
             run.name = label.clone();
             days = days.max(run.days.len());
             let occupancy = occupancy_per_minute(&run.minutes, &self.device, self.block_size);
@@ -278,10 +237,6 @@ impl SieveStoreExperiment {
         })
     }
 }
-
-/// What a worker thread of [`SieveStoreExperiment::run_streamed`] returns: its
-/// configurations' runs, by index.
-type ThreadResult<E> = Result<Vec<(usize, SieveRun)>, StreamedError<E>>;
 
 /// An error of a streamed experiment: the experiment's own, or the trace reader's.
 #[derive(Debug, thiserror::Error)]

@@ -7,11 +7,13 @@
 //! window and epoch lengths matter little, though lengths under 8 hours degrade somewhat.
 //! [`sensitivity`] produces the numbers those sentences are about, on any trace.
 
-use crate::ensemble::{run_partitioned, Partition};
-use crate::experiment_sievestore::ExperimentError;
-use crate::sievestore::SieveSpec;
+use crate::ensemble::Partition;
+use crate::experiment_sievestore::{ExperimentError, StreamedError};
+use crate::sievestore::{CacheFactory, SieveSpec};
+use crate::sievestore_stream::{run_streamed_parallel, OpenRequests, StreamCell};
 use ember_policy::admission::sievestore_d::DEFAULT_EPOCH_NS;
 use ember_policy::admission::SieveStoreCConfig;
+use ember_policy::Lru;
 use ember_trace::Trace;
 use serde::Serialize;
 
@@ -85,52 +87,68 @@ pub fn sensitivity(
     capacity: usize,
     threads: usize,
 ) -> Result<Vec<SensitivityPoint>, ExperimentError> {
-    if trace.requests.is_empty() || capacity == 0 || block_size == 0 {
+    if trace.requests.is_empty() {
         return Err(ExperimentError::Invalid(
             "the sweep needs requests, a capacity and a block size".into(),
         ));
     }
+    let open = || -> Result<Box<dyn Iterator<Item = _> + Send + '_>, std::convert::Infallible> {
+        Ok(Box::new(trace.requests.iter().copied().map(Ok)))
+    };
+    sensitivity_streamed(&open, block_size, capacity, threads).map_err(|e| match e {
+        StreamedError::Experiment(e) => e,
+        StreamedError::Read(never) => match never {},
+    })
+}
+
+/// [`sensitivity`] over the requests `open` streams: the points are dealt to `threads`
+/// threads, each reading the trace once (`crate::sievestore_stream`); never holds the trace.
+pub fn sensitivity_streamed<E: std::error::Error + Send + 'static>(
+    open: OpenRequests<'_, E>,
+    block_size: u64,
+    capacity: usize,
+    threads: usize,
+) -> Result<Vec<SensitivityPoint>, StreamedError<E>> {
+    if capacity == 0 || block_size == 0 {
+        return Err(ExperimentError::Invalid(
+            "the sweep needs requests, a capacity and a block size".into(),
+        )
+        .into());
+    }
     let jobs = grid();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let out: std::sync::Mutex<Vec<Option<Result<SensitivityPoint, ExperimentError>>>> =
-        std::sync::Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|sc| {
-        for _ in 0..threads.clamp(1, jobs.len()) {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((sieve, parameter, value, paper, spec)) = jobs.get(i) else { break };
-                let r = run_partitioned(
-                    &trace.requests,
-                    block_size,
-                    capacity,
-                    Partition::Ensemble,
-                    spec,
-                )
-                .map_err(ExperimentError::from)
-                .map(|run| {
-                    let t = run.total_from(1);
-                    SensitivityPoint {
-                        sieve: sieve.to_string(),
-                        parameter: parameter.to_string(),
-                        value: *value,
-                        paper: *paper,
-                        accesses: t.accesses,
-                        hits: t.hits(),
-                        allocation_writes: t.allocation_writes,
-                    }
-                });
-                if let Ok(mut g) = out.lock() {
-                    g[i] = Some(r);
-                }
-            });
-        }
-    });
-    let out = out.into_inner().unwrap_or_default();
-    out.into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| Err(ExperimentError::Invalid("a sweep thread panicked".into())))
+    let lru: CacheFactory<'_> = &|c| Box::new(Lru::new(c));
+    let cells: Vec<StreamCell<'_>> = jobs
+        .iter()
+        .map(|(.., spec)| StreamCell {
+            spec: spec.clone(),
+            capacity,
+            partition: Partition::Ensemble,
+            make_cache: lru,
         })
-        .collect()
+        .collect();
+    let runs = run_streamed_parallel(open, block_size, &cells, None, threads)?;
+    if runs.iter().all(|r| r.total().accesses == 0) {
+        return Err(ExperimentError::Invalid(
+            "the sweep needs requests, a capacity and a block size".into(),
+        )
+        .into());
+    }
+    Ok(jobs
+        .into_iter()
+        .zip(runs)
+        .map(|((sieve, parameter, value, paper, _), run)| {
+            let t = run.total_from(1);
+            SensitivityPoint {
+                sieve: sieve.to_string(),
+                parameter: parameter.to_string(),
+                value,
+                paper,
+                accesses: t.accesses,
+                hits: t.hits(),
+                allocation_writes: t.allocation_writes,
+            }
+        })
+        .collect())
 }
 
 /// The sweep as a text table, one block per (sieve, parameter).

@@ -12,7 +12,7 @@
 //! memory (tested below for every sieve and partitioning).
 
 use crate::ensemble::{add_weight, capacities_from_weights, Partition};
-use crate::epoch_spool::EpochSpool;
+use crate::epoch_spool::{EpochSpool, DEFAULT_LIMIT};
 use crate::sievestore::{CacheFactory, Sieve, SieveRun, SieveSpec, DAY_NS};
 use crate::sievestore_run::{ContinuousState, DiscreteState};
 use ember_policy::admission::{EpochSieve, SieveConfigError};
@@ -45,6 +45,9 @@ pub enum StreamError<E: std::error::Error + 'static> {
     /// The ideal sieve's epoch spool failed.
     #[error("spooling an epoch to a temporary file: {0}")]
     Spool(#[from] std::io::Error),
+    /// A worker thread panicked.
+    #[error("a worker thread panicked")]
+    Panicked,
     /// A partitioned cell met a volume the first pass did not count.
     #[error("volume {0} was not in the first pass: the trace changed between the passes")]
     Changed(u32),
@@ -232,6 +235,50 @@ where
         out.push(result);
     }
     Ok(out)
+}
+
+/// Opens the trace for one pass, from any thread.
+pub type OpenRequests<'a, E> =
+    &'a (dyn Fn() -> Result<Box<dyn Iterator<Item = Result<Request, E>> + Send + 'a>, E> + Sync);
+
+/// What one worker thread of [`run_streamed_parallel`] returns: its cells' runs, by index.
+type ThreadRuns<E> = Result<Vec<(usize, SieveRun)>, StreamError<E>>;
+
+/// [`run_streamed`] on `threads` threads: the cells are dealt round-robin and each thread reads
+/// the trace once (a pass from `open`), feeding its cells. Results come in the order of `cells`.
+pub fn run_streamed_parallel<E>(
+    open: OpenRequests<'_, E>,
+    block_size: u64,
+    cells: &[StreamCell<'_>],
+    counts: Option<&TraceCounts>,
+    threads: usize,
+) -> Result<Vec<SieveRun>, StreamError<E>>
+where
+    E: std::error::Error + Send + 'static,
+{
+    let threads = threads.clamp(1, cells.len().max(1));
+    let outcome: Vec<ThreadRuns<E>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                sc.spawn(move || {
+                    let mine: Vec<usize> = (t..cells.len()).step_by(threads).collect();
+                    let subset: Vec<StreamCell<'_>> =
+                        mine.iter().map(|&i| cells[i].clone()).collect();
+                    let requests = open().map_err(StreamError::Read)?;
+                    let runs = run_streamed(requests, block_size, &subset, counts, DEFAULT_LIMIT)?;
+                    Ok(mine.into_iter().zip(runs).collect())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(Err(StreamError::Panicked))).collect()
+    });
+    let mut results: Vec<Option<SieveRun>> = vec![None; cells.len()];
+    for part in outcome {
+        for (i, run) in part? {
+            results[i] = Some(run);
+        }
+    }
+    results.into_iter().map(|r| r.ok_or(StreamError::Panicked)).collect()
 }
 
 #[cfg(test)]
