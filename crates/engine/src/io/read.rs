@@ -67,9 +67,9 @@ impl Volume {
 
     /// Count one READ request of `len` bytes at `offset` (and tell the warmup monitor).
     fn count_read(&self, offset: u64, len: u64) {
-        let ctr = self.counters();
-        ctr.read_requests.fetch_add(1, Relaxed);
-        ctr.read_bytes.fetch_add(len, Relaxed);
+        let hot = self.counters().hot.mine();
+        hot.read_requests.fetch_add(1, Relaxed);
+        hot.read_bytes.fetch_add(len, Relaxed);
         let bs = self.inner.block_size();
         self.inner.warmup.record(self.vol().id, false, offset, len, bs);
     }
@@ -172,9 +172,10 @@ impl Volume {
         }
         let plans = &*plans;
         let hits = plans.iter().filter(|p| matches!(p, Plan::Hit(_))).count() as u64;
-        ctr.read_hits.fetch_add(hits, Relaxed);
+        let hot = ctr.hot.mine();
+        hot.read_hits.fetch_add(hits, Relaxed);
         if n > hits {
-            ctr.read_misses.fetch_add(n - hits, Relaxed);
+            hot.read_misses.fetch_add(n - hits, Relaxed);
         }
         let span = ((first + n) * bs).min(vol.size) - first * bs;
         // A request covering its blocks whole is read (and its fills written) straight from
@@ -238,7 +239,7 @@ impl Volume {
             let off = inner.geometry.block_offset(c);
             match inner.cache.read_at(off, &mut scratch[i * bs..j * bs]) {
                 Ok(()) => {
-                    ctr.cache_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+                    ctr.hot.mine().cache_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
                 }
                 Err(e) if dirty[i..j].iter().any(|&d| d) => {
                     // The only copy of a dirty block: the client must see the error.
