@@ -101,11 +101,14 @@ impl Volume {
         let mut demotes = Vec::new();
         {
             let mut st = inner.state.lock();
-            if only_hits
-                && !(first..first + n)
-                    .all(|b| self.cacheable(b) && st.get(block_key(vol.id, b)).is_some())
-            {
-                return Ok(false);
+            if only_hits {
+                // Every block resident, or nothing changes; the lookup also gives `dirty`,
+                // so the loop below does not look the block up again for it.
+                for (i, b) in (first..first + n).enumerate() {
+                    let slot = if self.cacheable(b) { st.slot(block_key(vol.id, b)) } else { None };
+                    let Some(slot) = slot else { return Ok(false) };
+                    dirty[i] = slot.dirty.is_some();
+                }
             }
             for (i, b) in (first..first + n).enumerate() {
                 let key = block_key(vol.id, b);
@@ -114,7 +117,9 @@ impl Volume {
                     continue;
                 }
                 let acc = st.access(key, Op::Read, now);
-                dirty[i] = st.slot(key).is_some_and(|s| s.dirty.is_some());
+                if !only_hits {
+                    dirty[i] = st.slot(key).is_some_and(|s| s.dirty.is_some());
+                }
                 if let Some(c) = st.hit_pin(&acc) {
                     st.admission.observe(&acc, true);
                     if st.take_preloaded(c) {
