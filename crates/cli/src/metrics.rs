@@ -38,13 +38,14 @@ pub fn render_server(stats: &ServerStats, out: &mut String) {
     for (name, help, get) in per_command {
         family(out, name, "counter", help);
         for c in commands {
-            let _ = writeln!(out, "{name}{{command=\"{}\"}} {}", c.label(), get(stats.command(c)));
+            let _ = writeln!(out, "{name}{{command=\"{}\"}} {}", c.label(), get(&stats.command(c)));
         }
     }
     let name = "ember_nbd_request_duration_seconds";
     family(out, name, "histogram", "From a request fully received to its reply written.");
     for c in commands {
-        let h = stats.command(c).latency();
+        let s = stats.command(c);
+        let h = s.latency();
         for (bound, count) in h.cumulative() {
             let le = if bound.is_infinite() { "+Inf".to_string() } else { format!("{bound}") };
             let _ = writeln!(out, "{name}_bucket{{command=\"{}\",le=\"{le}\"}} {count}", c.label());

@@ -1,18 +1,21 @@
 //! The drain gate: requests enter and leave; shutdown closes the gate and waits until every
-//! request in flight has left.
+//! request in flight has left. Entering and leaving are one atomic add each (a hit takes the
+//! gate on every request, so it must not be a lock); only the drain waits, on a condvar.
 
 use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 
-#[derive(Default)]
-struct GateState {
-    closed: bool,
-    active: u64,
-}
+/// The closed bit of [`Gate::word`]; the bits below count requests inside.
+const CLOSED: u64 = 1 << 63;
 
 /// Counts requests in flight and refuses new ones once closed.
 #[derive(Default)]
 pub(crate) struct Gate {
-    st: Mutex<GateState>,
+    /// Requests inside, plus [`CLOSED`] once closed.
+    word: AtomicU64,
+    /// Taken only by the drain and by the last request leaving a closed gate, so the
+    /// drain's check-then-wait cannot miss that wake-up.
+    st: Mutex<()>,
     cv: Condvar,
 }
 
@@ -22,46 +25,52 @@ pub(crate) struct Pass<'a>(&'a Gate);
 impl Gate {
     /// Enter, or None if closed.
     pub fn enter(&self) -> Option<Pass<'_>> {
-        let mut st = self.st.lock();
-        if st.closed {
+        let before = self.word.fetch_add(1, SeqCst);
+        if before & CLOSED != 0 {
+            // Closed: undo the count (and wake the drain if this was the last one).
+            self.leave();
             return None;
         }
-        st.active += 1;
         Some(Pass(self))
     }
 
     /// Requests in the gate now (the preloader yields while there are any).
     pub fn active(&self) -> u64 {
-        self.st.lock().active
+        self.word.load(SeqCst) & !CLOSED
     }
 
     /// Close and wait for every request in flight to leave. Returns false if it was already
     /// closed.
     pub fn close_and_drain(&self) -> bool {
         let mut st = self.st.lock();
-        let was_open = !st.closed;
-        st.closed = true;
-        while st.active > 0 {
+        let was_open = self.word.fetch_or(CLOSED, SeqCst) & CLOSED == 0;
+        while self.word.load(SeqCst) & !CLOSED > 0 {
             self.cv.wait(&mut st);
         }
         was_open
+    }
+
+    fn leave(&self) {
+        let before = self.word.fetch_sub(1, SeqCst);
+        if before == CLOSED | 1 {
+            // The last request left a closed gate: wake the drain. Taking the lock orders
+            // this wake-up after the drain's check (it holds the lock until it waits).
+            drop(self.st.lock());
+            self.cv.notify_all();
+        }
     }
 }
 
 impl Drop for Pass<'_> {
     fn drop(&mut self) {
-        let mut st = self.0.st.lock();
-        st.active -= 1;
-        if st.active == 0 {
-            self.0.cv.notify_all();
-        }
+        self.0.leave();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
 
     #[test]
@@ -82,7 +91,38 @@ mod tests {
         assert!(g.close_and_drain());
         assert!(done.load(Ordering::SeqCst), "drain returned only after the request left");
         assert!(g.enter().is_none());
+        assert_eq!(g.active(), 0, "a refused enter leaves no count behind");
         assert!(!g.close_and_drain());
         t.join().unwrap();
+    }
+
+    /// Many threads entering and leaving while the gate closes: the drain returns only when
+    /// none is inside, and no enter succeeds after it returned.
+    #[test]
+    fn drain_under_contention_never_misses_a_request() {
+        for _ in 0..50 {
+            let g = Arc::new(Gate::default());
+            let inside = Arc::new(AtomicU64::new(0));
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let (g, inside) = (g.clone(), inside.clone());
+                    std::thread::spawn(move || {
+                        while let Some(p) = g.enter() {
+                            inside.fetch_add(1, Ordering::SeqCst);
+                            std::hint::spin_loop();
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                            drop(p);
+                        }
+                    })
+                })
+                .collect();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            assert!(g.close_and_drain());
+            assert_eq!(inside.load(Ordering::SeqCst), 0, "drained while a request was inside");
+            assert_eq!(g.active(), 0);
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! its cache write). Locks are taken in ascending stripe order, so requests never deadlock.
 
 use parking_lot::{Mutex, MutexGuard};
+use smallvec::SmallVec;
 use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,9 +22,13 @@ pub(crate) struct Stripes {
     poisoned: AtomicBool,
 }
 
+/// Stripe indices or guards kept inline (no heap allocation) up to this many: a request of
+/// a few blocks, the hit path's common case.
+const INLINE: usize = 8;
+
 /// Locks held for one request (released on drop).
 pub(crate) struct Held<'a> {
-    guards: Vec<MutexGuard<'a, ()>>,
+    guards: SmallVec<[MutexGuard<'a, ()>; INLINE]>,
     poisoned: &'a AtomicBool,
 }
 
@@ -70,18 +75,18 @@ impl Stripes {
     }
 
     /// The distinct stripes covering `blocks` of `volume`, ascending.
-    fn covering(volume: u32, blocks: Range<u64>) -> Vec<usize> {
+    fn covering(volume: u32, blocks: Range<u64>) -> SmallVec<[usize; INLINE]> {
         let n = blocks.end.saturating_sub(blocks.start);
         if n >= STRIPES as u64 {
             return (0..STRIPES).collect();
         }
-        let mut v: Vec<usize> = blocks.map(|b| Self::index(volume, b)).collect();
+        let mut v: SmallVec<[usize; INLINE]> = blocks.map(|b| Self::index(volume, b)).collect();
         v.sort_unstable();
         v.dedup();
         v
     }
 
-    fn take(&self, idx: Vec<usize>) -> io::Result<Held<'_>> {
+    fn take(&self, idx: impl IntoIterator<Item = usize>) -> io::Result<Held<'_>> {
         let held = Held {
             guards: idx.into_iter().map(|i| self.locks[i].lock()).collect(),
             poisoned: &self.poisoned,

@@ -71,6 +71,28 @@ pub trait Export: Send + Sync {
         false
     }
 
+    /// The hit path: read `buf.len()` bytes at `offset` now if that completes without
+    /// waiting on slow storage (a cache hit), returning its result; `None`, having done
+    /// nothing, if it might wait. The server calls it on the connection's reader, for a READ
+    /// of an idle connection (nothing in flight), and answers from the reader's reusable
+    /// buffer; on `None` (or an error, which the ordinary path then reports properly) the
+    /// READ takes the ordinary path. `idle`: besides, no further request of the connection
+    /// has arrived, so a read that waits briefly on a fast device (an O_DIRECT cache hit)
+    /// delays no other request. The default asks [`Export::read_is_fast`], then reads.
+    fn read_if_fast(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        idle: bool,
+    ) -> Option<Result<(), ExportError>> {
+        let _ = idle;
+        if self.read_is_fast(offset, buf.len() as u64) {
+            Some(self.read(offset, buf))
+        } else {
+            None
+        }
+    }
+
     /// Whether this export takes ember's DEMOTE (docs/nbd.md); only then does the server
     /// acknowledge [`crate::proto::OPT_EMBER_DEMOTE`] for it. The default says no.
     fn accepts_demote(&self) -> bool {

@@ -49,6 +49,15 @@ impl LatencyHistogram {
         k.min(FINITE_BUCKETS)
     }
 
+    /// Add every observation of `other` to this histogram (folding per-thread shards).
+    pub fn add(&self, other: &LatencyHistogram) {
+        for (mine, theirs) in self.buckets.iter().zip(&other.buckets) {
+            mine.fetch_add(theirs.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        self.count.fetch_add(other.count(), Ordering::Relaxed);
+        self.sum_ns.fetch_add(other.sum_ns(), Ordering::Relaxed);
+    }
+
     /// Record one observation.
     pub fn record(&self, latency: Duration) {
         let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);

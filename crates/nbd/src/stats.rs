@@ -1,8 +1,10 @@
 //! What the server reports about its work: an observer trait the server calls for every
 //! request and connection, and [`ServerStats`], a ready observer keeping per-command counts,
-//! bytes, errors and latency histograms (for the cli to export to Prometheus).
+//! bytes, errors and latency histograms (for the cli to export to Prometheus). It records
+//! into per-thread shards, folded when read, so requests answered on different threads do
+//! not bounce shared cache lines.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::errno::Errno;
@@ -66,12 +68,32 @@ impl CommandStats {
     }
 }
 
-/// A [`ServerObserver`] that keeps [`CommandStats`] per command and connection counts.
+/// Shards of [`ServerStats`]: threads beyond this many share shards.
+const SHARDS: usize = 8;
+
+/// One thread's share of the per-command counters (its own cache lines).
 #[derive(Debug, Default)]
-pub struct ServerStats {
+#[repr(align(128))]
+struct Shard {
     commands: [CommandStats; Command::TRACKED.len()],
+}
+
+/// A [`ServerObserver`] that keeps [`CommandStats`] per command and connection counts.
+#[derive(Debug)]
+pub struct ServerStats {
+    shards: Box<[Shard]>,
     opened: AtomicU64,
     closed: AtomicU64,
+}
+
+impl Default for ServerStats {
+    fn default() -> Self {
+        ServerStats {
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            opened: AtomicU64::new(0),
+            closed: AtomicU64::new(0),
+        }
+    }
 }
 
 impl ServerStats {
@@ -80,9 +102,27 @@ impl ServerStats {
         ServerStats::default()
     }
 
-    /// The counters of `command` (all unknown command numbers share one entry).
-    pub fn command(&self, command: Command) -> &CommandStats {
-        &self.commands[command.index()]
+    /// The counters of `command` as of now (all unknown command numbers share one entry):
+    /// every thread's shard added up.
+    pub fn command(&self, command: Command) -> CommandStats {
+        let sum = CommandStats::default();
+        for shard in self.shards.iter() {
+            let c = &shard.commands[command.index()];
+            sum.count.fetch_add(c.count(), Ordering::Relaxed);
+            sum.errors.fetch_add(c.errors(), Ordering::Relaxed);
+            sum.bytes.fetch_add(c.bytes(), Ordering::Relaxed);
+            sum.latency.add(&c.latency);
+        }
+        sum
+    }
+
+    /// This thread's shard (taken round-robin on the thread's first request).
+    fn mine(&self) -> &Shard {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! {
+            static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+        }
+        &self.shards[SHARD.with(|s| *s)]
     }
 
     /// Connections opened so far.
@@ -98,7 +138,7 @@ impl ServerStats {
 
 impl ServerObserver for ServerStats {
     fn on_command(&self, observation: &CommandObservation) {
-        let stats = &self.commands[observation.command.index()];
+        let stats = &self.mine().commands[observation.command.index()];
         stats.count.fetch_add(1, Ordering::Relaxed);
         if observation.error.is_some() {
             stats.errors.fetch_add(1, Ordering::Relaxed);
@@ -146,5 +186,37 @@ mod tests {
         assert_eq!(stats.command(Command::Write).count(), 0);
         assert_eq!(stats.connections_opened(), 2);
         assert_eq!(stats.connections_open(), 1);
+    }
+
+    /// Observations from more threads than there are shards all reach the folded counters,
+    /// latency histogram included.
+    #[test]
+    fn observations_on_many_threads_fold() {
+        let stats = std::sync::Arc::new(ServerStats::new());
+        let n = SHARDS as u64 + 3;
+        let threads: Vec<_> = (0..n)
+            .map(|t| {
+                let stats = stats.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..500 {
+                        stats.on_command(&CommandObservation {
+                            command: Command::Read,
+                            bytes: t,
+                            latency: Duration::from_micros(3),
+                            error: None,
+                        });
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let read = stats.command(Command::Read);
+        assert_eq!(read.count(), 500 * n);
+        assert_eq!(read.bytes(), 500 * (0..n).sum::<u64>());
+        assert_eq!(read.latency().count(), 500 * n);
+        assert_eq!(read.latency().sum_ns(), 500 * n * 3_000);
+        assert_eq!(read.latency().counts()[LatencyHistogram::bucket_of(3_000)], 500 * n);
     }
 }

@@ -52,3 +52,74 @@ fn export_set_names_volumes_and_maps_errors() {
     let e = first.read(0, &mut buf).unwrap_err();
     assert!(matches!(e, ExportError::Shutdown), "{e}");
 }
+
+/// A cache device read as if with O_DIRECT: a hit waits on the medium.
+struct OnTheMedium(MemDevice);
+
+impl Device for OnTheMedium {
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.0.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.0.write_at(offset, data)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.0.sync()
+    }
+    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.0.trim(offset, len)
+    }
+    fn describe(&self) -> String {
+        "memory read as if O_DIRECT".into()
+    }
+    fn reads_from_memory(&self) -> bool {
+        false
+    }
+}
+
+/// `read_if_fast`, the server's hit path: a hit is served at once (with the backing's bytes),
+/// a miss declined; on an O_DIRECT-like cache device only for an idle connection, since
+/// there a hit waits on the device.
+#[test]
+fn read_if_fast_serves_hits_and_respects_the_direct_rule() {
+    for memory in [true, false] {
+        let cache: Arc<dyn Device> = if memory {
+            Arc::new(MemDevice::new(16 * MIB))
+        } else {
+            Arc::new(OnTheMedium(MemDevice::new(16 * MIB)))
+        };
+        Engine::format(
+            cache.as_ref(),
+            &FormatSpec::new(vec![VolumeSpec { name: "a".into(), size: MIB }]),
+        )
+        .unwrap();
+        let content: Vec<u8> = (0..MIB).map(|i| (i % 253) as u8).collect();
+        let engine = Arc::new(
+            Engine::open(EngineConfig {
+                cache,
+                volumes: vec![VolumeConfig {
+                    name: "a".into(),
+                    backing: Arc::new(MemDevice::from_bytes(content.clone())),
+                }],
+                write_mode: WriteMode::WriteThrough,
+                replacement: Box::new(|cap| build(Kind::Lru, cap)),
+                admission: Box::new(Aod),
+            })
+            .unwrap(),
+        );
+        let export = EngineExports::new(engine.clone()).get("a").unwrap();
+        let mut buf = vec![0u8; 4096];
+        assert!(export.read_if_fast(8192, &mut buf, true).is_none(), "a miss is declined");
+        export.read(8192, &mut buf).unwrap(); // now cached
+        buf.fill(0);
+        let busy = export.read_if_fast(8192, &mut buf, false);
+        assert_eq!(busy.is_some(), memory, "memory {memory}: a busy connection's hit");
+        buf.fill(0);
+        export.read_if_fast(8192, &mut buf, true).expect("an idle connection's hit").unwrap();
+        assert_eq!(buf, content[8192..12288]);
+        engine.shutdown().unwrap();
+    }
+}

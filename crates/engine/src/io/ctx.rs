@@ -42,27 +42,46 @@ impl Plan {
 }
 
 /// Maximal runs `[i, j)` of consecutive plan indices for which `pred(plan i .. plan j)` holds
-/// pairwise between neighbours.
-pub(super) fn runs(
-    plans: &[Plan],
-    same: impl Fn(Plan, Plan) -> bool,
-    want: impl Fn(Plan) -> bool,
-) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < plans.len() {
-        if !want(plans[i]) {
-            i += 1;
-            continue;
+/// pairwise between neighbours. An iterator, so the hot path allocates nothing.
+pub(super) fn runs<'a, S, W>(plans: &'a [Plan], same: S, want: W) -> Runs<'a, S, W>
+where
+    S: Fn(Plan, Plan) -> bool,
+    W: Fn(Plan) -> bool,
+{
+    Runs { plans, same, want, i: 0 }
+}
+
+/// The iterator of [`runs`].
+pub(super) struct Runs<'a, S, W> {
+    plans: &'a [Plan],
+    same: S,
+    want: W,
+    i: usize,
+}
+
+impl<S, W> Iterator for Runs<'_, S, W>
+where
+    S: Fn(Plan, Plan) -> bool,
+    W: Fn(Plan) -> bool,
+{
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        let plans = self.plans;
+        while self.i < plans.len() && !(self.want)(plans[self.i]) {
+            self.i += 1;
         }
+        if self.i >= plans.len() {
+            return None;
+        }
+        let i = self.i;
         let mut j = i + 1;
-        while j < plans.len() && want(plans[j]) && same(plans[j - 1], plans[j]) {
+        while j < plans.len() && (self.want)(plans[j]) && (self.same)(plans[j - 1], plans[j]) {
             j += 1;
         }
-        out.push((i, j));
-        i = j;
+        self.i = j;
+        Some((i, j))
     }
-    out
 }
 
 /// True if `b` follows `a` on the cache device.

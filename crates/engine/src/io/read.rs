@@ -16,11 +16,8 @@ impl Volume {
     pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), EngineError> {
         let _pass = self.enter()?;
         self.check(offset, buf.len() as u64)?;
-        let ctr = self.counters();
-        ctr.read_requests.fetch_add(1, Relaxed);
-        ctr.read_bytes.fetch_add(buf.len() as u64, Relaxed);
+        self.count_read(offset, buf.len() as u64);
         let bs = self.inner.block_size();
-        self.inner.warmup.record(self.vol().id, false, offset, buf.len() as u64, bs);
         let end = offset + buf.len() as u64;
         let mut pos = offset;
         while pos < end {
@@ -28,39 +25,101 @@ impl Volume {
             let stop = (first + CHUNK_BLOCKS).min(end.div_ceil(bs));
             let chunk_end = end.min(stop * bs);
             let out = &mut buf[(pos - offset) as usize..(chunk_end - offset) as usize];
-            self.read_chunk(first, stop - first, pos, out)?;
+            self.read_chunk(first, stop - first, pos, out, false)?;
             pos = chunk_end;
         }
         Ok(())
     }
 
+    /// The hit path: read `buf.len()` bytes at `offset` if every block is resident now, in
+    /// one state-lock section that both checks and pins (no separate probe), with no heap
+    /// allocation. `None`: some block is not resident (or the range is empty, longer than
+    /// one chunk, or outside the volume) and nothing was done, no counter and no replacement
+    /// update; the caller then calls [`Volume::read`] (where it may wait on backing).
+    pub fn read_if_resident(&self, offset: u64, buf: &mut [u8]) -> Option<Result<(), EngineError>> {
+        let bs = self.inner.block_size();
+        let len = buf.len() as u64;
+        let end = offset.checked_add(len)?;
+        if len == 0 || end > self.vol().size {
+            return None;
+        }
+        let first = offset / bs;
+        let stop = end.div_ceil(bs);
+        if stop - first > CHUNK_BLOCKS {
+            return None;
+        }
+        let _pass = match self.enter() {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
+        match self.read_chunk(first, stop - first, offset, buf, true) {
+            Ok(false) => None,
+            Ok(true) => Some(Ok(())),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// Whether a hit is served from memory (the cache device is not read with O_DIRECT), so
+    /// [`Volume::read_if_resident`] never waits on a medium.
+    pub fn hits_from_memory(&self) -> bool {
+        self.inner.cache.reads_from_memory()
+    }
+
+    /// Count one READ request of `len` bytes at `offset` (and tell the warmup monitor).
+    fn count_read(&self, offset: u64, len: u64) {
+        let hot = self.counters().hot.mine();
+        hot.read_requests.fetch_add(1, Relaxed);
+        hot.read_bytes.fetch_add(len, Relaxed);
+        let bs = self.inner.block_size();
+        self.inner.warmup.record(self.vol().id, false, offset, len, bs);
+    }
+
+    /// Read one chunk (`n` <= [`CHUNK_BLOCKS`] blocks from `first`; the bytes from `start`
+    /// into `out`). With `only_hits`, the chunk is a whole request: unless every block is
+    /// resident it returns `Ok(false)` having changed nothing; otherwise it counts the
+    /// request and serves it. Fixed-size arrays, no heap allocation for a whole-block chunk.
     pub(super) fn read_chunk(
         &self,
         first: u64,
         n: u64,
         start: u64,
         out: &mut [u8],
-    ) -> Result<(), EngineError> {
+        only_hits: bool,
+    ) -> Result<bool, EngineError> {
         let inner = &self.inner;
         let bs = inner.block_size();
         let vol = self.vol();
         let ctr = self.counters();
         let _held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
         let now = now_ns();
-        let mut plans = Vec::with_capacity(n as usize);
-        let mut dirty = vec![false; n as usize];
+        let nb = n as usize;
+        let mut plan_buf = [Plan::Pass; CHUNK_BLOCKS as usize];
+        let mut dirty_buf = [false; CHUNK_BLOCKS as usize];
+        let plans = &mut plan_buf[..nb];
+        let dirty = &mut dirty_buf[..nb];
         // Client tier: (evicted key, its cache block) to DEMOTE before reading backing.
         let mut demotes = Vec::new();
         {
             let mut st = inner.state.lock();
-            for b in first..first + n {
+            if only_hits {
+                // Every block resident, or nothing changes; the lookup also gives `dirty`,
+                // so the loop below does not look the block up again for it.
+                for (i, b) in (first..first + n).enumerate() {
+                    let slot = if self.cacheable(b) { st.slot(block_key(vol.id, b)) } else { None };
+                    let Some(slot) = slot else { return Ok(false) };
+                    dirty[i] = slot.dirty.is_some();
+                }
+            }
+            for (i, b) in (first..first + n).enumerate() {
                 let key = block_key(vol.id, b);
                 if !self.cacheable(b) {
-                    plans.push(Plan::Pass);
+                    plans[i] = Plan::Pass;
                     continue;
                 }
                 let acc = st.access(key, Op::Read, now);
-                dirty[(b - first) as usize] = st.slot(key).is_some_and(|s| s.dirty.is_some());
+                if !only_hits {
+                    dirty[i] = st.slot(key).is_some_and(|s| s.dirty.is_some());
+                }
                 if let Some(c) = st.hit_pin(&acc) {
                     st.admission.observe(&acc, true);
                     if st.take_preloaded(c) {
@@ -74,14 +133,14 @@ impl Volume {
                         };
                         origin.fetch_add(1, Relaxed);
                     }
-                    plans.push(Plan::Hit(c));
+                    plans[i] = Plan::Hit(c);
                     continue;
                 }
                 st.admission.observe(&acc, false);
                 // Inside a TRIM's fence nothing is allocated: the fill could hold the bytes
                 // backing is discarding.
                 if st.fenced(key) || !st.admit(&acc) {
-                    plans.push(Plan::Pass);
+                    plans[i] = Plan::Pass;
                     continue;
                 }
                 let a = st.allocate(&acc);
@@ -99,37 +158,45 @@ impl Volume {
                     }
                 }
                 match a.cache_block {
-                    Some(c) => plans.push(Plan::Fill(c)),
+                    Some(c) => plans[i] = Plan::Fill(c),
                     None => {
                         ctr.allocations_skipped.fetch_add(1, Relaxed);
-                        plans.push(Plan::Pass);
+                        plans[i] = Plan::Pass;
                     }
                 }
             }
             inner.count_evictions(&mut st);
+        }
+        if only_hits {
+            self.count_read(start, out.len() as u64);
         }
         // Before the backing READ, as Wong & Wilkes' client does ("it first tries to return
         // the block to the array"): the DEMOTE goes out on the wire ahead of the READ.
         for (v, c) in demotes {
             self.send_demote(v, c);
         }
+        let plans = &*plans;
         let hits = plans.iter().filter(|p| matches!(p, Plan::Hit(_))).count() as u64;
-        ctr.read_hits.fetch_add(hits, Relaxed);
-        ctr.read_misses.fetch_add(n - hits, Relaxed);
+        let hot = ctr.hot.mine();
+        hot.read_hits.fetch_add(hits, Relaxed);
+        if n > hits {
+            hot.read_misses.fetch_add(n - hits, Relaxed);
+        }
         let span = ((first + n) * bs).min(vol.size) - first * bs;
         // A request covering its blocks whole is read (and its fills written) straight from
         // the caller's buffer; a partial one goes through a block-aligned scratch buffer
         // (aligned, so an O_DIRECT cache device needs no bounce copy) and is copied out.
         let whole = start == first * bs && out.len() as u64 == n * bs;
         let mut scratch = (!whole).then(|| crate::device::AlignedBuf::new((n * bs) as usize));
-        let mut filled = vec![false; plans.len()];
-        let mut bad = vec![false; plans.len()];
+        let mut filled_buf = [false; CHUNK_BLOCKS as usize];
+        let mut bad_buf = [false; CHUNK_BLOCKS as usize];
+        let (filled, bad) = (&mut filled_buf[..nb], &mut bad_buf[..nb]);
         let result = {
             let buf: &mut [u8] = match scratch.as_mut() {
                 Some(s) => s.as_mut_slice(),
                 None => &mut *out,
             };
-            self.read_io(first, span, &plans, buf, &mut filled, (&dirty, &mut bad))
+            self.read_io(first, span, plans, buf, filled, (dirty, bad))
         };
         {
             let mut st = inner.state.lock();
@@ -156,7 +223,7 @@ impl Volume {
             let skip = (start - first * bs) as usize;
             out.copy_from_slice(&scratch.as_slice()[skip..skip + out.len()]);
         }
-        Ok(())
+        Ok(true)
     }
 
     pub(super) fn read_io(
@@ -177,7 +244,7 @@ impl Volume {
             let off = inner.geometry.block_offset(c);
             match inner.cache.read_at(off, &mut scratch[i * bs..j * bs]) {
                 Ok(()) => {
-                    ctr.cache_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+                    ctr.hot.mine().cache_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
                 }
                 Err(e) if dirty[i..j].iter().any(|&d| d) => {
                     // The only copy of a dirty block: the client must see the error.

@@ -61,6 +61,15 @@ impl Budget {
         }
     }
 
+    /// Take `charge` bytes without waiting, even past the limit: for a connection with
+    /// nothing else in flight taking at most the guaranteed bytes, which
+    /// [`Budget::acquire`] would grant at once too.
+    pub(crate) fn force(&self, charge: u64) {
+        if charge > 0 {
+            self.lock().used += charge;
+        }
+    }
+
     /// Give back `charge` bytes (0 too: a connection that just became idle may now pass),
     /// waking waiters if there are any.
     pub(crate) fn release(&self, charge: u64) {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::deadline::Deadline;
 use super::demote;
 use super::handshake::{self, Negotiated, NoTls};
+use super::hit_batch::HitBatch;
 use super::job::{error_reply, ConnShared, Job};
 use super::queue::Sender;
 use super::replies::{observe, Outgoing, Replies};
@@ -181,11 +182,32 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
     let mut header = [0u8; proto::REQUEST_HEADER_LEN];
     // Buffered from here on only: the handshake read exactly what it needed, unbuffered.
     let mut reader = BufReader::with_capacity(64 * 1024, socket);
+    let mut batch = HitBatch::new();
     while let Ok(true) = stream::read_exact_or_eof(&mut reader, &mut header) {
         // Bad magic: the stream cannot be resynchronized; hard disconnect.
         let Ok(request) = Request::parse(&header) else {
             break;
         };
+        // The hit path: a valid READ on a connection with nothing in flight is offered to
+        // the export at once, read into a reusable buffer (this thread's, or the batch of
+        // replies when the next request is already here) and answered from it, with no
+        // admission: nothing is held once the reply is sent, and a reply the socket does
+        // not take at once is admitted then (`Replies::send_borrowed`, `send_batch`).
+        if request.command == Command::Read
+            && request.length <= config.max_payload
+            && u64::from(request.length) <= super::GUARANTEED_BYTES
+            && replies.idle()
+            && !shared.shutting_down()
+            && validate(&request, tx_flags, size, structured, config.max_payload).is_ok()
+        {
+            let more = reader.buffer().len() >= proto::REQUEST_HEADER_LEN;
+            if worker::read_at_once(&conn, &request, Instant::now(), &mut batch, more) {
+                continue;
+            }
+        }
+        // Anything else may wait (for room, a payload, a worker): the batched replies go
+        // first.
+        batch.flush(&replies);
         if request.command == Command::Disc {
             observe(&shared.observer, Command::Disc, 0, None, Duration::ZERO);
             break;
@@ -213,6 +235,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                     error: Some(Errno::Inval),
                     received: Instant::now(),
                     charge: 0,
+                    counted: false,
                 });
                 continue;
             }
@@ -253,6 +276,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                 error: Some(errno),
                 received,
                 charge,
+                counted: false,
             });
             continue;
         }
@@ -287,10 +311,12 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                 error: Some(Errno::Shutdown),
                 received,
                 charge,
+                counted: false,
             });
         }
     }
     // Answer every request already read, then let the writer go.
+    batch.flush(&replies);
     drop(jobs);
     drop(conn);
     replies.close();

@@ -22,9 +22,11 @@ mod connection;
 mod deadline;
 mod demote;
 pub(crate) mod handshake;
+mod hit_batch;
 mod job;
 mod queue;
 mod replies;
+mod reply_buf;
 mod tls;
 mod worker;
 

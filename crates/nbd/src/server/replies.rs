@@ -8,6 +8,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::Shutdown;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,9 @@ pub(crate) struct Outgoing {
     pub received: Instant,
     /// Buffer bytes charged against the connection's in-flight budget.
     pub charge: u64,
+    /// Already reported to the observer (the rest of a batch of replies, each reported when
+    /// the batch left the reader).
+    pub counted: bool,
 }
 
 /// Report an answered request.
@@ -77,6 +81,10 @@ pub(crate) struct Replies {
     /// The server, for its shared byte budget.
     server: Arc<Shared>,
     state: Mutex<State>,
+    /// `State::in_flight`, mirrored after every change (under the lock), so the reader can
+    /// ask whether the connection is idle without taking the lock. Only the reader admits
+    /// requests, so a 0 it reads stays 0 until it admits one itself.
+    in_flight: AtomicUsize,
     /// Signals the writer thread: new backlog, or closed.
     to_writer: Condvar,
     /// Signals the reader (and `close`): an in-flight request ended, or the socket died.
@@ -99,6 +107,7 @@ impl Replies {
             socket,
             server,
             state: Mutex::new(State::default()),
+            in_flight: AtomicUsize::new(0),
             to_writer: Condvar::new(),
             to_reader: Condvar::new(),
             observer,
@@ -154,16 +163,24 @@ impl Replies {
         let charged = self.server.budget.acquire(charge, || self.lock().in_flight == 0);
         let mut state = self.lock();
         state.in_flight += 1;
+        self.in_flight.store(state.in_flight, Ordering::Release);
         if charged {
             state.in_flight_bytes += charge;
         }
         charged
     }
 
+    /// Whether no request of this connection is in flight (admitted and not yet answered),
+    /// so none is queued for the writer either. Lock-free; exact when the reader asks.
+    pub(crate) fn idle(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+    }
+
     /// Give back an admission whose request will never be answered.
     pub(crate) fn release(&self, charge: u64) {
         let mut state = self.lock();
         state.in_flight = state.in_flight.saturating_sub(1);
+        self.in_flight.store(state.in_flight, Ordering::Release);
         state.in_flight_bytes = state.in_flight_bytes.saturating_sub(charge);
         let reader_waiting = state.reader_waiting;
         drop(state);
@@ -175,7 +192,9 @@ impl Replies {
 
     /// A reply has been written or dropped: report it and end its admission.
     fn finish(&self, out: &Outgoing) {
-        observe(&self.observer, out.command, out.moved, out.error, out.received.elapsed());
+        if !out.counted {
+            observe(&self.observer, out.command, out.moved, out.error, out.received.elapsed());
+        }
         self.release(out.charge);
     }
 
@@ -220,6 +239,110 @@ impl Replies {
             state.backlog.push_back(Queued { out, sent: 0 });
         }
         self.wake_writer(state);
+    }
+
+    /// Send a reply whose bytes the caller keeps (a thread's reusable reply buffer): straight
+    /// to the socket when nothing is queued and it takes the whole reply without blocking
+    /// (nothing copied), else a copy is queued for the writer thread. `out` carries the
+    /// bookkeeping (its `bytes` are ignored). `admitted`: the request went through
+    /// [`Replies::acquire`]; if not (a read served at once on an idle connection), a reply
+    /// that has to be queued is admitted here, charged without waiting: the connection had
+    /// nothing in flight, where `acquire` never waits for a charge of at most the
+    /// guaranteed bytes either.
+    pub(crate) fn send_borrowed(&self, bytes: &[u8], mut out: Outgoing, admitted: bool) {
+        let end = |out: &Outgoing| {
+            if admitted {
+                self.finish(out);
+            } else {
+                observe(&self.observer, out.command, out.moved, out.error, out.received.elapsed());
+            }
+        };
+        let mut state = self.lock();
+        if state.dead {
+            drop(state);
+            end(&out);
+            return;
+        }
+        let mut sent = 0;
+        if !state.writer_busy && state.backlog.is_empty() {
+            match stream::send_nonblocking(&self.socket, bytes) {
+                Ok(n) if n == bytes.len() => {
+                    drop(state);
+                    end(&out);
+                    return;
+                }
+                Ok(n) => sent = n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => {
+                    self.kill(&mut state);
+                    drop(state);
+                    end(&out);
+                    return;
+                }
+            }
+        }
+        if !admitted {
+            state.in_flight += 1;
+            self.in_flight.store(state.in_flight, Ordering::Release);
+            state.in_flight_bytes += out.charge;
+            self.server.budget.force(out.charge);
+        }
+        out.bytes = bytes.to_vec();
+        state.backlog.push_back(Queued { out, sent });
+        self.wake_writer(state);
+    }
+
+    /// Send a batch of READ replies of a connection with nothing in flight
+    /// ([`super::hit_batch::HitBatch`]): `batch` holds when each request was received and its
+    /// data bytes. Like [`Replies::send_borrowed`] for a request that was not admitted: straight
+    /// to the socket if it takes everything at once, else what is left is queued (one item,
+    /// admitted and charged here without waiting). Every reply is reported now.
+    pub(crate) fn send_batch(&self, bytes: &[u8], batch: &[(Instant, u64)]) {
+        let mut state = self.lock();
+        let mut sent = 0;
+        let mut queue = !state.dead;
+        if queue && !state.writer_busy && state.backlog.is_empty() {
+            match stream::send_nonblocking(&self.socket, bytes) {
+                Ok(n) if n == bytes.len() => queue = false,
+                Ok(n) => sent = n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => {
+                    self.kill(&mut state);
+                    queue = false;
+                }
+            }
+        }
+        if queue {
+            let charge = bytes.len() as u64;
+            state.in_flight += 1;
+            self.in_flight.store(state.in_flight, Ordering::Release);
+            state.in_flight_bytes += charge;
+            self.server.budget.force(charge);
+            let out = Outgoing {
+                bytes: bytes.to_vec(),
+                command: Command::Read,
+                moved: 0,
+                error: None,
+                received: Instant::now(),
+                charge,
+                counted: true,
+            };
+            state.backlog.push_back(Queued { out, sent });
+            self.wake_writer(state);
+        } else {
+            drop(state);
+        }
+        for &(received, moved) in batch {
+            observe(&self.observer, Command::Read, moved, None, received.elapsed());
+        }
     }
 
     /// The writer thread: write queued replies (blocking) until [`Replies::close`].
