@@ -131,6 +131,9 @@ pub(crate) struct CacheState {
     /// Keys evicted outside [`CacheState::allocate`]'s return value (clean-LRU evictions,
     /// victims of blocks turning clean), for the eviction counters.
     evicted_log: Vec<u64>,
+    /// The recency list's version when the checkpoint the superblock names held the map
+    /// exactly (see [`CacheState::mark_checkpoint_current`]).
+    checkpoint_version: Option<u64>,
 }
 
 /// A TRIM's or WRITE_ZEROES' fence over block keys.
@@ -209,6 +212,7 @@ impl CacheState {
             flush_error_gen: 0,
             last_flush_error: String::new(),
             evicted_log: Vec::new(),
+            checkpoint_version: None,
         };
         st.rebuild_free();
         st
@@ -906,6 +910,20 @@ impl CacheState {
             MapEntry { key, cache_block: c, flags }
         }));
         v
+    }
+
+    /// The checkpoint the superblock names holds exactly this map, in this order, with these
+    /// blocks dirty (the caller knows: a warm start loaded all of it). Until the map changes,
+    /// [`CacheState::checkpoint_current`] says so.
+    pub fn mark_checkpoint_current(&mut self) {
+        self.checkpoint_version = Some(self.lists.version());
+    }
+
+    /// Nothing was mapped, unmapped, accessed or flushed since
+    /// [`CacheState::mark_checkpoint_current`]: [`CacheState::entries`] would write the
+    /// same checkpoint again.
+    pub fn checkpoint_current(&self) -> bool {
+        self.checkpoint_version == Some(self.lists.version())
     }
 
     /// Free cache blocks (for tests and invariants).

@@ -37,6 +37,8 @@ pub(super) struct Recency {
     tail: u32,
     len: usize,
     tick: u64,
+    /// Counts every change of the list or of a listed block's evictability.
+    version: u64,
     cursor: Cursor,
     free: u32,
     free_len: usize,
@@ -54,6 +56,7 @@ impl Recency {
             tail: NIL,
             len: 0,
             tick: 1,
+            version: 0,
             cursor: Cursor::Tail,
             free: NIL,
             free_len: 0,
@@ -66,6 +69,12 @@ impl Recency {
         self.len
     }
 
+    /// Changes so far: blocks listed, unlisted, moved, or made evictable. Equal versions mean
+    /// the same list in the same order with the same blocks evictable.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     /// The last-access stamp of listed block `c`.
     pub fn last(&self, c: u32) -> u64 {
         self.last[c as usize]
@@ -76,6 +85,7 @@ impl Recency {
         let i = c as usize;
         self.last[i] = self.tick;
         self.tick += 1;
+        self.version += 1;
         self.prev[i] = NIL;
         self.next[i] = self.head;
         if self.head != NIL {
@@ -95,6 +105,7 @@ impl Recency {
     pub fn remove(&mut self, c: u32) {
         let i = c as usize;
         let (p, n) = (self.prev[i], self.next[i]);
+        self.version += 1;
         if self.cursor == Cursor::At(c) {
             self.cursor = if p == NIL { Cursor::Exhausted } else { Cursor::At(p) };
         }
@@ -122,6 +133,7 @@ impl Recency {
     /// Listed block `c` became evictable where it stands (a flushed dirty block): the next
     /// search must not pass it by.
     pub fn became_evictable(&mut self, c: u32) {
+        self.version += 1;
         match self.cursor {
             Cursor::Tail => {}
             Cursor::Exhausted => self.cursor = Cursor::At(c),
