@@ -8,10 +8,10 @@
 //!   [`KeyMap`](ember_policy::keymap::KeyMap), the simulator's group-hashed index, sized once
 //!   for every cache block (16 bytes a block); the key itself is in `keys` (8 bytes);
 //! - `lists` ([`recency`]) threads every mapped newest version, clean or dirty, into one
-//!   list by last access, and the unused blocks into the free list (16 bytes a block);
+//!   list by last access, and the unused blocks into the free list (12 bytes a block);
 //! - `flags` (dirty, preloaded, demoted), `refs`, `prefs` (one byte each) and `pins` (4).
 //!
-//! That is 47 bytes a cache block. When the replacement policy is LRU (it says so through
+//! That is 43 bytes a cache block. When the replacement policy is LRU (it says so through
 //! [`Replacement::recency_only`]), the recency list *is* the policy: eviction takes its oldest
 //! clean block, exactly the block the simulator's [`Lru`] would evict, and the policy keeps no
 //! index of its own. Any other policy keeps its own order and index (its bytes per block are
@@ -739,7 +739,7 @@ impl CacheState {
         if !lru {
             return versions.take(max).collect();
         }
-        let mut by_age: Vec<(u64, (u64, u64, u32))> = versions
+        let mut by_age: Vec<(u32, (u64, u64, u32))> = versions
             .map(|v| {
                 let last = if self.get(v.1) == Some(v.2) { self.lists.last(v.2) } else { 0 };
                 (last, v)
@@ -791,7 +791,7 @@ impl CacheState {
         } else {
             None
         };
-        let acc = Access { key, time_ns, op: Op::Read, vtime: last, next_vtime: NEVER };
+        let acc = Access { key, time_ns, op: Op::Read, vtime: u64::from(last), next_vtime: NEVER };
         if let Some(victim) = self.replacement.insert_aged(&acc, younger) {
             if victim != key && self.unmap(victim) {
                 self.evicted_log.push(victim);
@@ -930,6 +930,12 @@ impl CacheState {
     #[cfg(test)]
     pub fn free_len(&self) -> usize {
         self.lists.free_len()
+    }
+
+    /// Renumber the recency stamps whenever `limit` is reached (tests).
+    #[cfg(test)]
+    pub fn set_stamp_limit(&mut self, limit: u32) {
+        self.lists.set_tick_limit(limit);
     }
 
     /// Bytes of the per-cache-block state (index, keys, lists, flags, references, pins) and

@@ -1,6 +1,8 @@
 //! The recency list and the free list of the cache blocks, threaded through two `u32` link
-//! arrays indexed by cache block (a block is on at most one of them), with a last-access
-//! stamp per block: 16 bytes a block, no hashing and no allocation after construction.
+//! arrays indexed by cache block (a block is on at most one of them), with a 32-bit
+//! last-access stamp per block: 12 bytes a block, no hashing and no allocation after
+//! construction. When the stamps run out they are renumbered along the list (once every
+//! four billion accesses), so their order stays the list's.
 //!
 //! The recency list holds every mapped newest version, clean or dirty, from the most recently
 //! accessed (head) to the least (tail); the stamps increase from tail to head. It is the global
@@ -31,12 +33,15 @@ pub(super) struct Recency {
     prev: Vec<u32>,
     /// Towards the tail (older), or [`NIL`]; on the free list, the next free block.
     next: Vec<u32>,
-    /// Stamp of the block's last access (its last move to the head).
-    last: Vec<u64>,
+    /// Stamp of the block's last access (its last move to the head); increasing from tail
+    /// to head.
+    last: Vec<u32>,
     head: u32,
     tail: u32,
     len: usize,
-    tick: u64,
+    tick: u32,
+    /// Renumber the stamps when `tick` reaches this (`u32::MAX`; smaller in tests).
+    tick_limit: u32,
     /// Counts every change of the list or of a listed block's evictability.
     version: u64,
     cursor: Cursor,
@@ -52,6 +57,7 @@ impl Recency {
             prev: vec![NIL; n],
             next: vec![NIL; n],
             last: vec![0; n],
+            tick_limit: u32::MAX,
             head: NIL,
             tail: NIL,
             len: 0,
@@ -75,14 +81,32 @@ impl Recency {
         self.version
     }
 
-    /// The last-access stamp of listed block `c`.
-    pub fn last(&self, c: u32) -> u64 {
+    /// The last-access stamp of listed block `c` (larger is more recent; only comparable
+    /// between blocks listed at the same time).
+    pub fn last(&self, c: u32) -> u32 {
         self.last[c as usize]
+    }
+
+    /// Renumber the stamps of the listed blocks 1, 2, ... from the tail: same order, room
+    /// for four billion more.
+    #[cold]
+    fn renumber(&mut self) {
+        let mut c = self.tail;
+        let mut t = 1;
+        while c != NIL {
+            self.last[c as usize] = t;
+            t += 1;
+            c = self.prev[c as usize];
+        }
+        self.tick = t;
     }
 
     /// Put `c`, not listed, at the head (accessed now).
     pub fn push_head(&mut self, c: u32) {
         let i = c as usize;
+        if self.tick >= self.tick_limit {
+            self.renumber();
+        }
         self.last[i] = self.tick;
         self.tick += 1;
         self.version += 1;
@@ -218,10 +242,16 @@ impl Recency {
         self.free_len = 0;
     }
 
+    /// Renumber the stamps whenever `limit` is reached (tests: a wrap every few accesses).
+    #[cfg(test)]
+    pub fn set_tick_limit(&mut self, limit: u32) {
+        self.tick_limit = limit;
+    }
+
     /// Bytes the lists occupy.
     #[cfg(test)]
     pub fn memory_bytes(&self) -> usize {
-        self.prev.capacity() * 4 + self.next.capacity() * 4 + self.last.capacity() * 8
+        self.prev.capacity() * 4 + self.next.capacity() * 4 + self.last.capacity() * 4
     }
 }
 
@@ -232,8 +262,16 @@ mod tests {
     /// A plain vector model: blocks by stamp, and a set of skipped (dirty) blocks.
     #[test]
     fn oldest_where_matches_a_scan_through_random_operations() {
+        for limit in [u32::MAX, 200] {
+            random_operations(limit);
+        }
+    }
+
+    /// With `limit`, the stamps are renumbered every few hundred accesses.
+    fn random_operations(limit: u32) {
         let n = 64u32;
         let mut r = Recency::new(n);
+        r.set_tick_limit(limit);
         let mut listed: Vec<u32> = Vec::new(); // oldest first
         let mut dirty = vec![false; n as usize];
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
@@ -275,6 +313,10 @@ mod tests {
                 }
             }
             assert_eq!(r.len(), listed.len());
+            assert!(
+                listed.windows(2).all(|w| r.last(w[0]) < r.last(w[1])),
+                "stamps increase from tail to head"
+            );
         }
         assert!(found > 1000, "the search found evictable blocks {found} times");
         assert_eq!(r.oldest_first().collect::<Vec<_>>(), listed);

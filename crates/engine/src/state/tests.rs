@@ -300,11 +300,16 @@ fn a_flushed_block_keeps_its_last_access_time() {
 /// the clean blocks of the recency list, oldest first (thesis 4.4.1: one global LRU).
 #[test]
 fn the_recency_list_evicts_as_the_simulators_lru() {
-    for &(blocks, universe) in &[(8u32, 24u64), (64, 200), (300, 2000)] {
+    // The last case renumbers the recency stamps every thousand accesses or so.
+    for &(blocks, universe, stamps) in
+        &[(8u32, 24u64, u32::MAX), (64, 200, u32::MAX), (300, 2000, 1000)]
+    {
         let mut a = state(blocks);
+        a.set_stamp_limit(stamps);
         let own = OwnLru(std::sync::Arc::new(std::sync::Mutex::new(Lru::new(blocks as usize))));
         let handle = OwnLru(own.0.clone());
         let mut b = CacheState::new(blocks, Box::new(own), Box::new(Aod));
+        b.set_stamp_limit(stamps);
         assert!(!b.recency_policy());
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ u64::from(blocks);
         let mut rand = |m: u64| {
@@ -415,12 +420,13 @@ fn the_recency_list_evicts_as_the_simulators_lru() {
 }
 
 /// Issue 17: the engine's state per cache block, index and policy included, is at most 48
-/// bytes under LRU (it was about 178 in RSS before the recency list replaced the hash map,
-/// the clean LRU tree and the policy's own index).
+/// bytes under LRU (43: 16 of index, 8 of key, 12 of lists and stamp, 3 of flags and
+/// counts, 4 of pins; it was 169 to 175 in RSS before the recency list replaced the hash
+/// map, the clean LRU tree and the policy's own index).
 #[test]
 fn lru_state_is_at_most_48_bytes_a_block() {
     let st = state(1 << 20);
     let b = st.bytes_per_block();
     assert!(b <= 48.0, "{b} bytes per block");
-    assert!(b >= 47.0, "{b}: the arrays and the index are all counted");
+    assert!(b >= 43.0, "{b}: the arrays and the index are all counted");
 }
