@@ -27,11 +27,8 @@
 //!   here until that version reached backing: the closed epoch's FLUSH needs it.
 //! - `dirty_by_key` indexes the same versions by (key, epoch), so the versions of a block
 //!   range (a TRIM) are found without scanning the whole dirty map.
-//! - `fences` are the block ranges of TRIM / WRITE_ZEROES requests in progress: no block in
-//!   a fence is allocated (read fill, write allocation, dirty write) or flushed, so the
-//!   discard can pass down to backing without holding the range's stripe locks. Under
-//!   ordered write-back a fence carries the discard's epoch and the flusher may still write
-//!   the versions of older epochs in it (the discard waits for them).
+//! - `fences` ([`fences`]) are the block ranges of TRIM / WRITE_ZEROES requests in progress:
+//!   no block in a fence is allocated or flushed.
 //! - `holds` (ordered write-back) count the requests of each epoch that go to backing
 //!   directly (a discard, a write the sieve refused): the flusher takes no version of a
 //!   later epoch while one is held, so backing receives epochs in order.
@@ -40,6 +37,7 @@
 //!   last persisted dirty map names it (the persist bitmap, 4.3). It returns to the free list
 //!   only when none of the three holds.
 
+mod fences;
 mod recency;
 #[cfg(test)]
 mod tests;
@@ -51,6 +49,7 @@ use ember_policy::keymap::KeyMap;
 use ember_policy::replacement::Lru;
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::Op;
+use fences::Fences;
 use recency::Recency;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -98,9 +97,8 @@ pub(crate) struct CacheState {
     recency_policy: bool,
     dirty: BTreeMap<(u64, u64), u32>,
     dirty_by_key: BTreeSet<(u64, u64)>,
-    fences: Vec<Fence>,
+    fences: Fences,
     holds: BTreeMap<u64, usize>,
-    next_fence: u64,
     epochs: BTreeMap<u64, usize>,
     /// The replacement order; holds exactly the clean keys of the map. Under an LRU policy
     /// (see the module doc) a zero-capacity placeholder that is never asked to decide.
@@ -134,15 +132,6 @@ pub(crate) struct CacheState {
     /// The recency list's version when the checkpoint the superblock names held the map
     /// exactly (see [`CacheState::mark_checkpoint_current`]).
     checkpoint_version: Option<u64>,
-}
-
-/// A TRIM's or WRITE_ZEROES' fence over block keys.
-struct Fence {
-    id: u64,
-    keys: std::ops::Range<u64>,
-    /// Ordered write-back: the discard's epoch; dirty versions of older epochs in the fence
-    /// may still be flushed (they must reach backing before the discard). None: none may.
-    epoch: Option<u64>,
 }
 
 /// Outcome of an allocation.
@@ -194,9 +183,8 @@ impl CacheState {
             recency_policy,
             dirty: BTreeMap::new(),
             dirty_by_key: BTreeSet::new(),
-            fences: Vec::new(),
+            fences: Fences::default(),
             holds: BTreeMap::new(),
-            next_fence: 0,
             epochs: BTreeMap::new(),
             replacement,
             admission,
@@ -629,25 +617,23 @@ impl CacheState {
     /// it is lowered, no key in it is allocated or flushed (with `epoch`, ordered
     /// write-back: no version of that epoch or a later one is flushed). Returns its id.
     pub fn raise_fence(&mut self, keys: std::ops::Range<u64>, epoch: Option<u64>) -> u64 {
-        self.next_fence += 1;
-        self.fences.push(Fence { id: self.next_fence, keys, epoch });
-        self.next_fence
+        self.fences.raise(keys, epoch)
     }
 
     /// Lower the fence `id`.
     pub fn lower_fence(&mut self, id: u64) {
-        self.fences.retain(|f| f.id != id);
+        self.fences.lower(id);
     }
 
     /// Is `key` inside a fence?
     pub fn fenced(&self, key: u64) -> bool {
-        self.fences.iter().any(|f| f.keys.contains(&key))
+        self.fences.covers(key)
     }
 
     /// May the flusher not write the version of `key` of `epoch` now (a fence over it that
     /// is not an ordered fence of a later epoch)?
     pub fn fenced_for_flush(&self, key: u64, epoch: u64) -> bool {
-        self.fences.iter().any(|f| f.keys.contains(&key) && f.epoch.is_none_or(|e| epoch >= e))
+        self.fences.bars_flush(key, epoch)
     }
 
     /// Ordered write-back: a request of the current epoch will go to backing directly;
