@@ -246,14 +246,32 @@ pub(crate) fn shutdown(
     }
     let cache = inner.cache.as_ref();
     cache.sync().map_err(|e| io_context(cache, "sync", 0, 0, e))?;
-    let entries = inner.state.lock().entries();
+    // The map, unless the checkpoint the superblock names holds it exactly (a warm start that
+    // loaded all of it, and nothing mapped, unmapped, accessed or flushed since): then that
+    // checkpoint stays, and the stop writes no entry.
+    let (entries, current) = {
+        let st = inner.state.lock();
+        if inner.mode != WriteMode::WriteBackPersist && st.checkpoint_current() {
+            (Vec::new(), Some(st.len() as u64))
+        } else {
+            (st.entries(), None)
+        }
+    };
     let persisted_generation = inner.persist.lock().generation;
     let mut sb = inner.superblock.lock();
-    let slot = if sb.checkpoint_slot == 0 { 1 } else { 0 };
-    let generation = sb.checkpoint_generation.max(persisted_generation) + 1;
-    let crc = Checkpoint::write(cache, &inner.geometry, slot, generation, &entries)?;
-    cache.sync().map_err(|e| io_context(cache, "sync after checkpoint", 0, 0, e))?;
     let mut next = sb.clone();
+    if let Some(n) = current {
+        debug_assert_eq!(n, sb.checkpoint_entries);
+    } else {
+        let slot = if sb.checkpoint_slot == 0 { 1 } else { 0 };
+        let generation = sb.checkpoint_generation.max(persisted_generation) + 1;
+        let crc = Checkpoint::write(cache, &inner.geometry, slot, generation, &entries)?;
+        cache.sync().map_err(|e| io_context(cache, "sync after checkpoint", 0, 0, e))?;
+        next.checkpoint_slot = slot;
+        next.checkpoint_generation = generation;
+        next.checkpoint_entries = entries.len() as u64;
+        next.checkpoint_crc = crc;
+    }
     for v in &inner.volumes {
         let rec = &mut next.volumes[v.id as usize];
         rec.fingerprint = fingerprint(v.backing.as_ref(), inner.geometry.block_size)?;
@@ -268,11 +286,11 @@ pub(crate) fn shutdown(
     next.sequence += 1;
     next.flags |= FLAG_CLEAN;
     next.last_shutdown = unix_now();
-    next.checkpoint_slot = slot;
-    next.checkpoint_generation = generation;
-    next.checkpoint_entries = entries.len() as u64;
-    next.checkpoint_crc = crc;
     next.write(cache)?;
     *sb = next;
-    Ok(ShutdownReport { persisted_blocks: entries.len() as u64, generation, sequence: sb.sequence })
+    Ok(ShutdownReport {
+        persisted_blocks: sb.checkpoint_entries,
+        generation: sb.checkpoint_generation,
+        sequence: sb.sequence,
+    })
 }

@@ -393,6 +393,88 @@ fn clean_shutdown_makes_the_next_start_warm() {
     assert!(r.to_string().contains("NOT clean"));
 }
 
+/// Issue 17: a clean stop does not rewrite a map that has not changed since the warm start
+/// loaded it (the checkpoint keeps its generation and the next start is warm with the same
+/// blocks), and rewrites it after any change: a hit reorders the map, a TRIM unmaps.
+#[test]
+fn an_unchanged_map_is_not_rewritten_at_stop() {
+    let rig = Rig::mem(1 << 20);
+    let eng = rig.open();
+    read(&eng.volume("a").unwrap(), 0, 8 * BS as usize);
+    let first = eng.shutdown().unwrap();
+    drop(eng);
+    let eng = rig.open();
+    assert_eq!(eng.open_report().start, StartKind::Warm);
+    let again = eng.shutdown().unwrap();
+    drop(eng);
+    assert_eq!(again.generation, first.generation, "nothing changed: the checkpoint stays");
+    assert_eq!(again.persisted_blocks, 8);
+    assert!(again.sequence > first.sequence, "the superblock is written (clean flag)");
+    let r = Engine::inspect(rig.cache.as_ref()).unwrap();
+    assert!(r.clean_shutdown);
+    // Still warm, and a hit changes the order: the stop writes a new checkpoint.
+    let eng = rig.open();
+    assert_eq!(eng.open_report().loaded_blocks, 8);
+    let a = eng.volume("a").unwrap();
+    assert_eq!(
+        read(&a, 2 * BS, BS as usize),
+        pattern(1, VOL as usize)[2 * BS as usize..3 * BS as usize]
+    );
+    assert_eq!(eng.stats().total.read_hits, 1);
+    let hit = eng.shutdown().unwrap();
+    drop(eng);
+    assert_eq!(hit.generation, first.generation + 1, "a hit reordered the map");
+    // A TRIM unmaps: rewritten, and the next start holds 7 blocks, the trimmed one reading
+    // as zeroes.
+    let eng = rig.open();
+    let a = eng.volume("a").unwrap();
+    a.trim(5 * BS, BS, false).unwrap();
+    let trimmed = eng.shutdown().unwrap();
+    drop(eng);
+    assert_eq!((trimmed.generation, trimmed.persisted_blocks), (hit.generation + 1, 7));
+    let eng = rig.open();
+    assert_eq!(eng.open_report().loaded_blocks, 7);
+    let a = eng.volume("a").unwrap();
+    let mut want = pattern(1, VOL as usize)[..8 * BS as usize].to_vec();
+    want[5 * BS as usize..6 * BS as usize].fill(0);
+    assert_eq!(read(&a, 0, 8 * BS as usize), want);
+}
+
+/// A checkpoint (CRC valid) that names a key or a cache block twice is unusable: the start
+/// is cold, says why, and serves backing's data. Loading it would map two keys to one block
+/// or put one key in the index twice.
+#[test]
+fn a_checkpoint_naming_a_key_or_a_block_twice_starts_cold() {
+    use crate::layout::{Checkpoint, Superblock};
+    for dup_key in [true, false] {
+        let rig = Rig::mem(1 << 20);
+        let eng = rig.open();
+        read(&eng.volume("a").unwrap(), 0, 6 * BS as usize);
+        eng.shutdown().unwrap();
+        drop(eng);
+        let dev = rig.cache.as_ref();
+        let mut sb = Superblock::read(dev).unwrap();
+        let mut entries = crate::open::read_checkpoint(dev, &sb).unwrap().entries;
+        if dup_key {
+            entries[4].key = entries[1].key;
+        } else {
+            entries[4].cache_block = entries[1].cache_block;
+        }
+        let (slot, generation) = (sb.checkpoint_slot, sb.checkpoint_generation);
+        sb.checkpoint_crc =
+            Checkpoint::write(dev, &sb.geometry, slot, generation, &entries).unwrap();
+        sb.sequence += 1;
+        sb.write(dev).unwrap();
+        let eng = rig.open();
+        let rep = eng.open_report();
+        assert_eq!(rep.start, StartKind::Cold, "duplicate key: {dup_key}");
+        assert!(rep.reason.contains("#4: duplicate cache block or key"), "{}", rep.reason);
+        let a = eng.volume("a").unwrap();
+        assert_eq!(read(&a, 0, 6 * BS as usize), pattern(1, VOL as usize)[..6 * BS as usize]);
+        assert_eq!(eng.stats().total.read_hits, 0, "nothing was loaded");
+    }
+}
+
 #[test]
 fn a_volume_changed_while_stopped_is_served_cold() {
     let rig = Rig::mem(1 << 20);

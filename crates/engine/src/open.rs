@@ -274,6 +274,15 @@ pub(crate) fn open(
         warmup: Default::default(),
     });
     if write_mode != WriteMode::WriteBackPersist {
+        if open_report.start == StartKind::Warm
+            && open_report.dropped_blocks == 0
+            && stale.is_empty()
+        {
+            // The checkpoint the superblock names holds exactly the map now (nothing was
+            // dropped): a stop before any change need not rewrite it. Flushing a recovered
+            // dirty block below is a change.
+            inner.state.lock().mark_checkpoint_current();
+        }
         // Recovered dirty blocks reach backing before this policy serves anything.
         flush_all_now(&inner).map_err(EngineError::Io)?;
     }
@@ -354,8 +363,18 @@ fn validate(
         detail,
     };
     let bs = sb.geometry.block_size as u64;
-    let mut blocks = HashSet::new();
-    let mut keys = HashSet::new();
+    // One bit per cache block, and the keys sorted once: no per-entry allocation or hashing
+    // (a warm start of millions of entries, issue 17).
+    let mut blocks = vec![0u64; sb.geometry.data_blocks.div_ceil(64) as usize];
+    let mut keys: Vec<u64> = cp.entries.iter().map(|e| e.key).collect();
+    keys.sort_unstable();
+    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+        // Reported at its second occurrence.
+        let i =
+            cp.entries.iter().enumerate().filter(|(_, e)| e.key == w[0]).nth(1).map_or(0, |x| x.0);
+        return Err(corrupt(format!("#{i}: duplicate cache block or key")));
+    }
+    drop(keys);
     let mut kept = Vec::with_capacity(cp.entries.len());
     let mut dropped = 0;
     for (i, e) in cp.entries.into_iter().enumerate() {
@@ -383,9 +402,11 @@ fn validate(
         if !dirty && e.flags != 0 {
             return Err(corrupt(format!("#{i}: an epoch on a clean entry ({:#x})", e.flags)));
         }
-        if !blocks.insert(e.cache_block) || !keys.insert(e.key) {
+        let (word, bit) = (e.cache_block as usize / 64, 1u64 << (e.cache_block % 64));
+        if blocks[word] & bit != 0 {
             return Err(corrupt(format!("#{i}: duplicate cache block or key")));
         }
+        blocks[word] |= bit;
         if (dirty && served.contains(&vol)) || warm.contains(&vol) {
             kept.push(e);
         } else {

@@ -142,6 +142,10 @@ impl Replacement for Lru {
         self.q.map.prefetch(key);
     }
 
+    fn recency_only(&self) -> bool {
+        true
+    }
+
     fn memory_bytes(&self) -> usize {
         self.q.memory_bytes()
     }

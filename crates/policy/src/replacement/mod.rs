@@ -118,6 +118,14 @@ pub trait Replacement: Send {
         let _ = key;
     }
 
+    /// True if the policy's whole order is the recency of access, and a full cache evicts its
+    /// least recently used block (LRU). A caller that keeps every block on its own list by
+    /// last access (the real cache does, per cache block) may then use that list instead of
+    /// the policy and save the policy's index. The default says no.
+    fn recency_only(&self) -> bool {
+        false
+    }
+
     /// Bytes of memory the policy's own structures occupy (index, nodes, ghosts), all
     /// reserved at construction. 0 if the policy does not report it.
     fn memory_bytes(&self) -> usize {

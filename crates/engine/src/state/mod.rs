@@ -1,44 +1,70 @@
 //! The in-memory cache state under the engine's one global lock (thesis 5.2 uses one global
-//! lock too; here no I/O is done while holding it): the clean and dirty maps, per-cache-block
-//! references, pins and persist marks, the free list, and the replacement and admission
-//! policies.
+//! lock too; here no I/O is done while holding it): the block index, the clean and dirty
+//! versions, per-cache-block references, pins and persist marks, the free list, and the
+//! replacement and admission policies.
 //!
-//! - `map` holds the newest version of every cached block: clean, or dirty with its epoch.
-//!   Clean entries are in the replacement policy (only clean blocks are evicted, thesis 4.1);
-//!   dirty entries are not.
+//! Memory is laid out per cache block (the "slot" of the index is the cache block):
+//! - `index` maps a block key to the cache block of its newest version: a
+//!   [`KeyMap`](ember_policy::keymap::KeyMap), the simulator's group-hashed index, sized once
+//!   for every cache block (16 bytes a block); the key itself is in `keys` (8 bytes);
+//! - `lists` ([`recency`]) threads every mapped newest version, clean or dirty, into one
+//!   list by last access, and the unused blocks into the free list (12 bytes a block);
+//! - `flags` (dirty, preloaded, demoted), `refs`, `prefs` (one byte each) and `pins` (4).
+//!
+//! That is 43 bytes a cache block. When the replacement policy is LRU (it says so through
+//! [`Replacement::recency_only`]), the recency list *is* the policy: eviction takes its oldest
+//! clean block, exactly the block the simulator's [`Lru`] would evict, and the policy keeps no
+//! index of its own. Any other policy keeps its own order and index (its bytes per block are
+//! `ember sim`'s), and the recency list serves the fallback eviction of the oldest clean block
+//! when the policy is not full but dirty blocks took the free ones.
+//!
+//! - The newest version of every cached block is in `index`: clean, or dirty (its epoch is
+//!   the newest of its key in the dirty map). Clean blocks are evictable (thesis 4.1); dirty
+//!   ones are not.
 //! - `dirty` is the dirty map (thesis 4.2.2), ordered by (epoch, key): every dirty version,
 //!   so the flusher takes the oldest epoch first in ascending block order (4.4.1, 4.4.2).
 //!   Under write-back flush a block rewritten after its epoch closed keeps its old version
 //!   here until that version reached backing: the closed epoch's FLUSH needs it.
 //! - `dirty_by_key` indexes the same versions by (key, epoch), so the versions of a block
 //!   range (a TRIM) are found without scanning the whole dirty map.
-//! - `fences` are the block ranges of TRIM / WRITE_ZEROES requests in progress: no block in
-//!   a fence is allocated (read fill, write allocation, dirty write) or flushed, so the
-//!   discard can pass down to backing without holding the range's stripe locks. Under
-//!   ordered write-back a fence carries the discard's epoch and the flusher may still write
-//!   the versions of older epochs in it (the discard waits for them).
+//! - `fences` ([`fences`]) are the block ranges of TRIM / WRITE_ZEROES requests in progress:
+//!   no block in a fence is allocated or flushed.
 //! - `holds` (ordered write-back) count the requests of each epoch that go to backing
 //!   directly (a discard, a write the sieve refused): the flusher takes no version of a
 //!   later epoch while one is held, so backing receives epochs in order.
-//! - A cache block is *referenced* by `map` and/or `dirty`, *pinned* by every request or the
-//!   flusher doing I/O on it (thesis 5.1's reference count), and *persisted* while the last
-//!   persisted dirty map names it (the persist bitmap, 4.3). It returns to the free list only
-//!   when none of the three holds.
+//! - A cache block is *referenced* by `index` and/or `dirty`, *pinned* by every request or
+//!   the flusher doing I/O on it (thesis 5.1's reference count), and *persisted* while the
+//!   last persisted dirty map names it (the persist bitmap, 4.3). It returns to the free list
+//!   only when none of the three holds.
+
+mod fences;
+mod recency;
+#[cfg(test)]
+mod tests;
 
 use crate::layout::checkpoint::dirty_flags;
 use crate::layout::epoch::{of_flags, Unwrap};
 use crate::layout::MapEntry;
+use ember_policy::keymap::KeyMap;
+use ember_policy::replacement::Lru;
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::Op;
+use fences::Fences;
+use recency::Recency;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-/// One map entry in memory (the newest version of a block).
+/// Block flag: the block holds the newest version of its key and it is dirty.
+const DIRTY: u8 = 1;
+/// Block flag: installed by the warmup preload and not hit or reallocated since.
+const PRELOADED: u8 = 2;
+/// Block flag: its block was stored by a DEMOTE (array tier), not placed by a READ.
+const DEMOTED: u8 = 4;
+
+/// The newest version of a block, as [`CacheState::slot`] reports it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot {
     /// Cache block holding the data.
     pub cache_block: u32,
-    /// Virtual time of the last access (orders checkpoint entries and clean LRU eviction).
-    pub last: u64,
     /// `Some(epoch)` if the block is newer than backing.
     pub dirty: Option<u64>,
 }
@@ -58,19 +84,24 @@ pub(crate) type Change = (u64, Option<Persisted>);
 
 /// The map, the allocator and the policies.
 pub(crate) struct CacheState {
-    map: HashMap<u64, Slot>,
-    dirty: BTreeMap<(u64, u64), u32>,
-    dirty_by_key: BTreeSet<(u64, u64)>,
-    fences: Vec<Fence>,
-    holds: BTreeMap<u64, usize>,
-    next_fence: u64,
-    epochs: BTreeMap<u64, usize>,
-    clean_lru: BTreeMap<u64, u64>,
+    index: KeyMap,
+    keys: Vec<u64>,
+    flags: Vec<u8>,
     refs: Vec<u8>,
     pins: Vec<u32>,
-    prefs: Vec<u32>,
-    free: Vec<u32>,
-    /// The replacement order; holds exactly the clean keys of the map.
+    prefs: Vec<u8>,
+    lists: Recency,
+    /// Clean blocks in `index`.
+    clean: usize,
+    /// The recency list is the replacement policy (LRU over every cache block).
+    recency_policy: bool,
+    dirty: BTreeMap<(u64, u64), u32>,
+    dirty_by_key: BTreeSet<(u64, u64)>,
+    fences: Fences,
+    holds: BTreeMap<u64, usize>,
+    epochs: BTreeMap<u64, usize>,
+    /// The replacement order; holds exactly the clean keys of the map. Under an LRU policy
+    /// (see the module doc) a zero-capacity placeholder that is never asked to decide.
     pub replacement: Box<dyn Replacement>,
     /// The admission sieve.
     pub admission: Box<dyn Admission>,
@@ -81,10 +112,6 @@ pub(crate) struct CacheState {
     persisted: HashMap<u64, Persisted>,
     /// Keys whose dirty version changed since the last persist snapshot.
     touched: HashSet<u64>,
-    /// Per cache block: installed by the warmup preload and not hit or reallocated since.
-    preloaded: Vec<bool>,
-    /// Per cache block: its block was stored by a DEMOTE (array tier), not placed by a READ.
-    demoted: Vec<bool>,
     /// Track `touched` (write-back persist only).
     pub persist_tracking: bool,
     /// Flusher control: flush every epoch up to this one, whatever min_dirty says.
@@ -102,15 +129,9 @@ pub(crate) struct CacheState {
     /// Keys evicted outside [`CacheState::allocate`]'s return value (clean-LRU evictions,
     /// victims of blocks turning clean), for the eviction counters.
     evicted_log: Vec<u64>,
-}
-
-/// A TRIM's or WRITE_ZEROES' fence over block keys.
-struct Fence {
-    id: u64,
-    keys: std::ops::Range<u64>,
-    /// Ordered write-back: the discard's epoch; dirty versions of older epochs in the fence
-    /// may still be flushed (they must reach backing before the discard). None: none may.
-    epoch: Option<u64>,
+    /// The recency list's version when the checkpoint the superblock names held the map
+    /// exactly (see [`CacheState::mark_checkpoint_current`]).
+    checkpoint_version: Option<u64>,
 }
 
 /// Outcome of an allocation.
@@ -146,27 +167,31 @@ impl CacheState {
         admission: Box<dyn Admission>,
     ) -> Self {
         let n = blocks as usize;
-        Self {
-            map: HashMap::new(),
-            dirty: BTreeMap::new(),
-            dirty_by_key: BTreeSet::new(),
-            fences: Vec::new(),
-            holds: BTreeMap::new(),
-            next_fence: 0,
-            epochs: BTreeMap::new(),
-            clean_lru: BTreeMap::new(),
+        let recency_policy =
+            replacement.recency_only() && replacement.capacity() == n && replacement.is_empty();
+        let replacement: Box<dyn Replacement> =
+            if recency_policy { Box::new(Lru::new(0)) } else { replacement };
+        let mut st = Self {
+            index: KeyMap::with_entries(n),
+            keys: vec![0; n],
+            flags: vec![0; n],
             refs: vec![0; n],
             pins: vec![0; n],
             prefs: vec![0; n],
-            free: (0..blocks).rev().collect(),
+            lists: Recency::new(blocks),
+            clean: 0,
+            recency_policy,
+            dirty: BTreeMap::new(),
+            dirty_by_key: BTreeSet::new(),
+            fences: Fences::default(),
+            holds: BTreeMap::new(),
+            epochs: BTreeMap::new(),
             replacement,
             admission,
             vtime: 0,
             current_epoch: 1,
             persisted: HashMap::new(),
             touched: HashSet::new(),
-            preloaded: vec![false; n],
-            demoted: vec![false; n],
             persist_tracking: false,
             flush_target: 0,
             drain: false,
@@ -175,12 +200,25 @@ impl CacheState {
             flush_error_gen: 0,
             last_flush_error: String::new(),
             evicted_log: Vec::new(),
-        }
+            checkpoint_version: None,
+        };
+        st.rebuild_free();
+        st
+    }
+
+    /// True if the recency list is the replacement policy (LRU, see the module doc).
+    #[cfg(test)]
+    pub fn recency_policy(&self) -> bool {
+        self.recency_policy
     }
 
     fn rebuild_free(&mut self) {
-        let n = self.refs.len() as u32;
-        self.free = (0..n).rev().filter(|&c| self.unused(c)).collect();
+        self.lists.free_clear();
+        for c in (0..self.pins.len() as u32).rev() {
+            if self.unused(c) {
+                self.lists.free_push(c);
+            }
+        }
     }
 
     fn unused(&self, c: u32) -> bool {
@@ -190,13 +228,63 @@ impl CacheState {
 
     fn release_if_unused(&mut self, c: u32) {
         if self.unused(c) {
-            self.free.push(c);
+            self.lists.free_push(c);
         }
     }
 
     fn deref_block(&mut self, c: u32) {
         self.refs[c as usize] -= 1;
         self.release_if_unused(c);
+    }
+
+    fn is_dirty(&self, c: u32) -> bool {
+        self.flags[c as usize] & DIRTY != 0
+    }
+
+    /// Map `key`'s newest version to unlisted block `c` (accessed now). The caller counts
+    /// the reference.
+    fn map(&mut self, key: u64, c: u32, dirty: bool) {
+        let i = c as usize;
+        self.keys[i] = key;
+        self.index.insert(key, c);
+        self.lists.push_head(c);
+        if dirty {
+            self.flags[i] |= DIRTY;
+        } else {
+            self.flags[i] &= !DIRTY;
+            self.clean += 1;
+        }
+    }
+
+    /// Take `key`'s newest version, in block `c`, out of the index and the recency list
+    /// (its reference is the caller's to drop).
+    fn unlist(&mut self, key: u64, c: u32) {
+        self.index.remove(key, c);
+        self.lists.remove(c);
+        if !self.is_dirty(c) {
+            self.clean -= 1;
+        }
+    }
+
+    /// The epoch of the newest version of `key`, in block `c`, if it is dirty.
+    fn newest_epoch(&self, key: u64, c: u32) -> Option<u64> {
+        if !self.is_dirty(c) {
+            return None;
+        }
+        let e = self
+            .dirty_by_key
+            .range((key, 0)..=(key, u64::MAX))
+            .rev()
+            .map(|&(_, e)| e)
+            .find(|&e| self.dirty.get(&(e, key)) == Some(&c));
+        debug_assert!(e.is_some(), "dirty block {c} of key {key} is not in the dirty map");
+        e
+    }
+
+    /// The oldest clean block (the next eviction).
+    fn oldest_clean(&mut self) -> Option<u32> {
+        let flags = &self.flags;
+        self.lists.oldest_where(|c| flags[c as usize] & DIRTY == 0)
     }
 
     /// Load checkpoint entries (coldest first), already validated: clean ones join the
@@ -206,14 +294,12 @@ impl CacheState {
     pub fn load(&mut self, entries: &[MapEntry], time_ns: u64, persisted: bool) {
         // Stored epochs are 16 bits; order them across the wrap.
         let unwrap = Unwrap::of_entries(entries);
+        self.lists.free_clear();
         for e in entries {
             let acc = self.access(e.key, Op::Read, time_ns);
             if e.flags & crate::layout::checkpoint::ENTRY_DIRTY != 0 {
                 let epoch = unwrap.epoch(of_flags(e.flags));
-                self.map.insert(
-                    e.key,
-                    Slot { cache_block: e.cache_block, last: acc.vtime, dirty: Some(epoch) },
-                );
+                self.map(e.key, e.cache_block, true);
                 self.dirty_insert(epoch, e.key, e.cache_block);
                 *self.epochs.entry(epoch).or_default() += 1;
                 self.refs[e.cache_block as usize] += 2;
@@ -224,13 +310,13 @@ impl CacheState {
                 self.current_epoch = self.current_epoch.max(epoch + 1);
                 continue;
             }
-            if let Some(victim) = self.replacement.insert(&acc) {
-                // Only if the policy holds fewer blocks than the device: drop the victim.
-                self.unmap(victim);
+            if !self.recency_policy {
+                if let Some(victim) = self.replacement.insert(&acc) {
+                    // Only if the policy holds fewer blocks than the device: drop the victim.
+                    self.unmap(victim);
+                }
             }
-            self.map
-                .insert(e.key, Slot { cache_block: e.cache_block, last: acc.vtime, dirty: None });
-            self.clean_lru.insert(acc.vtime, e.key);
+            self.map(e.key, e.cache_block, false);
             self.refs[e.cache_block as usize] += 1;
         }
         self.rebuild_free();
@@ -245,7 +331,7 @@ impl CacheState {
 
     /// Resident blocks (newest versions).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.index.len()
     }
 
     /// Dirty versions (all epochs).
@@ -255,30 +341,34 @@ impl CacheState {
 
     /// Cache block of `key`, if resident (no side effects).
     pub fn get(&self, key: u64) -> Option<u32> {
-        self.map.get(&key).map(|s| s.cache_block)
+        let keys = &self.keys;
+        self.index.get(key, |c| keys[c as usize])
     }
 
     /// The newest version of `key`, if resident.
     pub fn slot(&self, key: u64) -> Option<Slot> {
-        self.map.get(&key).copied()
+        let c = self.get(key)?;
+        Some(Slot { cache_block: c, dirty: self.newest_epoch(key, c) })
+    }
+
+    /// True if `key`'s newest version is resident and clean (evictable).
+    #[cfg(test)]
+    pub fn is_clean(&self, key: u64) -> bool {
+        self.get(key).is_some_and(|c| !self.is_dirty(c))
     }
 
     /// On a miss: ask the admission sieve, telling it the occupancy first (OCF's nhit
     /// promotes everything below its trigger occupancy).
     pub fn admit(&mut self, acc: &Access) -> bool {
-        self.admission.set_occupancy(self.map.len(), self.pins.len());
+        self.admission.set_occupancy(self.index.len(), self.pins.len());
         self.admission.admit(acc)
     }
 
     /// A hit: tell the replacement policy (clean blocks), pin and return the cache block.
     pub fn hit_pin(&mut self, acc: &Access) -> Option<u32> {
-        let slot = self.map.get_mut(&acc.key)?;
-        let old = slot.last;
-        slot.last = acc.vtime;
-        let c = slot.cache_block;
-        if slot.dirty.is_none() {
-            self.clean_lru.remove(&old);
-            self.clean_lru.insert(acc.vtime, acc.key);
+        let c = self.get(acc.key)?;
+        self.lists.move_to_head(c);
+        if !self.recency_policy && !self.is_dirty(c) {
             self.replacement.lookup(acc);
         }
         self.pins[c as usize] += 1;
@@ -287,14 +377,20 @@ impl CacheState {
 
     /// The warmup preload filled cache block `c`.
     pub fn mark_preloaded(&mut self, c: u32) {
-        if let Some(p) = self.preloaded.get_mut(c as usize) {
-            *p = true;
+        if let Some(f) = self.flags.get_mut(c as usize) {
+            *f |= PRELOADED;
         }
     }
 
     /// A read hit on `c`: true if the preload installed it and this is its first hit.
     pub fn take_preloaded(&mut self, c: u32) -> bool {
-        self.preloaded.get_mut(c as usize).is_some_and(std::mem::take)
+        match self.flags.get_mut(c as usize) {
+            Some(f) if *f & PRELOADED != 0 => {
+                *f &= !PRELOADED;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Pin a block the caller knows is referenced (the flusher, a read-modify-write source).
@@ -307,13 +403,12 @@ impl CacheState {
     /// and unreferenced: [`CacheState::commit_dirty`] maps it once its data is written, or
     /// [`CacheState::unpin`] returns it.
     pub fn reserve(&mut self) -> Option<u32> {
-        if self.free.is_empty() {
+        if self.lists.free_len() == 0 {
             self.evict_clean(8);
         }
-        let c = self.free.pop()?;
+        let c = self.lists.free_pop()?;
         self.pins[c as usize] = 1;
-        self.preloaded[c as usize] = false;
-        self.demoted[c as usize] = false;
+        self.flags[c as usize] = 0;
         Some(c)
     }
 
@@ -321,13 +416,15 @@ impl CacheState {
     /// number evicted.
     pub fn evict_clean(&mut self, tries: usize) -> u64 {
         let mut n = 0;
-        while self.free.is_empty() && (n as usize) < tries {
-            let Some((_, key)) = self.clean_lru.pop_first() else { break };
+        while self.lists.free_len() == 0 && (n as usize) < tries {
+            let Some(c) = self.oldest_clean() else { break };
+            let key = self.keys[c as usize];
             self.evicted_log.push(key);
-            self.replacement.remove(key);
-            if let Some(s) = self.map.remove(&key) {
-                self.deref_block(s.cache_block);
+            if !self.recency_policy {
+                self.replacement.remove(key);
             }
+            self.unlist(key, c);
+            self.deref_block(c);
             n += 1;
         }
         n
@@ -338,43 +435,59 @@ impl CacheState {
     /// and pinned; its content is written by the caller before it releases the block's stripe
     /// lock.
     pub fn allocate(&mut self, acc: &Access) -> Allocation {
-        let evicted = self.replacement.insert(acc);
-        let victim_block = evicted.and_then(|v| self.map.get(&v)).map(|s| s.cache_block);
-        if let Some(v) = evicted {
-            self.unmap(v);
-        }
-        if self.free.is_empty() && evicted.is_none() {
-            // The policy is not full (dirty blocks live outside it): evict clean blocks.
-            self.evict_clean(8);
-        }
-        match self.free.pop() {
-            Some(c) => {
-                self.map.insert(acc.key, Slot { cache_block: c, last: acc.vtime, dirty: None });
-                self.clean_lru.insert(acc.vtime, acc.key);
-                self.refs[c as usize] += 1;
-                self.pins[c as usize] = 1;
-                self.preloaded[c as usize] = false;
-                self.demoted[c as usize] = false;
-                Allocation { cache_block: Some(c), evicted, victim_block }
+        let evicted = if self.recency_policy {
+            // LRU's insert: when every cache block holds a clean block, the oldest leaves.
+            if self.clean >= self.pins.len() && self.clean > 0 {
+                self.oldest_clean().map(|c| self.keys[c as usize])
+            } else {
+                None
             }
+        } else {
+            self.replacement.insert(acc)
+        };
+        let victim_block = evicted.and_then(|v| self.get(v));
+        match self.place_clean(acc.key, evicted, false) {
+            Some(c) => Allocation { cache_block: Some(c), evicted, victim_block },
             None => {
                 // Every free block is still pinned by readers of evicted keys, or holds dirty
                 // or persisted data.
-                self.replacement.remove(acc.key);
+                if !self.recency_policy {
+                    self.replacement.remove(acc.key);
+                }
                 Allocation { cache_block: None, evicted, victim_block }
             }
         }
+    }
+
+    /// Give `key`, which the policy just placed (evicting `evicted`), a free block: mapped
+    /// clean, pinned, flagged `demoted` or not. If the policy evicted nothing and no block is
+    /// free (dirty blocks live outside the policy), the oldest clean blocks are evicted.
+    /// None if no block could be freed.
+    fn place_clean(&mut self, key: u64, evicted: Option<u64>, demoted: bool) -> Option<u32> {
+        if let Some(v) = evicted {
+            self.unmap(v);
+        }
+        if self.lists.free_len() == 0 && evicted.is_none() {
+            self.evict_clean(8);
+        }
+        let c = self.lists.free_pop()?;
+        self.map(key, c, false);
+        let i = c as usize;
+        self.refs[i] += 1;
+        self.pins[i] = 1;
+        self.flags[i] = if demoted { DEMOTED } else { 0 };
+        Some(c)
     }
 
     /// A DEMOTE of `acc.key` (array tier): the replacement policy places it as its scheme
     /// says; a stored block gets a cache block, mapped clean and pinned, like
     /// [`CacheState::allocate`]'s.
     pub fn demote_install(&mut self, acc: &Access) -> (DemoteStep, Option<u64>) {
-        if !self.replacement.takes_demotes() {
+        if self.recency_policy || !self.replacement.takes_demotes() {
             return (DemoteStep::NotTaken, None);
         }
-        if let Some(slot) = self.map.get(&acc.key) {
-            if slot.dirty.is_none() {
+        if let Some(c) = self.get(acc.key) {
+            if !self.is_dirty(c) {
                 // Held: the scheme moves it to the demoted position (an aborted DEMOTE).
                 self.replacement.demote(acc);
             }
@@ -389,22 +502,8 @@ impl CacheState {
         if outcome == ember_policy::demote::DemoteOutcome::Aborted {
             return (DemoteStep::NoRoom, None);
         }
-        if let Some(v) = evicted {
-            self.unmap(v);
-        }
-        if self.free.is_empty() && evicted.is_none() {
-            self.evict_clean(8);
-        }
-        match self.free.pop() {
-            Some(c) => {
-                self.map.insert(acc.key, Slot { cache_block: c, last: acc.vtime, dirty: None });
-                self.clean_lru.insert(acc.vtime, acc.key);
-                self.refs[c as usize] += 1;
-                self.pins[c as usize] = 1;
-                self.preloaded[c as usize] = false;
-                self.demoted[c as usize] = true;
-                (DemoteStep::Stored(c), evicted)
-            }
+        match self.place_clean(acc.key, evicted, true) {
+            Some(c) => (DemoteStep::Stored(c), evicted),
             None => {
                 self.replacement.remove(acc.key);
                 (DemoteStep::NoRoom, evicted)
@@ -414,19 +513,17 @@ impl CacheState {
 
     /// True if cache block `c` holds a block a DEMOTE stored (array tier).
     pub fn demoted_origin(&self, c: u32) -> bool {
-        self.demoted.get(c as usize).copied().unwrap_or(false)
+        self.flags.get(c as usize).is_some_and(|f| f & DEMOTED != 0)
     }
 
-    /// Drop the newest version of `key` from the map (clean: also from the policy). A dirty
-    /// version stays in the dirty map; callers that drop dirty data use
+    /// Drop the newest version of `key` from the map (clean: also from the recency list). A
+    /// dirty version stays in the dirty map; callers that drop dirty data use
     /// [`CacheState::drop_all_versions`].
     fn unmap(&mut self, key: u64) -> bool {
-        match self.map.remove(&key) {
-            Some(s) => {
-                if s.dirty.is_none() {
-                    self.clean_lru.remove(&s.last);
-                }
-                self.deref_block(s.cache_block);
+        match self.get(key) {
+            Some(c) => {
+                self.unlist(key, c);
+                self.deref_block(c);
                 true
             }
             None => false,
@@ -437,10 +534,12 @@ impl CacheState {
     /// A dirty key is left alone (returns false): dirty data is dropped only by
     /// [`CacheState::drop_all_versions`], once backing holds something newer.
     pub fn invalidate(&mut self, key: u64) -> bool {
-        match self.map.get(&key) {
-            Some(s) if s.dirty.is_none() => {
+        match self.get(key) {
+            Some(c) if !self.is_dirty(c) => {
                 self.unmap(key);
-                self.replacement.remove(key);
+                if !self.recency_policy {
+                    self.replacement.remove(key);
+                }
                 true
             }
             _ => false,
@@ -450,8 +549,12 @@ impl CacheState {
     /// Invalidate every clean resident key in `keys`; returns how many. Costs the smaller of
     /// the range and the map.
     pub fn invalidate_range(&mut self, keys: std::ops::Range<u64>) -> u64 {
-        let list: Vec<u64> = if keys.end.saturating_sub(keys.start) > self.map.len() as u64 {
-            self.map.keys().copied().filter(|k| keys.contains(k)).collect()
+        let list: Vec<u64> = if keys.end.saturating_sub(keys.start) > self.len() as u64 {
+            self.lists
+                .oldest_first()
+                .map(|c| self.keys[c as usize])
+                .filter(|k| keys.contains(k))
+                .collect()
         } else {
             keys.collect()
         };
@@ -471,8 +574,8 @@ impl CacheState {
     /// (a write-through fallback, a TRIM, WRITE_ZEROES). Returns how many versions.
     pub fn drop_all_versions(&mut self, key: u64) -> u64 {
         let mut n = 0;
-        if let Some(s) = self.map.get(&key).copied() {
-            if s.dirty.is_none() {
+        if let Some(c) = self.get(key) {
+            if !self.recency_policy && !self.is_dirty(c) {
                 self.replacement.remove(key);
             }
             self.unmap(key);
@@ -514,25 +617,23 @@ impl CacheState {
     /// it is lowered, no key in it is allocated or flushed (with `epoch`, ordered
     /// write-back: no version of that epoch or a later one is flushed). Returns its id.
     pub fn raise_fence(&mut self, keys: std::ops::Range<u64>, epoch: Option<u64>) -> u64 {
-        self.next_fence += 1;
-        self.fences.push(Fence { id: self.next_fence, keys, epoch });
-        self.next_fence
+        self.fences.raise(keys, epoch)
     }
 
     /// Lower the fence `id`.
     pub fn lower_fence(&mut self, id: u64) {
-        self.fences.retain(|f| f.id != id);
+        self.fences.lower(id);
     }
 
     /// Is `key` inside a fence?
     pub fn fenced(&self, key: u64) -> bool {
-        self.fences.iter().any(|f| f.keys.contains(&key))
+        self.fences.covers(key)
     }
 
     /// May the flusher not write the version of `key` of `epoch` now (a fence over it that
     /// is not an ordered fence of a later epoch)?
     pub fn fenced_for_flush(&self, key: u64, epoch: u64) -> bool {
-        self.fences.iter().any(|f| f.keys.contains(&key) && f.epoch.is_none_or(|e| epoch >= e))
+        self.fences.bars_flush(key, epoch)
     }
 
     /// Ordered write-back: a request of the current epoch will go to backing directly;
@@ -581,25 +682,28 @@ impl CacheState {
     /// newest version is released unless it is a dirty version of an older epoch that must
     /// still be flushed (`keep_closed_epochs`, write-back flush: 4.4.2).
     pub fn commit_dirty(&mut self, key: u64, c: u32, time_ns: u64, keep_closed_epochs: bool) {
-        let acc = self.access(key, Op::Write, time_ns);
+        self.access(key, Op::Write, time_ns);
         let epoch = self.current_epoch;
-        if let Some(old) = self.map.remove(&key) {
-            match old.dirty {
+        if let Some(old) = self.get(key) {
+            let old_epoch = self.newest_epoch(key, old);
+            self.unlist(key, old);
+            match old_epoch {
                 None => {
-                    self.clean_lru.remove(&old.last);
-                    self.replacement.remove(key);
-                    self.deref_block(old.cache_block);
+                    if !self.recency_policy {
+                        self.replacement.remove(key);
+                    }
+                    self.deref_block(old);
                 }
                 Some(e) if e == epoch || !keep_closed_epochs => {
                     self.dirty_remove(e, key);
                     self.dec_epoch(e);
-                    self.refs[old.cache_block as usize] -= 1;
-                    self.deref_block(old.cache_block);
+                    self.refs[old as usize] -= 1;
+                    self.deref_block(old);
                 }
-                Some(_) => self.deref_block(old.cache_block),
+                Some(_) => self.deref_block(old),
             }
         }
-        self.map.insert(key, Slot { cache_block: c, last: acc.vtime, dirty: Some(epoch) });
+        self.map(key, c, true);
         self.dirty_insert(epoch, key, c);
         *self.epochs.entry(epoch).or_default() += 1;
         self.refs[c as usize] += 2;
@@ -621,12 +725,9 @@ impl CacheState {
         if !lru {
             return versions.take(max).collect();
         }
-        let mut by_age: Vec<(u64, (u64, u64, u32))> = versions
+        let mut by_age: Vec<(u32, (u64, u64, u32))> = versions
             .map(|v| {
-                let last = match self.map.get(&v.1) {
-                    Some(s) if s.cache_block == v.2 => s.last,
-                    _ => 0,
-                };
+                let last = if self.get(v.1) == Some(v.2) { self.lists.last(v.2) } else { 0 };
                 (last, v)
             })
             .collect();
@@ -642,8 +743,8 @@ impl CacheState {
     }
 
     /// A dirty version reached backing (durably): it leaves the dirty map; if it is the
-    /// newest version it becomes clean (joins the replacement policy), otherwise its block is
-    /// released. The caller still holds its pin.
+    /// newest version it becomes clean (evictable), otherwise its block is released. The
+    /// caller still holds its pin.
     pub fn flushed(&mut self, epoch: u64, key: u64, c: u32, time_ns: u64) {
         if self.dirty.get(&(epoch, key)) != Some(&c) {
             return;
@@ -651,20 +752,32 @@ impl CacheState {
         self.dirty_remove(epoch, key);
         self.dec_epoch(epoch);
         self.touch(key);
-        let newest = matches!(self.map.get(&key), Some(s) if s.cache_block == c);
-        if !newest {
+        if self.get(key) != Some(c) {
             self.deref_block(c);
             return;
         }
         self.refs[c as usize] -= 1;
         // It keeps its last-access time (thesis 4.4.1, 5.1): clean and dirty blocks form one
-        // global LRU, so a block written long ago is evicted soon after its flush.
-        let Some(slot) = self.map.get_mut(&key) else { return };
-        slot.dirty = None;
-        let last = slot.last;
-        let acc = Access { key, time_ns, op: Op::Read, vtime: last, next_vtime: NEVER };
-        let younger = self.clean_lru.range(last + 1..).next().map(|(_, &k)| k);
-        self.clean_lru.insert(last, key);
+        // global LRU, so a block written long ago is evicted soon after its flush. In the
+        // recency list it already stands there.
+        self.flags[c as usize] &= !DIRTY;
+        self.clean += 1;
+        self.lists.became_evictable(c);
+        if self.recency_policy {
+            // LRU would evict only if every block were clean before this one: not possible.
+            return;
+        }
+        let last = self.lists.last(c);
+        // Only LRU places a block by age; the walk passes the dirty blocks accessed since.
+        let younger = if self.replacement.name() == "lru" {
+            let flags = &self.flags;
+            self.lists
+                .newer_where(c, |b| flags[b as usize] & DIRTY == 0)
+                .map(|b| self.keys[b as usize])
+        } else {
+            None
+        };
+        let acc = Access { key, time_ns, op: Op::Read, vtime: u64::from(last), next_vtime: NEVER };
         if let Some(victim) = self.replacement.insert_aged(&acc, younger) {
             if victim != key && self.unmap(victim) {
                 self.evicted_log.push(victim);
@@ -708,9 +821,9 @@ impl CacheState {
         let mut changes = Vec::new();
         let mut release = Vec::new();
         for key in keys {
-            let cur = match self.map.get(&key) {
-                Some(Slot { cache_block, dirty: Some(e), .. }) => {
-                    Some(Persisted { cache_block: *cache_block, epoch: *e })
+            let cur = match self.slot(key) {
+                Some(Slot { cache_block, dirty: Some(epoch), .. }) => {
+                    Some(Persisted { cache_block, epoch })
                 }
                 _ => None,
             };
@@ -746,7 +859,7 @@ impl CacheState {
     /// After a checkpoint of exactly [`CacheState::persisted_entries`]: the persist marks
     /// are recomputed from it (forgetting any left by failed persists).
     pub fn persist_reset(&mut self) {
-        self.prefs.iter_mut().for_each(|p| *p = 0);
+        self.prefs.fill(0);
         for p in self.persisted.values() {
             self.prefs[p.cache_block as usize] += 1;
         }
@@ -774,280 +887,54 @@ impl CacheState {
     }
 
     /// The whole map (newest versions) as checkpoint entries, coldest first; dirty entries
-    /// carry [`dirty_flags`].
+    /// carry [`dirty_flags`]. One walk of the recency list, no sorting.
     pub fn entries(&self) -> Vec<MapEntry> {
-        let mut v: Vec<(u64, MapEntry)> = self
-            .map
-            .iter()
-            .map(|(&key, s)| {
-                let flags = s.dirty.map_or(0, dirty_flags);
-                (s.last, MapEntry { key, cache_block: s.cache_block, flags })
-            })
-            .collect();
-        v.sort_unstable_by_key(|&(last, e)| (last, e.key));
-        v.into_iter().map(|(_, e)| e).collect()
+        let mut v = Vec::with_capacity(self.len());
+        v.extend(self.lists.oldest_first().map(|c| {
+            let key = self.keys[c as usize];
+            let flags = self.newest_epoch(key, c).map_or(0, dirty_flags);
+            MapEntry { key, cache_block: c, flags }
+        }));
+        v
+    }
+
+    /// The checkpoint the superblock names holds exactly this map, in this order, with these
+    /// blocks dirty (the caller knows: a warm start loaded all of it). Until the map changes,
+    /// [`CacheState::checkpoint_current`] says so.
+    pub fn mark_checkpoint_current(&mut self) {
+        self.checkpoint_version = Some(self.lists.version());
+    }
+
+    /// Nothing was mapped, unmapped, accessed or flushed since
+    /// [`CacheState::mark_checkpoint_current`]: [`CacheState::entries`] would write the
+    /// same checkpoint again.
+    pub fn checkpoint_current(&self) -> bool {
+        self.checkpoint_version == Some(self.lists.version())
     }
 
     /// Free cache blocks (for tests and invariants).
     #[cfg(test)]
     pub fn free_len(&self) -> usize {
-        self.free.len()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ember_policy::admission::Aod;
-    use ember_policy::replacement::Lru;
-
-    fn state(n: u32) -> CacheState {
-        CacheState::new(n, Box::new(Lru::new(n as usize)), Box::new(Aod))
+        self.lists.free_len()
     }
 
-    #[test]
-    fn eviction_of_a_pinned_block_defers_its_reuse() {
-        let mut st = state(2);
-        let a = st.access(1, Op::Read, 0);
-        let ca = st.allocate(&a).cache_block.unwrap();
-        st.unpin(ca);
-        let b = st.access(2, Op::Read, 0);
-        let cb = st.allocate(&b).cache_block.unwrap();
-        st.unpin(cb);
-        // A reader pins key 1's block; then key 3 evicts key 1 (LRU).
-        let r = st.access(2, Op::Read, 0);
-        st.hit_pin(&r).unwrap(); // key 2 becomes most recent, pinned
-        let r1 = st.access(1, Op::Read, 0);
-        let pinned = st.hit_pin(&r1).unwrap();
-        assert_eq!(pinned, ca);
-        let c = st.access(3, Op::Read, 0);
-        let alloc = st.allocate(&c);
-        assert_eq!(alloc.evicted, Some(2), "LRU victim is key 2 (key 1 was touched after it)");
-        // Key 2's block is pinned too, so nothing is free: the allocation is refused.
-        assert_eq!(alloc.cache_block, None);
-        assert!(!st.replacement.contains(3));
-        assert_eq!(st.free_len(), 0);
-        st.unpin(cb); // the key-2 reader finishes: its block is free now
-        assert_eq!(st.free_len(), 1);
-        let c = st.access(3, Op::Read, 0);
-        let alloc = st.allocate(&c);
-        assert_eq!(alloc.evicted, None, "key 2's eviction already made room in the policy");
-        assert_eq!(alloc.cache_block, Some(cb), "the freed block, not key 1's pinned one");
-        st.unpin(cb);
-        st.unpin(pinned);
-        assert_eq!(st.free_len(), 0, "key 1 is still mapped, so its block stays in use");
-        assert_eq!(st.len(), 2);
-        let d = st.access(4, Op::Read, 0);
-        let alloc = st.allocate(&d);
-        assert_eq!(alloc.evicted, Some(1));
-        assert_eq!(alloc.cache_block, Some(ca), "key 1's block, unpinned now, is reused");
+    /// Renumber the recency stamps whenever `limit` is reached (tests).
+    #[cfg(test)]
+    pub fn set_stamp_limit(&mut self, limit: u32) {
+        self.lists.set_tick_limit(limit);
     }
 
-    #[test]
-    fn entries_are_coldest_first_and_load_round_trips() {
-        let mut st = state(4);
-        for k in [10u64, 20, 30] {
-            let a = st.access(k, Op::Read, 0);
-            let c = st.allocate(&a).cache_block.unwrap();
-            st.unpin(c);
-        }
-        let a = st.access(10, Op::Read, 0);
-        let c = st.hit_pin(&a).unwrap();
-        st.unpin(c);
-        let e = st.entries();
-        assert_eq!(e.iter().map(|e| e.key).collect::<Vec<_>>(), vec![20, 30, 10]);
-        let mut st2 = state(4);
-        st2.load(&e, 0, false);
-        assert_eq!(st2.len(), 3);
-        assert_eq!(st2.free_len(), 1);
-        assert_eq!(st2.get(10), st.get(10));
-        // LRU order survived: the next eviction takes key 20.
-        let a = st2.access(40, Op::Read, 0);
-        let c = st2.allocate(&a).cache_block.unwrap();
-        st2.unpin(c);
-        let a = st2.access(50, Op::Read, 0);
-        assert_eq!(st2.allocate(&a).evicted, Some(20));
-    }
-
-    #[test]
-    fn a_rewrite_after_its_epoch_closed_keeps_the_old_version_for_the_flusher() {
-        let mut st = state(8);
-        let c1 = st.reserve().unwrap();
-        st.commit_dirty(5, c1, 0, true);
-        st.current_epoch += 1; // a FLUSH closed epoch 1
-        let c2 = st.reserve().unwrap();
-        st.commit_dirty(5, c2, 0, true);
-        assert_eq!(st.get(5), Some(c2), "reads see the newest version");
-        assert_eq!(st.dirty_len(), 2, "epoch 1's version still has to reach backing");
-        assert_eq!(st.flush_batch(10, false), vec![(1, 5, c1)], "oldest epoch first");
-        st.pin(c1);
-        st.flushed(1, 5, c1, 0);
-        st.unpin(c1);
-        assert_eq!(st.dirty_len(), 1);
-        assert_eq!(st.get(5), Some(c2), "still dirty in epoch 2");
-        assert_eq!(st.free_len(), 7, "the old version's block is free again");
-        // Within one epoch (or under persist) a rewrite replaces the version.
-        let c3 = st.reserve().unwrap();
-        st.commit_dirty(5, c3, 0, true);
-        assert_eq!(st.dirty_len(), 1);
-        assert_eq!(st.free_len(), 7);
-        st.pin(c3);
-        st.flushed(2, 5, c3, 0);
-        st.unpin(c3);
-        assert_eq!(st.dirty_len(), 0);
-        assert!(st.replacement.contains(5), "a flushed newest version is clean");
-    }
-
-    #[test]
-    fn flush_order_is_ascending_or_lru() {
-        let mut st = state(8);
-        for k in [30u64, 10, 20] {
-            let c = st.reserve().unwrap();
-            st.commit_dirty(k, c, 0, true);
-        }
-        let keys = |b: Vec<(u64, u64, u32)>| b.into_iter().map(|v| v.1).collect::<Vec<_>>();
-        assert_eq!(keys(st.flush_batch(2, false)), vec![10, 20], "ascending: lowest blocks");
-        // LRU (thesis 4.4.1): the two least recently written, 30 and 10, sent in block order.
-        assert_eq!(keys(st.flush_batch(2, true)), vec![10, 30]);
-    }
-
-    #[test]
-    fn the_persist_bitmap_keeps_a_persisted_block_from_reuse() {
-        let mut st = state(3);
-        st.persist_tracking = true;
-        let c1 = st.reserve().unwrap();
-        st.commit_dirty(7, c1, 0, false);
-        let (changes, release) = st.persist_snapshot();
-        assert_eq!(changes, vec![(7, Some(Persisted { cache_block: c1, epoch: 1 }))]);
-        st.persist_done(&release);
-        // Rewritten: the persisted map still names c1, so c1 is not reused...
-        let c2 = st.reserve().unwrap();
-        st.commit_dirty(7, c2, 0, false);
-        assert_eq!(st.free_len(), 1);
-        let c3 = st.reserve().unwrap();
-        assert_ne!(c3, c1);
-        st.unpin(c3);
-        // ...until the next persist no longer names it.
-        let (changes, release) = st.persist_snapshot();
-        assert_eq!(changes, vec![(7, Some(Persisted { cache_block: c2, epoch: 1 }))]);
-        assert_eq!(st.free_len(), 1);
-        st.persist_done(&release);
-        assert_eq!(st.free_len(), 2, "c1 is free once the new map is durable");
-        // Flushed and persisted again: the entry is deleted, c2 stays clean and mapped.
-        st.pin(c2);
-        st.flushed(1, 7, c2, 0);
-        st.unpin(c2);
-        let (changes, release) = st.persist_snapshot();
-        assert_eq!(changes, vec![(7, None)]);
-        st.persist_done(&release);
-        assert_eq!(st.persisted_len(), 0);
-        assert_eq!(st.free_len(), 2);
-        assert_eq!(st.get(7), Some(c2));
-    }
-
-    #[test]
-    fn only_clean_blocks_are_evicted() {
-        let mut st = state(2);
-        let c1 = st.reserve().unwrap();
-        st.commit_dirty(1, c1, 0, true);
-        let a = st.access(2, Op::Read, 0);
-        let c2 = st.allocate(&a).cache_block.unwrap();
-        st.unpin(c2);
-        let b = st.access(3, Op::Read, 0);
-        let got = st.allocate(&b).cache_block;
-        assert_eq!(got, Some(c2), "clean key 2 evicted, dirty key 1 kept");
-        assert_eq!(st.get(1), Some(c1));
-        assert_eq!(st.get(2), None);
-        st.unpin(c2);
-        // Nothing clean and unpinned left but key 3: a reserve evicts it.
-        assert_eq!(st.reserve(), Some(c2));
-        assert_eq!(st.reserve(), None, "a dirty block is never evicted");
-    }
-
-    /// The key index of the dirty map (TRIM looks up a range through it) stays equal to the
-    /// dirty map itself through writes, epoch changes, flushes and drops.
-    #[test]
-    fn the_dirty_key_index_follows_the_dirty_map() {
-        let mut st = state(64);
-        let brute = |st: &CacheState, r: std::ops::Range<u64>| {
-            let mut v: Vec<u64> =
-                st.dirty.keys().map(|&(_, k)| k).filter(|k| r.contains(k)).collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
-        for k in [5u64, 9, 10, 11, 40] {
-            let c = st.reserve().unwrap();
-            st.commit_dirty(k, c, 0, true);
-        }
-        st.current_epoch += 1;
-        for k in [10u64, 12] {
-            let c = st.reserve().unwrap();
-            st.commit_dirty(k, c, 0, true); // 10 now has versions in epochs 1 and 2
-        }
-        assert_eq!(st.dirty_keys_in(9..13), vec![9, 10, 11, 12]);
-        assert_eq!(st.dirty_keys_in(0..100), brute(&st, 0..100));
-        assert_eq!(st.dirty_len(), 7);
-        // Flush epoch 1's version of 10: the key stays (epoch 2's version).
-        let (_, _, c10) = st.flush_batch(64, false).into_iter().find(|v| v.1 == 10).unwrap();
-        st.pin(c10);
-        st.flushed(1, 10, c10, 0);
-        st.unpin(c10);
-        assert_eq!(st.dirty_keys_in(10..11), vec![10]);
-        // The newest version counts twice: its map entry and its dirty-map version.
-        assert_eq!(st.drop_all_versions(10), 2);
-        assert_eq!(st.drop_all_versions(11), 2);
-        assert_eq!(st.dirty_keys_in(9..13), vec![9, 12]);
-        assert_eq!(st.dirty_keys_in(0..100), brute(&st, 0..100));
-        assert_eq!(st.dirty_keys_in(41..100), Vec::<u64>::new());
-    }
-
-    #[test]
-    fn fences_cover_their_key_range_until_lowered() {
-        let mut st = state(4);
-        let a = st.raise_fence(10..20, None);
-        let b = st.raise_fence(15..30, None);
-        assert!(st.fenced(10) && st.fenced(19) && st.fenced(29));
-        assert!(!st.fenced(9) && !st.fenced(30));
-        st.lower_fence(a);
-        assert!(!st.fenced(10) && st.fenced(15));
-        st.lower_fence(b);
-        assert!(!st.fenced(15));
-    }
-
-    /// Thesis 4.4.1 and 5.1: the clean and dirty lists act as one global LRU, so a block that
-    /// was written long ago and then flushed is next in line for eviction, not the newest.
-    #[test]
-    fn a_flushed_block_keeps_its_last_access_time() {
-        let mut st = state(3);
-        let w = st.access(1, Op::Write, 0);
-        let c1 = st.reserve().unwrap();
-        st.commit_dirty(w.key, c1, 0, false);
-        for k in [2, 3] {
-            let r = st.access(k, Op::Read, 0);
-            let c = st.allocate(&r).cache_block.unwrap();
-            st.unpin(c);
-        }
-        let epoch = st.current_epoch;
-        st.pin(c1);
-        st.flushed(epoch, 1, c1, 0);
-        st.unpin(c1);
-        let r = st.access(4, Op::Read, 0);
-        let a = st.allocate(&r);
-        assert_eq!(a.evicted, Some(1), "key 1 was accessed before keys 2 and 3");
-        // The fallback path (no free block) evicts in the same order.
-        let mut st = state(2);
-        let w = st.access(1, Op::Write, 0);
-        let c1 = st.reserve().unwrap();
-        st.commit_dirty(w.key, c1, 0, false);
-        let r = st.access(2, Op::Read, 0);
-        let c = st.allocate(&r).cache_block.unwrap();
-        st.unpin(c);
-        let epoch = st.current_epoch;
-        st.pin(c1);
-        st.flushed(epoch, 1, c1, 0);
-        st.unpin(c1);
-        assert_eq!(st.evict_clean(1), 1);
-        assert!(st.get(1).is_none() && st.get(2).is_some(), "the oldest access leaves first");
+    /// Bytes of the per-cache-block state (index, keys, lists, flags, references, pins) and
+    /// of the replacement policy's own structures, divided by the cache blocks.
+    #[cfg(test)]
+    pub fn bytes_per_block(&self) -> f64 {
+        let arrays = self.keys.capacity() * 8
+            + self.flags.capacity()
+            + self.refs.capacity()
+            + self.prefs.capacity()
+            + self.pins.capacity() * 4
+            + self.lists.memory_bytes();
+        let total = self.index.memory_bytes() + arrays + self.replacement.memory_bytes();
+        total as f64 / self.pins.len() as f64
     }
 }
