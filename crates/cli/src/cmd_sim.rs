@@ -10,9 +10,9 @@ use ember_policy::admission::Aod;
 use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
 use ember_sim::{
-    count_pass, default_threads, policy_run, run_grid, run_streaming, run_streaming_with_next,
-    simulate_with_progress, AccessStream, AccessStreamBuilder, Capacity, ChunkRun, GridProgress,
-    Interval, RunConfig, SimResult, Split, StreamTotals, CHUNK_ACCESSES,
+    count_pass, default_threads, policy_run, run_grid, run_streaming, run_streaming_records,
+    run_streaming_with_next, simulate_with_progress, AccessStream, AccessStreamBuilder, Capacity,
+    ChunkRun, GridProgress, Interval, RunConfig, SimResult, Split, StreamTotals, CHUNK_ACCESSES,
 };
 use ember_trace::{BlockChunk, BlockReader, Spool};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -234,14 +234,19 @@ fn compute_streamed(
         .context("reading the temporary files of OPT's next-access times")?
     } else {
         let mut reader = open()?;
-        let out = run_streaming(
-            &mut |c| reader.next_chunk(c, CHUNK_ACCESSES),
-            runs,
-            args.interval,
-            threads,
-            &on_progress,
-        )
-        .with_context(reading)?;
+        let out = if reader.reads_records_in_place() && args.interval.is_none() {
+            // oracleGeneral: the runs read the records in place (zero-copy).
+            run_streaming_records(&mut reader, runs, threads, &on_progress).with_context(reading)?
+        } else {
+            run_streaming(
+                &mut |c| reader.next_chunk(c, CHUNK_ACCESSES),
+                runs,
+                args.interval,
+                threads,
+                &on_progress,
+            )
+            .with_context(reading)?
+        };
         skipped = reader.stats().skipped;
         out
     };

@@ -50,6 +50,6 @@ pub use interval::Interval;
 pub use simulate::{simulate, simulate_with_progress, RunConfig, SimResult};
 pub use stream::{next_access_times, AccessStream, AccessStreamBuilder, Span, Split};
 pub use streaming::{
-    count_pass, policy_run, run_streaming, run_streaming_with_next, ChunkRun, Cutter, StreamTotals,
-    CHUNK_ACCESSES,
+    count_pass, policy_run, run_streaming, run_streaming_records, run_streaming_with_next,
+    ChunkRun, Cutter, StreamTotals, CHUNK_ACCESSES,
 };

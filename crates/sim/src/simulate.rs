@@ -6,6 +6,8 @@
 
 use crate::{AccessStream, Counters, Interval, IntervalStats};
 use ember_policy::{Access, Admission, Replacement, NEVER};
+use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
+use ember_trace::Op;
 use serde::{Deserialize, Serialize};
 
 /// Accesses simulated between two progress reports.
@@ -217,6 +219,86 @@ where
         allocation_writes,
         evictions,
     }
+}
+
+/// The hot loop over oracleGeneral records read in place ([`ember_trace::BlockReader::next_records`]):
+/// every access a read and a request of its own, for a sieve that admits every miss and no
+/// oracle, so each is one [`Replacement::access`]. With `missed`, the keys of the misses are
+/// left in it, in order (it is cleared first).
+#[inline]
+pub(crate) fn run_records<R>(
+    policy: &mut R,
+    records: &[u8],
+    vtime: u64,
+    missed: Option<&mut Vec<u64>>,
+) -> Counters
+where
+    R: Replacement + ?Sized,
+{
+    let n = records.len() / RECORD_SIZE;
+    let (hits, evictions) = match missed {
+        Some(out) => {
+            out.clear();
+            out.resize(n, 0);
+            let (h, e, m) = records_loop::<R, true>(policy, records, vtime, out);
+            out.truncate(m);
+            (h, e)
+        }
+        None => {
+            let (h, e, _) = records_loop::<R, false>(policy, records, vtime, &mut []);
+            (h, e)
+        }
+    };
+    let n = n as u64;
+    Counters {
+        requests: n,
+        block_accesses: n,
+        reads: n,
+        writes: 0,
+        read_hits: hits,
+        write_hits: 0,
+        read_misses: n - hits,
+        write_misses: 0,
+        allocation_writes: n - hits,
+        evictions,
+    }
+}
+
+/// [`run_records`]' loop: (hits, evictions, misses written to `out` if `KEEP_MISSES`).
+#[inline(always)]
+fn records_loop<R, const KEEP_MISSES: bool>(
+    policy: &mut R,
+    records: &[u8],
+    vtime: u64,
+    out: &mut [u64],
+) -> (u64, u64, usize)
+where
+    R: Replacement + ?Sized,
+{
+    // How far ahead the policy is told which key comes (hides the index's memory latency).
+    const PREFETCH_AHEAD: usize = 8;
+    let (mut hits, mut evictions, mut m) = (0u64, 0u64, 0usize);
+    for (j, r) in records.chunks_exact(RECORD_SIZE).enumerate() {
+        if let Some(k) = record_key(records, j + PREFETCH_AHEAD) {
+            policy.prefetch(k);
+        }
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&r[4..12]);
+        let key = u64::from_le_bytes(id);
+        let access =
+            Access { key, time_ns: 0, op: Op::Read, vtime: vtime + j as u64, next_vtime: NEVER };
+        let (hit, evicted) = policy.access(&access);
+        hits += hit as u64;
+        evictions += evicted.is_some() as u64;
+        if KEEP_MISSES {
+            // Branch-free: always written, kept only on a miss.
+            if let Some(slot) = out.get_mut(m) {
+                *slot = key;
+            }
+            m += usize::from(!hit);
+        }
+    }
+    (hits, evictions, m)
 }
 
 #[cfg(test)]

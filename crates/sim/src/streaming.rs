@@ -17,10 +17,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::distinct::DistinctCounter;
-use crate::simulate::{run_slices, Slices};
+use crate::simulate::{run_records, run_slices, Slices};
 use crate::{Counters, Interval, IntervalStats, SimResult};
 use ember_policy::{Admission, Replacement};
-use ember_trace::{BlockChunk, FLAG_FIRST};
+use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
+use ember_trace::{BlockChunk, BlockReader, TraceError, FLAG_FIRST};
 
 /// Block accesses per chunk.
 pub const CHUNK_ACCESSES: usize = 1 << 18;
@@ -138,6 +139,12 @@ pub trait ChunkRun: Send {
     /// Simulate the accesses of `pieces` of `chunk`, in order; `next` holds the chunk's
     /// next-access vtimes, one per access, or is empty when none were computed.
     fn run(&mut self, chunk: &BlockChunk, next: &[u64], pieces: &[Piece]);
+    /// Simulate oracleGeneral `records` read in place (whole records, each one read
+    /// access; see [`ember_trace::BlockReader::next_records`]), the first at `vtime`, as
+    /// one stretch of the only timeline interval (no interval cut). With `wss`, the keys of the
+    /// run's misses are counted into it: a run that started empty misses every block's
+    /// first access, so that counts the trace's distinct blocks exactly.
+    fn run_records(&mut self, records: &[u8], vtime: u64, wss: Option<&mut DistinctCounter>);
     /// The result so far (the open interval included).
     fn result(&self) -> SimResult;
 }
@@ -150,6 +157,9 @@ pub struct PolicyRun<R, A> {
     totals: Counters,
     timeline: Option<Vec<IntervalStats>>,
     open: Option<IntervalStats>,
+    /// Scratch of [`ChunkRun::run_records`]: the keys missed, or the records as a chunk.
+    missed: Vec<u64>,
+    scratch: BlockChunk,
 }
 
 /// A boxed [`PolicyRun`]; with `timeline`, it records per-interval counters.
@@ -164,6 +174,8 @@ where
         totals: Counters::default(),
         timeline: timeline.then(Vec::new),
         open: None,
+        missed: Vec::new(),
+        scratch: BlockChunk::default(),
     })
 }
 
@@ -197,6 +209,49 @@ impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
             if let Some(o) = self.open.as_mut() {
                 o.counters += c;
             }
+        }
+    }
+
+    fn run_records(&mut self, records: &[u8], vtime: u64, wss: Option<&mut DistinctCounter>) {
+        let n = records.len() / RECORD_SIZE;
+        if n == 0 {
+            return;
+        }
+        // The one interval of a run without cuts opens with its first access (as Cutter).
+        let open = IntervalStart { index: 0, start_ns: 0, start_request: 0 };
+        let opens = self.open.is_none().then_some(open);
+        if !self.admission.admits_every_miss() {
+            // A sieve decides each miss: the general loop, over the records as a chunk.
+            let mut c = std::mem::take(&mut self.scratch);
+            c.clear();
+            c.keys.extend((0..n).filter_map(|j| record_key(records, j)));
+            c.flags.resize(n, FLAG_FIRST);
+            self.run(&c, &[], &[Piece { range: 0..n, vtime, opens }]);
+            if let Some(w) = wss {
+                w.add_all(&c.keys);
+            }
+            self.scratch = c;
+            return;
+        }
+        if opens.is_some() {
+            self.open = Some(IntervalStats {
+                index: open.index,
+                start_ns: open.start_ns,
+                start_request: open.start_request,
+                counters: Counters::default(),
+            });
+        }
+        let c = match wss {
+            Some(w) => {
+                let c = run_records(&mut self.policy, records, vtime, Some(&mut self.missed));
+                w.add_all(&self.missed);
+                c
+            }
+            None => run_records(&mut self.policy, records, vtime, None),
+        };
+        self.totals += c;
+        if let Some(o) = self.open.as_mut() {
+            o.counters += c;
         }
     }
 
@@ -310,6 +365,68 @@ pub fn run_streaming_with_next<E: Send>(
     let totals =
         StreamTotals { requests: cutter.requests(), accesses: cutter.accesses(), wss: wss.count() };
     Ok((results, totals))
+}
+
+/// [`run_streaming`] without an interval over a trace read as oracleGeneral records in place
+/// ([`BlockReader::reads_records_in_place`]): zero-copy, no chunk is filled; each run reads
+/// the keys from the records (on up to `threads` threads), and the working set is counted
+/// from the first run's misses. Every run must start with an empty cache (as
+/// [`policy_run`] makes them). Returns what [`run_streaming`] returns on the same trace.
+pub fn run_streaming_records(
+    reader: &mut BlockReader,
+    runs: Vec<Box<dyn ChunkRun>>,
+    threads: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(Vec<SimResult>, StreamTotals), TraceError> {
+    let mut runs = runs;
+    let mut wss = DistinctCounter::new();
+    let mut vtime = 0u64;
+    let workers = threads.max(1).min(runs.len());
+    let mut keys = Vec::new();
+    loop {
+        let records = reader.next_records(CHUNK_ACCESSES)?;
+        let n = records.len() / RECORD_SIZE;
+        if n == 0 {
+            break;
+        }
+        if runs.is_empty() {
+            keys.clear();
+            keys.extend((0..n).filter_map(|j| record_key(records, j)));
+            wss.add_all(&keys);
+        } else if workers <= 1 {
+            for (i, r) in runs.iter_mut().enumerate() {
+                r.run_records(records, vtime, (i == 0).then_some(&mut wss));
+            }
+        } else {
+            let next = AtomicUsize::new(0);
+            let cells: Vec<Mutex<&mut Box<dyn ChunkRun>>> =
+                runs.iter_mut().map(Mutex::new).collect();
+            let shared = Mutex::new(&mut wss);
+            std::thread::scope(|s| {
+                for _ in 0..workers {
+                    let (next, cells, shared) = (&next, &cells, &shared);
+                    s.spawn(move || loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(r) = cells.get(i) else { break };
+                        // A poisoned lock means a run panicked; the scope re-raises it.
+                        if let Ok(mut r) = r.lock() {
+                            if i == 0 {
+                                if let Ok(mut w) = shared.lock() {
+                                    r.run_records(records, vtime, Some(&mut **w));
+                                }
+                            } else {
+                                r.run_records(records, vtime, None);
+                            }
+                        }
+                    });
+                }
+            });
+        }
+        vtime += n as u64;
+        progress(vtime);
+    }
+    let results = runs.iter().map(|r| r.result()).collect();
+    Ok((results, StreamTotals { requests: vtime, accesses: vtime, wss: wss.count() }))
 }
 
 /// Count the requests, accesses and distinct blocks of a trace in one streamed pass, with
@@ -489,6 +606,86 @@ mod tests {
                 assert!(got[1].totals.misses() < got[4].totals.misses(), "{n}");
             }
         }
+    }
+
+    /// The zero-copy records path gives exactly what the chunk path gives on the same
+    /// oracleGeneral file (mapped, and through a decompressor), for every policy at sizes 0,
+    /// 1, 50 and 2000, with and without a timeline, on one and three threads; the working
+    /// set counted from the first run's misses equals the chunk path's count of every key,
+    /// whichever policy runs first.
+    #[test]
+    fn records_in_place_equal_the_chunk_path() {
+        use ember_trace::{write_trace, Format, ReadOptions, Trace, VolumeTable};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut v = VolumeTable::new();
+        v.intern("a");
+        v.intern("b");
+        let trace = Trace::new(requests(15_000), v);
+        let kinds: Vec<Kind> = Kind::ALL.iter().copied().filter(|k| !k.needs_oracle()).collect();
+        for name in ["t.oracleGeneral.bin", "t.oracleGeneral.bin.gz"] {
+            let path = dir.path().join(name);
+            write_trace(&path, Format::OracleGeneral, &trace, 4096).expect("write");
+            let opts = ReadOptions::default();
+            for timeline in [false, true] {
+                for first in [0usize, kinds.len() - 1] {
+                    let mut order = kinds.clone();
+                    order.rotate_left(first);
+                    let cells: Vec<(Kind, usize)> = order
+                        .iter()
+                        .flat_map(|&k| [0usize, 1, 50, 2000].map(move |cap| (k, cap)))
+                        .collect();
+                    let runs = || -> Vec<Box<dyn ChunkRun>> {
+                        cells
+                            .iter()
+                            .map(|&(k, cap)| {
+                                with_replacement!(k, cap, |p| policy_run(p, Aod, timeline))
+                            })
+                            .collect()
+                    };
+                    let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
+                    let (want, want_t) =
+                        run_streaming(&mut |c| r.next_chunk(c, 4099), runs(), None, 1, &|_| {})
+                            .expect("chunks");
+                    assert!(want_t.accesses > 20_000 && want_t.wss > 1000, "{want_t:?}");
+                    for threads in [1usize, 3] {
+                        let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
+                        assert!(r.reads_records_in_place());
+                        let (got, got_t) =
+                            run_streaming_records(&mut r, runs(), threads, &|_| {}).expect("run");
+                        assert_eq!(got, want, "{name} timeline {timeline} threads {threads}");
+                        assert_eq!(got_t, want_t, "{name} first {:?}", order[0]);
+                    }
+                }
+            }
+            // No run at all: the working set is still counted.
+            let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
+            let (none, t) = run_streaming_records(&mut r, Vec::new(), 1, &|_| {}).expect("run");
+            assert!(none.is_empty());
+            let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
+            assert_eq!(t, count_pass(&mut |c| r.next_chunk(c, 1000)).expect("count"));
+        }
+    }
+
+    /// A sieve that refuses misses takes the general loop inside the records path, with the
+    /// same result as the chunk path.
+    #[test]
+    fn records_with_a_refusing_sieve_equal_the_chunk_path() {
+        use ember_trace::{write_trace, Format, ReadOptions, Trace, VolumeTable};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("w.oracleGeneral.bin");
+        let mut v = VolumeTable::new();
+        v.intern("a");
+        let trace = Trace::new(requests(8_000), v);
+        write_trace(&path, Format::OracleGeneral, &trace, 4096).expect("write");
+        let opts = ReadOptions::default();
+        let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
+        let runs = vec![policy_run(TinyLru::new(100), Wmna, false)];
+        let want = run_streaming(&mut |c| r.next_chunk(c, 777), runs, None, 1, &|_| {});
+        let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
+        let runs = vec![policy_run(TinyLru::new(100), Wmna, false)];
+        let got = run_streaming_records(&mut r, runs, 1, &|_| {}).expect("run");
+        assert_eq!(got, want.expect("chunks"));
+        assert!(got.0[0].totals.hits() > 0 && got.1.wss > 100, "{got:?}");
     }
 
     #[test]

@@ -236,6 +236,9 @@ pub struct BlockReader {
     ignored: u64,
     /// Records consumed so far (binary fast paths), for error positions.
     record: u64,
+    /// Bytes lent out by [`BlockReader::next_records`], consumed at the next call (so the
+    /// pages under the lent records are not released while they are read).
+    lent: usize,
     done: bool,
 }
 
@@ -321,6 +324,7 @@ impl BlockReader {
             skipped: 0,
             ignored: 0,
             record: 0,
+            lent: 0,
             done: false,
         })
     }
@@ -364,6 +368,10 @@ impl BlockReader {
     pub fn next_chunk(&mut self, chunk: &mut BlockChunk, max: usize) -> Result<bool, TraceError> {
         chunk.clear();
         let max = max.max(1);
+        let lent = std::mem::take(&mut self.lent);
+        if let Source::Oracle(bytes) = &mut self.source {
+            bytes.advance(lent);
+        }
         if self.done {
             return Ok(false);
         }
@@ -373,6 +381,54 @@ impl BlockReader {
             Source::Requests(_) => self.fill_requests(chunk, max)?,
         }
         Ok(!chunk.is_empty())
+    }
+
+    /// True if the trace is read as oracleGeneral records in place: then
+    /// [`BlockReader::next_records`] can be used instead of [`BlockReader::next_chunk`]
+    /// (whole-block splitting only: a chunk's flags and, unless times are kept, nothing else
+    /// would differ). Times kept make it false: the records path carries no times.
+    pub fn reads_records_in_place(&self) -> bool {
+        matches!(self.source, Source::Oracle(_)) && !self.split.keep_times
+    }
+
+    /// The next whole oracleGeneral records, in place (the mapped file or the reader's
+    /// buffer: zero-copy), at most `max` of them; empty at the end of the trace. Each is one
+    /// block access, a read, keyed by [`og::record_key`]. The slice is valid until the next
+    /// call; errors, `skip_bad` and counts are those of [`BlockReader::next_chunk`].
+    ///
+    /// # Panics
+    /// If the trace is not read in place ([`BlockReader::reads_records_in_place`]).
+    pub fn next_records(&mut self, max: usize) -> Result<&[u8], TraceError> {
+        const RS: usize = og::RECORD_SIZE;
+        let max = max.max(1);
+        assert!(self.reads_records_in_place(), "next_records on a trace not read in place");
+        let lent = std::mem::take(&mut self.lent);
+        if let Source::Oracle(bytes) = &mut self.source {
+            bytes.advance(lent);
+        }
+        loop {
+            if self.done {
+                return Ok(&[]);
+            }
+            let Source::Oracle(bytes) = &mut self.source else { return Ok(&[]) };
+            let avail = bytes.fill(RS).map_err(|e| io_err(&self.path, e))?;
+            if avail == 0 {
+                self.done = true;
+                return Ok(&[]);
+            }
+            if avail < RS {
+                bytes.advance(avail);
+                self.record += 1;
+                let (n, m) = (self.record, format!("truncated record: {avail} of {RS} bytes"));
+                self.bad(n, m)?;
+                continue;
+            }
+            let whole = (avail / RS).min(max);
+            self.record += whole as u64;
+            self.lent = whole * RS;
+            let Source::Oracle(bytes) = &self.source else { return Ok(&[]) };
+            return Ok(&bytes.window()[..whole * RS]);
+        }
     }
 
     fn fill_oracle(&mut self, c: &mut BlockChunk, max: usize) -> Result<(), TraceError> {
@@ -611,6 +667,70 @@ mod tests {
         assert!(r.next_chunk(&mut c, 100).expect("chunk"));
         assert_eq!(c.len(), 3);
         assert!(!r.next_chunk(&mut c, 100).expect("end"));
+        assert_eq!(r.stats().skipped, 1);
+    }
+
+    /// Keys of every record `next_records` lends, in order.
+    fn records_keys(r: &mut BlockReader, max: usize) -> Result<Vec<u64>, TraceError> {
+        let mut keys = Vec::new();
+        loop {
+            let recs = r.next_records(max)?;
+            if recs.is_empty() {
+                return Ok(keys);
+            }
+            assert_eq!(recs.len() % og::RECORD_SIZE, 0);
+            assert!(recs.len() <= max * og::RECORD_SIZE);
+            let n = recs.len() / og::RECORD_SIZE;
+            keys.extend((0..n).map(|j| og::record_key(recs, j).expect("in range")));
+            assert_eq!(og::record_key(recs, n), None);
+        }
+    }
+
+    #[test]
+    fn records_in_place_are_the_chunk_keys_and_fail_alike() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = sample_trace();
+        for name in ["r.oracleGeneral.bin", "r.oracleGeneral.bin.gz"] {
+            let p = dir.path().join(name);
+            write_trace(&p, Format::OracleGeneral, &t, 4096).expect("write");
+            let want = read_all(&p, &ReadOptions::default(), false, 1 << 20).keys;
+            for max in [1, 7, 4096, 1 << 20] {
+                let mut r =
+                    BlockReader::open(&p, &ReadOptions::default(), false, false).expect("o");
+                assert!(r.reads_records_in_place());
+                assert_eq!(records_keys(&mut r, max).expect("records"), want, "{name} {max}");
+                assert!(r.next_records(max).expect("after end").is_empty());
+            }
+            // Keeping times, or another format, takes the chunk path.
+            let r = BlockReader::open(&p, &ReadOptions::default(), false, true).expect("open");
+            assert!(!r.reads_records_in_place());
+        }
+        let e = dir.path().join("r.ember");
+        write_trace(&e, Format::Ember, &t, 4096).expect("write");
+        let r = BlockReader::open(&e, &ReadOptions::default(), false, false).expect("open");
+        assert!(!r.reads_records_in_place());
+        // A truncated last record: the error of next_chunk, naming the record; or skipped.
+        let p = dir.path().join("cut.oracleGeneral.bin");
+        let mut bytes = std::fs::read(dir.path().join("r.oracleGeneral.bin")).expect("read");
+        let whole = (bytes.len() / og::RECORD_SIZE) as u64;
+        bytes.extend_from_slice(&[9; 5]);
+        std::fs::write(&p, &bytes).expect("write");
+        let mut r = BlockReader::open(&p, &ReadOptions::default(), false, false).expect("open");
+        let err = records_keys(&mut r, 1000).expect_err("truncated").to_string();
+        let mut r = BlockReader::open(&p, &ReadOptions::default(), false, false).expect("open");
+        let mut c = BlockChunk::default();
+        let chunk_err = loop {
+            match r.next_chunk(&mut c, 1000) {
+                Ok(true) => {}
+                Ok(false) => panic!("no error"),
+                Err(e) => break e.to_string(),
+            }
+        };
+        assert_eq!(err, chunk_err);
+        assert!(err.contains(&format!(":{}:", whole + 1)) && err.contains("5 of 24"), "{err}");
+        let skip = ReadOptions { skip_bad: true, ..ReadOptions::default() };
+        let mut r = BlockReader::open(&p, &skip, false, false).expect("open");
+        assert_eq!(records_keys(&mut r, 1000).expect("skipped").len() as u64, whole);
         assert_eq!(r.stats().skipped, 1);
     }
 

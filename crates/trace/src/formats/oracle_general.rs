@@ -63,6 +63,15 @@ impl OracleGeneralRecord {
     }
 }
 
+/// The `obj_id` of record `j` of `records` (whole records back to back), which ember reads
+/// as the block key; `None` past the end.
+#[inline(always)]
+pub fn record_key(records: &[u8], j: usize) -> Option<u64> {
+    let at = j.checked_mul(RECORD_SIZE)?.checked_add(4)?;
+    let b: [u8; 8] = records.get(at..at + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(b))
+}
+
 /// Decodes oracleGeneral records into block-sized read requests.
 #[derive(Clone, Copy, Debug)]
 pub struct OracleGeneralDecoder {
