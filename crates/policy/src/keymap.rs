@@ -174,7 +174,7 @@ impl KeyMap {
     /// Look up `key`: `Ok(slot)` if present, else `Err(bucket)`, the free way where
     /// [`KeyMap::insert_at`] can put it without probing again. Entries never move, so the
     /// bucket stays valid across removals; it is consumed by the next insertion.
-    #[inline]
+    #[inline(always)]
     pub fn find(&self, key: u64, key_of: impl Fn(u32) -> u64) -> Result<u32, Bucket> {
         let fp = fingerprint(key);
         let home = self.home(fp);
@@ -264,7 +264,7 @@ impl KeyMap {
     }
 
     /// Remove the entry of `key`, known to map to `slot`. Returns false if it was absent.
-    #[inline]
+    #[inline(always)]
     pub fn remove(&mut self, key: u64, slot: u32) -> bool {
         let fp = fingerprint(key);
         let home = self.home(fp);
