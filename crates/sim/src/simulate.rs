@@ -4,7 +4,7 @@
 //! on a miss, [`Admission::admit`] decides whether the block is inserted (an
 //! allocation-write, which may evict).
 
-use crate::{AccessStream, Counters, Interval, IntervalStats};
+use crate::{AccessStream, Counters, DistinctCounter, Interval, IntervalStats};
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
 use ember_trace::Op;
@@ -223,32 +223,39 @@ where
 
 /// The hot loop over oracleGeneral records read in place ([`ember_trace::BlockReader::next_records`]):
 /// every access a read and a request of its own, for a sieve that admits every miss and no
-/// oracle, so each is one [`Replacement::access`]. With `missed`, the keys of the misses are
-/// left in it, in order (it is cleared first).
+/// oracle, so each is one [`Replacement::access`]. With `wss`, the keys of the misses are
+/// counted into it (a batch at a time, from a buffer that stays in the first-level cache).
 #[inline]
 pub(crate) fn run_records<R>(
     policy: &mut R,
     records: &[u8],
     vtime: u64,
-    missed: Option<&mut Vec<u64>>,
+    wss: Option<&mut DistinctCounter>,
 ) -> Counters
 where
     R: Replacement + ?Sized,
 {
+    /// Accesses between two hand-overs of missed keys to the counter.
+    const BATCH: usize = 1024;
     let n = records.len() / RECORD_SIZE;
-    let (hits, evictions) = match missed {
-        Some(out) => {
-            out.clear();
-            out.resize(n, 0);
-            let (h, e, m) = records_loop::<R, true>(policy, records, vtime, out);
-            out.truncate(m);
-            (h, e)
+    let (mut hits, mut evictions) = (0u64, 0u64);
+    match wss {
+        Some(w) => {
+            let mut missed = [0u64; BATCH];
+            let mut lo = 0;
+            while lo < n {
+                let hi = (lo + BATCH).min(n);
+                let (h, e, m) =
+                    records_loop::<R, true>(policy, records, lo..hi, vtime, &mut missed);
+                w.add_all(&missed[..m]);
+                (hits, evictions) = (hits + h, evictions + e);
+                lo = hi;
+            }
         }
         None => {
-            let (h, e, _) = records_loop::<R, false>(policy, records, vtime, &mut []);
-            (h, e)
+            (hits, evictions, _) = records_loop::<R, false>(policy, records, 0..n, vtime, &mut []);
         }
-    };
+    }
     let n = n as u64;
     Counters {
         requests: n,
@@ -264,11 +271,13 @@ where
     }
 }
 
-/// [`run_records`]' loop: (hits, evictions, misses written to `out` if `KEEP_MISSES`).
+/// [`run_records`]' loop over records `range`: (hits, evictions, number of misses, whose
+/// keys are written to `out` if `KEEP_MISSES`; `out` holds the range's length).
 #[inline(always)]
 fn records_loop<R, const KEEP_MISSES: bool>(
     policy: &mut R,
     records: &[u8],
+    range: std::ops::Range<usize>,
     vtime: u64,
     out: &mut [u64],
 ) -> (u64, u64, usize)
@@ -278,7 +287,10 @@ where
     // How far ahead the policy is told which key comes (hides the index's memory latency).
     const PREFETCH_AHEAD: usize = 8;
     let (mut hits, mut evictions, mut m) = (0u64, 0u64, 0usize);
-    for (j, r) in records.chunks_exact(RECORD_SIZE).enumerate() {
+    let lo = range.start;
+    let mine = records.get(lo * RECORD_SIZE..range.end * RECORD_SIZE).unwrap_or(&[]);
+    for (i, r) in mine.chunks_exact(RECORD_SIZE).enumerate() {
+        let j = lo + i;
         if let Some(k) = record_key(records, j + PREFETCH_AHEAD) {
             policy.prefetch(k);
         }

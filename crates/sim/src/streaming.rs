@@ -157,8 +157,7 @@ pub struct PolicyRun<R, A> {
     totals: Counters,
     timeline: Option<Vec<IntervalStats>>,
     open: Option<IntervalStats>,
-    /// Scratch of [`ChunkRun::run_records`]: the keys missed, or the records as a chunk.
-    missed: Vec<u64>,
+    /// Scratch of [`ChunkRun::run_records`]: the records as a chunk, for a sieve.
     scratch: BlockChunk,
 }
 
@@ -174,7 +173,6 @@ where
         totals: Counters::default(),
         timeline: timeline.then(Vec::new),
         open: None,
-        missed: Vec::new(),
         scratch: BlockChunk::default(),
     })
 }
@@ -241,14 +239,7 @@ impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
                 counters: Counters::default(),
             });
         }
-        let c = match wss {
-            Some(w) => {
-                let c = run_records(&mut self.policy, records, vtime, Some(&mut self.missed));
-                w.add_all(&self.missed);
-                c
-            }
-            None => run_records(&mut self.policy, records, vtime, None),
-        };
+        let c = run_records(&mut self.policy, records, vtime, wss);
         self.totals += c;
         if let Some(o) = self.open.as_mut() {
             o.counters += c;
