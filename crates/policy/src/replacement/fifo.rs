@@ -82,7 +82,7 @@ impl Replacement for Fifo {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.q.lookup(access.key) {
             Ok(_) => (true, None),
