@@ -4,20 +4,16 @@
 //! `-o/--output` and `--format` (default: from the output file's name). The Wong and Wilkes
 //! workloads and `multi-client` print where the warm-up ends and the timed requests start.
 
+use crate::write_stream::{write_stream, Tally};
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use ember_trace::gen::{
     ww_random, ww_seq, ww_zipf, Common, MultiClientConfig, Pattern, SeqConfig, Sharing,
     UniformConfig, WarmedTrace, WwConfig, ZipfConfig, DEFAULT_RATE,
 };
-use ember_trace::{
-    BlockChunk, Format, Op, Request, Spool, TraceWriter, VolumeTable, FLAG_FIRST, FLAG_WRITE,
-};
+use ember_trace::{Format, Request, VolumeTable};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
-
-/// Block accesses handed to the oracleGeneral spool at a time.
-const SPOOL_CHUNK: usize = 1 << 18;
 
 /// Streams at least this long show a progress bar (on a terminal).
 const PROGRESS_MIN: usize = 1_000_000;
@@ -410,22 +406,6 @@ fn progress(n: usize, what: &str) -> ProgressBar {
     bar
 }
 
-/// Counts of what was written.
-#[derive(Default)]
-struct Tally {
-    requests: u64,
-    writes: u64,
-}
-
-impl Tally {
-    fn add(&mut self, r: &Request) {
-        self.requests += 1;
-        if r.op == Op::Write {
-            self.writes += 1;
-        }
-    }
-}
-
 /// Write a stream: one request at a time for the streamable formats, so 10M+ requests never
 /// sit in memory; for oracleGeneral (its next-access times look ahead) through temporary
 /// files ([`Spool`]), memory then growing with the distinct blocks only.
@@ -437,54 +417,7 @@ fn emit(
     let format = output_format(c)?;
     let n = stream.len();
     let bar = progress(n, "generating");
-    let mut tally = Tally::default();
-    if format == Format::OracleGeneral {
-        // Bounded memory: the block accesses go to temporary files, a backward pass over them
-        // computes the next-access times (its map holds one entry per distinct block), and
-        // the records are written from the files chunk by chunk.
-        ember_trace::check_oracle_general_block_size(c.block_size)?;
-        let mut spool = Spool::new(true).context("creating temporary files")?;
-        let mut chunk = BlockChunk::default();
-        for (i, r) in stream.enumerate() {
-            tally.add(&r);
-            if r.time_ns / 1_000_000_000 > u64::from(u32::MAX) {
-                anyhow::bail!(
-                    "request {}: time {} s does not fit oracleGeneral's 32-bit clock_time",
-                    i + 1,
-                    r.time_ns / 1_000_000_000
-                );
-            }
-            for (j, k) in r.block_keys(c.block_size).enumerate() {
-                chunk.keys.push(k);
-                let w = if r.op.is_write() { FLAG_WRITE } else { 0 };
-                chunk.flags.push(if j == 0 { w | FLAG_FIRST } else { w });
-                chunk.times.push(r.time_ns);
-            }
-            if chunk.len() >= SPOOL_CHUNK {
-                spool.push(&chunk).context("writing temporary files")?;
-                chunk.clear();
-            }
-            if i & 0xffff == 0xffff {
-                bar.inc(0x10000);
-            }
-        }
-        spool.push(&chunk).context("writing temporary files")?;
-        bar.finish_and_clear();
-        let future = spool.finish().context("computing next-access times")?;
-        ember_trace::write_oracle_general(&c.output, &future, c.block_size)
-            .with_context(|| format!("writing {}", c.output.display()))?;
-    } else {
-        let mut w = TraceWriter::create(&c.output, format, &volumes)?;
-        for (i, r) in stream.enumerate() {
-            tally.add(&r);
-            w.write(&r)?;
-            if i & 0xffff == 0xffff {
-                bar.inc(0x10000);
-            }
-        }
-        w.finish()?;
-        bar.finish_and_clear();
-    }
+    let tally = write_stream(&c.output, format, c.block_size, &volumes, None, stream, &bar)?;
     report(c, format, &tally, volumes.len());
     Ok(())
 }

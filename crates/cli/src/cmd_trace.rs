@@ -242,7 +242,10 @@ pub fn output_format(to: Option<Format>, out: &Path) -> Format {
     }
 }
 
-/// Run `ember trace convert`.
+/// Run `ember trace convert`. A regular file streams: a first pass reads the volume names
+/// (every output format names the volumes up front), a second writes request by request
+/// (oracleGeneral through temporary files), so the trace is never held. A pipe, which cannot
+/// be read twice, is read into memory.
 pub fn convert(args: ConvertArgs) -> anyhow::Result<()> {
     let to = output_format(args.to, &args.output);
     if !to.is_writable() {
@@ -250,13 +253,50 @@ pub fn convert(args: ConvertArgs) -> anyhow::Result<()> {
             "ember cannot write {to} traces (writable: msr, spc, csv, oracle-general, ember)"
         );
     }
-    let (trace, stats) = args.input.read()?;
-    ember_trace::write_trace(&args.output, to, &trace, args.input.block_size)
-        .with_context(|| format!("writing {}", args.output.display()))?;
+    let path = args.input.path();
+    let (requests, volumes, stats) = if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        let opts = args.input.read_options();
+        let reading = || format!("reading trace {}", path.display());
+        let mut first = ember_trace::open(path, &opts).with_context(reading)?;
+        let mut count = 0u64;
+        for r in first.by_ref() {
+            r.with_context(reading)?;
+            count += 1;
+        }
+        let volumes = first.volumes().clone();
+        let mut second = ember_trace::open(path, &opts).with_context(reading)?;
+        let mut failed = None;
+        let stream = second.by_ref().map_while(|r| r.map_err(|e| failed = Some(e)).ok());
+        let tally = crate::write_stream::write_stream(
+            &args.output,
+            to,
+            args.input.block_size,
+            &volumes,
+            Some(count),
+            stream,
+            &indicatif::ProgressBar::hidden(),
+        );
+        // A failure leaves no half-written output behind.
+        let tally = match (tally, failed) {
+            (Ok(t), None) => t,
+            (Err(e), _) => {
+                let _ = std::fs::remove_file(&args.output);
+                return Err(e).with_context(|| format!("writing {}", args.output.display()));
+            }
+            (Ok(_), Some(e)) => {
+                let _ = std::fs::remove_file(&args.output);
+                return Err(e).with_context(reading);
+            }
+        };
+        (tally.requests, volumes.len(), second.stats())
+    } else {
+        let (trace, stats) = args.input.read()?;
+        ember_trace::write_trace(&args.output, to, &trace, args.input.block_size)
+            .with_context(|| format!("writing {}", args.output.display()))?;
+        (trace.requests.len() as u64, trace.volumes.len(), stats)
+    };
     eprintln!(
-        "converted {} requests ({} volumes) from {} to {} ({}); {} malformed skipped",
-        trace.requests.len(),
-        trace.volumes.len(),
+        "converted {requests} requests ({volumes} volumes) from {} to {} ({}); {} malformed skipped",
         stats.format,
         to,
         args.output.display(),

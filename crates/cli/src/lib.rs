@@ -23,3 +23,4 @@ pub mod sensitivity_plot;
 pub mod serve_auto;
 pub mod trace_args;
 pub mod tuning_args;
+pub mod write_stream;

@@ -98,7 +98,7 @@ impl TraceWriter {
 
     /// Like [`TraceWriter::create`], with the number of requests that will be written when it
     /// is known (ember's header records it, so even a compressed file can be checked).
-    fn create_counted(
+    pub fn create_counted(
         path: &Path,
         format: Format,
         volumes: &VolumeTable,
