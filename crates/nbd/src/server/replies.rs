@@ -56,6 +56,17 @@ struct Queued {
     sent: usize,
 }
 
+/// How far [`Replies::send_now`] got.
+enum SendNow {
+    /// Every byte went out.
+    All,
+    /// These many bytes went out (maybe 0: something was queued ahead, or the socket was
+    /// full); the rest must be queued.
+    Part(usize),
+    /// The send failed; the connection is dead.
+    Failed,
+}
+
 #[derive(Default)]
 struct State {
     /// Replies for the writer thread, oldest first; the first may be partly sent.
@@ -241,6 +252,27 @@ impl Replies {
         self.wake_writer(state);
     }
 
+    /// Send `bytes` straight to the socket without blocking, if nothing is queued ahead of
+    /// them (the writer is idle and the backlog empty). A failed send kills the connection.
+    fn send_now(&self, state: &mut State, bytes: &[u8]) -> SendNow {
+        if state.writer_busy || !state.backlog.is_empty() {
+            return SendNow::Part(0);
+        }
+        match stream::send_nonblocking(&self.socket, bytes) {
+            Ok(n) if n == bytes.len() => SendNow::All,
+            Ok(n) => SendNow::Part(n),
+            Err(e)
+                if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) =>
+            {
+                SendNow::Part(0)
+            }
+            Err(_) => {
+                self.kill(state);
+                SendNow::Failed
+            }
+        }
+    }
+
     /// Send a reply whose bytes the caller keeps (a thread's reusable reply buffer): straight
     /// to the socket when nothing is queued and it takes the whole reply without blocking
     /// (nothing copied), else a copy is queued for the writer thread. `out` carries the
@@ -263,28 +295,14 @@ impl Replies {
             end(&out);
             return;
         }
-        let mut sent = 0;
-        if !state.writer_busy && state.backlog.is_empty() {
-            match stream::send_nonblocking(&self.socket, bytes) {
-                Ok(n) if n == bytes.len() => {
-                    drop(state);
-                    end(&out);
-                    return;
-                }
-                Ok(n) => sent = n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                    ) => {}
-                Err(_) => {
-                    self.kill(&mut state);
-                    drop(state);
-                    end(&out);
-                    return;
-                }
+        let sent = match self.send_now(&mut state, bytes) {
+            SendNow::Part(n) => n,
+            SendNow::All | SendNow::Failed => {
+                drop(state);
+                end(&out);
+                return;
             }
-        }
+        };
         if !admitted {
             state.in_flight += 1;
             self.in_flight.store(state.in_flight, Ordering::Release);
@@ -303,23 +321,13 @@ impl Replies {
     /// admitted and charged here without waiting). Every reply is reported now.
     pub(crate) fn send_batch(&self, bytes: &[u8], batch: &[(Instant, u64)]) {
         let mut state = self.lock();
-        let mut sent = 0;
-        let mut queue = !state.dead;
-        if queue && !state.writer_busy && state.backlog.is_empty() {
-            match stream::send_nonblocking(&self.socket, bytes) {
-                Ok(n) if n == bytes.len() => queue = false,
-                Ok(n) => sent = n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                    ) => {}
-                Err(_) => {
-                    self.kill(&mut state);
-                    queue = false;
-                }
-            }
-        }
+        let (queue, sent) = match state.dead {
+            true => (false, 0),
+            false => match self.send_now(&mut state, bytes) {
+                SendNow::Part(n) => (true, n),
+                SendNow::All | SendNow::Failed => (false, 0),
+            },
+        };
         if queue {
             let charge = bytes.len() as u64;
             state.in_flight += 1;
