@@ -406,15 +406,27 @@ impl BlockReader {
         if let Source::Oracle(bytes) = &mut self.source {
             bytes.advance(lent);
         }
+        if self.done {
+            return Ok(&[]);
+        }
+        let whole = self.oracle_ready(max)?;
+        self.record += whole as u64;
+        self.lent = whole * RS;
+        let Source::Oracle(bytes) = &self.source else { return Ok(&[]) };
+        Ok(&bytes.window()[..whole * RS])
+    }
+
+    /// How many whole oracleGeneral records (at most `max`) the source's window holds; 0 at
+    /// the end (which sets `done`). A truncated last record is reported here, or skipped and
+    /// counted under `--skip-bad`.
+    fn oracle_ready(&mut self, max: usize) -> Result<usize, TraceError> {
+        const RS: usize = og::RECORD_SIZE;
         loop {
-            if self.done {
-                return Ok(&[]);
-            }
-            let Source::Oracle(bytes) = &mut self.source else { return Ok(&[]) };
+            let Source::Oracle(bytes) = &mut self.source else { return Ok(0) };
             let avail = bytes.fill(RS).map_err(|e| io_err(&self.path, e))?;
             if avail == 0 {
                 self.done = true;
-                return Ok(&[]);
+                return Ok(0);
             }
             if avail < RS {
                 bytes.advance(avail);
@@ -423,31 +435,18 @@ impl BlockReader {
                 self.bad(n, m)?;
                 continue;
             }
-            let whole = (avail / RS).min(max);
-            self.record += whole as u64;
-            self.lent = whole * RS;
-            let Source::Oracle(bytes) = &self.source else { return Ok(&[]) };
-            return Ok(&bytes.window()[..whole * RS]);
+            return Ok((avail / RS).min(max));
         }
     }
 
     fn fill_oracle(&mut self, c: &mut BlockChunk, max: usize) -> Result<(), TraceError> {
         const RS: usize = og::RECORD_SIZE;
         while c.len() < max {
-            let Source::Oracle(bytes) = &mut self.source else { return Ok(()) };
-            let avail = bytes.fill(RS).map_err(|e| io_err(&self.path, e))?;
-            if avail == 0 {
-                self.done = true;
+            let whole = self.oracle_ready(max - c.len())?;
+            if whole == 0 {
                 return Ok(());
             }
-            if avail < RS {
-                bytes.advance(avail);
-                self.record += 1;
-                let (n, m) = (self.record, format!("truncated record: {avail} of {RS} bytes"));
-                self.bad(n, m)?;
-                continue;
-            }
-            let whole = (avail / RS).min(max - c.len());
+            let Source::Oracle(bytes) = &mut self.source else { return Ok(()) };
             let recs = &bytes.window()[..whole * RS];
             c.keys.extend(recs.chunks_exact(RS).map(|r| le_u64(r, 4)));
             c.flags.extend(std::iter::repeat_n(FLAG_FIRST, whole));
