@@ -574,6 +574,7 @@ fn default_workers() -> usize {
 
 /// Run `ember serve` until SIGTERM or SIGINT.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    crate::memory_return::bound_allocator();
     let backings: Vec<Backing> =
         args.backing.iter().map(|b| parse_backing(b)).collect::<anyhow::Result<_>>()?;
     let write_mode = parse_write_mode(&args.write_policy)?;
@@ -695,7 +696,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut builder =
         Server::builder(Arc::new(EngineExports::new(engine.clone())) as Arc<dyn ExportSet>)
             .workers(args.workers.unwrap_or_else(default_workers).max(1))
-            .observer(stats.clone());
+            .observer(Arc::new(crate::memory_return::ReturnOnClose::new(stats.clone())));
     let listen = match (&args.listen, &args.unix) {
         (Some(l), _) => Some(l.clone()),
         (None, None) => Some("127.0.0.1:10809".to_string()),

@@ -16,6 +16,7 @@ pub mod cmd_warmup;
 pub mod demote_args;
 pub mod lab;
 pub mod legacy;
+pub mod memory_return;
 pub mod metrics;
 pub mod output;
 pub mod plot;
