@@ -4,6 +4,7 @@
 //! hit-rate-against-aggregate-cache-size plot (Figures 2 and 7) and the READ latency CDF
 //! (Figure 4).
 
+use crate::file_passes::FilePasses;
 use crate::output::{display_name, write_text, OutputArgs};
 use crate::plot::{colour, finish, DrawResult};
 use crate::trace_args::TraceInput;
@@ -14,7 +15,6 @@ use ember_sim::hierarchy::{ArrayAddressing, ClientOf, HierarchyConfig};
 use ember_sim::hierarchy_experiment::{DemoteExperiment, DemoteReport};
 use ember_sim::latency_model::{LatencyModel, PAPER_SAN_BITS_PER_S};
 use ember_sim::{default_threads, Capacity};
-use ember_trace::Trace;
 use plotters::prelude::*;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -155,17 +155,27 @@ impl DemoteArgs {
         })
     }
 
-    fn warmup(&self, trace: &Trace, wss: u64, block_size: u64) -> anyhow::Result<usize> {
+    /// Warm-up requests of a trace of `n` requests; `blocks` gives each request's block
+    /// count in trace order (read only as far as `wss` needs).
+    fn warmup(
+        &self,
+        n: usize,
+        wss: u64,
+        blocks: impl IntoIterator<Item = anyhow::Result<u64>>,
+    ) -> anyhow::Result<usize> {
         let w = self.warmup.trim();
-        let n = trace.requests.len();
         Ok(match w {
             "wss" => {
                 // The shortest prefix with a working set's worth of block accesses, at most
                 // half the requests.
                 let mut seen = 0u64;
                 let mut k = 0;
+                let mut blocks = blocks.into_iter();
                 while k < n / 2 && seen < wss {
-                    seen += trace.requests[k].blocks(block_size).count() as u64;
+                    match blocks.next() {
+                        Some(b) => seen += b?,
+                        None => break,
+                    }
                     k += 1;
                 }
                 k
@@ -213,20 +223,36 @@ pub fn compute(args: &DemoteCmdArgs) -> anyhow::Result<DemoteRun> {
     if block_size == 0 {
         bail!("--block-size must be positive");
     }
-    let (trace, stats) = args.input.read()?;
     let path = args.input.path();
-    if stats.skipped > 0 && !args.output.quiet {
-        eprintln!(
-            "ember demote: skipped {} malformed records of {}",
-            stats.skipped,
-            path.display()
-        );
-    }
-    let name = display_name(path);
+    // A regular file streams: a counting pass, then a pass per run (memory is the caches'
+    // state and the working set's block set, not the trace). A pipe is read into memory.
+    let streamed = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let passes = FilePasses::new(&args.input);
+    let context = || format!("reading trace {}", path.display());
+    let (trace, skipped) = if streamed {
+        (None, 0)
+    } else {
+        let (trace, stats) = args.input.read()?;
+        (Some(trace), stats.skipped)
+    };
     let mut blocks: HashSet<u64> = HashSet::new();
-    for r in &trace.requests {
-        blocks.extend(r.block_keys(block_size));
-    }
+    let (n, volumes) = match &trace {
+        Some(t) => {
+            for r in &t.requests {
+                blocks.extend(r.block_keys(block_size));
+            }
+            (t.requests.len(), t.volumes.clone())
+        }
+        None => {
+            let mut reader = args.input.open()?;
+            let mut n = 0usize;
+            for r in reader.by_ref() {
+                blocks.extend(r.with_context(context)?.block_keys(block_size));
+                n += 1;
+            }
+            (n, reader.volumes().clone())
+        }
+    };
     let wss = blocks.len() as u64;
     drop(blocks);
     let client_of = match d.client_of.as_str() {
@@ -234,18 +260,18 @@ pub fn compute(args: &DemoteCmdArgs) -> anyhow::Result<DemoteRun> {
         "single" => ClientOf::Single,
         other => bail!("--client-of: expected volume or single, got {other:?}"),
     };
-    let volumes = trace.volumes.len().max(1);
+    let volume_count = volumes.len().max(1);
     let clients = match (d.clients, client_of) {
         (Some(0), _) => bail!("--clients must be at least 1"),
         (Some(n), _) => n,
-        (None, ClientOf::Volume) => volumes,
+        (None, ClientOf::Volume) => volume_count,
         (None, ClientOf::Single) => 1,
     };
     let addressing = match d.addressing.as_str() {
         "shared" => ArrayAddressing::Shared,
         "volume" => ArrayAddressing::PerVolume,
         "auto" => {
-            let generated = trace.volumes.names().iter().all(|n| {
+            let generated = volumes.names().iter().all(|n| {
                 n.strip_prefix("client")
                     .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
             });
@@ -297,11 +323,34 @@ pub fn compute(args: &DemoteCmdArgs) -> anyhow::Result<DemoteRun> {
         sweep_array_blocks: sweep,
         threads: args.threads.unwrap_or_else(default_threads).max(1),
     };
-    let warmup = d.warmup(&trace, wss, block_size)?;
-    let report = exp
-        .run(&trace.requests, warmup)
-        .with_context(|| format!("hierarchy simulation of {}", path.display()))?;
-    Ok(DemoteRun { report, name, requests: trace.requests.len(), warmup, wss })
+    let name = display_name(path);
+    let report = match &trace {
+        Some(t) => {
+            let warmup = d.warmup(
+                n,
+                wss,
+                t.requests.iter().map(|r| Ok(r.blocks(block_size).count() as u64)),
+            )?;
+            exp.run(&t.requests, warmup).map(|r| (r, warmup))
+        }
+        None => {
+            let pass = passes.open().with_context(context)?;
+            let warmup = d.warmup(
+                n,
+                wss,
+                pass.map(|r| Ok(r.with_context(context)?.blocks(block_size).count() as u64)),
+            )?;
+            let open = || passes.open();
+            exp.run_streamed(&open, warmup).map(|r| (r, warmup))
+        }
+    };
+    let (report, warmup) =
+        report.with_context(|| format!("hierarchy simulation of {}", path.display()))?;
+    let skipped = skipped.max(passes.skipped());
+    if skipped > 0 && !args.output.quiet {
+        eprintln!("ember demote: skipped {skipped} malformed records of {}", path.display());
+    }
+    Ok(DemoteRun { report, name, requests: n, warmup, wss })
 }
 
 /// Run `ember demote`: print the tables, write JSON, tables and figures.
@@ -517,7 +566,7 @@ pub fn plot_cdf(report: &DemoteReport, trace: &str, path: &Path) -> anyhow::Resu
 mod tests {
     use super::*;
     use clap::Parser;
-    use ember_trace::{Op, Request, VolumeTable};
+    use ember_trace::{Op, Request, Trace, VolumeTable};
 
     #[derive(Parser)]
     struct Cli {
@@ -547,11 +596,13 @@ mod tests {
     #[test]
     fn warmup_forms() {
         let t = trace(200);
-        let w = |a: &[&str], wss: u64| args(a).warmup(&t, wss, 4096);
+        let n = t.requests.len();
+        let counts = |bs: u64| t.requests.iter().map(move |r| Ok(r.blocks(bs).count() as u64));
+        let w = |a: &[&str], wss: u64| args(a).warmup(n, wss, counts(4096));
         assert_eq!(w(&[], 50).unwrap(), 50);
         assert_eq!(w(&[], 500).unwrap(), 100); // at most half the requests
                                                // 2-block requests: 50 blocks of working set are 25 requests.
-        assert_eq!(args(&[]).warmup(&t, 50, 2048).unwrap(), 25);
+        assert_eq!(args(&[]).warmup(n, 50, counts(2048)).unwrap(), 25);
         assert_eq!(w(&["--warmup", "none"], 50).unwrap(), 0);
         assert_eq!(w(&["--warmup", "25%"], 50).unwrap(), 50);
         assert_eq!(w(&["--warmup", "120"], 50).unwrap(), 120);

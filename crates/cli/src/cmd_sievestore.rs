@@ -2,6 +2,7 @@
 //! and 9 as PNG), and `--admission` / `--partition` runs of any sieve in an ensemble cache or
 //! per-volume partitions (docs/sievestore.md).
 
+use crate::file_passes::FilePasses;
 use crate::output::{display_name, ensure_dir, write_text, OutputArgs};
 use crate::plot::{colour, finish, DrawResult};
 use crate::sensitivity_plot::plot_sensitivity;
@@ -23,7 +24,7 @@ use ember_sim::sievestore_sensitivity::{
 use ember_sim::sievestore_stream::{count, run_streamed, StreamCell};
 use ember_sim::{default_threads, Capacity};
 use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
-use ember_trace::{write_trace, Format, ReadOptions, Request, Trace, TraceError, TraceReader};
+use ember_trace::{write_trace, Format, Request, Trace, TraceError, TraceReader};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -124,39 +125,6 @@ pub fn experiment(
     experiment_setup(args, block_size, threads)?
         .run(trace)
         .with_context(|| format!("sievestore experiment on {trace_name}"))
-}
-
-/// A regular trace file read in passes, from any thread; counts the malformed records skipped
-/// (the most any pass skipped).
-struct FilePasses<'a> {
-    input: &'a TraceInput,
-    opts: ReadOptions,
-    skipped: std::sync::atomic::AtomicU64,
-}
-
-impl<'a> FilePasses<'a> {
-    fn new(input: &'a TraceInput) -> Self {
-        Self { input, opts: input.read_options(), skipped: Default::default() }
-    }
-
-    /// One pass over the trace.
-    fn open(
-        &self,
-    ) -> Result<Box<dyn Iterator<Item = Result<Request, TraceError>> + Send + '_>, TraceError> {
-        let mut reader = ember_trace::open(self.input.path(), &self.opts)?;
-        let skipped = &self.skipped;
-        Ok(Box::new(std::iter::from_fn(move || {
-            let next = reader.next();
-            if next.is_none() {
-                skipped.fetch_max(reader.skipped(), std::sync::atomic::Ordering::Relaxed);
-            }
-            next
-        })))
-    }
-
-    fn skipped(&self) -> u64 {
-        self.skipped.load(std::sync::atomic::Ordering::Relaxed)
-    }
 }
 
 /// `--experiment` or `--sensitivity` over a regular file, streamed (a counting pass, then one

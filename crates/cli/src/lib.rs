@@ -14,6 +14,7 @@ pub mod cmd_sweep;
 pub mod cmd_trace;
 pub mod cmd_warmup;
 pub mod demote_args;
+pub mod file_passes;
 pub mod lab;
 pub mod legacy;
 pub mod memory_return;

@@ -294,6 +294,17 @@ pub fn simulate_hierarchy_with(
     requests: &[Request],
     warmup_requests: usize,
     config: &HierarchyConfig,
+    observe: impl FnMut(usize, ReadPath),
+) -> Result<HierarchyResult, SimError> {
+    simulate_hierarchy_stream(requests.iter().copied(), warmup_requests, config, observe)
+}
+
+/// As [`simulate_hierarchy_with`] over requests in trace order from any source (a trace
+/// streamed from a file: memory is the caches' state, not the trace).
+pub fn simulate_hierarchy_stream(
+    requests: impl IntoIterator<Item = Request>,
+    warmup_requests: usize,
+    config: &HierarchyConfig,
     mut observe: impl FnMut(usize, ReadPath),
 ) -> Result<HierarchyResult, SimError> {
     if config.block_size == 0 {
@@ -302,7 +313,7 @@ pub fn simulate_hierarchy_with(
     let mut h = Hierarchy::new(config)?;
     let mut counters = vec![ClientCounters::default(); config.clients];
     let addressing = config.addressing;
-    for (i, r) in requests.iter().enumerate() {
+    for (i, r) in requests.into_iter().enumerate() {
         let client = match config.client_of {
             ClientOf::Single => 0,
             ClientOf::Volume => r.volume as usize,

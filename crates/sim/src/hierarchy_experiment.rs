@@ -6,15 +6,21 @@
 //! hit rate of one unified LRU cache of the same aggregate size for reference.
 
 use crate::hierarchy::{
-    simulate_hierarchy, ArrayAddressing, ClientCounters, ClientOf, HierarchyConfig, HierarchyResult,
+    simulate_hierarchy, simulate_hierarchy_stream, ArrayAddressing, ClientCounters, ClientOf,
+    HierarchyConfig, HierarchyResult,
 };
 use crate::latency_model::{geometric_mean, speedup, LatencyModel};
 use crate::SimError;
 use ember_policy::demote::{ArrayConfig, Scheme};
 use ember_trace::Request;
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+
+/// Opens one pass over the trace, from any thread.
+pub type PassOpener<'a, E> =
+    dyn Fn() -> Result<Box<dyn Iterator<Item = Result<Request, E>> + Send + 'a>, E> + Sync + 'a;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -111,6 +117,40 @@ impl DemoteExperiment {
 
     /// Run every scheme (and the sweep) over `requests`, the first `warmup` uncounted.
     pub fn run(&self, requests: &[Request], warmup: usize) -> Result<DemoteReport, SimError> {
+        self.run_each(&|config| simulate_hierarchy(requests, warmup, config))
+    }
+
+    /// As [`DemoteExperiment::run`], each run reading its own pass of the trace from `open`
+    /// (a regular file read once per run): memory is the caches' state, not the trace. A
+    /// pass that fails to read ends its run with the reader's error.
+    pub fn run_streamed<E: std::fmt::Display>(
+        &self,
+        open: &PassOpener<'_, E>,
+        warmup: usize,
+    ) -> Result<DemoteReport, SimError> {
+        self.run_each(&|config| {
+            let failed: RefCell<Option<E>> = RefCell::new(None);
+            let pass = open().map_err(|e| SimError::Invalid(format!("reading the trace: {e}")))?;
+            let requests = pass.map_while(|r| match r {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    *failed.borrow_mut() = Some(e);
+                    None
+                }
+            });
+            let result = simulate_hierarchy_stream(requests, warmup, config, |_, _| {});
+            match failed.into_inner() {
+                Some(e) => Err(SimError::Invalid(format!("reading the trace: {e}"))),
+                None => result,
+            }
+        })
+    }
+
+    /// Every scheme (and the sweep), each run by `simulate` on the worker threads.
+    fn run_each(
+        &self,
+        simulate: &(dyn Fn(&HierarchyConfig) -> Result<HierarchyResult, SimError> + Sync),
+    ) -> Result<DemoteReport, SimError> {
         let mut schemes = self.schemes.clone();
         if !schemes.contains(&Scheme::NoneLru) {
             schemes.insert(0, Scheme::NoneLru);
@@ -129,32 +169,39 @@ impl DemoteExperiment {
         let next = AtomicUsize::new(0);
         type Timed = (usize, Result<HierarchyResult, SimError>, f64, Option<f64>);
         let results: Mutex<Vec<Timed>> = Mutex::new(Vec::new());
-        std::thread::scope(|scope| {
-            for _ in 0..self.threads.max(1).min(jobs.len()) {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = jobs.get(i) else { break };
-                    let config = match *job {
-                        Job::Scheme(s, a) => self.config(s, a),
-                        Job::Unified(blocks) => HierarchyConfig {
-                            clients: 1,
-                            client_blocks: blocks,
-                            array: ArrayConfig::new(0, Scheme::NoneLru),
-                            client_of: ClientOf::Single,
-                            ..self.base
-                        },
-                    };
-                    let started = std::time::Instant::now();
-                    let cpu0 = thread_cpu_seconds();
-                    let r = simulate_hierarchy(requests, warmup, &config);
-                    let cpu = thread_cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
-                    let secs = started.elapsed().as_secs_f64();
-                    if let Ok(mut v) = results.lock() {
-                        v.push((i, r, secs, cpu));
-                    }
-                });
+        let work = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(job) = jobs.get(i) else { break };
+            let config = match *job {
+                Job::Scheme(s, a) => self.config(s, a),
+                Job::Unified(blocks) => HierarchyConfig {
+                    clients: 1,
+                    client_blocks: blocks,
+                    array: ArrayConfig::new(0, Scheme::NoneLru),
+                    client_of: ClientOf::Single,
+                    ..self.base
+                },
+            };
+            let started = std::time::Instant::now();
+            let cpu0 = thread_cpu_seconds();
+            let r = simulate(&config);
+            let cpu = thread_cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
+            let secs = started.elapsed().as_secs_f64();
+            if let Ok(mut v) = results.lock() {
+                v.push((i, r, secs, cpu));
             }
-        });
+        };
+        let threads = self.threads.max(1).min(jobs.len());
+        if threads <= 1 {
+            // On the calling thread: no thread (nor a new malloc arena) for a serial run.
+            work();
+        } else {
+            std::thread::scope(|scope| {
+                for _ in 0..threads {
+                    scope.spawn(work);
+                }
+            });
+        }
         let mut results =
             results.into_inner().map_err(|_| SimError::Invalid("a worker panicked".into()))?;
         results.sort_by_key(|r| r.0);
@@ -349,5 +396,69 @@ mod tests {
         // A unified LRU of 8 blocks holds the 7-block loop: every timed READ hits.
         assert_eq!(r.unified[1].hit_rate, 1.0);
         assert!(r.tables().contains("DEMOTE (mean speedup 25.50x)"));
+    }
+
+    /// Streamed runs (each job its own pass) give exactly the in-memory runs' counters, for
+    /// every scheme and sweep point, two clients over a skewed trace; a pass that fails to
+    /// read ends the experiment with the reader's error.
+    #[test]
+    fn streamed_runs_equal_in_memory_runs_and_report_read_errors() {
+        let mut x = 7u64;
+        let reqs: Vec<Request> = (0..40_000u64)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let block = (x % 1000) * (x % 7) / 6;
+                Request {
+                    time_ns: i,
+                    volume: (i % 2) as u32,
+                    op: if x.is_multiple_of(10) { Op::Write } else { Op::Read },
+                    offset: block * 4096,
+                    length: 4096 * (1 + (x % 3) as u32),
+                }
+            })
+            .collect();
+        let exp = DemoteExperiment {
+            base: HierarchyConfig {
+                clients: 2,
+                client_blocks: 60,
+                array: ArrayConfig::new(150, Scheme::NoneLru),
+                block_size: 4096,
+                client_of: ClientOf::Volume,
+                addressing: ArrayAddressing::PerVolume,
+            },
+            schemes: Scheme::ALL.to_vec(),
+            model: crate::latency_model::PAPER_SYNTHETIC,
+            sweep_array_blocks: vec![50, 300],
+            threads: 2,
+        };
+        let whole = exp.run(&reqs, 5_000).unwrap();
+        let open =
+            || -> Result<Box<dyn Iterator<Item = Result<Request, String>> + Send>, String> {
+                Ok(Box::new(reqs.clone().into_iter().map(Ok)))
+            };
+        let streamed = exp.run_streamed(&open, 5_000).unwrap();
+        assert_eq!(whole.schemes.len(), Scheme::ALL.len());
+        for (a, b) in whole.schemes.iter().zip(&streamed.schemes) {
+            assert_eq!(a.scheme, b.scheme);
+            assert_eq!(a.result.clients, b.result.clients, "{}", a.scheme);
+            assert!(a.result.total().client_hits > 0 && a.result.total().reads > 0);
+        }
+        assert_eq!(whole.sweep.len(), streamed.sweep.len());
+        for (a, b) in whole.sweep.iter().zip(&streamed.sweep) {
+            assert_eq!((a.scheme, a.array_blocks), (b.scheme, b.array_blocks));
+            assert_eq!(a.array_hit_rate.to_bits(), b.array_hit_rate.to_bits());
+        }
+        let first: Vec<Request> = reqs[..100].to_vec();
+        let broken =
+            || -> Result<Box<dyn Iterator<Item = Result<Request, String>> + Send>, String> {
+                let head = first.clone().into_iter().map(Ok);
+                Ok(Box::new(head.chain([Err("trace.csv line 101: bad offset".to_string())])))
+            };
+        match exp.run_streamed(&broken, 0) {
+            Err(SimError::Invalid(m)) => assert!(m.contains("trace.csv line 101"), "{m}"),
+            other => panic!("expected the read error, got {:?}", other.map(|r| r.schemes.len())),
+        }
     }
 }
