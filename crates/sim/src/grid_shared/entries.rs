@@ -145,6 +145,34 @@ impl Entries {
         }
     }
 
+    /// Start loading the entry of `key`, if it has one (its index group should be loaded
+    /// already: see [`Entries::prefetch`]).
+    #[inline(always)]
+    pub fn prefetch_entry_of(&self, key: u64) {
+        let slab = &self.slab;
+        if let Some(id) = self.map.get(key, |s| slab[s as usize].key) {
+            self.prefetch_entry(id);
+        }
+    }
+
+    /// Start loading entry `id` (a victim-to-be: the next eviction will read it).
+    #[inline(always)]
+    pub fn prefetch_entry(&self, id: u32) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(e) = self.slab.get(id as usize) {
+            // SAFETY: the pointer is to a live entry; a prefetch never faults and SSE is part
+            // of the x86-64 baseline.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(
+                    (e as *const Entry).cast::<i8>(),
+                    std::arch::x86_64::_MM_HINT_T0,
+                )
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = id;
+    }
+
     #[inline(always)]
     pub fn get(&self, id: u32) -> &Entry {
         &self.slab[id as usize]

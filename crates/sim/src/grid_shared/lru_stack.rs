@@ -71,6 +71,8 @@ impl LruStack {
                 e.level = (i + 1) as u8;
                 let pm = e.prev;
                 self.marker[i] = if pm == NIL { x } else { pm };
+                // The next miss at size i reads the new marker's entry.
+                es.prefetch_entry(pm);
                 self.evictions[i] += 1;
             } else if !present && self.caps[i] == self.len + 1 {
                 set_tail = true;

@@ -55,7 +55,8 @@ enum Slot {
     S3(usize),
 }
 
-/// How far ahead the index is told which key comes (hides its memory latency).
+/// How far ahead an access's entry is loaded (its index group twice as far ahead): hides
+/// the memory latency of both.
 const PREFETCH_AHEAD: usize = 8;
 
 /// A grid of LRU, FIFO, CLOCK and S3-FIFO cells over one shared index.
@@ -194,8 +195,11 @@ impl SharedGrid {
     pub fn run_records(&mut self, records: &[u8]) {
         let n = records.len() / RECORD_SIZE;
         for j in 0..n {
-            if let Some(k) = record_key(records, j + PREFETCH_AHEAD) {
+            if let Some(k) = record_key(records, j + 2 * PREFETCH_AHEAD) {
                 self.entries.prefetch(k);
+            }
+            if let Some(k) = record_key(records, j + PREFETCH_AHEAD) {
+                self.entries.prefetch_entry_of(k);
             }
             if let Some(k) = record_key(records, j) {
                 self.access(k, false);
@@ -208,8 +212,11 @@ impl SharedGrid {
     /// Simulate the accesses of `chunk`.
     pub fn run_chunk(&mut self, chunk: &BlockChunk) {
         for (j, (&k, &f)) in chunk.keys.iter().zip(&chunk.flags).enumerate() {
-            if let Some(&ahead) = chunk.keys.get(j + PREFETCH_AHEAD) {
+            if let Some(&ahead) = chunk.keys.get(j + 2 * PREFETCH_AHEAD) {
                 self.entries.prefetch(ahead);
+            }
+            if let Some(&ahead) = chunk.keys.get(j + PREFETCH_AHEAD) {
+                self.entries.prefetch_entry_of(ahead);
             }
             self.access(k, f & 1 != 0);
             self.requests += u64::from(f & FLAG_FIRST != 0);

@@ -104,6 +104,8 @@ impl Rings {
                 if r.hand == r.cap {
                     r.hand = 0;
                 }
+                // The next victim: load its entry before the next miss needs it.
+                es.prefetch_entry(r.ids[r.hand]);
                 r.counts.evictions += 1;
             }
             *bits(es.get_mut(x), policy) |= bit;

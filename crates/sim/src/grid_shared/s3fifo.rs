@@ -131,6 +131,12 @@ impl Size {
         if self.small.len() + self.main.len() >= self.c {
             self.evict(es, i);
             self.counts.evictions += 1;
+            // The next eviction reads the queues' oldest entries: load them now.
+            for q in [&self.small, &self.main, &self.ghost] {
+                if let Some(&f) = q.front() {
+                    es.prefetch_entry(f);
+                }
+            }
         }
         let to_main = remembered || (!self.has_evicted && self.small.len() >= self.small_cap);
         let stale = es.get(x).s3[i] & STALE;
