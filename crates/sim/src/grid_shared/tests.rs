@@ -72,7 +72,12 @@ fn reference(s: &AccessStream, cells: &[(Kind, usize)]) -> Vec<SimResult> {
 }
 
 /// The shared grid over `s` in chunks of `chunk` accesses.
-fn shared(s: &AccessStream, cells: &[(Kind, usize)], chunk: usize, threads: usize) -> Vec<SimResult> {
+fn shared(
+    s: &AccessStream,
+    cells: &[(Kind, usize)],
+    chunk: usize,
+    threads: usize,
+) -> Vec<SimResult> {
     let keys = s.keys();
     let mut at = 0usize;
     let mut next = |c: &mut BlockChunk| -> Result<bool, ()> {
@@ -151,8 +156,7 @@ fn the_sixteen_cell_grid_equals_single_runs_on_records_and_chunks() {
     write_trace(&path, Format::OracleGeneral, &Trace::new(reqs, VolumeTable::new()), 4096)
         .expect("write");
     for threads in [1, 2, 4] {
-        let mut r =
-            BlockReader::open(&path, &ReadOptions::default(), false, false).expect("open");
+        let mut r = BlockReader::open(&path, &ReadOptions::default(), false, false).expect("open");
         assert!(r.reads_records_in_place());
         let (got, totals) = run_shared_records(&mut r, &cells, threads, &|_| {}).expect("run");
         assert_eq!(got, want, "{threads} threads");
