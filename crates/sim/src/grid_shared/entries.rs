@@ -149,9 +149,14 @@ impl Entries {
     /// already: see [`Entries::prefetch`]).
     #[inline(always)]
     pub fn prefetch_entry_of(&self, key: u64) {
-        let slab = &self.slab;
-        if let Some(id) = self.map.get(key, |s| slab[s as usize].key) {
-            self.prefetch_entry(id);
+        // The first slot whose fingerprint matches, without reading its entry's key (that
+        // read would wait for the very load this starts): a rare false match only loads a
+        // line for nothing.
+        if let Some(id) = self.map.get(key, |s| {
+            self.prefetch_entry(s);
+            key
+        }) {
+            let _ = id;
         }
     }
 

@@ -12,6 +12,9 @@
 use super::entries::{Entries, Entry};
 use super::CellCounts;
 
+/// How far ahead of CLOCK's hand its entries are loaded while it passes referenced ones.
+const SWEEP_AHEAD: usize = 8;
+
 /// One size's ring.
 #[derive(Debug)]
 struct Ring {
@@ -89,6 +92,8 @@ impl Rings {
                     let e = es.get_mut(v);
                     if policy == RingPolicy::Clock && e.clock_ref & bit != 0 {
                         e.clock_ref &= !bit;
+                        // The hand may pass many referenced entries: load ahead of it.
+                        es.prefetch_entry(r.ids[(r.hand + SWEEP_AHEAD) % r.cap]);
                     } else {
                         *bits(e, policy) &= !bit;
                         r.ids[r.hand] = x;
