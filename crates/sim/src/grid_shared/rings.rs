@@ -12,8 +12,9 @@
 use super::entries::{Entries, Entry};
 use super::CellCounts;
 
-/// How far ahead of CLOCK's hand its entries are loaded while it passes referenced ones.
-const SWEEP_AHEAD: usize = 8;
+/// How far ahead of the hand the ring's entries are loaded (CLOCK's hand may pass many
+/// referenced entries before it evicts one).
+const AHEAD: usize = 8;
 
 /// One size's ring.
 #[derive(Debug)]
@@ -22,6 +23,22 @@ struct Ring {
     ids: Vec<u32>,
     hand: usize,
     counts: CellCounts,
+}
+
+impl Ring {
+    /// Advance the hand, and start loading the entry `AHEAD` places past it.
+    #[inline(always)]
+    fn step(&mut self, es: &Entries) {
+        self.hand += 1;
+        if self.hand == self.cap {
+            self.hand = 0;
+        }
+        let mut ahead = self.hand + AHEAD;
+        if ahead >= self.cap {
+            ahead %= self.cap;
+        }
+        es.prefetch_entry(self.ids[ahead]);
+    }
 }
 
 /// Which policy the rings simulate.
@@ -92,25 +109,15 @@ impl Rings {
                     let e = es.get_mut(v);
                     if policy == RingPolicy::Clock && e.clock_ref & bit != 0 {
                         e.clock_ref &= !bit;
-                        // The hand may pass many referenced entries: load ahead of it.
-                        es.prefetch_entry(r.ids[(r.hand + SWEEP_AHEAD) % r.cap]);
                     } else {
                         *bits(e, policy) &= !bit;
                         r.ids[r.hand] = x;
                         es.release_if_empty(v);
                         break;
                     }
-                    r.hand += 1;
-                    if r.hand == r.cap {
-                        r.hand = 0;
-                    }
+                    r.step(es);
                 }
-                r.hand += 1;
-                if r.hand == r.cap {
-                    r.hand = 0;
-                }
-                // The next victim: load its entry before the next miss needs it.
-                es.prefetch_entry(r.ids[r.hand]);
+                r.step(es);
                 r.counts.evictions += 1;
             }
             *bits(es.get_mut(x), policy) |= bit;

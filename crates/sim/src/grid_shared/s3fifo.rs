@@ -28,6 +28,9 @@ const FREQ: u8 = 0b11 << FREQ_SHIFT;
 const STALE_SHIFT: u8 = 4;
 const STALE_ONE: u8 = 1 << STALE_SHIFT;
 const STALE: u8 = 0xf0;
+/// How many of each queue's oldest entries are loaded ahead of the next eviction (it may
+/// move or reinsert several, and skip stale ghost items).
+const QUEUE_AHEAD: usize = 3;
 /// Blocks leaving `S` with at least this many hits move to `M`.
 const THRESHOLD: u8 = 2;
 /// The counter's maximum: `max(THRESHOLD, 3)`.
@@ -133,8 +136,10 @@ impl Size {
             self.counts.evictions += 1;
             // The next eviction reads the queues' oldest entries: load them now.
             for q in [&self.small, &self.main, &self.ghost] {
-                if let Some(&f) = q.front() {
-                    es.prefetch_entry(f);
+                for j in 0..QUEUE_AHEAD {
+                    if let Some(&f) = q.get(j) {
+                        es.prefetch_entry(f);
+                    }
                 }
             }
         }
