@@ -31,8 +31,8 @@ fn msr_trace(dir: &Path, n: u64, blocks: u64) -> PathBuf {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let b = if x % 3 == 0 { (x >> 8) % blocks } else { (x >> 8) % (blocks / 8 + 1) };
-        let op = if (x >> 30) % 4 == 0 { "Write" } else { "Read" };
+        let b = if x.is_multiple_of(3) { (x >> 8) % blocks } else { (x >> 8) % (blocks / 8 + 1) };
+        let op = if (x >> 30).is_multiple_of(4) { "Write" } else { "Read" };
         let (off, len) = match (x >> 40) % 6 {
             0 => (b * 4096 + 512, 4096),
             1 => (b * 4096, 12288),

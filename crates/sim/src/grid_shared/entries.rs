@@ -178,11 +178,13 @@ impl Entries {
         let _ = id;
     }
 
+    /// Entry `id`.
     #[inline(always)]
     pub fn get(&self, id: u32) -> &Entry {
         &self.slab[id as usize]
     }
 
+    /// Entry `id`, to change.
     #[inline(always)]
     pub fn get_mut(&mut self, id: u32) -> &mut Entry {
         &mut self.slab[id as usize]

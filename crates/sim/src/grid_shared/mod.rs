@@ -5,11 +5,11 @@
 //! It is a second implementation of those four policies, kept for speed only; the policies of
 //! `ember_policy` stay the reference, and every cell's counters equal a single run's exactly
 //! (tests below and `crates/cli/tests/sim_shared_grid.rs` compare them cell by cell):
-//! - LRU at every size in one recency stack ([`lru_stack`], Mattson's inclusion property);
-//! - FIFO and CLOCK: a ring of entry ids per size ([`rings`]);
-//! - S3-FIFO: small, main and ghost queues per size ([`s3fifo`]).
+//! - LRU at every size in one recency stack (`lru_stack.rs`, Mattson's inclusion property);
+//! - FIFO and CLOCK: a ring of entry ids per size (`rings.rs`);
+//! - S3-FIFO: small, main and ghost queues per size (`s3fifo.rs`).
 //!
-//! Each key's entry ([`entries`]) holds every cell's state of that key; it is freed when no
+//! Each key's entry (`entries.rs`) holds every cell's state of that key; it is freed when no
 //! cell (and no S3-FIFO ghost) holds it. [`SharedGrid::supports`] says which grids it takes:
 //! those four policies, at most [`MAX_SIZES`] sizes each, admission on every miss, no
 //! timeline and no oracle. `ember sim` sends any other grid to the per-cell path.

@@ -41,7 +41,7 @@ fn requests(rng: &mut Rng, n: usize, blocks: u64, write_every: u64) -> Vec<Reque
                 _ => rng.below(blocks),
             };
             let len = if r >> 40 & 7 == 0 { 3 * 4096 } else { 4096 };
-            let write = write_every > 0 && (r >> 20) % write_every == 0;
+            let write = write_every > 0 && (r >> 20).is_multiple_of(write_every);
             Request {
                 time_ns: t,
                 volume: 0,
