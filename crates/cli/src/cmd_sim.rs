@@ -9,6 +9,7 @@ use clap::Args;
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
+use ember_sim::grid_shared::{run_shared_chunks, run_shared_records, SharedGrid};
 use ember_sim::{
     count_pass, default_threads, policy_run, run_grid, run_streaming, run_streaming_records,
     run_streaming_with_next, simulate_with_progress, AccessStream, AccessStreamBuilder, Capacity,
@@ -209,8 +210,15 @@ fn compute_streamed(
         })
         .collect();
     let timeline = args.interval.is_some();
+    // A grid of LRU, FIFO, CLOCK and S3-FIFO cells without a timeline runs over one shared
+    // index (ember_sim::grid_shared): one probe per access for all cells, the same results.
+    let shared: Option<Vec<(Kind, usize)>> = (cells.len() > 1 && !timeline && future.is_none())
+        .then(|| cells.iter().map(|c| (c.policy, c.capacity)).collect::<Vec<(Kind, u64)>>())
+        .filter(|c| SharedGrid::supports(c))
+        .map(|c| c.into_iter().map(|(k, n)| (k, n as usize)).collect());
     let runs: Vec<Box<dyn ChunkRun>> = cells
         .iter()
+        .filter(|_| shared.is_none())
         .map(|c| {
             let cap = usize::try_from(c.capacity).unwrap_or(usize::MAX);
             with_replacement!(c.policy, cap, |p| policy_run(p, Aod, timeline))
@@ -234,7 +242,19 @@ fn compute_streamed(
         .context("reading the temporary files of OPT's next-access times")?
     } else {
         let mut reader = open()?;
-        let out = if reader.reads_records_in_place() && args.interval.is_none() {
+        let out = if let Some(grid) = &shared {
+            if reader.reads_records_in_place() {
+                run_shared_records(&mut reader, grid, threads, &on_progress)
+            } else {
+                run_shared_chunks(
+                    &mut |c| reader.next_chunk(c, CHUNK_ACCESSES),
+                    grid,
+                    threads,
+                    &on_progress,
+                )
+            }
+            .with_context(reading)?
+        } else if reader.reads_records_in_place() && args.interval.is_none() {
             // oracleGeneral: the runs read the records in place (zero-copy).
             run_streaming_records(&mut reader, runs, threads, &on_progress).with_context(reading)?
         } else {
@@ -258,8 +278,9 @@ fn compute_streamed(
         let sim_time = sim_start.elapsed().as_secs_f64();
         let accesses = totals.accesses as f64 * cells.len() as f64;
         eprintln!(
-            "ember sim: {} runs of {} accesses streamed from {} in {:.2} s ({}{} threads, {:.1} M accesses/s)",
+            "ember sim: {} runs{} of {} accesses streamed from {} in {:.2} s ({}{} threads, {:.1} M accesses/s)",
             cells.len(),
+            if shared.is_some() { " over one shared index" } else { "" },
             totals.accesses,
             trace_path.display(),
             sim_time,
@@ -269,7 +290,14 @@ fn compute_streamed(
             } else {
                 String::new()
             },
-            threads.min(cells.len()),
+            match &shared {
+                Some(_) => {
+                    let mut kinds: Vec<Kind> = cells.iter().map(|c| c.policy).collect();
+                    kinds.dedup();
+                    threads.min(kinds.len())
+                }
+                None => threads.min(cells.len()),
+            },
             accesses / sim_time.max(1e-9) / 1e6,
         );
     }

@@ -20,6 +20,7 @@ pub mod epoch_spool;
 pub mod error;
 pub mod experiment_sievestore;
 pub mod grid;
+pub mod grid_shared;
 pub mod hierarchy;
 pub mod hierarchy_experiment;
 pub mod interval;

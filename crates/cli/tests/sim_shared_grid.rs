@@ -1,0 +1,143 @@
+//! `ember sim` runs a grid of LRU, FIFO, CLOCK and S3-FIFO cells over one shared index
+//! (ember_sim::grid_shared); every cell must equal the same cell run alone (the per-policy
+//! implementations, the reference), on several traces, formats and size sets.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn ember(args: &[&str]) -> std::process::Output {
+    let o = Command::new(env!("CARGO_BIN_EXE_ember")).args(args).output().expect("run ember");
+    assert!(o.status.success(), "ember {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+/// The JSON report of `ember sim` on `trace` with extra `args`; and its stderr.
+fn sim(trace: &Path, args: &[&str]) -> (serde_json::Value, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("sim.json");
+    let mut all = vec!["sim", trace.to_str().expect("path"), "--json", json.to_str().expect("p")];
+    all.extend_from_slice(args);
+    let o = ember(&all);
+    let text = std::fs::read_to_string(&json).expect("json");
+    (serde_json::from_str(&text).expect("parse"), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// An MSR-Cambridge CSV of `n` requests with writes and requests over 1-3 blocks, some not
+/// block-aligned (a pseudo-random skewed pattern over `blocks` blocks).
+fn msr_trace(dir: &Path, n: u64, blocks: u64) -> PathBuf {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut text = String::new();
+    for i in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let b = if x.is_multiple_of(3) { (x >> 8) % blocks } else { (x >> 8) % (blocks / 8 + 1) };
+        let op = if (x >> 30).is_multiple_of(4) { "Write" } else { "Read" };
+        let (off, len) = match (x >> 40) % 6 {
+            0 => (b * 4096 + 512, 4096),
+            1 => (b * 4096, 12288),
+            _ => (b * 4096, 4096),
+        };
+        text.push_str(&format!("{},hm,0,{op},{off},{len},100\n", 128_166_372_000_000_000 + i));
+    }
+    let p = dir.join("hm_0.csv");
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+/// Every cell of the grid run equals its single run, all counters.
+fn check_grid(trace: &Path, extra: &[&str], sizes: &[&str]) {
+    let policies = ["lru", "fifo", "clock", "s3fifo"];
+    let size_list = sizes.join(",");
+    let mut args = vec!["--threads", "1", "--policy", "lru,fifo,clock,s3fifo", "--size"];
+    args.push(&size_list);
+    args.extend_from_slice(extra);
+    let (grid, stderr) = sim(trace, &args);
+    assert!(stderr.contains("over one shared index"), "the shared grid did not run: {stderr}");
+    let runs = grid["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), policies.len() * sizes.len());
+    let mut misses_differ = false;
+    for (i, p) in policies.iter().enumerate() {
+        for (j, s) in sizes.iter().enumerate() {
+            let mut a = vec!["--threads", "1", "--policy", p, "--size", s];
+            a.extend_from_slice(extra);
+            let (single, stderr) = sim(trace, &a);
+            assert!(!stderr.contains("shared index"), "{stderr}");
+            let want = &single["runs"][0];
+            let got = &runs[i * sizes.len() + j];
+            assert_eq!(got, want, "{} {p} at {s}", trace.display());
+            misses_differ |= got["misses"] != runs[j]["misses"];
+        }
+        assert_eq!(grid["wss_blocks"], sim(trace, &["--policy", p, "--size", "1"]).0["wss_blocks"]);
+    }
+    assert!(misses_differ, "every policy gave LRU's misses: the test would not tell them apart");
+}
+
+#[test]
+fn grid_cells_equal_single_runs_on_oracle_general_records() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = dir.path().join("z.oracleGeneral.bin");
+    let t_s = t.to_str().expect("path");
+    ember(&[
+        "trace",
+        "gen",
+        "zipf",
+        "--alpha",
+        "0.9",
+        "--blocks",
+        "20000",
+        "--requests",
+        "150000",
+        "--seed",
+        "7",
+        "-o",
+        t_s,
+    ]);
+    check_grid(&t, &[], &["0.5%", "1%", "5%", "10%"]);
+    check_grid(&t, &[], &["100", "1", "30000", "2000", "2000"]);
+}
+
+#[test]
+fn grid_cells_equal_single_runs_on_chunks_with_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = dir.path().join("w.csv");
+    let t_s = t.to_str().expect("path");
+    ember(&[
+        "trace",
+        "gen",
+        "zipf",
+        "--alpha",
+        "0.7",
+        "--blocks",
+        "5000",
+        "--requests",
+        "80000",
+        "--write-ratio",
+        "0.3",
+        "--seed",
+        "3",
+        "-o",
+        t_s,
+    ]);
+    check_grid(&t, &["--format", "msr"], &["1%", "7%", "20%", "60%"]);
+    let msr = msr_trace(dir.path(), 40_000, 3000);
+    check_grid(&msr, &["--format", "msr"], &["10", "3", "250", "1200", "5000"]);
+}
+
+/// Grids the shared index does not model take the per-cell path.
+#[test]
+fn other_grids_take_the_per_cell_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let msr = msr_trace(dir.path(), 5_000, 500);
+    for extra in [
+        vec!["--policy", "lru,arc", "--size", "10,50"],
+        vec!["--policy", "lru,fifo", "--size", "10,50", "--interval", "1000req"],
+        vec!["--policy", "lru", "--size", "10"],
+    ] {
+        let mut a = vec!["--format", "msr"];
+        a.extend_from_slice(&extra);
+        let (j, stderr) = sim(&msr, &a);
+        assert!(!stderr.contains("shared index"), "{extra:?}: {stderr}");
+        assert!(j["runs"][0]["misses"].as_u64().expect("misses") > 0);
+    }
+}

@@ -1,0 +1,192 @@
+//! The shared grid's one index: an entry per key resident in any cell (S3-FIFO's ghosts
+//! included), holding every cell's state for that key, so a request costs one hash probe for
+//! all cells.
+
+use ember_policy::keymap::{Bucket, KeyMap};
+
+/// Most sizes a policy can have in one shared grid (one bit or byte per size in an entry).
+pub const MAX_SIZES: usize = 8;
+
+/// No entry (an empty link, an unset marker).
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// [`Entry::level`] of a key in no LRU cell (outside the recency stack).
+pub(crate) const OUT: u8 = 0xff;
+
+/// [`Entry::level`] of a freed entry (on the free list).
+const FREE: u8 = 0xfe;
+
+/// Every cell's state of one key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entry {
+    /// The block key.
+    pub key: u64,
+    /// LRU: the next more recent entry of the recency stack ([`NIL`] at the top).
+    pub prev: u32,
+    /// LRU: the next less recent entry ([`NIL`] at the bottom).
+    pub next: u32,
+    /// LRU: the smallest size (in ascending order) whose cache holds the key; [`OUT`] if none.
+    pub level: u8,
+    /// FIFO: bit `i` set if size `i`'s cache holds the key.
+    pub fifo: u8,
+    /// CLOCK: bit `i` set if size `i`'s cache holds the key.
+    pub clock: u8,
+    /// CLOCK: size `i`'s reference bit.
+    pub clock_ref: u8,
+    /// S3-FIFO, one byte per size: location (bits 0-1: 0 none, 1 small, 2 main, 3 ghost),
+    /// access counter (bits 2-3), stale ghost-queue items (bits 4-7).
+    pub s3: [u8; MAX_SIZES],
+}
+
+impl Entry {
+    fn new(key: u64) -> Self {
+        Self {
+            key,
+            prev: NIL,
+            next: NIL,
+            level: OUT,
+            fifo: 0,
+            clock: 0,
+            clock_ref: 0,
+            s3: [0; MAX_SIZES],
+        }
+    }
+
+    /// True if no cell (and no queue) holds the key.
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.level == OUT && self.fifo == 0 && self.clock == 0 && u64::from_le_bytes(self.s3) == 0
+    }
+}
+
+/// The entries and the index from key to entry.
+#[derive(Debug)]
+pub(crate) struct Entries {
+    pub slab: Vec<Entry>,
+    free: Vec<u32>,
+    map: KeyMap,
+    /// The entry of the access being simulated: never freed until the access is done.
+    pub pinned: u32,
+}
+
+impl Entries {
+    /// Room for `expected` keys before the index first grows.
+    pub fn new(expected: usize) -> Self {
+        let expected = expected.max(1024);
+        Self {
+            slab: Vec::with_capacity(expected),
+            free: Vec::new(),
+            map: KeyMap::with_entries(expected),
+            pinned: NIL,
+        }
+    }
+
+    /// Keys the index holds.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Start loading the index group of `key`.
+    #[inline(always)]
+    pub fn prefetch(&self, key: u64) {
+        self.map.prefetch(key);
+    }
+
+    /// The entry of `key`, created empty if absent; the flag says whether it was created.
+    #[inline(always)]
+    pub fn get_or_insert(&mut self, key: u64) -> (u32, bool) {
+        if self.map.len() >= self.map.max_len() {
+            self.grow();
+        }
+        let slab = &self.slab;
+        match self.map.find(key, |s| slab[s as usize].key) {
+            Ok(id) => (id, false),
+            Err(bucket) => (self.insert_at(bucket, key), true),
+        }
+    }
+
+    fn insert_at(&mut self, bucket: Bucket, key: u64) -> u32 {
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slab[id as usize] = Entry::new(key);
+                id
+            }
+            None => {
+                self.slab.push(Entry::new(key));
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.map.insert_at(bucket, id);
+        id
+    }
+
+    /// Double the index (a grid whose union of keys outgrew the first estimate).
+    #[cold]
+    fn grow(&mut self) {
+        let mut map = KeyMap::with_entries(self.map.max_len().saturating_mul(2));
+        for (id, e) in self.slab.iter().enumerate() {
+            if e.level != FREE {
+                map.insert(e.key, id as u32);
+            }
+        }
+        self.map = map;
+    }
+
+    /// Free entry `id` if no cell holds it any more (and it is not the pinned one).
+    #[inline(always)]
+    pub fn release_if_empty(&mut self, id: u32) {
+        let e = &self.slab[id as usize];
+        if id != self.pinned && e.is_empty() {
+            let key = e.key;
+            self.map.remove(key, id);
+            self.slab[id as usize].level = FREE;
+            self.free.push(id);
+        }
+    }
+
+    /// Start loading the entry of `key`, if it has one (its index group should be loaded
+    /// already: see [`Entries::prefetch`]).
+    #[inline(always)]
+    pub fn prefetch_entry_of(&self, key: u64) {
+        // The first slot whose fingerprint matches, without reading its entry's key (that
+        // read would wait for the very load this starts): a rare false match only loads a
+        // line for nothing.
+        if let Some(id) = self.map.get(key, |s| {
+            self.prefetch_entry(s);
+            key
+        }) {
+            let _ = id;
+        }
+    }
+
+    /// Start loading entry `id` (a victim-to-be: the next eviction will read it).
+    #[inline(always)]
+    pub fn prefetch_entry(&self, id: u32) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(e) = self.slab.get(id as usize) {
+            // SAFETY: the pointer is to a live entry; a prefetch never faults and SSE is part
+            // of the x86-64 baseline.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(
+                    (e as *const Entry).cast::<i8>(),
+                    std::arch::x86_64::_MM_HINT_T0,
+                )
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = id;
+    }
+
+    /// Entry `id`.
+    #[inline(always)]
+    pub fn get(&self, id: u32) -> &Entry {
+        &self.slab[id as usize]
+    }
+
+    /// Entry `id`, to change.
+    #[inline(always)]
+    pub fn get_mut(&mut self, id: u32) -> &mut Entry {
+        &mut self.slab[id as usize]
+    }
+}

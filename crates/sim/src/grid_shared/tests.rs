@@ -1,0 +1,194 @@
+//! The shared grid against the reference policies, cell by cell.
+
+use super::*;
+use crate::{simulate, AccessStream, AccessStreamBuilder, RunConfig, Split};
+use ember_policy::admission::Aod;
+use ember_trace::{Op, Request};
+
+/// xorshift64: a seeded stream of pseudo-random numbers.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// `n` requests over `blocks` blocks: a hot set, a skewed rest, some scans, writes one in
+/// `write_every`, some requests over several blocks.
+fn requests(rng: &mut Rng, n: usize, blocks: u64, write_every: u64) -> Vec<Request> {
+    let mut scan = 0u64;
+    (0..n as u64)
+        .map(|t| {
+            let r = rng.next();
+            let block = match r % 10 {
+                0..=4 => rng.below(blocks / 10 + 1),
+                5..=7 => {
+                    let a = rng.below(blocks);
+                    let b = rng.below(blocks);
+                    a.min(b)
+                }
+                8 => {
+                    scan = (scan + 1) % blocks.max(1);
+                    scan
+                }
+                _ => rng.below(blocks),
+            };
+            let len = if r >> 40 & 7 == 0 { 3 * 4096 } else { 4096 };
+            let write = write_every > 0 && (r >> 20).is_multiple_of(write_every);
+            Request {
+                time_ns: t,
+                volume: 0,
+                op: if write { Op::Write } else { Op::Read },
+                offset: block * 4096,
+                length: len,
+            }
+        })
+        .collect()
+}
+
+fn stream(reqs: &[Request]) -> AccessStream {
+    let mut b = AccessStreamBuilder::new(4096, Split::Blocks).expect("builder");
+    for r in reqs {
+        b.push(r);
+    }
+    b.finish(false)
+}
+
+/// The reference: each cell simulated alone by its own policy.
+fn reference(s: &AccessStream, cells: &[(Kind, usize)]) -> Vec<SimResult> {
+    cells
+        .iter()
+        .map(|&(k, cap)| {
+            with_replacement!(k, cap, |p| simulate(&mut p, &mut Aod, s, &RunConfig::default()))
+        })
+        .collect()
+}
+
+/// The shared grid over `s` in chunks of `chunk` accesses.
+fn shared(
+    s: &AccessStream,
+    cells: &[(Kind, usize)],
+    chunk: usize,
+    threads: usize,
+) -> Vec<SimResult> {
+    let keys = s.keys();
+    let mut at = 0usize;
+    let mut next = |c: &mut BlockChunk| -> Result<bool, ()> {
+        c.clear();
+        while at < keys.len() && c.len() < chunk {
+            c.keys.push(keys[at]);
+            let w = u8::from(s.is_write(at));
+            c.flags.push(if s.starts_request(at) { w | FLAG_FIRST } else { w });
+            at += 1;
+        }
+        Ok(!c.is_empty())
+    };
+    let (got, totals) = run_shared_chunks(&mut next, cells, threads, &|_| {}).expect("run");
+    assert_eq!(totals.accesses, s.len() as u64);
+    assert_eq!(totals.requests, s.requests());
+    assert_eq!(totals.wss, s.wss());
+    got
+}
+
+const KINDS: [Kind; 4] = [Kind::Lru, Kind::Fifo, Kind::Clock, Kind::S3Fifo];
+
+/// Many random small traces and random size sets (zero, one, duplicates, sizes above the
+/// working set, any order): every cell equals its single run.
+#[test]
+fn random_traces_equal_single_runs_cell_by_cell() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut hits_seen = 0u64;
+    for round in 0..300 {
+        let blocks = 1 + rng.below(400);
+        let n = 1 + rng.below(3000) as usize;
+        let reqs = requests(&mut rng, n, blocks, [0, 2, 5][round % 3]);
+        let s = stream(&reqs);
+        let mut cells = Vec::new();
+        for k in KINDS {
+            if rng.below(5) == 0 {
+                continue;
+            }
+            for _ in 0..1 + rng.below(MAX_SIZES as u64) {
+                let cap = match rng.below(6) {
+                    0 => rng.below(3) as usize,
+                    1 => blocks as usize + rng.below(10) as usize,
+                    _ => 1 + rng.below(blocks) as usize,
+                };
+                cells.push((k, cap));
+            }
+        }
+        let want = reference(&s, &cells);
+        let got = shared(&s, &cells, 1 + rng.below(700) as usize, 1 + round % 3);
+        assert_eq!(got, want, "round {round}: {blocks} blocks, {n} requests, cells {cells:?}");
+        hits_seen += got.iter().map(|r| r.totals.hits()).sum::<u64>();
+    }
+    assert!(hits_seen > 100_000, "{hits_seen}");
+}
+
+/// The bench's grid shape (four policies at 0.5, 1, 5 and 10 % of the blocks) on a longer
+/// skewed trace, read as oracleGeneral records in place and as chunks.
+#[test]
+fn the_sixteen_cell_grid_equals_single_runs_on_records_and_chunks() {
+    use ember_trace::{write_trace, Format, ReadOptions, Trace, VolumeTable};
+    let mut rng = Rng(42);
+    let blocks = 20_000u64;
+    let reqs: Vec<Request> = requests(&mut rng, 200_000, blocks, 0)
+        .into_iter()
+        .map(|r| Request { length: 4096, ..r })
+        .collect();
+    let s = stream(&reqs);
+    let cells: Vec<(Kind, usize)> = KINDS
+        .iter()
+        .flat_map(|&k| [5u64, 10, 50, 100].map(move |p| (k, (blocks * p / 1000) as usize)))
+        .collect();
+    assert_eq!(cells.len(), 16);
+    let want = reference(&s, &cells);
+    assert_eq!(shared(&s, &cells, 4099, 1), want);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.oracleGeneral.bin");
+    write_trace(&path, Format::OracleGeneral, &Trace::new(reqs, VolumeTable::new()), 4096)
+        .expect("write");
+    for threads in [1, 2, 4] {
+        let mut r = BlockReader::open(&path, &ReadOptions::default(), false, false).expect("open");
+        assert!(r.reads_records_in_place());
+        let (got, totals) = run_shared_records(&mut r, &cells, threads, &|_| {}).expect("run");
+        assert_eq!(got, want, "{threads} threads");
+        assert_eq!(totals.wss, s.wss());
+    }
+    // The cells differ (so equality means something): misses fall with size per policy.
+    for k in 0..4 {
+        let m: Vec<u64> = want[k * 4..k * 4 + 4].iter().map(|r| r.totals.misses()).collect();
+        assert!(m.windows(2).all(|w| w[0] > w[1]), "{:?}: {m:?}", cells[k * 4].0);
+    }
+}
+
+/// The index frees keys no cell holds: after a long scan over many more blocks than any
+/// cell, it holds at most what the cells and S3-FIFO's ghosts hold.
+#[test]
+fn entries_are_freed_when_no_cell_holds_them() {
+    let cells = [(Kind::Lru, 100), (Kind::Fifo, 50), (Kind::Clock, 70), (Kind::S3Fifo, 100)];
+    let mut g = SharedGrid::new(&cells).expect("supported");
+    for k in 0..100_000u64 {
+        g.access(k % 50_000, false);
+    }
+    // Bound: 100 + 50 + 70 + 100 resident, 90 live ghosts, at most 2 * 90 + 64 ghost items.
+    assert!(g.entries.len() <= 100 + 50 + 70 + 100 + 90 + 2 * 90 + 64, "{}", g.entries.len());
+    assert!(g.entries.len() >= 100, "{}", g.entries.len());
+    assert_eq!(g.results()[0].totals.misses(), 100_000);
+}
+
+#[test]
+fn unsupported_grids_are_refused() {
+    assert!(SharedGrid::new(&[(Kind::Arc, 10), (Kind::Lru, 10)]).is_none());
+    let nine: Vec<(Kind, usize)> = (1..=9).map(|c| (Kind::Fifo, c)).collect();
+    assert!(SharedGrid::new(&nine).is_none());
+    assert!(!SharedGrid::supports(&[(Kind::Lru, 1 << 31)]));
+    assert!(SharedGrid::supports(&[(Kind::Lru, 10), (Kind::S3Fifo, 0)]));
+}
