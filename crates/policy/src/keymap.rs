@@ -302,6 +302,30 @@ impl KeyMap {
         true
     }
 
+    /// Give the entry of `key`, mapped to slot `old`, slot `new` instead (the entry itself
+    /// stays where it is). Returns false if there was no such entry.
+    pub fn reslot(&mut self, key: u64, old: u32, new: u32) -> bool {
+        let fp = fingerprint(key);
+        let mut g = self.home(fp);
+        for _ in 0..self.groups.len() {
+            let group = &mut self.groups[g];
+            let mut m = group.matches(fp);
+            while m != 0 {
+                let w = m.trailing_zeros() as usize;
+                if group.slots[w] == old {
+                    group.slots[w] = new;
+                    return true;
+                }
+                m &= m - 1;
+            }
+            if group.overflow() == 0 {
+                return false;
+            }
+            g = self.next(g);
+        }
+        false
+    }
+
     /// Remove every entry.
     pub fn clear(&mut self) {
         self.groups.fill(EMPTY_GROUP);
@@ -448,6 +472,25 @@ mod tests {
             }
             assert_eq!(map.len(), reference.len());
         }
+    }
+
+    #[test]
+    fn reslot_moves_only_the_slot() {
+        let mut keys: Vec<u64> = (0..60).map(|i| i * 0x9E37_79B9).collect();
+        let mut map = KeyMap::with_entries(30);
+        for (i, &k) in keys.iter().enumerate().take(30) {
+            map.insert(k, i as u32);
+        }
+        // Key 7 moves from slot 7 to slot 45; a wrong old slot or an absent key changes nothing.
+        assert!(!map.reslot(keys[7], 8, 45));
+        assert!(!map.reslot(keys[50], 50, 45));
+        assert!(map.reslot(keys[7], 7, 45));
+        keys[45] = keys[7];
+        keys[7] = u64::MAX;
+        assert_eq!(map.get(keys[45], |s| keys[s as usize]), Some(45));
+        assert_eq!(map.get(keys[8], |s| keys[s as usize]), Some(8));
+        assert!(map.remove(keys[45], 45));
+        assert_eq!(map.len(), 29);
     }
 
     #[test]
