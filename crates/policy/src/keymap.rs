@@ -99,12 +99,22 @@ pub struct KeyMap {
 }
 
 /// The 32-bit fingerprint of `key`: the high half of a multiplicative (Fibonacci) hash of the
-/// key folded onto itself, so both volume and block bits reach it.
-/// Never 0, the empty tag.
+/// key folded onto itself, so both volume and block bits reach it, with its lowest bit set so
+/// that it is never 0, the empty tag (one instruction; the home group is taken from the high
+/// bits).
 #[inline(always)]
-fn fingerprint(key: u64) -> u32 {
+pub fn fingerprint(key: u64) -> u32 {
     let h = ((key ^ (key >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32;
-    h | u32::from(h == 0)
+    h | 1
+}
+
+impl Bucket {
+    /// The fingerprint of the key this bucket was found for (see [`fingerprint`]): a caller
+    /// that keeps it beside the key can later remove or prefetch the entry without hashing.
+    #[inline(always)]
+    pub fn fingerprint(&self) -> u32 {
+        self.fp
+    }
 }
 
 impl KeyMap {
@@ -155,9 +165,15 @@ impl KeyMap {
     /// x86-64). Callers replaying a trace call it some accesses ahead.
     #[inline(always)]
     pub fn prefetch(&self, key: u64) {
+        self.prefetch_fp(fingerprint(key));
+    }
+
+    /// [`KeyMap::prefetch`] of the key whose [`fingerprint`] is `fp`.
+    #[inline(always)]
+    pub fn prefetch_fp(&self, fp: u32) {
         #[cfg(target_arch = "x86_64")]
         {
-            let g = &self.groups[self.home(fingerprint(key))];
+            let g = &self.groups[self.home(fp)];
             // SAFETY: the pointer is to a live group; a prefetch never faults and SSE is part
             // of the x86-64 baseline.
             unsafe {
@@ -168,7 +184,7 @@ impl KeyMap {
             };
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = key;
+        let _ = fp;
     }
 
     /// Look up `key`: `Ok(slot)` if present, else `Err(bucket)`, the free way where
@@ -266,7 +282,12 @@ impl KeyMap {
     /// Remove the entry of `key`, known to map to `slot`. Returns false if it was absent.
     #[inline(always)]
     pub fn remove(&mut self, key: u64, slot: u32) -> bool {
-        let fp = fingerprint(key);
+        self.remove_fp(fingerprint(key), slot)
+    }
+
+    /// [`KeyMap::remove`] of the key whose [`fingerprint`] is `fp`.
+    #[inline(always)]
+    pub fn remove_fp(&mut self, fp: u32, slot: u32) -> bool {
         let home = self.home(fp);
         let mut g = home;
         let mut visited = 0;

@@ -14,7 +14,8 @@
 //! capacity of insertions, so insertion stays O(1) amortized. A trace simulation never removes
 //! and never packs.
 //!
-//! Memory: 8 bytes a position (1.25 a key) and 16 bytes of index a key: 26 bytes a key.
+//! Memory: 12 bytes a position (the key and its index fingerprint; 1.25 positions a key) and
+//! 16 bytes of index a key: 31 bytes a key.
 
 use crate::keymap::{Bucket, KeyMap};
 
@@ -24,6 +25,9 @@ pub struct KeyRing {
     map: KeyMap,
     /// The ring: a key at every position from `tail` for `span` positions (holes included).
     keys: Box<[u64]>,
+    /// The index fingerprint of each position's key, so that evicting it and prefetching
+    /// the next victim's index group need no hashing.
+    fps: Box<[u32]>,
     /// Position of the oldest key (live whenever `len > 0`).
     tail: usize,
     /// Positions in use from `tail`, holes included.
@@ -43,6 +47,7 @@ impl KeyRing {
         Self {
             map: KeyMap::with_entries(capacity),
             keys: vec![0u64; positions].into_boxed_slice(),
+            fps: vec![0u32; positions].into_boxed_slice(),
             tail: 0,
             span: 0,
             len: 0,
@@ -76,7 +81,9 @@ impl KeyRing {
 
     /// Bytes of memory the positions and the index occupy.
     pub fn memory_bytes(&self) -> usize {
-        self.map.memory_bytes() + std::mem::size_of_val(&*self.keys)
+        self.map.memory_bytes()
+            + std::mem::size_of_val(&*self.keys)
+            + std::mem::size_of_val(&*self.fps)
     }
 
     /// The position of `key` if held, else the bucket to insert it at (see
@@ -128,6 +135,7 @@ impl KeyRing {
     fn put(&mut self, bucket: Bucket, key: u64) {
         let p = self.wrap(self.tail + self.span);
         self.keys[p] = key;
+        self.fps[p] = bucket.fingerprint();
         self.map.insert_at(bucket, p as u32);
         self.span += 1;
         self.len += 1;
@@ -152,18 +160,19 @@ impl KeyRing {
         debug_assert!(self.len == self.capacity && self.capacity > 0);
         let t = self.tail;
         let old = self.keys[t];
-        self.map.remove(old, t as u32);
+        self.map.remove_fp(self.fps[t], t as u32);
         // The new key goes right after the newest (the victim's own position if the span
         // covers every position), then the tail moves on: the number of keys and the span
         // stay what they were, so neither is written (writing both and reading them back
         // together stalls on store forwarding).
         let p = self.wrap(t + self.span);
         self.keys[p] = key;
+        self.fps[p] = bucket.fingerprint();
         self.map.insert_at(bucket, p as u32);
         self.tail = self.wrap(t + 1);
         self.skip_holes();
         // The next victim's index group, so that its removal does not wait for memory.
-        self.map.prefetch(self.keys[self.tail]);
+        self.map.prefetch_fp(self.fps[self.tail]);
         old
     }
 
@@ -190,6 +199,7 @@ impl KeyRing {
                 if r != w {
                     let k = self.keys[r];
                     self.keys[w] = k;
+                    self.fps[w] = self.fps[r];
                     let moved = self.map.reslot(k, r as u32, w as u32);
                     debug_assert!(moved, "live key {k} not in the index");
                 }
@@ -240,7 +250,7 @@ mod tests {
             assert_eq!(r.keys(), vec![k, k - 1, k - 2, k - 3]);
         }
         assert!(r.contains(17) && !r.contains(16));
-        assert_eq!(r.memory_bytes(), 5 * 8 + 2 * 64);
+        assert_eq!(r.memory_bytes(), 5 * 12 + 2 * 64);
     }
 
     #[test]

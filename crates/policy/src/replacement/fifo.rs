@@ -3,7 +3,7 @@
 //! Matches libCacheSim's `FIFO` exactly (`FIFO.c`: insert at head, evict the tail, hits
 //! untouched). The order is a [`KeyRing`]: keys in ring positions, no list links, so a hit
 //! is one index probe and one key read, and an eviction reads the next position. Memory:
-//! 26 bytes per block of capacity (16 of index, 10 of positions).
+//! 31 bytes per block of capacity (16 of index, 15 of positions).
 
 use super::Replacement;
 use crate::ring::KeyRing;
