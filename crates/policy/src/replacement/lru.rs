@@ -126,7 +126,9 @@ impl Replacement for Lru {
         }
     }
 
-    #[inline]
+    /// Inlined whole into a caller's loop (as FIFO's): called through a reference, the
+    /// access cost a function's prologue and epilogue and the `Access` a trip through memory.
+    #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.q.lookup(access.key) {
             Ok(i) => {
