@@ -23,8 +23,10 @@ const REGION_PAGES: usize = 512;
 /// regions' hash map.
 const DIRECT_PAGES: usize = 1 << 16;
 
-/// Pages allowed before sparseness is checked.
-const MIN_PAGES: usize = 256;
+/// Pages allowed before sparseness is checked: 16 MiB of bitmap, which a dense trace of up
+/// to 2^27 blocks (512 GiB of 4 KiB blocks) never exceeds. Checked earlier, keys scattered
+/// over a few million blocks looked sparse while their pages were still filling.
+const MIN_PAGES: usize = 4096;
 
 /// An exact streaming counter of distinct `u64` keys.
 #[derive(Clone, Debug, Default)]
@@ -78,7 +80,7 @@ impl DistinctCounter {
             s.extend(keys.iter().copied());
             return;
         }
-        for &k in keys {
+        for (i, &k) in keys.iter().enumerate() {
             let bit = k % PAGE_BLOCKS;
             match self.direct.get((k / PAGE_BLOCKS) as usize) {
                 Some(&at) if at != 0 => {
@@ -87,12 +89,24 @@ impl DistinctCounter {
                     self.count += u64::from(*word & m == 0);
                     *word |= m;
                 }
-                _ => self.add_dense(k),
+                _ => {
+                    let pages = self.pages.len();
+                    self.add_dense(k);
+                    // Judged when a page is added, so one batch never piles up pages: past
+                    // MIN_PAGES (16 MiB of them), fewer than 64 keys a page is cheaper in a
+                    // hash set (a page costs 4 KiB, an entry about 16 bytes).
+                    if self.pages.len() > pages
+                        && self.pages.len() > MIN_PAGES
+                        && (self.pages.len() as u64) * 64 > self.count
+                    {
+                        self.go_sparse();
+                        if let Some(s) = &mut self.sparse {
+                            s.extend(keys[i + 1..].iter().copied());
+                        }
+                        return;
+                    }
+                }
             }
-        }
-        if self.pages.len() > MIN_PAGES && (self.pages.len() as u64) * 64 > self.count {
-            // Fewer than 64 keys a page: a page costs 4 KiB, a hash-set entry about 16 bytes.
-            self.go_sparse();
         }
     }
 
@@ -219,6 +233,25 @@ mod tests {
         assert_eq!(c.count(), set.len() as u64);
         assert!(!c.is_sparse());
         assert_eq!(c.direct.len(), DIRECT_PAGES);
+    }
+
+    /// Found by bench/sim-scale (issue 17): Zipf keys scattered over 10M blocks touch all
+    /// 306 pages within the first few thousand keys, when there are still fewer than 64 keys a
+    /// page; judged sparse that early, the counter moved to its hash set and cost a quarter of
+    /// `ember sim`'s time. A few megabytes of pages are never worth a hash set.
+    #[test]
+    fn scattered_keys_over_ten_million_blocks_stay_dense() {
+        let mut next = xorshift(0x1234_5678_9abc_def1);
+        let mut c = DistinctCounter::new();
+        let mut set = FxHashSet::default();
+        for _ in 0..200 {
+            let batch: Vec<u64> = (0..1024).map(|_| next() % 10_000_000).collect();
+            set.extend(batch.iter().copied());
+            c.add_all(&batch);
+            assert!(!c.is_sparse(), "sparse after {} keys", set.len());
+        }
+        assert_eq!(c.count(), set.len() as u64);
+        assert!(c.memory_bytes() < 2 << 20, "{}", c.memory_bytes());
     }
 
     #[test]
