@@ -291,7 +291,7 @@ mod tests {
 
     #[test]
     fn zero_and_one() {
-        let mut z = KeyRing::with_capacity(0);
+        let z = KeyRing::with_capacity(0);
         assert!(z.is_full() && z.lookup(5).is_err() && z.keys().is_empty());
         let mut one = KeyRing::with_capacity(1);
         assert_eq!(push(&mut one, 5), None);
@@ -316,7 +316,7 @@ mod tests {
                 let key = (x >> 8) % (cap as u64 * 3);
                 let held = v.contains(&key);
                 assert_eq!(r.contains(key), held, "cap {cap} key {key}");
-                if x % 3 == 0 {
+                if x.is_multiple_of(3) {
                     assert_eq!(r.remove(key), held);
                     v.retain(|&k| k != key);
                 } else if !held {
