@@ -192,7 +192,13 @@ impl KeyMap {
     /// bucket stays valid across removals; it is consumed by the next insertion.
     #[inline(always)]
     pub fn find(&self, key: u64, key_of: impl Fn(u32) -> u64) -> Result<u32, Bucket> {
-        let fp = fingerprint(key);
+        self.find_fp(key, fingerprint(key), key_of)
+    }
+
+    /// [`KeyMap::find`] with `key`'s [`fingerprint`] already computed (`fp` must be it).
+    #[inline(always)]
+    pub fn find_fp(&self, key: u64, fp: u32, key_of: impl Fn(u32) -> u64) -> Result<u32, Bucket> {
+        debug_assert_eq!(fp, fingerprint(key), "find_fp with another key's fingerprint");
         let home = self.home(fp);
         let mut g = home;
         let mut free: Option<(usize, usize)> = None;

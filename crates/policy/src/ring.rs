@@ -94,6 +94,14 @@ impl KeyRing {
         self.map.find(key, |p| keys[p as usize])
     }
 
+    /// [`KeyRing::lookup`] with `key`'s index fingerprint already computed
+    /// ([`crate::keymap::fingerprint`]).
+    #[inline(always)]
+    pub fn lookup_fp(&self, key: u64, fp: u32) -> Result<u32, Bucket> {
+        let keys = &self.keys;
+        self.map.find_fp(key, fp, |p| keys[p as usize])
+    }
+
     /// True if `key` is held.
     #[inline]
     pub fn contains(&self, key: u64) -> bool {
@@ -104,6 +112,12 @@ impl KeyRing {
     #[inline(always)]
     pub fn prefetch(&self, key: u64) {
         self.map.prefetch(key);
+    }
+
+    /// [`KeyRing::prefetch`] of the key whose index fingerprint is `fp`.
+    #[inline(always)]
+    pub fn prefetch_fp(&self, fp: u32) {
+        self.map.prefetch_fp(fp);
     }
 
     #[inline(always)]

@@ -6,6 +6,7 @@
 //! 31 bytes per block of capacity (16 of index, 15 of positions).
 
 use super::Replacement;
+use crate::keymap::fingerprint;
 use crate::ring::KeyRing;
 use crate::Access;
 
@@ -62,7 +63,20 @@ impl Replacement for Fifo {
 
     #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
-        match self.ring.lookup(access.key) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    #[inline(always)]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.ring.prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`Fifo::prefetch_hint`]).
+    #[inline(always)]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        match self.ring.lookup_fp(access.key, hint) {
             Ok(_) => (true, None),
             Err(_) if self.ring.capacity() == 0 => (false, None),
             Err(bucket) if self.ring.is_full() => {
