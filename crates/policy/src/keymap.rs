@@ -99,12 +99,22 @@ pub struct KeyMap {
 }
 
 /// The 32-bit fingerprint of `key`: the high half of a multiplicative (Fibonacci) hash of the
-/// key folded onto itself, so both volume and block bits reach it.
-/// Never 0, the empty tag.
+/// key folded onto itself, so both volume and block bits reach it, with its lowest bit set so
+/// that it is never 0, the empty tag (one instruction; the home group is taken from the high
+/// bits).
 #[inline(always)]
-fn fingerprint(key: u64) -> u32 {
+pub fn fingerprint(key: u64) -> u32 {
     let h = ((key ^ (key >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32;
-    h | u32::from(h == 0)
+    h | 1
+}
+
+impl Bucket {
+    /// The fingerprint of the key this bucket was found for (see [`fingerprint`]): a caller
+    /// that keeps it beside the key can later remove or prefetch the entry without hashing.
+    #[inline(always)]
+    pub fn fingerprint(&self) -> u32 {
+        self.fp
+    }
 }
 
 impl KeyMap {
@@ -155,9 +165,15 @@ impl KeyMap {
     /// x86-64). Callers replaying a trace call it some accesses ahead.
     #[inline(always)]
     pub fn prefetch(&self, key: u64) {
+        self.prefetch_fp(fingerprint(key));
+    }
+
+    /// [`KeyMap::prefetch`] of the key whose [`fingerprint`] is `fp`.
+    #[inline(always)]
+    pub fn prefetch_fp(&self, fp: u32) {
         #[cfg(target_arch = "x86_64")]
         {
-            let g = &self.groups[self.home(fingerprint(key))];
+            let g = &self.groups[self.home(fp)];
             // SAFETY: the pointer is to a live group; a prefetch never faults and SSE is part
             // of the x86-64 baseline.
             unsafe {
@@ -168,7 +184,7 @@ impl KeyMap {
             };
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = key;
+        let _ = fp;
     }
 
     /// Look up `key`: `Ok(slot)` if present, else `Err(bucket)`, the free way where
@@ -176,7 +192,13 @@ impl KeyMap {
     /// bucket stays valid across removals; it is consumed by the next insertion.
     #[inline(always)]
     pub fn find(&self, key: u64, key_of: impl Fn(u32) -> u64) -> Result<u32, Bucket> {
-        let fp = fingerprint(key);
+        self.find_fp(key, fingerprint(key), key_of)
+    }
+
+    /// [`KeyMap::find`] with `key`'s [`fingerprint`] already computed (`fp` must be it).
+    #[inline(always)]
+    pub fn find_fp(&self, key: u64, fp: u32, key_of: impl Fn(u32) -> u64) -> Result<u32, Bucket> {
+        debug_assert_eq!(fp, fingerprint(key), "find_fp with another key's fingerprint");
         let home = self.home(fp);
         let mut g = home;
         let mut free: Option<(usize, usize)> = None;
@@ -266,7 +288,12 @@ impl KeyMap {
     /// Remove the entry of `key`, known to map to `slot`. Returns false if it was absent.
     #[inline(always)]
     pub fn remove(&mut self, key: u64, slot: u32) -> bool {
-        let fp = fingerprint(key);
+        self.remove_fp(fingerprint(key), slot)
+    }
+
+    /// [`KeyMap::remove`] of the key whose [`fingerprint`] is `fp`.
+    #[inline(always)]
+    pub fn remove_fp(&mut self, fp: u32, slot: u32) -> bool {
         let home = self.home(fp);
         let mut g = home;
         let mut visited = 0;
@@ -300,6 +327,30 @@ impl KeyMap {
         }
         self.len -= 1;
         true
+    }
+
+    /// Give the entry of `key`, mapped to slot `old`, slot `new` instead (the entry itself
+    /// stays where it is). Returns false if there was no such entry.
+    pub fn reslot(&mut self, key: u64, old: u32, new: u32) -> bool {
+        let fp = fingerprint(key);
+        let mut g = self.home(fp);
+        for _ in 0..self.groups.len() {
+            let group = &mut self.groups[g];
+            let mut m = group.matches(fp);
+            while m != 0 {
+                let w = m.trailing_zeros() as usize;
+                if group.slots[w] == old {
+                    group.slots[w] = new;
+                    return true;
+                }
+                m &= m - 1;
+            }
+            if group.overflow() == 0 {
+                return false;
+            }
+            g = self.next(g);
+        }
+        false
     }
 
     /// Remove every entry.
@@ -448,6 +499,25 @@ mod tests {
             }
             assert_eq!(map.len(), reference.len());
         }
+    }
+
+    #[test]
+    fn reslot_moves_only_the_slot() {
+        let mut keys: Vec<u64> = (0..60).map(|i| i * 0x9E37_79B9).collect();
+        let mut map = KeyMap::with_entries(30);
+        for (i, &k) in keys.iter().enumerate().take(30) {
+            map.insert(k, i as u32);
+        }
+        // Key 7 moves from slot 7 to slot 45; a wrong old slot or an absent key changes nothing.
+        assert!(!map.reslot(keys[7], 8, 45));
+        assert!(!map.reslot(keys[50], 50, 45));
+        assert!(map.reslot(keys[7], 7, 45));
+        keys[45] = keys[7];
+        keys[7] = u64::MAX;
+        assert_eq!(map.get(keys[45], |s| keys[s as usize]), Some(45));
+        assert_eq!(map.get(keys[8], |s| keys[s as usize]), Some(8));
+        assert!(map.remove(keys[45], 45));
+        assert_eq!(map.len(), 29);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod demote;
 pub mod ghost;
 pub mod keymap;
 pub mod replacement;
+pub mod ring;
 pub mod slab;
 pub mod warmup;
 

@@ -18,8 +18,15 @@ const PAGE_WORDS: usize = (PAGE_BLOCKS / 64) as usize;
 /// Pages per region of the page index (a region spans 2^24 blocks).
 const REGION_PAGES: usize = 512;
 
-/// Pages allowed before sparseness is checked.
-const MIN_PAGES: usize = 256;
+/// Pages reached through [`DistinctCounter`]'s direct table (the first 2^31 blocks: a
+/// volume of 8 TiB in 4 KiB blocks, the first volume of an ensemble); keys beyond take the
+/// regions' hash map.
+const DIRECT_PAGES: usize = 1 << 16;
+
+/// Pages allowed before sparseness is checked: 16 MiB of bitmap, which a dense trace of up
+/// to 2^27 blocks (512 GiB of 4 KiB blocks) never exceeds. Checked earlier, keys scattered
+/// over a few million blocks looked sparse while their pages were still filling.
+const MIN_PAGES: usize = 4096;
 
 /// An exact streaming counter of distinct `u64` keys.
 #[derive(Clone, Debug, Default)]
@@ -29,6 +36,10 @@ pub struct DistinctCounter {
     index: FxHashMap<u64, u32>,
     tables: Vec<[u32; REGION_PAGES]>,
     pages: Vec<Box<[u64; PAGE_WORDS]>>,
+    /// For the pages below [`DIRECT_PAGES`], the index into `pages` plus one (0: none yet),
+    /// grown to the highest such page seen: the common case of a dense trace is one load
+    /// here, without the region lookup.
+    direct: Vec<u32>,
     /// The region last touched and its table (dense traces stay in one), to skip the hash
     /// lookup.
     last: Option<(u64, u32)>,
@@ -55,7 +66,11 @@ impl DistinctCounter {
     pub fn memory_bytes(&self) -> usize {
         match &self.sparse {
             Some(s) => s.capacity() * 9,
-            None => self.pages.len() * (PAGE_WORDS * 8 + 16) + self.tables.len() * REGION_PAGES * 4,
+            None => {
+                self.pages.len() * (PAGE_WORDS * 8 + 16)
+                    + self.tables.len() * REGION_PAGES * 4
+                    + self.direct.len() * 4
+            }
         }
     }
 
@@ -65,12 +80,33 @@ impl DistinctCounter {
             s.extend(keys.iter().copied());
             return;
         }
-        for &k in keys {
-            self.add_dense(k);
-        }
-        if self.pages.len() > MIN_PAGES && (self.pages.len() as u64) * 64 > self.count {
-            // Fewer than 64 keys a page: a page costs 4 KiB, a hash-set entry about 16 bytes.
-            self.go_sparse();
+        for (i, &k) in keys.iter().enumerate() {
+            let bit = k % PAGE_BLOCKS;
+            match self.direct.get((k / PAGE_BLOCKS) as usize) {
+                Some(&at) if at != 0 => {
+                    let word = &mut self.pages[at as usize - 1][(bit / 64) as usize];
+                    let m = 1u64 << (bit % 64);
+                    self.count += u64::from(*word & m == 0);
+                    *word |= m;
+                }
+                _ => {
+                    let pages = self.pages.len();
+                    self.add_dense(k);
+                    // Judged when a page is added, so one batch never piles up pages: past
+                    // MIN_PAGES (16 MiB of them), fewer than 64 keys a page is cheaper in a
+                    // hash set (a page costs 4 KiB, an entry about 16 bytes).
+                    if self.pages.len() > pages
+                        && self.pages.len() > MIN_PAGES
+                        && (self.pages.len() as u64) * 64 > self.count
+                    {
+                        self.go_sparse();
+                        if let Some(s) = &mut self.sparse {
+                            s.extend(keys[i + 1..].iter().copied());
+                        }
+                        return;
+                    }
+                }
+            }
         }
     }
 
@@ -94,6 +130,13 @@ impl DistinctCounter {
         if *slot == 0 {
             self.pages.push(Box::new([0u64; PAGE_WORDS]));
             *slot = self.pages.len() as u32;
+            if page < DIRECT_PAGES as u64 {
+                let p = page as usize;
+                if self.direct.len() <= p {
+                    self.direct.resize(p + 1, 0);
+                }
+                self.direct[p] = *slot;
+            }
         }
         let at = (*slot - 1) as usize;
         let bit = k % PAGE_BLOCKS;
@@ -127,6 +170,7 @@ impl DistinctCounter {
         self.index = FxHashMap::default();
         self.tables = Vec::new();
         self.pages = Vec::new();
+        self.direct = Vec::new();
         self.last = None;
         self.sparse = Some(set);
     }
@@ -170,6 +214,44 @@ mod tests {
             }
         }
         assert_eq!(DistinctCounter::new().count(), 0);
+    }
+
+    /// Keys on both sides of the direct table's end, and pages first met out of order,
+    /// count exactly.
+    #[test]
+    fn direct_pages_and_the_rest_agree_at_the_boundary() {
+        let edge = DIRECT_PAGES as u64 * PAGE_BLOCKS;
+        let keys: Vec<u64> = [edge + 5, edge - 1, 3, edge, edge - 1, 3, 40 * PAGE_BLOCKS, edge + 5]
+            .into_iter()
+            .chain((0..5000).map(|i| edge - 2 * PAGE_BLOCKS + (i * 7919) % (4 * PAGE_BLOCKS)))
+            .collect();
+        let set: FxHashSet<u64> = keys.iter().copied().collect();
+        let mut c = DistinctCounter::new();
+        for b in keys.chunks(3) {
+            c.add_all(b);
+        }
+        assert_eq!(c.count(), set.len() as u64);
+        assert!(!c.is_sparse());
+        assert_eq!(c.direct.len(), DIRECT_PAGES);
+    }
+
+    /// Found by bench/sim-scale (issue 17): Zipf keys scattered over 10M blocks touch all
+    /// 306 pages within the first few thousand keys, when there are still fewer than 64 keys a
+    /// page; judged sparse that early, the counter moved to its hash set and cost a quarter of
+    /// `ember sim`'s time. A few megabytes of pages are never worth a hash set.
+    #[test]
+    fn scattered_keys_over_ten_million_blocks_stay_dense() {
+        let mut next = xorshift(0x1234_5678_9abc_def1);
+        let mut c = DistinctCounter::new();
+        let mut set = FxHashSet::default();
+        for _ in 0..200 {
+            let batch: Vec<u64> = (0..1024).map(|_| next() % 10_000_000).collect();
+            set.extend(batch.iter().copied());
+            c.add_all(&batch);
+            assert!(!c.is_sparse(), "sparse after {} keys", set.len());
+        }
+        assert_eq!(c.count(), set.len() as u64);
+        assert!(c.memory_bytes() < 2 << 20, "{}", c.memory_bytes());
     }
 
     #[test]

@@ -284,22 +284,32 @@ fn records_loop<R, const KEEP_MISSES: bool>(
 where
     R: Replacement + ?Sized,
 {
-    // How far ahead the policy is told which key comes (hides the index's memory latency).
+    // How far ahead the policy is told which key comes (hides the index's memory latency);
+    // a power of two: the hints wait in a ring of that many.
     const PREFETCH_AHEAD: usize = 8;
     let (mut hits, mut evictions, mut m) = (0u64, 0u64, 0usize);
     let lo = range.start;
+    // The policy's hint for each of the next PREFETCH_AHEAD accesses (its index fingerprint:
+    // the key is hashed once, for the prefetch, not again for the lookup).
+    let mut hints = [0u32; PREFETCH_AHEAD];
+    for j in lo..range.end.min(lo + PREFETCH_AHEAD) {
+        if let Some(k) = record_key(records, j) {
+            hints[j % PREFETCH_AHEAD] = policy.prefetch_hint(k);
+        }
+    }
     let mine = records.get(lo * RECORD_SIZE..range.end * RECORD_SIZE).unwrap_or(&[]);
     for (i, r) in mine.chunks_exact(RECORD_SIZE).enumerate() {
         let j = lo + i;
+        let hint = hints[j % PREFETCH_AHEAD];
         if let Some(k) = record_key(records, j + PREFETCH_AHEAD) {
-            policy.prefetch(k);
+            hints[j % PREFETCH_AHEAD] = policy.prefetch_hint(k);
         }
         let mut id = [0u8; 8];
         id.copy_from_slice(&r[4..12]);
         let key = u64::from_le_bytes(id);
         let access =
             Access { key, time_ns: 0, op: Op::Read, vtime: vtime + j as u64, next_vtime: NEVER };
-        let (hit, evicted) = policy.access(&access);
+        let (hit, evicted) = policy.access_hinted(&access, hint);
         hits += hit as u64;
         evictions += evicted.is_some() as u64;
         if KEEP_MISSES {

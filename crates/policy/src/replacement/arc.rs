@@ -232,7 +232,7 @@ impl Replacement for Arc {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.find(access.key) {
             Some(i) if self.slab.node(i).meta <= T2 => {

@@ -122,7 +122,7 @@ impl Replacement for Clock {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.q.lookup(access.key) {
             Ok(i) => {

@@ -1,45 +1,30 @@
 //! FIFO: evict the block inserted longest ago; hits do not change the order.
 //!
 //! Matches libCacheSim's `FIFO` exactly (`FIFO.c`: insert at head, evict the tail, hits
-//! untouched). Memory as [`super::Lru`]: 32 bytes per block of capacity.
+//! untouched). The order is a [`KeyRing`]: keys in ring positions, no list links, so a hit
+//! is one index probe and one key read, and an eviction reads the next position. Memory:
+//! 31 bytes per block of capacity (16 of index, 15 of positions).
 
-use super::queue::Queue;
 use super::Replacement;
-use crate::keymap::Bucket;
+use crate::keymap::fingerprint;
+use crate::ring::KeyRing;
 use crate::Access;
 
 /// First-in first-out replacement.
 #[derive(Clone, Debug)]
 pub struct Fifo {
-    q: Queue<()>,
+    ring: KeyRing,
 }
 
 impl Fifo {
     /// An empty FIFO cache of `capacity` blocks.
     pub fn new(capacity: usize) -> Self {
-        Self { q: Queue::with_capacity(capacity) }
+        Self { ring: KeyRing::with_capacity(capacity) }
     }
 
     /// Resident keys from newest to oldest (O(n); for tests and inspection).
     pub fn keys(&self) -> Vec<u64> {
-        self.q.keys()
-    }
-
-    /// Insert `key`, looked up as absent into `bucket`.
-    #[inline(always)]
-    fn insert_absent(&mut self, bucket: Bucket, key: u64) -> Option<u64> {
-        if self.q.is_full() {
-            if self.q.capacity() == 0 {
-                return None;
-            }
-            let victim = self.q.list.tail;
-            let old = self.q.replace_at(victim, bucket, key, ());
-            self.q.prefetch_tail();
-            Some(old)
-        } else {
-            self.q.push_new_at(bucket, key, ());
-            None
-        }
+        self.ring.keys()
     }
 }
 
@@ -49,22 +34,22 @@ impl Replacement for Fifo {
     }
 
     fn capacity(&self) -> usize {
-        self.q.capacity()
+        self.ring.capacity()
     }
 
     #[inline]
     fn len(&self) -> usize {
-        self.q.len()
+        self.ring.len()
     }
 
     #[inline]
     fn contains(&self, key: u64) -> bool {
-        self.q.find(key).is_some()
+        self.ring.contains(key)
     }
 
     #[inline]
     fn lookup(&mut self, access: &Access) -> bool {
-        self.q.find(access.key).is_some()
+        self.ring.contains(access.key)
     }
 
     #[inline]
@@ -73,30 +58,44 @@ impl Replacement for Fifo {
     }
 
     fn remove(&mut self, key: u64) -> bool {
-        match self.q.find(key) {
-            Some(i) => {
-                self.q.remove_node(i);
-                true
-            }
-            None => false,
-        }
+        self.ring.remove(key)
     }
 
     #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
-        match self.q.lookup(access.key) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    #[inline(always)]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.ring.prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`Fifo::prefetch_hint`]).
+    #[inline(always)]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        match self.ring.lookup_fp(access.key, hint) {
             Ok(_) => (true, None),
-            Err(bucket) => (false, self.insert_absent(bucket, access.key)),
+            Err(_) if self.ring.capacity() == 0 => (false, None),
+            Err(bucket) if self.ring.is_full() => {
+                (false, Some(self.ring.replace_oldest_at(bucket, access.key)))
+            }
+            Err(bucket) => {
+                self.ring.push_new_at(bucket, access.key);
+                (false, None)
+            }
         }
     }
 
     #[inline]
     fn prefetch(&self, key: u64) {
-        self.q.map.prefetch(key);
+        self.ring.prefetch(key);
     }
 
     fn memory_bytes(&self) -> usize {
-        self.q.memory_bytes()
+        self.ring.memory_bytes()
     }
 }
 

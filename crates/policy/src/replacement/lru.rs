@@ -10,7 +10,7 @@
 
 use super::queue::Queue;
 use super::Replacement;
-use crate::keymap::Bucket;
+use crate::keymap::{fingerprint, Bucket};
 use crate::slab::NIL;
 use crate::Access;
 
@@ -126,9 +126,24 @@ impl Replacement for Lru {
         }
     }
 
-    #[inline]
+    /// Inlined whole into a caller's loop (as FIFO's): called through a reference, the
+    /// access cost a function's prologue and epilogue and the `Access` a trip through memory.
+    #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
-        match self.q.lookup(access.key) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    #[inline(always)]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.q.map.prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`Lru::prefetch_hint`]).
+    #[inline(always)]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        match self.q.lookup_fp(access.key, hint) {
             Ok(i) => {
                 self.q.move_to_head(i);
                 (true, None)

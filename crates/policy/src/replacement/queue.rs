@@ -63,6 +63,14 @@ impl<M: Copy + Default> Queue<M> {
         self.map.find(key, |s| slab.key(s))
     }
 
+    /// [`Queue::lookup`] with `key`'s index fingerprint already computed
+    /// ([`crate::keymap::fingerprint`]).
+    #[inline(always)]
+    pub(crate) fn lookup_fp(&self, key: u64, fp: u32) -> Result<u32, Bucket> {
+        let slab = &self.slab;
+        self.map.find_fp(key, fp, |s| slab.key(s))
+    }
+
     /// Insert `key`, looked up as absent into `bucket`, at the head; the queue must not be
     /// full.
     #[inline(always)]

@@ -223,7 +223,7 @@ impl Replacement for S3Fifo {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.find(access.key) {
             Some(i) => {

@@ -117,7 +117,7 @@ impl Replacement for Sieve {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.q.lookup(access.key) {
             Ok(i) => {

@@ -206,7 +206,7 @@ impl Replacement for Slru {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.find(access.key) {
             Some(i) => {

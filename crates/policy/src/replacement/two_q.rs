@@ -169,7 +169,7 @@ impl Replacement for TwoQ {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.find(access.key) {
             Some(i) => {
