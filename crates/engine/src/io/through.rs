@@ -29,6 +29,8 @@ impl Volume {
         let mut plans = Vec::with_capacity(n as usize);
         // Client tier: (evicted key, its cache block) to DEMOTE before this write reuses it.
         let mut demotes = Vec::new();
+        // The cache blocks this request pinned as hits (the policy may pick one as a victim).
+        let mut own: Vec<u32> = Vec::new();
         {
             let mut st = inner.state.lock();
             for b in first..first + n {
@@ -45,6 +47,7 @@ impl Volume {
                 if let Some(c) = st.hit_pin(&acc) {
                     ctr.write_hits.fetch_add(1, Relaxed);
                     st.admission.observe(&acc, true);
+                    own.push(c);
                     plans.push(Plan::Hit(c));
                     continue;
                 }
@@ -54,7 +57,19 @@ impl Volume {
                     plans.push(Plan::Pass);
                     continue;
                 }
-                let a = st.allocate(&acc);
+                let a = st.allocate_within(&acc, &own);
+                let adopted = a.cache_block.filter(|c| own.contains(c));
+                if let Some(c) = adopted {
+                    // The victim was this request's own hit: that block now holds this
+                    // key, and the hit's data goes to backing only (write-through writes
+                    // backing anyway). No DEMOTE of the victim: this request rewrites it.
+                    own.retain(|&o| o != c);
+                    for p in plans.iter_mut() {
+                        if *p == Plan::Hit(c) {
+                            *p = Plan::Pass;
+                        }
+                    }
+                }
                 if let Some(v) = a.evicted {
                     if let Some(c) = inner.counters.get(key_volume(v) as usize) {
                         c.evictions.fetch_add(1, Relaxed);
@@ -63,7 +78,8 @@ impl Volume {
                 if let (Some(v), Some(c)) = (a.evicted, a.cache_block) {
                     // As on a read miss: the clean victim's data is still in the block this
                     // write reuses, so it goes down as a DEMOTE before the write lands.
-                    if a.victim_block == Some(c) && self.demotes_to_backing(v) {
+                    if a.victim_block == Some(c) && adopted.is_none() && self.demotes_to_backing(v)
+                    {
                         demotes.push((v, c));
                     }
                 }

@@ -435,6 +435,17 @@ impl CacheState {
     /// and pinned; its content is written by the caller before it releases the block's stripe
     /// lock.
     pub fn allocate(&mut self, acc: &Access) -> Allocation {
+        self.allocate_within(acc, &[])
+    }
+
+    /// [`CacheState::allocate`] for a request that holds `own`, the cache blocks it pinned
+    /// as hits. If the policy's victim is one of them, pinned by this request alone, its
+    /// block goes to `acc.key` at once (the caller then treats that earlier hit as not
+    /// cached: its data goes to backing only), as `ember sim`, which has no pins, reuses a
+    /// victim's room at once. Without it, a policy that does not move a block on a hit
+    /// (FIFO, 2Q's first queue) can pick a block the same request just hit, and the
+    /// allocation would be refused for want of a free block.
+    pub fn allocate_within(&mut self, acc: &Access, own: &[u32]) -> Allocation {
         let evicted = if self.recency_policy {
             // LRU's insert: when every cache block holds a clean block, the oldest leaves.
             if self.clean >= self.pins.len() && self.clean > 0 {
@@ -446,7 +457,11 @@ impl CacheState {
             self.replacement.insert(acc)
         };
         let victim_block = evicted.and_then(|v| self.get(v));
-        match self.place_clean(acc.key, evicted, false) {
+        let placed = match self.place_clean(acc.key, evicted, false) {
+            None => victim_block.filter(|c| own.contains(c)).and_then(|c| self.adopt(acc.key, c)),
+            placed => placed,
+        };
+        match placed {
             Some(c) => Allocation { cache_block: Some(c), evicted, victim_block },
             None => {
                 // Every free block is still pinned by readers of evicted keys, or holds dirty
@@ -457,6 +472,20 @@ impl CacheState {
                 Allocation { cache_block: None, evicted, victim_block }
             }
         }
+    }
+
+    /// Map `key` clean to `c`, an unmapped block whose only pin is the caller's (a hit of the
+    /// same request whose key was just evicted); the pin carries over. None if anyone else
+    /// still holds `c`.
+    fn adopt(&mut self, key: u64, c: u32) -> Option<u32> {
+        let i = c as usize;
+        if self.refs[i] != 0 || self.pins[i] != 1 || self.prefs[i] != 0 {
+            return None;
+        }
+        self.map(key, c, false);
+        self.refs[i] += 1;
+        self.flags[i] = 0;
+        Some(c)
     }
 
     /// Give `key`, which the policy just placed (evicting `evicted`), a free block: mapped

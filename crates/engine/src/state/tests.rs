@@ -430,3 +430,46 @@ fn lru_state_is_at_most_48_bytes_a_block() {
     assert!(b <= 48.0, "{b} bytes per block");
     assert!(b >= 43.0, "{b}: the arrays and the index are all counted");
 }
+
+/// A request that hit a block (pinned) and then allocates for another key, where the policy
+/// (FIFO: a hit does not move a block) evicts that very block: the block goes to the new key
+/// at once (`allocate_within` with the request's own hits), as `ember sim` reuses a victim's
+/// room; plain `allocate` has to refuse (no free block) and leaves the new key uncached.
+#[test]
+fn a_requests_own_hit_block_is_reused_for_its_next_miss() {
+    use ember_policy::replacement::{build, Kind};
+    for own in [false, true] {
+        let mut st = CacheState::new(2, build(Kind::Fifo, 2), Box::new(Aod));
+        assert!(!st.recency_policy());
+        for key in [1, 2] {
+            let a = st.access(key, Op::Write, 0);
+            let c = st.allocate(&a).cache_block.unwrap();
+            st.unpin(c);
+        }
+        // One request: key 1 hits (pinned), then key 3 misses; FIFO's victim is key 1.
+        let h = st.access(1, Op::Write, 0);
+        let c1 = st.hit_pin(&h).unwrap();
+        let m = st.access(3, Op::Write, 0);
+        let mine = [c1];
+        let alloc = st.allocate_within(&m, if own { &mine } else { &[] });
+        assert_eq!(alloc.evicted, Some(1), "FIFO evicts the oldest, key 1");
+        if own {
+            assert_eq!(alloc.cache_block, Some(c1), "key 1's block goes to key 3 at once");
+            assert_eq!(st.get(3), Some(c1));
+            assert!(st.get(1).is_none());
+            st.unpin(c1); // the request ends: one pin, now key 3's
+            assert_eq!(st.len(), 2);
+            assert_eq!(st.free_len(), 0);
+            // The next miss evicts key 2 (FIFO order: 2, then 3) and gets its block.
+            let n = st.access(4, Op::Write, 0);
+            let a4 = st.allocate(&n);
+            assert_eq!(a4.evicted, Some(2));
+            assert!(a4.cache_block.is_some() && a4.cache_block != Some(c1));
+        } else {
+            assert_eq!(alloc.cache_block, None, "no free block: refused");
+            assert!(st.get(3).is_none());
+            st.unpin(c1);
+            assert_eq!(st.free_len(), 1, "key 1's block is free once the request ends");
+        }
+    }
+}
