@@ -99,6 +99,8 @@ impl Volume {
         let dirty = &mut dirty_buf[..nb];
         // Client tier: (evicted key, its cache block) to DEMOTE before reading backing.
         let mut demotes = Vec::new();
+        // Hits whose block a later miss of this request took (read from backing instead).
+        let mut adopted_hits = 0u64;
         {
             let mut st = inner.state.lock();
             if only_hits {
@@ -143,7 +145,26 @@ impl Volume {
                     plans[i] = Plan::Pass;
                     continue;
                 }
-                let a = st.allocate(&acc);
+                // This request's hits so far: the policy may pick one as the victim (see
+                // `CacheState::allocate_within`); that block then takes this fill, and the
+                // hit is read from backing instead (it was clean) but still counted a hit.
+                let mut own_buf = [0u32; CHUNK_BLOCKS as usize];
+                let mut own_n = 0;
+                for p in plans[..i].iter() {
+                    if let Plan::Hit(c) = *p {
+                        own_buf[own_n] = c;
+                        own_n += 1;
+                    }
+                }
+                let a = st.allocate_within(&acc, &own_buf[..own_n]);
+                if let Some(c) = a.cache_block.filter(|c| own_buf[..own_n].contains(c)) {
+                    for p in plans[..i].iter_mut() {
+                        if *p == Plan::Hit(c) {
+                            *p = Plan::Pass;
+                            adopted_hits += 1;
+                        }
+                    }
+                }
                 if let Some(v) = a.evicted {
                     if let Some(c) = inner.counters.get(key_volume(v) as usize) {
                         c.evictions.fetch_add(1, Relaxed);
@@ -176,7 +197,7 @@ impl Volume {
             self.send_demote(v, c);
         }
         let plans = &*plans;
-        let hits = plans.iter().filter(|p| matches!(p, Plan::Hit(_))).count() as u64;
+        let hits = plans.iter().filter(|p| matches!(p, Plan::Hit(_))).count() as u64 + adopted_hits;
         let hot = ctr.hot.mine();
         hot.read_hits.fetch_add(hits, Relaxed);
         if n > hits {
