@@ -14,6 +14,7 @@ use super::hit_batch::HitBatch;
 use super::job::{error_reply, ConnShared, Job};
 use super::queue::Sender;
 use super::replies::{observe, Outgoing, Replies};
+use super::spin::SpinRead;
 use super::tls::ConnTls;
 use super::worker;
 use super::Shared;
@@ -181,9 +182,15 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
 
     let mut header = [0u8; proto::REQUEST_HEADER_LEN];
     // Buffered from here on only: the handshake read exactly what it needed, unbuffered.
-    let mut reader = BufReader::with_capacity(64 * 1024, socket);
+    let mut reader = BufReader::with_capacity(64 * 1024, SpinRead::new(socket, config.spin));
     let mut batch = HitBatch::new();
-    while let Ok(true) = stream::read_exact_or_eof(&mut reader, &mut header) {
+    loop {
+        // With nothing in flight, the next request is this thread's only work for the
+        // connection: poll the socket briefly before sleeping (spin.rs).
+        reader.get_mut().arm(replies.idle());
+        let Ok(true) = stream::read_exact_or_eof(&mut reader, &mut header) else {
+            break;
+        };
         // Bad magic: the stream cannot be resynchronized; hard disconnect.
         let Ok(request) = Request::parse(&header) else {
             break;
@@ -321,7 +328,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
     drop(conn);
     replies.close();
     let _ = writer.join();
-    reader.get_ref().shutdown(Shutdown::Both);
+    reader.get_ref().get_ref().shutdown(Shutdown::Both);
 }
 
 #[cfg(test)]
