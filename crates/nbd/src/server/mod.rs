@@ -25,6 +25,7 @@ pub(crate) mod handshake;
 mod hit_batch;
 mod job;
 mod queue;
+mod read_run;
 mod replies;
 mod reply_buf;
 mod spin;
