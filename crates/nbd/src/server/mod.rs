@@ -104,8 +104,8 @@ pub struct ServerConfig {
     /// Longest busy-poll of a connection's socket before its reader blocks, right after a
     /// reply when the connection has nothing in flight (the next request of an iodepth-1
     /// client usually arrives within microseconds; the budget adapts below this, down to
-    /// zero for a client that pauses, docs/nbd.md "Threads"). Zero: never poll. Default
-    /// 50 µs.
+    /// zero for a client that pauses, docs/nbd.md "Threads"). Zero (the default): never
+    /// poll; on the shared 2-core bench machine no gain was measured (docs/serve.md).
     pub spin: Duration,
 }
 
@@ -131,7 +131,7 @@ impl Default for ServerConfig {
             handshake_deadline: Some(Duration::from_secs(10)),
             write_timeout: Some(Duration::from_secs(120)),
             tls: None,
-            spin: Duration::from_micros(50),
+            spin: Duration::ZERO,
         }
     }
 }
