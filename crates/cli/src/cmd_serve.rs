@@ -300,6 +300,12 @@ pub struct NetArgs {
     /// Permission bits of the --unix socket, in octal (default owner-only).
     #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = parse_mode)]
     pub unix_mode: u32,
+
+    /// Longest busy-poll of a connection's socket, in microseconds, after a reply when the
+    /// connection has nothing in flight (adaptive below this; 0, the default: never poll;
+    /// docs/nbd.md).
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
+    pub busy_poll_us: u64,
 }
 
 fn parse_tls_mode(s: &str) -> Result<TlsMode, String> {
@@ -329,6 +335,9 @@ impl NetArgs {
                 self.handshake_deadline
             );
         }
+        if self.busy_poll_us > 10_000 {
+            bail!("--busy-poll-us {}: at most 10000 (10 ms)", self.busy_poll_us);
+        }
         let tls = match (self.tls, &self.tls_certificates) {
             (TlsMode::Off, None) if !self.tls_verify_peer => None,
             (TlsMode::Off, _) => {
@@ -350,6 +359,7 @@ impl NetArgs {
             max_handshake_options: self.max_handshake_options,
             handshake_deadline: Some(Duration::from_secs_f64(self.handshake_deadline)),
             tls,
+            spin: Duration::from_micros(self.busy_poll_us),
             ..defaults
         })
     }
@@ -835,8 +845,14 @@ mod tests {
             "5",
             "--handshake-deadline",
             "2.5",
+            "--busy-poll-us",
+            "120",
         ])
         .unwrap();
+        assert_eq!(config.spin, Duration::from_micros(120));
+        assert_eq!(parse(&[]).unwrap().spin, Duration::ZERO);
+        let err = parse(&["--busy-poll-us", "20000"]).unwrap_err();
+        assert!(err.contains("--busy-poll-us 20000: at most 10000"), "{err}");
         assert_eq!(config.workers, 3);
         assert_eq!(config.max_connections, 7);
         assert_eq!(config.shared_budget, 64 << 20);

@@ -44,6 +44,17 @@ pub enum ExportError {
     Shutdown,
 }
 
+/// One READ of a run offered to [`Export::read_many_if_fast`].
+pub struct FastRead<'a> {
+    /// Byte offset in the export.
+    pub offset: u64,
+    /// Where the bytes go (its length is the READ's).
+    pub buf: &'a mut [u8],
+    /// `None`: declined, nothing done (the READ takes the ordinary path); `Some`: served,
+    /// or failed (the ordinary path then reports the error properly).
+    pub outcome: Option<Result<(), ExportError>>,
+}
+
 /// One exported block device. Methods take `&self`: the server calls them from many threads
 /// at once (requests in flight on many connections), so an export does its own locking.
 /// Offsets and lengths are already checked against [`Export::size`] by the server.
@@ -90,6 +101,23 @@ pub trait Export: Send + Sync {
             Some(self.read(offset, buf))
         } else {
             None
+        }
+    }
+
+    /// Whether the server should offer a connection's runs of already-received READs
+    /// together to [`Export::read_many_if_fast`]: the export's hits wait on a device (an
+    /// O_DIRECT cache), and reading them together keeps them all in flight at once. The
+    /// default says no (each READ is offered alone to [`Export::read_if_fast`]).
+    fn batches_reads(&self) -> bool {
+        false
+    }
+
+    /// Serve at once every READ of `reads` that completes without waiting on slow storage,
+    /// setting each [`FastRead::outcome`]. The default offers them one by one to
+    /// [`Export::read_if_fast`] (not idle: more requests are waiting).
+    fn read_many_if_fast(&self, reads: &mut [FastRead<'_>]) {
+        for r in reads.iter_mut() {
+            r.outcome = self.read_if_fast(r.offset, r.buf, false);
         }
     }
 

@@ -105,6 +105,24 @@ pub fn send_nonblocking(stream: &Stream, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// Receive what the socket holds now, up to `buf.len()` bytes (`recv` with `MSG_DONTWAIT`);
+/// `WouldBlock` when it holds nothing, `Ok(0)` at end of stream.
+pub fn recv_nonblocking(stream: &Stream, buf: &mut [u8]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let fd = match stream {
+        Stream::Tcp(s) => s.as_raw_fd(),
+        Stream::Unix(s) => s.as_raw_fd(),
+    };
+    // SAFETY: `fd` is an open socket owned by `stream`, which outlives this call, and `buf`
+    // is valid for writes of `buf.len()` bytes.
+    let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+    if got < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(got as usize)
+    }
+}
+
 /// Read exactly `buf.len()` bytes; `Ok(false)` when the peer closed before the first byte.
 pub fn read_exact_or_eof(stream: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
     let mut filled = 0;

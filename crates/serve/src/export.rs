@@ -3,8 +3,8 @@
 //! engine (its volumes by name; the empty name is the first volume).
 
 use crate::stale::{Session, StaleGuard};
-use ember_engine::{Engine, EngineError, Volume};
-use ember_nbd::{Export, ExportError, ExportFlags, ExportSet};
+use ember_engine::{Engine, EngineError, HitRead, Volume};
+use ember_nbd::{Export, ExportError, ExportFlags, ExportSet, FastRead};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -128,6 +128,31 @@ impl Export for VolumeExport {
                 Some(Ok(()))
             }
             Err(e) => Some(Err(to_export_error(e))),
+        }
+    }
+
+    /// Hits of an O_DIRECT cache wait on the device: a connection's run of READs is read
+    /// together ([`Volume::read_hits`], its reads in flight at once). Not with the client
+    /// tier's stale tracking (`--demote`), whose reads go one by one.
+    fn batches_reads(&self) -> bool {
+        !self.2 && !self.0.hits_from_memory()
+    }
+
+    fn read_many_if_fast(&self, reads: &mut [FastRead<'_>]) {
+        if !self.batches_reads() {
+            for r in reads.iter_mut() {
+                r.outcome = self.read_if_fast(r.offset, r.buf, false);
+            }
+            return;
+        }
+        let mut hits: Vec<HitRead<'_>> = reads
+            .iter_mut()
+            .map(|r| HitRead { offset: r.offset, buf: &mut *r.buf, outcome: None })
+            .collect();
+        self.0.read_hits(&mut hits);
+        let outcomes: Vec<_> = hits.into_iter().map(|h| h.outcome).collect();
+        for (r, o) in reads.iter_mut().zip(outcomes) {
+            r.outcome = o.map(|x| x.map_err(to_export_error));
         }
     }
 

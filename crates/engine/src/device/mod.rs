@@ -11,11 +11,13 @@ pub mod file;
 pub mod identity;
 pub mod mem;
 pub mod sync_skip;
+mod uring;
 
 pub use fault::{FaultDevice, IoKind};
 pub use file::{AlignedBuf, FileDevice, FileOptions};
 pub use identity::Identity;
 pub use mem::MemDevice;
+pub use uring::reads_through_io_uring;
 
 use std::io;
 
@@ -31,6 +33,19 @@ pub trait Device: Send + Sync {
 
     /// Fill `buf` with the bytes at `offset`. `offset + buf.len()` must not exceed the size.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+
+    /// Read several ranges, `reads[i]` = (offset, buffer), calling `done(i, outcome)` for
+    /// each. The reads may be in flight at once (an O_DIRECT file submits them together
+    /// through io_uring); the default reads them one after another with [`Device::read_at`].
+    fn read_many(
+        &self,
+        reads: &mut [(u64, &mut [u8])],
+        done: &mut dyn FnMut(usize, io::Result<()>),
+    ) {
+        for (i, (offset, buf)) in reads.iter_mut().enumerate() {
+            done(i, self.read_at(*offset, buf));
+        }
+    }
 
     /// Write `data` at `offset`. `offset + data.len()` must not exceed the size.
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;

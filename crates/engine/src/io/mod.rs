@@ -15,9 +15,11 @@ mod discard;
 mod ordered;
 mod probe;
 mod read;
+mod read_hits;
 mod through;
 
 pub use ctx::{Volume, CHUNK_BLOCKS};
+pub use read_hits::HitRead;
 
 use crate::device::io_context;
 use crate::error::EngineError;

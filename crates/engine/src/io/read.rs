@@ -6,6 +6,8 @@ use super::ctx::{adjacent, runs, Plan, Volume, CHUNK_BLOCKS};
 use crate::core::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_volume};
+use crate::state::CacheState;
+use ember_policy::Access;
 use ember_trace::Op;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
@@ -66,7 +68,7 @@ impl Volume {
     }
 
     /// Count one READ request of `len` bytes at `offset` (and tell the warmup monitor).
-    fn count_read(&self, offset: u64, len: u64) {
+    pub(super) fn count_read(&self, offset: u64, len: u64) {
         let hot = self.counters().hot.mine();
         hot.read_requests.fetch_add(1, Relaxed);
         hot.read_bytes.fetch_add(len, Relaxed);
@@ -123,18 +125,7 @@ impl Volume {
                     dirty[i] = st.slot(key).is_some_and(|s| s.dirty.is_some());
                 }
                 if let Some(c) = st.hit_pin(&acc) {
-                    st.admission.observe(&acc, true);
-                    if st.take_preloaded(c) {
-                        inner.warmup.preloaded_hit();
-                    }
-                    if st.replacement.takes_demotes() {
-                        let origin = if st.demoted_origin(c) {
-                            &ctr.read_hits_demoted
-                        } else {
-                            &ctr.read_hits_read_placed
-                        };
-                        origin.fetch_add(1, Relaxed);
-                    }
+                    self.note_hit(&mut st, &acc, c);
                     plans[i] = Plan::Hit(c);
                     continue;
                 }
@@ -245,6 +236,26 @@ impl Volume {
             out.copy_from_slice(&scratch.as_slice()[skip..skip + out.len()]);
         }
         Ok(true)
+    }
+
+    /// A read hit's bookkeeping, under the state lock, once `hit_pin` pinned cache block
+    /// `c` for `acc`: the admission sieve sees the hit, a preloaded block's first hit and a
+    /// demoted block's hit are counted. Shared by [`Volume::read_chunk`] and the batched hits
+    /// of `read_hits.rs`, so both count the same.
+    pub(super) fn note_hit(&self, st: &mut CacheState, acc: &Access, c: u32) {
+        let ctr = self.counters();
+        st.admission.observe(acc, true);
+        if st.take_preloaded(c) {
+            self.inner.warmup.preloaded_hit();
+        }
+        if st.replacement.takes_demotes() {
+            let origin = if st.demoted_origin(c) {
+                &ctr.read_hits_demoted
+            } else {
+                &ctr.read_hits_read_placed
+            };
+            origin.fetch_add(1, Relaxed);
+        }
     }
 
     pub(super) fn read_io(

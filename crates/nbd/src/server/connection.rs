@@ -13,7 +13,9 @@ use super::handshake::{self, Negotiated, NoTls};
 use super::hit_batch::HitBatch;
 use super::job::{error_reply, ConnShared, Job};
 use super::queue::Sender;
+use super::read_run::{self, ReadRun};
 use super::replies::{observe, Outgoing, Replies};
+use super::spin::SpinRead;
 use super::tls::ConnTls;
 use super::worker;
 use super::Shared;
@@ -181,9 +183,25 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
 
     let mut header = [0u8; proto::REQUEST_HEADER_LEN];
     // Buffered from here on only: the handshake read exactly what it needed, unbuffered.
-    let mut reader = BufReader::with_capacity(64 * 1024, socket);
+    let mut reader = BufReader::with_capacity(64 * 1024, SpinRead::new(socket, config.spin));
     let mut batch = HitBatch::new();
-    while let Ok(true) = stream::read_exact_or_eof(&mut reader, &mut header) {
+    let batching = conn.export.batches_reads();
+    let mut run = ReadRun::new();
+    // Requests taken from the buffer since the reader last read the socket.
+    let mut burst = 0usize;
+    loop {
+        // A client sending one request at a time (iodepth 1), with nothing in flight: the
+        // next request is this thread's only work for the connection, so poll the socket
+        // briefly before sleeping (spin.rs). Not after a burst (a deeper client, busy
+        // turning replies around, needs the cores more than this thread does).
+        if reader.buffer().is_empty() {
+            reader.get_mut().arm(burst <= 1 && replies.idle());
+            burst = 0;
+        }
+        let Ok(true) = stream::read_exact_or_eof(&mut reader, &mut header) else {
+            break;
+        };
+        burst += 1;
         // Bad magic: the stream cannot be resynchronized; hard disconnect.
         let Ok(request) = Request::parse(&header) else {
             break;
@@ -201,12 +219,23 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
             && validate(&request, tx_flags, size, structured, config.max_payload).is_ok()
         {
             let more = reader.buffer().len() >= proto::REQUEST_HEADER_LEN;
+            // Hits that wait on a device (an O_DIRECT cache): while more requests are
+            // buffered, READs gather into a run read in one call (read_run.rs).
+            if batching && request.length as usize <= read_run::MAX_ONE && (more || !run.is_empty())
+            {
+                run.push(request, Instant::now());
+                if !more || run.full() {
+                    read_run(shared, &conn, &jobs, &mut run, &mut batch);
+                }
+                continue;
+            }
             if worker::read_at_once(&conn, &request, Instant::now(), &mut batch, more) {
                 continue;
             }
         }
-        // Anything else may wait (for room, a payload, a worker): the batched replies go
-        // first.
+        // Anything else may wait (for room, a payload, a worker): the gathered READs and the
+        // batched replies go first.
+        read_run(shared, &conn, &jobs, &mut run, &mut batch);
         batch.flush(&replies);
         if request.command == Command::Disc {
             observe(&shared.observer, Command::Disc, 0, None, Duration::ZERO);
@@ -316,12 +345,61 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         }
     }
     // Answer every request already read, then let the writer go.
+    read_run(shared, &conn, &jobs, &mut run, &mut batch);
     batch.flush(&replies);
     drop(jobs);
     drop(conn);
     replies.close();
     let _ = writer.join();
-    reader.get_ref().shutdown(Shutdown::Both);
+    reader.get_ref().get_ref().shutdown(Shutdown::Both);
+}
+
+/// Read a gathered run of READs (read_run.rs): the hits join `batch` and are sent; the READs
+/// the export declined are admitted and go to the worker pool (or are answered
+/// `NBD_ESHUTDOWN` once shutdown began), as the ordinary path does.
+fn read_run(
+    shared: &Arc<Shared>,
+    conn: &Arc<ConnShared>,
+    jobs: &Sender<Job>,
+    run: &mut ReadRun,
+    batch: &mut HitBatch,
+) {
+    if run.is_empty() {
+        return;
+    }
+    let declined = run.read(conn, batch);
+    batch.flush(&conn.replies);
+    for (request, received) in declined {
+        let mut charge = u64::from(request.length);
+        if !conn.replies.acquire(charge) {
+            charge = 0;
+        }
+        let refuse = |request: &Request, charge| {
+            conn.send(Outgoing {
+                bytes: error_reply(
+                    conn.structured,
+                    request,
+                    Errno::Shutdown,
+                    "server is shutting down",
+                    None,
+                ),
+                command: request.command,
+                moved: 0,
+                error: Some(Errno::Shutdown),
+                received,
+                charge,
+                counted: false,
+            })
+        };
+        if shared.shutting_down() {
+            refuse(&request, charge);
+            continue;
+        }
+        let job = Job { conn: Arc::clone(conn), request, payload: Vec::new(), received, charge };
+        if let Err(job) = jobs.send(job) {
+            refuse(&job.request, charge);
+        }
+    }
 }
 
 #[cfg(test)]

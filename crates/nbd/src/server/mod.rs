@@ -25,8 +25,10 @@ pub(crate) mod handshake;
 mod hit_batch;
 mod job;
 mod queue;
+mod read_run;
 mod replies;
 mod reply_buf;
+mod spin;
 mod tls;
 mod worker;
 
@@ -99,6 +101,12 @@ pub struct ServerConfig {
     pub write_timeout: Option<Duration>,
     /// TLS mode and credentials (`None`: no TLS).
     pub tls: Option<TlsSettings>,
+    /// Longest busy-poll of a connection's socket before its reader blocks, right after a
+    /// reply when the connection has nothing in flight (the next request of an iodepth-1
+    /// client usually arrives within microseconds; the budget adapts below this, down to
+    /// zero for a client that pauses, docs/nbd.md "Threads"). Zero (the default): never
+    /// poll; on the shared 2-core bench machine no gain was measured (docs/serve.md).
+    pub spin: Duration,
 }
 
 /// The largest maximum payload a server advertises and accepts: 32 MiB, the size the spec
@@ -123,6 +131,7 @@ impl Default for ServerConfig {
             handshake_deadline: Some(Duration::from_secs(10)),
             write_timeout: Some(Duration::from_secs(120)),
             tls: None,
+            spin: Duration::ZERO,
         }
     }
 }

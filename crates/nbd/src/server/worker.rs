@@ -86,7 +86,7 @@ pub(crate) fn execute(job: Job) {
 
 /// Bytes in front of a READ's data: the simple reply header, or the structured chunk header
 /// and the chunk's offset.
-fn read_head(structured: bool) -> usize {
+pub(crate) fn read_head(structured: bool) -> usize {
     if structured {
         proto::STRUCTURED_REPLY_HEADER_LEN + 8
     } else {
@@ -96,7 +96,13 @@ fn read_head(structured: bool) -> usize {
 
 /// Write the header of a successful READ reply carrying `len` data bytes into `h`
 /// ([`read_head`] bytes): simple, or one OFFSET_DATA chunk (with `flags`).
-fn read_header(h: &mut [u8], structured: bool, request: &Request, flags: u16, len: usize) {
+pub(crate) fn read_header(
+    h: &mut [u8],
+    structured: bool,
+    request: &Request,
+    flags: u16,
+    len: usize,
+) {
     if !structured {
         h.copy_from_slice(&reply::simple_header(0, request.cookie));
         return;
