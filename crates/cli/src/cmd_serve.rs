@@ -302,9 +302,8 @@ pub struct NetArgs {
     pub unix_mode: u32,
 
     /// Longest busy-poll of a connection's socket, in microseconds, after a reply when the
-    /// connection has nothing in flight (adaptive below this; 0, the default: never poll;
-    /// docs/nbd.md).
-    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
+    /// connection has nothing in flight (adaptive below this; 0: never poll; docs/nbd.md).
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 50)]
     pub busy_poll_us: u64,
 }
 
@@ -850,7 +849,8 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(config.spin, Duration::from_micros(120));
-        assert_eq!(parse(&[]).unwrap().spin, Duration::ZERO);
+        assert_eq!(parse(&[]).unwrap().spin, Duration::from_micros(50));
+        assert_eq!(parse(&["--busy-poll-us", "0"]).unwrap().spin, Duration::ZERO);
         let err = parse(&["--busy-poll-us", "20000"]).unwrap_err();
         assert!(err.contains("--busy-poll-us 20000: at most 10000"), "{err}");
         assert_eq!(config.workers, 3);
