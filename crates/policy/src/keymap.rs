@@ -121,7 +121,8 @@ impl KeyMap {
     /// A map able to hold `entries` keys at once (plus one, see [`KeyMap::insert_at`]).
     pub fn with_entries(entries: usize) -> Self {
         let groups = entries.saturating_add(1).div_ceil(LOAD_PER_GROUP).max(2);
-        Self { groups: vec![EMPTY_GROUP; groups].into_boxed_slice(), len: 0, max_len: entries }
+        let groups = crate::huge_pages::filled(groups, EMPTY_GROUP).into_boxed_slice();
+        Self { groups, len: 0, max_len: entries }
     }
 
     /// Number of keys in the map.

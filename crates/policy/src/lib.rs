@@ -6,6 +6,7 @@ pub mod access;
 pub mod admission;
 pub mod demote;
 pub mod ghost;
+pub mod huge_pages;
 pub mod keymap;
 pub mod replacement;
 pub mod ring;
