@@ -41,6 +41,50 @@ impl Plan {
     }
 }
 
+/// The cache blocks a chunk pinned as hits so far. The replacement policy may pick one of
+/// them as the victim of the same chunk's next miss; `CacheState::allocate_within` then hands
+/// that block to the miss at once (as `ember sim` reuses a victim's room), and [`OwnHits::adopted`]
+/// turns the earlier hit into a backing-only access. No allocation: a chunk has at most
+/// [`CHUNK_BLOCKS`] blocks.
+pub(super) struct OwnHits {
+    blocks: [u32; CHUNK_BLOCKS as usize],
+    len: usize,
+}
+
+impl OwnHits {
+    pub(super) fn new() -> OwnHits {
+        OwnHits { blocks: [0; CHUNK_BLOCKS as usize], len: 0 }
+    }
+
+    /// A hit pinned cache block `c`.
+    pub(super) fn push(&mut self, c: u32) {
+        self.blocks[self.len] = c;
+        self.len += 1;
+    }
+
+    /// The blocks, for `CacheState::allocate_within`.
+    pub(super) fn as_slice(&self) -> &[u32] {
+        &self.blocks[..self.len]
+    }
+
+    /// If the miss was given `allocated`, one of these blocks, the hit that held it is served
+    /// from backing instead: its plan becomes [`Plan::Pass`] (the block was clean, so backing
+    /// holds its data; a write-through write goes to backing anyway) and the block is no
+    /// longer the hit's. True if so.
+    pub(super) fn adopted(&mut self, allocated: Option<u32>, plans: &mut [Plan]) -> bool {
+        let Some(c) = allocated else { return false };
+        let Some(i) = self.as_slice().iter().position(|&o| o == c) else { return false };
+        self.len -= 1;
+        self.blocks.swap(i, self.len);
+        for p in plans.iter_mut() {
+            if *p == Plan::Hit(c) {
+                *p = Plan::Pass;
+            }
+        }
+        true
+    }
+}
+
 /// Maximal runs `[i, j)` of consecutive plan indices for which `pred(plan i .. plan j)` holds
 /// pairwise between neighbours. An iterator, so the hot path allocates nothing.
 pub(super) fn runs<'a, S, W>(plans: &'a [Plan], same: S, want: W) -> Runs<'a, S, W>

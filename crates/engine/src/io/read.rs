@@ -2,7 +2,7 @@
 //! replacement policy picks the victims), then hits are read from the cache device, misses
 //! from backing, and the allocated blocks filled.
 
-use super::ctx::{adjacent, runs, Plan, Volume, CHUNK_BLOCKS};
+use super::ctx::{adjacent, runs, OwnHits, Plan, Volume, CHUNK_BLOCKS};
 use crate::core::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_volume};
@@ -103,6 +103,7 @@ impl Volume {
         let mut demotes = Vec::new();
         // Hits whose block a later miss of this request took (read from backing instead).
         let mut adopted_hits = 0u64;
+        let mut own = OwnHits::new();
         {
             let mut st = inner.state.lock();
             if only_hits {
@@ -126,6 +127,7 @@ impl Volume {
                 }
                 if let Some(c) = st.hit_pin(&acc) {
                     self.note_hit(&mut st, &acc, c);
+                    own.push(c);
                     plans[i] = Plan::Hit(c);
                     continue;
                 }
@@ -139,22 +141,9 @@ impl Volume {
                 // This request's hits so far: the policy may pick one as the victim (see
                 // `CacheState::allocate_within`); that block then takes this fill, and the
                 // hit is read from backing instead (it was clean) but still counted a hit.
-                let mut own_buf = [0u32; CHUNK_BLOCKS as usize];
-                let mut own_n = 0;
-                for p in plans[..i].iter() {
-                    if let Plan::Hit(c) = *p {
-                        own_buf[own_n] = c;
-                        own_n += 1;
-                    }
-                }
-                let a = st.allocate_within(&acc, &own_buf[..own_n]);
-                if let Some(c) = a.cache_block.filter(|c| own_buf[..own_n].contains(c)) {
-                    for p in plans[..i].iter_mut() {
-                        if *p == Plan::Hit(c) {
-                            *p = Plan::Pass;
-                            adopted_hits += 1;
-                        }
-                    }
+                let a = st.allocate_within(&acc, own.as_slice());
+                if own.adopted(a.cache_block, &mut plans[..i]) {
+                    adopted_hits += 1;
                 }
                 if let Some(v) = a.evicted {
                     if let Some(c) = inner.counters.get(key_volume(v) as usize) {

@@ -3,7 +3,7 @@
 //! block the write covers only in part is read-modify-written (the rest of a cached block
 //! from the cache device, of a newly allocated one from backing).
 
-use super::ctx::{adjacent, runs, Plan, Volume};
+use super::ctx::{adjacent, runs, OwnHits, Plan, Volume};
 use crate::core::now_ns;
 use crate::device::io_context;
 use crate::error::EngineError;
@@ -29,8 +29,7 @@ impl Volume {
         let mut plans = Vec::with_capacity(n as usize);
         // Client tier: (evicted key, its cache block) to DEMOTE before this write reuses it.
         let mut demotes = Vec::new();
-        // The cache blocks this request pinned as hits (the policy may pick one as a victim).
-        let mut own: Vec<u32> = Vec::new();
+        let mut own = OwnHits::new();
         {
             let mut st = inner.state.lock();
             for b in first..first + n {
@@ -57,19 +56,10 @@ impl Volume {
                     plans.push(Plan::Pass);
                     continue;
                 }
-                let a = st.allocate_within(&acc, &own);
-                let adopted = a.cache_block.filter(|c| own.contains(c));
-                if let Some(c) = adopted {
-                    // The victim was this request's own hit: that block now holds this
-                    // key, and the hit's data goes to backing only (write-through writes
-                    // backing anyway). No DEMOTE of the victim: this request rewrites it.
-                    own.retain(|&o| o != c);
-                    for p in plans.iter_mut() {
-                        if *p == Plan::Hit(c) {
-                            *p = Plan::Pass;
-                        }
-                    }
-                }
+                let a = st.allocate_within(&acc, own.as_slice());
+                // The victim may be this chunk's own hit: no DEMOTE of it then, this write
+                // rewrites it.
+                let adopted = own.adopted(a.cache_block, &mut plans);
                 if let Some(v) = a.evicted {
                     if let Some(c) = inner.counters.get(key_volume(v) as usize) {
                         c.evictions.fetch_add(1, Relaxed);
@@ -78,8 +68,7 @@ impl Volume {
                 if let (Some(v), Some(c)) = (a.evicted, a.cache_block) {
                     // As on a read miss: the clean victim's data is still in the block this
                     // write reuses, so it goes down as a DEMOTE before the write lands.
-                    if a.victim_block == Some(c) && adopted.is_none() && self.demotes_to_backing(v)
-                    {
+                    if a.victim_block == Some(c) && !adopted && self.demotes_to_backing(v) {
                         demotes.push((v, c));
                     }
                 }
