@@ -34,6 +34,24 @@ impl Gate {
         Some(Pass(self))
     }
 
+    /// Enter for a request that outlives this call's borrow (a hit read in flight across the
+    /// reader's loop, `io/read_hits.rs`): true if entered, and then [`Gate::leave_raw`] must
+    /// be called once.
+    pub fn enter_raw(&self) -> bool {
+        match self.enter() {
+            Some(pass) => {
+                std::mem::forget(pass);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Leave after [`Gate::enter_raw`] returned true.
+    pub fn leave_raw(&self) {
+        self.leave();
+    }
+
     /// Requests in the gate now (the preloader yields while there are any).
     pub fn active(&self) -> u64 {
         self.word.load(SeqCst) & !CLOSED

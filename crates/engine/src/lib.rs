@@ -36,7 +36,7 @@ pub use config::{EngineConfig, FormatSpec, ReplacementFactory, VolumeConfig, Vol
 pub use device::Device;
 pub use engine::Engine;
 pub use error::EngineError;
-pub use io::{HitRead, Volume, CHUNK_BLOCKS};
+pub use io::{HitRead, HitStart, Volume, CHUNK_BLOCKS};
 pub use layout::WriteMode;
 pub use open::{OpenReport, StartKind};
 pub use report::Report;

@@ -112,6 +112,49 @@ impl Stripes {
         self.take(idx)
     }
 
+    /// Try to lock the stripes of `keys` without waiting (a hit read whose locks stay held
+    /// across the reader's loop, `io/read_hits.rs`: the reader may already hold some of them
+    /// for an earlier request, so waiting could deadlock it). The stripe indices held, or
+    /// `None` with nothing held if any is taken (or the table is poisoned). Release with
+    /// [`Stripes::unlock_raw`] on the same thread.
+    pub fn try_lock_raw(
+        &self,
+        keys: impl Iterator<Item = (u32, u64)>,
+    ) -> Option<SmallVec<[usize; INLINE]>> {
+        let mut idx: SmallVec<[usize; INLINE]> = keys.map(|(v, b)| Self::index(v, b)).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        for (k, &i) in idx.iter().enumerate() {
+            match self.locks[i].try_lock() {
+                Some(guard) => std::mem::forget(guard),
+                None => {
+                    // SAFETY: each of these was locked just above by this thread, its guard
+                    // forgotten.
+                    idx[..k].iter().for_each(|&j| unsafe { self.locks[j].force_unlock() });
+                    return None;
+                }
+            }
+        }
+        if self.is_poisoned() {
+            // SAFETY: as above.
+            idx.iter().for_each(|&j| unsafe { self.locks[j].force_unlock() });
+            return None;
+        }
+        Some(idx)
+    }
+
+    /// Release stripes taken by [`Stripes::try_lock_raw`].
+    ///
+    /// # Safety
+    ///
+    /// `idx` must be what [`Stripes::try_lock_raw`] returned on this thread, released once.
+    pub unsafe fn unlock_raw(&self, idx: &[usize]) {
+        for &i in idx {
+            // SAFETY: locked by try_lock_raw on this thread, per the caller's contract.
+            unsafe { self.locks[i].force_unlock() };
+        }
+    }
+
     /// Take and release, one at a time, every stripe covering `blocks` of `volume`: when
     /// this returns, every request that held one of them when the call began has finished.
     /// Never holds more than one stripe, so it blocks no request for longer than that

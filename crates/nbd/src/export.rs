@@ -44,6 +44,20 @@ pub enum ExportError {
     Shutdown,
 }
 
+/// What [`Export::start_read`] did.
+#[derive(Debug)]
+pub enum ReadStart {
+    /// Not started, nothing done: the READ takes the ordinary path.
+    Declined,
+    /// No room for it now: reap some READs in flight ([`Export::reap_reads`]) and try again.
+    Busy,
+    /// In flight: a later [`Export::reap_reads`] on this thread reports its tag.
+    Started,
+    /// Served at once (`Ok`, the data is in the buffer), or failed (the ordinary path then
+    /// reports the error properly); nothing is in flight.
+    Done(Result<(), ExportError>),
+}
+
 /// One READ of a run offered to [`Export::read_many_if_fast`].
 pub struct FastRead<'a> {
     /// Byte offset in the export.
@@ -119,6 +133,37 @@ pub trait Export: Send + Sync {
         for r in reads.iter_mut() {
             r.outcome = self.read_if_fast(r.offset, r.buf, false);
         }
+    }
+
+    /// Whether READs can be started on the calling thread to complete later
+    /// ([`Export::start_read`], [`Export::reap_reads`]): the export's hits wait on a device
+    /// that takes several reads in flight (`ember serve --direct` with io_uring), so the
+    /// connection's reader keeps parsing requests while they are read. Asked by the reader
+    /// thread itself. The default says no.
+    fn starts_reads(&self) -> bool {
+        false
+    }
+
+    /// Start a READ of `len` bytes at `offset` into `buf` if it completes without waiting on
+    /// slow storage (a cache hit); `tag` (below 4096, unique among this thread's READs in
+    /// flight) names it until [`Export::reap_reads`] reports it. The default declines.
+    ///
+    /// # Safety
+    ///
+    /// On [`ReadStart::Started`], `buf` must stay valid for writes of `len` bytes and be
+    /// neither read, written nor freed until [`Export::reap_reads`] on this thread reported
+    /// `tag`: a device writes into it meanwhile.
+    unsafe fn start_read(&self, offset: u64, buf: *mut u8, len: usize, tag: u64) -> ReadStart {
+        let _ = (offset, buf, len, tag);
+        ReadStart::Declined
+    }
+
+    /// Report the READs started on this thread that completed, `done(tag, outcome)` each;
+    /// first wait until at least `wait` of them completed (as far as the export can tell: at
+    /// most as many as are in flight, 0: no waiting). Returns how many were reported.
+    fn reap_reads(&self, wait: usize, done: &mut dyn FnMut(u64, Result<(), ExportError>)) -> usize {
+        let _ = (wait, done);
+        0
     }
 
     /// Whether this export takes ember's DEMOTE (docs/nbd.md); only then does the server

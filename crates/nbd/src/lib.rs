@@ -22,7 +22,7 @@ pub mod stream;
 
 pub use client::{Client, ClientBuilder, ClientError, ExportInfo, InFlight, NbdUri};
 pub use errno::Errno;
-pub use export::{Export, ExportError, ExportFlags, ExportSet, FastRead};
+pub use export::{Export, ExportError, ExportFlags, ExportSet, FastRead, ReadStart};
 pub use export_map::ExportMap;
 pub use latency::LatencyHistogram;
 pub use mem_export::MemExport;

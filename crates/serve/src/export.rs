@@ -3,8 +3,8 @@
 //! engine (its volumes by name; the empty name is the first volume).
 
 use crate::stale::{Session, StaleGuard};
-use ember_engine::{Engine, EngineError, HitRead, Volume};
-use ember_nbd::{Export, ExportError, ExportFlags, ExportSet, FastRead};
+use ember_engine::{Engine, EngineError, HitRead, HitStart, Volume};
+use ember_nbd::{Export, ExportError, ExportFlags, ExportSet, FastRead, ReadStart};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -154,6 +154,30 @@ impl Export for VolumeExport {
         for (r, o) in reads.iter_mut().zip(outcomes) {
             r.outcome = o.map(|x| x.map_err(to_export_error));
         }
+    }
+
+    /// Where hits are read as runs ([`Export::batches_reads`]) and this thread's cache device
+    /// starts reads that complete later ([`Volume::start_hit`]: io_uring on the O_DIRECT
+    /// cache), the reader starts each hit as it parses it.
+    fn starts_reads(&self) -> bool {
+        self.batches_reads() && self.0.starts_hits()
+    }
+
+    unsafe fn start_read(&self, offset: u64, buf: *mut u8, len: usize, tag: u64) -> ReadStart {
+        if self.2 {
+            return ReadStart::Declined;
+        }
+        // SAFETY: the caller's contract is start_hit's.
+        match unsafe { self.0.start_hit(offset, buf, len, tag) } {
+            HitStart::Declined => ReadStart::Declined,
+            HitStart::Busy => ReadStart::Busy,
+            HitStart::Started => ReadStart::Started,
+            HitStart::Done(r) => ReadStart::Done(r.map_err(to_export_error)),
+        }
+    }
+
+    fn reap_reads(&self, wait: usize, done: &mut dyn FnMut(u64, Result<(), ExportError>)) -> usize {
+        self.0.reap_hits(wait, &mut |tag, r| done(tag, r.map_err(to_export_error)))
     }
 
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError> {

@@ -231,6 +231,37 @@ impl Device for FileDevice {
         }
     }
 
+    /// With O_DIRECT and the range aligned, on this thread's io_uring (`uring.rs`).
+    unsafe fn start_read(
+        &self,
+        offset: u64,
+        buf: *mut u8,
+        len: usize,
+        tag: u64,
+        now: bool,
+    ) -> bool {
+        if !self.direct
+            || check_range(self.size, offset, len as u64, "read").is_err()
+            || !Self::aligned(offset, len, buf)
+        {
+            return false;
+        }
+        // SAFETY: the caller's contract is uring::start's.
+        unsafe { super::uring::start(&self.file, offset, buf, len, tag, now) }
+    }
+
+    fn read_room(&self) -> usize {
+        if self.direct {
+            super::uring::room()
+        } else {
+            0
+        }
+    }
+
+    fn reap_reads(&self, wait: usize, done: &mut dyn FnMut(u64, io::Result<usize>)) -> usize {
+        super::uring::reap(wait, done)
+    }
+
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         check_range(self.size, offset, data.len() as u64, "write")?;
         if self.direct && !Self::aligned(offset, data.len(), data.as_ptr()) {

@@ -47,6 +47,42 @@ pub trait Device: Send + Sync {
         }
     }
 
+    /// Start reading `len` bytes at `offset` into `buf`, to complete later: a later
+    /// [`Device::reap_reads`] on this thread reports it with `tag` (below 2^63). `now`: hand it
+    /// to the medium at once (else at the next `start_read` with `now` or `reap_reads`).
+    /// False: nothing was started, the caller reads another way. The default starts nothing;
+    /// an O_DIRECT file starts it on this thread's io_uring (`uring.rs`).
+    ///
+    /// # Safety
+    ///
+    /// `buf` must be valid for writes of `len` bytes and neither read, written nor freed until
+    /// [`Device::reap_reads`] on this thread reported `tag`: the kernel writes into it.
+    unsafe fn start_read(
+        &self,
+        offset: u64,
+        buf: *mut u8,
+        len: usize,
+        tag: u64,
+        now: bool,
+    ) -> bool {
+        let _ = (offset, buf, len, tag, now);
+        false
+    }
+
+    /// How many reads [`Device::start_read`] can take now on this thread (0: none).
+    fn read_room(&self) -> usize {
+        0
+    }
+
+    /// Report the reads started with [`Device::start_read`] on this thread that completed,
+    /// `done(tag, outcome)` each: the bytes read (fewer than asked is a short read) or the
+    /// error. First wait until at least `wait` have completed (at most as many as are in
+    /// flight; 0: no waiting). Returns how many were reported.
+    fn reap_reads(&self, wait: usize, done: &mut dyn FnMut(u64, io::Result<usize>)) -> usize {
+        let _ = (wait, done);
+        0
+    }
+
     /// Write `data` at `offset`. `offset + data.len()` must not exceed the size.
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
 

@@ -4,8 +4,14 @@
 //! would leave the device at queue depth 1. Without io_uring (an old kernel, a sandbox that
 //! forbids it) the reads are done one after another with `pread`.
 //!
-//! Every read submitted is waited for before [`read_many`] returns, so no buffer is written
-//! after its owner got it back.
+//! Every read submitted by [`read_many`] is waited for before it returns, so no buffer is
+//! written after its owner got it back.
+//!
+//! The same ring also carries reads that complete later ([`start`], reaped by [`reap`]):
+//! a connection's reader (`ember serve --direct`) keeps parsing requests while their hits'
+//! reads are in flight (issue 14). Their completions carry [`LATER`] in their user data;
+//! while any is in flight [`read_many`] reads with `pread` instead (the ring's room belongs
+//! to them, and its completions to [`reap`]).
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -25,13 +31,143 @@ pub fn reads_through_io_uring() -> u64 {
     URING_READS.load(Ordering::Relaxed)
 }
 
-/// Entries of a thread's ring: reads submitted together at most.
+/// Entries of a thread's ring: reads in flight at most.
 const ENTRIES: u32 = 64;
+
+/// The user-data bit of a read started with [`start`].
+const LATER: u64 = 1 << 63;
+
+/// A thread's ring and the reads started on it that complete later.
+struct Ring {
+    ring: IoUring,
+    /// Reads started with [`start`] and not yet reaped.
+    later: usize,
+    /// Of those, pushed but not yet submitted to the kernel.
+    unsubmitted: usize,
+}
 
 thread_local! {
     /// This thread's ring: `None` before the first use; `Some(None)` when io_uring is not
     /// available here.
-    static RING: RefCell<Option<Option<IoUring>>> = const { RefCell::new(None) };
+    static RING: RefCell<Option<Option<Ring>>> = const { RefCell::new(None) };
+}
+
+fn new_ring() -> Option<Ring> {
+    let ring = IoUring::new(ENTRIES).ok()?;
+    Some(Ring { ring, later: 0, unsubmitted: 0 })
+}
+
+/// How many more reads [`start`] can take now on this thread (0 without io_uring).
+pub(crate) fn room() -> usize {
+    RING.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return 0 };
+        match slot.get_or_insert_with(new_ring) {
+            Some(r) => ENTRIES as usize - r.later,
+            None => 0,
+        }
+    })
+}
+
+/// Start reading `len` bytes at `offset` of `file` into `buf`; its completion is reported
+/// by a later [`reap`] with `tag` (at most 2^63 - 1). False (nothing started) if this thread
+/// has no ring or no room: the caller reads another way. Submitted to the kernel at once
+/// when `now`, else at the next [`start`] with `now` or [`reap`].
+///
+/// # Safety
+///
+/// `buf` must be valid for writes of `len` bytes, and neither read, written nor freed by
+/// anyone until [`reap`] on this thread reported `tag`: the kernel writes into it meanwhile.
+pub(crate) unsafe fn start(
+    file: &File,
+    offset: u64,
+    buf: *mut u8,
+    len: usize,
+    tag: u64,
+    now: bool,
+) -> bool {
+    RING.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return false };
+        let Some(r) = slot.get_or_insert_with(new_ring).as_mut() else { return false };
+        if r.later >= ENTRIES as usize || len > u32::MAX as usize {
+            return false;
+        }
+        let entry = opcode::Read::new(types::Fd(file.as_raw_fd()), buf, len as u32)
+            .offset(offset)
+            .build()
+            .user_data(tag | LATER);
+        // SAFETY: the caller keeps `buf` valid and untouched until the completion is reaped.
+        if unsafe { r.ring.submission().push(&entry) }.is_err() {
+            return false;
+        }
+        r.later += 1;
+        r.unsubmitted += 1;
+        if now {
+            submit(r);
+        }
+        true
+    })
+}
+
+/// Hand every pushed entry to the kernel. An entry the kernel cannot take now stays queued
+/// for the next call (it is not in flight yet, its buffer untouched).
+fn submit(r: &mut Ring) {
+    if r.unsubmitted == 0 {
+        return;
+    }
+    if let Ok(n) = r.ring.submit() {
+        r.unsubmitted = r.unsubmitted.saturating_sub(n);
+    }
+}
+
+/// Report the completed reads started with [`start`] on this thread, `done(tag, outcome)`
+/// each, the outcome the bytes read (fewer than asked: a short read, for the caller to
+/// finish another way) or the error; first wait until at least `wait` of them have
+/// completed (at most as many as are in flight; 0: no waiting). Returns how many were
+/// reported.
+pub(crate) fn reap(wait: usize, done: &mut dyn FnMut(u64, io::Result<usize>)) -> usize {
+    let mut got: Vec<(u64, i32)> = Vec::new();
+    RING.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return };
+        let Some(Some(r)) = slot.as_mut() else { return };
+        let target = wait.min(r.later);
+        let mut errors = 0u32;
+        loop {
+            for cqe in r.ring.completion() {
+                got.push((cqe.user_data(), cqe.result()));
+            }
+            if got.len() >= target {
+                submit(r);
+                break;
+            }
+            // Submit what was pushed and wait, in one system call.
+            match r.ring.submit_and_wait(target - got.len()) {
+                Ok(n) => {
+                    r.unsubmitted = r.unsubmitted.saturating_sub(n);
+                    errors = 0;
+                }
+                Err(_) => {
+                    // Interrupted or busy while reads are in flight: wait again; they must
+                    // complete before their buffers are handed back.
+                    errors += 1;
+                    if errors > 100_000 {
+                        eprintln!(
+                            "ember: io_uring wait keeps failing with reads in flight; aborting"
+                        );
+                        std::process::abort();
+                    }
+                }
+            }
+        }
+        got.retain(|(ud, _)| ud & LATER != 0);
+        r.later -= got.len().min(r.later);
+    });
+    URING_READS.fetch_add(got.len() as u64, Ordering::Relaxed);
+    for (ud, res) in &got {
+        let outcome =
+            if *res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(*res as usize) };
+        done(ud & !LATER, outcome);
+    }
+    got.len()
 }
 
 /// Read every `(offset, buffer)` of `reads` from `file`, calling `done(i, outcome)` for
@@ -44,12 +180,16 @@ pub(crate) fn read_many(
 ) {
     let served = RING.with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else { return false };
-        let ring = slot.get_or_insert_with(|| IoUring::new(ENTRIES).ok());
+        let ring = slot.get_or_insert_with(new_ring);
         let Some(r) = ring.as_mut() else { return false };
+        if r.later > 0 {
+            // Reads started with `start` hold the ring's room: read these plainly.
+            return false;
+        }
         let mut base = 0;
         while base < reads.len() {
             let end = (base + ENTRIES as usize).min(reads.len());
-            if !submit_and_reap(r, file, &mut reads[base..end], base, done) {
+            if !submit_and_reap(&mut r.ring, file, &mut reads[base..end], base, done) {
                 // Nothing of this round was submitted: drop the ring, read the rest plainly.
                 *ring = None;
                 sequential(file, &mut reads[base..], base, done);

@@ -12,6 +12,7 @@ mod back;
 mod ctx;
 mod demote;
 mod discard;
+mod hits_in_flight;
 mod ordered;
 mod probe;
 mod read;
@@ -19,6 +20,7 @@ mod read_hits;
 mod through;
 
 pub use ctx::{Volume, CHUNK_BLOCKS};
+pub use hits_in_flight::HitStart;
 pub use read_hits::HitRead;
 
 use crate::device::io_context;

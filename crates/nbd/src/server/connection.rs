@@ -2,7 +2,7 @@
 //! thread) parsing requests; export calls run on the shared worker pool (cache hits on the
 //! reader itself) and replies leave through [`Replies`].
 
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::net::Shutdown;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +16,7 @@ use super::queue::Sender;
 use super::read_run::{self, ReadRun};
 use super::replies::{observe, Outgoing, Replies};
 use super::spin::SpinRead;
+use super::started_reads::{self, Started, StartedReads};
 use super::tls::ConnTls;
 use super::worker;
 use super::Shared;
@@ -187,9 +188,19 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
     let mut batch = HitBatch::new();
     let batching = conn.export.batches_reads();
     let mut run = ReadRun::new();
+    // Hits started as they are parsed, reaped as they complete (started_reads.rs), where the
+    // export can: its hits wait on a device that takes many reads at once.
+    let starts = batching && conn.export.starts_reads();
+    let mut started = StartedReads::new(Arc::clone(&conn.export));
+    let mut failed: Vec<(Request, Instant)> = Vec::new();
     // Requests taken from the buffer since the reader last read the socket.
     let mut burst = 0usize;
     loop {
+        // READs in flight and no request buffered: reap and answer them while waiting for
+        // the socket, so the client's next requests are started as soon as they come.
+        if !started.is_empty() && reader.buffer().is_empty() {
+            wait_socket_or_reads(shared, &conn, &jobs, &mut reader, &mut started, &mut batch);
+        }
         // A client sending one request at a time (iodepth 1), with nothing in flight: the
         // next request is this thread's only work for the connection, so poll the socket
         // briefly before sleeping (spin.rs). Not after a burst (a deeper client, busy
@@ -214,29 +225,79 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         if request.command == Command::Read
             && request.length <= config.max_payload
             && u64::from(request.length) <= super::GUARANTEED_BYTES
-            && replies.idle()
+            && (replies.idle() || (starts && replies.in_flight() <= started_reads::QUEUED))
             && !shared.shutting_down()
             && validate(&request, tx_flags, size, structured, config.max_payload).is_ok()
         {
             let more = reader.buffer().len() >= proto::REQUEST_HEADER_LEN;
-            // Hits that wait on a device (an O_DIRECT cache): while more requests are
-            // buffered, READs gather into a run read in one call (read_run.rs).
-            if batching && request.length as usize <= read_run::MAX_ONE && (more || !run.is_empty())
+            // Hits that wait on a device, started at once and answered as they complete.
+            // A lone READ (nothing else buffered or in flight: iodepth 1) is read at once on
+            // this thread below, with no ring round trip.
+            if starts
+                && request.length as usize <= started_reads::MAX_ONE
+                && (more || !started.is_empty())
             {
+                let len = request.length as usize;
+                while !started.has_room(len) {
+                    started.reap(&conn, true, &mut batch, &mut failed);
+                    batch.flush(&replies);
+                    ordinary(shared, &conn, &jobs, &mut failed);
+                }
+                let mut o = started.start(&conn, &request, Instant::now(), &mut batch);
+                // Busy: the READ needs a stripe one of the READs in flight holds (or room on
+                // the device): wait for some to complete and try again.
+                while matches!(o, Started::Busy) {
+                    started.reap(&conn, true, &mut batch, &mut failed);
+                    batch.flush(&replies);
+                    ordinary(shared, &conn, &jobs, &mut failed);
+                    o = started.start(&conn, &request, Instant::now(), &mut batch);
+                }
+                match o {
+                    Started::InFlight => {
+                        // Hand the started READs to the device every few READs while more
+                        // requests are buffered (the device starts on them while the rest
+                        // are parsed); with none buffered, the wait for the socket does.
+                        if more && started.unsubmitted() >= started_reads::SUBMIT_EVERY {
+                            started.reap(&conn, false, &mut batch, &mut failed);
+                            batch.flush(&replies);
+                            ordinary(shared, &conn, &jobs, &mut failed);
+                        }
+                        continue;
+                    }
+                    Started::Served => {
+                        if !more || batch.full() {
+                            batch.flush(&replies);
+                        }
+                        continue;
+                    }
+                    // The ordinary path (below) waits for the READs in flight first: this
+                    // READ may need a stripe one of them holds.
+                    Started::Ordinary | Started::Busy => {}
+                }
+            } else if starts && !started.is_empty() {
+                // A larger READ while READs are in flight: the ordinary path, after them.
+            } else if batching
+                && request.length as usize <= read_run::MAX_ONE
+                && (more || !run.is_empty())
+            {
+                // Hits that wait on a device (an O_DIRECT cache) without READs started
+                // to complete later: while more requests are buffered, READs gather into a
+                // run read in one call (read_run.rs).
                 run.push(request, Instant::now());
                 if !more || run.full() {
                     read_run(shared, &conn, &jobs, &mut run, &mut batch);
                 }
                 continue;
-            }
-            if worker::read_at_once(&conn, &request, Instant::now(), &mut batch, more) {
+            } else if worker::read_at_once(&conn, &request, Instant::now(), &mut batch, more) {
                 continue;
             }
         }
-        // Anything else may wait (for room, a payload, a worker): the gathered READs and the
-        // batched replies go first.
+        // Anything else may wait (for room, a payload, a worker): the READs in flight, the
+        // gathered READs and the batched replies go first.
+        started.drain(&conn, &mut batch, &mut failed);
         read_run(shared, &conn, &jobs, &mut run, &mut batch);
         batch.flush(&replies);
+        ordinary(shared, &conn, &jobs, &mut failed);
         if request.command == Command::Disc {
             observe(&shared.observer, Command::Disc, 0, None, Duration::ZERO);
             break;
@@ -344,9 +405,13 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
             });
         }
     }
-    // Answer every request already read, then let the writer go.
+    // Answer every request already read (the READs in flight waited for: their buffers are
+    // the device's until then), then let the writer go.
+    started.drain(&conn, &mut batch, &mut failed);
     read_run(shared, &conn, &jobs, &mut run, &mut batch);
     batch.flush(&replies);
+    ordinary(shared, &conn, &jobs, &mut failed);
+    drop(started);
     drop(jobs);
     drop(conn);
     replies.close();
@@ -354,22 +419,56 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
     reader.get_ref().get_ref().shutdown(Shutdown::Both);
 }
 
-/// Read a gathered run of READs (read_run.rs): the hits join `batch` and are sent; the READs
-/// the export declined are admitted and go to the worker pool (or are answered
-/// `NBD_ESHUTDOWN` once shutdown began), as the ordinary path does.
-fn read_run(
+/// Wait until the socket holds data (or ends) while READs are in flight: answer each READ
+/// as it completes (failed ones go the ordinary way); return when a request may be read, or
+/// when nothing is in flight any more (the caller then blocks on the socket as usual).
+fn wait_socket_or_reads(
     shared: &Arc<Shared>,
     conn: &Arc<ConnShared>,
     jobs: &Sender<Job>,
-    run: &mut ReadRun,
+    reader: &mut BufReader<SpinRead>,
+    started: &mut StartedReads,
     batch: &mut HitBatch,
 ) {
-    if run.is_empty() {
-        return;
+    let mut failed = Vec::new();
+    loop {
+        reader.get_mut().set_nonblocking(true);
+        let polled = reader.fill_buf().map(|b| b.len());
+        reader.get_mut().set_nonblocking(false);
+        match polled {
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+            // Data, the end of the stream or an error: for the caller's read to see, once the
+            // READs started are with the device (and those done answered).
+            _ => {
+                if started.unsubmitted() > 0 {
+                    started.reap(conn, false, batch, &mut failed);
+                    batch.flush(&conn.replies);
+                    ordinary(shared, conn, jobs, &mut failed);
+                }
+                return;
+            }
+        }
+        // Nothing to read: hand the READs started to the device and wait for some to
+        // complete (one system call), then answer them.
+        started.reap(conn, true, batch, &mut failed);
+        batch.flush(&conn.replies);
+        ordinary(shared, conn, jobs, &mut failed);
+        if started.is_empty() {
+            return;
+        }
     }
-    let declined = run.read(conn, batch);
-    batch.flush(&conn.replies);
-    for (request, received) in declined {
+}
+
+/// Send READs the hit paths gave back (declined after all, or failed) the ordinary way:
+/// admitted, then a worker (which reports a failure properly), or answered `NBD_ESHUTDOWN`
+/// once shutdown began.
+fn ordinary(
+    shared: &Arc<Shared>,
+    conn: &Arc<ConnShared>,
+    jobs: &Sender<Job>,
+    reads: &mut Vec<(Request, Instant)>,
+) {
+    for (request, received) in reads.drain(..) {
         let mut charge = u64::from(request.length);
         if !conn.replies.acquire(charge) {
             charge = 0;
@@ -400,6 +499,24 @@ fn read_run(
             refuse(&job.request, charge);
         }
     }
+}
+
+/// Read a gathered run of READs (read_run.rs): the hits join `batch` and are sent; the READs
+/// the export declined are admitted and go to the worker pool (or are answered
+/// `NBD_ESHUTDOWN` once shutdown began), as the ordinary path does.
+fn read_run(
+    shared: &Arc<Shared>,
+    conn: &Arc<ConnShared>,
+    jobs: &Sender<Job>,
+    run: &mut ReadRun,
+    batch: &mut HitBatch,
+) {
+    if run.is_empty() {
+        return;
+    }
+    let mut declined = run.read(conn, batch);
+    batch.flush(&conn.replies);
+    ordinary(shared, conn, jobs, &mut declined);
 }
 
 #[cfg(test)]

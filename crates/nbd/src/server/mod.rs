@@ -29,6 +29,7 @@ mod read_run;
 mod replies;
 mod reply_buf;
 mod spin;
+mod started_reads;
 mod tls;
 mod worker;
 

@@ -187,6 +187,12 @@ impl Replies {
         self.in_flight.load(Ordering::Acquire) == 0
     }
 
+    /// Requests of this connection in flight (admitted and not yet answered, or replies
+    /// queued for the writer). Lock-free.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
     /// Give back an admission whose request will never be answered.
     pub(crate) fn release(&self, charge: u64) {
         let mut state = self.lock();

@@ -64,6 +64,8 @@ pub(crate) struct SpinRead {
     stream: Stream,
     budget: Budget,
     armed: bool,
+    /// Reads never block: `WouldBlock` when the socket holds nothing.
+    nonblocking: bool,
     /// Polls that found data, and polls that gave up (for tests and docs).
     pub(crate) polls_served: u64,
     pub(crate) polls_given_up: u64,
@@ -76,6 +78,7 @@ impl SpinRead {
             stream,
             budget: Budget::new(max),
             armed: false,
+            nonblocking: false,
             polls_served: 0,
             polls_given_up: 0,
         }
@@ -90,6 +93,12 @@ impl SpinRead {
     /// in flight: this thread is the only one with work for it).
     pub(crate) fn arm(&mut self, armed: bool) {
         self.armed = armed;
+    }
+
+    /// Whether reads return `WouldBlock` instead of blocking when the socket holds nothing
+    /// (the reader has READs in flight to reap meanwhile, `started_reads.rs`).
+    pub(crate) fn set_nonblocking(&mut self, on: bool) {
+        self.nonblocking = on;
     }
 
     /// Poll for up to the budget; `None` if nothing came.
@@ -116,6 +125,9 @@ impl SpinRead {
 
 impl Read for SpinRead {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.nonblocking && !buf.is_empty() {
+            return stream::recv_nonblocking(&self.stream, buf);
+        }
         if !self.armed || buf.is_empty() {
             return self.stream.read(buf);
         }

@@ -1,0 +1,247 @@
+//! `Volume::start_hit` / `Volume::reap_hits` (issue 14, `ember serve --direct` at depth):
+//! READ hits whose io_uring reads complete later. Served byte-exact; a write to a block
+//! whose READ is in flight waits until that READ is reaped (its stripe and pin are held
+//! across the reader's loop); a second READ of a block in flight is refused as busy, never
+//! deadlocks the thread; a failed ring read is read again plainly, a clean block from
+//! backing if the cache cannot (the cached copy dropped), a dirty block's failure becomes
+//! the READ's I/O error, and the engine serves on.
+
+mod common;
+
+use common::*;
+use ember_engine::device::{reads_through_io_uring, AlignedBuf, FileDevice, FileOptions};
+use ember_engine::{Device, EngineError, HitStart, Volume, WriteMode};
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Whether this process may set up an io_uring (a sandbox may forbid it).
+fn io_uring_available() -> bool {
+    // SAFETY: io_uring_setup with a zeroed parameter block; a ring made here is closed.
+    let mut params = [0u8; 120];
+    let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, 4, params.as_mut_ptr()) };
+    if fd >= 0 {
+        // SAFETY: `fd` was just returned to us.
+        unsafe { libc::close(fd as i32) };
+    }
+    fd >= 0
+}
+
+/// An O_DIRECT cache file whose ring reads can be made to fail: with `ring_fails` each read
+/// started on the ring completes (the kernel did read it) but is reported with EIO, as a
+/// failed completion of a dying medium would be; with `reads_fail` plain reads fail too.
+struct FlakyRing {
+    inner: FileDevice,
+    ring_fails: AtomicBool,
+    reads_fail: AtomicBool,
+}
+
+impl Device for FlakyRing {
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        if self.reads_fail.load(Ordering::SeqCst) {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.inner.read_at(offset, buf)
+    }
+    unsafe fn start_read(
+        &self,
+        offset: u64,
+        buf: *mut u8,
+        len: usize,
+        tag: u64,
+        now: bool,
+    ) -> bool {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.start_read(offset, buf, len, tag, now) }
+    }
+    fn read_room(&self) -> usize {
+        self.inner.read_room()
+    }
+    fn reap_reads(&self, wait: usize, done: &mut dyn FnMut(u64, io::Result<usize>)) -> usize {
+        let fail = self.ring_fails.load(Ordering::SeqCst);
+        self.inner.reap_reads(wait, &mut |tag, outcome| {
+            done(tag, if fail { Err(io::Error::from_raw_os_error(libc::EIO)) } else { outcome })
+        })
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.inner.write_at(offset, data)
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.trim(offset, len)
+    }
+    fn describe(&self) -> String {
+        "flaky ring".into()
+    }
+    fn identity(&self) -> io::Result<ember_engine::device::Identity> {
+        self.inner.identity()
+    }
+}
+
+fn flaky(dir: &std::path::Path) -> Arc<FlakyRing> {
+    let inner = FileDevice::open(
+        &dir.join("cache.img"),
+        FileOptions { direct: true, create_size: Some(2 << 20), exclusive: false },
+    )
+    .expect("O_DIRECT cache file");
+    Arc::new(FlakyRing {
+        inner,
+        ring_fails: AtomicBool::new(false),
+        reads_fail: AtomicBool::new(false),
+    })
+}
+
+/// Reap until every tag of `want` is reported; the outcomes by tag.
+fn reap_all(v: &Volume, want: usize) -> HashMap<u64, Result<(), EngineError>> {
+    let mut got = HashMap::new();
+    while got.len() < want {
+        let before = got.len();
+        v.reap_hits(1, &mut |tag, r| {
+            assert!(got.insert(tag, r).is_none(), "tag {tag} reported twice");
+        });
+        if got.len() == before {
+            assert!(v.hits_in_flight() > 0, "READs lost: {} of {want} reported", got.len());
+        }
+    }
+    assert_eq!(v.hits_in_flight(), 0);
+    got
+}
+
+#[test]
+fn started_hits_are_byte_exact_and_a_write_waits_for_the_read_in_flight_on_its_block() {
+    if !io_uring_available() {
+        // Without a ring nothing is ever in flight (start_hit reads at once): nothing to test.
+        eprintln!("no io_uring here");
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dev = flaky(dir.path());
+    let rig = Rig::new(dev.clone(), 1, 128, 31);
+    let engine = rig.open(WriteMode::WriteThrough).unwrap();
+    let v = exports(&engine, &rig).remove(0);
+    let old = rig.model().remove(0);
+    let bs = BS as usize;
+    let mut scratch = vec![0u8; 48 * bs];
+    v.read(0, &mut scratch).unwrap(); // blocks 0..48 cached
+    let before = engine.stats().total;
+    let uring_before = reads_through_io_uring();
+    // 20 READs of 1 or 2 blocks, each into its own aligned slot; block 5 in READ 2.
+    // Disjoint: blocks 1, 3-4, 5, 7-8, ...
+    let plan: Vec<(u64, usize)> = (0..20u64).map(|i| (2 * i + 1, 1 + (i % 2) as usize)).collect();
+    let mut slots = AlignedBuf::new(plan.len() * 2 * bs);
+    let base = slots.as_mut_slice().as_mut_ptr();
+    for (tag, &(b, n)) in plan.iter().enumerate() {
+        // SAFETY: each READ has its own slot, untouched until reaped below.
+        let s = unsafe { v.start_hit(b * BS, base.add(tag * 2 * bs), n * bs, tag as u64) };
+        assert!(matches!(s, HitStart::Started), "READ {tag} of block {b}: {s:?}");
+    }
+    assert_eq!(v.hits_in_flight(), plan.len());
+    // A second READ of block 5 while the first is in flight: busy (its stripe is held by
+    // this thread), not a deadlock, nothing done.
+    let mut other = AlignedBuf::new(bs);
+    // SAFETY: declined or busy, so the buffer is not used after the call.
+    let again = unsafe { v.start_hit(5 * BS, other.as_mut_slice().as_mut_ptr(), bs, 99) };
+    assert!(matches!(again, HitStart::Busy), "{again:?}");
+    let new = vec![0x5Au8; bs];
+    let wrote = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            v.write(5 * BS, &new, false).unwrap();
+            wrote.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let early = wrote.load(Ordering::SeqCst);
+        // Reap before any assertion, so a failure cannot leave the writer hung.
+        let outcomes = reap_all(&v, plan.len());
+        writer.join().unwrap();
+        assert!(!early, "the write to block 5 was acknowledged while its READ was in flight");
+        for (tag, &(b, n)) in plan.iter().enumerate() {
+            assert!(matches!(outcomes[&(tag as u64)], Ok(())), "READ {tag}");
+            let at = b as usize * bs;
+            let got = &slots.as_slice()[tag * 2 * bs..tag * 2 * bs + n * bs];
+            assert!(got == &old[at..at + n * bs], "READ {tag} of block {b}: bytes");
+        }
+    });
+    let after = engine.stats().total;
+    let blocks: u64 = plan.iter().map(|&(_, n)| n as u64).sum();
+    assert_eq!(after.read_hits - before.read_hits, blocks);
+    assert_eq!(after.read_requests - before.read_requests, plan.len() as u64);
+    assert_eq!(after.cache_read_bytes - before.cache_read_bytes, blocks * BS);
+    assert!(reads_through_io_uring() - uring_before >= plan.len() as u64);
+    // After the write, a started READ of block 5 sees it.
+    // SAFETY: reaped below before `other` is used.
+    let s = unsafe { v.start_hit(5 * BS, other.as_mut_slice().as_mut_ptr(), bs, 0) };
+    assert!(matches!(s, HitStart::Started), "{s:?}");
+    assert!(matches!(reap_all(&v, 1)[&0], Ok(())));
+    assert_eq!(other.as_slice(), &new[..]);
+}
+
+#[test]
+fn a_failed_ring_read_is_read_again_and_a_dirty_block_it_cannot_read_is_an_io_error() {
+    if !io_uring_available() {
+        eprintln!("no io_uring here");
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dev = flaky(dir.path());
+    let rig = Rig::new(dev.clone(), 1, 128, 32);
+    let engine = rig.open(WriteMode::WriteBackFlush).unwrap();
+    let v = exports(&engine, &rig).remove(0);
+    let old = rig.model().remove(0);
+    let bs = BS as usize;
+    let mut scratch = vec![0u8; 8 * bs];
+    v.read(0, &mut scratch).unwrap(); // blocks 0..8 cached, clean
+    let dirty = vec![0xC3u8; bs];
+    v.write(9 * BS, &dirty, false).unwrap(); // block 9 cached, dirty (write-back)
+    let mut buf = AlignedBuf::new(2 * bs);
+    let p = buf.as_mut_slice().as_mut_ptr();
+    // Clean block 2: the ring read fails, the plain read again succeeds: served from the
+    // cache, nothing dropped.
+    dev.ring_fails.store(true, Ordering::SeqCst);
+    let before = engine.stats().total;
+    // SAFETY: reaped below before `buf` is used.
+    let s = unsafe { v.start_hit(2 * BS, p, bs, 0) };
+    assert!(matches!(s, HitStart::Started), "{s:?}");
+    let r = reap_all(&v, 1).remove(&0).unwrap();
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(&buf.as_slice()[..bs], &old[2 * bs..3 * bs]);
+    assert_eq!(engine.stats().total.invalidations, before.invalidations);
+    assert!(v.resident(2 * BS, BS));
+    // Clean block 3, the medium failing too: read from backing and served right, the
+    // unreadable cached copy dropped.
+    dev.reads_fail.store(true, Ordering::SeqCst);
+    // SAFETY: as above.
+    let s = unsafe { v.start_hit(3 * BS, p, bs, 1) };
+    assert!(matches!(s, HitStart::Started), "{s:?}");
+    let r = reap_all(&v, 1).remove(&1).unwrap();
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(&buf.as_slice()[..bs], &old[3 * bs..4 * bs]);
+    let after = engine.stats().total;
+    assert_eq!(after.invalidations - before.invalidations, 1, "the copy of block 3 dropped");
+    assert!(!v.resident(3 * BS, BS));
+    // Dirty block 9, the medium failing: the only copy is unreadable, so the READ fails with
+    // the I/O error (the server turns it into NBD_EIO) instead of serving backing's stale
+    // bytes.
+    // SAFETY: as above.
+    let s = unsafe { v.start_hit(9 * BS, p, bs, 2) };
+    assert!(matches!(s, HitStart::Started), "{s:?}");
+    match reap_all(&v, 1).remove(&2).unwrap() {
+        Err(EngineError::Io(e)) => assert!(e.to_string().contains("os error 5"), "{e}"),
+        other => panic!("dirty block 9 with a failing medium: {other:?}"),
+    }
+    // The medium back: the engine serves on, block 9's dirty data intact.
+    dev.ring_fails.store(false, Ordering::SeqCst);
+    dev.reads_fail.store(false, Ordering::SeqCst);
+    // SAFETY: as above.
+    let s = unsafe { v.start_hit(9 * BS, p, bs, 3) };
+    assert!(matches!(s, HitStart::Started), "{s:?}");
+    assert!(matches!(reap_all(&v, 1)[&3], Ok(())));
+    assert_eq!(&buf.as_slice()[..bs], &dirty[..]);
+}

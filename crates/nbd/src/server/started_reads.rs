@@ -1,0 +1,343 @@
+//! READs a connection's reader started to complete later ([`Export::start_read`]: `ember
+//! serve --direct`, whose hits wait on the O_DIRECT cache device): each READ hit is started
+//! as soon as it is parsed, and the reader reaps completions and sends their replies while
+//! it keeps parsing, so about as many device reads stay in flight as the client keeps
+//! requests (issue 14: the device queue no longer drains between runs of requests, as it did
+//! when a run was read, waited for and answered before the next was parsed; `read_run.rs`).
+//!
+//! Each READ in flight owns a slot: a 4 KiB-aligned buffer (O_DIRECT needs it) the device
+//! writes into until the READ is reaped. The slots live as long as this value, and dropping
+//! it first waits for every READ still in flight ([`StartedReads::drain`]): a buffer is never
+//! freed while the kernel may still write into it (a client that disconnects with READs in
+//! flight included). Replies join the connection's [`HitBatch`]; a READ that failed goes the
+//! ordinary way (admitted, then a worker), which reports its error properly.
+//!
+//! Bounded: at most [`MAX_READS`] READs and [`MAX_BYTES`] of data in flight per connection.
+
+use std::alloc::{self, Layout};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::hit_batch::HitBatch;
+use super::job::ConnShared;
+use super::worker::{guarded, read_head, read_header};
+use crate::export::{Export, ReadStart};
+use crate::proto;
+use crate::request::Request;
+
+/// Alignment of each slot.
+const ALIGN: usize = 4096;
+/// Largest READ started this way.
+pub(crate) const MAX_ONE: usize = 64 << 10;
+/// READs in flight at most (the engine's ring holds 64 device reads).
+pub(crate) const MAX_READS: usize = 64;
+/// Data bytes in flight at most.
+pub(crate) const MAX_BYTES: usize = 256 << 10;
+/// A reader that waits for READs to complete waits for this fraction of those in flight
+/// (at least one): their replies leave together and the client sends as many new requests
+/// at once, while the other half keeps the device busy. Fewer wake-ups than waiting for each
+/// one on a machine whose cores the client shares.
+const WAIT_DIV: usize = 2;
+/// While requests are buffered, the READs started are handed to the device every this many.
+pub(crate) const SUBMIT_EVERY: usize = 8;
+/// A connection starts READs while at most this many of its requests or reply batches are
+/// in flight elsewhere (on workers, or queued for the writer thread when the socket did not
+/// take a batch at once): the replies a client does not read stay bounded, and one READ
+/// sent to a worker does not switch the connection's hits to the workers for good.
+pub(crate) const QUEUED: usize = 4;
+
+/// A 4 KiB-aligned buffer of one slot.
+struct Aligned {
+    ptr: *mut u8,
+    cap: usize,
+}
+
+impl Aligned {
+    const EMPTY: Aligned = Aligned { ptr: std::ptr::null_mut(), cap: 0 };
+
+    /// Make room for `len` bytes (only while the slot is free).
+    fn reserve(&mut self, len: usize) -> bool {
+        if self.cap >= len {
+            return true;
+        }
+        self.release();
+        let cap = len.next_multiple_of(ALIGN);
+        let Ok(layout) = Layout::from_size_align(cap, ALIGN) else { return false };
+        // SAFETY: `layout` has a non-zero size (len > 0 here).
+        let ptr = unsafe { alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return false;
+        }
+        *self = Aligned { ptr, cap };
+        true
+    }
+
+    /// Give the buffer up without freeing it (a device may still write into it).
+    fn leak(&mut self) {
+        *self = Aligned::EMPTY;
+    }
+
+    fn release(&mut self) {
+        if !self.ptr.is_null() {
+            // SAFETY: allocated in `reserve` with this layout.
+            unsafe { alloc::dealloc(self.ptr, Layout::from_size_align_unchecked(self.cap, ALIGN)) };
+        }
+        *self = Aligned::EMPTY;
+    }
+}
+
+/// One READ in flight, or a free slot.
+struct Slot {
+    buf: Aligned,
+    /// The READ in flight here.
+    read: Option<(Request, Instant)>,
+}
+
+/// What [`StartedReads::start`] did with a READ.
+pub(crate) enum Started {
+    /// In flight; its reply follows when it is reaped.
+    InFlight,
+    /// Served at once: its reply is in the batch.
+    Served,
+    /// Not now: it needs what a READ in flight holds (a stripe, room on the device); reap
+    /// some and start it again. Never while nothing is in flight.
+    Busy,
+    /// Not taken: the READ goes the ordinary way.
+    Ordinary,
+}
+
+/// The READs of one connection in flight.
+pub(crate) struct StartedReads {
+    export: Arc<dyn Export>,
+    slots: Vec<Slot>,
+    /// Free slot numbers.
+    free: Vec<usize>,
+    /// READs in flight, and their data bytes (aligned).
+    count: usize,
+    bytes: usize,
+    /// READs started since the last reap.
+    unsubmitted: usize,
+}
+
+impl StartedReads {
+    /// No READ in flight yet; slots are made as needed.
+    pub(crate) fn new(export: Arc<dyn Export>) -> StartedReads {
+        StartedReads {
+            export,
+            slots: Vec::new(),
+            free: Vec::new(),
+            count: 0,
+            bytes: 0,
+            unsubmitted: 0,
+        }
+    }
+
+    /// Whether no READ is in flight.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// READs started since the last [`StartedReads::reap`] (their device reads are handed
+    /// to the device by the next one).
+    pub(crate) fn unsubmitted(&self) -> usize {
+        self.unsubmitted
+    }
+
+    /// Whether a READ of `len` bytes fits now.
+    pub(crate) fn has_room(&self, len: usize) -> bool {
+        self.count < MAX_READS && self.bytes + len.next_multiple_of(ALIGN) <= MAX_BYTES
+    }
+
+    /// Start a validated READ of 1..=[`MAX_ONE`] bytes (the caller made room,
+    /// [`StartedReads::has_room`]).
+    pub(crate) fn start(
+        &mut self,
+        conn: &ConnShared,
+        request: &Request,
+        received: Instant,
+        batch: &mut HitBatch,
+    ) -> Started {
+        let len = request.length as usize;
+        if len == 0 || len > MAX_ONE || !self.has_room(len) {
+            return Started::Ordinary;
+        }
+        let at = match self.free.pop() {
+            Some(at) => at,
+            None => {
+                self.slots.push(Slot { buf: Aligned::EMPTY, read: None });
+                self.slots.len() - 1
+            }
+        };
+        let slot = &mut self.slots[at];
+        if !slot.buf.reserve(len) {
+            self.free.push(at);
+            return Started::Ordinary;
+        }
+        let ptr = slot.buf.ptr;
+        let export = self.export.as_ref();
+        // SAFETY: the slot's buffer holds `len` bytes and is used by nothing else until this
+        // READ is reaped (the slot is not free meanwhile, and dropping `self` waits for it).
+        let outcome =
+            guarded(|| Ok(unsafe { export.start_read(request.offset, ptr, len, at as u64) }));
+        match outcome {
+            Ok(ReadStart::Started) => {
+                self.slots[at].read = Some((*request, received));
+                self.count += 1;
+                self.unsubmitted += 1;
+                self.bytes += len.next_multiple_of(ALIGN);
+                Started::InFlight
+            }
+            Ok(ReadStart::Done(Ok(()))) => {
+                // SAFETY: filled by the export, nothing in flight on it.
+                let data = unsafe { std::slice::from_raw_parts(ptr, len) };
+                reply(conn, request, received, data, batch);
+                self.free.push(at);
+                Started::Served
+            }
+            Ok(ReadStart::Busy) if self.count > 0 => {
+                self.free.push(at);
+                Started::Busy
+            }
+            Ok(_) => {
+                // Declined, no room, or failed: nothing in flight.
+                self.free.push(at);
+                Started::Ordinary
+            }
+            Err(_) => {
+                // The export panicked: a read of it may be in flight, so the buffer is left
+                // to the device (leaked, never freed) and the slot gets a new one.
+                let slot = &mut self.slots[at];
+                slot.buf.leak();
+                self.free.push(at);
+                Started::Ordinary
+            }
+        }
+    }
+
+    /// Reap the READs that completed (with `wait`, at least one unless none is in flight):
+    /// replies of the served ones join `batch` (flushed when full), the failed ones are
+    /// added to `failed` for the ordinary path. Returns how many were reaped.
+    pub(crate) fn reap(
+        &mut self,
+        conn: &ConnShared,
+        wait: bool,
+        batch: &mut HitBatch,
+        failed: &mut Vec<(Request, Instant)>,
+    ) -> usize {
+        if self.count == 0 {
+            return 0;
+        }
+        self.unsubmitted = 0;
+        let export = Arc::clone(&self.export);
+        let mut reaped = 0;
+        let want = if wait { (self.count / WAIT_DIV).max(1) } else { 0 };
+        export.reap_reads(want, &mut |tag, outcome| {
+            let at = tag as usize;
+            let Some(slot) = self.slots.get_mut(at) else { return };
+            let Some((request, received)) = slot.read.take() else { return };
+            let len = request.length as usize;
+            self.count -= 1;
+            self.bytes -= len.next_multiple_of(ALIGN);
+            reaped += 1;
+            match outcome {
+                Ok(()) => {
+                    // SAFETY: the READ completed: the device no longer writes here.
+                    let data = unsafe { std::slice::from_raw_parts(slot.buf.ptr, len) };
+                    reply(conn, &request, received, data, batch);
+                }
+                Err(_) => failed.push((request, received)),
+            }
+            self.free.push(at);
+        });
+        reaped
+    }
+
+    /// Wait for every READ in flight, as [`StartedReads::reap`].
+    pub(crate) fn drain(
+        &mut self,
+        conn: &ConnShared,
+        batch: &mut HitBatch,
+        failed: &mut Vec<(Request, Instant)>,
+    ) {
+        let mut idle = 0u32;
+        while self.count > 0 {
+            // A wait may complete part of a READ only (reported when all its parts are in).
+            if self.reap(conn, true, batch, failed) == 0 {
+                idle += 1;
+                if self.lost(idle) {
+                    break;
+                }
+            } else {
+                idle = 0;
+            }
+        }
+    }
+
+    /// After `idle` waits in a row reported nothing with READs in flight: true if the export
+    /// lost them (cannot happen with ember's engine, whose waits block until a device read
+    /// completes); their buffers are then leaked, never freed under a device that might
+    /// still write into them.
+    fn lost(&mut self, idle: u32) -> bool {
+        if idle < 1_000_000 {
+            return false;
+        }
+        eprintln!(
+            "ember-nbd: {} READs in flight never completed; leaking their buffers",
+            self.count
+        );
+        for slot in &mut self.slots {
+            if slot.read.take().is_some() {
+                slot.buf.leak();
+            }
+        }
+        self.count = 0;
+        self.bytes = 0;
+        true
+    }
+}
+
+/// Add a served READ's reply to the batch.
+fn reply(
+    conn: &ConnShared,
+    request: &Request,
+    received: Instant,
+    data: &[u8],
+    batch: &mut HitBatch,
+) {
+    let head = read_head(conn.structured);
+    let len = data.len();
+    let (h, d) = batch.tail(head, len);
+    d.copy_from_slice(data);
+    read_header(h, conn.structured, request, proto::REPLY_FLAG_DONE, len);
+    batch.commit(head, len, received);
+    if batch.full() {
+        batch.flush(&conn.replies);
+    }
+}
+
+impl Drop for StartedReads {
+    /// Wait for every READ still in flight before the slots are freed (their replies are
+    /// dropped: the connection is gone).
+    fn drop(&mut self) {
+        let mut idle = 0u32;
+        while self.count > 0 {
+            let export = Arc::clone(&self.export);
+            let mut got = 0;
+            export.reap_reads(1, &mut |tag, _| {
+                if let Some(slot) = self.slots.get_mut(tag as usize) {
+                    if slot.read.take().is_some() {
+                        got += 1;
+                    }
+                }
+            });
+            self.count -= got.min(self.count);
+            idle = if got == 0 { idle + 1 } else { 0 };
+            if self.lost(idle) {
+                break;
+            }
+        }
+        for slot in &mut self.slots {
+            slot.buf.release();
+        }
+    }
+}
