@@ -217,6 +217,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         let Ok(request) = Request::parse(&header) else {
             break;
         };
+        let idle = replies.idle();
         // The hit path: a valid READ on a connection with nothing in flight is offered to
         // the export at once, read into a reusable buffer (this thread's, or the batch of
         // replies when the next request is already here) and answered from it, with no
@@ -225,7 +226,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         if request.command == Command::Read
             && request.length <= config.max_payload
             && u64::from(request.length) <= super::GUARANTEED_BYTES
-            && (replies.idle() || (starts && replies.in_flight() <= started_reads::QUEUED))
+            && (idle || (starts && replies.in_flight() <= started_reads::QUEUED))
             && !shared.shutting_down()
             && validate(&request, tx_flags, size, structured, config.max_payload).is_ok()
         {
@@ -241,7 +242,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                 while !started.has_room(len) {
                     started.reap(&conn, true, &mut batch, &mut failed);
                     batch.flush(&replies);
-                    ordinary(shared, &conn, &jobs, &mut failed);
+                    give_back(shared, &conn, &jobs, &mut started, &mut batch, &mut failed);
                 }
                 let mut o = started.start(&conn, &request, Instant::now(), &mut batch);
                 // Busy: the READ needs a stripe one of the READs in flight holds (or room on
@@ -249,7 +250,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                 while matches!(o, Started::Busy) {
                     started.reap(&conn, true, &mut batch, &mut failed);
                     batch.flush(&replies);
-                    ordinary(shared, &conn, &jobs, &mut failed);
+                    give_back(shared, &conn, &jobs, &mut started, &mut batch, &mut failed);
                     o = started.start(&conn, &request, Instant::now(), &mut batch);
                 }
                 match o {
@@ -260,7 +261,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                         if more && started.unsubmitted() >= started_reads::SUBMIT_EVERY {
                             started.reap(&conn, false, &mut batch, &mut failed);
                             batch.flush(&replies);
-                            ordinary(shared, &conn, &jobs, &mut failed);
+                            give_back(shared, &conn, &jobs, &mut started, &mut batch, &mut failed);
                         }
                         continue;
                     }
@@ -274,8 +275,9 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                     // READ may need a stripe one of them holds.
                     Started::Ordinary | Started::Busy => {}
                 }
-            } else if starts && !started.is_empty() {
-                // A larger READ while READs are in flight: the ordinary path, after them.
+            } else if !idle || (starts && !started.is_empty()) {
+                // A larger READ while READs are in flight, or requests in flight elsewhere
+                // (the paths below assume none): the ordinary path, after them.
             } else if batching
                 && request.length as usize <= read_run::MAX_ONE
                 && (more || !run.is_empty())
@@ -443,7 +445,7 @@ fn wait_socket_or_reads(
                 if started.unsubmitted() > 0 {
                     started.reap(conn, false, batch, &mut failed);
                     batch.flush(&conn.replies);
-                    ordinary(shared, conn, jobs, &mut failed);
+                    give_back(shared, conn, jobs, started, batch, &mut failed);
                 }
                 return;
             }
@@ -452,11 +454,30 @@ fn wait_socket_or_reads(
         // complete (one system call), then answer them.
         started.reap(conn, true, batch, &mut failed);
         batch.flush(&conn.replies);
-        ordinary(shared, conn, jobs, &mut failed);
+        give_back(shared, conn, jobs, started, batch, &mut failed);
         if started.is_empty() {
             return;
         }
     }
+}
+
+/// Send READs that failed after they were started the ordinary way, once no READ is in
+/// flight any more: the ordinary path may wait for room (`Replies::acquire`), and a worker
+/// holding that room may itself wait for a stripe a READ in flight holds.
+fn give_back(
+    shared: &Arc<Shared>,
+    conn: &Arc<ConnShared>,
+    jobs: &Sender<Job>,
+    started: &mut StartedReads,
+    batch: &mut HitBatch,
+    failed: &mut Vec<(Request, Instant)>,
+) {
+    if failed.is_empty() {
+        return;
+    }
+    started.drain(conn, batch, failed);
+    batch.flush(&conn.replies);
+    ordinary(shared, conn, jobs, failed);
 }
 
 /// Send READs the hit paths gave back (declined after all, or failed) the ordinary way:
