@@ -6,15 +6,16 @@ use crate::cmd_analyze::{analyze_input, parse_bytes};
 use crate::file_passes::FilePasses;
 use crate::output::{write_text, OutputArgs};
 use crate::trace_args::TraceInput;
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand};
 use ember_analyze::report::TraceReport;
-use ember_analyze::{advise, AnalyzeConfig};
+use ember_analyze::{advise, analyze, AnalyzeConfig};
 use ember_policy::warmup::SelectorKind;
 use ember_sim::warmup_evidence::rank_selectors;
 use ember_sim::warmup_experiment::{run_warmup, DayRuns, VolumeAccesses, WarmupConfig};
 use ember_sim::warmup_stream::{run_warmup_stream, CensusTaker, WarmupCensus};
 use ember_sim::warmup_sweep::{sweep_with, SweepGrid};
+use ember_trace::Trace;
 use plotters::prelude::*;
 use std::path::PathBuf;
 
@@ -203,7 +204,7 @@ fn load(exp: &ExperimentArgs) -> anyhow::Result<Source<'_>> {
     if exp.input.block_size == 0 {
         bail!("--block-size must be at least 1");
     }
-    if std::fs::metadata(exp.input.path()).is_ok_and(|m| m.is_file()) {
+    if is_file(exp) {
         let mut reader = exp.input.open()?;
         let mut census = CensusTaker::new(exp.input.block_size);
         for r in reader.by_ref() {
@@ -216,8 +217,18 @@ fn load(exp: &ExperimentArgs) -> anyhow::Result<Source<'_>> {
         }
     }
     let (trace, _) = exp.input.read()?;
+    Ok(held(&trace, exp.input.block_size))
+}
+
+/// The experiment's source over a held trace.
+fn held(trace: &Trace, block_size: u64) -> Source<'static> {
     let t0 = trace.requests.iter().map(|r| r.time_ns).min().unwrap_or(0);
-    Ok(Source::Held(VolumeAccesses::of_trace(&trace, exp.input.block_size), t0))
+    Source::Held(VolumeAccesses::of_trace(trace, block_size), t0)
+}
+
+/// True if `exp`'s trace is a regular file (read in passes), not a pipe (read once).
+fn is_file(exp: &ExperimentArgs) -> bool {
+    std::fs::metadata(exp.input.path()).is_ok_and(|m| m.is_file())
 }
 
 fn base_config(exp: &ExperimentArgs) -> WarmupConfig {
@@ -441,6 +452,15 @@ fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
 }
 
 fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
+    // A pipe can be read only once: the analysis and the experiment share the held trace.
+    let piped = if a.analysis.is_none() && !is_file(&a.exp) {
+        if a.exp.input.block_size == 0 {
+            bail!("--block-size must be at least 1");
+        }
+        Some(a.exp.input.read()?.0)
+    } else {
+        None
+    };
     let report: TraceReport = match &a.analysis {
         Some(p) => {
             let text =
@@ -449,10 +469,16 @@ fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
                 format!("{} is not an `ember analyze` JSON document", p.display())
             })?
         }
-        None => analyze_input(
-            &a.exp.input,
-            AnalyzeConfig { bins: 10, mrc_points: 2, ..AnalyzeConfig::default() },
-        )?,
+        None => {
+            let cfg = AnalyzeConfig { bins: 10, mrc_points: 2, ..AnalyzeConfig::default() };
+            match &piped {
+                Some(trace) => {
+                    let cfg = AnalyzeConfig { block_size: a.exp.input.block_size, ..cfg };
+                    analyze(trace, &cfg).map_err(|e| anyhow!("{e}"))?
+                }
+                None => analyze_input(&a.exp.input, cfg)?,
+            }
+        }
     };
     let mut rows: Vec<(String, &ember_analyze::Analysis)> =
         report.volumes.iter().map(|v| (v.name.clone(), &v.analysis)).collect();
@@ -466,7 +492,11 @@ fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
     }
     // The evidence: every selector simulated on this trace's history.
     check_thresholds(a.th_v, a.th_n)?;
-    let source = load(&a.exp)?;
+    let source = match &piped {
+        Some(trace) => held(trace, a.exp.input.block_size),
+        None => load(&a.exp)?,
+    };
+    drop(piped);
     let cfg = WarmupConfig {
         cache_percent: a.cache,
         warmup_percent: a.warmup,
