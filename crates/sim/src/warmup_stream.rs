@@ -92,8 +92,7 @@ impl CensusTaker {
         let n = names.len().max(1).max(self.volumes.len());
         let volumes = (0..n)
             .map(|v| {
-                let (accesses, wss) =
-                    self.volumes.get(v).map_or((0, 0), |x| (x.0, x.1.count()));
+                let (accesses, wss) = self.volumes.get(v).map_or((0, 0), |x| (x.0, x.1.count()));
                 VolumeCensus {
                     name: names.get(v).cloned().unwrap_or_default(),
                     accesses,
@@ -316,12 +315,9 @@ mod tests {
             let census = census.finish(&trace.volumes);
             assert!(census.time_ordered);
             assert_eq!(census.volumes[1].wss_blocks, vols[1].wss_blocks);
-            let streamed = run_warmup_stream::<()>(
-                &census,
-                &cfg,
-                trace.requests.iter().map(|r| Ok(*r)),
-            )
-            .unwrap();
+            let streamed =
+                run_warmup_stream::<()>(&census, &cfg, trace.requests.iter().map(|r| Ok(*r)))
+                    .unwrap();
             assert_eq!(whole.len(), 4 + 3, "periods 1-4 of a, 1, 3, 4 of b");
             assert!(whole[0].runs.iter().any(|r| r.timeline.iter().any(|p| p.read_hits > 0)));
             assert_eq!(streamed, whole);
@@ -344,6 +340,9 @@ mod tests {
         }
         let census = c.finish(&table);
         assert!(!census.time_ordered);
-        assert_eq!((census.t0, census.volumes[0].accesses, census.volumes[0].wss_blocks), (4, 2, 1));
+        assert_eq!(
+            (census.t0, census.volumes[0].accesses, census.volumes[0].wss_blocks),
+            (4, 2, 1)
+        );
     }
 }

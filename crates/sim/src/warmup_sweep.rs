@@ -104,7 +104,8 @@ pub fn sweep(
     bandwidth: f64,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Vec<Table3Row> {
-    let run = &mut |cfg: &WarmupConfig| Ok::<_, std::convert::Infallible>(run_warmup(vols, t0, cfg));
+    let run =
+        &mut |cfg: &WarmupConfig| Ok::<_, std::convert::Infallible>(run_warmup(vols, t0, cfg));
     match sweep_with(base, grid, bandwidth, progress, run) {
         Ok(rows) => rows,
         Err(e) => match e {},
