@@ -176,9 +176,9 @@ impl LastPositions for DenseLast {
 ///
 /// Each block's latest position is kept in an array indexed by block when the keys are
 /// dense (block traces: [`DenseIndex`]), else in a hash map; the distances are the same.
-pub fn reuse_distances(keys: &[u64], mut f: impl FnMut(usize, Option<u64>)) -> u64 {
+pub fn reuse_distances(keys: &[u64], f: impl FnMut(usize, Option<u64>)) -> u64 {
     let mut pass = ReusePass::new(DenseIndex::of(keys, DENSE_SLOTS_PER_KEY));
-    pass.push(keys, |i, d| f(i, d));
+    pass.push(keys, f);
     pass.distinct()
 }
 
@@ -688,7 +688,7 @@ mod tests {
                 r * r / 100_000 + (x >> 40) % 3
             })
             .collect();
-        let writes: Vec<bool> = keys.iter().map(|k| k % 5 == 0).collect();
+        let writes: Vec<bool> = keys.iter().map(|k| k.is_multiple_of(5)).collect();
         let whole = ReuseHistogram::of(&keys, &writes, 4096);
         assert!(whole.all.len() > SHORT, "longest distance {}", whole.all.len());
         for dense in [true, false] {

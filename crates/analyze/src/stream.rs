@@ -153,7 +153,7 @@ mod tests {
                 Request {
                     time_ns: i * 4_000_000_000, // 4 s apart: 2.8 days
                     volume: ((x >> 20) % 2) as u32,
-                    op: if (x >> 10) % 4 == 0 { Op::Write } else { Op::Read },
+                    op: if (x >> 10).is_multiple_of(4) { Op::Write } else { Op::Read },
                     offset: block * 4096 + (x >> 5) % 2 * 100,
                     length: 4096 * (1 + (x >> 8) as u32 % 2),
                 }

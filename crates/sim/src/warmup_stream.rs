@@ -293,7 +293,7 @@ mod tests {
                 continue;
             }
             let block = (x >> 33) % (if x >> 63 == 1 { 64 } else { 2000 });
-            let op = if (x >> 20) % 5 == 0 { Op::Write } else { Op::Read };
+            let op = if (x >> 20).is_multiple_of(5) { Op::Write } else { Op::Read };
             reqs.push(Request { time_ns: t, volume: vol, op, offset: block * 4096, length: 8192 });
         }
         let trace = Trace::new(reqs, v);
