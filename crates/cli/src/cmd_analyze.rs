@@ -79,6 +79,10 @@ pub fn analyze_input(input: &TraceInput, cfg: AnalyzeConfig) -> anyhow::Result<T
         bail!("--block-size must be at least 1");
     }
     let cfg = AnalyzeConfig { block_size: input.block_size, ..cfg };
+    // A bad rate is refused before any pass over the trace.
+    for rate in [cfg.shards_rate, cfg.sample_rate].into_iter().flatten() {
+        ember_analyze::shards::ShardsPass::new(rate)?;
+    }
     if std::fs::metadata(input.path()).is_ok_and(|m| m.is_file()) {
         let context = || format!("reading trace {}", input.path().display());
         let mut reader = input.open()?;

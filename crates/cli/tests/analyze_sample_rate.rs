@@ -144,3 +144,20 @@ fn sampled_reuse_distances_are_within_three_standard_errors_on_zipf() {
     let (g, c) = within_tolerance(dir.path(), 0.8, 0.1);
     eprintln!("Zipf(0.8) at R = 0.1: Figure 3 groups within {g:.2} points, miss ratio {c:.4}");
 }
+
+#[test]
+fn a_rate_outside_zero_to_one_is_refused_with_its_value() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("z.bin");
+    let t = trace.to_str().expect("utf-8");
+    ember(&["trace", "gen", "zipf", "--blocks", "100", "--requests", "1000", "-o", t]);
+    for rate in ["0", "1.5", "-0.1"] {
+        let out = Command::new(EMBER)
+            .args(["analyze", t, "-q", &format!("--sample-rate={rate}")])
+            .output()
+            .expect("run ember");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "rate {rate} accepted");
+        assert!(err.contains("sampling rate must be in (0, 1]"), "rate {rate}: {err}");
+    }
+}
