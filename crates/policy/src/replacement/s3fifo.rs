@@ -22,7 +22,7 @@
 
 use super::Replacement;
 use crate::ghost::GhostFifo;
-use crate::keymap::KeyMap;
+use crate::keymap::{fingerprint, Bucket, KeyMap};
 use crate::slab::{List, Slab};
 use crate::Access;
 
@@ -62,7 +62,9 @@ impl S3Fifo {
         let threshold = threshold.clamp(1, FREQ);
         Self {
             map: KeyMap::with_entries(capacity),
-            slab: Slab::with_capacity(capacity),
+            // One node more than the capacity: a miss takes its node (and index entry)
+            // before the eviction frees one (see `insert_absent`).
+            slab: Slab::with_capacity(capacity + 1),
             small: List::new(),
             main: List::new(),
             ghost: GhostFifo::new(ghost_cap),
@@ -152,20 +154,40 @@ impl S3Fifo {
     }
 
     fn insert_missing(&mut self, key: u64) -> Option<u64> {
+        let slab = &self.slab;
+        match self.map.find(key, |s| slab.key(s)) {
+            Ok(_) => None,
+            Err(bucket) => self.insert_absent(bucket, key),
+        }
+    }
+
+    /// Insert `key`, absent, whose index way [`KeyMap::find`] returned as `bucket`. The new
+    /// node and its index entry are made first, at that way (the index probe is not
+    /// repeated), and the eviction runs after: the new node is in no queue yet, so the
+    /// eviction never sees it, and the decisions are those of evicting first.
+    #[inline]
+    fn insert_absent(&mut self, bucket: Bucket, key: u64) -> Option<u64> {
         if self.c == 0 {
             return None;
         }
-        let remembered = self.ghost.take(key);
+        let remembered = self.ghost.take_fp(key, bucket.fingerprint());
+        let i = self.slab.alloc(key, 0);
+        self.map.insert_at(bucket, i);
         let evicted = (self.small.len + self.main.len >= self.c).then(|| self.evict());
         let to_main = remembered || (!self.has_evicted && self.small.len >= self.small_cap);
         if to_main {
-            let i = self.slab.alloc(key, IN_MAIN);
+            self.slab.node_mut(i).meta = IN_MAIN;
             self.main.push_head(self.slab.nodes_mut(), i);
-            self.map.insert(key, i);
         } else {
-            let i = self.slab.alloc(key, 0);
             self.small.push_head(self.slab.nodes_mut(), i);
-            self.map.insert(key, i);
+        }
+        // The next eviction's likely victim, S's oldest: start loading its index group and
+        // the ghost's groups its push will touch.
+        let t = self.small.tail;
+        if t != crate::slab::NIL {
+            let k = self.slab.key(t);
+            self.map.prefetch(k);
+            self.ghost.prefetch_push(k);
         }
         evicted
     }
@@ -237,6 +259,30 @@ impl Replacement for S3Fifo {
     #[inline]
     fn prefetch(&self, key: u64) {
         self.map.prefetch(key);
+    }
+
+    /// Prefetches the key's index group and returns its fingerprint, which
+    /// [`S3Fifo::access_hinted`] takes so the key is hashed once.
+    #[inline(always)]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.map.prefetch_fp(fp);
+        // A miss consults the ghost: its group too.
+        self.ghost.prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`S3Fifo::prefetch_hint`]).
+    #[inline(always)]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        let slab = &self.slab;
+        match self.map.find_fp(access.key, hint, |s| slab.key(s)) {
+            Ok(i) => {
+                self.hit(i);
+                (true, None)
+            }
+            Err(bucket) => (false, self.insert_absent(bucket, access.key)),
+        }
     }
 
     fn memory_bytes(&self) -> usize {
