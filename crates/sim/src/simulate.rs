@@ -154,20 +154,25 @@ where
     let (mut requests, mut writes, mut read_hits, mut write_hits) = (0u64, 0u64, 0u64, 0u64);
     let (mut write_misses, mut allocation_writes, mut evictions) = (0u64, 0u64, 0u64);
     let mut missed = MissBatch::new(wss);
-    // How far ahead the policy is told which key comes (hides the index's memory latency);
-    // a power of two: the hints wait in a ring of that many.
+    // How far ahead the policy is told which key comes (hides the index's memory latency):
+    // its index group at twice this distance, its node at this distance (as in
+    // `records_loop`). A power of two: the hints wait in a ring of twice as many.
     const PREFETCH_AHEAD: usize = 8;
+    const RING: usize = 2 * PREFETCH_AHEAD;
     if admission.admits_every_miss() && next.is_none() {
-        // The policy's hint for each of the next PREFETCH_AHEAD accesses (its index
-        // fingerprint: the key is hashed once, for the prefetch, not again for the lookup).
-        let mut hints = [0u32; PREFETCH_AHEAD];
-        for (j, &k) in keys.iter().enumerate().take(PREFETCH_AHEAD) {
+        // The policy's hint for each of the next RING accesses (its index fingerprint: the
+        // key is hashed once, for the prefetch, not again for the lookup).
+        let mut hints = [0u32; RING];
+        for (j, &k) in keys.iter().enumerate().take(RING) {
             hints[j] = policy.prefetch_hint(k);
         }
         for j in 0..keys.len() {
-            let hint = hints[j % PREFETCH_AHEAD];
-            if let Some(&k) = keys.get(j + PREFETCH_AHEAD) {
-                hints[j % PREFETCH_AHEAD] = policy.prefetch_hint(k);
+            let hint = hints[j % RING];
+            if let Some(&k) = keys.get(j + RING) {
+                hints[j % RING] = policy.prefetch_hint(k);
+            }
+            if j + PREFETCH_AHEAD < keys.len() {
+                policy.prefetch_resident(hints[(j + PREFETCH_AHEAD) % RING]);
             }
             let f = flags[j];
             let is_write = f & 1 != 0;
@@ -346,25 +351,31 @@ fn records_loop<R, const KEEP_MISSES: bool>(
 where
     R: Replacement + ?Sized,
 {
-    // How far ahead the policy is told which key comes (hides the index's memory latency);
-    // a power of two: the hints wait in a ring of that many.
+    // How far ahead the policy is told which key comes (hides the index's memory latency):
+    // its index group at twice this distance, its node (once the group is loaded) at this
+    // distance ([`Replacement::prefetch_resident`]). A power of two: the hints wait in a
+    // ring of twice as many.
     const PREFETCH_AHEAD: usize = 8;
+    const RING: usize = 2 * PREFETCH_AHEAD;
     let (mut hits, mut evictions, mut m) = (0u64, 0u64, 0usize);
     let lo = range.start;
-    // The policy's hint for each of the next PREFETCH_AHEAD accesses (its index fingerprint:
-    // the key is hashed once, for the prefetch, not again for the lookup).
-    let mut hints = [0u32; PREFETCH_AHEAD];
-    for j in lo..range.end.min(lo + PREFETCH_AHEAD) {
+    // The policy's hint for each of the next RING accesses (its index fingerprint: the key is
+    // hashed once, for the prefetch, not again for the lookup).
+    let mut hints = [0u32; RING];
+    for j in lo..range.end.min(lo + RING) {
         if let Some(k) = record_key(records, j) {
-            hints[j % PREFETCH_AHEAD] = policy.prefetch_hint(k);
+            hints[j % RING] = policy.prefetch_hint(k);
         }
     }
     let mine = records.get(lo * RECORD_SIZE..range.end * RECORD_SIZE).unwrap_or(&[]);
     for (i, r) in mine.chunks_exact(RECORD_SIZE).enumerate() {
         let j = lo + i;
-        let hint = hints[j % PREFETCH_AHEAD];
-        if let Some(k) = record_key(records, j + PREFETCH_AHEAD) {
-            hints[j % PREFETCH_AHEAD] = policy.prefetch_hint(k);
+        let hint = hints[j % RING];
+        if let Some(k) = record_key(records, j + RING) {
+            hints[j % RING] = policy.prefetch_hint(k);
+        }
+        if j + PREFETCH_AHEAD < range.end {
+            policy.prefetch_resident(hints[(j + PREFETCH_AHEAD) % RING]);
         }
         let mut id = [0u8; 8];
         id.copy_from_slice(&r[4..12]);

@@ -45,6 +45,8 @@ pub struct S3Fifo {
     max_freq: u8,
     has_evicted: bool,
     c: usize,
+    /// Large enough for the second stage of a prefetch (see `queue::DEEP_PREFETCH_BYTES`).
+    deep: bool,
 }
 
 impl S3Fifo {
@@ -60,7 +62,7 @@ impl S3Fifo {
         let small_cap = ((capacity as f64 * small.clamp(0.0, 1.0)) as usize).max(1).min(capacity);
         let ghost_cap = (capacity as f64 * ghost.max(0.0)) as usize;
         let threshold = threshold.clamp(1, FREQ);
-        Self {
+        let mut s = Self {
             map: KeyMap::with_entries(capacity),
             // One node more than the capacity: a miss takes its node (and index entry)
             // before the eviction frees one (see `insert_absent`).
@@ -74,7 +76,10 @@ impl S3Fifo {
             max_freq: threshold.max(3),
             has_evicted: false,
             c: capacity,
-        }
+            deep: false,
+        };
+        s.deep = s.memory_bytes() > super::queue::DEEP_PREFETCH_BYTES;
+        s
     }
 
     /// Keys of `S`, `M` and `G`, each newest first.
@@ -270,6 +275,17 @@ impl Replacement for S3Fifo {
         // A miss consults the ghost: its group too.
         self.ghost.prefetch_fp(fp);
         fp
+    }
+
+    /// Loads the node of the first index entry with the hint's fingerprint.
+    #[inline(always)]
+    fn prefetch_resident(&self, hint: u32) {
+        if !self.deep {
+            return;
+        }
+        if let Some(i) = self.map.first_match(hint) {
+            self.slab.prefetch(i);
+        }
     }
 
     /// The hint is the key's index fingerprint ([`S3Fifo::prefetch_hint`]).
