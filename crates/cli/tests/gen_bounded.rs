@@ -70,3 +70,56 @@ fn bonfire_streams_millions_of_requests_under_64_mib() {
     assert_eq!(bytes, HEADER + records as usize * RECORD);
     assert!(err.contains(&format!("wrote {records} requests")), "{err}");
 }
+
+/// `ember trace gen ensemble` draws a day at a time (`EnsembleStream`): 10 days of a million
+/// block accesses (8.9 million requests) go to a pipe under `ulimit -v` 96 MiB. The generator
+/// that held and sorted the whole trace (284 MB of requests) died under that limit (seen:
+/// "memory allocation of ... bytes failed").
+#[test]
+fn ensemble_streams_day_by_day_under_96_mib() {
+    let cmd = "ulimit -v 98304 && exec \"$0\" trace gen ensemble --days 10 \
+               --accesses-per-day 1000000 -o /dev/stdout --format ember";
+    let out = Command::new("bash").args(["-c", cmd, EMBER]).output().expect("run ensemble");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "ember trace gen ensemble failed under 96 MiB: {err}");
+    let n: usize = err
+        .split("ensemble: ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no request count in {err}"));
+    assert!(n > 8_000_000, "{n} requests");
+    // ember's format: the header (magic, version, record size, count, the 12 volume names),
+    // then 24 bytes a request.
+    let header = out.stdout.len() - n * RECORD;
+    assert!(out.stdout.starts_with(b"EMBERTRC"));
+    assert!((28..28 + 12 * 16).contains(&header), "header of {header} bytes");
+}
+
+/// What the streamed `ember trace gen ensemble` writes is the trace the library generates
+/// whole, written by the whole-trace writer: byte for byte.
+#[test]
+fn ensemble_stream_writes_the_whole_trace_byte_for_byte() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cli = dir.path().join("cli.ember");
+    let st = Command::new(EMBER)
+        .args(["trace", "gen", "ensemble", "--days", "3", "--accesses-per-day", "60000"])
+        .args(["--seed", "4", "--format", "ember", "-o"])
+        .arg(&cli)
+        .output()
+        .expect("run ensemble");
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let cfg = ember_trace::gen::ensemble::EnsembleConfig {
+        days: 3,
+        accesses_per_day: 60_000,
+        seed: 4,
+        ..ember_trace::gen::ensemble::EnsembleConfig::with_volumes(12)
+    };
+    let whole = ember_trace::gen::ensemble::generate(&cfg).expect("generate");
+    let lib = dir.path().join("lib.ember");
+    ember_trace::write_trace(&lib, ember_trace::Format::Ember, &whole, 4096).expect("write");
+    let (a, b) = (std::fs::read(&cli).expect("cli"), std::fs::read(&lib).expect("lib"));
+    assert!(whole.requests.len() > 100_000);
+    assert_eq!(a.len(), b.len());
+    assert!(a == b, "the streamed trace differs from the whole trace");
+}

@@ -320,21 +320,6 @@ mod tests {
         assert_eq!(t.requests[0].time_ns, MSR_START_DAY_NS + 17 * HOUR_NS);
     }
 
-    /// FNV-1a over every request's fields, in order.
-    fn digest(reqs: impl Iterator<Item = Request>) -> (u64, u64) {
-        let (mut h, mut n) = (0xcbf2_9ce4_8422_2325u64, 0u64);
-        for r in reqs {
-            for v in [r.time_ns, r.offset, r.length as u64, r.volume as u64, r.op.is_write() as u64]
-            {
-                for b in v.to_le_bytes() {
-                    h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-                }
-            }
-            n += 1;
-        }
-        (h, n)
-    }
-
     /// The requests of a fixed configuration (background, writes and the daily job over
     /// parts of three days), pinned by their digest as the generator that held the whole
     /// trace made them: the streamed generator must write the same trace.
@@ -351,7 +336,10 @@ mod tests {
             ..BonfireConfig::default()
         };
         let t = bonfire(&c).unwrap();
-        assert_eq!(digest(t.requests.into_iter()), (13_795_473_912_414_134_853, 157_392));
+        assert_eq!(
+            crate::gen::test_util::digest(t.requests.iter()),
+            (13_795_473_912_414_134_853, 157_392)
+        );
     }
 
     #[test]
