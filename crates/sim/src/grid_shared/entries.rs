@@ -68,8 +68,9 @@ impl Entry {
     }
 }
 
-/// The fewest entries the slab holds before it is first swept.
-const SWEEP_MIN: usize = 4096;
+/// The fewest entries the slab holds before it is first swept (few in tests, so that the
+/// small random traces sweep often).
+pub(crate) const SWEEP_MIN: usize = if cfg!(test) { 16 } else { 4096 };
 
 /// Accesses between two sweeps at most, when FIFO sizes are simulated (keeps the stamps'
 /// wrapping counters exact: see [`FifoStamps`]).
