@@ -13,8 +13,8 @@
 //! Each key's entry (`entries.rs`) holds every cell's state of that key; it is freed when no
 //! cell (and no S3-FIFO ghost) holds it: at once when an LRU, CLOCK or S3-FIFO cell lets go of
 //! it last, at the next sweep of the slab when a FIFO cell does. [`SharedGrid::supports`] says
-//! which grids it takes: those four policies, at most [`MAX_SIZES`] sizes each, admission on every miss, no
-//! timeline and no oracle. `ember sim` sends any other grid to the per-cell path.
+//! which grids it takes: those four policies, at most [`MAX_SIZES`] sizes each, admission on
+//! every miss, no timeline and no oracle. `ember sim` sends any other grid to the per-cell path.
 
 mod entries;
 mod fifo_stamps;
