@@ -642,6 +642,7 @@ impl CacheState {
     fn dirty_insert(&mut self, epoch: u64, key: u64, c: u32) {
         self.dirty.insert((epoch, key), c);
         self.dirty_by_key.insert((key, epoch));
+        self.in_flight.supersede(key, epoch);
     }
 
     fn dirty_remove(&mut self, epoch: u64, key: u64) -> Option<u32> {
@@ -672,15 +673,18 @@ impl CacheState {
         self.fences.bars_flush(key, epoch)
     }
 
-    /// The flusher is about to write `key`'s dirty version to backing, holding its pin but
-    /// not its stripe lock (see [`inflight`]).
-    pub fn mark_flushing(&mut self, key: u64) {
-        self.in_flight.mark(key);
+    /// The flusher is about to write `key`'s dirty version of `epoch` to backing, holding
+    /// neither its stripe lock nor (once it has read it) its pin (see [`inflight`]).
+    pub fn mark_flushing(&mut self, key: u64, epoch: u64) {
+        self.in_flight.mark(key, epoch);
     }
 
-    /// The flusher's write of `key` ended (flushed or failed).
-    pub fn unmark_flushing(&mut self, key: u64) {
-        self.in_flight.unmark(key);
+    /// The flusher's write of `key` ended (flushed or failed). Returns whether a newer
+    /// version of `key` in the same epoch was committed meanwhile: then the flusher must not
+    /// call [`CacheState::flushed`] for it (the version it wrote may not be the one the dirty
+    /// map names now, even in the same cache block).
+    pub fn unmark_flushing(&mut self, key: u64) -> bool {
+        self.in_flight.unmark(key)
     }
 
     /// Forget every in-flight mark (a flusher panic; the engine is poisoned).

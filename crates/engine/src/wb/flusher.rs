@@ -78,14 +78,16 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
 }
 
 /// Flush one batch (one epoch's versions, ascending by key). Under the blocks' stripe
-/// locks: pin the versions still dirty and not fenced, mark them in flight and read them
-/// from the cache device. Then, holding no stripe lock (a foreground request on these blocks
-/// does not wait for backing): write them to backing, sync backing, and move them out of
-/// the dirty map, each only if it is still the same version (a write meanwhile put a newer
-/// one in a fresh cache block: that one stays dirty and is flushed again). A request that
-/// writes one of these blocks to backing directly waits for its in-flight mark
+/// locks: pin the versions still dirty and not fenced, mark them in flight, read them from
+/// the cache device into the batch's buffer and unpin them. Then, holding no stripe lock and
+/// no pin (a foreground request on these blocks waits neither for backing nor for a cache
+/// block the flusher holds): write the buffer to backing, sync backing, and move each version
+/// out of the dirty map unless a newer version of its block in its epoch replaced it meanwhile
+/// (that one stays dirty and is flushed again, after this batch's copy landed: one batch at a
+/// time). A
+/// request that writes one of these blocks to backing directly waits for its in-flight mark
 /// ([`wait_not_flushing`]), so this batch's copy never lands after it. Returns how many
-/// versions were flushed.
+/// versions were written.
 pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Result<usize> {
     let mut live = Vec::with_capacity(batch.len());
     let bs = inner.block_size() as usize;
@@ -99,22 +101,28 @@ pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Resul
             for &(e, k, c) in batch {
                 if st.is_dirty_version(e, k, c) && !st.fenced_for_flush(k, e) {
                     st.pin(c);
-                    st.mark_flushing(k);
+                    st.mark_flushing(k, e);
                     live.push((e, k, c));
                 }
             }
         }
-        read_live(inner, &live, &mut buf.as_mut_slice()[..live.len() * bs])
+        let read = read_live(inner, &live, &mut buf.as_mut_slice()[..live.len() * bs]);
+        // The data is in the buffer: the pins go while the stripe locks still keep every
+        // version as it was (each stays referenced by the dirty map, so none is freed here).
+        let mut st = inner.state.lock();
+        for &(_, _, c) in &live {
+            st.unpin(c);
+        }
+        read
     };
     let result = read.and_then(|()| write_live(inner, &live, &buf.as_slice()[..live.len() * bs]));
     let mut st = inner.state.lock();
     let now = now_ns();
     for &(e, k, c) in &live {
-        if result.is_ok() {
+        let superseded = st.unmark_flushing(k);
+        if result.is_ok() && !superseded {
             st.flushed(e, k, c, now);
         }
-        st.unmark_flushing(k);
-        st.unpin(c);
     }
     inner.count_evictions(&mut st);
     for &(_, k, _) in &live {

@@ -264,3 +264,33 @@ fn write_zeroes_racing_a_flush_of_its_blocks_leaves_zeros_on_backing() {
     v.read(0, &mut got).unwrap();
     assert_bytes(&got, &want, "the volume");
 }
+
+/// A block rewritten twice in the epoch of the version being flushed: the second rewrite may
+/// land in the very cache block the flusher read (released by the first rewrite, and the
+/// flusher holds no pin across its backing I/O), so the dirty map names the same (epoch,
+/// block, cache block) as the flushed version while holding newer data. The flusher must
+/// leave it dirty: after the FLUSH, backing holds the last write.
+#[test]
+fn a_version_replaced_in_its_own_cache_block_while_in_flight_stays_dirty() {
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let latch = Arc::new(Latch::new(mem.clone()));
+    let e = open(cache, latch.clone(), WriteMode::WriteBackFlush, eager(200)).unwrap();
+    let v = e.volume("v").unwrap();
+    latch.arm();
+    v.write(5 * BS, &block(1), false).unwrap();
+    latch.wait_caught();
+    // Block 5's version 1 is in flight. Two rewrites in the same epoch (no FLUSH between).
+    v.write(5 * BS, &block(2), false).unwrap();
+    v.write(5 * BS, &block(3), false).unwrap();
+    latch.release();
+    v.flush().unwrap();
+    assert_eq!(e.dirty_stats().dirty_blocks, 0);
+    let mut want = vec![0u8; VOL as usize];
+    want[(5 * BS) as usize..(6 * BS) as usize].fill(3);
+    assert_bytes(&mem.snapshot(), &want, "backing after the FLUSH");
+    let mut got = vec![0u8; VOL as usize];
+    v.read(0, &mut got).unwrap();
+    assert_bytes(&got, &want, "the volume");
+}
