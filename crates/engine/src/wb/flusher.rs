@@ -84,10 +84,9 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
 /// block the flusher holds): write the buffer to backing, sync backing, and move each version
 /// out of the dirty map unless a newer version of its block in its epoch replaced it meanwhile
 /// (that one stays dirty and is flushed again, after this batch's copy landed: one batch at a
-/// time). A
-/// request that writes one of these blocks to backing directly waits for its in-flight mark
-/// ([`wait_not_flushing`]), so this batch's copy never lands after it. Returns how many
-/// versions were written.
+/// time). A request that writes one of these blocks to backing directly waits for its
+/// in-flight mark ([`wait_not_flushing`]), so this batch's copy never lands after it. Returns
+/// how many versions were written.
 pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Result<usize> {
     let mut live = Vec::with_capacity(batch.len());
     let bs = inner.block_size() as usize;
