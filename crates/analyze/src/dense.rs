@@ -21,42 +21,9 @@ impl DenseIndex {
     /// The index of `keys` when their volumes' block ranges total at most `max_per_key`
     /// slots per key (at least `1 << 16` slots in all), else `None` (sparse keys).
     pub fn of(keys: &[u64], max_per_key: u64) -> Option<Self> {
-        // Per volume: (min block, max block); volumes are the keys' high 16 bits.
-        let mut ranges: Vec<(u64, u64)> = Vec::new();
-        let mut last_vol = usize::MAX;
-        let mut cur = (u64::MAX, 0u64);
-        for &k in keys {
-            let v = key_volume(k) as usize;
-            let b = key_block(k);
-            if v != last_vol {
-                if last_vol != usize::MAX {
-                    ranges[last_vol] = cur;
-                }
-                if v >= ranges.len() {
-                    ranges.resize(v + 1, (u64::MAX, 0));
-                }
-                last_vol = v;
-                cur = ranges[v];
-            }
-            cur = (cur.0.min(b), cur.1.max(b));
-        }
-        if last_vol != usize::MAX {
-            ranges[last_vol] = cur;
-        }
-        let limit = (keys.len() as u64).saturating_mul(max_per_key).max(1 << 16);
-        let mut at = 0u64;
-        let mut base = vec![0u64; ranges.len()];
-        for (v, &(lo, hi)) in ranges.iter().enumerate() {
-            if lo > hi {
-                continue; // volume not accessed
-            }
-            base[v] = at.wrapping_sub(lo);
-            at += hi - lo + 1;
-            if at > limit {
-                return None;
-            }
-        }
-        Some(Self { base, slots: usize::try_from(at).ok()? })
+        let mut r = DenseRanges::default();
+        r.add_all(keys);
+        r.index(max_per_key)
     }
 
     /// Number of slots: every indexed key maps below it.
@@ -68,6 +35,72 @@ impl DenseIndex {
     #[inline]
     pub fn index(&self, key: u64) -> usize {
         key_block(key).wrapping_add(self.base[key_volume(key) as usize]) as usize
+    }
+}
+
+/// The block range of each volume of a set of keys, gathered as the keys stream past (a
+/// counting pass), for a [`DenseIndex`] of them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DenseRanges {
+    /// Per volume (indexed by `key_volume`): (min block, max block); (MAX, 0) if none.
+    ranges: Vec<(u64, u64)>,
+    /// Keys added.
+    keys: u64,
+}
+
+impl DenseRanges {
+    /// Add `keys`.
+    pub fn add_all(&mut self, keys: &[u64]) {
+        let mut last_vol = usize::MAX;
+        let mut cur = (u64::MAX, 0u64);
+        for &k in keys {
+            let v = key_volume(k) as usize;
+            let b = key_block(k);
+            if v != last_vol {
+                if last_vol != usize::MAX {
+                    self.ranges[last_vol] = cur;
+                }
+                if v >= self.ranges.len() {
+                    self.ranges.resize(v + 1, (u64::MAX, 0));
+                }
+                last_vol = v;
+                cur = self.ranges[v];
+            }
+            cur = (cur.0.min(b), cur.1.max(b));
+        }
+        if last_vol != usize::MAX {
+            self.ranges[last_vol] = cur;
+        }
+        self.keys += keys.len() as u64;
+    }
+
+    /// The ranges of volume `volume`'s keys only (as if only they had been added).
+    pub fn volume(&self, volume: u32, keys: u64) -> Self {
+        let v = volume as usize;
+        let mut ranges = vec![(u64::MAX, 0); v + 1];
+        if let Some(&r) = self.ranges.get(v) {
+            ranges[v] = r;
+        }
+        Self { ranges, keys }
+    }
+
+    /// The index of the keys added when their volumes' block ranges total at most
+    /// `max_per_key` slots per key (at least `1 << 16` slots in all), else `None`.
+    pub fn index(&self, max_per_key: u64) -> Option<DenseIndex> {
+        let limit = self.keys.saturating_mul(max_per_key).max(1 << 16);
+        let mut at = 0u64;
+        let mut base = vec![0u64; self.ranges.len()];
+        for (v, &(lo, hi)) in self.ranges.iter().enumerate() {
+            if lo > hi {
+                continue; // volume not accessed
+            }
+            base[v] = at.wrapping_sub(lo);
+            at += hi - lo + 1;
+            if at > limit {
+                return None;
+            }
+        }
+        Some(DenseIndex { base, slots: usize::try_from(at).ok()? })
     }
 }
 

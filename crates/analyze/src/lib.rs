@@ -13,11 +13,14 @@
 //! - [`spatial`]: spatial clustering of each class in 1 MiB regions (Figure 4);
 //! - [`popularity`]: per-day popularity skew in 10,000 bins (SieveStore Figure 2);
 //! - [`mrc`] and [`shards`]: LRU miss-ratio curves;
+//! - [`analyzer`]: all of them for one trace or volume, chunk by chunk;
 //! - [`report`]: all of them for a trace, per volume and for the whole;
+//! - [`stream`]: the report over a trace that streams past, in memory per distinct block;
 //! - [`advise`](mod@advise): Bonfire's algorithm decision tree (Figure 8) over a report.
 
 pub mod accesses;
 pub mod advise;
+pub mod analyzer;
 pub mod dense;
 pub mod mrc;
 pub mod popularity;
@@ -25,6 +28,7 @@ pub mod report;
 pub mod reuse;
 pub mod shards;
 pub mod spatial;
+pub mod stream;
 pub mod summary;
 pub mod temporal;
 

@@ -91,50 +91,97 @@ impl PopularityDay {
 impl Popularity {
     /// Per-day curves of `a` in `bins` bins.
     pub fn of(a: &Accesses, bins: usize) -> Self {
-        let t0 = a.start_ns();
-        let mut days = Vec::new();
-        let mut cur_day = None;
-        let mut counts: FxHashMap<u64, u64> = FxHashMap::default();
+        let mut p = PopularityPass::new(bins);
         for (&k, &t) in a.keys.iter().zip(&a.times) {
-            let d = t.saturating_sub(t0) / DAY_NS;
-            if cur_day != Some(d) {
-                if let Some(cd) = cur_day {
-                    days.push(PopularityDay::of(cd, std::mem::take(&mut counts), bins));
-                }
-                cur_day = Some(d);
+            p.push(k, t);
+        }
+        p.finish()
+    }
+}
+
+/// [`Popularity`] gathered access by access: the finished days' curves and the current
+/// day's count per distinct block.
+#[derive(Clone, Debug, Default)]
+pub struct PopularityPass {
+    bins: usize,
+    /// Time of the first access (days count from it).
+    t0: Option<u64>,
+    days: Vec<PopularityDay>,
+    cur_day: Option<u64>,
+    counts: FxHashMap<u64, u64>,
+}
+
+impl PopularityPass {
+    /// No access yet; `bins` bins a day.
+    pub fn new(bins: usize) -> Self {
+        Self { bins, ..Self::default() }
+    }
+
+    /// Count one access of `k` at `t`.
+    #[inline]
+    pub fn push(&mut self, k: u64, t: u64) {
+        let t0 = *self.t0.get_or_insert(t);
+        let d = t.saturating_sub(t0) / DAY_NS;
+        if self.cur_day != Some(d) {
+            if let Some(cd) = self.cur_day {
+                let counts = std::mem::take(&mut self.counts);
+                self.days.push(PopularityDay::of(cd, counts, self.bins));
             }
-            *counts.entry(k).or_insert(0) += 1;
+            self.cur_day = Some(d);
         }
-        if let Some(cd) = cur_day {
-            days.push(PopularityDay::of(cd, counts, bins));
+        *self.counts.entry(k).or_insert(0) += 1;
+    }
+
+    /// The curves.
+    pub fn finish(mut self) -> Popularity {
+        if let Some(cd) = self.cur_day {
+            self.days.push(PopularityDay::of(cd, self.counts, self.bins));
         }
-        Popularity { days }
+        Popularity { days: self.days }
     }
 }
 
 /// Each volume's share of the whole trace's top 1 % most accessed blocks; `names[v]` is
 /// volume `v`'s name.
 pub fn volume_shares(a: &Accesses, names: &[String]) -> Vec<VolumeShare> {
-    let mut counts: FxHashMap<u64, u64> = FxHashMap::default();
-    for &k in &a.keys {
-        *counts.entry(k).or_insert(0) += 1;
+    let mut counts = BlockCounts::default();
+    counts.push_all(&a.keys);
+    counts.volume_shares(names)
+}
+
+/// Accesses per distinct block, counted as the keys stream past.
+#[derive(Clone, Debug, Default)]
+pub struct BlockCounts {
+    counts: FxHashMap<u64, u64>,
+}
+
+impl BlockCounts {
+    /// Count `keys`.
+    pub fn push_all(&mut self, keys: &[u64]) {
+        for &k in keys {
+            *self.counts.entry(k).or_insert(0) += 1;
+        }
     }
-    let v = sorted_counts(counts);
-    let top = &v[..top1_len(v.len())];
-    let total_acc: u64 = top.iter().map(|x| x.1).sum();
-    (0..names.len())
-        .map(|vol| {
-            let mine: Vec<&(u64, u64)> =
-                top.iter().filter(|x| key_volume(x.0) == vol as u32).collect();
-            VolumeShare {
-                volume: vol as u32,
-                name: names[vol].clone(),
-                blocks_percent: 100.0 * mine.len() as f64 / top.len().max(1) as f64,
-                accesses_percent: 100.0 * mine.iter().map(|x| x.1).sum::<u64>() as f64
-                    / total_acc.max(1) as f64,
-            }
-        })
-        .collect()
+
+    /// Each volume's share of the top 1 % most accessed blocks ([`volume_shares`]).
+    pub fn volume_shares(self, names: &[String]) -> Vec<VolumeShare> {
+        let v = sorted_counts(self.counts);
+        let top = &v[..top1_len(v.len())];
+        let total_acc: u64 = top.iter().map(|x| x.1).sum();
+        (0..names.len())
+            .map(|vol| {
+                let mine: Vec<&(u64, u64)> =
+                    top.iter().filter(|x| key_volume(x.0) == vol as u32).collect();
+                VolumeShare {
+                    volume: vol as u32,
+                    name: names[vol].clone(),
+                    blocks_percent: 100.0 * mine.len() as f64 / top.len().max(1) as f64,
+                    accesses_percent: 100.0 * mine.iter().map(|x| x.1).sum::<u64>() as f64
+                        / total_acc.max(1) as f64,
+                }
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

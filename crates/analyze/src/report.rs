@@ -1,10 +1,11 @@
 //! Every analysis of a trace, per volume and for the whole: what `ember analyze` prints.
 
-use crate::mrc::log_sizes;
+use crate::analyzer::Analyzer;
+use crate::dense::DenseIndex;
 use crate::popularity::{volume_shares, DEFAULT_BINS};
+use crate::reuse::DENSE_SLOTS_PER_KEY;
 use crate::{
-    shards_mrc, Accesses, MissRatioCurve, Popularity, ReuseHistogram, ShardsError, Spatial,
-    Summary, Temporal, VolumeShare,
+    Accesses, MissRatioCurve, Popularity, ShardsError, Spatial, Summary, Temporal, VolumeShare,
 };
 use ember_trace::Trace;
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,10 @@ pub struct AnalyzeConfig {
     pub exact: bool,
     /// Also estimate the miss-ratio curve with SHARDS at this sampling rate.
     pub shards_rate: Option<f64>,
+    /// Compute reuse distances and the miss-ratio curve from a SHARDS sample at this rate
+    /// instead of exactly (state about `rate` times the exact pass's); the exact pass and
+    /// `shards_rate` are then not run.
+    pub sample_rate: Option<f64>,
     /// Analyze each volume on its own too (always true in effect for one volume: its
     /// analysis is the whole's).
     pub per_volume: bool,
@@ -38,6 +43,7 @@ impl Default for AnalyzeConfig {
             mrc_points: 64,
             exact: true,
             shards_rate: None,
+            sample_rate: None,
             per_volume: true,
         }
     }
@@ -76,6 +82,10 @@ pub struct Reuse {
     /// The full distribution over all accesses: `(distance in blocks, accesses)` for every
     /// distance that occurs.
     pub distribution: Vec<(u64, u64)>,
+    /// When set, everything above comes from a SHARDS sample at this rate: distances are
+    /// scaled by `1 / rate`, counts are of the sampled accesses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_rate: Option<f64>,
 }
 
 /// Every analysis of one trace or volume.
@@ -121,45 +131,15 @@ pub struct TraceReport {
 
 /// Analyze one access list.
 pub fn analyze_accesses(a: &Accesses, cfg: &AnalyzeConfig) -> Result<Analysis, ShardsError> {
-    let summary = Summary::of(a);
-    let (temporal, classes) = Temporal::compute(a);
-    let spatial = Spatial::of(&classes, a.block_size, cfg.region_bytes);
-    drop(classes);
-    let popularity = Popularity::of(a, cfg.bins);
-    let sizes = log_sizes(summary.wss_blocks, cfg.mrc_points);
-    let mut mrc = Mrc::default();
-    let mut reuse = None;
-    if cfg.exact {
-        let h = ReuseHistogram::of(&a.keys, &a.writes, a.block_size);
-        mrc.exact = Some(MissRatioCurve::exact(&h, &sizes));
-        reuse = Some(Reuse {
-            buckets: crate::REUSE_BUCKETS.iter().map(|b| b.0.to_string()).collect(),
-            reaccess_buckets: h.reaccess_buckets,
-            reaccess_bucket_percent: h.reaccess_bucket_percent,
-            reaccess_median_blocks: h.reaccess_median_blocks,
-            cold: h.cold,
-            distribution: h
-                .all
-                .iter()
-                .enumerate()
-                .filter(|x| *x.1 > 0)
-                .map(|(d, &n)| (d as u64, n))
-                .collect(),
-        });
-    }
-    if let Some(rate) = cfg.shards_rate {
-        let (curve, n) = shards_mrc(&a.keys, rate, &sizes)?;
-        if let Some(e) = &mrc.exact {
-            let errs: Vec<f64> =
-                e.miss_ratio.iter().zip(&curve.miss_ratio).map(|(x, y)| (x - y).abs()).collect();
-            mrc.shards_mean_abs_error = Some(errs.iter().sum::<f64>() / errs.len().max(1) as f64);
-            mrc.shards_max_abs_error = Some(errs.iter().copied().fold(0.0, f64::max));
-        }
-        mrc.shards = Some(curve);
-        mrc.shards_rate = Some(rate);
-        mrc.shards_sampled = Some(n);
-    }
-    Ok(Analysis { summary, temporal, reuse, spatial, popularity, mrc })
+    let cfg = AnalyzeConfig { block_size: a.block_size, ..cfg.clone() };
+    let dense = if Analyzer::wants_index(&cfg) {
+        DenseIndex::of(&a.keys, DENSE_SLOTS_PER_KEY)
+    } else {
+        None
+    };
+    let mut an = Analyzer::new(&cfg, dense)?;
+    an.push(a);
+    Ok(an.finish())
 }
 
 /// Analyze `trace`: the whole and (with [`AnalyzeConfig::per_volume`]) each volume.

@@ -97,7 +97,7 @@ const MIN_POSITIONS: usize = 1 << 16;
 
 /// Dense keys get a direct-indexed table when their ranges total at most this many slots
 /// per access ([`DenseIndex`]); the table costs 4 bytes a slot.
-const DENSE_SLOTS_PER_KEY: u64 = 4;
+pub const DENSE_SLOTS_PER_KEY: u64 = 4;
 
 /// How many accesses ahead [`reuse_distances_in`] prefetches the `last` table's slot: the
 /// table is megabytes and its lookups are the pass's cache misses.
@@ -177,57 +177,142 @@ impl LastPositions for DenseLast {
 /// Each block's latest position is kept in an array indexed by block when the keys are
 /// dense (block traces: [`DenseIndex`]), else in a hash map; the distances are the same.
 pub fn reuse_distances(keys: &[u64], f: impl FnMut(usize, Option<u64>)) -> u64 {
-    match DenseIndex::of(keys, DENSE_SLOTS_PER_KEY) {
-        Some(index) => {
+    let mut pass = ReusePass::new(DenseIndex::of(keys, DENSE_SLOTS_PER_KEY));
+    pass.push(keys, f);
+    pass.distinct()
+}
+
+/// The table of latest positions of a [`ReusePass`].
+enum Last {
+    Dense(DenseLast),
+    Hashed(FxHashMap<u64, u32>),
+}
+
+/// The reuse-distance pass of [`reuse_distances`] over keys that arrive in chunks: state per
+/// distinct block (its latest position, and a window of at least twice the distinct blocks),
+/// never per access, so a trace of any length streams through it.
+pub struct ReusePass {
+    last: Last,
+    cap: usize,
+    marks: Marks,
+    distinct: u64,
+    pos: usize,
+}
+
+impl ReusePass {
+    /// An empty pass; `dense` indexes every key the pass will see (a table slot per block,
+    /// [`DenseIndex`]), or `None` for a hash map.
+    pub fn new(dense: Option<DenseIndex>) -> Self {
+        let (last, min) = match dense {
             // A window of at least the table's size: each renumbering (which walks the
             // table) then follows at least half a table's worth of accesses.
-            let min = MIN_POSITIONS.max(index.slots());
-            reuse_distances_in(keys, min, DenseLast::new(index), f)
+            Some(index) => {
+                let min = MIN_POSITIONS.max(index.slots());
+                (Last::Dense(DenseLast::new(index)), min)
+            }
+            None => (Last::Hashed(FxHashMap::default()), MIN_POSITIONS),
+        };
+        let cap = min.max(64);
+        Self { last, cap, marks: Marks::new(cap), distinct: 0, pos: 0 }
+    }
+
+    /// Distinct blocks seen so far.
+    pub fn distinct(&self) -> u64 {
+        self.distinct
+    }
+
+    /// Call `f(i, distance)` for every access `i` of `keys`, the next accesses of the trace.
+    pub fn push(&mut self, keys: &[u64], f: impl FnMut(usize, Option<u64>)) {
+        match &mut self.last {
+            Last::Dense(l) => push_in(
+                l,
+                &mut self.marks,
+                &mut self.cap,
+                &mut self.distinct,
+                &mut self.pos,
+                keys,
+                f,
+            ),
+            Last::Hashed(l) => push_in(
+                l,
+                &mut self.marks,
+                &mut self.cap,
+                &mut self.distinct,
+                &mut self.pos,
+                keys,
+                f,
+            ),
         }
-        None => reuse_distances_in(keys, MIN_POSITIONS, FxHashMap::default(), f),
     }
 }
 
 /// [`reuse_distances`] starting from a window of `min_positions` (at least 64), with `last`
 /// (empty) as the table of latest positions.
+#[cfg(test)]
 fn reuse_distances_in(
     keys: &[u64],
     min_positions: usize,
-    mut last: impl LastPositions,
-    mut f: impl FnMut(usize, Option<u64>),
+    last: impl Into<Last>,
+    f: impl FnMut(usize, Option<u64>),
 ) -> u64 {
-    let mut cap = min_positions.max(64);
-    let mut marks = Marks::new(cap);
-    let mut distinct = 0u64;
-    let mut pos = 0usize;
+    let cap = min_positions.max(64);
+    let mut pass =
+        ReusePass { last: last.into(), cap, marks: Marks::new(cap), distinct: 0, pos: 0 };
+    pass.push(keys, f);
+    pass.distinct()
+}
+
+#[cfg(test)]
+impl From<DenseLast> for Last {
+    fn from(l: DenseLast) -> Self {
+        Last::Dense(l)
+    }
+}
+
+#[cfg(test)]
+impl From<FxHashMap<u64, u32>> for Last {
+    fn from(l: FxHashMap<u64, u32>) -> Self {
+        Last::Hashed(l)
+    }
+}
+
+/// [`ReusePass::push`] with the table `last`.
+fn push_in(
+    last: &mut impl LastPositions,
+    marks: &mut Marks,
+    cap: &mut usize,
+    distinct: &mut u64,
+    pos: &mut usize,
+    keys: &[u64],
+    mut f: impl FnMut(usize, Option<u64>),
+) {
     for (i, &k) in keys.iter().enumerate() {
-        if pos == cap {
-            cap = cap.max(2 * distinct as usize);
-            renumber(&mut last, &marks);
-            pos = distinct as usize;
-            marks = Marks::new(cap);
+        if *pos == *cap {
+            *cap = (*cap).max(2 * *distinct as usize);
+            renumber(last, marks);
+            *pos = *distinct as usize;
+            *marks = Marks::new(*cap);
         }
         if let Some(&ahead) = keys.get(i + PREFETCH_AHEAD) {
             last.prefetch(ahead);
         }
-        match last.replace(k, pos as u32) {
+        match last.replace(k, *pos as u32) {
             Some(p) => {
                 let p = p as usize;
                 // Marks after p, before this access: the distinct blocks in between.
                 // Live positions are below pos, one per distinct block: those after p are
                 // the distinct blocks accessed since.
-                let d = distinct - marks.rank(p);
+                let d = *distinct - marks.rank(p);
                 marks.kill(p);
                 f(i, Some(d));
             }
             None => {
-                distinct += 1;
+                *distinct += 1;
                 f(i, None);
             }
         }
-        pos += 1;
+        *pos += 1;
     }
-    distinct
 }
 
 /// Renumber the positions in `last` (exactly the live positions of `marks`) to `0..len`,
@@ -277,6 +362,111 @@ fn radix_sort(v: &mut Vec<u64>) {
     }
 }
 
+/// Long distances [`HistogramBuilder`] holds before sorting them into the histogram.
+const LONG_BATCH: usize = 1 << 20;
+
+/// A [`ReuseHistogram`] built access by access, in memory bounded by the largest distance
+/// (below the distinct blocks), not the accesses.
+///
+/// Short distances are counted in place (the two small arrays stay in cache); long ones,
+/// whose counters would be scattered over megabytes, are appended as `distance << 1 |
+/// is_read` and radix-sorted in batches of [`LONG_BATCH`], so the histogram is built in
+/// order.
+pub struct HistogramBuilder {
+    all: Vec<u64>,
+    reads: Vec<u64>,
+    cold: u64,
+    long: Vec<u64>,
+    /// Long distances held before a sort ([`LONG_BATCH`]; smaller in tests).
+    batch: usize,
+}
+
+impl Default for HistogramBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HistogramBuilder {
+    /// No access yet.
+    pub fn new() -> Self {
+        Self {
+            all: vec![0; SHORT],
+            reads: vec![0; SHORT],
+            cold: 0,
+            long: Vec::new(),
+            batch: LONG_BATCH,
+        }
+    }
+
+    /// Count one access: its distance (`None` for a first access) and whether it is a read.
+    #[inline]
+    pub fn push(&mut self, d: Option<u64>, read: bool) {
+        match d {
+            None => self.cold += 1,
+            Some(d) if (d as usize) < SHORT => {
+                self.all[d as usize] += 1;
+                self.reads[d as usize] += read as u64;
+            }
+            Some(d) => {
+                self.long.push(d << 1 | read as u64);
+                if self.long.len() >= self.batch {
+                    self.fold_long();
+                }
+            }
+        }
+    }
+
+    /// Sort the long distances held into the histogram.
+    fn fold_long(&mut self) {
+        radix_sort(&mut self.long);
+        if let Some(&last) = self.long.last() {
+            let len = (last >> 1) as usize + 1;
+            if self.all.len() < len {
+                self.all.resize(len, 0);
+                self.reads.resize(len, 0);
+            }
+        }
+        for &x in &self.long {
+            let d = (x >> 1) as usize;
+            self.all[d] += 1;
+            self.reads[d] += x & 1;
+        }
+        self.long.clear();
+    }
+
+    /// The histogram, with `block_size`-byte blocks for Figure 3's groups.
+    pub fn finish(mut self, block_size: u64) -> ReuseHistogram {
+        self.fold_long();
+        drop(self.long);
+        let mut h = ReuseHistogram { all: self.all, cold: self.cold, ..Default::default() };
+        let mut reads_hist = self.reads;
+        let used = h.all.iter().rposition(|&n| n > 0).map_or(0, |d| d + 1);
+        h.all.truncate(used);
+        reads_hist.truncate(used);
+        let reaccesses: u64 = reads_hist.iter().sum();
+        let mut seen = 0u64;
+        let mut median_set = false;
+        for (d, &n) in reads_hist.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let bytes = (d as u64).saturating_mul(block_size);
+            let b = REUSE_BUCKETS.iter().position(|&(_, hi)| bytes < hi).unwrap_or(3);
+            h.reaccess_buckets[b] += n;
+            seen += n;
+            if !median_set && 2 * seen >= reaccesses {
+                h.reaccess_median_blocks = d as u64;
+                median_set = true;
+            }
+        }
+        for b in 0..4 {
+            h.reaccess_bucket_percent[b] = percent(h.reaccess_buckets[b], reaccesses);
+        }
+        h
+    }
+}
+
 /// Upper bounds (exclusive, in bytes) of the reuse-distance groups of Bonfire Figure 3:
 /// under 10 MB, 10 MB to 100 MB, 100 MB to 1 GB, 1 GB and over. The paper's text names
 /// 10 MB as the bound of "small" reuse distances; the other bounds are ember's decades.
@@ -306,59 +496,9 @@ pub struct ReuseHistogram {
 impl ReuseHistogram {
     /// The histogram of `keys`/`writes` with `block_size`-byte blocks.
     pub fn of(keys: &[u64], writes: &[bool], block_size: u64) -> Self {
-        // Short distances are counted in place (the two small arrays stay in cache); long
-        // ones, whose counters would be scattered over megabytes, are appended as
-        // `distance << 1 | is_read` and radix-sorted, so the histogram is built in order.
-        let mut h = ReuseHistogram { all: vec![0; SHORT], ..Default::default() };
-        let mut reads_hist: Vec<u64> = vec![0; SHORT];
-        let mut long: Vec<u64> = Vec::new();
-        reuse_distances(keys, |i, d| match d {
-            None => h.cold += 1,
-            Some(d) => {
-                let read = !writes[i];
-                if (d as usize) < SHORT {
-                    h.all[d as usize] += 1;
-                    reads_hist[d as usize] += read as u64;
-                } else {
-                    long.push(d << 1 | read as u64);
-                }
-            }
-        });
-        radix_sort(&mut long);
-        if let Some(&last) = long.last() {
-            let len = (last >> 1) as usize + 1;
-            h.all.resize(len, 0);
-            reads_hist.resize(len, 0);
-        }
-        for &x in &long {
-            let d = (x >> 1) as usize;
-            h.all[d] += 1;
-            reads_hist[d] += x & 1;
-        }
-        drop(long);
-        let used = h.all.iter().rposition(|&n| n > 0).map_or(0, |d| d + 1);
-        h.all.truncate(used);
-        reads_hist.truncate(used);
-        let reaccesses: u64 = reads_hist.iter().sum();
-        let mut seen = 0u64;
-        let mut median_set = false;
-        for (d, &n) in reads_hist.iter().enumerate() {
-            if n == 0 {
-                continue;
-            }
-            let bytes = (d as u64).saturating_mul(block_size);
-            let b = REUSE_BUCKETS.iter().position(|&(_, hi)| bytes < hi).unwrap_or(3);
-            h.reaccess_buckets[b] += n;
-            seen += n;
-            if !median_set && 2 * seen >= reaccesses {
-                h.reaccess_median_blocks = d as u64;
-                median_set = true;
-            }
-        }
-        for b in 0..4 {
-            h.reaccess_bucket_percent[b] = percent(h.reaccess_buckets[b], reaccesses);
-        }
-        h
+        let mut b = HistogramBuilder::new();
+        reuse_distances(keys, |i, d| b.push(d, !writes[i]));
+        b.finish(block_size)
     }
 
     /// Accesses with a finite reuse distance.
@@ -533,5 +673,39 @@ mod tests {
         // With 40 MB blocks the same read lands in 10 MB-100 MB.
         let h = ReuseHistogram::of(&[1, 2, 3, 1], &[false; 4], 40_000_000);
         assert_eq!(h.reaccess_buckets, [0, 1, 0, 0]);
+    }
+
+    #[test]
+    fn chunked_pass_and_batched_long_distances_equal_the_whole_pass() {
+        // Zipf-like keys over 100,000 blocks: many distances above SHORT.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let keys: Vec<u64> = (0..400_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let r = x % 100_000;
+                r * r / 100_000 + (x >> 40) % 3
+            })
+            .collect();
+        let writes: Vec<bool> = keys.iter().map(|k| k.is_multiple_of(5)).collect();
+        let whole = ReuseHistogram::of(&keys, &writes, 4096);
+        assert!(whole.all.len() > SHORT, "longest distance {}", whole.all.len());
+        for dense in [true, false] {
+            let index = dense.then(|| DenseIndex::of(&keys, DENSE_SLOTS_PER_KEY).expect("dense"));
+            let mut pass = ReusePass::new(index);
+            let mut b = HistogramBuilder { batch: 1000, ..HistogramBuilder::new() };
+            let mut at = 0;
+            for len in [1, 7, 64, 5000, 100_000].iter().cycle() {
+                let end = (at + len).min(keys.len());
+                pass.push(&keys[at..end], |i, d| b.push(d, !writes[at + i]));
+                at = end;
+                if at == keys.len() {
+                    break;
+                }
+            }
+            assert_eq!(pass.distinct(), whole.cold);
+            assert_eq!(b.finish(4096), whole, "dense {dense}");
+        }
     }
 }

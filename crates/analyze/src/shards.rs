@@ -6,7 +6,8 @@
 //! by `1 / R`, and the miss ratio at size `s` is the share of sampled accesses whose scaled
 //! distance is not below `s` (first accesses included).
 
-use crate::{reuse_distances, MissRatioCurve};
+use crate::reuse::{HistogramBuilder, ReusePass};
+use crate::{MissRatioCurve, ReuseHistogram};
 use std::fmt;
 
 /// The modulus of the sampling hash.
@@ -39,27 +40,72 @@ pub fn shards_mrc(
     rate: f64,
     sizes: &[u64],
 ) -> Result<(MissRatioCurve, u64), ShardsError> {
-    if !(rate > 0.0 && rate <= 1.0) {
-        return Err(ShardsError(rate));
-    }
-    let t = ((rate * P as f64).round() as u64).clamp(1, P);
-    let r = t as f64 / P as f64;
-    let sampled: Vec<u64> = keys.iter().copied().filter(|&k| hash(k) % P < t).collect();
-    // Scaled distances, bucketed in units of whole blocks.
-    let mut scaled: Vec<u64> = Vec::new();
-    let mut cold = 0u64;
-    reuse_distances(&sampled, |_, d| match d {
-        None => cold += 1,
-        Some(d) => {
-            let s = (d as f64 / r) as usize;
-            if scaled.len() <= s {
-                scaled.resize(s + 1, 0);
-            }
-            scaled[s] += 1;
+    let mut p = ShardsPass::new(rate)?;
+    p.push_with(keys, |_| true);
+    let (h, n) = p.finish(1);
+    Ok((MissRatioCurve::exact(&h, sizes), n))
+}
+
+/// The SHARDS pass over keys that arrive in chunks: the exact reuse-distance pass over the
+/// sampled blocks only, so its state is about `rate` times the exact pass's (a hash-map entry
+/// per sampled block), plus the histogram of scaled distances (8 bytes per block of the
+/// largest scaled distance, at most about the working set).
+pub struct ShardsPass {
+    /// Threshold: a key is sampled when `hash(key) % P < t`.
+    t: u64,
+    /// The effective rate, `t / P`.
+    r: f64,
+    pass: ReusePass,
+    hist: HistogramBuilder,
+    sampled: u64,
+    keys: Vec<u64>,
+    reads: Vec<bool>,
+}
+
+impl ShardsPass {
+    /// An empty pass sampling at `rate`, in (0, 1].
+    pub fn new(rate: f64) -> Result<Self, ShardsError> {
+        if !(rate > 0.0 && rate <= 1.0) {
+            return Err(ShardsError(rate));
         }
-    });
-    let h = crate::ReuseHistogram { all: scaled, cold, ..Default::default() };
-    Ok((MissRatioCurve::exact(&h, sizes), sampled.len() as u64))
+        let t = ((rate * P as f64).round() as u64).clamp(1, P);
+        Ok(Self {
+            t,
+            r: t as f64 / P as f64,
+            pass: ReusePass::new(None),
+            hist: HistogramBuilder::new(),
+            sampled: 0,
+            keys: Vec::new(),
+            reads: Vec::new(),
+        })
+    }
+
+    /// The next block accesses: `keys`, and whether each is a write.
+    pub fn push(&mut self, keys: &[u64], writes: &[bool]) {
+        self.push_with(keys, |i| !writes[i]);
+    }
+
+    /// The next block accesses: `keys`, and `read(i)` whether access `i` is a read.
+    fn push_with(&mut self, keys: &[u64], read: impl Fn(usize) -> bool) {
+        self.keys.clear();
+        self.reads.clear();
+        for (i, &k) in keys.iter().enumerate() {
+            if hash(k) % P < self.t {
+                self.keys.push(k);
+                self.reads.push(read(i));
+            }
+        }
+        self.sampled += self.keys.len() as u64;
+        let (r, hist, reads) = (self.r, &mut self.hist, &self.reads);
+        // Distances scaled by 1/R, in units of whole blocks.
+        self.pass.push(&self.keys, |i, d| hist.push(d.map(|d| (d as f64 / r) as u64), reads[i]));
+    }
+
+    /// The histogram of scaled distances (`block_size`-byte blocks for Figure 3's groups;
+    /// counts are of sampled accesses) and the number of sampled accesses.
+    pub fn finish(self, block_size: u64) -> (ReuseHistogram, u64) {
+        (self.hist.finish(block_size), self.sampled)
+    }
 }
 
 #[cfg(test)]

@@ -36,31 +36,55 @@ pub struct Summary {
 impl Summary {
     /// Table 1 columns of `a`.
     pub fn of(a: &Accesses) -> Self {
-        // Per block: was its last access a write?
-        let mut last: FxHashMap<u64, bool> = FxHashMap::default();
-        let (mut rar, mut raw, mut writes) = (0u64, 0u64, 0u64);
+        let mut p = SummaryPass::default();
         for (&k, &w) in a.keys.iter().zip(&a.writes) {
-            writes += w as u64;
-            if let Some(prev_write) = last.insert(k, w) {
-                if !w {
-                    if prev_write {
-                        raw += 1;
-                    } else {
-                        rar += 1;
-                    }
+            p.push(k, w);
+        }
+        p.finish(a.requests, a.total_bytes, a.block_size)
+    }
+}
+
+/// [`Summary`] gathered access by access: one entry per distinct block (whether its last
+/// access was a write).
+#[derive(Clone, Debug, Default)]
+pub struct SummaryPass {
+    last: FxHashMap<u64, bool>,
+    rar: u64,
+    raw: u64,
+    writes: u64,
+    accesses: u64,
+}
+
+impl SummaryPass {
+    /// Count one block access (`w`: a write).
+    #[inline]
+    pub fn push(&mut self, k: u64, w: bool) {
+        self.writes += w as u64;
+        self.accesses += 1;
+        if let Some(prev_write) = self.last.insert(k, w) {
+            if !w {
+                if prev_write {
+                    self.raw += 1;
+                } else {
+                    self.rar += 1;
                 }
             }
         }
-        let n = a.len() as u64;
-        let wss = last.len() as u64;
-        Self {
-            requests: a.requests,
+    }
+
+    /// The columns, given the requests and bytes they asked for and the block size.
+    pub fn finish(self, requests: u64, total_bytes: u64, block_size: u64) -> Summary {
+        let n = self.accesses;
+        let wss = self.last.len() as u64;
+        let (rar, raw) = (self.rar, self.raw);
+        Summary {
+            requests,
             block_accesses: n,
-            reads: n - writes,
-            writes,
+            reads: n - self.writes,
+            writes: self.writes,
             wss_blocks: wss,
-            wss_bytes: wss * a.block_size,
-            total_bytes: a.total_bytes,
+            wss_bytes: wss * block_size,
+            total_bytes,
             read_after_read: rar,
             read_after_write: raw,
             reaccess_percent: if n == 0 { 0.0 } else { 100.0 * (rar + raw) as f64 / n as f64 },

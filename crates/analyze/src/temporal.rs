@@ -89,36 +89,59 @@ pub struct Temporal {
 impl Temporal {
     /// Figures 1a, 1b and 2 of `a`, and each reaccessed block's class mask.
     pub fn compute(a: &Accesses) -> (Self, BlockClasses) {
-        let mut last: FxHashMap<u64, u64> = FxHashMap::default();
-        let mut classes: BlockClasses = FxHashMap::default();
-        let mut t = Temporal::default();
-        let mut recency = [0u64; 6];
-        let t0 = a.start_ns();
+        let mut p = TemporalPass::default();
         for i in 0..a.len() {
-            let (k, now, w) = (a.keys[i], a.times[i], a.writes[i]);
-            let prev = last.insert(k, now);
-            let Some(prev) = prev else { continue };
-            if w {
-                continue;
-            }
-            let gap = now.saturating_sub(prev);
-            let c = Class::of_gap(gap);
-            *classes.entry(k).or_insert(0) |= c.bit();
-            t.class_reaccesses[c as usize] += 1;
-            match c {
-                Class::Hourly => {
-                    recency[((gap / RECENCY_BIN_NS) as usize).min(5)] += 1;
-                }
-                Class::Daily => {
-                    let day = ((now - t0.min(now)) / DAY_NS) as usize;
-                    if t.daily_by_hour.len() <= day {
-                        t.daily_by_hour.resize(day + 1, [0; 24]);
-                    }
-                    t.daily_by_hour[day][((now / HOUR_NS) % 24) as usize] += 1;
-                }
-                Class::Other => {}
-            }
+            p.push(a.keys[i], a.times[i], a.writes[i]);
         }
+        p.finish()
+    }
+}
+
+/// [`Temporal`] gathered access by access: per distinct block its last access time, and per
+/// reaccessed block its classes.
+#[derive(Clone, Debug, Default)]
+pub struct TemporalPass {
+    last: FxHashMap<u64, u64>,
+    classes: BlockClasses,
+    t: Temporal,
+    recency: [u64; 6],
+    /// Time of the first access (days count from it).
+    t0: Option<u64>,
+}
+
+impl TemporalPass {
+    /// Count one block access of `k` at `now` (`w`: a write).
+    #[inline]
+    pub fn push(&mut self, k: u64, now: u64, w: bool) {
+        let t0 = *self.t0.get_or_insert(now);
+        let prev = self.last.insert(k, now);
+        let Some(prev) = prev else { return };
+        if w {
+            return;
+        }
+        let t = &mut self.t;
+        let gap = now.saturating_sub(prev);
+        let c = Class::of_gap(gap);
+        *self.classes.entry(k).or_insert(0) |= c.bit();
+        t.class_reaccesses[c as usize] += 1;
+        match c {
+            Class::Hourly => {
+                self.recency[((gap / RECENCY_BIN_NS) as usize).min(5)] += 1;
+            }
+            Class::Daily => {
+                let day = ((now - t0.min(now)) / DAY_NS) as usize;
+                if t.daily_by_hour.len() <= day {
+                    t.daily_by_hour.resize(day + 1, [0; 24]);
+                }
+                t.daily_by_hour[day][((now / HOUR_NS) % 24) as usize] += 1;
+            }
+            Class::Other => {}
+        }
+    }
+
+    /// The figures, and each reaccessed block's classes (for [`crate::spatial`]).
+    pub fn finish(self) -> (Temporal, BlockClasses) {
+        let (mut t, classes, recency) = (self.t, self.classes, self.recency);
         t.reaccessed_blocks = classes.len() as u64;
         for mask in classes.values() {
             for c in Class::ALL {
@@ -136,7 +159,6 @@ impl Temporal {
     }
 }
 
-/// `100 * n / d`, 0 when `d` is 0.
 pub(crate) fn percent(n: u64, d: u64) -> f64 {
     if d == 0 {
         0.0

@@ -4,9 +4,10 @@
 use crate::output::{write_text, OutputArgs};
 use crate::plot::colour;
 use crate::trace_args::TraceInput;
-use anyhow::{anyhow, bail};
+use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ember_analyze::report::{Analysis, TraceReport};
+use ember_analyze::stream::{analyze_stream, AnalyzeCensus};
 use ember_analyze::{analyze, AnalyzeConfig, Class, REUSE_BUCKETS};
 use plotters::prelude::*;
 use std::path::Path;
@@ -29,9 +30,14 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub shards: Option<f64>,
     /// Skip the exact reuse distances and miss-ratio curve (for traces too large; use
-    /// --shards).
+    /// --shards or --sample-rate).
     #[arg(long)]
     pub no_exact: bool,
+    /// Compute the reuse distances and the miss-ratio curve from a SHARDS sample at this rate
+    /// (spatial hash sampling; e.g. 0.01) instead of exactly: their state shrinks about in
+    /// proportion. Replaces the exact pass and --shards.
+    #[arg(long, conflicts_with = "shards")]
+    pub sample_rate: Option<f64>,
     /// Analyze the whole trace only, not each volume.
     #[arg(long)]
     pub whole_only: bool,
@@ -65,12 +71,30 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 }
 
 /// Analyze a trace per its reading flags and the config; shared with `ember warmup advise`.
+///
+/// A regular file streams (a census pass, then the analysis pass: memory is per distinct
+/// block, not per request); a pipe is read into memory.
 pub fn analyze_input(input: &TraceInput, cfg: AnalyzeConfig) -> anyhow::Result<TraceReport> {
     if input.block_size == 0 {
         bail!("--block-size must be at least 1");
     }
-    let (trace, _) = input.read()?;
     let cfg = AnalyzeConfig { block_size: input.block_size, ..cfg };
+    // A bad rate is refused before any pass over the trace.
+    for rate in [cfg.shards_rate, cfg.sample_rate].into_iter().flatten() {
+        ember_analyze::shards::ShardsPass::new(rate)?;
+    }
+    if std::fs::metadata(input.path()).is_ok_and(|m| m.is_file()) {
+        let context = || format!("reading trace {}", input.path().display());
+        let mut reader = input.open()?;
+        let mut census = AnalyzeCensus::new(cfg.block_size);
+        for r in reader.by_ref() {
+            census.push(&r.with_context(context)?);
+        }
+        let names = reader.volumes().names().to_vec();
+        let requests = input.open()?.map(|r| r.with_context(context));
+        return analyze_stream(&census, &names, &cfg, requests);
+    }
+    let (trace, _) = input.read()?;
     analyze(&trace, &cfg).map_err(|e| anyhow!("{e}"))
 }
 
@@ -83,6 +107,7 @@ pub fn compute(a: &AnalyzeArgs) -> anyhow::Result<TraceReport> {
         mrc_points: a.mrc_points.max(2),
         exact: !a.no_exact,
         shards_rate: a.shards,
+        sample_rate: a.sample_rate,
         per_volume: !a.whole_only,
     };
     analyze_input(&a.input, cfg)

@@ -275,8 +275,9 @@ pub fn run(cmd: GenCommand) -> anyhow::Result<()> {
                 volume: a.volume.clone(),
                 common: a.common.common(),
             };
-            let t = ember_trace::gen::bonfire::bonfire(&cfg)?;
-            emit(&a.common, t.requests.into_iter(), t.volumes)
+            let s = ember_trace::gen::bonfire::BonfireStream::new(&cfg)?;
+            let volumes = s.volumes();
+            emit(&a.common, s, volumes)
         }
         GenCommand::Zipf(a) => {
             let mut cfg = ZipfConfig::new(a.alpha, a.blocks, a.requests, a.common.common());

@@ -24,7 +24,7 @@ use ember_sim::sievestore_sensitivity::{
 use ember_sim::sievestore_stream::{count, run_streamed, StreamCell};
 use ember_sim::{default_threads, Capacity};
 use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
-use ember_trace::{write_trace, Format, Request, Trace, TraceError, TraceReader};
+use ember_trace::{Format, Request, Trace, TraceError, TraceReader};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -549,13 +549,24 @@ pub fn gen_ensemble(args: &GenEnsembleArgs) -> anyhow::Result<()> {
         seed: args.seed,
         ..EnsembleConfig::with_volumes(args.volumes)
     };
-    let trace = ensemble::generate(&cfg)?;
-    write_trace(&args.output, format, &trace, args.block_size)
-        .with_context(|| format!("writing {}", args.output.display()))?;
+    // A day at a time: memory is one day's requests, whatever --days.
+    let stream = ensemble::EnsembleStream::new(&cfg)?;
+    let volumes = stream.volumes().clone();
+    let bar = indicatif::ProgressBar::hidden();
+    let tally = crate::write_stream::write_stream(
+        &args.output,
+        format,
+        args.block_size,
+        &volumes,
+        None,
+        stream,
+        &bar,
+    )
+    .with_context(|| format!("writing {}", args.output.display()))?;
     eprintln!(
         "ember trace gen ensemble: {} requests, {} volumes, {} days -> {}",
-        trace.requests.len(),
-        trace.volumes.len(),
+        tally.requests,
+        volumes.len(),
         args.days,
         args.output.display()
     );

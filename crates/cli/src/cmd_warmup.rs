@@ -3,16 +3,19 @@
 //! algorithm from `ember analyze`'s results with the Figure 8 decision tree.
 
 use crate::cmd_analyze::{analyze_input, parse_bytes};
+use crate::file_passes::FilePasses;
 use crate::output::{write_text, OutputArgs};
 use crate::trace_args::TraceInput;
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand};
 use ember_analyze::report::TraceReport;
-use ember_analyze::{advise, AnalyzeConfig};
+use ember_analyze::{advise, analyze, AnalyzeConfig};
 use ember_policy::warmup::SelectorKind;
 use ember_sim::warmup_evidence::rank_selectors;
 use ember_sim::warmup_experiment::{run_warmup, DayRuns, VolumeAccesses, WarmupConfig};
-use ember_sim::warmup_sweep::{sweep, SweepGrid};
+use ember_sim::warmup_stream::{run_warmup_stream, CensusTaker, WarmupCensus};
+use ember_sim::warmup_sweep::{sweep_with, SweepGrid};
+use ember_trace::Trace;
 use plotters::prelude::*;
 use std::path::PathBuf;
 
@@ -170,13 +173,62 @@ pub fn run(cmd: WarmupCommand) -> anyhow::Result<()> {
     }
 }
 
-fn load(exp: &ExperimentArgs) -> anyhow::Result<(Vec<VolumeAccesses>, u64)> {
+/// The trace of an experiment: held in memory (a pipe, or a regular file whose volumes are
+/// not in time order), or streamed from a regular file, a pass per experiment run (issue 17).
+enum Source<'a> {
+    /// Every volume's accesses, sorted by time, and the trace's first time.
+    Held(Vec<VolumeAccesses>, u64),
+    /// The census of a regular file, read again at each run.
+    Streamed(WarmupCensus, FilePasses<'a>),
+}
+
+impl Source<'_> {
+    /// Run the experiment of `cfg`.
+    fn run(&self, cfg: &WarmupConfig) -> anyhow::Result<Vec<DayRuns>> {
+        match self {
+            Source::Held(vols, t0) => Ok(run_warmup(vols, *t0, cfg)),
+            Source::Streamed(census, passes) => {
+                let path = passes.path();
+                run_warmup_stream(census, cfg, passes.open()?)
+                    .with_context(|| format!("reading trace {}", path.display()))
+            }
+        }
+    }
+}
+
+/// The experiment's trace: a regular file streams (a census pass here, then a pass per run:
+/// memory is the caches' and selectors' state and the working sets' block sets, not the
+/// trace) when each volume's accesses come in time order; otherwise (or from a pipe) it is
+/// read into memory and each volume sorted by time.
+fn load(exp: &ExperimentArgs) -> anyhow::Result<Source<'_>> {
     if exp.input.block_size == 0 {
         bail!("--block-size must be at least 1");
     }
+    if is_file(exp) {
+        let mut reader = exp.input.open()?;
+        let mut census = CensusTaker::new(exp.input.block_size);
+        for r in reader.by_ref() {
+            census
+                .push(&r.with_context(|| format!("reading trace {}", exp.input.path().display()))?);
+        }
+        let census = census.finish(reader.volumes());
+        if census.time_ordered {
+            return Ok(Source::Streamed(census, FilePasses::new(&exp.input)));
+        }
+    }
     let (trace, _) = exp.input.read()?;
+    Ok(held(&trace, exp.input.block_size))
+}
+
+/// The experiment's source over a held trace.
+fn held(trace: &Trace, block_size: u64) -> Source<'static> {
     let t0 = trace.requests.iter().map(|r| r.time_ns).min().unwrap_or(0);
-    Ok((VolumeAccesses::of_trace(&trace, exp.input.block_size), t0))
+    Source::Held(VolumeAccesses::of_trace(trace, block_size), t0)
+}
+
+/// True if `exp`'s trace is a regular file (read in passes), not a pipe (read once).
+fn is_file(exp: &ExperimentArgs) -> bool {
+    std::fs::metadata(exp.input.path()).is_ok_and(|m| m.is_file())
 }
 
 fn base_config(exp: &ExperimentArgs) -> WarmupConfig {
@@ -205,7 +257,7 @@ fn fmt(x: Option<f64>) -> String {
 /// document `--json` writes (one `periods` entry per period, with `runs` and `metrics`).
 pub fn compute_run(a: &RunArgs) -> anyhow::Result<(Vec<DayRuns>, serde_json::Value)> {
     check_thresholds(a.th_v, a.th_n)?;
-    let (vols, t0) = load(&a.exp)?;
+    let source = load(&a.exp)?;
     let cfg = WarmupConfig {
         cache_percent: a.cache,
         warmup_percent: a.warmup,
@@ -213,7 +265,7 @@ pub fn compute_run(a: &RunArgs) -> anyhow::Result<(Vec<DayRuns>, serde_json::Val
         selectors: a.schemes.clone(),
         ..base_config(&a.exp)
     };
-    let days = run_warmup(&vols, t0, &cfg);
+    let days = source.run(&cfg)?;
     if days.is_empty() {
         bail!("no period after the first one has accesses: the trace is shorter than two periods of {} s", a.exp.period as f64 / 1e9);
     }
@@ -337,7 +389,7 @@ fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
             check_thresholds(v, n)?;
         }
     }
-    let (vols, t0) = load(&a.exp)?;
+    let source = load(&a.exp)?;
     let grid = SweepGrid {
         cache_percents: a.cache.clone(),
         warmup_percents: a.warmup.clone(),
@@ -345,10 +397,13 @@ fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
         th_v: a.th_v.clone(),
         th_n: a.th_n.clone(),
     };
-    let rows =
-        sweep(&vols, t0, &base_config(&a.exp), &grid, a.exp.bandwidth as f64, &mut |d, t| {
-            eprint!("\rsimulated {d}/{t} configurations");
-        });
+    let rows = sweep_with(
+        &base_config(&a.exp),
+        &grid,
+        a.exp.bandwidth as f64,
+        &mut |d, t| eprint!("\rsimulated {d}/{t} configurations"),
+        &mut |cfg| source.run(cfg),
+    )?;
     eprintln!();
     println!(
         "Table 3 shape: medians over volumes and periods of the best selector per volume-period"
@@ -397,6 +452,15 @@ fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
 }
 
 fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
+    // A pipe can be read only once: the analysis and the experiment share the held trace.
+    let piped = if a.analysis.is_none() && !is_file(&a.exp) {
+        if a.exp.input.block_size == 0 {
+            bail!("--block-size must be at least 1");
+        }
+        Some(a.exp.input.read()?.0)
+    } else {
+        None
+    };
     let report: TraceReport = match &a.analysis {
         Some(p) => {
             let text =
@@ -405,10 +469,16 @@ fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
                 format!("{} is not an `ember analyze` JSON document", p.display())
             })?
         }
-        None => analyze_input(
-            &a.exp.input,
-            AnalyzeConfig { bins: 10, mrc_points: 2, ..AnalyzeConfig::default() },
-        )?,
+        None => {
+            let cfg = AnalyzeConfig { bins: 10, mrc_points: 2, ..AnalyzeConfig::default() };
+            match &piped {
+                Some(trace) => {
+                    let cfg = AnalyzeConfig { block_size: a.exp.input.block_size, ..cfg };
+                    analyze(trace, &cfg).map_err(|e| anyhow!("{e}"))?
+                }
+                None => analyze_input(&a.exp.input, cfg)?,
+            }
+        }
     };
     let mut rows: Vec<(String, &ember_analyze::Analysis)> =
         report.volumes.iter().map(|v| (v.name.clone(), &v.analysis)).collect();
@@ -422,7 +492,11 @@ fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
     }
     // The evidence: every selector simulated on this trace's history.
     check_thresholds(a.th_v, a.th_n)?;
-    let (vols, t0) = load(&a.exp)?;
+    let source = match &piped {
+        Some(trace) => held(trace, a.exp.input.block_size),
+        None => load(&a.exp)?,
+    };
+    drop(piped);
     let cfg = WarmupConfig {
         cache_percent: a.cache,
         warmup_percent: a.warmup,
@@ -435,7 +509,7 @@ fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
         ],
         ..base_config(&a.exp)
     };
-    let days = run_warmup(&vols, t0, &cfg);
+    let days = source.run(&cfg)?;
     let ev = rank_selectors(&days, a.th_v, a.th_n, a.exp.bandwidth as f64);
     let Some(best) = &ev.best else {
         println!(

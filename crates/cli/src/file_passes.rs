@@ -21,6 +21,11 @@ impl<'a> FilePasses<'a> {
         Self { input, opts: input.read_options(), skipped: Default::default() }
     }
 
+    /// The trace's path.
+    pub fn path(&self) -> &std::path::Path {
+        self.input.path()
+    }
+
     /// One pass over the trace.
     pub fn open(
         &self,

@@ -141,3 +141,41 @@ fn other_grids_take_the_per_cell_path() {
         assert!(j["runs"][0]["misses"].as_u64().expect("misses") > 0);
     }
 }
+
+/// A FIFO-only grid: FIFO lets go of keys without touching their entries, so every entry is
+/// freed by sweeps of the slab; over a trace of many more blocks than the cells hold (the slab
+/// is swept many times), every cell still equals its single run. (`ember sim` refuses size 0;
+/// the unit tests in `crates/sim/src/grid_shared/tests.rs` cover it.)
+#[test]
+fn fifo_grid_swept_many_times_equals_single_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = dir.path().join("s.oracleGeneral.bin");
+    let t_s = t.to_str().expect("path");
+    ember(&[
+        "trace",
+        "gen",
+        "zipf",
+        "--alpha",
+        "0.6",
+        "--blocks",
+        "400000",
+        "--requests",
+        "600000",
+        "--seed",
+        "11",
+        "-o",
+        t_s,
+    ]);
+    let sizes = ["1", "64", "3000"];
+    let (grid, stderr) =
+        sim(&t, &["--threads", "1", "--policy", "fifo", "--size", &sizes.join(",")]);
+    assert!(stderr.contains("over one shared index"), "the shared grid did not run: {stderr}");
+    let runs = grid["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), sizes.len());
+    for (got, s) in runs.iter().zip(sizes) {
+        let (single, _) = sim(&t, &["--threads", "1", "--policy", "fifo", "--size", s]);
+        assert_eq!(got, &single["runs"][0], "fifo at {s}");
+    }
+    assert!(grid["wss_blocks"].as_u64().expect("wss") > 200_000, "{}", grid["wss_blocks"]);
+    assert!(runs[2]["misses"].as_u64() < runs[1]["misses"].as_u64());
+}

@@ -27,7 +27,8 @@ pub(crate) struct VolumeInfo {
 /// journal cursor; a FUA write under write-back persist runs its barrier with its stripes
 /// held) → `state` → nothing else; `persist` → `superblock` (a checkpoint commit). `state`
 /// and `superblock` are never held together. A request enters the gate before any of them
-/// and leaves it after; `cv` waits on `state`.
+/// and leaves it after; `cv` waits on `state`. The flusher holds its batch's stripes only
+/// to pin, mark and read it, none across its backing I/O (`wb/flusher.rs`).
 pub(crate) struct Inner {
     pub cache: Arc<dyn Device>,
     pub geometry: Geometry,

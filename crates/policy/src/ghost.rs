@@ -4,7 +4,7 @@
 //! Bounded to a fixed number of keys; inserting into a full ghost forgets the oldest key.
 //! A key found again is removed ([`GhostFifo::take`]), as both 2Q and S3-FIFO do.
 
-use crate::keymap::KeyMap;
+use crate::keymap::{fingerprint, KeyMap};
 use crate::slab::{List, Slab};
 
 /// A bounded FIFO set of block keys.
@@ -71,18 +71,41 @@ impl GhostFifo {
         forgotten
     }
 
+    /// Start loading the index group of the key whose [`fingerprint`] is `fp`.
+    #[inline(always)]
+    pub fn prefetch_fp(&self, fp: u32) {
+        self.map.prefetch_fp(fp);
+    }
+
+    /// Start loading the index group of `key`, and that of the oldest key (the next to be
+    /// forgotten when full), for a [`GhostFifo::push`] of `key` to come.
+    #[inline(always)]
+    pub fn prefetch_push(&self, key: u64) {
+        self.map.prefetch(key);
+        let t = self.list.tail;
+        if t != crate::slab::NIL && self.list.len >= self.slab.capacity() {
+            self.map.prefetch(self.slab.key(t));
+        }
+    }
+
     /// Forget `key` if remembered; returns whether it was.
     #[inline]
     pub fn take(&mut self, key: u64) -> bool {
+        self.take_fp(key, fingerprint(key))
+    }
+
+    /// [`GhostFifo::take`] of `key`, whose [`fingerprint`] is `fp` (not hashed again).
+    #[inline]
+    pub fn take_fp(&mut self, key: u64, fp: u32) -> bool {
         let slab = &self.slab;
-        match self.map.get(key, |s| slab.key(s)) {
-            Some(i) => {
+        match self.map.find_fp(key, fp, |s| slab.key(s)) {
+            Ok(i) => {
                 self.list.unlink(self.slab.nodes_mut(), i);
-                self.map.remove(key, i);
+                self.map.remove_fp(fp, i);
                 self.slab.release(i);
                 true
             }
-            None => false,
+            Err(_) => false,
         }
     }
 

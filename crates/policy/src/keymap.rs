@@ -232,6 +232,17 @@ impl KeyMap {
         Err(Bucket { home, group, way, fp })
     }
 
+    /// The slot of the first entry of `fp`'s home group whose fingerprint is `fp`, without
+    /// confirming its key (a rare false match, or a key past the home group, gives another
+    /// slot or none): what a prefetch of a resident key's data needs once its group is loaded
+    /// ([`KeyMap::prefetch_fp`]).
+    #[inline(always)]
+    pub fn first_match(&self, fp: u32) -> Option<u32> {
+        let g = &self.groups[self.home(fp)];
+        let m = g.matches(fp);
+        (m != 0).then(|| g.slots[m.trailing_zeros() as usize])
+    }
+
     /// The slot of `key`, if present. `key_of(slot)` must return the key stored in `slot`.
     #[inline]
     pub fn get(&self, key: u64, key_of: impl Fn(u32) -> u64) -> Option<u32> {

@@ -86,6 +86,25 @@ impl<M: Copy + Default> Slab<M> {
         self.live -= 1;
     }
 
+    /// Start loading node `i` (nothing if it was never allocated): a prefetch, which never
+    /// faults and changes nothing observable.
+    #[inline(always)]
+    pub fn prefetch(&self, i: u32) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(n) = self.nodes.get(i as usize) {
+            // SAFETY: the pointer is to a live node; a prefetch never faults and SSE is part
+            // of the x86-64 baseline.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(
+                    (n as *const Node<M>).cast::<i8>(),
+                    std::arch::x86_64::_MM_HINT_T0,
+                )
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+
     /// The key in node `i`.
     #[inline(always)]
     pub fn key(&self, i: u32) -> u64 {

@@ -40,6 +40,7 @@ pub mod warmup_evidence;
 pub mod warmup_experiment;
 pub mod warmup_load;
 pub mod warmup_scheme;
+pub mod warmup_stream;
 pub mod warmup_sweep;
 
 pub use capacity::{parse_capacities, Capacity};

@@ -114,7 +114,7 @@ where
     // Empty when the stream keeps no times: accesses then carry time 0.
     let times = stream.times().get(lo..hi).unwrap_or(&[]);
     let next = stream.next_access().map(|n| &n[lo..hi]);
-    run_slices(policy, admission, Slices { keys, flags, times, next, vtime: lo as u64 })
+    run_slices(policy, admission, Slices { keys, flags, times, next, vtime: lo as u64 }, None)
 }
 
 /// A run of consecutive block accesses, as the hot loop reads them.
@@ -136,7 +136,16 @@ pub(crate) struct Slices<'a> {
 /// concrete. With a sieve that admits every miss (AOD) and no oracle, each access is one
 /// combined [`Replacement::access`] (one index probe for a miss and its insertion).
 #[inline]
-pub(crate) fn run_slices<R, A>(policy: &mut R, admission: &mut A, s: Slices<'_>) -> Counters
+///
+/// With `wss`, the keys of the misses are counted into it (a batch at a time): a run that
+/// started with an empty cache misses every block's first access, so that counts the
+/// stream's distinct blocks exactly, at the cost of the misses only.
+pub(crate) fn run_slices<R, A>(
+    policy: &mut R,
+    admission: &mut A,
+    s: Slices<'_>,
+    wss: Option<&mut DistinctCounter>,
+) -> Counters
 where
     R: Replacement + ?Sized,
     A: Admission + ?Sized,
@@ -144,12 +153,26 @@ where
     let Slices { keys, flags, times, next, vtime } = s;
     let (mut requests, mut writes, mut read_hits, mut write_hits) = (0u64, 0u64, 0u64, 0u64);
     let (mut write_misses, mut allocation_writes, mut evictions) = (0u64, 0u64, 0u64);
-    // How far ahead the policy is told which key comes (hides the index's memory latency).
+    let mut missed = MissBatch::new(wss);
+    // How far ahead the policy is told which key comes (hides the index's memory latency):
+    // its index group at twice this distance, its node at this distance (as in
+    // `records_loop`). A power of two: the hints wait in a ring of twice as many.
     const PREFETCH_AHEAD: usize = 8;
+    const RING: usize = 2 * PREFETCH_AHEAD;
     if admission.admits_every_miss() && next.is_none() {
+        // The policy's hint for each of the next RING accesses (its index fingerprint: the
+        // key is hashed once, for the prefetch, not again for the lookup).
+        let mut hints = [0u32; RING];
+        for (j, &k) in keys.iter().enumerate().take(RING) {
+            hints[j] = policy.prefetch_hint(k);
+        }
         for j in 0..keys.len() {
-            if let Some(&k) = keys.get(j + PREFETCH_AHEAD) {
-                policy.prefetch(k);
+            let hint = hints[j % RING];
+            if let Some(&k) = keys.get(j + RING) {
+                hints[j % RING] = policy.prefetch_hint(k);
+            }
+            if j + PREFETCH_AHEAD < keys.len() {
+                policy.prefetch_resident(hints[(j + PREFETCH_AHEAD) % RING]);
             }
             let f = flags[j];
             let is_write = f & 1 != 0;
@@ -162,7 +185,8 @@ where
                 vtime: vtime + j as u64,
                 next_vtime: NEVER,
             };
-            let (hit, evicted) = policy.access(&access);
+            let (hit, evicted) = policy.access_hinted(&access, hint);
+            missed.push(access.key, hit);
             write_hits += (hit & is_write) as u64;
             read_hits += (hit & !is_write) as u64;
             write_misses += (!hit & is_write) as u64;
@@ -189,6 +213,7 @@ where
                 },
             };
             let hit = policy.lookup(&access);
+            missed.push(access.key, hit);
             admission.observe(&access, hit);
             if hit {
                 if is_write {
@@ -205,6 +230,7 @@ where
             }
         }
     }
+    missed.flush();
     let n = keys.len() as u64;
     let reads = n - writes;
     Counters {
@@ -218,6 +244,47 @@ where
         write_misses,
         allocation_writes,
         evictions,
+    }
+}
+
+/// The keys of a run's misses on their way to a [`DistinctCounter`], a batch at a time (the
+/// batch stays in the first-level cache; the counter's pages are touched once a batch).
+struct MissBatch<'a> {
+    wss: Option<&'a mut DistinctCounter>,
+    keys: [u64; MissBatch::LEN],
+    len: usize,
+}
+
+impl<'a> MissBatch<'a> {
+    /// Keys held before they are handed over.
+    const LEN: usize = 512;
+
+    fn new(wss: Option<&'a mut DistinctCounter>) -> Self {
+        Self { wss, keys: [0; Self::LEN], len: 0 }
+    }
+
+    /// Note an access to `key` that hit (`hit`) or missed.
+    #[inline(always)]
+    fn push(&mut self, key: u64, hit: bool) {
+        if self.wss.is_none() {
+            return;
+        }
+        // Branch-free: always written, kept only on a miss.
+        if let Some(slot) = self.keys.get_mut(self.len) {
+            *slot = key;
+        }
+        self.len += usize::from(!hit);
+        if self.len == Self::LEN {
+            self.flush();
+        }
+    }
+
+    /// Hand the batch's keys to the counter.
+    fn flush(&mut self) {
+        if let Some(w) = self.wss.as_deref_mut() {
+            w.add_all(&self.keys[..self.len]);
+        }
+        self.len = 0;
     }
 }
 
@@ -284,25 +351,31 @@ fn records_loop<R, const KEEP_MISSES: bool>(
 where
     R: Replacement + ?Sized,
 {
-    // How far ahead the policy is told which key comes (hides the index's memory latency);
-    // a power of two: the hints wait in a ring of that many.
+    // How far ahead the policy is told which key comes (hides the index's memory latency):
+    // its index group at twice this distance, its node (once the group is loaded) at this
+    // distance ([`Replacement::prefetch_resident`]). A power of two: the hints wait in a
+    // ring of twice as many.
     const PREFETCH_AHEAD: usize = 8;
+    const RING: usize = 2 * PREFETCH_AHEAD;
     let (mut hits, mut evictions, mut m) = (0u64, 0u64, 0usize);
     let lo = range.start;
-    // The policy's hint for each of the next PREFETCH_AHEAD accesses (its index fingerprint:
-    // the key is hashed once, for the prefetch, not again for the lookup).
-    let mut hints = [0u32; PREFETCH_AHEAD];
-    for j in lo..range.end.min(lo + PREFETCH_AHEAD) {
+    // The policy's hint for each of the next RING accesses (its index fingerprint: the key is
+    // hashed once, for the prefetch, not again for the lookup).
+    let mut hints = [0u32; RING];
+    for j in lo..range.end.min(lo + RING) {
         if let Some(k) = record_key(records, j) {
-            hints[j % PREFETCH_AHEAD] = policy.prefetch_hint(k);
+            hints[j % RING] = policy.prefetch_hint(k);
         }
     }
     let mine = records.get(lo * RECORD_SIZE..range.end * RECORD_SIZE).unwrap_or(&[]);
     for (i, r) in mine.chunks_exact(RECORD_SIZE).enumerate() {
         let j = lo + i;
-        let hint = hints[j % PREFETCH_AHEAD];
-        if let Some(k) = record_key(records, j + PREFETCH_AHEAD) {
-            hints[j % PREFETCH_AHEAD] = policy.prefetch_hint(k);
+        let hint = hints[j % RING];
+        if let Some(k) = record_key(records, j + RING) {
+            hints[j % RING] = policy.prefetch_hint(k);
+        }
+        if j + PREFETCH_AHEAD < range.end {
+            policy.prefetch_resident(hints[(j + PREFETCH_AHEAD) % RING]);
         }
         let mut id = [0u8; 8];
         id.copy_from_slice(&r[4..12]);

@@ -137,8 +137,16 @@ impl Cutter {
 /// One cell of a streamed grid: a policy (and sieve) fed chunk after chunk.
 pub trait ChunkRun: Send {
     /// Simulate the accesses of `pieces` of `chunk`, in order; `next` holds the chunk's
-    /// next-access vtimes, one per access, or is empty when none were computed.
-    fn run(&mut self, chunk: &BlockChunk, next: &[u64], pieces: &[Piece]);
+    /// next-access vtimes, one per access, or is empty when none were computed. With `wss`,
+    /// the keys of the run's misses are counted into it: a run that started empty misses
+    /// every block's first access, so that counts the trace's distinct blocks exactly.
+    fn run(
+        &mut self,
+        chunk: &BlockChunk,
+        next: &[u64],
+        pieces: &[Piece],
+        wss: Option<&mut DistinctCounter>,
+    );
     /// Simulate oracleGeneral `records` read in place (whole records, each one read
     /// access; see [`ember_trace::BlockReader::next_records`]), the first at `vtime`, as
     /// one stretch of the only timeline interval (no interval cut). With `wss`, the keys of the
@@ -178,7 +186,13 @@ where
 }
 
 impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
-    fn run(&mut self, chunk: &BlockChunk, next: &[u64], pieces: &[Piece]) {
+    fn run(
+        &mut self,
+        chunk: &BlockChunk,
+        next: &[u64],
+        pieces: &[Piece],
+        mut wss: Option<&mut DistinctCounter>,
+    ) {
         for p in pieces {
             if let Some(start) = p.opens {
                 if let (Some(t), Some(done)) = (self.timeline.as_mut(), self.open.take()) {
@@ -202,6 +216,7 @@ impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
                     next: next.get(r),
                     vtime: p.vtime,
                 },
+                wss.as_deref_mut(),
             );
             self.totals += c;
             if let Some(o) = self.open.as_mut() {
@@ -224,10 +239,7 @@ impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
             c.clear();
             c.keys.extend((0..n).filter_map(|j| record_key(records, j)));
             c.flags.resize(n, FLAG_FIRST);
-            self.run(&c, &[], &[Piece { range: 0..n, vtime, opens }]);
-            if let Some(w) = wss {
-                w.add_all(&c.keys);
-            }
+            self.run(&c, &[], &[Piece { range: 0..n, vtime, opens }], wss);
             self.scratch = c;
             return;
         }
@@ -320,30 +332,40 @@ pub fn run_streaming_with_next<E: Send>(
     let workers = threads.max(1).min(runs.len());
     while more {
         let pieces = cutter.cut(&cur);
-        if threads <= 1 || runs.is_empty() {
+        if runs.is_empty() {
             wss.add_all(&cur.keys);
-            for r in &runs {
+            more = next_chunk(&mut spare, &mut spare_next)?;
+        } else if threads <= 1 {
+            // Every run starts empty (see `policy_run`): the first counts the working set
+            // from its misses.
+            for (i, r) in runs.iter().enumerate() {
                 if let Ok(mut r) = r.lock() {
-                    r.run(&cur, &cur_next, &pieces);
+                    r.run(&cur, &cur_next, &pieces, (i == 0).then_some(&mut wss));
                 }
             }
             more = next_chunk(&mut spare, &mut spare_next)?;
         } else {
             let next = AtomicUsize::new(0);
             let (chunk, next_times, pieces, runs) = (&cur, &cur_next, &pieces, &runs);
+            let shared = Mutex::new(&mut wss);
             let read = std::thread::scope(|s| {
                 for _ in 0..workers {
-                    let next = &next;
+                    let (next, shared) = (&next, &shared);
                     s.spawn(move || loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(r) = runs.get(i) else { break };
                         // A poisoned lock means a run panicked; the scope re-raises it.
                         if let Ok(mut r) = r.lock() {
-                            r.run(chunk, next_times, pieces);
+                            if i == 0 {
+                                if let Ok(mut w) = shared.lock() {
+                                    r.run(chunk, next_times, pieces, Some(&mut **w));
+                                }
+                            } else {
+                                r.run(chunk, next_times, pieces, None);
+                            }
                         }
                     });
                 }
-                wss.add_all(&chunk.keys);
                 next_chunk(&mut spare, &mut spare_next)
             });
             more = read?;

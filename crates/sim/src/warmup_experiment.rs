@@ -13,7 +13,7 @@
 use crate::warmup_convergence::convergence_intervals;
 use crate::warmup_load::{preload_seconds, server_load_reduction, ReadPoint};
 use crate::warmup_scheme::Scheme;
-use ember_policy::warmup::SelectorKind;
+use ember_policy::warmup::{SelectorKind, WarmupSelector};
 use ember_policy::{Access, Lru, Replacement, NEVER};
 use ember_trace::{Op, Trace};
 use serde::Serialize;
@@ -57,6 +57,16 @@ impl Default for WarmupConfig {
             readahead_bytes: 0,
             seed: 1,
         }
+    }
+}
+
+impl WarmupConfig {
+    /// The cache capacity and the warmup size, in blocks, of a volume of `wss_blocks`
+    /// distinct blocks (percentages of its WSS; a cache of at least one block).
+    pub fn sizes(&self, wss_blocks: u64) -> (u64, u64) {
+        let capacity = ((self.cache_percent / 100.0 * wss_blocks as f64).round() as u64).max(1);
+        let warmup = (self.warmup_percent / 100.0 * wss_blocks as f64).round() as u64;
+        (capacity, warmup)
     }
 }
 
@@ -211,13 +221,13 @@ impl DayRuns {
 }
 
 /// The LRU cache of one run, with optional readahead.
-struct Cache {
+pub(crate) struct Cache {
     lru: Lru,
     readahead: u64,
 }
 
 impl Cache {
-    fn new(capacity: u64, readahead: u64) -> Self {
+    pub(crate) fn new(capacity: u64, readahead: u64) -> Self {
         Self { lru: Lru::new(capacity.max(1) as usize), readahead }
     }
 
@@ -248,20 +258,66 @@ impl Cache {
         interval_ns: u64,
         timeline: &mut [ReadPoint],
     ) {
-        let last = timeline.len().saturating_sub(1);
         for &(t, k, w) in accesses {
-            let (hit, _) = self.lru.access(&Self::access_of(k, t, w));
-            if !w {
-                let i = (((t - start_ns.min(t)) / interval_ns) as usize).min(last);
-                timeline[i].reads += 1;
-                timeline[i].read_hits += hit as u64;
-                if !hit {
-                    for j in 1..self.readahead {
-                        self.load(k + j, t);
-                    }
+            self.step(t, k, w, start_ns, interval_ns, timeline);
+        }
+    }
+
+    /// Run one access (time `t`, key `k`, a write if `w`) of the period starting at
+    /// `start_ns`, recording a read and its hit into `timeline` by interval.
+    #[inline]
+    pub(crate) fn step(
+        &mut self,
+        t: u64,
+        k: u64,
+        w: bool,
+        start_ns: u64,
+        interval_ns: u64,
+        timeline: &mut [ReadPoint],
+    ) {
+        let (hit, _) = self.lru.access(&Self::access_of(k, t, w));
+        if !w {
+            let last = timeline.len().saturating_sub(1);
+            let i = (((t - start_ns.min(t)) / interval_ns) as usize).min(last);
+            timeline[i].reads += 1;
+            timeline[i].read_hits += hit as u64;
+            if !hit {
+                for j in 1..self.readahead {
+                    self.load(k + j, t);
                 }
             }
         }
+    }
+
+    /// Preload the regions `selector` picks for a warmup of `warmup` blocks (regions of
+    /// `bpr` blocks) at `start_ns`: every block of the chosen regions, most valuable last,
+    /// the budget spent from the most valuable end. Returns the blocks preloaded.
+    pub(crate) fn preload(
+        &mut self,
+        selector: &dyn WarmupSelector,
+        warmup: u64,
+        bpr: u64,
+        start_ns: u64,
+    ) -> u64 {
+        let regions = selector.select(warmup.div_ceil(bpr) as usize);
+        let mut chosen = Vec::new();
+        let mut budget = warmup;
+        for &reg in regions.iter().rev() {
+            if budget == 0 {
+                break;
+            }
+            let take = bpr.min(budget);
+            chosen.push((reg, take));
+            budget -= take;
+        }
+        let mut preloaded = 0;
+        for &(reg, take) in chosen.iter().rev() {
+            for b in 0..take {
+                self.load(reg * bpr + b, start_ns);
+            }
+            preloaded += take;
+        }
+        preloaded
     }
 }
 
@@ -287,8 +343,7 @@ pub fn run_warmup(vols: &[VolumeAccesses], t0: u64, cfg: &WarmupConfig) -> Vec<D
     let ra = cfg.readahead_bytes / bs;
     let n_int = cfg.period_ns.div_ceil(cfg.interval_ns.max(1)) as usize;
     for v in vols {
-        let capacity = ((cfg.cache_percent / 100.0 * v.wss_blocks as f64).round() as u64).max(1);
-        let warmup = (cfg.warmup_percent / 100.0 * v.wss_blocks as f64).round() as u64;
+        let (capacity, warmup) = cfg.sizes(v.wss_blocks);
         let ps = periods(v, t0, cfg.period_ns);
         // Always-warm: one cache over all periods.
         let mut warm = Cache::new(capacity, ra);
@@ -323,24 +378,7 @@ pub fn run_warmup(vols: &[VolumeAccesses], t0: u64, cfg: &WarmupConfig) -> Vec<D
                     for &(t, key, _) in history {
                         s.observe(key / bpr, t);
                     }
-                    let regions = s.select(warmup.div_ceil(bpr) as usize);
-                    // Most valuable last; spend the budget from the most valuable end.
-                    let mut chosen = Vec::new();
-                    let mut budget = warmup;
-                    for &reg in regions.iter().rev() {
-                        if budget == 0 {
-                            break;
-                        }
-                        let take = bpr.min(budget);
-                        chosen.push((reg, take));
-                        budget -= take;
-                    }
-                    for &(reg, take) in chosen.iter().rev() {
-                        for b in 0..take {
-                            cache.load(reg * bpr + b, start);
-                        }
-                        preloaded += take;
-                    }
+                    preloaded = cache.preload(s.as_ref(), warmup, bpr, start);
                 }
                 let mut tl = vec![ReadPoint::default(); n_int];
                 cache.run(day, start, cfg.interval_ns, &mut tl);

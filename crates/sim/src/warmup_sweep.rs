@@ -2,7 +2,7 @@
 //! as Table 3 (for each configuration, the best selector per volume and period, then the
 //! median over volumes and periods).
 
-use crate::warmup_experiment::{run_warmup, SchemeMetrics, VolumeAccesses, WarmupConfig};
+use crate::warmup_experiment::{run_warmup, DayRuns, SchemeMetrics, VolumeAccesses, WarmupConfig};
 use crate::warmup_scheme::Scheme;
 use serde::Serialize;
 
@@ -104,6 +104,23 @@ pub fn sweep(
     bandwidth: f64,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Vec<Table3Row> {
+    let run =
+        &mut |cfg: &WarmupConfig| Ok::<_, std::convert::Infallible>(run_warmup(vols, t0, cfg));
+    match sweep_with(base, grid, bandwidth, progress, run) {
+        Ok(rows) => rows,
+        Err(e) => match e {},
+    }
+}
+
+/// [`sweep`] with `run` running one configuration's experiment (over a held trace, or a
+/// pass over a streamed one: [`crate::warmup_stream`]); stops at `run`'s first error.
+pub fn sweep_with<E>(
+    base: &WarmupConfig,
+    grid: &SweepGrid,
+    bandwidth: f64,
+    progress: &mut dyn FnMut(usize, usize),
+    run: &mut dyn FnMut(&WarmupConfig) -> Result<Vec<DayRuns>, E>,
+) -> Result<Vec<Table3Row>, E> {
     let mut rows = Vec::new();
     let total = grid.cache_percents.len() * grid.warmup_percents.len() * grid.region_bytes.len();
     let mut done = 0;
@@ -116,7 +133,7 @@ pub fn sweep(
                     region_bytes: region,
                     ..base.clone()
                 };
-                let days = run_warmup(vols, t0, &cfg);
+                let days = run(&cfg)?;
                 done += 1;
                 progress(done, total);
                 for &tv in &grid.th_v {
@@ -179,7 +196,7 @@ pub fn sweep(
             }
         }
     }
-    rows
+    Ok(rows)
 }
 
 #[cfg(test)]

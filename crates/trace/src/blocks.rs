@@ -130,17 +130,48 @@ impl Splitter {
 /// Bytes of a mapped file released behind the reader at a time.
 const RELEASE_BYTES: usize = 8 << 20;
 
+/// True if a file of `len` bytes is larger than half of the machine's memory: the page cache
+/// cannot keep it for a second run, and filling the cache with it only makes the kernel
+/// reclaim (on another core, in the caches the simulation needs) while the file streams
+/// past. The reader then drops the file's pages behind it from the page cache too.
+fn outgrows_page_cache(len: u64) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sysinfo fills the struct it is given and reads nothing else.
+        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sysinfo(&mut info) } == 0 {
+            let total = (info.totalram as u64).saturating_mul(u64::from(info.mem_unit));
+            return len > total / 2;
+        }
+    }
+    let _ = len;
+    false
+}
+
 /// The bytes of a binary trace: a mapped regular file (read in place, zero-copy; pages
 /// behind the reader are dropped every [`RELEASE_BYTES`] so resident memory stays bounded),
 /// or a stream (pipe, FIFO, decompressor) through a refillable buffer.
 enum Bytes {
-    Map { map: memmap2::Mmap, pos: usize, released: usize },
+    Map {
+        map: memmap2::Mmap,
+        pos: usize,
+        released: usize,
+        /// The file, when its pages are dropped from the page cache behind the reader too
+        /// ([`outgrows_page_cache`]).
+        drop_behind: Option<std::fs::File>,
+    },
     Stream(StreamBytes),
 }
 
 impl Bytes {
-    /// Open `path`: mapped if it is an uncompressed, non-empty regular file.
+    /// Open `path`: mapped if it is an uncompressed, non-empty regular file (dropping its
+    /// pages from the page cache behind the reader when it [`outgrows_page_cache`]).
     fn open(path: &Path) -> Result<Self, TraceError> {
+        Self::open_with(path, outgrows_page_cache)
+    }
+
+    /// [`Bytes::open`], deciding from the file's length whether to drop its pages behind.
+    fn open_with(path: &Path, drop_behind: fn(u64) -> bool) -> Result<Self, TraceError> {
         if is_regular_file(path) {
             let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
             let mut magic = [0u8; 4];
@@ -153,7 +184,8 @@ impl Bytes {
                 let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
                 #[cfg(unix)]
                 let _ = map.advise(memmap2::Advice::Sequential);
-                return Ok(Bytes::Map { map, pos: 0, released: 0 });
+                let drop_behind = drop_behind(map.len() as u64).then_some(file);
+                return Ok(Bytes::Map { map, pos: 0, released: 0, drop_behind });
             }
         }
         Ok(Bytes::Stream(StreamBytes::new(open_decompressed(path)?)))
@@ -181,7 +213,7 @@ impl Bytes {
     #[inline]
     fn advance(&mut self, n: usize) {
         match self {
-            Bytes::Map { map, pos, released } => {
+            Bytes::Map { map, pos, released, drop_behind } => {
                 *pos += n;
                 let behind = (*pos - *released) & !((1 << 16) - 1);
                 if behind >= RELEASE_BYTES {
@@ -196,6 +228,22 @@ impl Bytes {
                             behind,
                         )
                     };
+                    #[cfg(target_os = "linux")]
+                    if let Some(f) = drop_behind {
+                        use std::os::fd::AsRawFd;
+                        // A hint: a failure only leaves the pages cached.
+                        // SAFETY: plain syscall on an open descriptor.
+                        let _ = unsafe {
+                            libc::posix_fadvise(
+                                f.as_raw_fd(),
+                                *released as libc::off_t,
+                                behind as libc::off_t,
+                                libc::POSIX_FADV_DONTNEED,
+                            )
+                        };
+                    }
+                    #[cfg(not(target_os = "linux"))]
+                    let _ = drop_behind;
                     *released += behind;
                 }
             }
@@ -494,7 +542,29 @@ impl BlockReader {
             let end = avail / RS * RS;
             let mut pos = 0;
             let mut failure = None;
+            // The common record of a block trace, one whole aligned block, takes a fused
+            // path: its key straight from the bytes, with what `decode`, `check_end` and
+            // `Splitter::push` would check (volume known, no overflow) and give.
+            let one_block = split.pow2 && !split.keep_times;
+            let bs = split.block_size;
             while pos < end && c.len() < max {
+                if one_block {
+                    let (off, len) = (le_u64(window, pos + 8), le_u32(window, pos + 16));
+                    let vo = le_u32(window, pos + 20);
+                    let volume = vo & !ember_fmt::WRITE_BIT;
+                    if u64::from(len) == bs
+                        && off & (bs - 1) == 0
+                        && off <= u64::MAX - bs
+                        && volume < n_volumes
+                    {
+                        c.keys.push(block_key(volume, off >> split.shift));
+                        let w = if vo & ember_fmt::WRITE_BIT != 0 { FLAG_WRITE } else { 0 };
+                        c.flags.push(w | FLAG_FIRST);
+                        pos += RS;
+                        self.record += 1;
+                        continue;
+                    }
+                }
                 let mut rec = [0u8; RS];
                 rec.copy_from_slice(&window[pos..pos + RS]);
                 pos += RS;
@@ -581,7 +651,17 @@ mod tests {
     }
 
     fn read_all(path: &Path, opts: &ReadOptions, per_request: bool, max: usize) -> BlockChunk {
-        let mut r = BlockReader::open(path, opts, per_request, true).expect("open");
+        read_all_times(path, opts, per_request, max, true)
+    }
+
+    fn read_all_times(
+        path: &Path,
+        opts: &ReadOptions,
+        per_request: bool,
+        max: usize,
+        times: bool,
+    ) -> BlockChunk {
+        let mut r = BlockReader::open(path, opts, per_request, times).expect("open");
         let mut all = BlockChunk::default();
         let mut c = BlockChunk::default();
         while r.next_chunk(&mut c, max).expect("chunk") {
@@ -623,6 +703,10 @@ mod tests {
             for max in [1, 7, 4096, 1 << 20] {
                 let got = read_all(&p, &ReadOptions::default(), false, max);
                 assert_eq!(got, want, "{name} chunks of {max}");
+                // Without times (the fused one-block path of ember's format).
+                let got = read_all_times(&p, &ReadOptions::default(), false, max, false);
+                assert_eq!((&got.keys, &got.flags), (&want.keys, &want.flags), "{name} {max}");
+                assert!(got.times.is_empty());
             }
             let got = read_all(&p, &ReadOptions::default(), true, 999);
             let want_pr = if fmt == Format::OracleGeneral {
@@ -758,6 +842,59 @@ mod tests {
         assert!(r.next_chunk(&mut c, 100).expect("chunk"));
         assert_eq!(c.keys, vec![0, 0]);
         assert_eq!(r.stats().skipped, 1);
+    }
+
+    /// The file's pages resident in the page cache, per 4 KiB page (mincore on a fresh map).
+    #[cfg(target_os = "linux")]
+    fn resident_pages(path: &Path) -> Vec<bool> {
+        let f = std::fs::File::open(path).expect("open");
+        // SAFETY: a read-only map of a file this test wrote; only its residency is read.
+        let map = unsafe { memmap2::Mmap::map(&f) }.expect("map");
+        let pages = map.len().div_ceil(4096);
+        let mut v = vec![0u8; pages];
+        // SAFETY: `v` has one byte per page of the mapping.
+        let rc =
+            unsafe { libc::mincore(map.as_ptr() as *mut libc::c_void, map.len(), v.as_mut_ptr()) };
+        assert_eq!(rc, 0, "mincore");
+        v.iter().map(|b| b & 1 == 1).collect()
+    }
+
+    /// A file larger than half the memory has its pages dropped from the page cache behind
+    /// the reader (forced here on a 48 MB file): what was read is no longer cached, the bytes
+    /// read are the file's, and a file under the threshold keeps its cache.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_that_outgrows_the_page_cache_is_dropped_behind_the_reader() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("big.bin");
+        let len = 48usize << 20;
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&p, &data).expect("write");
+        std::fs::File::open(&p).expect("open").sync_all().expect("sync");
+        for (drop, want_cached) in [(false, true), (true, false)] {
+            // Bring the whole file into the page cache first.
+            let _ = std::fs::read(&p).expect("read");
+            let mut b =
+                Bytes::open_with(&p, if drop { |_| true } else { |_| false }).expect("open");
+            let mut seen = 0usize;
+            while b.fill(1).expect("fill") > 0 {
+                let w = b.window().len().min(1 << 20);
+                assert_eq!(&b.window()[..w], &data[seen..seen + w]);
+                b.advance(w);
+                seen += w;
+            }
+            assert_eq!(seen, len);
+            // Everything but the last release step's worth lies behind the reader.
+            let behind = (len - RELEASE_BYTES - (1 << 16)) / 4096;
+            let cached = resident_pages(&p)[..behind].iter().filter(|&&r| r).count();
+            if want_cached {
+                assert!(cached > behind * 9 / 10, "kept: {cached} of {behind} pages cached");
+            } else {
+                assert!(cached < behind / 10, "dropped: {cached} of {behind} pages still cached");
+            }
+        }
+        assert!(!outgrows_page_cache(1 << 20));
+        assert!(outgrows_page_cache(u64::MAX));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::error::EngineError;
 use crate::layout::{block_key, WriteMode};
 use crate::state::CacheState;
 use crate::wb::barrier::barrier_persist;
+use crate::wb::flusher::wait_not_flushing;
 use ember_trace::Op;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
@@ -220,6 +221,15 @@ impl Volume {
                     }
                     ctr.allocations_skipped.fetch_add(n, Relaxed);
                     through = true;
+                }
+            }
+            // Going to backing directly: the flusher may be writing an older copy of one of
+            // these blocks without their stripe locks; it must land first (`wb/flusher.rs`).
+            if through {
+                let keys = block_key(vol.id, first)..block_key(vol.id, first + n);
+                if let Err(e) = wait_not_flushing(inner, &mut st, keys) {
+                    drop(st);
+                    return Err(self.fail(e));
                 }
             }
             for b in [first, first + n - 1] {

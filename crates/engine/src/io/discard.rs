@@ -8,7 +8,9 @@
 //! alone. Then:
 //!
 //! 1. it waits out every request that began before the fence, taking and releasing each
-//!    stripe of the range once, one at a time (`Stripes::wait_range`);
+//!    stripe of the range once, one at a time (`Stripes::wait_range`), and every flusher
+//!    write of a block of the range in flight (the flusher writes to backing without its
+//!    stripe locks, `wb/flusher.rs`);
 //! 2. drops every clean cached copy in the range (none can appear any more);
 //! 3. under write-back, writes back the dirty version of a partly covered edge block (its
 //!    other bytes must survive), under that block's stripe lock;
@@ -32,6 +34,7 @@ use super::ctx::Volume;
 use crate::core::Inner;
 use crate::error::EngineError;
 use crate::layout::{block_key, WriteMode};
+use crate::wb::flusher::wait_not_flushing;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -166,7 +169,13 @@ impl Volume {
         let hold = if ordered { Some(self.hold_ordered()?) } else { None };
         let _fence = Fence::raise(inner, keys.clone(), hold.as_ref().map(|h| h.epoch));
         inner.stripes.wait_range(vol.id, first..last).map_err(|e| self.fail(e))?;
-        let dropped = inner.state.lock().invalidate_range(keys.clone());
+        let dropped = {
+            let mut st = inner.state.lock();
+            // The flusher's copy of a block of the range, taken before the fence, lands
+            // before the discard (`wb/flusher.rs`); the fence keeps it from taking another.
+            wait_not_flushing(inner, &mut st, keys.clone()).map_err(|e| self.fail(e))?;
+            st.invalidate_range(keys.clone())
+        };
         ctr.invalidations.fetch_add(dropped, Relaxed);
         if inner.mode.is_write_back() {
             let mut edges = vec![first, last - 1];

@@ -29,6 +29,9 @@
 //!   range (a TRIM) are found without scanning the whole dirty map.
 //! - `fences` ([`fences`]) are the block ranges of TRIM / WRITE_ZEROES requests in progress:
 //!   no block in a fence is allocated or flushed.
+//! - `in_flight` ([`inflight`]) are the keys whose dirty version the flusher is writing to
+//!   backing now, without their stripe locks: a request that writes one of them to backing
+//!   directly waits for its mark to clear.
 //! - `holds` (ordered write-back) count the requests of each epoch that go to backing
 //!   directly (a discard, a write the sieve refused): the flusher takes no version of a
 //!   later epoch while one is held, so backing receives epochs in order.
@@ -38,6 +41,7 @@
 //!   only when none of the three holds.
 
 mod fences;
+mod inflight;
 mod recency;
 #[cfg(test)]
 mod tests;
@@ -50,6 +54,7 @@ use ember_policy::replacement::Lru;
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::Op;
 use fences::Fences;
+use inflight::InFlight;
 use recency::Recency;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -98,6 +103,7 @@ pub(crate) struct CacheState {
     dirty: BTreeMap<(u64, u64), u32>,
     dirty_by_key: BTreeSet<(u64, u64)>,
     fences: Fences,
+    in_flight: InFlight,
     holds: BTreeMap<u64, usize>,
     epochs: BTreeMap<u64, usize>,
     /// The replacement order; holds exactly the clean keys of the map. Under an LRU policy
@@ -184,6 +190,7 @@ impl CacheState {
             dirty: BTreeMap::new(),
             dirty_by_key: BTreeSet::new(),
             fences: Fences::default(),
+            in_flight: InFlight::default(),
             holds: BTreeMap::new(),
             epochs: BTreeMap::new(),
             replacement,
@@ -635,6 +642,7 @@ impl CacheState {
     fn dirty_insert(&mut self, epoch: u64, key: u64, c: u32) {
         self.dirty.insert((epoch, key), c);
         self.dirty_by_key.insert((key, epoch));
+        self.in_flight.supersede(key, epoch);
     }
 
     fn dirty_remove(&mut self, epoch: u64, key: u64) -> Option<u32> {
@@ -663,6 +671,30 @@ impl CacheState {
     /// is not an ordered fence of a later epoch)?
     pub fn fenced_for_flush(&self, key: u64, epoch: u64) -> bool {
         self.fences.bars_flush(key, epoch)
+    }
+
+    /// The flusher is about to write `key`'s dirty version of `epoch` to backing, holding
+    /// neither its stripe lock nor (once it has read it) its pin (see [`inflight`]).
+    pub fn mark_flushing(&mut self, key: u64, epoch: u64) {
+        self.in_flight.mark(key, epoch);
+    }
+
+    /// The flusher's write of `key` ended (flushed or failed). Returns whether a newer
+    /// version of `key` in the same epoch was committed meanwhile: then the flusher must not
+    /// call [`CacheState::flushed`] for it (the version it wrote may not be the one the dirty
+    /// map names now, even in the same cache block).
+    pub fn unmark_flushing(&mut self, key: u64) -> bool {
+        self.in_flight.unmark(key)
+    }
+
+    /// Forget every in-flight mark (a flusher panic; the engine is poisoned).
+    pub fn clear_flushing(&mut self) {
+        self.in_flight.clear();
+    }
+
+    /// Is the flusher writing the dirty version of any key in `keys` to backing now?
+    pub fn flushing_in(&self, keys: std::ops::Range<u64>) -> bool {
+        self.in_flight.any_in(keys)
     }
 
     /// Ordered write-back: a request of the current epoch will go to backing directly;

@@ -5,6 +5,8 @@
 use crate::core::{now_ns, Inner};
 use crate::device::{io_context, AlignedBuf};
 use crate::layout::{key_block, key_volume};
+use crate::state::CacheState;
+use parking_lot::MutexGuard;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
@@ -40,10 +42,12 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
         let outcome = match outcome {
             Ok(r) => r,
             Err(_) => {
-                // A device (or the engine) panicked under the batch's stripe locks: the
-                // table is poisoned, nothing is served any more; every waiter must learn it.
+                // A device (or the engine) panicked during a batch: the table is poisoned,
+                // nothing is served any more; every waiter must learn it (the poison is
+                // set before the in-flight marks go, so a waiter for them sees it).
                 inner.stripes.poison();
                 let mut st = inner.state.lock();
+                st.clear_flushing();
                 st.flush_error_gen += 1;
                 st.last_flush_error = "the flusher panicked".into();
                 inner.cv.notify_all();
@@ -73,31 +77,51 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
     }
 }
 
-/// Flush one batch (one epoch's versions, ascending by key): under the blocks' stripe locks,
-/// read them from the cache device, write them to backing, sync backing, then move them out
-/// of the dirty map. Versions inside a TRIM's fence are left alone. Returns how many
-/// versions were flushed.
+/// Flush one batch (one epoch's versions, ascending by key). Under the blocks' stripe
+/// locks: pin the versions still dirty and not fenced, mark them in flight, read them from
+/// the cache device into the batch's buffer and unpin them. Then, holding no stripe lock and
+/// no pin (a foreground request on these blocks waits neither for backing nor for a cache
+/// block the flusher holds): write the buffer to backing, sync backing, and move each version
+/// out of the dirty map unless a newer version of its block in its epoch replaced it meanwhile
+/// (that one stays dirty and is flushed again, after this batch's copy landed: one batch at a
+/// time). A request that writes one of these blocks to backing directly waits for its
+/// in-flight mark ([`wait_not_flushing`]), so this batch's copy never lands after it. Returns
+/// how many versions were written.
 pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Result<usize> {
-    let _held =
-        inner.stripes.lock_keys(batch.iter().map(|&(_, k, _)| (key_volume(k), key_block(k))))?;
     let mut live = Vec::with_capacity(batch.len());
-    {
-        let mut st = inner.state.lock();
-        for &(e, k, c) in batch {
-            if st.is_dirty_version(e, k, c) && !st.fenced_for_flush(k, e) {
-                st.pin(c);
-                live.push((e, k, c));
+    let bs = inner.block_size() as usize;
+    let mut buf = AlignedBuf::new(batch.len().max(1) * bs);
+    let read = {
+        let _held = inner
+            .stripes
+            .lock_keys(batch.iter().map(|&(_, k, _)| (key_volume(k), key_block(k))))?;
+        {
+            let mut st = inner.state.lock();
+            for &(e, k, c) in batch {
+                if st.is_dirty_version(e, k, c) && !st.fenced_for_flush(k, e) {
+                    st.pin(c);
+                    st.mark_flushing(k, e);
+                    live.push((e, k, c));
+                }
             }
         }
-    }
-    let result = flush_io(inner, &live);
+        let read = read_live(inner, &live, &mut buf.as_mut_slice()[..live.len() * bs]);
+        // The data is in the buffer: the pins go while the stripe locks still keep every
+        // version as it was (each stays referenced by the dirty map, so none is freed here).
+        let mut st = inner.state.lock();
+        for &(_, _, c) in &live {
+            st.unpin(c);
+        }
+        read
+    };
+    let result = read.and_then(|()| write_live(inner, &live, &buf.as_slice()[..live.len() * bs]));
     let mut st = inner.state.lock();
     let now = now_ns();
     for &(e, k, c) in &live {
-        if result.is_ok() {
+        let superseded = st.unmark_flushing(k);
+        if result.is_ok() && !superseded {
             st.flushed(e, k, c, now);
         }
-        st.unpin(c);
     }
     inner.count_evictions(&mut st);
     for &(_, k, _) in &live {
@@ -118,13 +142,29 @@ pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Resul
     result.map(|()| live.len())
 }
 
-fn flush_io(inner: &Inner, live: &[(u64, u64, u32)]) -> io::Result<()> {
-    if live.is_empty() {
-        return Ok(());
+/// Wait, on the state lock `st` (released while waiting), until the flusher writes none of
+/// `keys` to backing (see [`flush_batch`]). The caller holds the stripe locks of the keys (or
+/// a fence over them), so no new mark appears among them once this returns. Fails once the
+/// engine is poisoned (a flusher panic).
+pub(crate) fn wait_not_flushing(
+    inner: &Inner,
+    st: &mut MutexGuard<'_, CacheState>,
+    keys: std::ops::Range<u64>,
+) -> io::Result<()> {
+    while st.flushing_in(keys.clone()) {
+        if inner.stripes.is_poisoned() {
+            return Err(crate::stripes::poisoned_error());
+        }
+        // The flusher wakes `cv` when its batch ends.
+        inner.cv.wait_for(st, Duration::from_millis(10));
     }
+    Ok(())
+}
+
+/// Read the batch's pinned versions from the cache device into `data` (runs of consecutive
+/// cache blocks, one read each).
+fn read_live(inner: &Inner, live: &[(u64, u64, u32)], data: &mut [u8]) -> io::Result<()> {
     let bs = inner.block_size() as usize;
-    let mut buf = AlignedBuf::new(live.len() * bs);
-    let data = buf.as_mut_slice();
     let mut i = 0;
     while i < live.len() {
         let mut j = i + 1;
@@ -137,6 +177,16 @@ fn flush_io(inner: &Inner, live: &[(u64, u64, u32)]) -> io::Result<()> {
         })?;
         i = j;
     }
+    Ok(())
+}
+
+/// Write the batch's data to backing (runs of consecutive blocks of one volume, one write
+/// each, several in flight) and sync every backing volume it touched.
+fn write_live(inner: &Inner, live: &[(u64, u64, u32)], data: &[u8]) -> io::Result<()> {
+    if live.is_empty() {
+        return Ok(());
+    }
+    let bs = inner.block_size() as usize;
     // Runs of consecutive blocks of one volume, each one backing write.
     let mut runs = Vec::new();
     let mut i = 0;
@@ -154,7 +204,6 @@ fn flush_io(inner: &Inner, live: &[(u64, u64, u32)]) -> io::Result<()> {
     }
     // Issued concurrently (the thesis' flusher batches with asynchronous I/O): an upstream
     // NBD server or a disk queue sees them together.
-    let data: &[u8] = data;
     let write_run = |&(vid, b0, i, j): &(u32, u64, usize, usize)| -> io::Result<()> {
         let vol = inner.volume_by_id(vid).ok_or_else(|| {
             io::Error::other(format!("dirty block of volume #{vid}, which is not served"))

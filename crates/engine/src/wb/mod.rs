@@ -6,7 +6,8 @@
 //! Invariants the crash trials check:
 //! - a block leaves the dirty map only once backing holds it *durably* (the flusher syncs
 //!   backing before marking a batch clean) or holds something newer (a write-through
-//!   fallback, TRIM or WRITE_ZEROES, dropped only after their backing I/O completed);
+//!   fallback, TRIM or WRITE_ZEROES, dropped only after their backing I/O completed, which
+//!   began only once no flusher write of the block was in flight);
 //! - write-back flush: a FLUSH closes the current epoch and is acknowledged when no dirty
 //!   version of that epoch or an older one is left and backing was synced;
 //! - ordered write-back: a FLUSH only closes the epoch; no version of an epoch reaches
@@ -25,5 +26,7 @@ pub(crate) mod flusher;
 
 pub use config::WritebackConfig;
 
+#[cfg(test)]
+mod race_tests;
 #[cfg(test)]
 mod tests;

@@ -14,8 +14,8 @@ use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 
-const BS: u64 = 4096;
-const VOL: u64 = 64 * BS;
+pub(super) const BS: u64 = 4096;
+pub(super) const VOL: u64 = 64 * BS;
 
 /// Backing whose writes wait while the gate is closed (counting the writers that arrived).
 struct Gated {
@@ -65,13 +65,13 @@ impl Device for Gated {
     }
 }
 
-fn format(cache: &dyn Device) {
+pub(super) fn format(cache: &dyn Device) {
     let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
     spec.journal_bytes = 8 * BS;
     Engine::format(cache, &spec).unwrap();
 }
 
-fn open(
+pub(super) fn open(
     cache: Arc<dyn Device>,
     backing: Arc<dyn Device>,
     mode: WriteMode,
@@ -100,11 +100,11 @@ fn lazy() -> WritebackConfig {
     }
 }
 
-fn block(v: u8) -> Vec<u8> {
+pub(super) fn block(v: u8) -> Vec<u8> {
     vec![v; BS as usize]
 }
 
-fn backing_block(mem: &MemDevice, b: u64) -> Vec<u8> {
+pub(super) fn backing_block(mem: &MemDevice, b: u64) -> Vec<u8> {
     mem.snapshot()[(b * BS) as usize..((b + 1) * BS) as usize].to_vec()
 }
 

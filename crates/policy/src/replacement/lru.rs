@@ -140,6 +140,17 @@ impl Replacement for Lru {
         fp
     }
 
+    /// Loads the node of the first index entry with the hint's fingerprint.
+    #[inline(always)]
+    fn prefetch_resident(&self, hint: u32) {
+        if !self.q.deep {
+            return;
+        }
+        if let Some(i) = self.q.map.first_match(hint) {
+            self.q.slab.prefetch(i);
+        }
+    }
+
     /// The hint is the key's index fingerprint ([`Lru::prefetch_hint`]).
     #[inline(always)]
     fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {

@@ -128,6 +128,14 @@ pub trait Replacement: Send {
         0
     }
 
+    /// The second stage of a prefetch: given the hint [`Replacement::prefetch_hint`] returned
+    /// for a key some accesses earlier (its index group should be loaded by now), start
+    /// loading the key's own node if it is resident. The default does nothing.
+    #[inline]
+    fn prefetch_resident(&self, hint: u32) {
+        let _ = hint;
+    }
+
     /// [`Replacement::access`], given the hint [`Replacement::prefetch_hint`] returned for
     /// `access.key` (and no other key). The default ignores the hint.
     #[inline]

@@ -22,7 +22,7 @@
 
 use super::Replacement;
 use crate::ghost::GhostFifo;
-use crate::keymap::KeyMap;
+use crate::keymap::{fingerprint, Bucket, KeyMap};
 use crate::slab::{List, Slab};
 use crate::Access;
 
@@ -45,6 +45,8 @@ pub struct S3Fifo {
     max_freq: u8,
     has_evicted: bool,
     c: usize,
+    /// Large enough for the second stage of a prefetch (see `queue::DEEP_PREFETCH_BYTES`).
+    deep: bool,
 }
 
 impl S3Fifo {
@@ -60,9 +62,11 @@ impl S3Fifo {
         let small_cap = ((capacity as f64 * small.clamp(0.0, 1.0)) as usize).max(1).min(capacity);
         let ghost_cap = (capacity as f64 * ghost.max(0.0)) as usize;
         let threshold = threshold.clamp(1, FREQ);
-        Self {
+        let mut s = Self {
             map: KeyMap::with_entries(capacity),
-            slab: Slab::with_capacity(capacity),
+            // One node more than the capacity: a miss takes its node (and index entry)
+            // before the eviction frees one (see `insert_absent`).
+            slab: Slab::with_capacity(capacity + 1),
             small: List::new(),
             main: List::new(),
             ghost: GhostFifo::new(ghost_cap),
@@ -72,7 +76,10 @@ impl S3Fifo {
             max_freq: threshold.max(3),
             has_evicted: false,
             c: capacity,
-        }
+            deep: false,
+        };
+        s.deep = s.memory_bytes() > super::queue::DEEP_PREFETCH_BYTES;
+        s
     }
 
     /// Keys of `S`, `M` and `G`, each newest first.
@@ -152,20 +159,40 @@ impl S3Fifo {
     }
 
     fn insert_missing(&mut self, key: u64) -> Option<u64> {
+        let slab = &self.slab;
+        match self.map.find(key, |s| slab.key(s)) {
+            Ok(_) => None,
+            Err(bucket) => self.insert_absent(bucket, key),
+        }
+    }
+
+    /// Insert `key`, absent, whose index way [`KeyMap::find`] returned as `bucket`. The new
+    /// node and its index entry are made first, at that way (the index probe is not
+    /// repeated), and the eviction runs after: the new node is in no queue yet, so the
+    /// eviction never sees it, and the decisions are those of evicting first.
+    #[inline]
+    fn insert_absent(&mut self, bucket: Bucket, key: u64) -> Option<u64> {
         if self.c == 0 {
             return None;
         }
-        let remembered = self.ghost.take(key);
+        let remembered = self.ghost.take_fp(key, bucket.fingerprint());
+        let i = self.slab.alloc(key, 0);
+        self.map.insert_at(bucket, i);
         let evicted = (self.small.len + self.main.len >= self.c).then(|| self.evict());
         let to_main = remembered || (!self.has_evicted && self.small.len >= self.small_cap);
         if to_main {
-            let i = self.slab.alloc(key, IN_MAIN);
+            self.slab.node_mut(i).meta = IN_MAIN;
             self.main.push_head(self.slab.nodes_mut(), i);
-            self.map.insert(key, i);
         } else {
-            let i = self.slab.alloc(key, 0);
             self.small.push_head(self.slab.nodes_mut(), i);
-            self.map.insert(key, i);
+        }
+        // The next eviction's likely victim, S's oldest: start loading its index group and
+        // the ghost's groups its push will touch.
+        let t = self.small.tail;
+        if t != crate::slab::NIL {
+            let k = self.slab.key(t);
+            self.map.prefetch(k);
+            self.ghost.prefetch_push(k);
         }
         evicted
     }
@@ -237,6 +264,41 @@ impl Replacement for S3Fifo {
     #[inline]
     fn prefetch(&self, key: u64) {
         self.map.prefetch(key);
+    }
+
+    /// Prefetches the key's index group and returns its fingerprint, which
+    /// [`S3Fifo::access_hinted`] takes so the key is hashed once.
+    #[inline(always)]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.map.prefetch_fp(fp);
+        // A miss consults the ghost: its group too.
+        self.ghost.prefetch_fp(fp);
+        fp
+    }
+
+    /// Loads the node of the first index entry with the hint's fingerprint.
+    #[inline(always)]
+    fn prefetch_resident(&self, hint: u32) {
+        if !self.deep {
+            return;
+        }
+        if let Some(i) = self.map.first_match(hint) {
+            self.slab.prefetch(i);
+        }
+    }
+
+    /// The hint is the key's index fingerprint ([`S3Fifo::prefetch_hint`]).
+    #[inline(always)]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        let slab = &self.slab;
+        match self.map.find_fp(access.key, hint, |s| slab.key(s)) {
+            Ok(i) => {
+                self.hit(i);
+                (true, None)
+            }
+            Err(bucket) => (false, self.insert_absent(bucket, access.key)),
+        }
     }
 
     fn memory_bytes(&self) -> usize {

@@ -2,6 +2,7 @@
 //! included), holding every cell's state for that key, so a request costs one hash probe for
 //! all cells.
 
+use super::fifo_stamps::FifoStamps;
 use ember_policy::keymap::{Bucket, KeyMap};
 
 /// Most sizes a policy can have in one shared grid (one bit or byte per size in an entry).
@@ -16,8 +17,9 @@ pub(crate) const OUT: u8 = 0xff;
 /// [`Entry::level`] of a freed entry (on the free list).
 const FREE: u8 = 0xfe;
 
-/// Every cell's state of one key.
+/// Every cell's state of one key: 64 bytes, one cache line.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 pub(crate) struct Entry {
     /// The block key.
     pub key: u64,
@@ -27,8 +29,6 @@ pub(crate) struct Entry {
     pub next: u32,
     /// LRU: the smallest size (in ascending order) whose cache holds the key; [`OUT`] if none.
     pub level: u8,
-    /// FIFO: bit `i` set if size `i`'s cache holds the key.
-    pub fifo: u8,
     /// CLOCK: bit `i` set if size `i`'s cache holds the key.
     pub clock: u8,
     /// CLOCK: size `i`'s reference bit.
@@ -36,6 +36,9 @@ pub(crate) struct Entry {
     /// S3-FIFO, one byte per size: location (bits 0-1: 0 none, 1 small, 2 main, 3 ghost),
     /// access counter (bits 2-3), stale ghost-queue items (bits 4-7).
     pub s3: [u8; MAX_SIZES],
+    /// FIFO: size `i`'s insertion counter just after the key's last insertion there
+    /// (see [`FifoStamps`]).
+    pub fifo: [u32; MAX_SIZES],
 }
 
 impl Entry {
@@ -45,19 +48,33 @@ impl Entry {
             prev: NIL,
             next: NIL,
             level: OUT,
-            fifo: 0,
             clock: 0,
             clock_ref: 0,
             s3: [0; MAX_SIZES],
+            fifo: [0; MAX_SIZES],
         }
     }
 
-    /// True if no cell (and no queue) holds the key.
+    /// A new entry for `key`, for tests.
+    #[cfg(test)]
+    pub fn new_for_test(key: u64) -> Self {
+        Self::new(key)
+    }
+
+    /// True if no cell (and no queue) holds the key, FIFO's sizes aside.
     #[inline(always)]
-    fn is_empty(&self) -> bool {
-        self.level == OUT && self.fifo == 0 && self.clock == 0 && u64::from_le_bytes(self.s3) == 0
+    fn is_empty_but_fifo(&self) -> bool {
+        self.level == OUT && self.clock == 0 && u64::from_le_bytes(self.s3) == 0
     }
 }
+
+/// The fewest entries the slab holds before it is first swept (few in tests, so that the
+/// small random traces sweep often).
+pub(crate) const SWEEP_MIN: usize = if cfg!(test) { 16 } else { 4096 };
+
+/// Accesses between two sweeps at most, when FIFO sizes are simulated (keeps the stamps'
+/// wrapping counters exact: see [`FifoStamps`]).
+pub(crate) const SWEEP_EVERY: u64 = 1 << 30;
 
 /// The entries and the index from key to entry.
 #[derive(Debug)]
@@ -67,18 +84,30 @@ pub(crate) struct Entries {
     map: KeyMap,
     /// The entry of the access being simulated: never freed until the access is done.
     pub pinned: u32,
+    /// FIFO at every size (its state in the entries' stamps).
+    pub fifo: FifoStamps,
+    /// The slab is swept before it grows past this many entries (FIFO only).
+    sweep_at: usize,
 }
 
 impl Entries {
-    /// Room for `expected` keys before the index first grows.
-    pub fn new(expected: usize) -> Self {
+    /// Room for `expected` keys before the index first grows; FIFO at `fifo_caps`.
+    pub fn new(expected: usize, fifo_caps: &[usize]) -> Self {
         let expected = expected.max(1024);
         Self {
             slab: Vec::with_capacity(expected),
             free: Vec::new(),
             map: KeyMap::with_entries(expected),
             pinned: NIL,
+            fifo: FifoStamps::new(fifo_caps),
+            sweep_at: SWEEP_MIN,
         }
+    }
+
+    /// Entries in the slab, free ones included.
+    #[cfg(test)]
+    pub fn slab_len(&self) -> usize {
+        self.slab.len()
     }
 
     /// Keys the index holds.
@@ -107,18 +136,47 @@ impl Entries {
     }
 
     fn insert_at(&mut self, bucket: Bucket, key: u64) -> u32 {
+        if self.free.is_empty() && self.slab.len() >= self.sweep_at && !self.fifo.is_none() {
+            self.sweep();
+        }
+        let mut e = Entry::new(key);
+        self.fifo.fresh(&mut e);
         let id = match self.free.pop() {
             Some(id) => {
-                self.slab[id as usize] = Entry::new(key);
+                self.slab[id as usize] = e;
                 id
             }
             None => {
-                self.slab.push(Entry::new(key));
+                self.slab.push(e);
                 (self.slab.len() - 1) as u32
             }
         };
         self.map.insert_at(bucket, id);
         id
+    }
+
+    /// Free every entry that no cell holds any more (FIFO's sizes let go of keys without
+    /// touching them), renew the others' FIFO stamps, and let the slab grow to twice the
+    /// entries still held (at least [`SWEEP_MIN`]) before the next sweep. The slab is read
+    /// in order; only the freed keys' index slots are visited.
+    #[cold]
+    pub fn sweep(&mut self) {
+        for id in 0..self.slab.len() {
+            let e = &mut self.slab[id];
+            if e.level == FREE {
+                continue;
+            }
+            if id as u32 != self.pinned && e.is_empty_but_fifo() && !self.fifo.holds_any(e) {
+                let key = e.key;
+                e.level = FREE;
+                self.map.remove(key, id as u32);
+                self.free.push(id as u32);
+            } else {
+                self.fifo.renew(e);
+            }
+        }
+        let held = self.slab.len() - self.free.len();
+        self.sweep_at = held.saturating_mul(2).max(SWEEP_MIN);
     }
 
     /// Double the index (a grid whose union of keys outgrew the first estimate).
@@ -137,7 +195,7 @@ impl Entries {
     #[inline(always)]
     pub fn release_if_empty(&mut self, id: u32) {
         let e = &self.slab[id as usize];
-        if id != self.pinned && e.is_empty() {
+        if id != self.pinned && e.is_empty_but_fifo() && !self.fifo.holds_any(e) {
             let key = e.key;
             self.map.remove(key, id);
             self.slab[id as usize].level = FREE;

@@ -6,15 +6,18 @@
 //! `ember_policy` stay the reference, and every cell's counters equal a single run's exactly
 //! (tests below and `crates/cli/tests/sim_shared_grid.rs` compare them cell by cell):
 //! - LRU at every size in one recency stack (`lru_stack.rs`, Mattson's inclusion property);
-//! - FIFO and CLOCK: a ring of entry ids per size (`rings.rs`);
+//! - FIFO: an insertion counter per size and a stamp per size in each entry (`fifo_stamps.rs`);
+//! - CLOCK: a ring of entry ids per size (`rings.rs`);
 //! - S3-FIFO: small, main and ghost queues per size (`s3fifo.rs`).
 //!
 //! Each key's entry (`entries.rs`) holds every cell's state of that key; it is freed when no
-//! cell (and no S3-FIFO ghost) holds it. [`SharedGrid::supports`] says which grids it takes:
-//! those four policies, at most [`MAX_SIZES`] sizes each, admission on every miss, no
-//! timeline and no oracle. `ember sim` sends any other grid to the per-cell path.
+//! cell (and no S3-FIFO ghost) holds it: at once when an LRU, CLOCK or S3-FIFO cell lets go of
+//! it last, at the next sweep of the slab when a FIFO cell does. [`SharedGrid::supports`] says
+//! which grids it takes: those four policies, at most [`MAX_SIZES`] sizes each, admission on
+//! every miss, no timeline and no oracle. `ember sim` sends any other grid to the per-cell path.
 
 mod entries;
+mod fifo_stamps;
 mod lru_stack;
 mod rings;
 mod s3fifo;
@@ -26,9 +29,9 @@ use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
 use ember_trace::{BlockChunk, BlockReader, TraceError, FLAG_FIRST};
 
 pub use entries::MAX_SIZES;
-use entries::{Entries, NIL};
+use entries::{Entries, NIL, SWEEP_EVERY};
 use lru_stack::LruStack;
-use rings::{RingPolicy, Rings};
+use rings::Rings;
 use s3fifo::S3Sizes;
 
 /// What one cell counts beside what every cell shares (requests, reads, writes).
@@ -47,7 +50,7 @@ pub(crate) struct CellCounts {
 enum Slot {
     /// LRU, at this position of the ascending sizes.
     Lru(usize),
-    /// FIFO, ring `i`.
+    /// FIFO, size `i`.
     Fifo(usize),
     /// CLOCK, ring `i`.
     Clock(usize),
@@ -64,7 +67,6 @@ const PREFETCH_AHEAD: usize = 8;
 pub struct SharedGrid {
     entries: Entries,
     lru: Option<LruStack>,
-    fifo: Option<Rings>,
     clock: Option<Rings>,
     s3: Option<S3Sizes>,
     cells: Vec<(Kind, usize, Slot)>,
@@ -146,10 +148,9 @@ impl SharedGrid {
             .max(max(&clock_caps))
             .max(max(&s3_caps).saturating_mul(2));
         Some(Self {
-            entries: Entries::new(expected.saturating_add(expected / 2)),
+            entries: Entries::new(expected.saturating_add(expected / 2), &fifo_caps),
             lru: (!sorted.is_empty()).then(|| LruStack::new(sorted)),
-            fifo: (!fifo_caps.is_empty()).then(|| Rings::new(RingPolicy::Fifo, &fifo_caps)),
-            clock: (!clock_caps.is_empty()).then(|| Rings::new(RingPolicy::Clock, &clock_caps)),
+            clock: (!clock_caps.is_empty()).then(|| Rings::new(&clock_caps)),
             s3: (!s3_caps.is_empty()).then(|| S3Sizes::new(&s3_caps)),
             cells: slots,
             requests: 0,
@@ -171,8 +172,9 @@ impl SharedGrid {
         if let Some(l) = self.lru.as_mut() {
             l.access(&mut self.entries, x, write);
         }
-        if let Some(f) = self.fifo.as_mut() {
-            f.access(&mut self.entries, x, write);
+        if !self.entries.fifo.is_none() {
+            let es = &mut self.entries;
+            es.fifo.access(&mut es.slab[x as usize], write);
         }
         if let Some(c) = self.clock.as_mut() {
             c.access(&mut self.entries, x, write);
@@ -184,6 +186,9 @@ impl SharedGrid {
         self.entries.release_if_empty(x);
         self.accesses += 1;
         self.writes += write as u64;
+        if self.accesses.is_multiple_of(SWEEP_EVERY) && !self.entries.fifo.is_none() {
+            self.entries.sweep();
+        }
     }
 
     fn count_fresh(&mut self) {
@@ -237,7 +242,7 @@ impl SharedGrid {
             .map(|&(kind, cap, slot)| {
                 let c = match slot {
                     Slot::Lru(i) => self.lru.as_ref().map(|l| l.counts(i)),
-                    Slot::Fifo(i) => self.fifo.as_ref().map(|r| r.counts(i)),
+                    Slot::Fifo(i) => Some(self.entries.fifo.counts(i)),
                     Slot::Clock(i) => self.clock.as_ref().map(|r| r.counts(i)),
                     Slot::S3(i) => self.s3.as_ref().map(|s| s.counts(i)),
                 }

@@ -1,15 +1,14 @@
-//! FIFO and CLOCK at every size: a ring of entry ids per size, and in each entry a bit per size
-//! saying that size's cache holds the key (and, for CLOCK, a reference bit per size).
+//! CLOCK at every size: a ring of entry ids per size, and in each entry a bit per size saying
+//! that size's cache holds the key and a reference bit per size.
 //!
-//! A ring is the policy's queue read as a circle from its hand: FIFO replaces the oldest
-//! entry (under the hand) and advances; CLOCK first passes every referenced entry (clearing
-//! its bit, which is [`ember_policy::Clock`]'s "move to the head"), then replaces the first
-//! unreferenced one. Evicting touches the victim's entry to clear its bit, and frees the
-//! entry if no other cell holds the key. Misses and evictions equal
-//! [`ember_policy::Fifo`]'s and [`ember_policy::Clock`]'s (one reference bit, new blocks
-//! unreferenced) at each capacity.
+//! A ring is the policy's queue read as a circle from its hand: CLOCK first passes every
+//! referenced entry (clearing its bit, which is [`ember_policy::Clock`]'s "move to the
+//! head"), then replaces the first unreferenced one. Evicting touches the victim's entry to
+//! clear its bit, and frees the entry if no other cell holds the key. Misses and evictions
+//! equal [`ember_policy::Clock`]'s (one reference bit, new blocks unreferenced) at each
+//! capacity. (FIFO needs no ring: `fifo_stamps.rs`.)
 
-use super::entries::{Entries, Entry};
+use super::entries::Entries;
 use super::CellCounts;
 
 /// How far ahead of the hand the ring's entries are loaded (CLOCK's hand may pass many
@@ -41,33 +40,15 @@ impl Ring {
     }
 }
 
-/// Which policy the rings simulate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RingPolicy {
-    /// First in, first out.
-    Fifo,
-    /// CLOCK with one reference bit.
-    Clock,
-}
-
-/// The rings of one policy, one per size.
+/// CLOCK's rings, one per size.
 #[derive(Debug)]
 pub(crate) struct Rings {
-    policy: RingPolicy,
     rings: Vec<Ring>,
 }
 
-#[inline(always)]
-fn bits(e: &mut Entry, policy: RingPolicy) -> &mut u8 {
-    match policy {
-        RingPolicy::Fifo => &mut e.fifo,
-        RingPolicy::Clock => &mut e.clock,
-    }
-}
-
 impl Rings {
-    /// Rings of `policy` at capacities `caps` (any order).
-    pub fn new(policy: RingPolicy, caps: &[usize]) -> Self {
+    /// Rings at capacities `caps` (any order).
+    pub fn new(caps: &[usize]) -> Self {
         let rings = caps
             .iter()
             .map(|&cap| Ring {
@@ -77,14 +58,13 @@ impl Rings {
                 counts: CellCounts::default(),
             })
             .collect();
-        Self { policy, rings }
+        Self { rings }
     }
 
     /// Simulate an access to entry `x` at every size.
     #[inline(always)]
     pub fn access(&mut self, es: &mut Entries, x: u32, write: bool) {
-        let policy = self.policy;
-        let held = *bits(es.get_mut(x), policy);
+        let held = es.get(x).clock;
         for (i, r) in self.rings.iter_mut().enumerate() {
             let bit = 1u8 << i;
             if held & bit != 0 {
@@ -93,9 +73,7 @@ impl Rings {
                 } else {
                     r.counts.read_hits += 1;
                 }
-                if policy == RingPolicy::Clock {
-                    es.get_mut(x).clock_ref |= bit;
-                }
+                es.get_mut(x).clock_ref |= bit;
                 continue;
             }
             if r.cap == 0 {
@@ -107,10 +85,10 @@ impl Rings {
                 loop {
                     let v = r.ids[r.hand];
                     let e = es.get_mut(v);
-                    if policy == RingPolicy::Clock && e.clock_ref & bit != 0 {
+                    if e.clock_ref & bit != 0 {
                         e.clock_ref &= !bit;
                     } else {
-                        *bits(e, policy) &= !bit;
+                        e.clock &= !bit;
                         r.ids[r.hand] = x;
                         es.release_if_empty(v);
                         break;
@@ -120,7 +98,7 @@ impl Rings {
                 r.step(es);
                 r.counts.evictions += 1;
             }
-            *bits(es.get_mut(x), policy) |= bit;
+            es.get_mut(x).clock |= bit;
         }
     }
 

@@ -170,18 +170,37 @@ fn the_sixteen_cell_grid_equals_single_runs_on_records_and_chunks() {
 }
 
 /// The index frees keys no cell holds: after a long scan over many more blocks than any
-/// cell, it holds at most what the cells and S3-FIFO's ghosts hold.
+/// cell, it holds at most what the cells and S3-FIFO's ghosts hold, plus (FIFO lets go of keys
+/// without touching them) the keys FIFO let go of since the last sweep of the slab; a sweep
+/// frees those too, and the slab never outgrows twice what was held at a sweep.
 #[test]
 fn entries_are_freed_when_no_cell_holds_them() {
     let cells = [(Kind::Lru, 100), (Kind::Fifo, 50), (Kind::Clock, 70), (Kind::S3Fifo, 100)];
     let mut g = SharedGrid::new(&cells).expect("supported");
+    // Bound: 100 + 50 + 70 + 100 resident, 90 live ghosts, at most 2 * 90 + 64 ghost items.
+    let held = 100 + 50 + 70 + 100 + 90 + 2 * 90 + 64;
+    for k in 0..100_000u64 {
+        g.access(k % 50_000, false);
+        assert!(
+            g.entries.slab_len() <= entries::SWEEP_MIN.max(2 * held),
+            "{k}: {}",
+            g.entries.slab_len()
+        );
+    }
+    assert!(g.entries.len() <= g.entries.slab_len());
+    g.entries.sweep();
+    assert!(g.entries.len() <= held, "{}", g.entries.len());
+    assert!(g.entries.len() >= 100, "{}", g.entries.len());
+    assert_eq!(g.results()[0].totals.misses(), 100_000);
+    // FIFO alone: every entry is freed by sweeps only.
+    let mut g = SharedGrid::new(&[(Kind::Fifo, 10), (Kind::Fifo, 30)]).expect("supported");
     for k in 0..100_000u64 {
         g.access(k % 50_000, false);
     }
-    // Bound: 100 + 50 + 70 + 100 resident, 90 live ghosts, at most 2 * 90 + 64 ghost items.
-    assert!(g.entries.len() <= 100 + 50 + 70 + 100 + 90 + 2 * 90 + 64, "{}", g.entries.len());
-    assert!(g.entries.len() >= 100, "{}", g.entries.len());
-    assert_eq!(g.results()[0].totals.misses(), 100_000);
+    assert!(g.entries.slab_len() <= entries::SWEEP_MIN.max(2 * 30 + 2), "{}", g.entries.slab_len());
+    g.entries.sweep();
+    assert_eq!(g.entries.len(), 30);
+    assert_eq!(g.results()[1].totals.evictions, 100_000 - 30);
 }
 
 #[test]

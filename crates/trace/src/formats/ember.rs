@@ -26,7 +26,7 @@ pub const RECORD_SIZE: usize = 24;
 /// `record_count` of a file whose writer did not know the count.
 pub const UNKNOWN_COUNT: u64 = u64::MAX;
 /// Bit of `volume_op` set for writes.
-const WRITE_BIT: u32 = 1 << 31;
+pub(crate) const WRITE_BIT: u32 = 1 << 31;
 /// Longest volume name accepted, a guard against reading garbage as a length.
 const MAX_NAME: u32 = 4096;
 

@@ -238,6 +238,22 @@ pub(crate) fn collect(
 pub(crate) mod test_util {
     use crate::{Op, Request};
 
+    /// FNV-1a over every request's fields, in order, and the number of requests: pins a
+    /// generator's output across a rewrite of the generator.
+    pub fn digest<'a>(reqs: impl Iterator<Item = &'a Request>) -> (u64, u64) {
+        let (mut h, mut n) = (0xcbf2_9ce4_8422_2325u64, 0u64);
+        for r in reqs {
+            for v in [r.time_ns, r.offset, r.length as u64, r.volume as u64, r.op.is_write() as u64]
+            {
+                for b in v.to_le_bytes() {
+                    h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+                }
+            }
+            n += 1;
+        }
+        (h, n)
+    }
+
     /// Fraction of writes.
     pub fn write_fraction(reqs: &[Request]) -> f64 {
         reqs.iter().filter(|r| r.op == Op::Write).count() as f64 / reqs.len() as f64
