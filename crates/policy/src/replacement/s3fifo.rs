@@ -158,12 +158,11 @@ impl S3Fifo {
         }
     }
 
-    fn insert_missing(&mut self, key: u64) -> Option<u64> {
+    /// One index probe for `key`: its node if resident, else the way to insert it at.
+    #[inline(always)]
+    fn probe(&self, key: u64) -> Result<u32, Bucket> {
         let slab = &self.slab;
-        match self.map.find(key, |s| slab.key(s)) {
-            Ok(_) => None,
-            Err(bucket) => self.insert_absent(bucket, key),
-        }
+        self.map.find(key, |s| slab.key(s))
     }
 
     /// Insert `key`, absent, whose index way [`KeyMap::find`] returned as `bucket`. The new
@@ -229,10 +228,13 @@ impl Replacement for S3Fifo {
     }
 
     fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.lookup(access) {
-            return None;
+        match self.probe(access.key) {
+            Ok(i) => {
+                self.hit(i);
+                None
+            }
+            Err(bucket) => self.insert_absent(bucket, access.key),
         }
-        self.insert_missing(access.key)
     }
 
     fn remove(&mut self, key: u64) -> bool {
@@ -252,12 +254,12 @@ impl Replacement for S3Fifo {
 
     #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
-        match self.find(access.key) {
-            Some(i) => {
+        match self.probe(access.key) {
+            Ok(i) => {
                 self.hit(i);
                 (true, None)
             }
-            None => (false, self.insert_missing(access.key)),
+            Err(bucket) => (false, self.insert_absent(bucket, access.key)),
         }
     }
 
