@@ -564,4 +564,41 @@ mod tests {
         let bad_alpha = Pattern::Zipf { alpha: -1.0 };
         assert!(MultiClientConfig { pattern: bad_alpha, ..ok }.stream().is_err());
     }
+
+    /// The requests of a fixed configuration per sharing mode and pattern (awkward rate,
+    /// writes, warm-up shorter than the working set), pinned by their digest as the
+    /// generator that held the whole trace made them: the streamed generator must give the
+    /// same trace.
+    #[test]
+    fn the_trace_of_each_sharing_mode_is_pinned() {
+        let sharings =
+            [Sharing::Disjoint, Sharing::Conjoint, Sharing::Partial { shared_fraction: 0.3 }];
+        let patterns = [Pattern::Random, Pattern::Seq, Pattern::Zipf { alpha: 0.9 }];
+        let common = Common { seed: 21, rate: 777.0, write_ratio: 0.2, block_size: 4096 };
+        let mut got = Vec::new();
+        for sharing in sharings {
+            for pattern in patterns {
+                let mut c = MultiClientConfig::new(3, 400, pattern, sharing, common.clone());
+                c.warmup_per_client = 350;
+                c.timed_per_client = 1500;
+                let t = c.trace().unwrap();
+                let w = &t.warmed;
+                let d = crate::gen::test_util::digest(w.trace.requests.iter());
+                got.push((w.warmup_requests, w.timed_start_ns, w.working_set_blocks, d));
+            }
+        }
+        // Rows: disjoint, conjoint, partial 0.3; each random, seq, Zipf 0.9.
+        let want: Vec<(usize, u64, u64, (u64, u64))> = vec![
+            (1050, 450_450_450, 1200, (16_247_293_143_434_217_277, 5550)),
+            (1050, 450_450_450, 1200, (2_567_045_810_851_800_381, 5550)),
+            (1050, 450_450_450, 1200, (1_854_971_965_560_200_926, 5550)),
+            (1050, 450_450_450, 400, (6_635_090_148_670_009_114, 5550)),
+            (1050, 450_450_450, 400, (18_304_835_466_358_371_217, 5550)),
+            (1050, 450_450_450, 400, (10_708_691_367_568_388_474, 5550)),
+            (1050, 450_450_450, 960, (11_903_700_572_372_084_068, 5550)),
+            (1050, 450_450_450, 960, (217_074_724_721_874_044, 5550)),
+            (1050, 450_450_450, 960, (12_125_459_134_214_265_842, 5550)),
+        ];
+        assert_eq!(got, want);
+    }
 }

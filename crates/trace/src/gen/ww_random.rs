@@ -20,6 +20,7 @@ mod tests {
     use super::*;
     use crate::gen::test_util::{blocks, chi_square_uniform};
     use crate::gen::ww::test_lru::lru_hit_rate;
+    use crate::gen::Common;
     use crate::Op;
 
     #[test]
@@ -58,5 +59,25 @@ mod tests {
         let c = ww_random(&WwConfig::with_seed(5)).unwrap();
         assert_eq!(a.trace.requests, b.trace.requests);
         assert_ne!(a.trace.requests, c.trace.requests);
+    }
+
+    /// The requests of a fixed configuration (awkward rate, writes, small caches), pinned by
+    /// their digest as the generator that held the whole trace made them: the streamed
+    /// generator must give the same trace.
+    #[test]
+    fn the_trace_of_a_fixed_configuration_is_pinned() {
+        let c = WwConfig {
+            client_blocks: 700,
+            array_blocks: 500,
+            timed_multiplier: 4,
+            common: Common { seed: 13, rate: 333.0, write_ratio: 0.25, block_size: 512 },
+            ..WwConfig::default()
+        };
+        let w = ww_random(&c).unwrap();
+        let d = crate::gen::test_util::digest(w.trace.requests.iter());
+        assert_eq!(
+            (w.warmup_requests, w.timed_start_ns, d),
+            (1200, 3_603_603_603, (13_014_729_101_094_440_170, 6000))
+        );
     }
 }

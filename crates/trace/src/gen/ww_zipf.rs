@@ -29,6 +29,7 @@ mod tests {
     use super::*;
     use crate::gen::test_util::blocks;
     use crate::gen::ww::test_lru::lru_hit_rate;
+    use crate::gen::Common;
 
     #[test]
     fn thirds_get_90_6_4_percent_as_in_section_3_4() {
@@ -63,5 +64,25 @@ mod tests {
         let w = ww_zipf(&WwConfig::with_seed(3)).unwrap();
         let h = lru_hit_rate(16384, &blocks(w.warmup(), 4096), &blocks(w.timed(), 4096));
         assert!((h - 0.86).abs() < 0.02, "client hit rate {h}");
+    }
+
+    /// The requests of a fixed configuration (awkward rate, writes, small caches), pinned by
+    /// their digest as the generator that held the whole trace made them: the streamed
+    /// generator must give the same trace.
+    #[test]
+    fn the_trace_of_a_fixed_configuration_is_pinned() {
+        let c = WwConfig {
+            client_blocks: 700,
+            array_blocks: 500,
+            timed_multiplier: 4,
+            common: Common { seed: 13, rate: 333.0, write_ratio: 0.25, block_size: 512 },
+            ..WwConfig::default()
+        };
+        let w = ww_zipf(&c).unwrap();
+        let d = crate::gen::test_util::digest(w.trace.requests.iter());
+        assert_eq!(
+            (w.warmup_requests, w.timed_start_ns, d),
+            (1800, 5_405_405_405, (7_371_395_664_732_423_700, 9000))
+        );
     }
 }
