@@ -1,15 +1,17 @@
 //! `ember trace gen`: synthetic traces (see [`ember_trace::gen`]).
 //!
 //! Each generator is a subcommand sharing `--seed`, `--block-size`, `--rate`, `--write-ratio`,
-//! `-o/--output` and `--format` (default: from the output file's name). The Wong and Wilkes
-//! workloads and `multi-client` print where the warm-up ends and the timed requests start.
+//! `-o/--output` and `--format` (default: from the output file's name). Every generator writes
+//! from a stream, so memory does not grow with the trace's length (oracleGeneral's
+//! next-access times go through temporary files). The Wong and Wilkes workloads and
+//! `multi-client` print where the warm-up ends and the timed requests start.
 
 use crate::write_stream::{write_stream, Tally};
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use ember_trace::gen::{
-    ww_random, ww_seq, ww_zipf, Common, MultiClientConfig, Pattern, SeqConfig, Sharing,
-    UniformConfig, WarmedTrace, WwConfig, ZipfConfig, DEFAULT_RATE,
+    ww_random_stream, ww_seq_stream, ww_zipf_stream, Common, MultiClientConfig, Pattern, SeqConfig,
+    Sharing, UniformConfig, WarmedStream, WwConfig, ZipfConfig, DEFAULT_RATE,
 };
 use ember_trace::{Format, Request, VolumeTable};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -302,10 +304,10 @@ pub fn run(cmd: GenCommand) -> anyhow::Result<()> {
             let volumes = s.volumes();
             emit(&a.common, s, volumes)
         }
-        GenCommand::WwRandom(a) => emit_warmed(&a.common, &ww_random(&ww_config(&a, None))?),
-        GenCommand::WwSeq(a) => emit_warmed(&a.common, &ww_seq(&ww_config(&a, None))?),
+        GenCommand::WwRandom(a) => emit_warmed(&a.common, ww_random_stream(&ww_config(&a, None))?),
+        GenCommand::WwSeq(a) => emit_warmed(&a.common, ww_seq_stream(&ww_config(&a, None))?),
         GenCommand::WwZipf(a) => {
-            emit_warmed(&a.ww.common, &ww_zipf(&ww_config(&a.ww, Some(a.alpha)))?)
+            emit_warmed(&a.ww.common, ww_zipf_stream(&ww_config(&a.ww, Some(a.alpha)))?)
         }
         GenCommand::MultiClient(a) => {
             let pattern = match a.pattern {
@@ -331,9 +333,9 @@ pub fn run(cmd: GenCommand) -> anyhow::Result<()> {
             if let Some(t) = a.timed_per_client {
                 cfg.timed_per_client = t;
             }
-            let t = cfg.trace()?;
-            let l = t.layout;
-            emit_warmed(&a.common, &t.warmed)?;
+            let s = cfg.warmed_stream()?;
+            let l = s.requests.layout();
+            emit_warmed(&a.common, s)?;
             note(
                 &a.common,
                 format_args!(
@@ -423,14 +425,19 @@ fn emit(
     Ok(())
 }
 
-/// Write a warmed trace and say where the timed part starts.
-fn emit_warmed(c: &CommonArgs, w: &WarmedTrace) -> anyhow::Result<()> {
+/// Write a warmed workload from its stream (as [`emit`]; its length, known up front, goes in
+/// ember's header) and say where the timed part starts.
+fn emit_warmed(
+    c: &CommonArgs,
+    w: WarmedStream<impl ExactSizeIterator<Item = Request>>,
+) -> anyhow::Result<()> {
     let format = output_format(c)?;
-    ember_trace::write_trace(&c.output, format, &w.trace, c.block_size)
-        .with_context(|| format!("writing {}", c.output.display()))?;
-    let mut tally = Tally::default();
-    w.trace.requests.iter().for_each(|r| tally.add(r));
-    report(c, format, &tally, w.trace.volumes.len());
+    let total = w.remaining();
+    let bar = progress(total as usize, "generating");
+    let tally =
+        write_stream(&c.output, format, c.block_size, &w.volumes, Some(total), w.requests, &bar)
+            .with_context(|| format!("writing {}", c.output.display()))?;
+    report(c, format, &tally, w.volumes.len());
     note(
         c,
         format_args!(
@@ -439,7 +446,7 @@ fn emit_warmed(c: &CommonArgs, w: &WarmedTrace) -> anyhow::Result<()> {
             w.working_set_blocks,
             w.warmup_requests,
             w.timed_start_ns,
-            w.timed().len(),
+            total.saturating_sub(w.warmup_requests),
             w.timed_start_ns
         ),
     );

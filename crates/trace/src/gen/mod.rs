@@ -15,15 +15,18 @@
 //!   ([`ZipfConfig`], [`ZipfStream`]).
 //! - [`uniform`]: uniform random over N blocks ([`UniformConfig`], [`UniformStream`]).
 //! - [`seq`]: a sequential loop over N blocks ([`SeqConfig`], [`SeqStream`]).
-//! - [`ww_random()`], [`ww_seq()`], [`ww_zipf()`]: the single-client synthetic workloads of Wong and
-//!   Wilkes, *My cache or yours?*, USENIX ATC 2002, section 3 ([`ww`]: [`WwConfig`],
-//!   [`WarmedTrace`]).
+//! - [`ww_random_stream()`], [`ww_seq_stream()`], [`ww_zipf_stream()`]: the single-client
+//!   synthetic workloads of Wong and Wilkes, *My cache or yours?*, USENIX ATC 2002, section 3
+//!   ([`ww`]: [`WwConfig`], [`WarmedStream`]; [`ww_random()`], [`ww_seq()`] and [`ww_zipf()`]
+//!   collect them into a [`WarmedTrace`]).
 //! - [`multi_client`]: N clients over one array, disjoint, conjoint or partially shared
-//!   (Wong and Wilkes section 5; [`MultiClientConfig`], [`MultiClientTrace`]).
+//!   (Wong and Wilkes section 5; [`MultiClientConfig::warmed_stream`], collected by
+//!   [`MultiClientConfig::trace`] into a [`MultiClientTrace`]).
+//! - [`bonfire`] and [`ensemble`]: days of reaccess patterns and a storage ensemble.
 //!
-//! The single-volume generators are streams (`Iterator<Item = Request>` with an exact size) so
-//! a caller can write or simulate 10M+ requests without holding them; `trace()` collects one
-//! into a [`Trace`].
+//! Every generator is a stream (`Iterator<Item = Request>`, with an exact size where the
+//! length is known up front) so a caller can write or simulate 10M+ requests without holding
+//! them; `trace()` (or the functions named above) collects one into memory.
 
 pub mod bonfire;
 pub mod ensemble;
@@ -43,10 +46,10 @@ pub use multi_client::{
 pub use scramble::Scramble;
 pub use seq::{SeqConfig, SeqStream};
 pub use uniform::{UniformConfig, UniformStream};
-pub use ww::{WarmedTrace, WwConfig};
-pub use ww_random::ww_random;
-pub use ww_seq::ww_seq;
-pub use ww_zipf::ww_zipf;
+pub use ww::{WarmedStream, WarmedTrace, WwConfig};
+pub use ww_random::{ww_random, ww_random_stream};
+pub use ww_seq::{ww_seq, ww_seq_stream};
+pub use ww_zipf::{ww_zipf, ww_zipf_stream};
 pub use zipf::{ZipfConfig, ZipfStream};
 
 use crate::{Op, Request, Trace, TraceError, VolumeTable, DEFAULT_BLOCK_SIZE};

@@ -49,10 +49,12 @@
 //! `floor(1e9 i / rate)`, the same instant for all clients); the trace lists them by time,
 //! ties by client. As in section 3, each client first
 //! issues `warmup_per_client` warm-up READS (default W) and then `timed_per_client` timed
-//! READS (default 10 W); [`MultiClientTrace::warmed`] gives the boundary.
+//! READS (default 10 W); [`MultiClientConfig::warmed_stream`] gives the requests one at a
+//! time with the boundary (constant memory: one random stream per client), and
+//! [`MultiClientTrace::warmed`] holds them.
 
 use super::zipf::ZipfRanks;
-use super::{Common, GenRng, OpMix, Scramble, WarmedTrace};
+use super::{Common, GenRng, OpMix, Scramble, WarmedStream, WarmedTrace};
 use crate::{Op, Request, TraceError, VolumeTable};
 use rand::Rng;
 use rand_xoshiro::rand_core::SeedableRng;
@@ -270,23 +272,24 @@ impl MultiClientConfig {
         })
     }
 
+    /// The requests as a stream with the warm-up boundary; `working_set_blocks` is the size
+    /// of the array address space and [`MultiClientStream::layout`] the layout.
+    pub fn warmed_stream(&self) -> Result<WarmedStream<MultiClientStream>, TraceError> {
+        let s = self.stream()?;
+        Ok(WarmedStream {
+            volumes: s.volumes(),
+            warmup_requests: self.warmup_per_client * self.clients as u64,
+            timed_start_ns: s.time_of(self.warmup_per_client, 0),
+            working_set_blocks: s.layout.array_blocks(),
+            requests: s,
+        })
+    }
+
     /// The whole trace in memory, with the warm-up boundary and the layout.
     pub fn trace(&self) -> Result<MultiClientTrace, TraceError> {
-        let s = self.stream()?;
-        let volumes = s.volumes();
-        let layout = s.layout;
-        let warmup = self.warmup_per_client * self.clients as u64;
-        let timed_start_ns = s.time_of(self.warmup_per_client, 0);
-        let trace = super::collect(s, volumes);
-        Ok(MultiClientTrace {
-            warmed: WarmedTrace {
-                trace,
-                warmup_requests: warmup as usize,
-                timed_start_ns,
-                working_set_blocks: layout.array_blocks(),
-            },
-            layout,
-        })
+        let s = self.warmed_stream()?;
+        let layout = s.requests.layout();
+        Ok(MultiClientTrace { warmed: s.collect(), layout })
     }
 }
 

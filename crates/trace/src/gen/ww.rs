@@ -14,13 +14,16 @@
 //! | SEQ ([`super::ww_seq()`]) | 3.3 | N_seq = N_c + N_a - 1 | 32767 |
 //! | ZIPF ([`super::ww_zipf()`]) | 3.4 | N_Zipf = 1.5 (N_c + N_a), alpha = 1 | 49152 |
 //!
-//! A generated workload is a [`WarmedTrace`]: the warm-up requests followed by the timed
-//! requests, with the boundary given both as a request count and as a time stamp. The single
+//! A generated workload is a [`WarmedStream`]: the warm-up requests followed by the timed
+//! requests, generated one at a time, with the boundary given up front both as a request
+//! count and as a time stamp; [`WarmedStream::collect`] holds it as a [`WarmedTrace`]. The
+//! workload's length is set by the cache sizes (11 requests a block of the working set), so
+//! `ember trace gen` writes it from the stream, in constant memory. The single
 //! client is volume `client0` (as in [`super::multi_client`]), so the trace feeds the
 //! client/array hierarchy simulator unchanged.
 
 use super::Common;
-use crate::{Request, Trace, TraceError};
+use crate::{Request, Trace, TraceError, VolumeTable};
 
 /// Client cache size N_c in blocks (section 3.1).
 pub const WW_CLIENT_BLOCKS: u64 = 16384;
@@ -108,11 +111,13 @@ impl WwConfig {
             .ok_or_else(|| TraceError::Invalid("request count overflows".into()))
     }
 
-    /// Wrap a generated trace whose first `n` requests are the warm-up.
-    pub(crate) fn warmed(&self, trace: Trace, n: u64) -> WarmedTrace {
-        WarmedTrace {
-            trace,
-            warmup_requests: n as usize,
+    /// Wrap a stream of one-client requests whose first `n` (the working set) are the
+    /// warm-up.
+    pub(crate) fn warmed<S>(&self, requests: S, volumes: VolumeTable, n: u64) -> WarmedStream<S> {
+        WarmedStream {
+            requests,
+            volumes,
+            warmup_requests: n,
             timed_start_ns: self.common.time_ns(n),
             working_set_blocks: n,
         }
@@ -146,6 +151,41 @@ impl WarmedTrace {
     /// The timed requests.
     pub fn timed(&self) -> &[Request] {
         &self.trace.requests[self.warmup_requests.min(self.trace.requests.len())..]
+    }
+}
+
+/// A warmed workload generated one request at a time: what [`WarmedTrace`] holds, with the
+/// warm-up boundary known before the first request. Memory is the generator's state, whatever
+/// the length.
+#[derive(Clone, Debug)]
+pub struct WarmedStream<S> {
+    /// The requests in time order, warm-up first.
+    pub requests: S,
+    /// The volume table of the requests.
+    pub volumes: VolumeTable,
+    /// Number of warm-up requests: the first `warmup_requests` of `requests`.
+    pub warmup_requests: u64,
+    /// Time stamp of the first timed request: a request is timed exactly when its `time_ns`
+    /// is at least this value.
+    pub timed_start_ns: u64,
+    /// The working-set size in blocks (as in [`WarmedTrace::working_set_blocks`]).
+    pub working_set_blocks: u64,
+}
+
+impl<S: ExactSizeIterator<Item = Request>> WarmedStream<S> {
+    /// Requests still to come (all of them before the first is taken).
+    pub fn remaining(&self) -> u64 {
+        self.requests.len() as u64
+    }
+
+    /// The whole trace in memory.
+    pub fn collect(self) -> WarmedTrace {
+        WarmedTrace {
+            trace: super::collect(self.requests, self.volumes),
+            warmup_requests: self.warmup_requests as usize,
+            timed_start_ns: self.timed_start_ns,
+            working_set_blocks: self.working_set_blocks,
+        }
     }
 }
 

@@ -3,16 +3,23 @@
 //! "N_rand warm-up READS, followed by 10 x N_rand timed READS". Table 2 reports a 50 % client
 //! hit rate for it.
 
-use super::{UniformConfig, WarmedTrace, WwConfig};
+use super::{UniformConfig, UniformStream, WarmedStream, WarmedTrace, WwConfig};
 use crate::TraceError;
 
 /// RANDOM (section 3.2): `n` = N_rand = N_c + N_a blocks, `n` warm-up READS then
 /// `timed_multiplier * n` timed READS, uniform over blocks `0..n` of volume `client0`.
-pub fn ww_random(cfg: &WwConfig) -> Result<WarmedTrace, TraceError> {
+pub fn ww_random_stream(cfg: &WwConfig) -> Result<WarmedStream<UniformStream>, TraceError> {
     let n = cfg.n_rand()?;
     let mut u = UniformConfig::new(n, cfg.total(n)?, cfg.common.clone());
     u.volume = super::ww::WW_CLIENT_VOLUME.into();
-    Ok(cfg.warmed(u.trace()?, n))
+    let stream = u.stream()?;
+    let volumes = stream.volumes();
+    Ok(cfg.warmed(stream, volumes, n))
+}
+
+/// [`ww_random_stream`] collected: the whole workload in memory.
+pub fn ww_random(cfg: &WwConfig) -> Result<WarmedTrace, TraceError> {
+    Ok(ww_random_stream(cfg)?.collect())
 }
 
 #[cfg(test)]

@@ -4,16 +4,23 @@
 //! followed by 10 x N_seq timed one-block READS". The warm-up is exactly one pass over the
 //! loop; the timed READS are exactly ten more. Table 2 reports a 0 % client hit rate.
 
-use super::{SeqConfig, WarmedTrace, WwConfig};
+use super::{SeqConfig, SeqStream, WarmedStream, WarmedTrace, WwConfig};
 use crate::TraceError;
 
 /// SEQ (section 3.3): a loop over blocks `0..n` of volume `client0`, `n` = N_seq =
 /// N_c + N_a - 1, one warm-up pass then `timed_multiplier` timed passes.
-pub fn ww_seq(cfg: &WwConfig) -> Result<WarmedTrace, TraceError> {
+pub fn ww_seq_stream(cfg: &WwConfig) -> Result<WarmedStream<SeqStream>, TraceError> {
     let n = cfg.n_seq()?;
     let mut s = SeqConfig::new(n, cfg.total(n)?, cfg.common.clone());
     s.volume = super::ww::WW_CLIENT_VOLUME.into();
-    Ok(cfg.warmed(s.trace()?, n))
+    let stream = s.stream()?;
+    let volumes = stream.volumes();
+    Ok(cfg.warmed(stream, volumes, n))
+}
+
+/// [`ww_seq_stream`] collected: the whole workload in memory.
+pub fn ww_seq(cfg: &WwConfig) -> Result<WarmedTrace, TraceError> {
+    Ok(ww_seq_stream(cfg)?.collect())
 }
 
 #[cfg(test)]

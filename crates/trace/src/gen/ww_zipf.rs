@@ -10,18 +10,25 @@
 //! an 86 % client hit rate ("slightly lower than the anticipated 90 % due to an incomplete
 //! warm-up").
 
-use super::{WarmedTrace, WwConfig, ZipfConfig};
+use super::{WarmedStream, WarmedTrace, WwConfig, ZipfConfig, ZipfStream};
 use crate::TraceError;
 
 /// ZIPF (section 3.4): Zipf(alpha = `zipf_alpha`) READS over blocks `0..n` of volume
 /// `client0`, block `i - 1` being the i-th most popular, `n` = N_Zipf = 1.5 (N_c + N_a);
 /// `n` warm-up READS then `timed_multiplier * n` timed READS.
-pub fn ww_zipf(cfg: &WwConfig) -> Result<WarmedTrace, TraceError> {
+pub fn ww_zipf_stream(cfg: &WwConfig) -> Result<WarmedStream<ZipfStream>, TraceError> {
     let n = cfg.n_zipf()?;
     let mut z = ZipfConfig::new(cfg.zipf_alpha, n, cfg.total(n)?, cfg.common.clone());
     z.scramble = false;
     z.volume = super::ww::WW_CLIENT_VOLUME.into();
-    Ok(cfg.warmed(z.trace()?, n))
+    let stream = z.stream()?;
+    let volumes = stream.volumes();
+    Ok(cfg.warmed(stream, volumes, n))
+}
+
+/// [`ww_zipf_stream`] collected: the whole workload in memory.
+pub fn ww_zipf(cfg: &WwConfig) -> Result<WarmedTrace, TraceError> {
+    Ok(ww_zipf_stream(cfg)?.collect())
 }
 
 #[cfg(test)]
