@@ -2,7 +2,7 @@
 //! table, and write JSON, CSV and PNG plots (column names in docs/sim.md).
 
 use crate::output::{OutputArgs, Report, Row};
-use crate::plot;
+use crate::plot_sim;
 use crate::trace_args::TraceInput;
 use anyhow::{bail, Context};
 use clap::Args;
@@ -448,7 +448,7 @@ fn write_outputs(args: &SimArgs, report: &Report, n_sizes: usize) -> anyhow::Res
     }
     if let Some(p) = &png {
         if n_sizes >= 2 {
-            plot::hit_ratio_curve(report, p)?;
+            plot_sim::hit_ratio_curve(report, p)?;
         } else if args.plot.is_some() && !args.output.quiet {
             eprintln!("ember sim: one size only, no hit-ratio curve plotted to {}", p.display());
         }
@@ -458,7 +458,7 @@ fn write_outputs(args: &SimArgs, report: &Report, n_sizes: usize) -> anyhow::Res
             } else {
                 p.with_file_name("timeline.png")
             };
-            plot::timeline(report, &t, matches!(i, Interval::Requests(_)))?;
+            plot_sim::timeline(report, &t, matches!(i, Interval::Requests(_)))?;
         }
     }
     Ok(())
