@@ -6,7 +6,7 @@
 use crate::backing::{check_clean, check_replaced, Stale};
 use crate::config::EngineConfig;
 use crate::core::{now_ns, Inner, VolumeInfo};
-use crate::device::{io_context, Device};
+use crate::device::io_context;
 use crate::error::EngineError;
 use crate::gate::Gate;
 use crate::layout::checkpoint::ENTRY_DIRTY;
@@ -185,7 +185,7 @@ pub(crate) fn open(
             reason: "freshly formatted".into(),
         }
     } else {
-        let checked = read_checkpoint(cache.as_ref(), &sb).and_then(|cp| {
+        let checked = Checkpoint::read_named(cache.as_ref(), &sb).and_then(|cp| {
             let dirty: Vec<MapEntry> =
                 cp.entries.iter().filter(|e| e.flags & ENTRY_DIRTY != 0).copied().collect();
             validate(&sb, cp, &served, &all_served).map(|r| (r, dirty))
@@ -307,20 +307,6 @@ pub(crate) fn open(
         sb.write(inner.cache.as_ref())?;
     }
     Ok((inner, open_report))
-}
-
-pub(crate) fn read_checkpoint(
-    cache: &dyn Device,
-    sb: &Superblock,
-) -> Result<Checkpoint, LayoutError> {
-    Checkpoint::read(
-        cache,
-        &sb.geometry,
-        sb.checkpoint_slot,
-        sb.checkpoint_generation,
-        sb.checkpoint_entries,
-        sb.checkpoint_crc,
-    )
 }
 
 /// Dirty entries must belong to served volumes: dropping them would lose acknowledged

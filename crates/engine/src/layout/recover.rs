@@ -45,14 +45,7 @@ pub fn recover(cache: &dyn Device, sb: &Superblock) -> Result<Recovered, LayoutE
     };
     let mut dirty: BTreeMap<u64, MapEntry> = BTreeMap::new();
     if sb.checkpoint_slot != NO_CHECKPOINT {
-        let cp = Checkpoint::read(
-            cache,
-            &sb.geometry,
-            sb.checkpoint_slot,
-            sb.checkpoint_generation,
-            sb.checkpoint_entries,
-            sb.checkpoint_crc,
-        )?;
+        let cp = Checkpoint::read_named(cache, sb)?;
         // Two entries for one key: which holds the data is unknown (the map keeps one).
         if let Some(i) = duplicate_key(&cp.entries) {
             return Err(corrupt(format!("checkpoint entry #{i}: {DUPLICATE}")));

@@ -682,7 +682,7 @@ fn a_persisted_dirty_map_naming_a_key_twice_or_unknown_flags_is_refused() {
         let dev = cache.as_ref();
         let mut sb = Superblock::read(dev).unwrap();
         assert!(!sb.is_clean());
-        let mut entries = crate::open::read_checkpoint(dev, &sb).unwrap().entries;
+        let mut entries = Checkpoint::read_named(dev, &sb).unwrap().entries;
         assert_eq!(entries.len(), 6);
         let (one, four) = (
             entries.iter().position(|x| crate::layout::key_block(x.key) == 1).unwrap(),
