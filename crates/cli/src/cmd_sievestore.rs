@@ -365,18 +365,8 @@ pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
     if block_size == 0 {
         bail!("--block-size must be positive");
     }
-    let policies: Vec<Kind> = args
-        .policy
-        .iter()
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| p.parse::<Kind>())
-        .collect::<Result<_, _>>()?;
-    let sizes: Vec<(String, Capacity)> = args
-        .size
-        .iter()
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| Ok((s.trim().to_owned(), s.parse::<Capacity>()?)))
-        .collect::<anyhow::Result<_>>()?;
+    let policies = crate::grid_args::policies(&args.policy)?;
+    let sizes = crate::grid_args::sizes(&args.size)?;
     if !args.sieve.experiment
         && !args.sieve.sensitivity
         && (policies.is_empty() || sizes.is_empty())

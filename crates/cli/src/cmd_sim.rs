@@ -88,18 +88,8 @@ fn sibling(path: &Path, ext: &str) -> PathBuf {
 /// Run the grid that `args` describe and return the report, writing nothing (progress bar
 /// and timing line on stderr unless --quiet).
 pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
-    let policies: Vec<Kind> = args
-        .policy
-        .iter()
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| p.parse::<Kind>())
-        .collect::<Result<_, _>>()?;
-    let sizes: Vec<(String, Capacity)> = args
-        .size
-        .iter()
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| Ok((s.trim().to_owned(), s.parse::<Capacity>()?)))
-        .collect::<anyhow::Result<_>>()?;
+    let policies = crate::grid_args::policies(&args.policy)?;
+    let sizes = crate::grid_args::sizes(&args.size)?;
     if policies.is_empty() || sizes.is_empty() {
         bail!("give at least one --policy and one --size");
     }

@@ -15,6 +15,7 @@ pub mod cmd_trace;
 pub mod cmd_warmup;
 pub mod demote_args;
 pub mod file_passes;
+pub mod grid_args;
 pub mod lab;
 pub mod legacy;
 pub mod memory_return;
