@@ -2,7 +2,7 @@
 //! per day (Figure 5), allocation-writes per day (Figure 6), drive IOPS occupancy per minute
 //! (Figure 8) and drives needed (Figure 9).
 
-use crate::plot::{colour, draw_legend, line, png, Frame, LineStyle, PANEL, PAPER};
+use crate::plot::{box_mark, colour, draw_legend, line, png, Frame, LineStyle, PANEL, PAPER};
 use ember_sim::ensemble::Partition;
 use ember_sim::experiment_sievestore::{ExperimentReport, ExperimentRow};
 use ember_sim::sievestore::DayStats;
@@ -22,7 +22,6 @@ fn ensemble_rows(report: &ExperimentReport) -> Vec<&ExperimentRow> {
 /// A figure of bars per day (Figures 5 and 6): a group per day, a bar per configuration of
 /// the ensemble cache. `y` is the y axis, `y_label_area` its label area's width; `bars`
 /// draws a configuration's day `stats` between `x0` and `x1` in colour `c`.
-#[allow(clippy::too_many_arguments)]
 fn per_day<Y>(
     report: &ExperimentReport,
     path: &Path,
@@ -56,10 +55,7 @@ where
                 let x0 = d as f64 + 1.0 - 0.4 + i as f64 * w;
                 bars(st, x0, x0 + w * 0.9, c)
             });
-            chart
-                .draw_series(day_bars)?
-                .label(r.label.clone())
-                .legend(crate::plot::box_mark(c, 16));
+            chart.draw_series(day_bars)?.label(r.label.clone()).legend(box_mark(c, 16));
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())

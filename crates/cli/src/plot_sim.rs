@@ -2,7 +2,9 @@
 //! time.
 
 use crate::output::Report;
-use crate::plot::{draw_legend, line, png, Canvas, DrawResult, WIDE, WIDE_LINE};
+use crate::plot::{
+    colour, draw_legend, line, png, Canvas, DrawResult, Frame, LineStyle, WIDE, WIDE_LINE,
+};
 use anyhow::anyhow;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
@@ -101,7 +103,7 @@ where
     X: AsRangedCoord<Value = f64>,
     X::CoordDescType: ValueFormatter<f64>,
 {
-    let frame = crate::plot::Frame { caption: caption_size, ..WIDE };
+    let frame = Frame { caption: caption_size, ..WIDE };
     let mut chart = frame.chart(area, caption, x, 0.0..y_max)?;
     let fmt = move |v: &f64| labels.format(*v);
     frame
@@ -114,8 +116,8 @@ where
         .draw()?;
     for (i, s) in series.iter().enumerate() {
         let dot = if s.points.len() <= 60 { 4 } else { 0 };
-        let style = crate::plot::LineStyle { dot, ..WIDE_LINE };
-        line(&mut chart, s.name.clone(), &s.points, crate::plot::colour(i), style)?;
+        let style = LineStyle { dot, ..WIDE_LINE };
+        line(&mut chart, s.name.clone(), &s.points, colour(i), style)?;
     }
     draw_legend(&mut chart, legend)?;
     Ok(())

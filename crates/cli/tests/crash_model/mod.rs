@@ -102,7 +102,6 @@ pub fn reap(child: &mut std::process::Child, timeout: Duration) -> ExitStatus {
 /// (requests sent or answered) plus up to 3 ms, so kills land anywhere in the run, also
 /// inside a FLUSH. Returns the writer's log, checked by [`writer_fault`] (a fault panics, as
 /// does a server that exited by itself before the kill).
-#[allow(clippy::too_many_arguments)]
 pub fn write_then_kill(
     dir: &Path,
     ember: Serve,
