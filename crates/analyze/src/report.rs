@@ -129,6 +129,19 @@ pub struct TraceReport {
     pub top1_volume_share: Vec<VolumeShare>,
 }
 
+impl TraceReport {
+    /// The analyses to show, named: each volume's, then the whole trace's as `(all)` unless
+    /// there is exactly one volume (whose analysis is then the whole's).
+    pub fn named(&self) -> Vec<(String, &Analysis)> {
+        let mut v: Vec<(String, &Analysis)> =
+            self.volumes.iter().map(|x| (x.name.clone(), &x.analysis)).collect();
+        if self.volumes.len() != 1 {
+            v.push(("(all)".into(), &self.whole));
+        }
+        v
+    }
+}
+
 /// Analyze one access list.
 pub fn analyze_accesses(a: &Accesses, cfg: &AnalyzeConfig) -> Result<Analysis, ShardsError> {
     let cfg = AnalyzeConfig { block_size: a.block_size, ..cfg.clone() };
@@ -163,4 +176,45 @@ pub fn analyze(trace: &Trace, cfg: &AnalyzeConfig) -> Result<TraceReport, Shards
         }
     }
     Ok(TraceReport { block_size: cfg.block_size, whole, volumes, top1_volume_share })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ember_trace::{Op, Request, VolumeTable};
+
+    /// `volumes` volumes, volume `v` reading blocks `v*100..v*100+10+v`.
+    fn trace(volumes: u32) -> Trace {
+        let mut table = VolumeTable::new();
+        let mut requests = Vec::new();
+        for v in 0..volumes {
+            table.intern(&format!("vol{v}"));
+            for b in 0..10 + u64::from(v) {
+                let offset = (u64::from(v) * 100 + b) * 4096;
+                let time_ns = requests.len() as u64;
+                requests.push(Request { time_ns, volume: v, op: Op::Read, offset, length: 4096 });
+            }
+        }
+        Trace::new(requests, table)
+    }
+
+    #[test]
+    fn named_lists_each_volume_then_the_whole() {
+        let cfg = AnalyzeConfig { mrc_points: 2, bins: 10, ..AnalyzeConfig::default() };
+        let r = analyze(&trace(2), &cfg).unwrap();
+        let named = r.named();
+        let names: Vec<&str> = named.iter().map(|n| n.0.as_str()).collect();
+        assert_eq!(names, ["vol0", "vol1", "(all)"]);
+        assert_eq!(named[1].1.summary, r.volumes[1].analysis.summary);
+        assert_eq!(named[2].1, &r.whole);
+        assert_ne!(named[0].1.summary, named[1].1.summary);
+        // One volume: its analysis is the whole's, listed once.
+        let one = analyze(&trace(1), &cfg).unwrap();
+        let names: Vec<String> = one.named().into_iter().map(|n| n.0).collect();
+        assert_eq!(names, ["vol0"]);
+        // The whole only (no per-volume analyses): just `(all)`.
+        let whole = analyze(&trace(3), &AnalyzeConfig { per_volume: false, ..cfg }).unwrap();
+        let names: Vec<String> = whole.named().into_iter().map(|n| n.0).collect();
+        assert_eq!(names, ["(all)"]);
+    }
 }

@@ -1,12 +1,11 @@
 //! `ember demote`: Wong & Wilkes' client/array hierarchy (*My cache or yours?*, USENIX ATC
 //! 2002; docs/demote.md). It runs N LRU clients over one array cache under the chosen
-//! schemes; `--experiment` runs every scheme side by side and writes the tables, a
-//! hit-rate-against-aggregate-cache-size plot (Figures 2 and 7) and the READ latency CDF
-//! (Figure 4).
+//! schemes; `--experiment` runs every scheme side by side and writes the tables and the
+//! figures of `plot_demote` (Figures 2/7, 4 and 6).
 
 use crate::file_passes::FilePasses;
 use crate::output::{display_name, write_text, OutputArgs};
-use crate::plot::{colour, finish, DrawResult};
+use crate::plot_demote::{plot_cdf, plot_hit_rate, plot_latency_vs_array};
 use crate::trace_args::TraceInput;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
@@ -15,9 +14,8 @@ use ember_sim::hierarchy::{ArrayAddressing, ClientOf, HierarchyConfig};
 use ember_sim::hierarchy_experiment::{DemoteExperiment, DemoteReport};
 use ember_sim::latency_model::{LatencyModel, PAPER_SAN_BITS_PER_S};
 use ember_sim::{default_threads, Capacity};
-use plotters::prelude::*;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `ember demote`.
 #[derive(Args)]
@@ -386,180 +384,6 @@ pub fn run(args: DemoteCmdArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-const SIZE: (u32, u32) = (1200, 700);
-
-/// Figures 2 and 7: total hit rate (client + array) against aggregate cache size, one line
-/// per scheme, and one unified LRU cache of the same aggregate size (black).
-pub fn plot_hit_rate(report: &DemoteReport, trace: &str, path: &Path) -> anyhow::Result<()> {
-    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    for s in &report.schemes {
-        let pts: Vec<(f64, f64)> = report
-            .sweep
-            .iter()
-            .filter(|p| p.scheme == s.scheme)
-            .map(|p| (p.aggregate_blocks as f64, p.client_hit_rate + p.array_hit_rate))
-            .collect();
-        lines.push((s.scheme.to_string(), pts));
-    }
-    let unified: Vec<(f64, f64)> =
-        report.unified.iter().map(|u| (u.blocks as f64, u.hit_rate)).collect();
-    let all = lines.iter().flat_map(|l| l.1.iter()).chain(unified.iter());
-    let x1 = all.clone().fold(1f64, |m, p| m.max(p.0));
-    let y1 = all.fold(0.05f64, |m, p| m.max(p.1)).min(1.0) * 1.05;
-    let here =
-        (report.base.clients * report.base.client_blocks + report.base.array.capacity) as f64;
-    let draw = || -> DrawResult {
-        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(20)
-            .caption(
-                format!("Hit rate vs aggregate cache size (Wong & Wilkes Fig. 2/7) — {trace}"),
-                ("sans-serif", 24),
-            )
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..x1 * 1.05, 0.0..y1.min(1.05))?;
-        chart
-            .configure_mesh()
-            .x_desc(format!(
-                "aggregate cache size, blocks ({} clients x {} + array)",
-                report.base.clients, report.base.client_blocks
-            ))
-            .y_desc("cumulative hit rate (client + array)")
-            .x_label_formatter(&|x| format!("{}", x.round() as u64))
-            .label_style(("sans-serif", 15))
-            .draw()?;
-        for (i, (name, pts)) in lines.iter().enumerate() {
-            let c = colour(i);
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], c.stroke_width(2)));
-            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
-        }
-        chart
-            .draw_series(LineSeries::new(unified.clone(), BLACK.stroke_width(1)))?
-            .label("one unified LRU cache")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], BLACK.stroke_width(1)));
-        chart.draw_series(std::iter::once(PathElement::new(
-            [(here, 0.0), (here, y1.min(1.05))],
-            RGBColor(127, 127, 127).stroke_width(1),
-        )))?;
-        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
-        root.present()?;
-        Ok(())
-    };
-    finish(path, draw())
-}
-
-/// Figure 6: mean READ latency against array cache size at a fixed client size, one line per
-/// scheme; the dotted line marks the array size equal to the (total) client size.
-pub fn plot_latency_vs_array(
-    report: &DemoteReport,
-    trace: &str,
-    path: &Path,
-) -> anyhow::Result<()> {
-    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    for s in &report.schemes {
-        let pts: Vec<(f64, f64)> = report
-            .sweep
-            .iter()
-            .filter(|p| p.scheme == s.scheme)
-            .map(|p| (p.array_blocks as f64, p.latency_ms))
-            .collect();
-        lines.push((s.scheme.to_string(), pts));
-    }
-    let pts = lines.iter().flat_map(|l| l.1.iter());
-    let x1 = pts.clone().fold(1f64, |m, p| m.max(p.0)) * 1.05;
-    let y1 = pts.fold(0.1f64, |m, p| m.max(p.1)) * 1.1;
-    let clients = (report.base.clients * report.base.client_blocks) as f64;
-    let draw = || -> DrawResult {
-        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(20)
-            .caption(
-                format!("Mean READ latency vs array cache size (Wong & Wilkes Fig. 6) — {trace}"),
-                ("sans-serif", 24),
-            )
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..x1, 0.0..y1)?;
-        chart
-            .configure_mesh()
-            .x_desc(format!(
-                "array cache size, blocks ({} clients x {} blocks)",
-                report.base.clients, report.base.client_blocks
-            ))
-            .y_desc("mean READ latency, ms")
-            .x_label_formatter(&|x| format!("{}", x.round() as u64))
-            .label_style(("sans-serif", 15))
-            .draw()?;
-        for (i, (name, pts)) in lines.iter().enumerate() {
-            let c = colour(i);
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
-                .label(name.clone())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], c.stroke_width(2)));
-            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
-        }
-        let grey = RGBColor(127, 127, 127);
-        chart.draw_series((0..40).filter(|k| k % 2 == 0).map(|k| {
-            let (a, b) = (y1 * k as f64 / 40.0, y1 * (k + 1) as f64 / 40.0);
-            PathElement::new([(clients, a), (clients, b)], grey.stroke_width(1))
-        }))?;
-        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
-        root.present()?;
-        Ok(())
-    };
-    finish(path, draw())
-}
-
-/// Figure 4: cumulative READ fraction against READ latency, one step line per scheme.
-pub fn plot_cdf(report: &DemoteReport, trace: &str, path: &Path) -> anyhow::Result<()> {
-    let x1 =
-        report.schemes.iter().flat_map(|s| s.cdf.iter().map(|p| p.0)).fold(0.5f64, f64::max) * 1.05;
-    let draw = || -> DrawResult {
-        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(20)
-            .caption(
-                format!("READ latency distribution (Wong & Wilkes Fig. 4) — {trace}"),
-                ("sans-serif", 24),
-            )
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..x1, 0.0..1.02)?;
-        chart
-            .configure_mesh()
-            .x_desc("READ latency, ms")
-            .y_desc("cumulative fraction of READS")
-            .label_style(("sans-serif", 15))
-            .draw()?;
-        for (i, s) in report.schemes.iter().enumerate() {
-            let c = colour(i);
-            let mut pts = vec![(0.0, 0.0)];
-            let mut last = 0.0;
-            for &(x, y) in &s.cdf {
-                pts.push((x, last));
-                pts.push((x, y));
-                last = y;
-            }
-            pts.push((x1, last));
-            chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
-                .label(format!("{} (mean {:.3} ms)", s.scheme, s.total_latency_ms))
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], c.stroke_width(2)));
-        }
-        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
-        root.present()?;
-        Ok(())
-    };
-    finish(path, draw())
 }
 
 #[cfg(test)]

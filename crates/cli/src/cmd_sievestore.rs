@@ -4,8 +4,8 @@
 
 use crate::file_passes::FilePasses;
 use crate::output::{display_name, ensure_dir, write_text, OutputArgs};
-use crate::plot::{colour, finish, DrawResult};
-use crate::sensitivity_plot::plot_sensitivity;
+use crate::plot_sensitivity::plot_sensitivity;
+use crate::plot_sievestore::{plot_allocation_writes, plot_captured, plot_drives, plot_occupancy};
 use crate::trace_args::TraceInput;
 use crate::tuning_args::SieveParams;
 use anyhow::{anyhow, bail, Context};
@@ -16,7 +16,7 @@ use ember_sim::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PA
 use ember_sim::ensemble::Partition;
 use ember_sim::epoch_spool::DEFAULT_LIMIT;
 use ember_sim::experiment_sievestore::{default_capacity, DailyBlocks};
-use ember_sim::experiment_sievestore::{ExperimentReport, ExperimentRow, SieveStoreExperiment};
+use ember_sim::experiment_sievestore::{ExperimentReport, SieveStoreExperiment};
 use ember_sim::sievestore::{DayStats, SieveRun, SieveSpec};
 use ember_sim::sievestore_sensitivity::{
     sensitivity, sensitivity_streamed, table as sensitivity_table, SensitivityPoint,
@@ -25,7 +25,6 @@ use ember_sim::sievestore_stream::{count, run_streamed, StreamCell};
 use ember_sim::{default_threads, Capacity};
 use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
 use ember_trace::{Format, Request, Trace, TraceError, TraceReader};
-use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `ember sievestore`.
@@ -366,18 +365,8 @@ pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
     if block_size == 0 {
         bail!("--block-size must be positive");
     }
-    let policies: Vec<Kind> = args
-        .policy
-        .iter()
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| p.parse::<Kind>())
-        .collect::<Result<_, _>>()?;
-    let sizes: Vec<(String, Capacity)> = args
-        .size
-        .iter()
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| Ok((s.trim().to_owned(), s.parse::<Capacity>()?)))
-        .collect::<anyhow::Result<_>>()?;
+    let policies = crate::grid_args::policies(&args.policy)?;
+    let sizes = crate::grid_args::sizes(&args.size)?;
     if !args.sieve.experiment
         && !args.sieve.sensitivity
         && (policies.is_empty() || sizes.is_empty())
@@ -571,238 +560,6 @@ pub fn gen_ensemble(args: &GenEnsembleArgs) -> anyhow::Result<()> {
         args.output.display()
     );
     Ok(())
-}
-
-const SIZE: (u32, u32) = (1200, 700);
-
-fn ensemble_rows(report: &ExperimentReport) -> Vec<&ExperimentRow> {
-    report.rows.iter().filter(|r| r.partition == Partition::Ensemble).collect()
-}
-
-/// Figure 5: accesses captured per day, one bar per configuration (reads dark, writes light).
-pub fn plot_captured(report: &ExperimentReport, trace: &str, path: &Path) -> anyhow::Result<()> {
-    let rows = ensemble_rows(report);
-    let days = report.days.max(1);
-    let n = rows.len().max(1) as f64;
-    let y_max = rows
-        .iter()
-        .flat_map(|r| r.run.days.iter().map(|d| frac(d.hits(), d.accesses)))
-        .fold(0.05, f64::max)
-        * 1.15;
-    let draw = || -> DrawResult {
-        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(20)
-            .caption(
-                format!("Accesses captured per day (SieveStore Fig. 5) — {trace}"),
-                ("sans-serif", 24),
-            )
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.5f64..days as f64 + 0.5, 0.0..y_max.min(1.0))?;
-        chart
-            .configure_mesh()
-            .x_labels(days)
-            .x_label_formatter(&|x| format!("day {}", x.round() as i64))
-            .x_desc("day")
-            .y_desc("fraction of accesses (reads dark, writes light)")
-            .label_style(("sans-serif", 15))
-            .draw()?;
-        for (i, r) in rows.iter().enumerate() {
-            let c = colour(i);
-            let w = 0.8 / n;
-            let bars = r.run.days.iter().enumerate().flat_map(|(d, st)| {
-                let x0 = d as f64 + 1.0 - 0.4 + i as f64 * w;
-                let rd = frac(st.read_hits, st.accesses);
-                let wr = frac(st.write_hits, st.accesses);
-                [
-                    Rectangle::new([(x0, 0.0), (x0 + w * 0.9, rd)], c.filled()),
-                    Rectangle::new([(x0, rd), (x0 + w * 0.9, rd + wr)], c.mix(0.45).filled()),
-                ]
-            });
-            chart
-                .draw_series(bars)?
-                .label(r.label.clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
-        }
-        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
-        root.present()?;
-        Ok(())
-    };
-    finish(path, draw())
-}
-
-/// Figure 6: allocation-writes per day, log scale.
-pub fn plot_allocation_writes(
-    report: &ExperimentReport,
-    trace: &str,
-    path: &Path,
-) -> anyhow::Result<()> {
-    let rows = ensemble_rows(report);
-    let days = report.days.max(1);
-    let n = rows.len().max(1) as f64;
-    let y_max = rows
-        .iter()
-        .flat_map(|r| r.run.days.iter().map(|d| d.allocation_writes as f64))
-        .fold(10.0, f64::max)
-        * 3.0;
-    let draw = || -> DrawResult {
-        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(20)
-            .caption(
-                format!("Allocation-writes per day (SieveStore Fig. 6) — {trace}"),
-                ("sans-serif", 24),
-            )
-            .x_label_area_size(45)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0.5f64..days as f64 + 0.5, (1f64..y_max).log_scale())?;
-        chart
-            .configure_mesh()
-            .x_labels(days)
-            .x_label_formatter(&|x| format!("day {}", x.round() as i64))
-            .x_desc("day")
-            .y_desc("allocation-writes (blocks, log)")
-            .label_style(("sans-serif", 15))
-            .draw()?;
-        for (i, r) in rows.iter().enumerate() {
-            let c = colour(i);
-            let w = 0.8 / n;
-            let bars = r.run.days.iter().enumerate().map(|(d, st)| {
-                let x0 = d as f64 + 1.0 - 0.4 + i as f64 * w;
-                let v = (st.allocation_writes as f64).max(1.0);
-                Rectangle::new([(x0, 1.0), (x0 + w * 0.9, v)], c.filled())
-            });
-            chart
-                .draw_series(bars)?
-                .label(r.label.clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
-        }
-        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
-        root.present()?;
-        Ok(())
-    };
-    finish(path, draw())
-}
-
-/// Figure 8: drive IOPS occupancy per minute, (a) SieveStore-D vs WMNA, (b) SieveStore-C vs
-/// WMNA (the largest WMNA run, as the paper uses the 32 GB one).
-pub fn plot_occupancy(report: &ExperimentReport, trace: &str, path: &Path) -> anyhow::Result<()> {
-    let wmna = report.row("wmna-2x").or_else(|| report.row("wmna"));
-    let panels: Vec<(&str, Option<&ExperimentRow>)> = vec![
-        ("(a) SieveStore-D vs WMNA", report.row("sievestore-d")),
-        ("(b) SieveStore-C vs WMNA", report.row("sievestore-c")),
-    ];
-    let minutes = report.rows.iter().map(|r| r.occupancy.len()).max().unwrap_or(1).max(1);
-    let y_max = report
-        .rows
-        .iter()
-        .filter(|r| r.partition == Partition::Ensemble)
-        .flat_map(|r| r.occupancy.iter().copied())
-        .fold(0.0, f64::max)
-        .max(1e-6)
-        * 1.1;
-    let draw = || -> DrawResult {
-        let root = BitMapBackend::new(path, (SIZE.0, SIZE.1 + 200)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root = root.titled(
-            &format!(
-                "Drive IOPS occupancy per minute (SieveStore Fig. 8, {}) — {trace}",
-                report.device
-            ),
-            ("sans-serif", 24),
-        )?;
-        let areas = root.split_evenly((2, 1));
-        for ((title, row), area) in panels.iter().zip(areas.iter()) {
-            let mut chart = ChartBuilder::on(area)
-                .margin(15)
-                .caption(*title, ("sans-serif", 18))
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d(0f64..minutes as f64, 0f64..y_max)?;
-            chart
-                .configure_mesh()
-                .x_desc("minute of the trace")
-                .y_desc("drive IOPS occupancy")
-                .label_style(("sans-serif", 14))
-                .draw()?;
-            for (i, r) in [wmna, *row].iter().enumerate() {
-                let Some(r) = r else { continue };
-                let c = if i == 0 { RGBColor(150, 150, 150) } else { colour(i) };
-                chart
-                    .draw_series(LineSeries::new(
-                        r.occupancy.iter().enumerate().map(|(m, &o)| (m as f64, o)),
-                        c.stroke_width(1),
-                    ))?
-                    .label(r.label.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
-                    });
-            }
-            crate::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
-        }
-        root.present()?;
-        Ok(())
-    };
-    finish(path, draw())
-}
-
-/// Figure 9: drives needed per minute, minutes sorted by need.
-pub fn plot_drives(report: &ExperimentReport, trace: &str, path: &Path) -> anyhow::Result<()> {
-    let rows: Vec<&ExperimentRow> = ensemble_rows(report)
-        .into_iter()
-        .filter(|r| {
-            ["sievestore-d", "sievestore-c", "wmna-2x", "aod-2x", "wmna", "aod"]
-                .contains(&r.label.as_str())
-        })
-        .collect();
-    let minutes = rows.iter().map(|r| r.occupancy.len()).max().unwrap_or(1).max(1);
-    let y_max =
-        rows.iter().flat_map(|r| r.occupancy.iter().map(|o| o.ceil())).fold(1.0, f64::max) + 1.0;
-    let draw = || -> DrawResult {
-        let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(20)
-            .caption(format!("Drives needed (SieveStore Fig. 9) — {trace}"), ("sans-serif", 24))
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..minutes as f64, 0f64..y_max)?;
-        chart
-            .configure_mesh()
-            .x_desc("minutes, in increasing order of drives needed")
-            .y_desc("drives")
-            .label_style(("sans-serif", 15))
-            .draw()?;
-        for (i, r) in rows.iter().enumerate() {
-            let c = colour(i);
-            let mut d: Vec<f64> = r.occupancy.iter().map(|o| o.ceil().max(1.0)).collect();
-            d.sort_by(|a, b| a.total_cmp(b));
-            chart
-                .draw_series(LineSeries::new(
-                    d.iter().enumerate().map(|(m, &v)| (m as f64, v)),
-                    c.stroke_width(2),
-                ))?
-                .label(r.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
-                });
-        }
-        crate::plot::draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
-        root.present()?;
-        Ok(())
-    };
-    finish(path, draw())
-}
-
-fn frac(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
-    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! table, and write JSON, CSV and PNG plots (column names in docs/sim.md).
 
 use crate::output::{OutputArgs, Report, Row};
-use crate::plot;
+use crate::plot_sim;
 use crate::trace_args::TraceInput;
 use anyhow::{bail, Context};
 use clap::Args;
@@ -88,18 +88,8 @@ fn sibling(path: &Path, ext: &str) -> PathBuf {
 /// Run the grid that `args` describe and return the report, writing nothing (progress bar
 /// and timing line on stderr unless --quiet).
 pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
-    let policies: Vec<Kind> = args
-        .policy
-        .iter()
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| p.parse::<Kind>())
-        .collect::<Result<_, _>>()?;
-    let sizes: Vec<(String, Capacity)> = args
-        .size
-        .iter()
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| Ok((s.trim().to_owned(), s.parse::<Capacity>()?)))
-        .collect::<anyhow::Result<_>>()?;
+    let policies = crate::grid_args::policies(&args.policy)?;
+    let sizes = crate::grid_args::sizes(&args.size)?;
     if policies.is_empty() || sizes.is_empty() {
         bail!("give at least one --policy and one --size");
     }
@@ -448,7 +438,7 @@ fn write_outputs(args: &SimArgs, report: &Report, n_sizes: usize) -> anyhow::Res
     }
     if let Some(p) = &png {
         if n_sizes >= 2 {
-            plot::hit_ratio_curve(report, p)?;
+            plot_sim::hit_ratio_curve(report, p)?;
         } else if args.plot.is_some() && !args.output.quiet {
             eprintln!("ember sim: one size only, no hit-ratio curve plotted to {}", p.display());
         }
@@ -458,7 +448,7 @@ fn write_outputs(args: &SimArgs, report: &Report, n_sizes: usize) -> anyhow::Res
             } else {
                 p.with_file_name("timeline.png")
             };
-            plot::timeline(report, &t, matches!(i, Interval::Requests(_)))?;
+            plot_sim::timeline(report, &t, matches!(i, Interval::Requests(_)))?;
         }
     }
     Ok(())

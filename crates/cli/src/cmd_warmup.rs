@@ -5,6 +5,7 @@
 use crate::cmd_analyze::{analyze_input, parse_bytes};
 use crate::file_passes::FilePasses;
 use crate::output::{write_text, OutputArgs};
+use crate::plot::{colour, draw_legend, line, png, WIDE, WIDE_LINE};
 use crate::trace_args::TraceInput;
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand};
@@ -332,55 +333,33 @@ fn run_one(a: RunArgs) -> anyhow::Result<()> {
 
 /// Read hit rate over the period, one line per scheme (the layout of Bonfire Figures 5, 10).
 fn timeline_png(d: &DayRuns, path: &std::path::Path) -> anyhow::Result<()> {
-    let derr = |e: &dyn std::fmt::Display| anyhow::anyhow!("drawing: {e}");
-    let root = BitMapBackend::new(path, (1100, 680)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| derr(&e))?;
     let n = d.runs.first().map_or(1, |r| r.timeline.len()) as f64;
     let unit = if d.interval_s * n > 7200.0 { 3600.0 } else { 60.0 };
-    let mut chart = ChartBuilder::on(&root)
-        .margin(16)
-        .caption(format!("{} period {}: read hit rate", d.volume, d.day), ("sans-serif", 24))
-        .x_label_area_size(50)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0.0..n * d.interval_s / unit, 0.0..1.02)
-        .map_err(|e| derr(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc(if unit == 3600.0 {
-            "hours since the new cache started"
-        } else {
-            "minutes since the new cache started"
-        })
-        .y_desc("read hit rate")
-        .label_style(("sans-serif", 15))
-        .axis_desc_style(("sans-serif", 17))
-        .draw()
-        .map_err(|e| derr(&e))?;
-    const P: [RGBColor; 6] = [
-        RGBColor(31, 119, 180),
-        RGBColor(255, 127, 14),
-        RGBColor(44, 160, 44),
-        RGBColor(214, 39, 40),
-        RGBColor(148, 103, 189),
-        RGBColor(140, 86, 75),
-    ];
-    for (i, r) in d.runs.iter().enumerate() {
-        let c = P[i % P.len()];
-        let pts: Vec<(f64, f64)> = r
-            .timeline
-            .iter()
-            .enumerate()
-            .filter_map(|(t, p)| p.hit_rate().map(|h| ((t as f64 + 0.5) * d.interval_s / unit, h)))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-            .map_err(|e| derr(&e))?
-            .label(r.scheme.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3)));
-    }
-    crate::plot::draw_legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(|e| derr(&e))?;
-    root.present().map_err(|e| derr(&e))?;
-    Ok(())
+    png(path, (1100, 680), |root| {
+        let caption = format!("{} period {}: read hit rate", d.volume, d.day);
+        let mut chart = WIDE.chart(root, &caption, 0.0..n * d.interval_s / unit, 0.0..1.02)?;
+        WIDE.mesh(&mut chart)
+            .x_desc(if unit == 3600.0 {
+                "hours since the new cache started"
+            } else {
+                "minutes since the new cache started"
+            })
+            .y_desc("read hit rate")
+            .draw()?;
+        for (i, r) in d.runs.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = r
+                .timeline
+                .iter()
+                .enumerate()
+                .filter_map(|(t, p)| {
+                    p.hit_rate().map(|h| ((t as f64 + 0.5) * d.interval_s / unit, h))
+                })
+                .collect();
+            line(&mut chart, r.scheme.clone(), &pts, colour(i), WIDE_LINE)?;
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        Ok(())
+    })
 }
 
 fn run_sweep(a: SweepArgs) -> anyhow::Result<()> {
@@ -480,12 +459,7 @@ fn run_advise(a: AdviseArgs) -> anyhow::Result<()> {
             }
         }
     };
-    let mut rows: Vec<(String, &ember_analyze::Analysis)> =
-        report.volumes.iter().map(|v| (v.name.clone(), &v.analysis)).collect();
-    if report.volumes.len() != 1 {
-        rows.push(("(all)".into(), &report.whole));
-    }
-    for (name, an) in rows {
+    for (name, an) in report.named() {
         let adv = advise(an, a.region);
         println!("{name}: {} (Figure 8's decision tree)", adv.algorithm.name());
         println!("  because {}", adv.reason);

@@ -15,9 +15,8 @@ mod serve_support;
 
 use crash_model::*;
 use ember_nbd::ClientBuilder;
-use serve_support::{metric, scrape, Rng, Serve};
+use serve_support::{metric, scrape, Serve};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BLOCKS: u64 = 2048;
@@ -59,45 +58,8 @@ fn trial(seed: u64, policy: &str) -> Outcome {
     let init: Vec<u8> = (0..VOL).map(|p| content_byte(0, p)).collect();
     std::fs::write(d.join("backing.img"), &init).unwrap();
     let ember = start(d, policy);
-    let script = WRITER
-        .replace("SEED", &seed.to_string())
-        .replace("BLOCKS", &BLOCKS.to_string())
-        .replace("OPS", &OPS.to_string())
-        .replace("LOG", &format!("{:?}", d.join("writer.log").display().to_string()));
-    std::fs::write(d.join("writer.py"), script).unwrap();
-    let mut writer = Command::new("/usr/bin/nbdsh")
-        .env("PATH", debian_path())
-        .arg("-u")
-        .arg(ember.uri("disk"))
-        .arg("-c")
-        .arg(format!("exec(open({:?}).read())", d.join("writer.py").display().to_string()))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(d.join("writer.err")).unwrap())
-        .spawn()
-        .expect("spawn nbdsh");
-    let mut r = Rng::new(seed);
-    let target = 4 + r.below(2 * OPS as u64 - 4) as usize;
-    let t0 = Instant::now();
-    let exited_early = loop {
-        let lines = std::fs::read_to_string(d.join("writer.log")).map_or(0, |s| s.lines().count());
-        let exited = writer.try_wait().ok().flatten();
-        if lines >= target || t0.elapsed() > Duration::from_secs(30) || exited.is_some() {
-            break exited;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    std::thread::sleep(Duration::from_micros(r.below(3000)));
-    let before_kill = std::fs::read_to_string(d.join("writer.log")).unwrap_or_default();
-    let served = ember.output();
-    if let Err(st) = ember.kill() {
-        panic!("seed {seed}: ember serve exited by itself ({st}) before the SIGKILL:\n{served}");
-    }
-    let status = reap(&mut writer, Duration::from_secs(30));
-    let log = std::fs::read_to_string(d.join("writer.log")).unwrap_or_default();
-    let stderr = std::fs::read_to_string(d.join("writer.err")).unwrap_or_default();
-    if let Some(fault) = writer_fault(&log, &before_kill, exited_early, status, &stderr) {
-        panic!("seed {seed}: {fault}");
-    }
+    let uri = ember.uri("disk");
+    let log = write_then_kill(d, ember, &uri, seed, BLOCKS, OPS, &format!("seed {seed}"));
     let model = Model::from_log(&log, VOL);
 
     // Restart: the memory cache is empty, the preload runs; wait for it to end.

@@ -13,7 +13,6 @@ use crate::layout::{
     epochs_of, key_volume, recover, unix_now, Checkpoint, Geometry, LayoutError, Superblock,
     VolumeRecord, WriteMode, VERSION,
 };
-use crate::open::read_checkpoint;
 use crate::report::{Occupancy, Report, VolumeUsage};
 use crate::wb::flusher::drain;
 use serde::Serialize;
@@ -145,7 +144,7 @@ pub(crate) fn inspect(cache: &dyn Device) -> Result<Report, EngineError> {
             dirty_blocks: 0,
         });
     } else {
-        match read_checkpoint(cache, &sb) {
+        match Checkpoint::read_named(cache, &sb) {
             Ok(cp) => {
                 let mut counts = vec![0u64; sb.volumes.len()];
                 let mut dirty = 0;

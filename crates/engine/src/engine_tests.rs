@@ -454,7 +454,7 @@ fn a_checkpoint_naming_a_key_or_a_block_twice_starts_cold() {
         drop(eng);
         let dev = rig.cache.as_ref();
         let mut sb = Superblock::read(dev).unwrap();
-        let mut entries = crate::open::read_checkpoint(dev, &sb).unwrap().entries;
+        let mut entries = Checkpoint::read_named(dev, &sb).unwrap().entries;
         if dup_key {
             entries[4].key = entries[1].key;
         } else {

@@ -6,13 +6,14 @@
 use crate::backing::{check_clean, check_replaced, Stale};
 use crate::config::EngineConfig;
 use crate::core::{now_ns, Inner, VolumeInfo};
-use crate::device::{io_context, Device};
+use crate::device::io_context;
 use crate::error::EngineError;
 use crate::gate::Gate;
 use crate::layout::checkpoint::ENTRY_DIRTY;
+use crate::layout::entry_check::{duplicate_key, EntryCheck, DUPLICATE};
 use crate::layout::superblock::{FLAG_CLEAN, NO_CHECKPOINT};
 use crate::layout::{
-    key_block, key_volume, recover, Checkpoint, LayoutError, MapEntry, Superblock, WriteMode,
+    key_volume, recover, Checkpoint, LayoutError, MapEntry, Superblock, WriteMode,
 };
 use crate::state::CacheState;
 use crate::stats::Counters;
@@ -184,7 +185,7 @@ pub(crate) fn open(
             reason: "freshly formatted".into(),
         }
     } else {
-        let checked = read_checkpoint(cache.as_ref(), &sb).and_then(|cp| {
+        let checked = Checkpoint::read_named(cache.as_ref(), &sb).and_then(|cp| {
             let dirty: Vec<MapEntry> =
                 cp.entries.iter().filter(|e| e.flags & ENTRY_DIRTY != 0).copied().collect();
             validate(&sb, cp, &served, &all_served).map(|r| (r, dirty))
@@ -308,20 +309,6 @@ pub(crate) fn open(
     Ok((inner, open_report))
 }
 
-pub(crate) fn read_checkpoint(
-    cache: &dyn Device,
-    sb: &Superblock,
-) -> Result<Checkpoint, LayoutError> {
-    Checkpoint::read(
-        cache,
-        &sb.geometry,
-        sb.checkpoint_slot,
-        sb.checkpoint_generation,
-        sb.checkpoint_entries,
-        sb.checkpoint_crc,
-    )
-}
-
 /// Dirty entries must belong to served volumes: dropping them would lose acknowledged
 /// writes.
 fn check_dirty_served(
@@ -357,56 +344,22 @@ fn validate(
     warm: &HashSet<u32>,
     served: &HashSet<u32>,
 ) -> Result<(Vec<MapEntry>, u64), LayoutError> {
-    let corrupt = |detail: String| LayoutError::Corrupt {
+    let corrupt = |i: usize, detail: String| LayoutError::Corrupt {
         device: "cache device".into(),
         what: "checkpoint entry",
-        detail,
+        detail: format!("#{i}: {detail}"),
     };
-    let bs = sb.geometry.block_size as u64;
-    // One bit per cache block, and the keys sorted once: no per-entry allocation or hashing
-    // (a warm start of millions of entries, issue 17).
-    let mut blocks = vec![0u64; sb.geometry.data_blocks.div_ceil(64) as usize];
-    let mut keys: Vec<u64> = cp.entries.iter().map(|e| e.key).collect();
-    keys.sort_unstable();
-    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
-        // Reported at its second occurrence.
-        let i =
-            cp.entries.iter().enumerate().filter(|(_, e)| e.key == w[0]).nth(1).map_or(0, |x| x.0);
-        return Err(corrupt(format!("#{i}: duplicate cache block or key")));
+    // Keys sorted once and one bit per cache block: no per-entry allocation or hashing (a
+    // warm start of millions of entries, issue 17).
+    if let Some(i) = duplicate_key(&cp.entries) {
+        return Err(corrupt(i, DUPLICATE.into()));
     }
-    drop(keys);
+    let mut check = EntryCheck::new(sb);
     let mut kept = Vec::with_capacity(cp.entries.len());
     let mut dropped = 0;
     for (i, e) in cp.entries.into_iter().enumerate() {
-        let vol = key_volume(e.key);
-        let Some(rec) = sb.volumes.get(vol as usize) else {
-            return Err(corrupt(format!("#{i}: volume {vol} is not in the superblock")));
-        };
-        if key_block(e.key) >= rec.size / bs {
-            return Err(corrupt(format!(
-                "#{i}: block {} beyond volume {:?}",
-                key_block(e.key),
-                rec.name
-            )));
-        }
-        if e.cache_block as u64 >= sb.geometry.data_blocks {
-            return Err(corrupt(format!(
-                "#{i}: cache block {} beyond the data region",
-                e.cache_block
-            )));
-        }
+        let vol = check.check(&e).map_err(|detail| corrupt(i, detail))?;
         let dirty = e.flags & ENTRY_DIRTY != 0;
-        if e.flags & !ENTRY_DIRTY & 0xFFFF != 0 {
-            return Err(corrupt(format!("#{i}: unknown flags {:#x}", e.flags)));
-        }
-        if !dirty && e.flags != 0 {
-            return Err(corrupt(format!("#{i}: an epoch on a clean entry ({:#x})", e.flags)));
-        }
-        let (word, bit) = (e.cache_block as usize / 64, 1u64 << (e.cache_block % 64));
-        if blocks[word] & bit != 0 {
-            return Err(corrupt(format!("#{i}: duplicate cache block or key")));
-        }
-        blocks[word] |= bit;
         if (dirty && served.contains(&vol)) || warm.contains(&vol) {
             kept.push(e);
         } else {

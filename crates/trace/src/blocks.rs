@@ -22,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::formats::ember::{self as ember_fmt, HeaderError};
+use crate::formats::ember as ember_fmt;
 use crate::formats::oracle_general as og;
 use crate::formats::{Format, Line};
 use crate::open::{
@@ -346,16 +346,7 @@ impl BlockReader {
             Format::OracleGeneral if bs < 1 << 16 => Source::Oracle(Bytes::open(path)?),
             Format::Ember => {
                 let mut bytes = Bytes::open(path)?;
-                let h = ember_fmt::read_header(&mut bytes).map_err(|e| match e {
-                    HeaderError::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                        TraceError::Format {
-                            path: path.to_owned(),
-                            message: "ember header is truncated".into(),
-                        }
-                    }
-                    HeaderError::Io(e) => io_err(path, e),
-                    HeaderError::Bad(m) => TraceError::Format { path: path.to_owned(), message: m },
-                })?;
+                let h = ember_fmt::read_header(&mut bytes).map_err(|e| e.into_trace_error(path))?;
                 Source::Ember { bytes, n_volumes: h.volumes.len() as u32, expected: h.record_count }
             }
             _ => {
@@ -520,12 +511,9 @@ impl BlockReader {
             if avail == 0 {
                 let (expected, got) = (*expected, self.record);
                 self.done = true;
-                if let Some(want) = expected {
-                    if got != want && !self.skip_bad {
-                        return Err(self.malformed(
-                            got + 1,
-                            format!("file ends after {got} records but its header promises {want}"),
-                        ));
+                if let Some(m) = ember_fmt::missing_records(got, expected) {
+                    if !self.skip_bad {
+                        return Err(self.malformed(got + 1, m));
                     }
                 }
                 return Ok(());
@@ -842,6 +830,41 @@ mod tests {
         assert!(r.next_chunk(&mut c, 100).expect("chunk"));
         assert_eq!(c.keys, vec![0, 0]);
         assert_eq!(r.stats().skipped, 1);
+    }
+
+    /// A header cut short, a bad header and a file with fewer records than its header
+    /// promises fail the block reader with the request reader's errors (one mapping,
+    /// `formats::ember`).
+    #[test]
+    fn ember_header_errors_and_short_files_fail_like_the_request_reader() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut v = VolumeTable::new();
+        v.intern("only");
+        let ok = Request { time_ns: 1, volume: 0, op: Op::Read, offset: 0, length: 4096 };
+        let mut short = Vec::new();
+        ember_fmt::write_header(&mut short, &v, Some(3)).expect("header");
+        for _ in 0..2 {
+            short.extend_from_slice(&ember_fmt::encode(&ok));
+        }
+        let cases: [(&str, &[u8], &str); 3] = [
+            ("cut.ember", b"EMBERTRC\x01\0", "cut.ember: ember header is truncated"),
+            ("v7.ember", b"EMBERTRC\x07\0\0\0", "version 7 is not supported"),
+            (
+                "short.ember",
+                &short,
+                "short.ember:3: file ends after 2 records but its header promises 3",
+            ),
+        ];
+        for (name, bytes, want) in cases {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).expect("write");
+            let general = crate::read_trace(&p, &ReadOptions::default()).expect_err(name);
+            let blocks = BlockReader::open(&p, &ReadOptions::default(), false, false)
+                .and_then(|mut r| r.next_chunk(&mut BlockChunk::default(), 100))
+                .expect_err(name);
+            assert_eq!(blocks.to_string(), general.to_string(), "{name}");
+            assert!(blocks.to_string().contains(want), "{name}: {blocks}");
+        }
     }
 
     /// The file's pages resident in the page cache, per 4 KiB page (mincore on a fresh map).

@@ -10,7 +10,7 @@ use memmap2::Mmap;
 use crate::decompress_thread::ThreadedRead;
 use crate::formats::blkparse::{looks_like_event, BlkAction, BlkparseParser};
 use crate::formats::csv::{CsvColumns, CsvParser};
-use crate::formats::ember::{self as ember_fmt, HeaderError};
+use crate::formats::ember as ember_fmt;
 use crate::formats::msr::MsrParser;
 use crate::formats::oracle_general::{self as og, OracleGeneralDecoder};
 use crate::formats::spc::SpcParser;
@@ -503,16 +503,7 @@ pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> 
                     }
                     Bytes::Stream(s) => ember_fmt::read_header(s),
                 };
-                let h = header.map_err(|e| match e {
-                    HeaderError::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                        TraceError::Format {
-                            path: path.to_owned(),
-                            message: "ember header is truncated".into(),
-                        }
-                    }
-                    HeaderError::Io(e) => io_err(path, e),
-                    HeaderError::Bad(m) => TraceError::Format { path: path.to_owned(), message: m },
-                })?;
+                let h = header.map_err(|e| e.into_trace_error(path))?;
                 volumes = h.volumes;
                 BinDecoder::Ember { n_volumes: volumes.len() as u32, expected: h.record_count }
             }
@@ -665,16 +656,12 @@ impl TraceReader {
             let n = *record;
             let decoded = match next {
                 None => {
-                    if let BinDecoder::Ember { expected: Some(c), .. } = decoder {
-                        let (c, got) = (*c, n - 1);
-                        if got != c && !self.skip_bad {
-                            self.done = true;
-                            return Some(Err(self.malformed(
-                                n,
-                                format!(
-                                    "file ends after {got} records but its header promises {c}"
-                                ),
-                            )));
+                    if let BinDecoder::Ember { expected, .. } = decoder {
+                        if let Some(m) = ember_fmt::missing_records(n - 1, *expected) {
+                            if !self.skip_bad {
+                                self.done = true;
+                                return Some(Err(self.malformed(n, m)));
+                            }
                         }
                     }
                     self.done = true;

@@ -6,8 +6,10 @@
 //! that.
 #![allow(dead_code)]
 
-use std::process::Command;
+use crate::serve_support::{Rng, Serve};
+use std::path::Path;
 use std::process::ExitStatus;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub const WRITER: &str = r#"
@@ -92,6 +94,64 @@ pub fn reap(child: &mut std::process::Child, timeout: Duration) -> ExitStatus {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// The writer's run and the SIGKILL of one trial (seeded by `seed`, named `trial` in a
+/// panic): [`WRITER`] over `blocks` blocks, `ops` operations, runs under `nbdsh` against
+/// `uri`, in `dir`; `ember` is killed after a random number of the writer's log lines
+/// (requests sent or answered) plus up to 3 ms, so kills land anywhere in the run, also
+/// inside a FLUSH. Returns the writer's log, checked by [`writer_fault`] (a fault panics, as
+/// does a server that exited by itself before the kill).
+pub fn write_then_kill(
+    dir: &Path,
+    ember: Serve,
+    uri: &str,
+    seed: u64,
+    blocks: u64,
+    ops: u32,
+    trial: &str,
+) -> String {
+    let script = WRITER
+        .replace("SEED", &seed.to_string())
+        .replace("BLOCKS", &blocks.to_string())
+        .replace("OPS", &ops.to_string())
+        .replace("LOG", &format!("{:?}", dir.join("writer.log").display().to_string()));
+    std::fs::write(dir.join("writer.py"), script).unwrap();
+    let mut writer = Command::new("/usr/bin/nbdsh")
+        .env("PATH", debian_path())
+        .arg("-u")
+        .arg(uri)
+        .arg("-c")
+        .arg(format!("exec(open({:?}).read())", dir.join("writer.py").display().to_string()))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("writer.err")).unwrap())
+        .spawn()
+        .expect("spawn nbdsh");
+    let mut r = Rng::new(seed);
+    let target = 4 + r.below(2 * ops as u64 - 4) as usize;
+    let t0 = Instant::now();
+    let exited_early = loop {
+        let lines =
+            std::fs::read_to_string(dir.join("writer.log")).map_or(0, |s| s.lines().count());
+        let exited = writer.try_wait().ok().flatten();
+        if lines >= target || t0.elapsed() > Duration::from_secs(30) || exited.is_some() {
+            break exited;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    std::thread::sleep(Duration::from_micros(r.below(3000)));
+    let before_kill = std::fs::read_to_string(dir.join("writer.log")).unwrap_or_default();
+    let served = ember.output();
+    if let Err(st) = ember.kill() {
+        panic!("{trial}: ember serve exited by itself ({st}) before the SIGKILL:\n{served}");
+    }
+    let status = reap(&mut writer, Duration::from_secs(30));
+    let log = std::fs::read_to_string(dir.join("writer.log")).unwrap_or_default();
+    let stderr = std::fs::read_to_string(dir.join("writer.err")).unwrap_or_default();
+    if let Some(fault) = writer_fault(&log, &before_kill, exited_early, status, &stderr) {
+        panic!("{trial}: {fault}");
+    }
+    log
 }
 
 /// What the writer reported, checked against the one failure it may see: the connection

@@ -6,7 +6,7 @@
 //! Slot layout: one header block (magic, generation, entry count, CRC-32C of the entries,
 //! CRC-32C of the header), then 16-byte entries in replacement order, coldest first.
 
-use super::{put_u32, put_u64, Geometry, LayoutError, Le, ENTRY_SIZE};
+use super::{put_u32, put_u64, Geometry, LayoutError, Le, Superblock, ENTRY_SIZE};
 use crate::device::{io_context, Device};
 
 /// Magic of a checkpoint header.
@@ -87,6 +87,19 @@ impl Checkpoint {
         dev.write_at(base, &h)
             .map_err(|e| io_context(dev, "checkpoint header write", base, bs, e))?;
         Ok(crc)
+    }
+
+    /// Read the checkpoint the superblock `sb` names (its slot, generation, entry count and
+    /// CRC), as [`Checkpoint::read`].
+    pub fn read_named(dev: &dyn Device, sb: &Superblock) -> Result<Self, LayoutError> {
+        Self::read(
+            dev,
+            &sb.geometry,
+            sb.checkpoint_slot,
+            sb.checkpoint_generation,
+            sb.checkpoint_entries,
+            sb.checkpoint_crc,
+        )
     }
 
     /// Read `slot` and check it is the checkpoint the superblock describes (generation, count,

@@ -11,6 +11,7 @@
 //! ```
 
 pub mod checkpoint;
+pub mod entry_check;
 pub mod epoch;
 pub mod geometry;
 pub mod journal;

@@ -655,3 +655,67 @@ fn an_unidentifiable_backing_starts_cold_but_keeps_its_dirty_blocks() {
     assert_eq!(got, block(5), "the dirty block is kept");
     e.shutdown().unwrap();
 }
+
+/// A crashed write-back-persist cache whose checkpoint (CRC valid) names a key twice, or
+/// carries unknown flags, is refused, as the same checkpoint is at a warm start
+/// (`open::validate`): recovery used to keep the last of two entries for one key, so block 1
+/// read block 4's data.
+#[test]
+fn a_persisted_dirty_map_naming_a_key_twice_or_unknown_flags_is_refused() {
+    use crate::layout::{Checkpoint, Superblock};
+    for case in ["duplicate key", "unknown flags"] {
+        let cache = Arc::new(MemDevice::new(1 << 20));
+        format(cache.as_ref());
+        let mem = Arc::new(MemDevice::new(VOL));
+        let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+        let v = e.volume("v").unwrap();
+        for b in 0..6u64 {
+            v.write(b * BS, &block(20 + b as u8), false).unwrap();
+        }
+        v.flush().unwrap();
+        // A clean stop puts the dirty blocks in the checkpoint; the next start names the
+        // same entries in its fresh checkpoint, then crashes.
+        e.shutdown().unwrap();
+        drop(e);
+        let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
+        drop(e); // crash
+        let dev = cache.as_ref();
+        let mut sb = Superblock::read(dev).unwrap();
+        assert!(!sb.is_clean());
+        let mut entries = Checkpoint::read_named(dev, &sb).unwrap().entries;
+        assert_eq!(entries.len(), 6);
+        let (one, four) = (
+            entries.iter().position(|x| crate::layout::key_block(x.key) == 1).unwrap(),
+            entries.iter().position(|x| crate::layout::key_block(x.key) == 4).unwrap(),
+        );
+        if case == "duplicate key" {
+            entries[four].key = entries[one].key;
+        } else {
+            entries[four].flags |= 0x4;
+        }
+        let (slot, generation) = (sb.checkpoint_slot, sb.checkpoint_generation);
+        sb.checkpoint_crc =
+            Checkpoint::write(dev, &sb.geometry, slot, generation, &entries).unwrap();
+        sb.sequence += 1;
+        sb.write(dev).unwrap();
+        match open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()) {
+            Ok(e) => {
+                let mut got = block(0);
+                e.volume("v").unwrap().read(BS, &mut got).unwrap();
+                panic!(
+                    "{case}: opened, {} blocks loaded, block 1 reads {} (wrote 21)",
+                    e.open_report().loaded_blocks,
+                    got[0]
+                );
+            }
+            Err(err) => {
+                let want = if case == "duplicate key" {
+                    "duplicate cache block or key"
+                } else {
+                    "unknown flags"
+                };
+                assert!(err.to_string().contains(want), "{case}: {err}");
+            }
+        }
+    }
+}

@@ -14,8 +14,9 @@
 //! is malformed.
 
 use std::io::{Read, Write};
+use std::path::Path;
 
-use crate::{Op, Request, VolumeTable};
+use crate::{Op, Request, TraceError, VolumeTable};
 
 /// The first eight bytes of every ember trace.
 pub const MAGIC: [u8; 8] = *b"EMBERTRC";
@@ -48,6 +49,35 @@ pub enum HeaderError {
     Io(std::io::Error),
     /// The bytes are not a valid header.
     Bad(String),
+}
+
+impl HeaderError {
+    /// This error as a [`TraceError`] of the file `path`: a header cut short is a format
+    /// error ("ember header is truncated"), another I/O error stays an I/O error, a bad
+    /// header is a format error saying why.
+    pub fn into_trace_error(self, path: &Path) -> TraceError {
+        match self {
+            HeaderError::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                TraceError::Format {
+                    path: path.to_owned(),
+                    message: "ember header is truncated".into(),
+                }
+            }
+            HeaderError::Io(source) => TraceError::Io { path: path.to_owned(), source },
+            HeaderError::Bad(message) => TraceError::Format { path: path.to_owned(), message },
+        }
+    }
+}
+
+/// What is wrong with a file that ends after `got` records when its header promises
+/// `promised` (`None`: the writer did not know the count, and any number is right).
+pub fn missing_records(got: u64, promised: Option<u64>) -> Option<String> {
+    match promised {
+        Some(want) if want != got => {
+            Some(format!("file ends after {got} records but its header promises {want}"))
+        }
+        _ => None,
+    }
 }
 
 fn read_u32(r: &mut dyn Read) -> Result<u32, HeaderError> {

@@ -2,7 +2,7 @@
 //! ISCA 2010, section 5.1), accesses captured against the parameter's value, the paper's
 //! value marked.
 
-use crate::plot::{colour, finish, DrawResult};
+use crate::plot::{colour, png, Frame, PANEL};
 use ember_sim::sievestore_sensitivity::SensitivityPoint;
 use plotters::prelude::*;
 use std::path::Path;
@@ -22,25 +22,19 @@ pub fn plot_sensitivity(
         ("sievestore-c", "window", "SieveStore-C window W (hours)"),
     ];
     let y_max = points.iter().map(|p| 100.0 * p.captured()).fold(1.0, f64::max) * 1.1;
-    let draw = || -> DrawResult {
-        let root = BitMapBackend::new(path, (1500, 900)).into_drawing_area();
-        root.fill(&WHITE)?;
+    png(path, (1500, 900), |root| {
         let root = root.titled(
             &format!("SieveStore sensitivity (section 5.1): accesses captured — {trace}"),
             ("sans-serif", 24),
         )?;
         let areas = root.split_evenly((2, 3));
+        let frame = Frame { x_label_area: 35, y_label_area: 50, labels: 13, ..PANEL };
         for (i, (sieve, param, title)) in panels.iter().enumerate() {
             let pts: Vec<&SensitivityPoint> =
                 points.iter().filter(|p| p.sieve == *sieve && p.parameter == *param).collect();
             let x_max = pts.iter().map(|p| p.value).fold(1.0, f64::max) * 1.1;
-            let mut chart = ChartBuilder::on(&areas[i])
-                .margin(15)
-                .caption(*title, ("sans-serif", 18))
-                .x_label_area_size(35)
-                .y_label_area_size(50)
-                .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
-            chart.configure_mesh().y_desc("% captured").label_style(("sans-serif", 13)).draw()?;
+            let mut chart = frame.chart(&areas[i], title, 0f64..x_max, 0f64..y_max)?;
+            frame.mesh(&mut chart).y_desc("% captured").draw()?;
             let c = colour(i);
             chart.draw_series(LineSeries::new(
                 pts.iter().map(|p| (p.value, 100.0 * p.captured())),
@@ -51,8 +45,6 @@ pub fn plot_sensitivity(
                 Circle::new((p.value, 100.0 * p.captured()), if p.paper { 6 } else { 4 }, style)
             }))?;
         }
-        root.present()?;
         Ok(())
-    };
-    finish(path, draw())
+    })
 }
