@@ -28,6 +28,9 @@ const DIRECT_PAGES: usize = 1 << 16;
 /// over a few million blocks looked sparse while their pages were still filling.
 const MIN_PAGES: usize = 4096;
 
+/// How many keys ahead [`DistinctCounter::add_all`] starts loading a key's bitmap word.
+const PREFETCH_AHEAD: usize = 32;
+
 /// An exact streaming counter of distinct `u64` keys.
 #[derive(Clone, Debug, Default)]
 pub struct DistinctCounter {
@@ -81,6 +84,9 @@ impl DistinctCounter {
             return;
         }
         for (i, &k) in keys.iter().enumerate() {
+            if let Some(&ahead) = keys.get(i + PREFETCH_AHEAD) {
+                self.prefetch(ahead);
+            }
             let bit = k % PAGE_BLOCKS;
             match self.direct.get((k / PAGE_BLOCKS) as usize) {
                 Some(&at) if at != 0 => {
@@ -108,6 +114,28 @@ impl DistinctCounter {
                 }
             }
         }
+    }
+
+    /// Start loading the bitmap word of `k` if its page exists and is in the direct table:
+    /// the keys of misses hit a bitmap of a bit per block at random, larger than the core's
+    /// own cache on traces of millions of blocks. Changes nothing observable.
+    #[inline(always)]
+    fn prefetch(&self, k: u64) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(&at) = self.direct.get((k / PAGE_BLOCKS) as usize) {
+            if let Some(page) = self.pages.get((at as usize).wrapping_sub(1)) {
+                let word = &page[((k % PAGE_BLOCKS) / 64) as usize];
+                // SAFETY: a prefetch of a live word never faults; SSE is x86-64's baseline.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch(
+                        (word as *const u64).cast::<i8>(),
+                        std::arch::x86_64::_MM_HINT_T0,
+                    )
+                };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = k;
     }
 
     #[inline(always)]

@@ -107,14 +107,32 @@ impl<M: Copy + Default> Queue<M> {
         old
     }
 
-    /// Start loading the index group of the tail's key, the next victim of a policy that
-    /// evicts at the tail (LRU, FIFO), so that its removal from the index does not wait for
-    /// memory. Changes nothing observable.
+    /// Start loading what the evictions after this one will read, for a policy that evicts
+    /// at the tail (LRU): the index group of the key of the victim after next (whose removal
+    /// from the index would otherwise wait for memory) and the node after it. A list walk
+    /// cannot be prefetched further than one link per eviction, so each call reads the
+    /// node the call before prefetched and prefetches one more: the next two victims' index
+    /// groups and the third one's node are on their way. Changes nothing observable (a hit
+    /// that moves one of them to the head only wastes its prefetch).
+    ///
+    /// Measured (LRU at 1 M blocks over 100 M Zipf(0.9) requests on 10 M blocks, CPU time,
+    /// interleaved): 7.2 s with the tail's own group prefetched, 6.1 s with the next
+    /// victim's node as well, 6.0 s like this. A walk kept up to 2-16 victims ahead, one
+    /// step an access, was slower (7.0 s): its steps waited for their own loads.
     #[inline(always)]
     pub(crate) fn prefetch_tail(&self) {
-        let t = self.list.tail;
-        if t != NIL {
-            self.map.prefetch(self.slab.key(t));
+        let t1 = self.list.tail;
+        if t1 == NIL {
+            return;
+        }
+        let t2 = self.slab.node(t1).prev;
+        if t2 == NIL {
+            return;
+        }
+        let n2 = self.slab.node(t2);
+        self.map.prefetch(n2.key);
+        if n2.prev != NIL {
+            self.slab.prefetch(n2.prev);
         }
     }
 
