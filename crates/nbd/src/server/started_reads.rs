@@ -35,9 +35,10 @@ pub(crate) const MAX_READS: usize = 64;
 /// Data bytes in flight at most.
 pub(crate) const MAX_BYTES: usize = 256 << 10;
 /// A reader that waits for READs to complete waits for this fraction of those in flight
-/// (at least one): their replies leave together and the client sends as many new requests
-/// at once, while the other half keeps the device busy. Fewer wake-ups than waiting for each
-/// one on a machine whose cores the client shares.
+/// (at least one), or until the socket is readable when it waits for the client too: their
+/// replies leave together and the client sends as many new requests at once, while the
+/// other half keeps the device busy. Fewer returns than answering each one on a machine
+/// whose cores the client shares.
 const WAIT_DIV: usize = 2;
 /// While requests are buffered, the READs started are handed to the device every this many.
 pub(crate) const SUBMIT_EVERY: usize = 8;
