@@ -155,8 +155,8 @@ fn submit(r: &mut Ring) {
 ///
 /// `wake` must be an open descriptor; the poll armed on it holds its own reference to the
 /// file until it fires or is cancelled: by a wait on another descriptor, by a reap without
-/// `wake` that leaves no read in flight (call one before closing the descriptor), or when
-/// the thread's ring is dropped.
+/// `wake` that leaves no read in flight and either waited or found none in flight (call one
+/// before closing the descriptor), or when the thread's ring is dropped.
 pub(crate) fn reap(
     wait: usize,
     wake: Option<RawFd>,
@@ -167,6 +167,8 @@ pub(crate) fn reap(
         let Ok(mut slot) = cell.try_borrow_mut() else { return };
         let Some(Some(r)) = slot.as_mut() else { return };
         let target = wait.min(r.later);
+        // A call with nothing in flight, or one that waits: see the cancellation below.
+        let settles = r.later == 0 || wait > 0;
         let mut errors = 0u32;
         let mut woken = false;
         got.append(&mut r.stash);
@@ -224,10 +226,12 @@ pub(crate) fn reap(
             }
         }
         r.later -= got.len().min(r.later);
-        // No read left in flight and no socket to wait on: the caller is done with the
-        // ring for now (a connection draining its READs, or ending). A poll left armed would
-        // hold its socket, and could be taken for one on a later socket of the same number.
-        if wake.is_none() && r.later == 0 && r.polling.is_some() {
+        // No read left in flight and no socket to wait on, from a call that waited (a
+        // connection draining its READs) or that found nothing in flight (one ending): the
+        // caller is done with the ring for now. A poll left armed would hold its socket, and
+        // could be taken for one on a later socket of the same number. (A reap that only
+        // collects while READs are being started keeps the poll for the next wait.)
+        if wake.is_none() && settles && r.later == 0 && r.polling.is_some() {
             cancel_poll(r);
         }
     });
