@@ -13,6 +13,7 @@ use ember_engine::device::{reads_through_io_uring, AlignedBuf, FileDevice, FileO
 use ember_engine::{Device, EngineError, HitStart, Volume, WriteMode};
 use std::collections::HashMap;
 use std::io;
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,9 +63,14 @@ impl Device for FlakyRing {
     fn read_room(&self) -> usize {
         self.inner.read_room()
     }
-    fn reap_reads(&self, wait: usize, done: &mut dyn FnMut(u64, io::Result<usize>)) -> usize {
+    fn reap_reads(
+        &self,
+        wait: usize,
+        wake: Option<RawFd>,
+        done: &mut dyn FnMut(u64, io::Result<usize>),
+    ) -> usize {
         let fail = self.ring_fails.load(Ordering::SeqCst);
-        self.inner.reap_reads(wait, &mut |tag, outcome| {
+        self.inner.reap_reads(wait, wake, &mut |tag, outcome| {
             done(tag, if fail { Err(io::Error::from_raw_os_error(libc::EIO)) } else { outcome })
         })
     }
@@ -103,7 +109,7 @@ fn reap_all(v: &Volume, want: usize) -> HashMap<u64, Result<(), EngineError>> {
     let mut got = HashMap::new();
     while got.len() < want {
         let before = got.len();
-        v.reap_hits(1, &mut |tag, r| {
+        v.reap_hits(1, None, &mut |tag, r| {
             assert!(got.insert(tag, r).is_none(), "tag {tag} reported twice");
         });
         if got.len() == before {

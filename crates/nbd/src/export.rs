@@ -1,5 +1,6 @@
 //! What the server needs from whatever it exports (ember's engine, or a plain device in tests).
 
+use std::os::fd::RawFd;
 use std::sync::Arc;
 
 /// Capabilities an export honours; the server advertises exactly these in its transmission
@@ -160,9 +161,16 @@ pub trait Export: Send + Sync {
 
     /// Report the READs started on this thread that completed, `done(tag, outcome)` each;
     /// first wait until at least `wait` of them completed (as far as the export can tell: at
-    /// most as many as are in flight, 0: no waiting). Returns how many were reported.
-    fn reap_reads(&self, wait: usize, done: &mut dyn FnMut(u64, Result<(), ExportError>)) -> usize {
-        let _ = (wait, done);
+    /// most as many as are in flight, 0: no waiting), or, with `wake` (an open descriptor: the
+    /// connection's socket), until it is readable, whichever comes first. Returns how many
+    /// were reported.
+    fn reap_reads(
+        &self,
+        wait: usize,
+        wake: Option<RawFd>,
+        done: &mut dyn FnMut(u64, Result<(), ExportError>),
+    ) -> usize {
+        let _ = (wait, wake, done);
         0
     }
 

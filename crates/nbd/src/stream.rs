@@ -85,6 +85,15 @@ impl Write for Stream {
     }
 }
 
+impl std::os::fd::AsRawFd for Stream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+}
+
 /// Send as much of `buf` as the socket takes without blocking (`send` with `MSG_DONTWAIT`);
 /// `WouldBlock` when it takes nothing. Never raises SIGPIPE.
 pub fn send_nonblocking(stream: &Stream, buf: &[u8]) -> io::Result<usize> {

@@ -7,6 +7,7 @@ use ember_engine::{Engine, EngineError, HitRead, HitStart, Volume};
 use ember_nbd::{Export, ExportError, ExportFlags, ExportSet, FastRead, ReadStart};
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::os::fd::RawFd;
 use std::sync::Arc;
 
 /// The NBD error of an engine error: I/O errors are EIO, invalid requests EINVAL, a request
@@ -176,8 +177,13 @@ impl Export for VolumeExport {
         }
     }
 
-    fn reap_reads(&self, wait: usize, done: &mut dyn FnMut(u64, Result<(), ExportError>)) -> usize {
-        self.0.reap_hits(wait, &mut |tag, r| done(tag, r.map_err(to_export_error)))
+    fn reap_reads(
+        &self,
+        wait: usize,
+        wake: Option<RawFd>,
+        done: &mut dyn FnMut(u64, Result<(), ExportError>),
+    ) -> usize {
+        self.0.reap_hits(wait, wake, &mut |tag, r| done(tag, r.map_err(to_export_error)))
     }
 
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError> {

@@ -6,7 +6,7 @@ use super::{check_range, write_zeroes_by_writes, Device};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
+use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 
 /// Alignment O_DIRECT I/O is done at (offsets, lengths and buffer addresses).
@@ -258,8 +258,13 @@ impl Device for FileDevice {
         }
     }
 
-    fn reap_reads(&self, wait: usize, done: &mut dyn FnMut(u64, io::Result<usize>)) -> usize {
-        super::uring::reap(wait, done)
+    fn reap_reads(
+        &self,
+        wait: usize,
+        wake: Option<RawFd>,
+        done: &mut dyn FnMut(u64, io::Result<usize>),
+    ) -> usize {
+        super::uring::reap(wait, wake, done)
     }
 
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {

@@ -20,6 +20,7 @@ pub use mem::MemDevice;
 pub use uring::reads_through_io_uring;
 
 use std::io;
+use std::os::fd::RawFd;
 
 /// A byte-addressed storage device. Methods take `&self` and may be called from many threads
 /// at once; callers that issue overlapping writes concurrently get no ordering guarantee
@@ -77,9 +78,15 @@ pub trait Device: Send + Sync {
     /// Report the reads started with [`Device::start_read`] on this thread that completed,
     /// `done(tag, outcome)` each: the bytes read (fewer than asked is a short read) or the
     /// error. First wait until at least `wait` have completed (at most as many as are in
-    /// flight; 0: no waiting). Returns how many were reported.
-    fn reap_reads(&self, wait: usize, done: &mut dyn FnMut(u64, io::Result<usize>)) -> usize {
-        let _ = (wait, done);
+    /// flight; 0: no waiting), or, with `wake` (an open descriptor), until it is readable,
+    /// whichever comes first. Returns how many were reported.
+    fn reap_reads(
+        &self,
+        wait: usize,
+        wake: Option<RawFd>,
+        done: &mut dyn FnMut(u64, io::Result<usize>),
+    ) -> usize {
+        let _ = (wait, wake, done);
         0
     }
 

@@ -25,6 +25,7 @@ use crate::layout::block_key;
 use ember_trace::Op;
 use smallvec::SmallVec;
 use std::cell::RefCell;
+use std::os::fd::RawFd;
 use std::sync::atomic::Ordering::Relaxed;
 
 const N: usize = CHUNK_BLOCKS as usize;
@@ -222,16 +223,19 @@ impl Volume {
     /// Report the READs started on this thread whose device reads all completed,
     /// `done(tag, outcome)` each; first wait until at least `wait` device reads completed
     /// (at most as many as are in flight; 0: no waiting; a READ of several runs of cache
-    /// blocks has a device read each). Returns how many READs were reported.
+    /// blocks has a device read each), or, with `wake` (an open descriptor: the connection's
+    /// socket), until it is readable, whichever comes first. Returns how many READs were
+    /// reported.
     pub fn reap_hits(
         &self,
         wait: usize,
+        wake: Option<RawFd>,
         done: &mut dyn FnMut(u64, Result<(), EngineError>),
     ) -> usize {
         let mut finished: SmallVec<[Pending; 16]> = SmallVec::new();
         let mut tags: SmallVec<[u64; 16]> = SmallVec::new();
         let cache = self.inner.cache.as_ref();
-        cache.reap_reads(wait, &mut |part_tag, outcome| {
+        cache.reap_reads(wait, wake, &mut |part_tag, outcome| {
             let tag = part_tag >> PART_BITS;
             let k = (part_tag & ((1 << PART_BITS) - 1)) as usize;
             PENDING.with(|cell| {

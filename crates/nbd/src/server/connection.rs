@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -240,7 +241,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
             {
                 let len = request.length as usize;
                 while !started.has_room(len) {
-                    started.reap(&conn, true, &mut batch, &mut failed);
+                    started.reap(&conn, true, None, &mut batch, &mut failed);
                     batch.flush(&replies);
                     give_back(shared, &conn, &jobs, &mut started, &mut batch, &mut failed);
                 }
@@ -248,7 +249,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                 // Busy: the READ needs a stripe one of the READs in flight holds (or room on
                 // the device): wait for some to complete and try again.
                 while matches!(o, Started::Busy) {
-                    started.reap(&conn, true, &mut batch, &mut failed);
+                    started.reap(&conn, true, None, &mut batch, &mut failed);
                     batch.flush(&replies);
                     give_back(shared, &conn, &jobs, &mut started, &mut batch, &mut failed);
                     o = started.start(&conn, &request, Instant::now(), &mut batch);
@@ -259,7 +260,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
                         // requests are buffered (the device starts on them while the rest
                         // are parsed); with none buffered, the wait for the socket does.
                         if more && started.unsubmitted() >= started_reads::SUBMIT_EVERY {
-                            started.reap(&conn, false, &mut batch, &mut failed);
+                            started.reap(&conn, false, None, &mut batch, &mut failed);
                             batch.flush(&replies);
                             give_back(shared, &conn, &jobs, &mut started, &mut batch, &mut failed);
                         }
@@ -443,7 +444,7 @@ fn wait_socket_or_reads(
             // READs started are with the device (and those done answered).
             _ => {
                 if started.unsubmitted() > 0 {
-                    started.reap(conn, false, batch, &mut failed);
+                    started.reap(conn, false, None, batch, &mut failed);
                     batch.flush(&conn.replies);
                     give_back(shared, conn, jobs, started, batch, &mut failed);
                 }
@@ -451,8 +452,9 @@ fn wait_socket_or_reads(
             }
         }
         // Nothing to read: hand the READs started to the device and wait for some to
-        // complete (one system call), then answer them.
-        started.reap(conn, true, batch, &mut failed);
+        // complete or for the client's next requests, whichever comes first (one system
+        // call: the socket's poll rides on the ring), then answer those that completed.
+        started.reap(conn, true, Some(reader.get_ref().get_ref().as_raw_fd()), batch, &mut failed);
         batch.flush(&conn.replies);
         give_back(shared, conn, jobs, started, batch, &mut failed);
         if started.is_empty() {

@@ -15,6 +15,7 @@
 //! Bounded: at most [`MAX_READS`] READs and [`MAX_BYTES`] of data in flight per connection.
 
 use std::alloc::{self, Layout};
+use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,9 +35,10 @@ pub(crate) const MAX_READS: usize = 64;
 /// Data bytes in flight at most.
 pub(crate) const MAX_BYTES: usize = 256 << 10;
 /// A reader that waits for READs to complete waits for this fraction of those in flight
-/// (at least one): their replies leave together and the client sends as many new requests
-/// at once, while the other half keeps the device busy. Fewer wake-ups than waiting for each
-/// one on a machine whose cores the client shares.
+/// (at least one), or until the socket is readable when it waits for the client too: their
+/// replies leave together and the client sends as many new requests at once, while the
+/// other half keeps the device busy. Fewer returns than answering each one on a machine
+/// whose cores the client shares.
 const WAIT_DIV: usize = 2;
 /// While requests are buffered, the READs started are handed to the device every this many.
 pub(crate) const SUBMIT_EVERY: usize = 8;
@@ -214,13 +216,15 @@ impl StartedReads {
         }
     }
 
-    /// Reap the READs that completed (with `wait`, at least one unless none is in flight):
-    /// replies of the served ones join `batch` (flushed when full), the failed ones are
-    /// added to `failed` for the ordinary path. Returns how many were reaped.
+    /// Reap the READs that completed (with `wait`, at least one unless none is in flight, or
+    /// until `wake` (the connection's socket) is readable, whichever comes first): replies of
+    /// the served ones join `batch` (flushed when full), the failed ones are added to `failed`
+    /// for the ordinary path. Returns how many were reaped.
     pub(crate) fn reap(
         &mut self,
         conn: &ConnShared,
         wait: bool,
+        wake: Option<RawFd>,
         batch: &mut HitBatch,
         failed: &mut Vec<(Request, Instant)>,
     ) -> usize {
@@ -231,7 +235,7 @@ impl StartedReads {
         let export = Arc::clone(&self.export);
         let mut reaped = 0;
         let want = if wait { (self.count / WAIT_DIV).max(1) } else { 0 };
-        export.reap_reads(want, &mut |tag, outcome| {
+        export.reap_reads(want, wake, &mut |tag, outcome| {
             let at = tag as usize;
             let Some(slot) = self.slots.get_mut(at) else { return };
             let Some((request, received)) = slot.read.take() else { return };
@@ -262,7 +266,7 @@ impl StartedReads {
         let mut idle = 0u32;
         while self.count > 0 {
             // A wait may complete part of a READ only (reported when all its parts are in).
-            if self.reap(conn, true, batch, failed) == 0 {
+            if self.reap(conn, true, None, batch, failed) == 0 {
                 idle += 1;
                 if self.lost(idle) {
                     break;
@@ -317,13 +321,13 @@ fn reply(
 
 impl Drop for StartedReads {
     /// Wait for every READ still in flight before the slots are freed (their replies are
-    /// dropped: the connection is gone).
+    /// dropped: the connection is gone), then let the export forget the socket.
     fn drop(&mut self) {
         let mut idle = 0u32;
         while self.count > 0 {
             let export = Arc::clone(&self.export);
             let mut got = 0;
-            export.reap_reads(1, &mut |tag, _| {
+            export.reap_reads(1, None, &mut |tag, _| {
                 if let Some(slot) = self.slots.get_mut(tag as usize) {
                     if slot.read.take().is_some() {
                         got += 1;
@@ -336,6 +340,9 @@ impl Drop for StartedReads {
                 break;
             }
         }
+        // With nothing in flight, a reap without a socket lets the export drop the wait on
+        // this connection's socket it may still hold (the poll on the engine's ring).
+        self.export.reap_reads(0, None, &mut |_, _| {});
         for slot in &mut self.slots {
             slot.buf.release();
         }
