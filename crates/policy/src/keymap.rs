@@ -172,20 +172,7 @@ impl KeyMap {
     /// [`KeyMap::prefetch`] of the key whose [`fingerprint`] is `fp`.
     #[inline(always)]
     pub fn prefetch_fp(&self, fp: u32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let g = &self.groups[self.home(fp)];
-            // SAFETY: the pointer is to a live group; a prefetch never faults and SSE is part
-            // of the x86-64 baseline.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch(
-                    (g as *const Group).cast::<i8>(),
-                    std::arch::x86_64::_MM_HINT_T0,
-                )
-            };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = fp;
+        crate::prefetch::prefetch(&self.groups[self.home(fp)]);
     }
 
     /// Look up `key`: `Ok(slot)` if present, else `Err(bucket)`, the free way where

@@ -90,19 +90,9 @@ impl<M: Copy + Default> Slab<M> {
     /// faults and changes nothing observable.
     #[inline(always)]
     pub fn prefetch(&self, i: u32) {
-        #[cfg(target_arch = "x86_64")]
         if let Some(n) = self.nodes.get(i as usize) {
-            // SAFETY: the pointer is to a live node; a prefetch never faults and SSE is part
-            // of the x86-64 baseline.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch(
-                    (n as *const Node<M>).cast::<i8>(),
-                    std::arch::x86_64::_MM_HINT_T0,
-                )
-            };
+            crate::prefetch::prefetch(n);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
     }
 
     /// The key in node `i`.

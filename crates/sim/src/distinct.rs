@@ -121,21 +121,11 @@ impl DistinctCounter {
     /// own cache on traces of millions of blocks. Changes nothing observable.
     #[inline(always)]
     fn prefetch(&self, k: u64) {
-        #[cfg(target_arch = "x86_64")]
         if let Some(&at) = self.direct.get((k / PAGE_BLOCKS) as usize) {
             if let Some(page) = self.pages.get((at as usize).wrapping_sub(1)) {
-                let word = &page[((k % PAGE_BLOCKS) / 64) as usize];
-                // SAFETY: a prefetch of a live word never faults; SSE is x86-64's baseline.
-                unsafe {
-                    std::arch::x86_64::_mm_prefetch(
-                        (word as *const u64).cast::<i8>(),
-                        std::arch::x86_64::_MM_HINT_T0,
-                    )
-                };
+                ember_policy::prefetch::prefetch(&page[((k % PAGE_BLOCKS) / 64) as usize]);
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = k;
     }
 
     #[inline(always)]

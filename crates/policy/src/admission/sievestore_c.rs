@@ -194,23 +194,6 @@ fn widen(stored: u32, now: u64) -> u64 {
     }
 }
 
-/// Ask the CPU to bring the cache line holding `b` closer (x86-64 `prefetcht0`; elsewhere a
-/// no-op).
-#[inline(always)]
-fn prefetch_read(b: &u8) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: SSE is part of the x86-64 baseline, so the instruction exists; a prefetch
-        // never faults and `b` is a valid reference anyway.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(b as *const u8 as *const i8) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = b;
-    }
-}
-
 impl Admission for SieveStoreC {
     fn name(&self) -> &'static str {
         "sievestore-c"
@@ -266,7 +249,7 @@ impl Admission for SieveStoreC {
     fn prefetch(&self, access: &Access) {
         let i = self.imct_index(access.key) * self.imct_stride;
         if let Some(b) = self.imct.get(i) {
-            prefetch_read(b);
+            crate::prefetch::prefetch(b);
         }
     }
 

@@ -165,30 +165,12 @@ impl SegmentedQueue {
     /// ends are the next ones a spill or ejection reads, and they lie anywhere in memory.
     #[inline(always)]
     fn prefetch_node(&self, i: u32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if let Some(n) = self.nodes.get(i as usize) {
-                // SAFETY: the pointer is to a live node; a prefetch never faults and SSE is
-                // part of the x86-64 baseline.
-                unsafe {
-                    std::arch::x86_64::_mm_prefetch(
-                        (n as *const Node).cast::<i8>(),
-                        std::arch::x86_64::_MM_HINT_T0,
-                    )
-                };
-            }
-            if let Some(g) = self.glinks.get(i as usize) {
-                // SAFETY: as above.
-                unsafe {
-                    std::arch::x86_64::_mm_prefetch(
-                        (g as *const [u32; 4]).cast::<i8>(),
-                        std::arch::x86_64::_MM_HINT_T0,
-                    )
-                };
-            }
+        if let Some(n) = self.nodes.get(i as usize) {
+            crate::prefetch::prefetch(n);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        if let Some(g) = self.glinks.get(i as usize) {
+            crate::prefetch::prefetch(g);
+        }
     }
 
     /// Take a node for `key`, which has none, and index it.

@@ -221,19 +221,9 @@ impl Entries {
     /// Start loading entry `id` (a victim-to-be: the next eviction will read it).
     #[inline(always)]
     pub fn prefetch_entry(&self, id: u32) {
-        #[cfg(target_arch = "x86_64")]
         if let Some(e) = self.slab.get(id as usize) {
-            // SAFETY: the pointer is to a live entry; a prefetch never faults and SSE is part
-            // of the x86-64 baseline.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch(
-                    (e as *const Entry).cast::<i8>(),
-                    std::arch::x86_64::_MM_HINT_T0,
-                )
-            };
+            ember_policy::prefetch::prefetch(e);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = id;
     }
 
     /// Entry `id`.
