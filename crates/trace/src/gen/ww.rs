@@ -191,6 +191,19 @@ impl<S: ExactSizeIterator<Item = Request>> WarmedStream<S> {
 
 #[cfg(test)]
 pub(crate) mod test_lru {
+    /// The requests of this configuration (awkward rate, writes, small caches) are pinned by
+    /// digest in each Wong and Wilkes generator's tests, as the generators that held the
+    /// whole trace made them: the streamed generators must give the same traces.
+    pub(crate) fn pinned_config() -> super::WwConfig {
+        super::WwConfig {
+            client_blocks: 700,
+            array_blocks: 500,
+            timed_multiplier: 4,
+            common: super::Common { seed: 13, rate: 333.0, write_ratio: 0.25, block_size: 512 },
+            ..super::WwConfig::default()
+        }
+    }
+
     use std::collections::{BTreeMap, HashMap};
 
     /// Hit rate of an LRU cache of `capacity` blocks over `warmup` then `timed` block

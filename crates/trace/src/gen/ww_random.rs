@@ -27,7 +27,6 @@ mod tests {
     use super::*;
     use crate::gen::test_util::{blocks, chi_square_uniform};
     use crate::gen::ww::test_lru::lru_hit_rate;
-    use crate::gen::Common;
     use crate::Op;
 
     #[test]
@@ -68,18 +67,11 @@ mod tests {
         assert_ne!(a.trace.requests, c.trace.requests);
     }
 
-    /// The requests of a fixed configuration (awkward rate, writes, small caches), pinned by
-    /// their digest as the generator that held the whole trace made them: the streamed
-    /// generator must give the same trace.
+    /// The trace of the pinned configuration (`test_lru::pinned_config`), pinned by its
+    /// digest as the generator that held the whole trace made it.
     #[test]
     fn the_trace_of_a_fixed_configuration_is_pinned() {
-        let c = WwConfig {
-            client_blocks: 700,
-            array_blocks: 500,
-            timed_multiplier: 4,
-            common: Common { seed: 13, rate: 333.0, write_ratio: 0.25, block_size: 512 },
-            ..WwConfig::default()
-        };
+        let c = crate::gen::ww::test_lru::pinned_config();
         let w = ww_random(&c).unwrap();
         let d = crate::gen::test_util::digest(w.trace.requests.iter());
         assert_eq!(
