@@ -121,3 +121,23 @@ def test_vscsi_and_oracle_forms_are_the_same_requests(peer_data: Path) -> None:
                                  else lcs.TraceType.ORACLE_GENERAL_TRACE)
         assert reader.get_num_of_req() == counts[-1]
     assert counts[0] == counts[1] == 113_872
+
+
+def test_lru_over_a_state_beyond_the_caches_matches_libcachesim(ember: Path, tmp_path: Path) -> None:
+    """Above about half a million blocks `ember sim` keeps LRU as a log of accesses
+    (crates/policy/src/replacement/lru_log.rs: appends, a sequential victim scan and
+    compactions) instead of the linked list every size above is run with: its misses must
+    still be libCacheSim's LRU's. 3 M Zipf(0.9) requests over 2 M blocks, 600,000 blocks of
+    cache (every compaction path runs: the log compacts about every 560,000 appends)."""
+    import json
+
+    path = generated(ember, tmp_path, "zipf-big", ["zipf", "--alpha", "0.9", "--blocks",
+                                                   "2000000", "--requests", "3000000",
+                                                   "--seed", "11"])
+    out = subprocess.run([str(ember), "sim", str(path), "-q", "--threads", "1", "--policy",
+                          "lru", "--size", "600000", "--json", "/dev/stdout"],
+                         check=True, capture_output=True, text=True).stdout
+    ours = json.loads(out[out.index("{"):])["runs"][0]["misses"]
+    theirs = lcs_misses(path, lcs.TraceType.ORACLE_GENERAL_TRACE, "LRU", 600_000)
+    assert ours == theirs, f"ember {ours} libCacheSim {theirs}"
+    assert 0 < ours < 3_000_000

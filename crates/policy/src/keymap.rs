@@ -331,7 +331,12 @@ impl KeyMap {
     /// Give the entry of `key`, mapped to slot `old`, slot `new` instead (the entry itself
     /// stays where it is). Returns false if there was no such entry.
     pub fn reslot(&mut self, key: u64, old: u32, new: u32) -> bool {
-        let fp = fingerprint(key);
+        self.reslot_fp(fingerprint(key), old, new)
+    }
+
+    /// [`KeyMap::reslot`] of the key whose [`fingerprint`] is `fp`.
+    #[inline(always)]
+    pub fn reslot_fp(&mut self, fp: u32, old: u32, new: u32) -> bool {
         let mut g = self.home(fp);
         for _ in 0..self.groups.len() {
             let group = &mut self.groups[g];

@@ -129,6 +129,12 @@ macro_rules! with_replacement {
         use $crate::replacement as __r;
         let __capacity: usize = $capacity;
         match $kind {
+            // A state beyond the caches: LRU as a log of accesses (the same decisions).
+            __r::Kind::Lru if __r::LruLog::preferred(__capacity) => {
+                #[allow(unused_mut)]
+                let mut $p = __r::LruLog::new(__capacity);
+                $body
+            }
             __r::Kind::Lru => {
                 #[allow(unused_mut)]
                 let mut $p = __r::Lru::new(__capacity);
