@@ -114,33 +114,6 @@ pub fn send_nonblocking(stream: &Stream, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
-/// Send what the socket takes now of `parts`, in order, without blocking (`sendmsg` with
-/// `MSG_DONTWAIT`, no SIGPIPE): the bytes taken, or `WouldBlock` when none. At most
-/// `IOV_MAX` (1024) parts.
-pub fn send_vectored_nonblocking(stream: &Stream, parts: &[io::IoSlice<'_>]) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    if parts.len() == 1 {
-        return send_nonblocking(stream, &parts[0]);
-    }
-    let fd = match stream {
-        Stream::Tcp(s) => s.as_raw_fd(),
-        Stream::Unix(s) => s.as_raw_fd(),
-    };
-    // SAFETY: an all-zero msghdr is valid (no name, no control data).
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    // `IoSlice` is ABI-compatible with `iovec` on Unix; sendmsg only reads through it.
-    msg.msg_iov = parts.as_ptr().cast_mut().cast();
-    msg.msg_iovlen = parts.len() as _;
-    // SAFETY: `fd` is an open socket owned by `stream`, which outlives this call; `msg`
-    // names `parts.len()` iovecs, each valid for reads of its length.
-    let sent = unsafe { libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
-    if sent < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(sent as usize)
-    }
-}
-
 /// Receive what the socket holds now, up to `buf.len()` bytes (`recv` with `MSG_DONTWAIT`);
 /// `WouldBlock` when it holds nothing, `Ok(0)` at end of stream.
 pub fn recv_nonblocking(stream: &Stream, buf: &mut [u8]) -> io::Result<usize> {

@@ -414,8 +414,6 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
     read_run(shared, &conn, &jobs, &mut run, &mut batch);
     batch.flush(&replies);
     ordinary(shared, &conn, &jobs, &mut failed);
-    // The batch is flushed: its lent slots are the READs' again, and freed with them.
-    started.reclaim(&mut batch);
     drop(started);
     drop(jobs);
     drop(conn);

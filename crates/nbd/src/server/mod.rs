@@ -329,22 +329,6 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// A server's shared part with no export and the default configuration (unit tests of
-    /// the reply path).
-    #[cfg(test)]
-    pub(crate) fn for_test() -> Arc<Shared> {
-        let config = ServerConfig::default();
-        Arc::new(Shared {
-            exports: Arc::new(crate::export_map::ExportMap::new()),
-            budget: budget::Budget::new(config.shared_budget, GUARANTEED_BYTES),
-            config,
-            observer: None,
-            state: Mutex::new(State::default()),
-            changed: Condvar::new(),
-            stopping: std::sync::atomic::AtomicBool::new(false),
-        })
-    }
-
     fn state(&self) -> MutexGuard<'_, State> {
         // A poisoned lock only means another thread panicked while holding it; the map is
         // still consistent (every mutation is a single insert/remove).

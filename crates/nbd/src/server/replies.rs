@@ -6,7 +6,7 @@
 //! connection may have in flight.
 
 use std::collections::VecDeque;
-use std::io::{self, IoSlice, Write};
+use std::io::{self, Write};
 use std::net::Shutdown;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -258,16 +258,14 @@ impl Replies {
         self.wake_writer(state);
     }
 
-    /// Send `parts` (in order) straight to the socket without blocking, if nothing is queued
-    /// ahead of them (the writer is idle and the backlog empty). A failed send kills the
-    /// connection.
-    fn send_now(&self, state: &mut State, parts: &[IoSlice<'_>]) -> SendNow {
+    /// Send `bytes` straight to the socket without blocking, if nothing is queued ahead of
+    /// them (the writer is idle and the backlog empty). A failed send kills the connection.
+    fn send_now(&self, state: &mut State, bytes: &[u8]) -> SendNow {
         if state.writer_busy || !state.backlog.is_empty() {
             return SendNow::Part(0);
         }
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        match stream::send_vectored_nonblocking(&self.socket, parts) {
-            Ok(n) if n == total => SendNow::All,
+        match stream::send_nonblocking(&self.socket, bytes) {
+            Ok(n) if n == bytes.len() => SendNow::All,
             Ok(n) => SendNow::Part(n),
             Err(e)
                 if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) =>
@@ -303,7 +301,7 @@ impl Replies {
             end(&out);
             return;
         }
-        let sent = match self.send_now(&mut state, &[IoSlice::new(bytes)]) {
+        let sent = match self.send_now(&mut state, bytes) {
             SendNow::Part(n) => n,
             SendNow::All | SendNow::Failed => {
                 drop(state);
@@ -323,29 +321,27 @@ impl Replies {
     }
 
     /// Send a batch of READ replies of a connection with nothing in flight
-    /// ([`super::hit_batch::HitBatch`]), laid out in `parts` (in order): `batch` holds when
-    /// each request was received and its data bytes. Like [`Replies::send_borrowed`] for a
-    /// request that was not admitted: straight to the socket if it takes everything at once,
-    /// else what is left is copied and queued (one item, admitted and charged here without
-    /// waiting). No part is used after this returns. Every reply is reported now.
-    pub(crate) fn send_batch(&self, parts: &[IoSlice<'_>], batch: &[(Instant, u64)]) {
+    /// ([`super::hit_batch::HitBatch`]): `batch` holds when each request was received and its
+    /// data bytes. Like [`Replies::send_borrowed`] for a request that was not admitted: straight
+    /// to the socket if it takes everything at once, else what is left is queued (one item,
+    /// admitted and charged here without waiting). Every reply is reported now.
+    pub(crate) fn send_batch(&self, bytes: &[u8], batch: &[(Instant, u64)]) {
         let mut state = self.lock();
         let (queue, sent) = match state.dead {
             true => (false, 0),
-            false => match self.send_now(&mut state, parts) {
+            false => match self.send_now(&mut state, bytes) {
                 SendNow::Part(n) => (true, n),
                 SendNow::All | SendNow::Failed => (false, 0),
             },
         };
         if queue {
-            let bytes = unsent(parts, sent);
             let charge = bytes.len() as u64;
             state.in_flight += 1;
             self.in_flight.store(state.in_flight, Ordering::Release);
             state.in_flight_bytes += charge;
             self.server.budget.force(charge);
             let out = Outgoing {
-                bytes,
+                bytes: bytes.to_vec(),
                 command: Command::Read,
                 moved: 0,
                 error: None,
@@ -353,7 +349,7 @@ impl Replies {
                 charge,
                 counted: true,
             };
-            state.backlog.push_back(Queued { out, sent: 0 });
+            state.backlog.push_back(Queued { out, sent });
             self.wake_writer(state);
         } else {
             drop(state);
@@ -399,19 +395,4 @@ impl Replies {
         state.closed = true;
         self.wake_writer(state);
     }
-}
-
-/// A copy of the bytes of `parts` (in order) after the first `sent`.
-fn unsent(parts: &[IoSlice<'_>], mut sent: usize) -> Vec<u8> {
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    let mut out = Vec::with_capacity(total.saturating_sub(sent));
-    for p in parts {
-        if sent >= p.len() {
-            sent -= p.len();
-            continue;
-        }
-        out.extend_from_slice(&p[sent..]);
-        sent = 0;
-    }
-    out
 }

@@ -9,10 +9,7 @@
 //! writes into until the READ is reaped. The slots live as long as this value, and dropping
 //! it first waits for every READ still in flight ([`StartedReads::drain`]): a buffer is never
 //! freed while the kernel may still write into it (a client that disconnects with READs in
-//! flight included). Replies join the connection's [`HitBatch`] with their data *lent* from
-//! the slot, not copied ([`HitBatch::commit_lent`]): the slot is not reused until the batch
-//! was flushed (the socket took its bytes, or the batch copied what it did not take) and
-//! handed the slot back ([`HitBatch::take_returned`]). A READ that failed goes the
+//! flight included). Replies join the connection's [`HitBatch`]; a READ that failed goes the
 //! ordinary way (admitted, then a worker), which reports its error properly.
 //!
 //! Bounded: at most [`MAX_READS`] READs and [`MAX_BYTES`] of data in flight per connection.
@@ -91,13 +88,11 @@ impl Aligned {
     }
 }
 
-/// One READ in flight, a reply's data lent to the batch, or a free slot.
+/// One READ in flight, or a free slot.
 struct Slot {
     buf: Aligned,
     /// The READ in flight here.
     read: Option<(Request, Instant)>,
-    /// The buffer is lent to the connection's batch (until a flush hands it back).
-    lent: bool,
 }
 
 /// What [`StartedReads::start`] did with a READ.
@@ -168,11 +163,10 @@ impl StartedReads {
         if len == 0 || len > MAX_ONE || !self.has_room(len) {
             return Started::Ordinary;
         }
-        self.reclaim(batch);
         let at = match self.free.pop() {
             Some(at) => at,
             None => {
-                self.slots.push(Slot { buf: Aligned::EMPTY, read: None, lent: false });
+                self.slots.push(Slot { buf: Aligned::EMPTY, read: None });
                 self.slots.len() - 1
             }
         };
@@ -196,8 +190,10 @@ impl StartedReads {
                 Started::InFlight
             }
             Ok(ReadStart::Done(Ok(()))) => {
-                // Filled by the export, nothing in flight on it: lent to the batch.
-                lend(&mut self.slots[at], at, conn, request, received, batch);
+                // SAFETY: filled by the export, nothing in flight on it.
+                let data = unsafe { std::slice::from_raw_parts(ptr, len) };
+                reply(conn, request, received, data, batch);
+                self.free.push(at);
                 Started::Served
             }
             Ok(ReadStart::Busy) if self.count > 0 => {
@@ -236,7 +232,6 @@ impl StartedReads {
             return 0;
         }
         self.unsubmitted = 0;
-        self.reclaim(batch);
         let export = Arc::clone(&self.export);
         let mut reaped = 0;
         let want = if wait { (self.count / WAIT_DIV).max(1) } else { 0 };
@@ -249,26 +244,16 @@ impl StartedReads {
             self.bytes -= len.next_multiple_of(ALIGN);
             reaped += 1;
             match outcome {
-                // The READ completed: the device no longer writes into the slot.
-                Ok(()) => lend(slot, at, conn, &request, received, batch),
-                Err(_) => {
-                    failed.push((request, received));
-                    self.free.push(at);
+                Ok(()) => {
+                    // SAFETY: the READ completed: the device no longer writes here.
+                    let data = unsafe { std::slice::from_raw_parts(slot.buf.ptr, len) };
+                    reply(conn, &request, received, data, batch);
                 }
+                Err(_) => failed.push((request, received)),
             }
+            self.free.push(at);
         });
         reaped
-    }
-
-    /// Take back the slots the batch's flushes are done with.
-    pub(crate) fn reclaim(&mut self, batch: &mut HitBatch) {
-        let from = self.free.len();
-        batch.take_returned(&mut self.free);
-        for &at in &self.free[from..] {
-            if let Some(slot) = self.slots.get_mut(at) {
-                slot.lent = false;
-            }
-        }
     }
 
     /// Wait for every READ in flight, as [`StartedReads::reap`].
@@ -315,25 +300,20 @@ impl StartedReads {
     }
 }
 
-/// Answer the READ whose data is in slot `at` (complete, nothing in flight on it): its
-/// reply joins the batch with the data lent from the slot (flushed when full).
-fn lend(
-    slot: &mut Slot,
-    at: usize,
+/// Add a served READ's reply to the batch.
+fn reply(
     conn: &ConnShared,
     request: &Request,
     received: Instant,
+    data: &[u8],
     batch: &mut HitBatch,
 ) {
-    slot.lent = true;
     let head = read_head(conn.structured);
-    let len = request.length as usize;
-    let (h, _) = batch.tail(head, 0);
+    let len = data.len();
+    let (h, d) = batch.tail(head, len);
+    d.copy_from_slice(data);
     read_header(h, conn.structured, request, proto::REPLY_FLAG_DONE, len);
-    // SAFETY: the slot holds the READ's `len` bytes and stays untouched until the batch
-    // hands it back (`reclaim`): it is neither free nor in flight while lent, and
-    // dropping the `StartedReads` leaks a slot still lent instead of freeing it.
-    unsafe { batch.commit_lent(head, slot.buf.ptr, len, at, received) };
+    batch.commit(head, len, received);
     if batch.full() {
         batch.flush(&conn.replies);
     }
@@ -364,13 +344,7 @@ impl Drop for StartedReads {
         // this connection's socket it may still hold (the poll on the engine's ring).
         self.export.reap_reads(0, None, &mut |_, _| {});
         for slot in &mut self.slots {
-            if slot.lent {
-                // Still lent to a batch not flushed: never freed under it (the reader
-                // flushes and reclaims before dropping this, so this does not happen).
-                slot.buf.leak();
-            } else {
-                slot.buf.release();
-            }
+            slot.buf.release();
         }
     }
 }
