@@ -256,3 +256,135 @@ fn a_shutdown_while_reads_are_in_flight_is_clean_and_prompt() {
     reader.join().unwrap();
     assert!(served.load(Ordering::SeqCst) >= 2_000);
 }
+
+/// A bare connection whose receive buffer is small, so the server's sends of its replies
+/// are taken in part (the `--direct` reader's batches lend their data from the READs'
+/// slots: what the socket does not take is copied out before a slot is reused).
+fn small_window_connection(addr: &str) -> TcpStream {
+    use std::os::fd::AsRawFd;
+    let s = bare_connection(addr, "disk");
+    // Small, but not so small that loopback TCP crawls (a 4 KiB window waits on timers).
+    let size: libc::c_int = 64 << 10;
+    // SAFETY: `s` is an open socket; the option value is a c_int of that size.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s
+}
+
+/// `count` READs of 1..=16 blocks (cookie i, at block (7 i) % 48), sent at once.
+fn read_burst(count: u64) -> (Vec<u8>, Vec<(u64, u32)>) {
+    let mut burst = Vec::new();
+    let mut asked = Vec::new();
+    for i in 0..count {
+        let (b, n) = ((7 * i) % 48, 1 + (i % 16) as u32);
+        burst.extend_from_slice(&read_request(i, b * BS as u64, n * BS as u32));
+        asked.push((b, n));
+    }
+    (burst, asked)
+}
+
+/// Read one simple reply (`asked[cookie]`'s data); check every block of it is version `v`.
+fn check_reply(s: &mut TcpStream, asked: &[(u64, u32)], v: u64, seen: &mut [bool]) {
+    let mut head = [0u8; 16];
+    s.read_exact(&mut head).unwrap();
+    assert_eq!(&head[..4], &0x6744_6698u32.to_be_bytes(), "reply magic");
+    assert_eq!(&head[4..8], &[0; 4], "error");
+    let cookie = u64::from_be_bytes(head[8..16].try_into().unwrap());
+    let (b, n) = asked[cookie as usize];
+    assert!(!seen[cookie as usize], "cookie {cookie} answered twice");
+    seen[cookie as usize] = true;
+    let mut data = vec![0u8; n as usize * BS];
+    s.read_exact(&mut data).unwrap();
+    for (k, block) in data.chunks(BS).enumerate() {
+        let at = b + k as u64;
+        assert_eq!(version_of(at, block), Some(v), "cookie {cookie}: block {at} of {b}+{n}");
+    }
+}
+
+#[test]
+fn a_client_that_reads_its_replies_slowly_gets_every_byte_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = start_direct(dir.path());
+    let c = ClientBuilder::new().export("disk").connect_tcp(serve.nbd.as_str()).unwrap();
+    for b in 0..BLOCKS {
+        c.write(b * BS as u64, &pattern(b, 3), false).unwrap();
+    }
+    let before = metric(&scrape(&serve.metrics), "ember_cache_read_hits_total");
+    let mut s = small_window_connection(&serve.nbd);
+    let (burst, asked) = read_burst(400);
+    // The whole burst goes out while the replies pile up unread.
+    let sender = {
+        let mut w = s.try_clone().unwrap();
+        std::thread::spawn(move || w.write_all(&burst).unwrap())
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let mut seen = vec![false; asked.len()];
+    for i in 0..asked.len() {
+        if i % 50 == 0 {
+            // Slowly: the server's sends keep finding the socket full.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        check_reply(&mut s, &asked, 3, &mut seen);
+    }
+    sender.join().unwrap();
+    assert!(seen.iter().all(|&x| x));
+    let hits = metric(&scrape(&serve.metrics), "ember_cache_read_hits_total") - before;
+    let blocks: u64 = asked.iter().map(|&(_, n)| u64::from(n)).sum();
+    assert_eq!(hits, blocks as f64, "every block of every READ a hit");
+    serve.stop();
+}
+
+#[test]
+fn clients_that_vanish_with_replies_half_sent_leave_the_server_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = start_direct(dir.path());
+    let c = ClientBuilder::new().export("disk").connect_tcp(serve.nbd.as_str()).unwrap();
+    for b in 0..BLOCKS {
+        c.write(b * BS as u64, &pattern(b, 9), false).unwrap();
+    }
+    for round in 0..12u64 {
+        let mut s = small_window_connection(&serve.nbd);
+        let (burst, asked) = read_burst(200);
+        let sender = {
+            let mut w = s.try_clone().unwrap();
+            // The write may fail once the client below is gone: that is the point.
+            std::thread::spawn(move || {
+                let _ = w.write_all(&burst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        // Read a few whole replies, then part of the next one, and go.
+        let mut seen = vec![false; asked.len()];
+        for _ in 0..(round % 4) * 5 {
+            check_reply(&mut s, &asked, 9, &mut seen);
+        }
+        let mut part = vec![0u8; 100 + 1000 * round as usize];
+        s.read_exact(&mut part).unwrap();
+        let _ = s.shutdown(std::net::Shutdown::Both);
+        drop(s);
+        sender.join().unwrap();
+    }
+    // Every block still reads back right, and the server is alive and serving.
+    let mut s = small_window_connection(&serve.nbd);
+    let (burst, asked) = read_burst(100);
+    s.write_all(&burst).unwrap();
+    let mut seen = vec![false; asked.len()];
+    for _ in 0..asked.len() {
+        check_reply(&mut s, &asked, 9, &mut seen);
+    }
+    let mut data = vec![0u8; BS];
+    for b in 0..BLOCKS {
+        c.read(b * BS as u64, &mut data).unwrap();
+        assert_eq!(version_of(b, &data), Some(9), "block {b}");
+    }
+    serve.stop();
+}
