@@ -68,7 +68,29 @@ impl GhostFifo {
         let i = self.slab.alloc(key, ());
         self.list.push_head(self.slab.nodes_mut(), i);
         self.map.insert(key, i);
+        if forgotten.is_some() {
+            // The list's order is a chain of links: start loading the node after the new
+            // oldest, whose key the push after next forgets ([`GhostFifo::prefetch_push`]
+            // reads the oldest's key one push ahead).
+            let t = self.list.tail;
+            if t != crate::slab::NIL {
+                let next = self.slab.node(t).prev;
+                if next != crate::slab::NIL {
+                    self.slab.prefetch(next);
+                }
+            }
+        }
         forgotten
+    }
+
+    /// Start loading the node of the first remembered key whose [`fingerprint`] is `fp`, for
+    /// a [`GhostFifo::take_fp`] to come that will compare its key (once `fp`'s index group,
+    /// [`GhostFifo::prefetch_fp`], has been loaded).
+    #[inline(always)]
+    pub fn prefetch_resident(&self, fp: u32) {
+        if let Some(i) = self.map.first_match(fp) {
+            self.slab.prefetch(i);
+        }
     }
 
     /// Start loading the index group of the key whose [`fingerprint`] is `fp`.

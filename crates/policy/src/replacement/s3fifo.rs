@@ -186,12 +186,20 @@ impl S3Fifo {
             self.small.push_head(self.slab.nodes_mut(), i);
         }
         // The next eviction's likely victim, S's oldest: start loading its index group and
-        // the ghost's groups its push will touch.
+        // the ghost's groups its push will touch, and the node after it (the victim after
+        // next: a queue's order is a chain of links, which can be loaded one link ahead).
+        // M's oldest node too, which the next eviction from M reads first.
         let t = self.small.tail;
         if t != crate::slab::NIL {
-            let k = self.slab.key(t);
-            self.map.prefetch(k);
-            self.ghost.prefetch_push(k);
+            let n = self.slab.node(t);
+            self.map.prefetch(n.key);
+            self.ghost.prefetch_push(n.key);
+            if self.deep && n.prev != crate::slab::NIL {
+                self.slab.prefetch(n.prev);
+            }
+        }
+        if self.deep && self.main.tail != crate::slab::NIL {
+            self.slab.prefetch(self.main.tail);
         }
         evicted
     }
@@ -285,8 +293,10 @@ impl Replacement for S3Fifo {
         if !self.deep {
             return;
         }
-        if let Some(i) = self.map.first_match(hint) {
-            self.slab.prefetch(i);
+        match self.map.first_match(hint) {
+            Some(i) => self.slab.prefetch(i),
+            // Not resident by its fingerprint: a miss, whose insertion looks in the ghost.
+            None => self.ghost.prefetch_resident(hint),
         }
     }
 
