@@ -180,18 +180,11 @@ impl Replacement for Lru {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replacement::testing::{misses, run};
+    use crate::replacement::testing::{check_evicts_least_recently_used, misses, run, skewed_keys};
 
     #[test]
     fn evicts_least_recently_used() {
-        // a b c a d with capacity 3: d evicts b, the least recently used.
-        let mut lru = Lru::new(3);
-        let out = run(&mut lru, &[1, 2, 3, 1, 4]);
-        assert_eq!(
-            out,
-            vec![(false, None), (false, None), (false, None), (true, None), (false, Some(2))]
-        );
-        assert_eq!(lru.keys(), vec![4, 1, 3]);
+        check_evicts_least_recently_used(Lru::new(3), Lru::keys);
     }
 
     #[test]
@@ -269,21 +262,8 @@ mod tests {
 
     #[test]
     fn randomized_differential_against_naive_lru() {
-        let mut x: u64 = 88172645463325252;
         for &(capacity, universe) in &[(1usize, 3u64), (7, 20), (64, 100), (200, 1000)] {
-            let keys: Vec<u64> = (0..20_000)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    // Skewed: half the draws from a small hot set.
-                    if x & 1 == 0 {
-                        (x >> 8) % (universe / 4 + 1)
-                    } else {
-                        (x >> 8) % universe
-                    }
-                })
-                .collect();
+            let keys = skewed_keys(20_000, universe, 88172645463325252 ^ capacity as u64);
             let mut lru = Lru::new(capacity);
             let got = run(&mut lru, &keys);
             assert_eq!(got, naive_lru(&keys, capacity), "capacity {capacity}");

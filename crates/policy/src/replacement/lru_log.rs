@@ -22,6 +22,13 @@
 //! liveness per place and the 16-byte index, 31.7 bytes in all, within the 32 of the linked
 //! list.
 //!
+//! FIFO's [`KeyRing`](crate::ring::KeyRing) is the same idea for a queue whose hits never
+//! reorder it: a hole is rare there (an invalidation), so it marks none (a place is live when
+//! the index maps its key to it) and keeps a quarter of slack. Under LRU every hit leaves a
+//! hole, so liveness is a bit here (the victim scan needs no index probe for a hole) and the
+//! slack is nearly the capacity (a quarter would compact every `capacity / 4` hits). One ring
+//! parameterized by its liveness mark and slack could serve both; not done.
+//!
 //! It cannot place a block by an age in the past ([`Replacement::insert_aged`] falls back to
 //! a plain insertion), so only the simulator's monomorphized runs use it, and only where the
 //! state outgrows the caches ([`LruLog::preferred`]); every other user of LRU has the list.
@@ -352,34 +359,12 @@ impl LruLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replacement::testing::{misses, run};
+    use crate::replacement::testing::{check_evicts_least_recently_used, misses, run, skewed_keys};
     use crate::replacement::Lru;
-
-    /// Keys from a skewed xorshift stream over `universe` keys.
-    fn skewed(n: usize, universe: u64, mut x: u64) -> Vec<u64> {
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                if x & 1 == 0 {
-                    (x >> 8) % (universe / 4 + 1)
-                } else {
-                    (x >> 8) % universe
-                }
-            })
-            .collect()
-    }
 
     #[test]
     fn evicts_least_recently_used() {
-        let mut lru = LruLog::new(3);
-        let out = run(&mut lru, &[1, 2, 3, 1, 4]);
-        assert_eq!(
-            out,
-            vec![(false, None), (false, None), (false, None), (true, None), (false, Some(2))]
-        );
-        assert_eq!(lru.keys(), vec![4, 1, 3]);
+        check_evicts_least_recently_used(LruLog::new(3), LruLog::keys);
     }
 
     /// The same hits and victims as the linked-list LRU, access by access, over streams long
@@ -388,7 +373,7 @@ mod tests {
     #[test]
     fn decides_as_the_linked_list_lru_across_many_compactions() {
         for &(capacity, universe) in &[(1usize, 3u64), (2, 5), (7, 20), (64, 100), (1000, 5000)] {
-            let keys = skewed(200_000, universe, 88172645463325252 ^ capacity as u64);
+            let keys = skewed_keys(200_000, universe, 88172645463325252 ^ capacity as u64);
             let (mut log, mut list) = (LruLog::new(capacity), Lru::new(capacity));
             let got = run(&mut log, &keys);
             assert_eq!(got, run(&mut list, &keys), "capacity {capacity}");
@@ -409,7 +394,7 @@ mod tests {
         assert_eq!(run(&mut log, &[4, 5]), vec![(false, None), (false, Some(1))]);
         assert_eq!(log.keys(), vec![5, 4, 3]);
         // Removals and accesses mixed, against the list, through many compactions.
-        let keys = skewed(50_000, 300, 7);
+        let keys = skewed_keys(50_000, 300, 7);
         let (mut log, mut list) = (LruLog::new(100), Lru::new(100));
         for (t, &k) in keys.iter().enumerate() {
             if t % 7 == 3 {

@@ -28,3 +28,36 @@ pub(crate) fn run_with_oracle(
         })
         .collect()
 }
+
+/// `n` keys from a xorshift stream seeded with `seed`, skewed: half the draws from the first
+/// quarter of `universe` keys (a hot set), half from all of them.
+pub(crate) fn skewed_keys(n: usize, universe: u64, seed: u64) -> Vec<u64> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x & 1 == 0 {
+                (x >> 8) % (universe / 4 + 1)
+            } else {
+                (x >> 8) % universe
+            }
+        })
+        .collect()
+}
+
+/// An LRU of capacity 3 over `a b c a d`: `d` evicts `b`, the least recently used, and the
+/// order left is `d a c`. `keys` lists a policy's resident keys, newest first.
+pub(crate) fn check_evicts_least_recently_used<P: Replacement>(
+    mut lru: P,
+    keys: fn(&P) -> Vec<u64>,
+) {
+    assert_eq!(lru.capacity(), 3);
+    let out = run(&mut lru, &[1, 2, 3, 1, 4]);
+    assert_eq!(
+        out,
+        vec![(false, None), (false, None), (false, None), (true, None), (false, Some(2))]
+    );
+    assert_eq!(keys(&lru), vec![4, 1, 3]);
+}
