@@ -219,6 +219,40 @@ impl KeyMap {
         Err(Bucket { home, group, way, fp })
     }
 
+    /// [`KeyMap::find_fp`] for a map whose tags identify their keys: a caller that tags each
+    /// key with an injective, never-zero 32-bit value (the LRU log's narrow keys,
+    /// `replacement/lru_log.rs`) needs no key to confirm a tag match, so this reads the
+    /// index alone. Mixing such tags with [`fingerprint`]s in one map is a bug.
+    #[inline(always)]
+    pub fn find_exact(&self, tag: u32) -> Result<u32, Bucket> {
+        debug_assert_ne!(tag, EMPTY_TAG, "find_exact of the empty tag");
+        let home = self.home(tag);
+        let mut g = home;
+        let mut free: Option<(usize, usize)> = None;
+        for _ in 0..self.groups.len() {
+            let group = &self.groups[g];
+            let m = group.matches(tag);
+            if m != 0 {
+                return Ok(group.slots[m.trailing_zeros() as usize]);
+            }
+            if free.is_none() {
+                let e = group.matches(EMPTY_TAG);
+                if e != 0 {
+                    free = Some((g, e.trailing_zeros() as usize));
+                }
+            }
+            if group.overflow() == 0 {
+                break;
+            }
+            g = self.next(g);
+        }
+        let (group, way) = match free {
+            Some(f) => f,
+            None => self.free_from(g),
+        };
+        Err(Bucket { home, group, way, fp: tag })
+    }
+
     /// The slot of the first entry of `fp`'s home group whose fingerprint is `fp`, without
     /// confirming its key (a rare false match, or a key past the home group, gives another
     /// slot or none): what a prefetch of a resident key's data needs once its group is loaded

@@ -26,8 +26,8 @@ use crate::formats::ember as ember_fmt;
 use crate::formats::oracle_general as og;
 use crate::formats::{Format, Line};
 use crate::open::{
-    check_end, detect_format, io_err, is_regular_file, open, open_decompressed, ReadOptions,
-    ReadStats, StreamBytes, TraceReader,
+    check_end, detect_format, io_err, is_regular_file, open, ReadOptions, ReadStats, StreamBytes,
+    TraceReader,
 };
 use crate::{block_key, Request, TraceError};
 
@@ -188,7 +188,7 @@ impl Bytes {
                 return Ok(Bytes::Map { map, pos: 0, released: 0, drop_behind });
             }
         }
-        Ok(Bytes::Stream(StreamBytes::new(open_decompressed(path)?)))
+        Ok(Bytes::Stream(StreamBytes::open(path)?))
     }
 
     /// Make at least `need` bytes available unless the input ends; return how many are.

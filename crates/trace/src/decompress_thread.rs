@@ -4,7 +4,13 @@
 //!
 //! The thread fills buffers of [`BUF_BYTES`] and hands them over a bounded channel of
 //! [`IN_FLIGHT`] buffers; emptied buffers go back to it for reuse. Memory is therefore bounded
-//! by `(IN_FLIGHT + 2) * BUF_BYTES` whatever the length of the trace. An I/O error of the
+//! by `(IN_FLIGHT + 2) * (HEADROOM + BUF_BYTES)` whatever the length of the trace.
+//!
+//! Two ways to consume it: as a [`Read`] (the bytes are copied out), or buffer by buffer
+//! ([`ThreadedRead::next_buffer`] and [`ThreadedRead::recycle`]), which hands the thread's
+//! buffer over whole. Each buffer keeps [`HEADROOM`] bytes free in front of its data, so a
+//! record reader can put the unread tail of the previous buffer (a record cut by the
+//! boundary) right before the new data and read on without copying the rest. An I/O error of the
 //! decompressor reaches the consumer as the error of its next `read`; dropping the reader
 //! stops the thread at its next hand-over.
 
@@ -16,6 +22,9 @@ pub const BUF_BYTES: usize = 1 << 20;
 
 /// Buffers in flight between the thread and the reader.
 pub const IN_FLIGHT: usize = 4;
+
+/// Bytes kept free in front of each buffer's data (see [`ThreadedRead::next_buffer`]).
+pub const HEADROOM: usize = 4096;
 
 /// A reader fed by a decompressing thread.
 pub struct ThreadedRead {
@@ -39,9 +48,9 @@ impl ThreadedRead {
         let (full_tx, full_rx) = sync_channel::<std::io::Result<Vec<u8>>>(IN_FLIGHT);
         let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(IN_FLIGHT + 2);
         std::thread::Builder::new().name("ember-decompress".into()).spawn(move || loop {
-            let mut buf = empty_rx.try_recv().unwrap_or_else(|_| vec![0u8; BUF_BYTES]);
-            buf.resize(BUF_BYTES, 0);
-            let mut n = 0;
+            let mut buf = empty_rx.try_recv().unwrap_or_else(|_| vec![0u8; HEADROOM + BUF_BYTES]);
+            buf.resize(HEADROOM + BUF_BYTES, 0);
+            let mut n = HEADROOM;
             let mut err = None;
             while n < buf.len() {
                 match inner.read(&mut buf[n..]) {
@@ -55,8 +64,8 @@ impl ThreadedRead {
                 }
             }
             buf.truncate(n);
-            let end = n == 0 || err.is_some();
-            if n > 0 && full_tx.send(Ok(buf)).is_err() {
+            let end = n == HEADROOM || err.is_some();
+            if n > HEADROOM && full_tx.send(Ok(buf)).is_err() {
                 return;
             }
             if let Some(e) = err {
@@ -68,6 +77,38 @@ impl ThreadedRead {
             }
         })?;
         Ok(Self { full: full_rx, empty: empty_tx, cur: Vec::new(), pos: 0, done: false })
+    }
+
+    /// The next buffer the thread filled, handed over whole: its data is `buf[HEADROOM..]`
+    /// (never empty) and `buf[..HEADROOM]` is free for the caller. `Ok(None)` once the stream
+    /// has ended; the decompressor's error, after all the data before it. Give the buffer
+    /// back with [`ThreadedRead::recycle`] when done, so the thread reuses it. Meant for a
+    /// consumer that does not also use [`Read`]: bytes already taken into `read`'s buffer are
+    /// not returned here.
+    pub fn next_buffer(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        debug_assert_eq!(self.pos, self.cur.len(), "next_buffer after a partial read");
+        if self.done {
+            return Ok(None);
+        }
+        match self.full.recv() {
+            Ok(Ok(buf)) => Ok(Some(buf)),
+            Ok(Err(e)) => {
+                self.done = true;
+                Err(e)
+            }
+            Err(_) => {
+                self.done = true;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Give a buffer back to the thread for reuse (any `Vec`; it is resized before use). A
+    /// buffer the thread has no room for is dropped.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        if buf.capacity() > 0 {
+            let _ = self.empty.try_send(buf);
+        }
     }
 }
 
@@ -83,10 +124,8 @@ impl Read for ThreadedRead {
             match self.full.recv() {
                 Ok(Ok(buf)) => {
                     let old = std::mem::replace(&mut self.cur, buf);
-                    self.pos = 0;
-                    if old.capacity() > 0 {
-                        let _ = self.empty.try_send(old);
-                    }
+                    self.pos = HEADROOM;
+                    self.recycle(old);
                 }
                 Ok(Err(e)) => {
                     self.done = true;

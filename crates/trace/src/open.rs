@@ -103,6 +103,23 @@ fn compression_of(b: &[u8]) -> Compression {
 /// and FIFOs too. Decompression runs on its own thread
 /// ([`crate::decompress_thread::ThreadedRead`]).
 pub fn open_decompressed(path: &Path) -> Result<Box<dyn Read + Send>, TraceError> {
+    Ok(match open_source(path)? {
+        Source::Plain(r) => r,
+        Source::Threaded(t) => Box::new(t),
+    })
+}
+
+/// An opened trace's bytes: as they are, or from a decompressing thread.
+enum Source {
+    /// Not compressed: the file (or pipe) itself.
+    Plain(Box<dyn Read + Send>),
+    /// Compressed: decompressed ahead on its own thread.
+    Threaded(ThreadedRead),
+}
+
+/// [`open_decompressed`], keeping the decompressing thread's reader as it is, so that
+/// [`StreamBytes`] can take its buffers whole.
+fn open_source(path: &Path) -> Result<Source, TraceError> {
     let mut f = File::open(path).map_err(|e| io_err(path, e))?;
     let mut b = [0u8; 4];
     let mut n = 0;
@@ -117,7 +134,7 @@ pub fn open_decompressed(path: &Path) -> Result<Box<dyn Read + Send>, TraceError
     let peeked = std::io::Cursor::new(b[..n].to_vec());
     let whole: Box<dyn Read + Send> = Box::new(peeked.chain(f));
     let inner: Box<dyn Read + Send> = match compression_of(&b[..n]) {
-        Compression::None => return Ok(whole),
+        Compression::None => return Ok(Source::Plain(whole)),
         Compression::Gzip => {
             Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, whole)))
         }
@@ -125,7 +142,7 @@ pub fn open_decompressed(path: &Path) -> Result<Box<dyn Read + Send>, TraceError
             Box::new(zstd::stream::read::Decoder::new(whole).map_err(|e| io_err(path, e))?)
         }
     };
-    Ok(Box::new(ThreadedRead::spawn(inner).map_err(|e| io_err(path, e))?))
+    Ok(Source::Threaded(ThreadedRead::spawn(inner).map_err(|e| io_err(path, e))?))
 }
 
 /// True if `path` is a regular file (not a pipe, FIFO or character device), which can be
@@ -264,8 +281,13 @@ unsafe fn map_file(file: &File) -> std::io::Result<Mmap> {
 }
 
 /// A byte stream with a refillable buffer, for binary records from a decompressor.
+///
+/// From a decompressing thread the buffer is the thread's own, taken whole: only the unread
+/// tail of the previous buffer (a record cut by the boundary) is copied, into the headroom
+/// in front of the new data ([`crate::decompress_thread::HEADROOM`]). From any other reader
+/// the bytes are read into a buffer of its own.
 pub(crate) struct StreamBytes {
-    r: Box<dyn Read + Send>,
+    r: Source,
     pub(crate) buf: Vec<u8>,
     pub(crate) pos: usize,
     pub(crate) len: usize,
@@ -273,26 +295,62 @@ pub(crate) struct StreamBytes {
 }
 
 impl StreamBytes {
+    /// Bytes from `r`, read into a buffer of the stream's own.
     pub(crate) fn new(r: Box<dyn Read + Send>) -> Self {
-        Self { r, buf: vec![0; 1 << 18], pos: 0, len: 0, eof: false }
+        Self { r: Source::Plain(r), buf: vec![0; 1 << 18], pos: 0, len: 0, eof: false }
+    }
+
+    /// Open `path` (decompressed transparently, [`open_decompressed`]).
+    pub(crate) fn open(path: &Path) -> Result<Self, TraceError> {
+        Ok(match open_source(path)? {
+            Source::Plain(r) => Self::new(r),
+            r @ Source::Threaded(_) => Self { r, buf: Vec::new(), pos: 0, len: 0, eof: false },
+        })
     }
 
     /// Make at least `need` bytes available unless the stream ends; return how many are.
     pub(crate) fn fill(&mut self, need: usize) -> std::io::Result<usize> {
         while self.len - self.pos < need && !self.eof {
-            if self.pos > 0 {
-                self.buf.copy_within(self.pos..self.len, 0);
-                self.len -= self.pos;
-                self.pos = 0;
-            }
-            if self.len == self.buf.len() {
-                self.buf.resize(self.buf.len() * 2, 0);
-            }
-            match self.r.read(&mut self.buf[self.len..]) {
-                Ok(0) => self.eof = true,
-                Ok(k) => self.len += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+            match &mut self.r {
+                Source::Threaded(t) => match t.next_buffer()? {
+                    None => self.eof = true,
+                    Some(mut next) => {
+                        use crate::decompress_thread::HEADROOM;
+                        let left = self.len - self.pos;
+                        if left <= HEADROOM {
+                            // The unread tail goes right before the new data.
+                            let at = HEADROOM - left;
+                            next[at..HEADROOM].copy_from_slice(&self.buf[self.pos..self.len]);
+                            let old = std::mem::replace(&mut self.buf, next);
+                            t.recycle(old);
+                            self.pos = at;
+                        } else {
+                            // More wanted at once than the headroom holds: append.
+                            self.buf.copy_within(self.pos..self.len, 0);
+                            self.buf.truncate(left);
+                            self.buf.extend_from_slice(&next[HEADROOM..]);
+                            t.recycle(next);
+                            self.pos = 0;
+                        }
+                        self.len = self.buf.len();
+                    }
+                },
+                Source::Plain(r) => {
+                    if self.pos > 0 {
+                        self.buf.copy_within(self.pos..self.len, 0);
+                        self.len -= self.pos;
+                        self.pos = 0;
+                    }
+                    if self.len == self.buf.len() {
+                        self.buf.resize(self.buf.len() * 2, 0);
+                    }
+                    match r.read(&mut self.buf[self.len..]) {
+                        Ok(0) => self.eof = true,
+                        Ok(k) => self.len += k,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
             }
         }
         Ok(self.len - self.pos)
@@ -471,7 +529,7 @@ pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceReader, TraceError> 
                 Bytes::Mmap { map, pos: 0 }
             }
         } else {
-            Bytes::Stream(StreamBytes::new(open_decompressed(path)?))
+            Bytes::Stream(StreamBytes::open(path)?)
         };
         let decoder = match format {
             Format::Vscsi => {
@@ -798,7 +856,7 @@ pub fn for_each_oracle_general(
         }
         return Ok(());
     }
-    let mut s = StreamBytes::new(open_decompressed(path)?);
+    let mut s = StreamBytes::open(path)?;
     let mut n = 0u64;
     loop {
         let avail = s.fill(og::RECORD_SIZE).map_err(|e| io_err(path, e))?;
@@ -816,5 +874,95 @@ pub fn for_each_oracle_general(
         }
         n += (whole / og::RECORD_SIZE) as u64;
         s.pos += whole;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decompress_thread::{BUF_BYTES, HEADROOM};
+
+    /// `total` bytes of a known pattern in reads of odd sizes, then optionally an error.
+    struct Pattern {
+        at: usize,
+        total: usize,
+        fail: bool,
+    }
+
+    impl Read for Pattern {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            if self.at == self.total {
+                return if self.fail { Err(std::io::Error::other("disk on fire")) } else { Ok(0) };
+            }
+            let n = out.len().min(self.total - self.at).min(99_991);
+            for (i, b) in out[..n].iter_mut().enumerate() {
+                *b = ((self.at + i) % 251) as u8;
+            }
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    fn threaded(total: usize, fail: bool) -> StreamBytes {
+        let t = ThreadedRead::spawn(Box::new(Pattern { at: 0, total, fail })).expect("spawn");
+        StreamBytes { r: Source::Threaded(t), buf: Vec::new(), pos: 0, len: 0, eof: false }
+    }
+
+    /// Takes `need` bytes at a time (the last take may be shorter) and checks every byte's
+    /// value and position; returns how many bytes came.
+    fn consume(s: &mut StreamBytes, needs: &[usize]) -> std::io::Result<usize> {
+        let mut at = 0;
+        for k in 0.. {
+            let need = needs[k % needs.len()];
+            let avail = s.fill(need)?;
+            if avail == 0 {
+                break;
+            }
+            let take = need.min(avail);
+            assert!(avail >= need || s.eof, "{avail} of {need} available before the end");
+            for (i, &b) in s.buf[s.pos..s.pos + take].iter().enumerate() {
+                assert_eq!(b, ((at + i) % 251) as u8, "byte {}", at + i);
+            }
+            s.pos += take;
+            at += take;
+        }
+        Ok(at)
+    }
+
+    #[test]
+    fn records_cut_by_the_thread_buffers_come_whole_and_in_order() {
+        // 24-byte records (oracleGeneral) do not divide a buffer: every boundary cuts one.
+        let total = 4 * BUF_BYTES + 24 * 1000 + 7;
+        let mut s = threaded(total, false);
+        assert_eq!(consume(&mut s, &[24]).expect("read"), total);
+    }
+
+    #[test]
+    fn takes_larger_than_the_headroom_are_appended_whole() {
+        let total = 3 * BUF_BYTES + 12_345;
+        let mut s = threaded(total, false);
+        let big = BUF_BYTES / 2 + 3 * HEADROOM + 5;
+        assert_eq!(consume(&mut s, &[24, HEADROOM + 1, 40, big, 7]).expect("read"), total);
+    }
+
+    #[test]
+    fn a_decompressor_error_arrives_after_every_byte_before_it() {
+        let total = 2 * BUF_BYTES + 100;
+        let mut s = threaded(total, true);
+        let mut got = 0;
+        let err = loop {
+            match s.fill(24) {
+                Ok(0) => panic!("ended without the error"),
+                Ok(n) => {
+                    let take = n.min(24);
+                    s.pos += take;
+                    got += take;
+                }
+                Err(e) => break e,
+            }
+        };
+        // Whole records were taken while 24 bytes were available; the rest is still buffered.
+        assert_eq!(got + (s.len - s.pos), total);
+        assert!(err.to_string().contains("disk on fire"), "{err}");
     }
 }
