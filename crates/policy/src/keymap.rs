@@ -187,36 +187,7 @@ impl KeyMap {
     #[inline(always)]
     pub fn find_fp(&self, key: u64, fp: u32, key_of: impl Fn(u32) -> u64) -> Result<u32, Bucket> {
         debug_assert_eq!(fp, fingerprint(key), "find_fp with another key's fingerprint");
-        let home = self.home(fp);
-        let mut g = home;
-        let mut free: Option<(usize, usize)> = None;
-        for _ in 0..self.groups.len() {
-            let group = &self.groups[g];
-            let mut m = group.matches(fp);
-            while m != 0 {
-                let w = m.trailing_zeros() as usize;
-                let slot = group.slots[w];
-                if key_of(slot) == key {
-                    return Ok(slot);
-                }
-                m &= m - 1;
-            }
-            if free.is_none() {
-                let e = group.matches(EMPTY_TAG);
-                if e != 0 {
-                    free = Some((g, e.trailing_zeros() as usize));
-                }
-            }
-            if group.overflow() == 0 {
-                break;
-            }
-            g = self.next(g);
-        }
-        let (group, way) = match free {
-            Some(f) => f,
-            None => self.free_from(g),
-        };
-        Err(Bucket { home, group, way, fp })
+        self.find_confirmed(fp, |slot| key_of(slot) == key)
     }
 
     /// [`KeyMap::find_fp`] for a map whose tags identify their keys: a caller that tags each
@@ -226,14 +197,24 @@ impl KeyMap {
     #[inline(always)]
     pub fn find_exact(&self, tag: u32) -> Result<u32, Bucket> {
         debug_assert_ne!(tag, EMPTY_TAG, "find_exact of the empty tag");
+        self.find_confirmed(tag, |_| true)
+    }
+
+    /// The first entry tagged `tag` whose slot `confirm` accepts, or the bucket to insert at.
+    #[inline(always)]
+    fn find_confirmed(&self, tag: u32, confirm: impl Fn(u32) -> bool) -> Result<u32, Bucket> {
         let home = self.home(tag);
         let mut g = home;
         let mut free: Option<(usize, usize)> = None;
         for _ in 0..self.groups.len() {
             let group = &self.groups[g];
-            let m = group.matches(tag);
-            if m != 0 {
-                return Ok(group.slots[m.trailing_zeros() as usize]);
+            let mut m = group.matches(tag);
+            while m != 0 {
+                let slot = group.slots[m.trailing_zeros() as usize];
+                if confirm(slot) {
+                    return Ok(slot);
+                }
+                m &= m - 1;
             }
             if free.is_none() {
                 let e = group.matches(EMPTY_TAG);

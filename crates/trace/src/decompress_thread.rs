@@ -145,14 +145,15 @@ impl Read for ThreadedRead {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// Yields `total` bytes of a known pattern in reads of odd sizes, then optionally fails.
-    struct Pattern {
-        at: usize,
-        total: usize,
-        fail: bool,
+    /// Yields `total` bytes of a known pattern (byte i is `i % 251`) in reads of odd sizes,
+    /// then optionally fails (also used by `open.rs`'s tests).
+    pub(crate) struct Pattern {
+        pub(crate) at: usize,
+        pub(crate) total: usize,
+        pub(crate) fail: bool,
     }
 
     impl Read for Pattern {

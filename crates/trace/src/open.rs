@@ -880,28 +880,8 @@ pub fn for_each_oracle_general(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decompress_thread::tests::Pattern;
     use crate::decompress_thread::{BUF_BYTES, HEADROOM};
-
-    /// `total` bytes of a known pattern in reads of odd sizes, then optionally an error.
-    struct Pattern {
-        at: usize,
-        total: usize,
-        fail: bool,
-    }
-
-    impl Read for Pattern {
-        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            if self.at == self.total {
-                return if self.fail { Err(std::io::Error::other("disk on fire")) } else { Ok(0) };
-            }
-            let n = out.len().min(self.total - self.at).min(99_991);
-            for (i, b) in out[..n].iter_mut().enumerate() {
-                *b = ((self.at + i) % 251) as u8;
-            }
-            self.at += n;
-            Ok(n)
-        }
-    }
 
     fn threaded(total: usize, fail: bool) -> StreamBytes {
         let t = ThreadedRead::spawn(Box::new(Pattern { at: 0, total, fail })).expect("spawn");
