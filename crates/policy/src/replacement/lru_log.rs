@@ -571,10 +571,7 @@ impl Replacement for LruLog {
 
     #[inline]
     fn prefetch(&self, key: u64) {
-        let tag = self.tag_of(key);
-        if tag != 0 {
-            either!(&self.log, l => l.map.prefetch_fp(tag));
-        }
+        self.prefetch_hint(key);
     }
 
     fn recency_only(&self) -> bool {
