@@ -8,6 +8,7 @@ pub mod demote;
 pub mod ghost;
 pub mod huge_pages;
 pub mod keymap;
+pub mod node_ring;
 pub mod prefetch;
 pub mod replacement;
 pub mod ring;
