@@ -68,7 +68,7 @@ impl NodeRing {
     /// Append node `i` (in no queue) as the newest.
     ///
     /// # Panics
-    /// If the queue already holds its capacity.
+    /// If every position already holds a node (a quarter more nodes than the capacity).
     #[inline]
     pub fn push_head<M>(&mut self, nodes: &mut [Node<M>], i: u32) {
         if self.span == self.slots.len() {
