@@ -6,6 +6,7 @@
 
 pub mod blocks;
 pub mod decompress_thread;
+pub mod direct_read;
 pub mod error;
 pub mod formats;
 #[doc(hidden)]

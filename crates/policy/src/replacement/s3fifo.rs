@@ -24,7 +24,7 @@ use super::Replacement;
 use crate::ghost::GhostFifo;
 use crate::keymap::{fingerprint, Bucket, KeyMap};
 use crate::node_ring::NodeRing;
-use crate::slab::{List, Slab, NIL};
+use crate::slab::{Slab, NIL};
 use crate::Access;
 
 /// Metadata bit marking a block in `M` (clear: in `S`).
@@ -35,13 +35,18 @@ const FREQ: u8 = 0x7f;
 /// ahead has its index group loaded too (a node with counter 0 there is the likely victim,
 /// whose index entry the eviction removes).
 const MAIN_AHEAD: usize = 8;
+/// How many places ahead of `S`'s oldest a miss loads a node (an eviction from `S` walks its
+/// oldest nodes in order, moving those with enough hits to `M`).
+const SMALL_AHEAD: usize = 4;
 
 /// S3-FIFO replacement.
 #[derive(Clone, Debug)]
 pub struct S3Fifo {
     map: KeyMap,
     slab: Slab<u8>,
-    small: List,
+    /// `S` in ring positions, so that the nodes an eviction from `S` will walk are known
+    /// (and loaded, [`SMALL_AHEAD`]) before it.
+    small: NodeRing,
     /// `M` in ring positions: an eviction that reinserts walks its oldest nodes in order,
     /// and they are loaded ahead ([`MAIN_AHEAD`]).
     main: NodeRing,
@@ -74,7 +79,7 @@ impl S3Fifo {
             // One node more than the capacity: a miss takes its node (and index entry)
             // before the eviction frees one (see `insert_absent`).
             slab: Slab::with_capacity(capacity + 1),
-            small: List::new(),
+            small: NodeRing::with_capacity(capacity),
             main: NodeRing::with_capacity(capacity),
             ghost: GhostFifo::new(ghost_cap),
             small_cap,
@@ -125,7 +130,7 @@ impl S3Fifo {
     /// One round of eviction from `S`: move blocks with enough hits to `M` until one is
     /// evicted (returned) or `S` is empty (None).
     fn evict_small(&mut self) -> Option<u64> {
-        while let Some(t) = self.small.pop_tail(self.slab.nodes_mut()) {
+        while let Some(t) = self.small.pop_tail() {
             if self.slab.node(t).meta & FREQ >= self.threshold {
                 self.slab.node_mut(t).meta = IN_MAIN;
                 self.main.push_head(self.slab.nodes_mut(), t);
@@ -218,19 +223,19 @@ impl S3Fifo {
             self.small.push_head(self.slab.nodes_mut(), i);
         }
         // The next eviction's likely victim, S's oldest: start loading its index group and
-        // the ghost's groups its push will touch, and the node after it (the victim after
-        // next: a queue's order is a chain of links, which can be loaded one link ahead).
-        // M's oldest node too, which the next eviction from M reads first.
-        let t = self.small.tail;
-        if t != crate::slab::NIL {
+        // the ghost's group its push will touch; the node SMALL_AHEAD places behind it, and
+        // M's oldest node, which the next eviction from M reads first.
+        let t = self.small.ahead(0);
+        if t != NIL {
             let n = self.slab.node(t);
             self.map.prefetch(n.key);
             self.ghost.prefetch_push(n.key);
-            if self.deep && n.prev != crate::slab::NIL {
-                self.slab.prefetch(n.prev);
-            }
         }
         if self.deep {
+            let far = self.small.ahead(SMALL_AHEAD);
+            if far != NIL {
+                self.slab.prefetch(far);
+            }
             let t = self.main.ahead(0);
             if t != NIL {
                 self.slab.prefetch(t);
@@ -286,7 +291,7 @@ impl Replacement for S3Fifo {
                 if self.slab.node(i).meta & IN_MAIN != 0 {
                     self.main.unlink(self.slab.nodes(), i);
                 } else {
-                    self.small.unlink(self.slab.nodes_mut(), i);
+                    self.small.unlink(self.slab.nodes(), i);
                 }
                 self.drop_node(i);
                 true
