@@ -1,6 +1,6 @@
 //! A first-in first-out queue of slab nodes kept in ring positions: a queue whose order is
-//! never changed but at its ends (S3-FIFO's main queue, whose reinsertion takes the oldest
-//! node and appends it as the newest).
+//! never changed but at its ends (S3-FIFO's small queue, and its main queue, whose
+//! reinsertion takes the oldest node and appends it as the newest).
 //!
 //! A [`List`](crate::slab::List) finds the next node to leave through the links of the one
 //! leaving now, so a walk of many nodes (an eviction that reinserts several before it finds
