@@ -108,6 +108,26 @@ pub fn fingerprint(key: u64) -> u32 {
     h | 1
 }
 
+/// A bijection of `u32` (xor-shifts and odd multiplications, each invertible; the constants
+/// are Chris Wellons' "lowbias32"), so distinct narrow keys get distinct tags, spread over
+/// the index's groups. It maps 0 to 0, hence the `+ 1` in [`exact_tag`].
+#[inline(always)]
+pub fn mix32(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^ (x >> 16)
+}
+
+/// An index tag that identifies `key` itself, for a key below `u32::MAX` (`None` for a wider
+/// one): [`mix32`] of the key plus one, injective and never 0 (the empty tag), so a map whose
+/// every tag is exact finds keys with [`KeyMap::find_exact`], reading no key to confirm.
+#[inline(always)]
+pub fn exact_tag(key: u64) -> Option<u32> {
+    u32::try_from(key).ok().filter(|&k| k != u32::MAX).map(|k| mix32(k + 1))
+}
+
 impl Bucket {
     /// The fingerprint of the key this bucket was found for (see [`fingerprint`]): a caller
     /// that keeps it beside the key can later remove or prefetch the entry without hashing.
@@ -293,7 +313,16 @@ impl KeyMap {
     /// As [`KeyMap::insert_at`].
     #[inline]
     pub fn insert(&mut self, key: u64, slot: u32) {
-        let fp = fingerprint(key);
+        self.insert_fp(fingerprint(key), slot);
+    }
+
+    /// [`KeyMap::insert`] of the key tagged `fp` (its [`fingerprint`], or its
+    /// [`exact_tag`] in a map of exact tags).
+    ///
+    /// # Panics
+    /// As [`KeyMap::insert_at`].
+    #[inline]
+    pub fn insert_fp(&mut self, fp: u32, slot: u32) {
         let home = self.home(fp);
         let (group, way) = self.free_from(home);
         self.insert_at(Bucket { home, group, way, fp }, slot);

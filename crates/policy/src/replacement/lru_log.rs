@@ -27,7 +27,7 @@
 //! index and a bit of liveness per place: 30.4 bytes narrow, 31.7 wide, within the 32 of
 //! the linked list either way.
 //!
-//! A narrow key is also its own index tag: the tag is a bijection of the key ([`mix32`] of
+//! A narrow key is also its own index tag: the tag is a bijection of the key ([`mix32`](crate::keymap::mix32) of
 //! the key plus one, never 0, the empty tag), so a tag match in the index *is* the key and a
 //! lookup reads the index group alone ([`KeyMap::find_exact`]); a wide log tags by
 //! [`fingerprint`] and confirms a match by reading the key's place, as every other policy
@@ -48,7 +48,7 @@
 //! state outgrows the caches ([`LruLog::preferred`]); every other user of LRU has the list.
 
 use super::Replacement;
-use crate::keymap::{fingerprint, Bucket, KeyMap};
+use crate::keymap::{fingerprint, mix32, Bucket, KeyMap};
 use crate::Access;
 
 /// How far ahead of the scan (in log places) the index group of a live key is loaded, when
@@ -107,18 +107,6 @@ trait Place: Copy + std::fmt::Debug + Send + 'static {
     const EXACT: bool;
     /// The index tag of `key` (a key that fits, [`Place::of`]): never 0.
     fn tag(key: u64) -> u32;
-}
-
-/// A bijection of `u32` (xor-shifts and odd multiplications, each invertible; the constants
-/// are Chris Wellons' "lowbias32"), so distinct narrow keys get distinct tags, spread over
-/// the index's groups. It maps 0 to 0, hence the `+ 1` in [`Place::tag`] for `u32`.
-#[inline(always)]
-fn mix32(mut x: u32) -> u32 {
-    x ^= x >> 16;
-    x = x.wrapping_mul(0x7feb_352d);
-    x ^= x >> 15;
-    x = x.wrapping_mul(0x846c_a68b);
-    x ^ (x >> 16)
 }
 
 impl Place for u32 {

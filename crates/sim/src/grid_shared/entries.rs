@@ -1,72 +1,33 @@
-//! The shared grid's one index: an entry per key resident in any cell (S3-FIFO's ghosts
-//! included), holding every cell's state for that key, so a request costs one hash probe for
-//! all cells.
+//! The shared grid's one index, from key to entry id, and every cell's state of each entry in
+//! dense arrays indexed by that id, so a request costs one hash probe for all cells.
+//!
+//! The state is laid out by what reads it. What every access reads and no queue walks (LRU's
+//! place in its log, FIFO's stamps) is one row per entry, a power of two of `u32`s; what a
+//! policy's queue walks read (CLOCK's two bytes, S3-FIFO's byte per size) is that policy's own
+//! dense array, a few megabytes that stay in the processor's last-level cache while the hand
+//! or the evictions step through it. (Session 14: with one 64-byte line of every cell's state
+//! per key, each step of a walk waited for memory; see docs/sim.md.)
+//!
+//! While every key is below `u32::MAX` (block numbers of volumes under 16 TiB, the
+//! generators' keys) the index tags each key with its [`exact_tag`], so a lookup reads the
+//! index alone; the first wider key re-tags the index with fingerprints, and lookups then
+//! confirm a match by the entry's key, as every policy's index does.
+//!
+//! An entry no cell holds any more (and no S3-FIFO ghost) is not freed at once: the next sweep
+//! of the slab, when it outgrows twice what was held at the last one, frees every such entry
+//! together, loading their index groups ahead (freeing at once cost an index probe that
+//! waited for memory at most evictions: 44 % of the grid's S3-FIFO samples). Until then a
+//! request for its key finds it, empty: a miss for every cell, as for a new key.
 
 use super::fifo_stamps::FifoStamps;
-use ember_policy::keymap::{Bucket, KeyMap};
+use ember_policy::keymap::{exact_tag, fingerprint, Bucket, KeyMap};
+use ember_policy::prefetch::prefetch;
 
 /// Most sizes a policy can have in one shared grid (one bit or byte per size in an entry).
 pub const MAX_SIZES: usize = 8;
 
-/// No entry (an empty link, an unset marker).
+/// No entry (an empty link, an unset marker), and no place in LRU's log.
 pub(crate) const NIL: u32 = u32::MAX;
-
-/// [`Entry::level`] of a key in no LRU cell (outside the recency stack).
-pub(crate) const OUT: u8 = 0xff;
-
-/// [`Entry::level`] of a freed entry (on the free list).
-const FREE: u8 = 0xfe;
-
-/// Every cell's state of one key: 64 bytes, one cache line.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, align(64))]
-pub(crate) struct Entry {
-    /// The block key.
-    pub key: u64,
-    /// LRU: the next more recent entry of the recency stack ([`NIL`] at the top).
-    pub prev: u32,
-    /// LRU: the next less recent entry ([`NIL`] at the bottom).
-    pub next: u32,
-    /// LRU: the smallest size (in ascending order) whose cache holds the key; [`OUT`] if none.
-    pub level: u8,
-    /// CLOCK: bit `i` set if size `i`'s cache holds the key.
-    pub clock: u8,
-    /// CLOCK: size `i`'s reference bit.
-    pub clock_ref: u8,
-    /// S3-FIFO, one byte per size: location (bits 0-1: 0 none, 1 small, 2 main, 3 ghost),
-    /// access counter (bits 2-3), stale ghost-queue items (bits 4-7).
-    pub s3: [u8; MAX_SIZES],
-    /// FIFO: size `i`'s insertion counter just after the key's last insertion there
-    /// (see [`FifoStamps`]).
-    pub fifo: [u32; MAX_SIZES],
-}
-
-impl Entry {
-    fn new(key: u64) -> Self {
-        Self {
-            key,
-            prev: NIL,
-            next: NIL,
-            level: OUT,
-            clock: 0,
-            clock_ref: 0,
-            s3: [0; MAX_SIZES],
-            fifo: [0; MAX_SIZES],
-        }
-    }
-
-    /// A new entry for `key`, for tests.
-    #[cfg(test)]
-    pub fn new_for_test(key: u64) -> Self {
-        Self::new(key)
-    }
-
-    /// True if no cell (and no queue) holds the key, FIFO's sizes aside.
-    #[inline(always)]
-    fn is_empty_but_fifo(&self) -> bool {
-        self.level == OUT && self.clock == 0 && u64::from_le_bytes(self.s3) == 0
-    }
-}
 
 /// The fewest entries the slab holds before it is first swept (few in tests, so that the
 /// small random traces sweep often).
@@ -76,38 +37,83 @@ pub(crate) const SWEEP_MIN: usize = if cfg!(test) { 16 } else { 4096 };
 /// wrapping counters exact: see [`FifoStamps`]).
 pub(crate) const SWEEP_EVERY: u64 = 1 << 30;
 
-/// The entries and the index from key to entry.
+/// How far ahead a sweep loads the index groups of the entries it frees.
+const FREE_AHEAD: usize = 16;
+
+/// `u32`s a [`Line`] holds.
+const LINE: usize = 16;
+
+/// One cache line of rows: a row's stride divides [`LINE`], so no row straddles two lines.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Line([u32; LINE]);
+
+/// Which policies the grid simulates (which of the state arrays exist).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Present {
+    /// CLOCK sizes (how many).
+    pub clock_sizes: usize,
+    /// S3-FIFO sizes (how many).
+    pub s3_sizes: usize,
+}
+
+/// The entries, the index from key to entry, and every policy's state per entry.
 #[derive(Debug)]
 pub(crate) struct Entries {
-    pub slab: Vec<Entry>,
+    /// The key of each entry id.
+    keys: Vec<u64>,
+    /// One bit per entry id: set while the id is on the free list.
+    freed: Vec<u64>,
     free: Vec<u32>,
     map: KeyMap,
-    /// The entry of the access being simulated: never freed until the access is done.
-    pub pinned: u32,
-    /// FIFO at every size (its state in the entries' stamps).
+    /// True once a key over 32 bits was seen: the index is tagged by fingerprints.
+    wide: bool,
+    present: Present,
+    /// Each entry's row: `[LRU place, FIFO stamp per size..]`, `stride` `u32`s, each within
+    /// one cache line.
+    rows: Vec<Line>,
+    stride: usize,
+    /// CLOCK, a bitmap per size with two bits per entry (bit `2 * (id % 32)` of word
+    /// `id / 32`: the size's cache holds the key; the next bit: its reference bit).
+    pub clock: Vec<Vec<u64>>,
+    /// S3-FIFO, one byte per size of each entry (location, access counter, stale ghost-queue
+    /// items: see `s3fifo.rs`) at [`Entries::s3_at`].
+    pub s3: Vec<u8>,
+    /// FIFO at every size (its counters; the stamps are in the rows).
     pub fifo: FifoStamps,
-    /// The slab is swept before it grows past this many entries (FIFO only).
+    /// The slab is swept before it grows past this many entries.
     sweep_at: usize,
+    /// Ids a sweep frees (kept to reuse its memory).
+    to_free: Vec<u32>,
 }
 
 impl Entries {
-    /// Room for `expected` keys before the index first grows; FIFO at `fifo_caps`.
-    pub fn new(expected: usize, fifo_caps: &[usize]) -> Self {
+    /// Room for `expected` keys before the index first grows; FIFO at `fifo_caps`, and the
+    /// arrays of the `present` policies.
+    pub fn new(expected: usize, fifo_caps: &[usize], present: Present) -> Self {
         let expected = expected.max(1024);
+        let fifo = FifoStamps::new(fifo_caps);
         Self {
-            slab: Vec::with_capacity(expected),
+            keys: Vec::with_capacity(expected),
+            freed: Vec::new(),
             free: Vec::new(),
             map: KeyMap::with_entries(expected),
-            pinned: NIL,
-            fifo: FifoStamps::new(fifo_caps),
+            wide: false,
+            present,
+            rows: Vec::new(),
+            stride: (1 + fifo.sizes()).next_power_of_two(),
+            clock: vec![Vec::new(); present.clock_sizes],
+            s3: Vec::new(),
+            fifo,
             sweep_at: SWEEP_MIN,
+            to_free: Vec::new(),
         }
     }
 
     /// Entries in the slab, free ones included.
     #[cfg(test)]
     pub fn slab_len(&self) -> usize {
-        self.slab.len()
+        self.keys.len()
     }
 
     /// Keys the index holds.
@@ -116,10 +122,33 @@ impl Entries {
         self.map.len()
     }
 
+    /// Whether the index is tagged by fingerprints (a key over 32 bits was seen).
+    #[cfg(test)]
+    pub fn is_wide(&self) -> bool {
+        self.wide
+    }
+
+    /// Where entry `id`'s S3-FIFO byte of size `i` is in [`Entries::s3`].
+    #[inline(always)]
+    pub fn s3_at(&self, id: u32, i: usize) -> usize {
+        id as usize * self.present.s3_sizes + i
+    }
+
+    /// `key`'s tag in the index as it is now: its exact tag while the index is narrow (0 for
+    /// a key too wide for it), else its fingerprint.
+    #[inline(always)]
+    fn tag(&self, key: u64) -> u32 {
+        if self.wide {
+            fingerprint(key)
+        } else {
+            exact_tag(key).unwrap_or(0)
+        }
+    }
+
     /// Start loading the index group of `key`.
     #[inline(always)]
     pub fn prefetch(&self, key: u64) {
-        self.map.prefetch(key);
+        self.map.prefetch_fp(self.tag(key));
     }
 
     /// The entry of `key`, created empty if absent; the flag says whether it was created.
@@ -128,113 +157,206 @@ impl Entries {
         if self.map.len() >= self.map.max_len() {
             self.grow();
         }
-        let slab = &self.slab;
-        match self.map.find(key, |s| slab[s as usize].key) {
+        let found = if self.wide {
+            let keys = &self.keys;
+            self.map.find(key, |s| keys[s as usize])
+        } else {
+            match exact_tag(key) {
+                Some(t) => self.map.find_exact(t),
+                None => {
+                    self.widen();
+                    let keys = &self.keys;
+                    self.map.find(key, |s| keys[s as usize])
+                }
+            }
+        };
+        match found {
             Ok(id) => (id, false),
             Err(bucket) => (self.insert_at(bucket, key), true),
         }
     }
 
-    fn insert_at(&mut self, bucket: Bucket, key: u64) -> u32 {
-        if self.free.is_empty() && self.slab.len() >= self.sweep_at && !self.fifo.is_none() {
-            self.sweep();
+    fn is_freed(&self, id: usize) -> bool {
+        self.freed[id / 64] >> (id % 64) & 1 != 0
+    }
+
+    fn set_freed(&mut self, id: usize, on: bool) {
+        if on {
+            self.freed[id / 64] |= 1 << (id % 64);
+        } else {
+            self.freed[id / 64] &= !(1 << (id % 64));
         }
-        let mut e = Entry::new(key);
-        self.fifo.fresh(&mut e);
+    }
+
+    fn insert_at(&mut self, bucket: Bucket, key: u64) -> u32 {
         let id = match self.free.pop() {
             Some(id) => {
-                self.slab[id as usize] = e;
+                self.keys[id as usize] = key;
+                self.set_freed(id as usize, false);
                 id
             }
             None => {
-                self.slab.push(e);
-                (self.slab.len() - 1) as u32
+                let id = self.keys.len();
+                self.keys.push(key);
+                if id.is_multiple_of(64) {
+                    self.freed.push(0);
+                }
+                if (id * self.stride).is_multiple_of(LINE) {
+                    self.rows.push(Line([0; LINE]));
+                }
+                if id.is_multiple_of(32) {
+                    for bits in &mut self.clock {
+                        bits.push(0);
+                    }
+                }
+                self.s3.resize(self.s3.len() + self.present.s3_sizes, 0);
+                id as u32
             }
         };
+        // A freed entry's state is all clear (that is why it was freed), but for LRU's place
+        // (set here) and FIFO's stamps, which a new key starts expired.
+        let row = Self::row_in(&mut self.rows, self.stride, id);
+        row[0] = NIL;
+        let n = self.fifo.sizes();
+        self.fifo.fresh(&mut row[1..1 + n]);
         self.map.insert_at(bucket, id);
         id
     }
 
-    /// Free every entry that no cell holds any more (FIFO's sizes let go of keys without
-    /// touching them), renew the others' FIFO stamps, and let the slab grow to twice the
-    /// entries still held (at least [`SWEEP_MIN`]) before the next sweep. The slab is read
-    /// in order; only the freed keys' index slots are visited.
+    /// True when the slab has no free entry left and has grown past twice what was held at
+    /// the last sweep: time for [`Entries::sweep`].
+    #[inline(always)]
+    pub fn wants_sweep(&self) -> bool {
+        self.free.is_empty() && self.keys.len() >= self.sweep_at
+    }
+
+    /// Entry `id`'s row.
+    #[inline(always)]
+    fn row(&self, id: u32) -> &[u32] {
+        let at = id as usize * self.stride;
+        &self.rows[at / LINE].0[at % LINE..at % LINE + self.stride]
+    }
+
+    /// Entry `id`'s row in `rows` of `stride`, to change.
+    #[inline(always)]
+    fn row_in(rows: &mut [Line], stride: usize, id: u32) -> &mut [u32] {
+        let at = id as usize * stride;
+        &mut rows[at / LINE].0[at % LINE..at % LINE + stride]
+    }
+
+    /// Entry `id`'s place in LRU's log ([`NIL`]: in no LRU cell).
+    #[inline(always)]
+    pub fn lru_place(&self, id: u32) -> u32 {
+        self.row(id)[0]
+    }
+
+    /// Set entry `id`'s place in LRU's log.
+    #[inline(always)]
+    pub fn set_lru_place(&mut self, id: u32, place: u32) {
+        Self::row_in(&mut self.rows, self.stride, id)[0] = place;
+    }
+
+    /// Simulate an access to entry `id` at every FIFO size.
+    #[inline(always)]
+    pub fn fifo_access(&mut self, id: u32, write: bool) {
+        let n = self.fifo.sizes();
+        let row = Self::row_in(&mut self.rows, self.stride, id);
+        self.fifo.access(&mut row[1..1 + n], write);
+    }
+
+    /// True if no cell (and no queue) holds entry `id`.
+    #[inline(always)]
+    fn is_empty(&self, id: usize) -> bool {
+        let p = self.present;
+        let row = self.row(id as u32);
+        row[0] == NIL
+            && self.clock.iter().all(|bits| bits[id / 32] >> (2 * (id % 32)) & 1 == 0)
+            && self.s3[id * p.s3_sizes..(id + 1) * p.s3_sizes].iter().all(|&b| b == 0)
+            && !self.fifo.holds_any(&row[1..1 + self.fifo.sizes()])
+    }
+
+    /// Free every entry that no cell holds any more, renew the others' FIFO stamps, and let
+    /// the slab grow to twice the entries still held (at least [`SWEEP_MIN`]) before the next
+    /// sweep. The slab is read in order; the freed keys' index groups are loaded
+    /// [`FREE_AHEAD`] entries ahead of their removal.
     #[cold]
     pub fn sweep(&mut self) {
-        for id in 0..self.slab.len() {
-            let e = &mut self.slab[id];
-            if e.level == FREE {
+        let n = self.fifo.sizes();
+        let mut to_free = std::mem::take(&mut self.to_free);
+        to_free.clear();
+        for id in 0..self.keys.len() {
+            if self.is_freed(id) {
                 continue;
             }
-            if id as u32 != self.pinned && e.is_empty_but_fifo() && !self.fifo.holds_any(e) {
-                let key = e.key;
-                e.level = FREE;
-                self.map.remove(key, id as u32);
-                self.free.push(id as u32);
-            } else {
-                self.fifo.renew(e);
+            if self.is_empty(id) {
+                to_free.push(id as u32);
+            } else if n > 0 {
+                let row = Self::row_in(&mut self.rows, self.stride, id as u32);
+                self.fifo.renew(&mut row[1..1 + n]);
             }
         }
-        let held = self.slab.len() - self.free.len();
+        for (j, &id) in to_free.iter().enumerate() {
+            if let Some(&a) = to_free.get(j + FREE_AHEAD) {
+                self.map.prefetch_fp(self.tag(self.keys[a as usize]));
+            }
+            let fp = self.tag(self.keys[id as usize]);
+            self.map.remove_fp(fp, id);
+            self.set_freed(id as usize, true);
+            self.free.push(id);
+        }
+        self.to_free = to_free;
+        let held = self.keys.len() - self.free.len();
         self.sweep_at = held.saturating_mul(2).max(SWEEP_MIN);
+    }
+
+    /// Tag every key by its fingerprint from now on (the first key over 32 bits arrived).
+    #[cold]
+    #[inline(never)]
+    fn widen(&mut self) {
+        self.wide = true;
+        self.rebuild(self.map.max_len());
     }
 
     /// Double the index (a grid whose union of keys outgrew the first estimate).
     #[cold]
     fn grow(&mut self) {
-        let mut map = KeyMap::with_entries(self.map.max_len().saturating_mul(2));
-        for (id, e) in self.slab.iter().enumerate() {
-            if e.level != FREE {
-                map.insert(e.key, id as u32);
+        self.rebuild(self.map.max_len().saturating_mul(2));
+    }
+
+    /// A new index of room for `entries` keys, tagged as [`Entries::tag`] says.
+    fn rebuild(&mut self, entries: usize) {
+        let mut map = KeyMap::with_entries(entries);
+        for (id, &key) in self.keys.iter().enumerate() {
+            if !self.is_freed(id) {
+                map.insert_fp(self.tag(key), id as u32);
             }
         }
         self.map = map;
     }
 
-    /// Free entry `id` if no cell holds it any more (and it is not the pinned one).
+    /// Start loading entry `id`'s CLOCK bits, at every size.
     #[inline(always)]
-    pub fn release_if_empty(&mut self, id: u32) {
-        let e = &self.slab[id as usize];
-        if id != self.pinned && e.is_empty_but_fifo() && !self.fifo.holds_any(e) {
-            let key = e.key;
-            self.map.remove(key, id);
-            self.slab[id as usize].level = FREE;
-            self.free.push(id);
+    pub fn prefetch_clock(&self, id: u32) {
+        for bits in &self.clock {
+            if let Some(w) = bits.get(id as usize / 32) {
+                prefetch(w);
+            }
         }
     }
 
-    /// Start loading the entry of `key`, if it has one (its index group should be loaded
-    /// already: see [`Entries::prefetch`]).
+    /// Start loading entry `id`'s S3-FIFO bytes.
     #[inline(always)]
-    pub fn prefetch_entry_of(&self, key: u64) {
-        // The first slot whose fingerprint matches, without reading its entry's key (that
-        // read would wait for the very load this starts): a rare false match only loads a
-        // line for nothing.
-        if let Some(id) = self.map.get(key, |s| {
-            self.prefetch_entry(s);
-            key
-        }) {
-            let _ = id;
+    pub fn prefetch_s3(&self, id: u32) {
+        if let Some(b) = self.s3.get(id as usize * self.present.s3_sizes) {
+            prefetch(b);
         }
     }
 
-    /// Start loading entry `id` (a victim-to-be: the next eviction will read it).
+    /// Start loading entry `id`'s row (LRU's and FIFO's state).
     #[inline(always)]
-    pub fn prefetch_entry(&self, id: u32) {
-        if let Some(e) = self.slab.get(id as usize) {
-            ember_policy::prefetch::prefetch(e);
+    pub fn prefetch_row(&self, id: u32) {
+        if let Some(r) = self.rows.get(id as usize * self.stride / LINE) {
+            prefetch(r);
         }
-    }
-
-    /// Entry `id`.
-    #[inline(always)]
-    pub fn get(&self, id: u32) -> &Entry {
-        &self.slab[id as usize]
-    }
-
-    /// Entry `id`, to change.
-    #[inline(always)]
-    pub fn get_mut(&mut self, id: u32) -> &mut Entry {
-        &mut self.slab[id as usize]
     }
 }

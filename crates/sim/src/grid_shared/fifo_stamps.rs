@@ -11,10 +11,11 @@
 //! than 2^32 - `cap` insertions followed it, so the sweeps (at least one every 2^30 accesses)
 //! renew the stamps of the keys a size no longer holds to "just expired" ([`FifoStamps::renew`]).
 
-use super::entries::{Entry, MAX_SIZES};
+use super::entries::MAX_SIZES;
 use super::CellCounts;
 
-/// Every FIFO size's insertion counter and counts.
+/// Every FIFO size's insertion counter and counts. Each entry's stamps (one `u32` per size)
+/// live in the entries' rows; every method takes them as a slice.
 #[derive(Debug, Default)]
 pub(crate) struct FifoStamps {
     /// FIFO sizes.
@@ -36,6 +37,12 @@ impl FifoStamps {
         s
     }
 
+    /// FIFO sizes (stamps per entry).
+    #[inline(always)]
+    pub fn sizes(&self) -> usize {
+        self.n
+    }
+
     /// True if no FIFO size is simulated.
     #[inline(always)]
     pub fn is_none(&self) -> bool {
@@ -48,41 +55,41 @@ impl FifoStamps {
         self.inserted[i] as u32
     }
 
-    /// True if size `i` holds the key of `e`.
+    /// True if size `i` holds the key whose stamps are `st`.
     #[inline(always)]
-    fn holds(&self, e: &Entry, i: usize) -> bool {
-        self.ins(i).wrapping_sub(e.fifo[i]) < self.caps[i]
+    fn holds(&self, st: &[u32], i: usize) -> bool {
+        self.ins(i).wrapping_sub(st[i]) < self.caps[i]
     }
 
-    /// True if any FIFO size holds the key of `e`.
+    /// True if any FIFO size holds the key whose stamps are `st`.
     #[inline(always)]
-    pub fn holds_any(&self, e: &Entry) -> bool {
-        (0..self.n).any(|i| self.holds(e, i))
+    pub fn holds_any(&self, st: &[u32]) -> bool {
+        (0..self.n).any(|i| self.holds(st, i))
     }
 
-    /// Stamp a new entry as held by no size.
+    /// Stamp a new key as held by no size.
     #[inline(always)]
-    pub fn fresh(&self, e: &mut Entry) {
-        for i in 0..self.n {
-            e.fifo[i] = self.ins(i).wrapping_sub(self.caps[i]);
+    pub fn fresh(&self, st: &mut [u32]) {
+        for (i, s) in st.iter_mut().enumerate().take(self.n) {
+            *s = self.ins(i).wrapping_sub(self.caps[i]);
         }
     }
 
-    /// Renew the stamps of the sizes that no longer hold `e`'s key to "just expired", so that
+    /// Renew the stamps of the sizes that no longer hold the key to "just expired", so that
     /// the wrapping counters stay exact for another 2^31 insertions.
-    pub fn renew(&self, e: &mut Entry) {
+    pub fn renew(&self, st: &mut [u32]) {
         for i in 0..self.n {
-            if !self.holds(e, i) {
-                e.fifo[i] = self.ins(i).wrapping_sub(self.caps[i]);
+            if !self.holds(st, i) {
+                st[i] = self.ins(i).wrapping_sub(self.caps[i]);
             }
         }
     }
 
-    /// Simulate an access to the key of `e` at every size.
+    /// Simulate an access at every size to the key whose stamps are `st`.
     #[inline(always)]
-    pub fn access(&mut self, e: &mut Entry, write: bool) {
+    pub fn access(&mut self, st: &mut [u32], write: bool) {
         for i in 0..self.n {
-            if self.holds(e, i) {
+            if self.holds(st, i) {
                 if write {
                     self.counts[i].write_hits += 1;
                 } else {
@@ -99,7 +106,7 @@ impl FifoStamps {
                 self.counts[i].evictions += 1;
             }
             self.inserted[i] += 1;
-            e.fifo[i] = self.ins(i);
+            st[i] = self.ins(i);
         }
     }
 
@@ -120,13 +127,10 @@ mod tests {
         let cap = 3usize;
         let mut f = FifoStamps::new(&[cap]);
         f.inserted[0] = u64::from(u32::MAX) - 5;
-        let mut es: Vec<Entry> = (0..8u64)
-            .map(|k| {
-                let mut e = Entry::new_for_test(k);
-                f.fresh(&mut e);
-                e
-            })
-            .collect();
+        let mut es = vec![[0u32; 1]; 8];
+        for st in &mut es {
+            f.fresh(st);
+        }
         // The counter says the cache is full already: of keys outside `es`.
         let mut q: VecDeque<usize> = (100..100 + cap).collect();
         let (mut hits, mut evictions) = (0u64, 0u64);
@@ -147,8 +151,8 @@ mod tests {
                 q.push_back(x);
             }
             f.access(&mut es[x], false);
-            for (k, e) in es.iter().enumerate() {
-                assert_eq!(f.holds(e, 0), q.contains(&k), "key {k}");
+            for (k, st) in es.iter().enumerate() {
+                assert_eq!(f.holds(st, 0), q.contains(&k), "key {k}");
             }
         }
         assert!(f.inserted[0] > u64::from(u32::MAX), "the counter wrapped");
@@ -162,16 +166,16 @@ mod tests {
     #[test]
     fn renewed_stamps_stay_expired_past_two_to_the_32_insertions() {
         let mut f = FifoStamps::new(&[1000]);
-        let mut e = Entry::new_for_test(7);
-        f.fresh(&mut e);
-        f.access(&mut e, false);
-        assert!(f.holds(&e, 0));
+        let mut st = [0u32; 1];
+        f.fresh(&mut st);
+        f.access(&mut st, false);
+        assert!(f.holds(&st, 0));
         for _ in 0..4 {
             f.inserted[0] += 1 << 30;
-            assert!(!f.holds(&e, 0));
-            f.renew(&mut e);
+            assert!(!f.holds(&st, 0));
+            f.renew(&mut st);
         }
         f.inserted[0] += 5;
-        assert!(!f.holds(&e, 0), "a stale stamp read as resident");
+        assert!(!f.holds(&st, 0), "a stale stamp read as resident");
     }
 }

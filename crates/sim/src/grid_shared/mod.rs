@@ -5,20 +5,20 @@
 //! It is a second implementation of those four policies, kept for speed only; the policies of
 //! `ember_policy` stay the reference, and every cell's counters equal a single run's exactly
 //! (tests below and `crates/cli/tests/sim_shared_grid.rs` compare them cell by cell):
-//! - LRU at every size in one recency stack (`lru_stack.rs`, Mattson's inclusion property);
-//! - FIFO: an insertion counter per size and a stamp per size in each entry (`fifo_stamps.rs`);
+//! - LRU at every size in one log of accesses with a tail per size (`lru_log.rs`, Mattson's
+//!   inclusion property);
+//! - FIFO: an insertion counter per size and a stamp per size of each entry (`fifo_stamps.rs`);
 //! - CLOCK: a ring of entry ids per size (`rings.rs`);
 //! - S3-FIFO: small, main and ghost queues per size (`s3fifo.rs`).
 //!
-//! Each key's entry (`entries.rs`) holds every cell's state of that key; it is freed when no
-//! cell (and no S3-FIFO ghost) holds it: at once when an LRU, CLOCK or S3-FIFO cell lets go of
-//! it last, at the next sweep of the slab when a FIFO cell does. [`SharedGrid::supports`] says
+//! Each key has an entry id (`entries.rs`) whose state the policies keep in dense arrays; an
+//! entry no cell (and no S3-FIFO ghost) holds any more is freed by the next sweep of the slab. [`SharedGrid::supports`] says
 //! which grids it takes: those four policies, at most [`MAX_SIZES`] sizes each, admission on
 //! every miss, no timeline and no oracle. `ember sim` sends any other grid to the per-cell path.
 
 mod entries;
 mod fifo_stamps;
-mod lru_stack;
+mod lru_log;
 mod rings;
 mod s3fifo;
 
@@ -29,8 +29,8 @@ use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
 use ember_trace::{BlockChunk, BlockReader, TraceError, FLAG_FIRST};
 
 pub use entries::MAX_SIZES;
-use entries::{Entries, NIL, SWEEP_EVERY};
-use lru_stack::LruStack;
+use entries::{Entries, Present, SWEEP_EVERY};
+use lru_log::LruTails;
 use rings::Rings;
 use s3fifo::S3Sizes;
 
@@ -58,21 +58,32 @@ enum Slot {
     S3(usize),
 }
 
-/// How far ahead an access's entry is loaded (its index group twice as far ahead): hides
-/// the memory latency of both.
-const PREFETCH_AHEAD: usize = 8;
+/// How far ahead an access's index group is loaded when its entry is looked up.
+const PREFETCH_AHEAD: usize = 16;
+
+/// How far ahead a policy's pass over a batch loads an entry's state.
+const STATE_AHEAD: usize = 8;
+
+/// Accesses looked up before the policies run over them (see [`SharedGrid::run_batch`]): few
+/// enough that their ids stay in the closest caches between the passes.
+const BATCH: usize = 4096;
 
 /// A grid of LRU, FIFO, CLOCK and S3-FIFO cells over one shared index.
 #[derive(Debug)]
 pub struct SharedGrid {
     entries: Entries,
-    lru: Option<LruStack>,
+    lru: Option<LruTails>,
     clock: Option<Rings>,
     s3: Option<S3Sizes>,
     cells: Vec<(Kind, usize, Slot)>,
     requests: u64,
     accesses: u64,
     writes: u64,
+    /// Accesses looked up and not yet simulated: (entry, write).
+    batch: Vec<(u32, bool)>,
+    /// The entries are swept by this many accesses at the latest (FIFO's stamps: see
+    /// [`SWEEP_EVERY`]).
+    renew_by: u64,
     /// Keys the index did not hold (every first access among them), for the working set.
     fresh: Vec<u64>,
     wss: DistinctCounter,
@@ -148,46 +159,86 @@ impl SharedGrid {
             .max(max(&clock_caps))
             .max(max(&s3_caps).saturating_mul(2));
         Some(Self {
-            entries: Entries::new(expected.saturating_add(expected / 2), &fifo_caps),
-            lru: (!sorted.is_empty()).then(|| LruStack::new(sorted)),
+            entries: Entries::new(
+                expected.saturating_add(expected / 2),
+                &fifo_caps,
+                Present { clock_sizes: clock_caps.len(), s3_sizes: s3_caps.len() },
+            ),
+            lru: (!sorted.is_empty()).then(|| LruTails::new(sorted)),
             clock: (!clock_caps.is_empty()).then(|| Rings::new(&clock_caps)),
             s3: (!s3_caps.is_empty()).then(|| S3Sizes::new(&s3_caps)),
             cells: slots,
             requests: 0,
             accesses: 0,
             writes: 0,
+            batch: Vec::with_capacity(BATCH),
+            renew_by: SWEEP_EVERY,
             fresh: Vec::new(),
             wss: DistinctCounter::new(),
         })
     }
 
     /// Simulate one block access at every cell.
-    #[inline(always)]
     pub fn access(&mut self, key: u64, write: bool) {
+        self.resolve(key, write);
+        self.run_batch();
+    }
+
+    /// Find (or create) `key`'s entry and queue the access for [`SharedGrid::run_batch`].
+    #[inline(always)]
+    fn resolve(&mut self, key: u64, write: bool) {
         let (x, created) = self.entries.get_or_insert(key);
         if created {
             self.fresh.push(key);
         }
-        self.entries.pinned = x;
-        if let Some(l) = self.lru.as_mut() {
-            l.access(&mut self.entries, x, write);
-        }
-        if !self.entries.fifo.is_none() {
-            let es = &mut self.entries;
-            es.fifo.access(&mut es.slab[x as usize], write);
+        self.batch.push((x, write));
+    }
+
+    /// Simulate the queued accesses at every cell, one policy at a time: each policy's pass
+    /// loads its own state of the entries [`STATE_AHEAD`] accesses ahead (their ids are known,
+    /// so no load waits for another), and reads nothing of the other policies'. The policies
+    /// share nothing but the entry ids, so the order of the passes changes no result. Then
+    /// the entries are swept if due (never during a batch: a queued access's entry may look
+    /// held by no cell until its pass has run).
+    fn run_batch(&mut self) {
+        let batch = std::mem::take(&mut self.batch);
+        let es = &mut self.entries;
+        if self.lru.is_some() || !es.fifo.is_none() {
+            for (j, &(x, write)) in batch.iter().enumerate() {
+                if let Some(&(a, _)) = batch.get(j + STATE_AHEAD) {
+                    es.prefetch_row(a);
+                }
+                if let Some(l) = self.lru.as_mut() {
+                    l.access(es, x, write);
+                }
+                if !es.fifo.is_none() {
+                    es.fifo_access(x, write);
+                }
+            }
         }
         if let Some(c) = self.clock.as_mut() {
-            c.access(&mut self.entries, x, write);
+            for (j, &(x, write)) in batch.iter().enumerate() {
+                if let Some(&(a, _)) = batch.get(j + STATE_AHEAD) {
+                    es.prefetch_clock(a);
+                }
+                c.access(es, x, write);
+            }
         }
         if let Some(s) = self.s3.as_mut() {
-            s.access(&mut self.entries, x, write);
+            for (j, &(x, write)) in batch.iter().enumerate() {
+                if let Some(&(a, _)) = batch.get(j + STATE_AHEAD) {
+                    es.prefetch_s3(a);
+                }
+                s.access(es, x, write);
+            }
         }
-        self.entries.pinned = NIL;
-        self.entries.release_if_empty(x);
-        self.accesses += 1;
-        self.writes += write as u64;
-        if self.accesses.is_multiple_of(SWEEP_EVERY) && !self.entries.fifo.is_none() {
+        self.accesses += batch.len() as u64;
+        self.writes += batch.iter().filter(|a| a.1).count() as u64;
+        self.batch = batch;
+        self.batch.clear();
+        if self.entries.wants_sweep() || self.accesses >= self.renew_by {
             self.entries.sweep();
+            self.renew_by = self.accesses + SWEEP_EVERY;
         }
     }
 
@@ -200,16 +251,17 @@ impl SharedGrid {
     pub fn run_records(&mut self, records: &[u8]) {
         let n = records.len() / RECORD_SIZE;
         for j in 0..n {
-            if let Some(k) = record_key(records, j + 2 * PREFETCH_AHEAD) {
+            if let Some(k) = record_key(records, j + PREFETCH_AHEAD) {
                 self.entries.prefetch(k);
             }
-            if let Some(k) = record_key(records, j + PREFETCH_AHEAD) {
-                self.entries.prefetch_entry_of(k);
-            }
             if let Some(k) = record_key(records, j) {
-                self.access(k, false);
+                self.resolve(k, false);
+            }
+            if self.batch.len() == BATCH {
+                self.run_batch();
             }
         }
+        self.run_batch();
         self.requests += n as u64;
         self.count_fresh();
     }
@@ -217,15 +269,16 @@ impl SharedGrid {
     /// Simulate the accesses of `chunk`.
     pub fn run_chunk(&mut self, chunk: &BlockChunk) {
         for (j, (&k, &f)) in chunk.keys.iter().zip(&chunk.flags).enumerate() {
-            if let Some(&ahead) = chunk.keys.get(j + 2 * PREFETCH_AHEAD) {
+            if let Some(&ahead) = chunk.keys.get(j + PREFETCH_AHEAD) {
                 self.entries.prefetch(ahead);
             }
-            if let Some(&ahead) = chunk.keys.get(j + PREFETCH_AHEAD) {
-                self.entries.prefetch_entry_of(ahead);
+            self.resolve(k, f & 1 != 0);
+            if self.batch.len() == BATCH {
+                self.run_batch();
             }
-            self.access(k, f & 1 != 0);
             self.requests += u64::from(f & FLAG_FIRST != 0);
         }
+        self.run_batch();
         self.count_fresh();
     }
 

@@ -1,12 +1,13 @@
-//! CLOCK at every size: a ring of entry ids per size, and in each entry a bit per size saying
-//! that size's cache holds the key and a reference bit per size.
+//! CLOCK at every size: a ring of entry ids per size, and per size two bits per entry (the
+//! entries' `clock` bitmaps: the size's cache holds the key; its reference bit).
 //!
 //! A ring is the policy's queue read as a circle from its hand: CLOCK first passes every
 //! referenced entry (clearing its bit, which is [`ember_policy::Clock`]'s "move to the
-//! head"), then replaces the first unreferenced one. Evicting touches the victim's entry to
-//! clear its bit, and frees the entry if no other cell holds the key. Misses and evictions
-//! equal [`ember_policy::Clock`]'s (one reference bit, new blocks unreferenced) at each
-//! capacity. (FIFO needs no ring: `fifo_stamps.rs`.)
+//! head"), then replaces the first unreferenced one, clearing its bit (a sweep of the entries
+//! frees it if no other cell holds the key). Each size's bits are a bitmap of their own, a
+//! quarter of a byte per entry, so the hand's walk reads a megabyte or so that stays close to
+//! the core. Misses and evictions equal [`ember_policy::Clock`]'s (one reference bit, new
+//! blocks unreferenced) at each capacity. (FIFO needs no ring: `fifo_stamps.rs`.)
 
 use super::entries::Entries;
 use super::CellCounts;
@@ -25,9 +26,10 @@ struct Ring {
 }
 
 impl Ring {
-    /// Advance the hand, and start loading the entry `AHEAD` places past it.
+    /// Advance the hand, and start loading the bits (in `bits`, this size's bitmap) of the
+    /// entry `AHEAD` places past it.
     #[inline(always)]
-    fn step(&mut self, es: &Entries) {
+    fn step(&mut self, bits: &[u64]) {
         self.hand += 1;
         if self.hand == self.cap {
             self.hand = 0;
@@ -36,7 +38,9 @@ impl Ring {
         if ahead >= self.cap {
             ahead %= self.cap;
         }
-        es.prefetch_entry(self.ids[ahead]);
+        if let Some(w) = bits.get(self.ids[ahead] as usize / 32) {
+            ember_policy::prefetch::prefetch(w);
+        }
     }
 }
 
@@ -64,16 +68,15 @@ impl Rings {
     /// Simulate an access to entry `x` at every size.
     #[inline(always)]
     pub fn access(&mut self, es: &mut Entries, x: u32, write: bool) {
-        let held = es.get(x).clock;
-        for (i, r) in self.rings.iter_mut().enumerate() {
-            let bit = 1u8 << i;
-            if held & bit != 0 {
+        let (w, sh) = (x as usize / 32, 2 * (x % 32));
+        for (r, bits) in self.rings.iter_mut().zip(es.clock.iter_mut()) {
+            if bits[w] >> sh & 1 != 0 {
                 if write {
                     r.counts.write_hits += 1;
                 } else {
                     r.counts.read_hits += 1;
                 }
-                es.get_mut(x).clock_ref |= bit;
+                bits[w] |= 2 << sh;
                 continue;
             }
             if r.cap == 0 {
@@ -84,21 +87,20 @@ impl Rings {
             } else {
                 loop {
                     let v = r.ids[r.hand];
-                    let e = es.get_mut(v);
-                    if e.clock_ref & bit != 0 {
-                        e.clock_ref &= !bit;
+                    let (vw, vs) = (v as usize / 32, 2 * (v % 32));
+                    if bits[vw] >> vs & 2 != 0 {
+                        bits[vw] &= !(2 << vs);
                     } else {
-                        e.clock &= !bit;
+                        bits[vw] &= !(1 << vs);
                         r.ids[r.hand] = x;
-                        es.release_if_empty(v);
                         break;
                     }
-                    r.step(es);
+                    r.step(bits);
                 }
-                r.step(es);
+                r.step(bits);
                 r.counts.evictions += 1;
             }
-            es.get_mut(x).clock |= bit;
+            bits[w] |= 1 << sh;
         }
     }
 

@@ -1,5 +1,6 @@
-//! S3-FIFO at every size: per size a small, a main and a ghost queue of entry ids, and in each
-//! entry one byte per size (location, 2-bit access counter, stale ghost items).
+//! S3-FIFO at every size: per size a small, a main and a ghost queue of entry ids, and per
+//! entry (the entries' dense `s3` array) one byte per size (location, 2-bit access counter,
+//! stale ghost items). An entry no size holds any more is left to the entries' next sweep.
 //!
 //! The rules are [`ember_policy::S3Fifo`]'s, step for step (libCacheSim's defaults: `|S| =
 //! max(1, floor(0.1 c))`, `|M| = c - |S|`, a ghost of `floor(0.9 c)` keys, move to main at
@@ -57,6 +58,27 @@ pub(crate) struct S3Sizes {
     sizes: Vec<Size>,
 }
 
+/// Entry `x`'s byte at size `i`.
+#[inline(always)]
+fn st(es: &Entries, x: u32, i: usize) -> u8 {
+    es.s3[es.s3_at(x, i)]
+}
+
+/// Set entry `x`'s byte at size `i`.
+#[inline(always)]
+fn set(es: &mut Entries, x: u32, i: usize, b: u8) {
+    let at = es.s3_at(x, i);
+    es.s3[at] = b;
+}
+
+/// Start loading entry `x`'s bytes.
+#[inline(always)]
+fn prefetch_st(es: &Entries, x: u32) {
+    if let Some(b) = es.s3.get(es.s3_at(x, 0)) {
+        ember_policy::prefetch::prefetch(b);
+    }
+}
+
 #[inline(always)]
 fn freq(b: u8) -> u8 {
     (b & FREQ) >> FREQ_SHIFT
@@ -92,7 +114,7 @@ impl S3Sizes {
     #[inline(always)]
     pub fn access(&mut self, es: &mut Entries, x: u32, write: bool) {
         for (i, s) in self.sizes.iter_mut().enumerate() {
-            let b = es.get(x).s3[i];
+            let b = st(es, x, i);
             let loc = b & LOC;
             if loc == SMALL || loc == MAIN {
                 if write {
@@ -101,7 +123,7 @@ impl S3Sizes {
                     s.counts.read_hits += 1;
                 }
                 if freq(b) < MAX_FREQ {
-                    es.get_mut(x).s3[i] = b + (1 << FREQ_SHIFT);
+                    set(es, x, i, b + (1 << FREQ_SHIFT));
                 }
                 continue;
             }
@@ -121,14 +143,14 @@ impl Size {
         if self.c == 0 {
             return;
         }
-        let remembered = es.get(x).s3[i] & LOC == GHOST;
+        let remembered = st(es, x, i) & LOC == GHOST;
         if remembered {
             // Take x out of the ghost: its item stays behind, stale.
-            if es.get(x).s3[i] & STALE == STALE {
+            if st(es, x, i) & STALE == STALE {
                 self.compact_ghost(es, i);
             }
-            let stale = es.get(x).s3[i] & STALE;
-            es.get_mut(x).s3[i] = stale + STALE_ONE;
+            let stale = st(es, x, i) & STALE;
+            set(es, x, i, stale + STALE_ONE);
             self.ghost_live -= 1;
         }
         if self.small.len() + self.main.len() >= self.c {
@@ -138,18 +160,18 @@ impl Size {
             for q in [&self.small, &self.main, &self.ghost] {
                 for j in 0..QUEUE_AHEAD {
                     if let Some(&f) = q.get(j) {
-                        es.prefetch_entry(f);
+                        prefetch_st(es, f);
                     }
                 }
             }
         }
         let to_main = remembered || (!self.has_evicted && self.small.len() >= self.small_cap);
-        let stale = es.get(x).s3[i] & STALE;
+        let stale = st(es, x, i) & STALE;
         if to_main {
-            es.get_mut(x).s3[i] = stale | MAIN;
+            set(es, x, i, stale | MAIN);
             self.main.push_back(x);
         } else {
-            es.get_mut(x).s3[i] = stale | SMALL;
+            set(es, x, i, stale | SMALL);
             self.small.push_back(x);
         }
     }
@@ -171,9 +193,9 @@ impl Size {
     /// empty (false).
     fn evict_small(&mut self, es: &mut Entries, i: usize) -> bool {
         while let Some(t) = self.small.pop_front() {
-            let b = es.get(t).s3[i];
+            let b = st(es, t, i);
             if freq(b) >= THRESHOLD {
-                es.get_mut(t).s3[i] = (b & STALE) | MAIN;
+                set(es, t, i, (b & STALE) | MAIN);
                 self.main.push_back(t);
             } else {
                 self.ghost_push(es, i, t);
@@ -187,44 +209,40 @@ impl Size {
     /// counter 0 comes up.
     fn evict_main(&mut self, es: &mut Entries, i: usize) {
         while let Some(t) = self.main.pop_front() {
-            let b = es.get(t).s3[i];
+            let b = st(es, t, i);
             let f = freq(b);
             if f == 0 {
-                es.get_mut(t).s3[i] = b & STALE;
-                es.release_if_empty(t);
+                set(es, t, i, b & STALE);
                 return;
             }
-            es.get_mut(t).s3[i] = (b & STALE) | MAIN | ((f.min(3) - 1) << FREQ_SHIFT);
+            set(es, t, i, (b & STALE) | MAIN | ((f.min(3) - 1) << FREQ_SHIFT));
             self.main.push_back(t);
         }
     }
 
     /// `t` leaves `S` for the ghost, which forgets its oldest live key if full.
     fn ghost_push(&mut self, es: &mut Entries, i: usize, t: u32) {
-        let stale = es.get(t).s3[i] & STALE;
+        let stale = st(es, t, i) & STALE;
         if self.ghost_cap == 0 {
-            es.get_mut(t).s3[i] = stale;
-            es.release_if_empty(t);
+            set(es, t, i, stale);
             return;
         }
         if self.ghost_live >= self.ghost_cap {
             while let Some(g) = self.ghost.pop_front() {
-                let b = es.get(g).s3[i];
+                let b = st(es, g, i);
                 if b & STALE != 0 {
-                    es.get_mut(g).s3[i] = b - STALE_ONE;
-                    es.release_if_empty(g);
+                    set(es, g, i, b - STALE_ONE);
                 } else {
                     debug_assert_eq!(b & LOC, GHOST);
-                    es.get_mut(g).s3[i] = 0;
+                    set(es, g, i, 0);
                     self.ghost_live -= 1;
-                    es.release_if_empty(g);
                     break;
                 }
             }
         }
         // Popping may have dropped stale items of t itself: read its count again.
-        let stale = es.get(t).s3[i] & STALE;
-        es.get_mut(t).s3[i] = stale | GHOST;
+        let stale = st(es, t, i) & STALE;
+        set(es, t, i, stale | GHOST);
         self.ghost.push_back(t);
         self.ghost_live += 1;
         if self.ghost.len() > 2 * self.ghost_cap + 64 {
@@ -237,10 +255,9 @@ impl Size {
     fn compact_ghost(&mut self, es: &mut Entries, i: usize) {
         let mut kept = VecDeque::with_capacity(self.ghost_live);
         while let Some(g) = self.ghost.pop_front() {
-            let b = es.get(g).s3[i];
+            let b = st(es, g, i);
             if b & STALE != 0 {
-                es.get_mut(g).s3[i] = b - STALE_ONE;
-                es.release_if_empty(g);
+                set(es, g, i, b - STALE_ONE);
             } else {
                 kept.push_back(g);
             }

@@ -132,6 +132,39 @@ fn random_traces_equal_single_runs_cell_by_cell() {
     assert!(hits_seen > 100_000, "{hits_seen}");
 }
 
+/// Keys over 32 bits arriving mid-trace (and `u32::MAX` itself, the first key no exact tag
+/// fits) re-tag the index by fingerprints: every cell still equals its single run.
+#[test]
+fn wide_keys_mid_trace_equal_single_runs() {
+    let mut rng = Rng(7);
+    for round in 0..20 {
+        let blocks = 50 + rng.below(300);
+        let n = 2000;
+        let mut reqs = requests(&mut rng, n, blocks, [0, 3][round % 2]);
+        for (i, r) in reqs.iter_mut().enumerate() {
+            let block = r.offset / 4096;
+            if i > n / 2 && block % 3 == 0 {
+                r.offset += 1 << 45;
+            }
+            if block == 1 {
+                r.offset = (u64::from(u32::MAX) - u64::from(i % 2 == 0)) * 4096;
+            }
+        }
+        let s = stream(&reqs);
+        let cells: Vec<(Kind, usize)> =
+            KINDS.iter().flat_map(|&k| [7, 40, blocks as usize / 2].map(move |c| (k, c))).collect();
+        let want = reference(&s, &cells);
+        assert_eq!(shared(&s, &cells, 333, 1), want, "round {round}");
+    }
+    let mut g = SharedGrid::new(&[(Kind::Lru, 4)]).expect("supported");
+    g.access(5, false);
+    assert!(!g.entries.is_wide());
+    g.access(u64::from(u32::MAX), false);
+    assert!(g.entries.is_wide());
+    g.access(5, false);
+    assert_eq!(g.results()[0].totals.hits(), 1);
+}
+
 /// The bench's grid shape (four policies at 0.5, 1, 5 and 10 % of the blocks) on a longer
 /// skewed trace, read as oracleGeneral records in place and as chunks.
 #[test]
@@ -170,9 +203,8 @@ fn the_sixteen_cell_grid_equals_single_runs_on_records_and_chunks() {
 }
 
 /// The index frees keys no cell holds: after a long scan over many more blocks than any
-/// cell, it holds at most what the cells and S3-FIFO's ghosts hold, plus (FIFO lets go of keys
-/// without touching them) the keys FIFO let go of since the last sweep of the slab; a sweep
-/// frees those too, and the slab never outgrows twice what was held at a sweep.
+/// cell, the slab never outgrows twice what the cells and S3-FIFO's ghosts hold (entries no
+/// cell holds any more wait for the next sweep), and a sweep frees every entry no cell holds.
 #[test]
 fn entries_are_freed_when_no_cell_holds_them() {
     let cells = [(Kind::Lru, 100), (Kind::Fifo, 50), (Kind::Clock, 70), (Kind::S3Fifo, 100)];
