@@ -16,6 +16,9 @@ use super::CellCounts;
 /// referenced entries before it evicts one).
 const AHEAD: usize = 8;
 
+/// How far past the hand (in places) the ring's memory is loaded ahead.
+const RING_LINE_AHEAD: usize = 48;
+
 /// One size's ring.
 #[derive(Debug)]
 struct Ring {
@@ -40,6 +43,10 @@ impl Ring {
         }
         if let Some(w) = bits.get(self.ids[ahead] as usize / 32) {
             ember_policy::prefetch::prefetch(w);
+        }
+        // The ring's own line further on (written a whole revolution ago).
+        if let Some(id) = self.ids.get(self.hand + RING_LINE_AHEAD) {
+            ember_policy::prefetch::prefetch(id);
         }
     }
 }

@@ -32,6 +32,8 @@ const STALE: u8 = 0xf0;
 /// How many of each queue's oldest entries are loaded ahead of the next eviction (it may
 /// move or reinsert several, and skip stale ghost items).
 const QUEUE_AHEAD: usize = 3;
+/// How far from each queue's oldest item (in items) the queue's memory is loaded ahead.
+const QUEUE_LINE_AHEAD: usize = 32;
 /// Blocks leaving `S` with at least this many hits move to `M`.
 const THRESHOLD: u8 = 2;
 /// The counter's maximum: `max(THRESHOLD, 3)`.
@@ -162,6 +164,12 @@ impl Size {
                     if let Some(&f) = q.get(j) {
                         prefetch_st(es, f);
                     }
+                }
+                // And the queue's own line further on (the oldest items were written long
+                // ago: out of the caches, and a dozen queues are too many streams for the
+                // hardware's prefetcher).
+                if let Some(f) = q.get(QUEUE_LINE_AHEAD) {
+                    ember_policy::prefetch::prefetch(f);
                 }
             }
         }
