@@ -2,10 +2,10 @@
 //! dense arrays indexed by that id, so a request costs one hash probe for all cells.
 //!
 //! The state is laid out by what reads it. What every access reads and no queue walks (LRU's
-//! place in its log, FIFO's stamps) is one row per entry, a power of two of `u32`s; what a
-//! policy's queue walks read (CLOCK's two bytes, S3-FIFO's byte per size) is that policy's own
-//! dense array, a few megabytes that stay in the processor's last-level cache while the hand
-//! or the evictions step through it. (Session 14: with one 64-byte line of every cell's state
+//! place in its log, FIFO's stamps) is one row per entry, a power of two of `u32`s within one
+//! cache line; what a policy's queue walks read (CLOCK's two bits per entry, a bitmap per
+//! size; S3-FIFO's byte per size) is that policy's own dense array, a few megabytes that stay
+//! in the processor's last-level cache while the hand or the evictions step through it. (Session 14: with one 64-byte line of every cell's state
 //! per key, each step of a walk waited for memory; see docs/sim.md.)
 //!
 //! While every key is below `u32::MAX` (block numbers of volumes under 16 TiB, the
