@@ -66,7 +66,7 @@ pub(crate) struct Entries {
     freed: Vec<u64>,
     free: Vec<u32>,
     map: KeyMap,
-    /// True once a key over 32 bits was seen: the index is tagged by fingerprints.
+    /// True once a key of `u32::MAX` or more was seen: the index is tagged by fingerprints.
     wide: bool,
     present: Present,
     /// Each entry's row: `[LRU place, FIFO stamp per size..]`, `stride` `u32`s, each within
@@ -81,7 +81,7 @@ pub(crate) struct Entries {
     pub s3: Vec<u8>,
     /// FIFO at every size (its counters; the stamps are in the rows).
     pub fifo: FifoStamps,
-    /// The slab is swept before it grows past this many entries.
+    /// A sweep is due once the slab holds this many entries and none is free.
     sweep_at: usize,
     /// Ids a sweep frees (kept to reuse its memory).
     to_free: Vec<u32>,
@@ -122,7 +122,7 @@ impl Entries {
         self.map.len()
     }
 
-    /// Whether the index is tagged by fingerprints (a key over 32 bits was seen).
+    /// Whether the index is tagged by fingerprints (a key of `u32::MAX` or more was seen).
     #[cfg(test)]
     pub fn is_wide(&self) -> bool {
         self.wide
@@ -309,7 +309,7 @@ impl Entries {
         self.sweep_at = held.saturating_mul(2).max(SWEEP_MIN);
     }
 
-    /// Tag every key by its fingerprint from now on (the first key over 32 bits arrived).
+    /// Tag every key by its fingerprint from now on (the first key of `u32::MAX` or more arrived).
     #[cold]
     #[inline(never)]
     fn widen(&mut self) {
