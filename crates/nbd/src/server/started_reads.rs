@@ -40,8 +40,14 @@ pub(crate) const MAX_BYTES: usize = 256 << 10;
 /// other half keeps the device busy. Fewer returns than answering each one on a machine
 /// whose cores the client shares.
 const WAIT_DIV: usize = 2;
-/// While requests are buffered, the READs started are handed to the device every this many.
-pub(crate) const SUBMIT_EVERY: usize = 8;
+/// While requests are buffered, the READs started are handed to the device every this many
+/// (each hand-off also collects the completions that are in, so their replies leave
+/// sooner). Two rather than a larger group: a client at depth sends its next requests one
+/// after another as it turns replies around, and with 8 each READ of such a burst waited
+/// for its group to be parsed before the device saw it (`bench/serve`'s ember-direct /
+/// limit-direct at iodepth 32, interleaved runs of the two builds: 0.77, 0.87, 0.83 with 2
+/// against 0.80, 0.77, 0.79 with 8; docs/serve.md "Benchmark", session 15).
+pub(crate) const SUBMIT_EVERY: usize = 2;
 /// A connection starts READs while at most this many of its requests or reply batches are
 /// in flight elsewhere (on workers, or queued for the writer thread when the socket did not
 /// take a batch at once): the replies a client does not read stay bounded, and one READ
