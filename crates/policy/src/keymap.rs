@@ -120,12 +120,26 @@ pub fn mix32(mut x: u32) -> u32 {
     x ^ (x >> 16)
 }
 
-/// An index tag that identifies `key` itself, for a key below `u32::MAX` (`None` for a wider
-/// one): [`mix32`] of the key plus one, injective and never 0 (the empty tag), so a map whose
-/// every tag is exact finds keys with [`KeyMap::find_exact`], reading no key to confirm.
+/// `key` as a narrow key, one an exact tag can name: below `u32::MAX` (so that its `+ 1` is a
+/// non-zero `u32`); `None` for a wider one.
+#[inline(always)]
+pub fn narrow_key(key: u64) -> Option<u32> {
+    u32::try_from(key).ok().filter(|&k| k != u32::MAX)
+}
+
+/// The exact tag of a narrow key `k` ([`narrow_key`]): [`mix32`] of `k + 1`, injective and
+/// never 0 (the empty tag).
+#[inline(always)]
+pub fn narrow_tag(k: u32) -> u32 {
+    mix32(k.wrapping_add(1))
+}
+
+/// An index tag that identifies `key` itself, for a narrow key (`None` for a wider one):
+/// [`narrow_tag`] of it, so a map whose every tag is exact finds keys with
+/// [`KeyMap::find_exact`], reading no key to confirm.
 #[inline(always)]
 pub fn exact_tag(key: u64) -> Option<u32> {
-    u32::try_from(key).ok().filter(|&k| k != u32::MAX).map(|k| mix32(k + 1))
+    narrow_key(key).map(narrow_tag)
 }
 
 impl Bucket {

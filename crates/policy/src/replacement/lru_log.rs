@@ -27,9 +27,9 @@
 //! index and a bit of liveness per place: 30.4 bytes narrow, 31.7 wide, within the 32 of
 //! the linked list either way.
 //!
-//! A narrow key is also its own index tag: the tag is a bijection of the key ([`mix32`] of
-//! the key plus one, never 0, the empty tag), so a tag match in the index *is* the key and a
-//! lookup reads the index group alone ([`KeyMap::find_exact`]); a wide log tags by
+//! A narrow key is also its own index tag: the tag is a bijection of the key ([`narrow_tag`]:
+//! a mix of the key plus one, never 0, the empty tag), so a tag match in the index *is* the
+//! key and a lookup reads the index group alone ([`KeyMap::find_exact`]); a wide log tags by
 //! [`fingerprint`] and confirms a match by reading the key's place, as every other policy
 //! does. (perf, LRU at 1M blocks over 100M requests: that confirming load was 8 % of the
 //! samples, and its prefetch more.) Widening re-indexes the keys by fingerprint; the hints
@@ -48,7 +48,7 @@
 //! state outgrows the caches ([`LruLog::preferred`]); every other user of LRU has the list.
 
 use super::Replacement;
-use crate::keymap::{fingerprint, mix32, Bucket, KeyMap};
+use crate::keymap::{fingerprint, narrow_key, narrow_tag, Bucket, KeyMap};
 use crate::Access;
 
 /// How far ahead of the scan (in log places) the index group of a live key is loaded, when
@@ -115,11 +115,11 @@ impl Place for u32 {
     /// Keys below `u32::MAX` (whose `+ 1` is a non-zero `u32`).
     #[inline(always)]
     fn of(key: u64) -> Option<Self> {
-        u32::try_from(key).ok().filter(|&k| k != u32::MAX)
+        narrow_key(key)
     }
     #[inline(always)]
     fn tag(key: u64) -> u32 {
-        mix32((key as u32).wrapping_add(1))
+        narrow_tag(key as u32)
     }
     #[inline(always)]
     fn key(self) -> u64 {

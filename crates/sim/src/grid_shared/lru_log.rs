@@ -3,15 +3,15 @@
 //!
 //! The log is [`ember_policy::LruLog`]'s idea with one tail per size: entry ids in the order
 //! of their accesses, a liveness bit per place (set while the place holds its entry's latest
-//! access), and each entry's latest place in its entry's row. Size `i`'s
-//! cache is the live places from its tail `tails[i]` to the head, so an access whose latest
-//! place `p` lies at or past `tails[i]` hits size `i`; a smaller size's tail is never behind a
-//! larger one's, so the sizes that hit are the largest ones, from the first whose tail is at
-//! or before `p`. The access clears `p`'s bit and appends at the head; every size it missed
-//! that is full evicts its tail's first live place (its least recently used key) by moving
-//! its tail past it. Only the largest size's victim leaves the log (its bit cleared, its entry
-//! left to the next sweep if no other cell holds it); a smaller size's victim stays resident in the larger
-//! ones. So an access reads one entry's place and, per eviction, the liveness bitmap in
+//! access), and each entry's latest place in its entry's row. Size `i`'s cache is the live
+//! places from its tail `tails[i]` to the head, so an access whose latest place `p` lies at or
+//! past `tails[i]` hits size `i`; a smaller size's tail is never behind a larger one's, so the
+//! sizes that hit are the largest ones, from the first whose tail is at or before `p`. The
+//! access clears `p`'s bit and appends at the head; every size it missed that is full evicts
+//! its tail's first live place (its least recently used key) by moving its tail past it. Only
+//! the largest size's victim leaves the log (its bit cleared, its entry left to the next sweep
+//! if no other cell holds it); a smaller size's victim stays resident in the larger ones. So
+//! an access reads one entry's place and, per eviction, the liveness bitmap in
 //! order: no linked list, and no entry but the largest size's victim is touched. When the
 //! head reaches the end of the log, the live places slide down to its start in order (their
 //! entries re-pointed, every tail moved to its place among them). Each size's misses and
