@@ -233,11 +233,14 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         {
             let more = reader.buffer().len() >= proto::REQUEST_HEADER_LEN;
             // Hits that wait on a device, started at once and answered as they complete.
-            // A lone READ (nothing else buffered or in flight: iodepth 1) is read at once on
-            // this thread below, with no ring round trip.
+            // A lone READ (nothing else buffered or in flight, from a client that has been
+            // sending one at a time: iodepth 1) is read at once on this thread below, with no
+            // ring round trip. From a client that kept several in flight it is the first of
+            // its next burst: started, so the rest are parsed and started as they come
+            // instead of waiting in the socket while this thread waits for the device.
             if starts
                 && request.length as usize <= started_reads::MAX_ONE
-                && (more || !started.is_empty())
+                && (more || !started.is_empty() || started.deep())
             {
                 let len = request.length as usize;
                 while !started.has_room(len) {

@@ -125,6 +125,10 @@ pub(crate) struct StartedReads {
     bytes: usize,
     /// READs started since the last reap.
     unsubmitted: usize,
+    /// Most READs in flight at once since none was.
+    peak: usize,
+    /// Whether the client kept several READs in flight before the last time none was.
+    deep: bool,
 }
 
 impl StartedReads {
@@ -137,12 +141,21 @@ impl StartedReads {
             count: 0,
             bytes: 0,
             unsubmitted: 0,
+            peak: 0,
+            deep: false,
         }
     }
 
     /// Whether no READ is in flight.
     pub(crate) fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// Whether the client kept several READs in flight until the last time none was (its
+    /// queue depth, as seen here): a READ that then arrives alone is the first of the next
+    /// burst, not a client at depth 1, and is started, not read at once on this thread.
+    pub(crate) fn deep(&self) -> bool {
+        self.deep
     }
 
     /// READs started since the last [`StartedReads::reap`] (their device reads are handed
@@ -191,6 +204,7 @@ impl StartedReads {
             Ok(ReadStart::Started) => {
                 self.slots[at].read = Some((*request, received));
                 self.count += 1;
+                self.peak = self.peak.max(self.count);
                 self.unsubmitted += 1;
                 self.bytes += len.next_multiple_of(ALIGN);
                 Started::InFlight
@@ -259,6 +273,10 @@ impl StartedReads {
             }
             self.free.push(at);
         });
+        if self.count == 0 {
+            self.deep = self.peak > 1;
+            self.peak = 0;
+        }
         reaped
     }
 
