@@ -47,14 +47,9 @@ const SIZE: u64 = 1 << 20;
 const BS: usize = 4096;
 const READS: u64 = 3000;
 
+/// A READ request's header.
 fn header(cookie: u64, offset: u64, length: u32) -> [u8; 28] {
-    let mut h = [0u8; 28];
-    h[0..4].copy_from_slice(&0x2560_9513u32.to_be_bytes());
-    // flags 0, command 0 (READ)
-    h[8..16].copy_from_slice(&cookie.to_be_bytes());
-    h[16..24].copy_from_slice(&offset.to_be_bytes());
-    h[24..28].copy_from_slice(&length.to_be_bytes());
-    h
+    request_header(0, 0, cookie, offset, length)
 }
 
 /// Read one reply to a 4 KiB READ into `data`; returns its cookie. Panics on an error reply.

@@ -82,14 +82,9 @@ impl Export for Starting {
     forward_writes!();
 }
 
+/// A 4 KiB READ request's header.
 fn header(cookie: u64, offset: u64) -> [u8; 28] {
-    let mut h = [0u8; 28];
-    h[0..4].copy_from_slice(&0x2560_9513u32.to_be_bytes());
-    // flags 0, command 0 (READ)
-    h[8..16].copy_from_slice(&cookie.to_be_bytes());
-    h[16..24].copy_from_slice(&offset.to_be_bytes());
-    h[24..28].copy_from_slice(&(BS as u32).to_be_bytes());
-    h
+    request_header(0, 0, cookie, offset, BS as u32)
 }
 
 /// Read one simple reply to a 4 KiB READ; check its bytes against `content`.

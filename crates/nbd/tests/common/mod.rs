@@ -204,6 +204,18 @@ impl Export for FaultyExport {
     forward_writes!();
 }
 
+/// The 28 bytes of a request header (NBD_REQUEST_MAGIC, then the fields, big-endian).
+pub fn request_header(flags: u16, command: u16, cookie: u64, offset: u64, length: u32) -> [u8; 28] {
+    let mut h = [0u8; 28];
+    h[0..4].copy_from_slice(&0x2560_9513u32.to_be_bytes());
+    h[4..6].copy_from_slice(&flags.to_be_bytes());
+    h[6..8].copy_from_slice(&command.to_be_bytes());
+    h[8..16].copy_from_slice(&cookie.to_be_bytes());
+    h[16..24].copy_from_slice(&offset.to_be_bytes());
+    h[24..28].copy_from_slice(&length.to_be_bytes());
+    h
+}
+
 /// A hand-driven NBD client over a raw TCP socket.
 pub struct Raw {
     pub s: TcpStream,
@@ -310,12 +322,7 @@ impl Raw {
         payload: &[u8],
     ) {
         let mut out = Vec::with_capacity(28 + payload.len());
-        out.extend_from_slice(&0x2560_9513u32.to_be_bytes());
-        out.extend_from_slice(&flags.to_be_bytes());
-        out.extend_from_slice(&command.to_be_bytes());
-        out.extend_from_slice(&cookie.to_be_bytes());
-        out.extend_from_slice(&offset.to_be_bytes());
-        out.extend_from_slice(&length.to_be_bytes());
+        out.extend_from_slice(&request_header(flags, command, cookie, offset, length));
         out.extend_from_slice(payload);
         self.send(&out);
     }
