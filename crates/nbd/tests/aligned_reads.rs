@@ -9,7 +9,7 @@ mod common;
 
 use common::*;
 use ember_nbd::server::ServerConfig;
-use ember_nbd::{Export, ExportError, ExportFlags, ExportMap, MemExport};
+use ember_nbd::{Export, ExportError, ExportMap, MemExport};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -34,12 +34,7 @@ impl Recording {
 }
 
 impl Export for Recording {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn flags(&self) -> ExportFlags {
-        self.inner.flags()
-    }
+    forward_geometry!();
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError> {
         self.note(buf);
         self.inner.read(offset, buf)

@@ -380,12 +380,7 @@ struct ThreadRecorder {
 }
 
 impl ember_nbd::Export for ThreadRecorder {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn flags(&self) -> ExportFlags {
-        ember_nbd::Export::flags(&self.inner)
-    }
+    forward_geometry!();
     fn read_is_fast(&self, _offset: u64, _len: u64) -> bool {
         self.fast
     }

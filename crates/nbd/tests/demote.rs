@@ -10,8 +10,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{
-    ClientBuilder, ClientError, Command, Errno, Export, ExportError, ExportFlags, ExportMap,
-    MemExport,
+    ClientBuilder, ClientError, Command, Errno, Export, ExportError, ExportMap, MemExport,
 };
 
 /// An export that takes DEMOTEs and records them.
@@ -21,12 +20,7 @@ struct Array {
 }
 
 impl Export for Array {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn flags(&self) -> ExportFlags {
-        Export::flags(&self.inner)
-    }
+    forward_geometry!();
     fn accepts_demote(&self) -> bool {
         true
     }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ember_nbd::server::ServerConfig;
-use ember_nbd::{Export, ExportError, ExportFlags, ExportMap, MemExport, ReadStart};
+use ember_nbd::{Export, ExportError, ExportMap, MemExport, ReadStart};
 
 const SIZE: u64 = 1 << 20;
 const BS: usize = 4096;
@@ -33,12 +33,7 @@ struct Starting {
 }
 
 impl Export for Starting {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn flags(&self) -> ExportFlags {
-        self.inner.flags()
-    }
+    forward_geometry!();
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError> {
         self.inner.read(offset, buf)
     }

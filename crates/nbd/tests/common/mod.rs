@@ -10,8 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{
-    Client, ClientBuilder, Export, ExportError, ExportFlags, ExportMap, MemExport, RunningServer,
-    Server, ServerStats,
+    Client, ClientBuilder, Export, ExportError, ExportMap, MemExport, RunningServer, Server,
+    ServerStats,
 };
 
 /// A running server; shut down (and checked to stop cleanly) on drop.
@@ -104,6 +104,20 @@ pub fn assert_works(client: &Client, seed: u64) {
     assert_eq!(back, data, "well-behaved client reads back what it wrote");
 }
 
+/// The geometry of an `Export` (size, flags), forwarded to `self.inner`.
+macro_rules! forward_geometry {
+    () => {
+        fn size(&self) -> u64 {
+            ember_nbd::Export::size(&self.inner)
+        }
+        fn flags(&self) -> ember_nbd::ExportFlags {
+            ember_nbd::Export::flags(&self.inner)
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use forward_geometry;
+
 /// The write-side methods of an `Export` (write, flush, trim, write_zeroes), forwarded to
 /// `self.inner`: test exports differ only in how they read.
 macro_rules! forward_writes {
@@ -162,12 +176,7 @@ impl GateExport {
 }
 
 impl Export for GateExport {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn flags(&self) -> ExportFlags {
-        self.inner.flags()
-    }
+    forward_geometry!();
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError> {
         {
             let mut g = self.gate.lock().unwrap();
@@ -189,12 +198,7 @@ pub struct FaultyExport {
 }
 
 impl Export for FaultyExport {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn flags(&self) -> ExportFlags {
-        self.inner.flags()
-    }
+    forward_geometry!();
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError> {
         if offset <= self.bad && self.bad < offset + buf.len() as u64 {
             return Err(ExportError::Io(std::io::Error::from_raw_os_error(5)));
