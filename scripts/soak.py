@@ -117,7 +117,8 @@ def main() -> int:
     p.add_argument("--cache-size", default="32M")
     p.add_argument("--abrupt-rate", type=float, default=0.005)
     p.add_argument("--seed", type=int, default=int(time.time()) % 100000)
-    p.add_argument("--workdir", help="keep files here (default: a temporary directory)")
+    p.add_argument("--workdir", help="keep all files here (default: a temporary directory, "
+                   "removed after a pass; after a failure only its logs are kept)")
     p.add_argument("--warmup", type=float, default=10.0,
                    help="seconds after each start before RSS/fd samples count")
     p.add_argument("--rss-slack", type=int, default=8 << 20,
@@ -386,6 +387,17 @@ def main() -> int:
         print("  ! " + f)
     if problems:
         print("soak: FAIL: " + "; ".join(problems))
+        if not a.workdir:
+            # A temporary work directory keeps what a post-mortem reads (the servers' and
+            # nbdkit's logs) and loses the images, a few hundred MiB a run.
+            for name in os.listdir(work):
+                if not name.endswith(".log"):
+                    path = os.path.join(work, name)
+                    if os.path.isdir(path):
+                        shutil.rmtree(path)
+                    else:
+                        os.remove(path)
+            print(f"soak: logs kept in {work}")
         return 1
     if not a.workdir:
         shutil.rmtree(work, ignore_errors=True)

@@ -91,6 +91,7 @@ fn the_soak_catches_unsafe_write_back_losing_flushed_writes() {
     assert!(lost > 0, "unsafe write-back lost nothing the checker saw:\n{text}");
     assert!(text.contains("-> LOST"), "{text}");
     assert!(text.contains("soak: FAIL"), "{text}");
+    assert_failed_soak_left_only_logs(&text);
 }
 
 /// The growth check is wired to the exit code: with a bound of one fd *below* the first sample
@@ -115,6 +116,28 @@ fn a_growth_bound_the_server_exceeds_fails_the_soak() {
     assert_eq!(j["lost_or_wrong_bytes"].as_u64(), Some(0), "{text}");
     let problems = j["problems"].to_string();
     assert!(problems.contains("grew past the bound"), "{problems}\n{text}");
+    assert_failed_soak_left_only_logs(&text);
+}
+
+/// A failed soak in a temporary work directory (no `--workdir`) keeps its logs for the
+/// post-mortem and deletes its images, a few hundred MiB a run. Before this check every CI
+/// run left two such directories (the two negative controls) in /tmp: 46 of them, 9.5 GiB,
+/// had piled up by session 18.
+fn assert_failed_soak_left_only_logs(text: &str) {
+    let work = text
+        .lines()
+        .find_map(|l| l.split_once(", workdir ").map(|(_, w)| w.trim().to_string()))
+        .unwrap_or_else(|| panic!("no workdir in the soak's first line:\n{text}"));
+    let names: Vec<String> = std::fs::read_dir(&work)
+        .unwrap_or_else(|e| panic!("{work}: {e}"))
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{work}: {e}"));
+    assert!(names.iter().any(|n| n.ends_with(".log")), "no logs kept in {work}: {names:?}");
+    let big: Vec<_> = names.iter().filter(|n| !n.ends_with(".log")).collect();
+    assert!(big.is_empty(), "a failed soak left {big:?} in {work}");
+    assert!(text.contains(&format!("soak: logs kept in {work}")), "{text}");
+    std::fs::remove_dir_all(&work).unwrap_or_else(|e| panic!("{work}: {e}"));
 }
 
 /// The soak client's own crash handling (`scripts/soaklib/selftest.py`, against nbdkit's file
