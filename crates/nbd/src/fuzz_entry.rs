@@ -89,7 +89,28 @@ impl Drop for SocketDir {
     }
 }
 
+/// Remove the socket directories of fuzzing processes that have exited. The fixtures live in
+/// `static`s, which are never dropped, so their directories outlive their process; a later
+/// process cleans up after it (Linux: a process is alive while `/proc/PID` exists).
+fn sweep_exited() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("ember-fuzz-")) else {
+            continue;
+        };
+        // "TAG-PID-N"
+        let Some(pid) = rest.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 fn socket_dir(tag: &str) -> SocketDir {
+    sweep_exited();
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!("ember-fuzz-{tag}-{}-{n}", std::process::id()));
@@ -335,4 +356,25 @@ pub fn client_session(input: &[u8]) -> ClientOutcome {
     }
     let _ = server.join();
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fixture held in a `static` is never dropped, so its socket directory outlived every
+    /// fuzzing and corpus-replay process: 30 of them had piled up in /tmp by session 18. The
+    /// next process removes the directories of processes that have exited.
+    #[test]
+    fn a_socket_directory_of_an_exited_process_is_removed() {
+        let mut child = std::process::Command::new("true").spawn().expect("run true");
+        let dead = child.id();
+        child.wait().expect("wait for true");
+        let stale = std::env::temp_dir().join(format!("ember-fuzz-client-{dead}-0"));
+        std::fs::create_dir_all(&stale).expect("make a stale directory");
+        std::fs::write(stale.join("hostile.sock"), b"").expect("a file inside it");
+        let mine = socket_dir("sweep-test");
+        assert!(mine.path.is_dir());
+        assert!(!stale.exists(), "{} is still there", stale.display());
+    }
 }
