@@ -363,7 +363,7 @@ mod tests {
     use super::*;
 
     /// A fixture held in a `static` is never dropped, so its socket directory outlived every
-    /// fuzzing and corpus-replay process: 30 of them had piled up in /tmp by session 18. The
+    /// fuzzing and corpus-replay process: 63 of them had piled up in /tmp by session 18. The
     /// next process removes the directories of processes that have exited.
     #[test]
     fn a_socket_directory_of_an_exited_process_is_removed() {
