@@ -20,7 +20,9 @@ pub mod server;
 pub mod stats;
 pub mod stream;
 
-pub use client::{Client, ClientBuilder, ClientError, ExportInfo, InFlight, NbdUri};
+pub use client::{
+    Client, ClientBuilder, ClientError, ExportInfo, InFlight, NbdUri, DEFAULT_HANDSHAKE_TIMEOUT,
+};
 pub use errno::Errno;
 pub use export::{Export, ExportError, ExportFlags, ExportSet, FastRead, ReadStart};
 pub use export_map::ExportMap;

@@ -5,7 +5,7 @@ use crate::demote_queue::{DemoteQueue, DemoteReplies};
 use ember_engine::device::identity::{digest, digest_bytes};
 use ember_engine::device::{check_range, write_zeroes_by_writes, Identity};
 use ember_engine::Device;
-use ember_nbd::{Client, ClientBuilder, ClientError, NbdUri};
+use ember_nbd::{Client, ClientBuilder, ClientError, NbdUri, DEFAULT_HANDSHAKE_TIMEOUT};
 use parking_lot::RwLock;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,6 +14,11 @@ use std::time::{Duration, Instant};
 
 /// Largest TRIM / WRITE_ZEROES length sent in one request (NBD lengths are 32-bit).
 const MAX_DISCARD: u64 = 1 << 30;
+
+/// The longest one reconnection attempt's connect, or one read or write of its handshake,
+/// may wait: a healthy server answers a handshake in milliseconds, and a peer that does not
+/// must leave time in the window for the next attempt.
+const RECONNECT_ATTEMPT: Duration = Duration::from_secs(5);
 
 /// An export of an NBD server, reached with ember's pipelining client. The client is shared
 /// by every thread: requests from many threads are in flight at once on one connection.
@@ -61,7 +66,7 @@ impl NbdDevice {
     /// if the export grants it, send DEMOTEs with at most N awaiting replies
     /// ([`NbdDevice::demotes`] tells whether it was granted).
     pub fn connect_demoting(uri: &str, demote_queue: Option<usize>) -> io::Result<Self> {
-        let client = Self::open(uri, demote_queue)?;
+        let client = Self::open(uri, demote_queue, DEFAULT_HANDSHAKE_TIMEOUT)?;
         let demotes = match demote_queue {
             Some(n) if client.info().demote => Some(DemoteQueue::new(n)?),
             _ => None,
@@ -77,12 +82,14 @@ impl NbdDevice {
         })
     }
 
-    fn open(uri: &str, demote_queue: Option<usize>) -> io::Result<Client> {
+    /// A connection to `uri`; connecting and the handshake may take at most `timeout`.
+    fn open(uri: &str, demote_queue: Option<usize>, timeout: Duration) -> io::Result<Client> {
         let parsed =
             NbdUri::parse(uri).map_err(|e| to_io(uri, "connect", ClientError::Invalid(e)))?;
         let client = ClientBuilder::new()
             .export(&parsed.export)
             .demote(demote_queue.is_some())
+            .handshake_timeout(Some(timeout))
             .connect(&parsed.endpoint)
             .map_err(|e| to_io(uri, "connect", e))?;
         if client.info().read_only() {
@@ -125,15 +132,22 @@ impl NbdDevice {
 
     /// A working connection other than `old`: the one another thread made, or a new one
     /// (tried every 50 ms until `deadline`; then `old` comes back and the caller's next
-    /// attempt fails).
+    /// attempt fails). An attempt's connect, and each read or write of its handshake, waits
+    /// at most [`RECONNECT_ATTEMPT`] or the time left in the window, whichever is less:
+    /// every other request waits on the lock held here, so a peer that accepts and never
+    /// answers must not hold it for good.
     fn reconnected(&self, old: &Arc<Client>, deadline: Instant) -> Arc<Client> {
         let mut slot = self.client.write();
         if !Arc::ptr_eq(&slot, old) {
             return slot.clone();
         }
         let size = old.size();
-        while Instant::now() < deadline {
-            match Self::open(&self.uri, self.demote_queue) {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match Self::open(&self.uri, self.demote_queue, left.min(RECONNECT_ATTEMPT)) {
                 Ok(c) if c.size() == size => {
                     *slot = Arc::new(c);
                     self.reconnections.fetch_add(1, Ordering::Relaxed);
@@ -280,6 +294,88 @@ mod tests {
         let bad = NbdDevice::connect(&format!("nbd+unix:///nope?socket={}", sock.display()));
         assert!(bad.is_err());
         drop(d);
+        server.shutdown().unwrap();
+    }
+
+    #[test]
+    fn a_reconnection_to_a_peer_that_never_answers_ends_with_its_window() {
+        // Seen in CI: the array tier restarted, and the client tier's reconnection reached a
+        // socket that never sent the NBD greeting; it waited for it with the connection's
+        // lock held, so every request through the device hung for good.
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("up.sock");
+        let mem = Arc::new(MemExport::new(1 << 20));
+        let server = Server::builder(Arc::new(ExportMap::new().with("disk", "test", mem)))
+            .listen_unix(&sock)
+            .unwrap()
+            .build()
+            .unwrap()
+            .spawn()
+            .unwrap();
+        let uri = format!("nbd+unix:///disk?socket={}", sock.display());
+        let d = NbdDevice::connect(&uri).unwrap().reconnect_within(Duration::from_secs(1));
+        d.write_at(0, &[9u8; 4096]).unwrap();
+        server.shutdown().unwrap();
+        // Something else now listens there, takes connections and never speaks.
+        let _ = std::fs::remove_file(&sock);
+        let mute = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let d = Arc::new(d);
+        let reader = d.clone();
+        let t0 = Instant::now();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            let _ = tx.send(reader.read_at(0, &mut buf).map(|_| buf[0]));
+        });
+        let got = rx.recv_timeout(Duration::from_secs(20));
+        let took = t0.elapsed();
+        let Ok(result) = got else { panic!("the read still waits after {took:?}") };
+        assert!(result.is_err(), "no server, so no data: {result:?}");
+        assert!(took < Duration::from_secs(5), "the 1 s window took {took:?}");
+        assert_eq!(d.reconnections(), 0);
+        drop(mute);
+    }
+
+    #[test]
+    fn a_reconnection_gives_up_on_a_mute_peer_and_reaches_the_server_behind_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("up.sock");
+        let mem = Arc::new(MemExport::new(1 << 20));
+        let serve = |mem: Arc<MemExport>| {
+            Server::builder(Arc::new(ExportMap::new().with("disk", "test", mem)))
+                .listen_unix(&sock)
+                .unwrap()
+                .build()
+                .unwrap()
+                .spawn()
+                .unwrap()
+        };
+        let server = serve(mem.clone());
+        let uri = format!("nbd+unix:///disk?socket={}", sock.display());
+        let d = NbdDevice::connect(&uri).unwrap().reconnect_within(Duration::from_secs(20));
+        d.write_at(0, &[9u8; 4096]).unwrap();
+        server.shutdown().unwrap();
+        let _ = std::fs::remove_file(&sock);
+        let mute = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let d = Arc::new(d);
+        let reader = d.clone();
+        let t0 = Instant::now();
+        let read = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            reader.read_at(0, &mut buf).map(|_| buf)
+        });
+        // The first attempt reaches the mute peer and waits for its greeting; meanwhile the
+        // server comes back under the same name (the mute socket lives on, renamed).
+        std::thread::sleep(Duration::from_millis(500));
+        std::fs::rename(&sock, dir.path().join("mute.sock")).unwrap();
+        let server = serve(mem);
+        let got = read.join().unwrap();
+        let took = t0.elapsed();
+        assert_eq!(got.unwrap(), [9u8; 4096]);
+        assert!(took >= RECONNECT_ATTEMPT - Duration::from_millis(600), "{took:?}");
+        assert!(took < RECONNECT_ATTEMPT + Duration::from_secs(5), "{took:?}");
+        assert_eq!(d.reconnections(), 1);
+        drop(mute);
         server.shutdown().unwrap();
     }
 }

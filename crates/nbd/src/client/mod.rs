@@ -19,6 +19,7 @@
 //! # Ok::<(), ember_nbd::ClientError>(())
 //! ```
 
+mod connect;
 mod coverage;
 mod handshake;
 mod uri;
@@ -33,9 +34,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crossbeam::channel::{Receiver, Sender};
 
+use self::connect::{connect_tcp_within, refuse_self_connection};
 use self::coverage::Coverage;
 use crate::errno::Errno;
 use crate::proto;
@@ -219,17 +222,27 @@ impl Shared {
     }
 }
 
+/// How long connecting and the handshake may take by default before the connection is
+/// given up ([`ClientBuilder::handshake_timeout`]).
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Options of a connection.
 #[derive(Clone, Debug)]
 pub struct ClientBuilder {
     export: String,
     structured: bool,
     demote: bool,
+    handshake_timeout: Option<Duration>,
 }
 
 impl Default for ClientBuilder {
     fn default() -> Self {
-        ClientBuilder { export: String::new(), structured: true, demote: false }
+        ClientBuilder {
+            export: String::new(),
+            structured: true,
+            demote: false,
+            handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
+        }
     }
 }
 
@@ -259,10 +272,28 @@ impl ClientBuilder {
         self
     }
 
+    /// How long the TCP connect and each read or write of the handshake may wait (`None`:
+    /// forever; default [`DEFAULT_HANDSHAKE_TIMEOUT`]). A peer that accepts the connection
+    /// but never speaks NBD then fails the connect instead of blocking its caller for good.
+    /// Requests after the handshake have no timeout.
+    pub fn handshake_timeout(mut self, timeout: Option<Duration>) -> ClientBuilder {
+        self.handshake_timeout = timeout.map(|t| t.max(Duration::from_millis(1)));
+        self
+    }
+
     /// Connect over TCP.
     pub fn connect_tcp(&self, address: impl ToSocketAddrs) -> Result<Client, ClientError> {
-        let stream = Stream::tcp(TcpStream::connect(address)?)?;
-        Client::handshake(stream, self)
+        Client::handshake(self.open_tcp(address)?, self)
+    }
+
+    /// The TCP connection, before the handshake.
+    fn open_tcp(&self, address: impl ToSocketAddrs) -> Result<Stream, ClientError> {
+        let stream = match self.handshake_timeout {
+            None => TcpStream::connect(address)?,
+            Some(t) => connect_tcp_within(address, t)?,
+        };
+        refuse_self_connection(&stream)?;
+        Ok(Stream::tcp(stream)?)
     }
 
     /// Connect over a Unix socket.
@@ -295,11 +326,15 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// A connection to `endpoint` for a handshake of its own, with the default timeouts.
 fn open(endpoint: &Endpoint) -> Result<Stream, ClientError> {
-    Ok(match endpoint {
-        Endpoint::Tcp(address) => Stream::tcp(TcpStream::connect(address.as_str())?)?,
+    let stream = match endpoint {
+        Endpoint::Tcp(address) => ClientBuilder::new().open_tcp(address.as_str())?,
         Endpoint::Unix(path) => Stream::Unix(UnixStream::connect(path)?),
-    })
+    };
+    stream.set_read_timeout(Some(DEFAULT_HANDSHAKE_TIMEOUT))?;
+    stream.set_write_timeout(Some(DEFAULT_HANDSHAKE_TIMEOUT))?;
+    Ok(stream)
 }
 
 impl Client {
@@ -320,11 +355,33 @@ impl Client {
     }
 
     fn handshake(mut stream: Stream, options: &ClientBuilder) -> Result<Client, ClientError> {
-        let no_zeroes = handshake::greet(&mut stream)?;
-        let structured = options.structured && handshake::structured_replies(&mut stream)?;
-        let demote = options.demote && handshake::demote(&mut stream, &options.export)?;
-        let mut info = handshake::go(&mut stream, &options.export, no_zeroes, structured)?;
-        info.demote = demote;
+        stream.set_read_timeout(options.handshake_timeout)?;
+        stream.set_write_timeout(options.handshake_timeout)?;
+        let negotiated = (|| {
+            let no_zeroes = handshake::greet(&mut stream)?;
+            let structured = options.structured && handshake::structured_replies(&mut stream)?;
+            let demote = options.demote && handshake::demote(&mut stream, &options.export)?;
+            let mut info = handshake::go(&mut stream, &options.export, no_zeroes, structured)?;
+            info.demote = demote;
+            Ok(info)
+        })();
+        let info = negotiated.map_err(|e| match e {
+            ClientError::Io(io)
+                if matches!(io.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+            {
+                ClientError::Io(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the server did not answer the handshake within {:?}",
+                        options.handshake_timeout.unwrap_or_default()
+                    ),
+                ))
+            }
+            e => e,
+        })?;
+        // The transmission phase waits as long as the server takes.
+        stream.set_read_timeout(None)?;
+        stream.set_write_timeout(None)?;
         let reader_stream = stream.try_clone()?;
         let shared =
             Arc::new(Shared { pending: Mutex::new(Pending::default()), idle: Condvar::new() });

@@ -1,0 +1,97 @@
+//! Opening a TCP connection for the client: a bounded connect, and no connection to itself.
+
+use super::ClientError;
+use std::io;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+/// `TcpStream::connect`, each address tried for at most `timeout`.
+pub(crate) fn connect_tcp_within(
+    address: impl ToSocketAddrs,
+    timeout: Duration,
+) -> io::Result<TcpStream> {
+    let mut last = None;
+    for a in address.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&a, timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "the address resolved to nothing")
+    }))
+}
+
+/// Refuse a TCP connection to itself. Connecting to a local port nobody listens on can,
+/// rarely, pick that very port as the source port and complete a "simultaneous open" with
+/// itself (seen on Linux 6.18, where `connect` takes even source ports: about one attempt in
+/// 5,000 at an even port); the handshake would then wait for a greeting that never comes.
+pub(crate) fn refuse_self_connection(stream: &TcpStream) -> Result<(), ClientError> {
+    if stream.local_addr()? == stream.peer_addr()? {
+        return Err(ClientError::Io(io::Error::new(
+            io::ErrorKind::ConnectionRefused,
+            format!("nothing listens on {} (the connection reached itself)", stream.peer_addr()?),
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ClientBuilder;
+    use std::net::TcpListener;
+    use std::time::Instant;
+
+    /// A port on 127.0.0.1 that nobody listens on, of the parity Linux's `connect` takes its
+    /// source ports from (even), so a self-connection can happen.
+    fn even_free_port() -> u16 {
+        loop {
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            if port.is_multiple_of(2) {
+                return port;
+            }
+            if let Some(even) = port.checked_sub(1) {
+                if TcpListener::bind(("127.0.0.1", even)).is_ok() {
+                    return even;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn connecting_where_nobody_listens_never_reaches_itself() {
+        // Before the check, one attempt in a few thousand connected to itself and then waited
+        // out the whole handshake timeout for a greeting.
+        let port = even_free_port();
+        let builder = ClientBuilder::new().handshake_timeout(Some(Duration::from_secs(20)));
+        let t0 = Instant::now();
+        let mut reached_itself = 0;
+        for _ in 0..20_000 {
+            let t = Instant::now();
+            let e = builder.connect_tcp(("127.0.0.1", port)).expect_err("nobody listens");
+            assert!(t.elapsed() < Duration::from_secs(5), "an attempt took {:?}: {e}", t.elapsed());
+            reached_itself += usize::from(e.to_string().contains("reached itself"));
+            if t0.elapsed() > Duration::from_secs(60) {
+                break;
+            }
+        }
+        eprintln!("{reached_itself} attempts reached themselves and were refused at once");
+    }
+
+    #[test]
+    fn a_peer_that_never_greets_fails_the_connect_at_the_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mute = std::thread::spawn(move || listener.accept().map(|(s, _)| s));
+        let t0 = Instant::now();
+        let got = ClientBuilder::new()
+            .handshake_timeout(Some(Duration::from_millis(300)))
+            .connect_tcp(addr);
+        let e = got.expect_err("a mute peer is no NBD server");
+        assert!(e.to_string().contains("did not answer the handshake within 300ms"), "{e}");
+        let took = t0.elapsed();
+        assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(5), "{took:?}");
+        drop(mute.join());
+    }
+}
