@@ -79,9 +79,9 @@ fn client_tier_survives_an_array_restart_and_demotes_again() {
     assert!(array.kill().is_ok(), "the array was running");
     std::thread::sleep(Duration::from_millis(300));
     let array = start_array(&spec, &listen);
-    let out = replay.wait_with_output().unwrap();
-    assert!(out.status.success());
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (status, stdout) = wait_stdout(replay, Duration::from_secs(300), "ember replay");
+    assert!(status.success(), "{}", client.output());
+    let r: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
     let v = &r["verification"];
     assert_eq!(v["reads_failed"], 0, "{r:#}");
     assert_eq!(r["ops"][0]["errors"], 0, "the client saw an I/O error: {r:#}");

@@ -54,9 +54,9 @@ fn live(dir: &Path, traces: &[std::path::PathBuf], scheme: &str) -> (f64, f64, f
         })
         .collect();
     for r in replays {
-        let out = r.wait_with_output().unwrap();
-        assert!(out.status.success());
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (status, stdout) = wait_stdout(r, Duration::from_secs(300), "ember replay");
+        assert!(status.success());
+        let v: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
         assert_eq!(v["verification"]["reads_failed"], 0, "{v:#}");
         assert_eq!(v["ops"][0]["errors"], 0, "{v:#}");
     }

@@ -43,6 +43,20 @@ pub fn wait_child(child: &mut Child, timeout: Duration, what: &str) -> ExitStatu
     }
 }
 
+/// Wait for a spawned `child` (its stdout piped) at most `timeout`, collecting its stdout;
+/// kill it and panic past that, so a hang fails the test instead of stalling the run.
+pub fn wait_stdout(mut child: Child, timeout: Duration, what: &str) -> (ExitStatus, Vec<u8>) {
+    let stdout = child.stdout.take().map(|mut r| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            s
+        })
+    });
+    let status = wait_child(&mut child, timeout, what);
+    (status, stdout.and_then(|h| h.join().ok()).unwrap_or_default())
+}
+
 /// What a command printed.
 pub struct Output {
     pub status: ExitStatus,
