@@ -26,7 +26,7 @@ lint:
 
 ## EMBER_REQUIRE_TOOLS=1: setup installed every tool, so a test that finds one missing fails
 ## instead of skipping. scripts/hang_guard.sh stops a run that hangs after 18 minutes (it takes
-## about 8) and prints every process's stacks, so CI fails with the hang in its log.
+## about 9) and prints every process's stacks, so CI fails with the hang in its log.
 unit:
 	EMBER_REQUIRE_TOOLS=1 bash scripts/hang_guard.sh 1080 \
 	    $(CARGO) test --workspace --release --no-fail-fast

@@ -262,21 +262,27 @@ impl Device for NbdDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ember_nbd::{ExportMap, MemExport, Server};
+    use ember_nbd::{ExportMap, MemExport, RunningServer, Server};
+    use std::path::Path;
     use std::sync::Arc;
+
+    /// An NBD server of `mem` as export "disk" on the Unix socket `sock`.
+    fn serve(sock: &Path, mem: Arc<MemExport>) -> RunningServer {
+        Server::builder(Arc::new(ExportMap::new().with("disk", "test", mem)))
+            .listen_unix(sock)
+            .unwrap()
+            .build()
+            .unwrap()
+            .spawn()
+            .unwrap()
+    }
 
     #[test]
     fn round_trip_through_an_nbd_server() {
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("up.sock");
         let mem = Arc::new(MemExport::new(1 << 20));
-        let server = Server::builder(Arc::new(ExportMap::new().with("disk", "test", mem.clone())))
-            .listen_unix(&sock)
-            .unwrap()
-            .build()
-            .unwrap()
-            .spawn()
-            .unwrap();
+        let server = serve(&sock, mem.clone());
         let uri = format!("nbd+unix:///disk?socket={}", sock.display());
         let d = NbdDevice::connect(&uri).unwrap();
         assert_eq!(d.size(), 1 << 20);
@@ -305,13 +311,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("up.sock");
         let mem = Arc::new(MemExport::new(1 << 20));
-        let server = Server::builder(Arc::new(ExportMap::new().with("disk", "test", mem)))
-            .listen_unix(&sock)
-            .unwrap()
-            .build()
-            .unwrap()
-            .spawn()
-            .unwrap();
+        let server = serve(&sock, mem);
         let uri = format!("nbd+unix:///disk?socket={}", sock.display());
         let d = NbdDevice::connect(&uri).unwrap().reconnect_within(Duration::from_secs(1));
         d.write_at(0, &[9u8; 4096]).unwrap();
@@ -341,16 +341,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("up.sock");
         let mem = Arc::new(MemExport::new(1 << 20));
-        let serve = |mem: Arc<MemExport>| {
-            Server::builder(Arc::new(ExportMap::new().with("disk", "test", mem)))
-                .listen_unix(&sock)
-                .unwrap()
-                .build()
-                .unwrap()
-                .spawn()
-                .unwrap()
-        };
-        let server = serve(mem.clone());
+        let server = serve(&sock, mem.clone());
         let uri = format!("nbd+unix:///disk?socket={}", sock.display());
         let d = NbdDevice::connect(&uri).unwrap().reconnect_within(Duration::from_secs(20));
         d.write_at(0, &[9u8; 4096]).unwrap();
@@ -368,7 +359,7 @@ mod tests {
         // server comes back under the same name (the mute socket lives on, renamed).
         std::thread::sleep(Duration::from_millis(500));
         std::fs::rename(&sock, dir.path().join("mute.sock")).unwrap();
-        let server = serve(mem);
+        let server = serve(&sock, mem);
         let got = read.join().unwrap();
         let took = t0.elapsed();
         assert_eq!(got.unwrap(), [9u8; 4096]);
