@@ -31,14 +31,15 @@ unit:
 	EMBER_REQUIRE_TOOLS=1 bash scripts/hang_guard.sh 1080 \
 	    $(CARGO) test --workspace --release --no-fail-fast
 
-## ember against libCacheSim (the libcachesim Python package) on the same traces.
+## ember against libCacheSim (the libcachesim Python package) on the same traces. Guarded
+## like unit: it takes about 30 s.
 peer: build
-	$(PY) -m pytest -q tests/peer
+	bash scripts/hang_guard.sh 300 $(PY) -m pytest -q tests/peer
 
 ## The emberlab Python package (installed by setup) against the CLI, its notebook, and
-## sweeps on a real two-node Ray cluster.
+## sweeps on a real two-node Ray cluster. Guarded like unit: it takes about 40 s.
 python: build
-	$(PY) -m pytest -q crates/py/tests
+	bash scripts/hang_guard.sh 600 $(PY) -m pytest -q crates/py/tests
 
 ## Every test: formatting, lints, unit and end-to-end tests, the peer comparisons, and the
 ## Python package (with its Ray cluster).
