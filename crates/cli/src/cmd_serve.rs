@@ -408,7 +408,9 @@ fn open_backing(
     demote: &crate::demote_args::DemoteArgs,
 ) -> anyhow::Result<Arc<dyn Device>> {
     if b.spec.starts_with("nbd://") || b.spec.starts_with("nbd+unix://") {
+        let dead_after = demote.dead_after()?;
         let mut dev = NbdDevice::connect_demoting(&b.spec, demote.queue())
+            .and_then(|d| d.dead_peer_after(dead_after))
             .with_context(|| format!("backing {}: connecting to {}", b.name, b.spec))?;
         if let Some(window) = demote.reconnect()? {
             dev = dev.reconnect_within(window);

@@ -34,6 +34,16 @@ pub struct DemoteArgs {
     /// is gone.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     pub nbd_reconnect: f64,
+
+    /// An NBD backing over TCP whose server host has been silent this many seconds (at
+    /// least 3; 0: never) fails its connection, and with it the requests in flight (I/O
+    /// errors; --nbd-reconnect then starts): TCP keepalive probes, which a live host answers
+    /// however busy its server is, and TCP_USER_TIMEOUT, which also fails it if the server
+    /// takes nothing from the socket that long while there is more to send. Without it, a
+    /// host that vanishes without closing the connection leaves the requests it
+    /// acknowledged waiting for good.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub nbd_dead_after: f64,
 }
 
 impl DemoteArgs {
@@ -54,6 +64,15 @@ impl DemoteArgs {
         }
         Ok((self.nbd_reconnect > 0.0)
             .then(|| std::time::Duration::from_secs_f64(self.nbd_reconnect)))
+    }
+
+    /// The `--nbd-dead-after` time, if any.
+    pub fn dead_after(&self) -> anyhow::Result<Option<std::time::Duration>> {
+        if !(self.nbd_dead_after >= 0.0 && self.nbd_dead_after < 1e6) {
+            bail!("--nbd-dead-after {}: a number of seconds, 0 or more", self.nbd_dead_after);
+        }
+        Ok((self.nbd_dead_after > 0.0)
+            .then(|| std::time::Duration::from_secs_f64(self.nbd_dead_after.max(3.0))))
     }
 
     /// The `--demote-queue` length, if `--demote` was given.
@@ -99,6 +118,14 @@ mod tests {
         assert_eq!(c.d.reconnect().unwrap(), Some(std::time::Duration::from_millis(2500)));
         let c = Cli::try_parse_from(["serve", "--nbd-reconnect=-1"]).unwrap();
         assert!(c.d.reconnect().is_err());
+        let secs = |s: u64| Some(std::time::Duration::from_secs(s));
+        assert_eq!(c.d.dead_after().unwrap(), secs(30), "the default");
+        let c = Cli::try_parse_from(["serve", "--nbd-dead-after", "1"]).unwrap();
+        assert_eq!(c.d.dead_after().unwrap(), secs(3), "at least 3 s");
+        let c = Cli::try_parse_from(["serve", "--nbd-dead-after", "0"]).unwrap();
+        assert_eq!(c.d.dead_after().unwrap(), None);
+        let c = Cli::try_parse_from(["serve", "--nbd-dead-after=-2"]).unwrap();
+        assert!(c.d.dead_after().is_err());
         let r = array_replacement(Scheme::Demote, 8);
         assert!(r.takes_demotes() && r.capacity() == 8 && r.name() == "demote");
         assert!(!array_replacement(Scheme::NoneLru, 8).takes_demotes());

@@ -20,6 +20,10 @@ const MAX_DISCARD: u64 = 1 << 30;
 /// must leave time in the window for the next attempt.
 const RECONNECT_ATTEMPT: Duration = Duration::from_secs(5);
 
+/// How long an NBD backing's server host may stay silent before its connection fails, by
+/// default ([`NbdDevice::dead_peer_after`], `ember serve --nbd-dead-after`).
+pub const DEFAULT_DEAD_PEER: Duration = Duration::from_secs(30);
+
 /// An export of an NBD server, reached with ember's pipelining client. The client is shared
 /// by every thread: requests from many threads are in flight at once on one connection.
 pub struct NbdDevice {
@@ -34,6 +38,8 @@ pub struct NbdDevice {
     reconnect: Option<Duration>,
     /// Reconnections made.
     reconnections: AtomicU64,
+    /// How long the server's host may stay silent before a connection fails (None: never).
+    dead_peer: Option<Duration>,
 }
 
 /// Whether `e` means the connection is gone (or the server is going), so the request may
@@ -66,7 +72,8 @@ impl NbdDevice {
     /// if the export grants it, send DEMOTEs with at most N awaiting replies
     /// ([`NbdDevice::demotes`] tells whether it was granted).
     pub fn connect_demoting(uri: &str, demote_queue: Option<usize>) -> io::Result<Self> {
-        let client = Self::open(uri, demote_queue, DEFAULT_HANDSHAKE_TIMEOUT)?;
+        let dead_peer = Some(DEFAULT_DEAD_PEER);
+        let client = Self::open(uri, demote_queue, DEFAULT_HANDSHAKE_TIMEOUT, dead_peer)?;
         let demotes = match demote_queue {
             Some(n) if client.info().demote => Some(DemoteQueue::new(n)?),
             _ => None,
@@ -79,17 +86,24 @@ impl NbdDevice {
             demote_queue,
             reconnect: None,
             reconnections: AtomicU64::new(0),
+            dead_peer,
         })
     }
 
     /// A connection to `uri`; connecting and the handshake may take at most `timeout`.
-    fn open(uri: &str, demote_queue: Option<usize>, timeout: Duration) -> io::Result<Client> {
+    fn open(
+        uri: &str,
+        demote_queue: Option<usize>,
+        timeout: Duration,
+        dead_peer: Option<Duration>,
+    ) -> io::Result<Client> {
         let parsed =
             NbdUri::parse(uri).map_err(|e| to_io(uri, "connect", ClientError::Invalid(e)))?;
         let client = ClientBuilder::new()
             .export(&parsed.export)
             .demote(demote_queue.is_some())
             .handshake_timeout(Some(timeout))
+            .dead_peer_timeout(dead_peer)
             .connect(&parsed.endpoint)
             .map_err(|e| to_io(uri, "connect", e))?;
         if client.info().read_only() {
@@ -107,6 +121,19 @@ impl NbdDevice {
     pub fn reconnect_within(mut self, window: Duration) -> Self {
         self.reconnect = Some(window);
         self
+    }
+
+    /// Fail a TCP connection whose server host has been silent for about `after` (None:
+    /// never; default [`DEFAULT_DEAD_PEER`]): TCP keepalive probes, which a live host
+    /// answers however busy its server is, and `TCP_USER_TIMEOUT` (which also fails it if
+    /// the server takes nothing from the socket that long while there is more to send). A
+    /// host that vanishes without closing the connection (power loss, a partition) then
+    /// fails the requests in flight with an I/O error, and `reconnect_within` starts,
+    /// instead of their waiting for good.
+    pub fn dead_peer_after(mut self, after: Option<Duration>) -> io::Result<Self> {
+        self.client.read().set_dead_peer_timeout(after)?;
+        self.dead_peer = after;
+        Ok(self)
     }
 
     /// Reconnections made so far.
@@ -147,7 +174,8 @@ impl NbdDevice {
             if left.is_zero() {
                 break;
             }
-            match Self::open(&self.uri, self.demote_queue, left.min(RECONNECT_ATTEMPT)) {
+            let attempt = left.min(RECONNECT_ATTEMPT);
+            match Self::open(&self.uri, self.demote_queue, attempt, self.dead_peer) {
                 Ok(c) if c.size() == size => {
                     *slot = Arc::new(c);
                     self.reconnections.fetch_add(1, Ordering::Relaxed);

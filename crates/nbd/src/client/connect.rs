@@ -3,6 +3,7 @@
 use super::ClientError;
 use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::RawFd;
 use std::time::Duration;
 
 /// `TcpStream::connect`, each address tried for at most `timeout`.
@@ -34,6 +35,44 @@ pub(crate) fn refuse_self_connection(stream: &TcpStream) -> Result<(), ClientErr
         )));
     }
     Ok(())
+}
+
+/// Have the kernel close a TCP connection whose peer has gone silent for about `after`
+/// (`None`: never, the kernel's defaults): keepalive probes once it has been idle for a
+/// third of it (the peer's kernel answers them as long as the host is up, however busy its
+/// server), and `TCP_USER_TIMEOUT`, which ends the connection when sent data, or those
+/// probes, stay unacknowledged that long, or when the peer's receive window stays closed
+/// that long (its server takes nothing from the socket while there is more to send). A
+/// server host that vanishes (power loss, a partition) then fails its requests in about
+/// `after`, those it had acknowledged included, instead of never.
+pub(crate) fn detect_dead_peer(fd: RawFd, after: Option<Duration>) -> io::Result<()> {
+    let set = |level: libc::c_int, name: libc::c_int, value: libc::c_int| -> io::Result<()> {
+        // SAFETY: `fd` is an open socket and `value` a c_int that outlives the call.
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    let Some(after) = after else {
+        set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 0)?;
+        return set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 0);
+    };
+    let secs = after.as_secs().clamp(3, i32::MAX as u64 / 1000) as libc::c_int;
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, (secs / 3).max(1))?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, (secs / 6).max(1))?;
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3)?;
+    set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, secs * 1000)
 }
 
 #[cfg(test)]

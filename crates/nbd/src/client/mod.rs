@@ -29,6 +29,7 @@ pub use uri::{Endpoint, NbdUri, DEFAULT_PORT};
 use std::collections::HashMap;
 use std::io::{self, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,7 +39,7 @@ use std::time::Duration;
 
 use crossbeam::channel::{Receiver, Sender};
 
-use self::connect::{connect_tcp_within, refuse_self_connection};
+use self::connect::{connect_tcp_within, detect_dead_peer, refuse_self_connection};
 use self::coverage::Coverage;
 use crate::errno::Errno;
 use crate::proto;
@@ -233,6 +234,7 @@ pub struct ClientBuilder {
     structured: bool,
     demote: bool,
     handshake_timeout: Option<Duration>,
+    dead_peer: Option<Duration>,
 }
 
 impl Default for ClientBuilder {
@@ -242,6 +244,7 @@ impl Default for ClientBuilder {
             structured: true,
             demote: false,
             handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
+            dead_peer: None,
         }
     }
 }
@@ -281,6 +284,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Over TCP, fail the connection when the server's host has been silent for about
+    /// `after` (at least 3 s): TCP keepalive and `TCP_USER_TIMEOUT`. A host that vanishes
+    /// without closing the connection otherwise leaves requests it acknowledged waiting for
+    /// good. `None` (the default): no detection. No effect on Unix sockets.
+    pub fn dead_peer_timeout(mut self, after: Option<Duration>) -> ClientBuilder {
+        self.dead_peer = after;
+        self
+    }
+
     /// Connect over TCP.
     pub fn connect_tcp(&self, address: impl ToSocketAddrs) -> Result<Client, ClientError> {
         Client::handshake(self.open_tcp(address)?, self)
@@ -293,6 +305,9 @@ impl ClientBuilder {
             Some(t) => connect_tcp_within(address, t)?,
         };
         refuse_self_connection(&stream)?;
+        if self.dead_peer.is_some() {
+            detect_dead_peer(stream.as_raw_fd(), self.dead_peer)?;
+        }
         Ok(Stream::tcp(stream)?)
     }
 
@@ -642,6 +657,16 @@ impl Client {
         no_hole: bool,
     ) -> Result<(), ClientError> {
         self.start_write_zeroes(offset, length, fua, no_hole)?.wait().map(|_| ())
+    }
+
+    /// Change how long the server's host may stay silent before this connection fails (see
+    /// [`ClientBuilder::dead_peer_timeout`]; `None`: never). No effect on a Unix socket.
+    pub fn set_dead_peer_timeout(&self, after: Option<Duration>) -> io::Result<()> {
+        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        match &*writer {
+            Stream::Tcp(s) => detect_dead_peer(s.as_raw_fd(), after),
+            Stream::Unix(_) => Ok(()),
+        }
     }
 
     /// Requests sent whose replies have not arrived.
