@@ -1,4 +1,5 @@
-//! Opening a TCP connection for the client: a bounded connect, and no connection to itself.
+//! Opening a TCP connection for the client: a bounded connect, no connection to itself, and
+//! the kernel told to fail it when the server's host goes silent.
 
 use super::ClientError;
 use std::io;
@@ -116,6 +117,38 @@ mod tests {
             }
         }
         eprintln!("{reached_itself} attempts reached themselves and were refused at once");
+    }
+
+    fn get(fd: RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
+        let mut value: libc::c_int = -1;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `fd` is an open socket; `value` and `len` outlive the call.
+        let r = unsafe {
+            libc::getsockopt(fd, level, name, (&mut value as *mut libc::c_int).cast(), &mut len)
+        };
+        assert_eq!(r, 0, "{}", io::Error::last_os_error());
+        value
+    }
+
+    #[test]
+    fn dead_peer_detection_sets_keepalive_and_the_user_timeout_and_unsets_them() {
+        use std::os::fd::AsRawFd;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let fd = stream.as_raw_fd();
+        let tcp = |name| get(fd, libc::IPPROTO_TCP, name);
+        detect_dead_peer(fd, Some(Duration::from_secs(30))).unwrap();
+        assert_eq!(get(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE), 1);
+        assert_eq!(tcp(libc::TCP_KEEPIDLE), 10);
+        assert_eq!(tcp(libc::TCP_KEEPINTVL), 5);
+        assert_eq!(tcp(libc::TCP_KEEPCNT), 3);
+        assert_eq!(tcp(libc::TCP_USER_TIMEOUT), 30_000);
+        detect_dead_peer(fd, Some(Duration::from_millis(10))).unwrap();
+        assert_eq!(tcp(libc::TCP_USER_TIMEOUT), 3_000, "at least 3 s");
+        assert_eq!(tcp(libc::TCP_KEEPIDLE), 1);
+        detect_dead_peer(fd, None).unwrap();
+        assert_eq!(get(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE), 0);
+        assert_eq!(tcp(libc::TCP_USER_TIMEOUT), 0);
     }
 
     #[test]
