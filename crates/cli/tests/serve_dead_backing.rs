@@ -138,6 +138,7 @@ fn read_across_a_cut(
 
 #[test]
 fn a_vanished_backing_host_fails_the_read_instead_of_hanging() {
+    // SAFETY: geteuid(2) has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         skip_or_fail("needs root for a network namespace");
         return;

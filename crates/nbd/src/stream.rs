@@ -44,6 +44,12 @@ impl Stream {
         }
     }
 
+    /// Set one timeout on blocking reads and on blocking writes (`None`: wait forever).
+    pub fn set_timeouts(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
+        self.set_read_timeout(timeout)?;
+        self.set_write_timeout(timeout)
+    }
+
     /// Set a timeout on blocking writes (`None`: wait forever).
     pub fn set_write_timeout(&self, timeout: Option<std::time::Duration>) -> io::Result<()> {
         match self {

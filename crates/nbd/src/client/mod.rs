@@ -347,8 +347,7 @@ fn open(endpoint: &Endpoint) -> Result<Stream, ClientError> {
         Endpoint::Tcp(address) => ClientBuilder::new().open_tcp(address.as_str())?,
         Endpoint::Unix(path) => Stream::Unix(UnixStream::connect(path)?),
     };
-    stream.set_read_timeout(Some(DEFAULT_HANDSHAKE_TIMEOUT))?;
-    stream.set_write_timeout(Some(DEFAULT_HANDSHAKE_TIMEOUT))?;
+    stream.set_timeouts(Some(DEFAULT_HANDSHAKE_TIMEOUT))?;
     Ok(stream)
 }
 
@@ -370,8 +369,7 @@ impl Client {
     }
 
     fn handshake(mut stream: Stream, options: &ClientBuilder) -> Result<Client, ClientError> {
-        stream.set_read_timeout(options.handshake_timeout)?;
-        stream.set_write_timeout(options.handshake_timeout)?;
+        stream.set_timeouts(options.handshake_timeout)?;
         let negotiated = (|| {
             let no_zeroes = handshake::greet(&mut stream)?;
             let structured = options.structured && handshake::structured_replies(&mut stream)?;
@@ -395,8 +393,7 @@ impl Client {
             e => e,
         })?;
         // The transmission phase waits as long as the server takes.
-        stream.set_read_timeout(None)?;
-        stream.set_write_timeout(None)?;
+        stream.set_timeouts(None)?;
         let reader_stream = stream.try_clone()?;
         let shared =
             Arc::new(Shared { pending: Mutex::new(Pending::default()), idle: Condvar::new() });
