@@ -81,6 +81,22 @@ pub fn render_engine(stats: &Stats, out: &mut String) {
         family(out, name, "gauge", help);
         let _ = writeln!(out, "{name} {value}");
     }
+    let ring = [
+        (
+            "ember_cache_device_ring_reads_total",
+            "Cache-device reads done through io_uring (--direct), all volumes.",
+            ember_engine::device::reads_through_io_uring(),
+        ),
+        (
+            "ember_cache_device_ring_fixed_reads_total",
+            "Of those, reads into a buffer registered with the ring (its pages not pinned per read).",
+            ember_engine::device::fixed_reads_through_io_uring(),
+        ),
+    ];
+    for (name, help, value) in ring {
+        family(out, name, "counter", help);
+        let _ = writeln!(out, "{name} {value}");
+    }
     let fields = ember_engine::VolumeStats::default().fields();
     for (i, (field, _)) in fields.iter().enumerate() {
         let name = format!("ember_cache_{field}_total");

@@ -105,6 +105,12 @@ fn reads_at_depth_racing_writes_of_one_block_never_return_stale_or_torn_data() {
     let samples = scrape(&serve.metrics);
     assert_eq!(metric(&samples, "ember_nbd_errors_total"), 0.0);
     assert!(metric(&samples, "ember_cache_read_hits_total") >= reads as f64 / 2.0);
+    // The READs started at depth read into the connection's registered slots (fixed reads:
+    // their pages were pinned once, at registration).
+    let ring = metric(&samples, "ember_cache_device_ring_reads_total");
+    let fixed = metric(&samples, "ember_cache_device_ring_fixed_reads_total");
+    assert!(fixed >= reads as f64 / 4.0, "{fixed} fixed of {ring} ring reads, {reads} READs");
+    assert!(fixed <= ring && fixed * 2.0 >= ring, "{fixed} fixed of {ring} ring reads");
     eprintln!("{reads} reads, {hot_reads} of the hot block ({newer} saw a newer version than acknowledged at send), {last} versions written");
     serve.stop();
 }

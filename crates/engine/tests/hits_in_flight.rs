@@ -4,12 +4,15 @@
 //! across the reader's loop); a second READ of a block in flight is refused as busy, never
 //! deadlocks the thread; a failed ring read is read again plainly, a clean block from
 //! backing if the cache cannot (the cached copy dropped), a dirty block's failure becomes
-//! the READ's I/O error, and the engine serves on.
+//! the READ's I/O error, and the engine serves on. READs into a buffer registered with
+//! `Volume::register_hit_buffer` are fixed reads of the ring, byte-exact as the others.
 
 mod common;
 
 use common::*;
-use ember_engine::device::{reads_through_io_uring, AlignedBuf, FileDevice, FileOptions};
+use ember_engine::device::{
+    fixed_reads_through_io_uring, reads_through_io_uring, AlignedBuf, FileDevice, FileOptions,
+};
 use ember_engine::{Device, EngineError, HitStart, Volume, WriteMode};
 use std::collections::HashMap;
 use std::io;
@@ -62,6 +65,13 @@ impl Device for FlakyRing {
     }
     fn read_room(&self) -> usize {
         self.inner.read_room()
+    }
+    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.register_read_buffer(buf, len) }
+    }
+    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+        self.inner.unregister_read_buffer(buf)
     }
     fn reap_reads(
         &self,
@@ -143,6 +153,9 @@ fn started_hits_are_byte_exact_and_a_write_waits_for_the_read_in_flight_on_its_b
     let plan: Vec<(u64, usize)> = (0..20u64).map(|i| (2 * i + 1, 1 + (i % 2) as usize)).collect();
     let mut slots = AlignedBuf::new(plan.len() * 2 * bs);
     let base = slots.as_mut_slice().as_mut_ptr();
+    // SAFETY: `slots` lives until it is unregistered at the end of the test.
+    assert!(unsafe { v.register_hit_buffer(base, plan.len() * 2 * bs) }, "registered");
+    let fixed_before = fixed_reads_through_io_uring();
     for (tag, &(b, n)) in plan.iter().enumerate() {
         // SAFETY: each READ has its own slot, untouched until reaped below.
         let s = unsafe { v.start_hit(b * BS, base.add(tag * 2 * bs), n * bs, tag as u64) };
@@ -181,12 +194,18 @@ fn started_hits_are_byte_exact_and_a_write_waits_for_the_read_in_flight_on_its_b
     assert_eq!(after.read_requests - before.read_requests, plan.len() as u64);
     assert_eq!(after.cache_read_bytes - before.cache_read_bytes, blocks * BS);
     assert!(reads_through_io_uring() - uring_before >= plan.len() as u64);
+    // Only this test registers buffers in this process: every READ into `slots` was fixed.
+    assert!(fixed_reads_through_io_uring() - fixed_before >= plan.len() as u64);
+    let fixed_after = fixed_reads_through_io_uring();
     // After the write, a started READ of block 5 sees it.
     // SAFETY: reaped below before `other` is used.
     let s = unsafe { v.start_hit(5 * BS, other.as_mut_slice().as_mut_ptr(), bs, 0) };
     assert!(matches!(s, HitStart::Started), "{s:?}");
     assert!(matches!(reap_all(&v, 1)[&0], Ok(())));
     assert_eq!(other.as_slice(), &new[..]);
+    assert_eq!(fixed_reads_through_io_uring(), fixed_after, "`other` is not registered");
+    assert!(v.unregister_hit_buffer(base), "unregistered before it is freed");
+    assert!(!v.unregister_hit_buffer(base), "only once");
 }
 
 #[test]

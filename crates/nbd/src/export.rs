@@ -159,6 +159,30 @@ pub trait Export: Send + Sync {
         ReadStart::Declined
     }
 
+    /// Register `len` bytes at `buf`, a buffer this thread will start READs into, with the
+    /// device they are read from (ember: its O_DIRECT cache's io_uring, which then skips
+    /// pinning the buffer's pages on every read). True: registered, and it must be
+    /// unregistered with [`Export::unregister_read_buffer`] on this thread before it is freed.
+    /// The default registers nothing.
+    ///
+    /// # Safety
+    ///
+    /// On true, `buf` must stay valid for `len` bytes until
+    /// [`Export::unregister_read_buffer`] on this thread returned true for it, and must never
+    /// be freed if that never happens.
+    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
+        let _ = (buf, len);
+        false
+    }
+
+    /// Unregister a buffer [`Export::register_read_buffer`] registered on this thread. True:
+    /// no longer registered, it may be freed. False: it must never be freed (registered on
+    /// another thread, a READ into it still in flight, or refused).
+    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+        let _ = buf;
+        false
+    }
+
     /// Report the READs started on this thread that completed, `done(tag, outcome)` each;
     /// first wait until at least `wait` of them completed (as far as the export can tell: at
     /// most as many as are in flight, 0: no waiting), or, with `wake` (an open descriptor: the

@@ -177,6 +177,15 @@ impl Export for VolumeExport {
         }
     }
 
+    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
+        // SAFETY: the caller's contract is register_hit_buffer's.
+        unsafe { self.0.register_hit_buffer(buf, len) }
+    }
+
+    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+        self.0.unregister_hit_buffer(buf)
+    }
+
     fn reap_reads(
         &self,
         wait: usize,

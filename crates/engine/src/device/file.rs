@@ -250,6 +250,16 @@ impl Device for FileDevice {
         unsafe { super::uring::start(&self.file, offset, buf, len, tag, now) }
     }
 
+    /// With O_DIRECT, with this thread's io_uring (`uring.rs`, `registered.rs`).
+    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
+        // SAFETY: the caller's contract is uring::register's.
+        self.direct && unsafe { super::uring::register(buf, len) }
+    }
+
+    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+        super::uring::unregister(buf)
+    }
+
     fn read_room(&self) -> usize {
         if self.direct {
             super::uring::room()

@@ -10,6 +10,7 @@ pub mod fault;
 pub mod file;
 pub mod identity;
 pub mod mem;
+mod registered;
 pub mod sync_skip;
 mod uring;
 
@@ -17,7 +18,7 @@ pub use fault::{FaultDevice, IoKind};
 pub use file::{AlignedBuf, FileDevice, FileOptions};
 pub use identity::Identity;
 pub use mem::MemDevice;
-pub use uring::reads_through_io_uring;
+pub use uring::{fixed_reads_through_io_uring, reads_through_io_uring};
 
 use std::io;
 use std::os::fd::RawFd;
@@ -88,6 +89,29 @@ pub trait Device: Send + Sync {
     ) -> usize {
         let _ = (wait, wake, done);
         0
+    }
+
+    /// Register `len` bytes at `buf` for the reads this thread starts with
+    /// [`Device::start_read`] (an O_DIRECT file: with this thread's io_uring, which then
+    /// skips pinning the buffer's pages on every read). True: registered, and it must be
+    /// unregistered with [`Device::unregister_read_buffer`] on this thread before it is
+    /// freed. The default registers nothing.
+    ///
+    /// # Safety
+    ///
+    /// On true, `buf` must stay valid for `len` bytes until [`Device::unregister_read_buffer`]
+    /// on this thread returned true for it, and must never be freed if that never happens.
+    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
+        let _ = (buf, len);
+        false
+    }
+
+    /// Unregister a buffer [`Device::register_read_buffer`] registered on this thread. True:
+    /// no longer registered, it may be freed. False: it must not be freed (registered on
+    /// another thread, a read into it still in flight, or the kernel refused).
+    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+        let _ = buf;
+        false
     }
 
     /// Write `data` at `offset`. `offset + data.len()` must not exceed the size.

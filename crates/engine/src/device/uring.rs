@@ -18,6 +18,10 @@
 //! call until either a read completes or the client sends more requests, and starts those at
 //! once instead of after the reads it waited for. The poll stays armed across waits until it
 //! fires; one armed for another descriptor is cancelled (and its completion awaited) first.
+//!
+//! A buffer registered with this thread's ring ([`register`], `registered.rs`) is read into
+//! with `IORING_OP_READ_FIXED` by [`start`]: its pages were pinned once, at registration,
+//! instead of on every read.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -28,13 +32,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use io_uring::{opcode, types, IoUring};
 
+use super::registered::{Registered, SLOTS};
+
 /// Reads completed through io_uring by this process.
 static URING_READS: AtomicU64 = AtomicU64::new(0);
+/// Of those, reads into a registered buffer.
+static FIXED_READS: AtomicU64 = AtomicU64::new(0);
 
 /// How many reads this process has completed through io_uring (zero where io_uring is not
 /// available): for tests and reports.
 pub fn reads_through_io_uring() -> u64 {
     URING_READS.load(Ordering::Relaxed)
+}
+
+/// How many of [`reads_through_io_uring`] went into a registered buffer
+/// ([`crate::device::Device::register_read_buffer`]).
+pub fn fixed_reads_through_io_uring() -> u64 {
+    FIXED_READS.load(Ordering::Relaxed)
 }
 
 /// Entries of a thread's ring: reads in flight at most.
@@ -46,6 +60,13 @@ const LATER: u64 = 1 << 63;
 const POLL: u64 = 1 << 62;
 /// The user data of the cancellation of that poll.
 const CANCEL: u64 = POLL | 1;
+/// The user-data bit of a read started with [`start`] into a registered buffer, whose table
+/// index is in the bits at [`INDEX_SHIFT`].
+const FIXED: u64 = 1 << 61;
+/// Where a fixed read's table index sits in its user data.
+const INDEX_SHIFT: u32 = 48;
+/// Tags of [`start`] are below this (the bits above carry the flags and the index).
+const TAG_LIMIT: u64 = 1 << INDEX_SHIFT;
 
 /// A thread's ring and the reads started on it that complete later.
 struct Ring {
@@ -59,6 +80,8 @@ struct Ring {
     /// Completions of reads taken out of the completion queue while waiting for a poll's
     /// cancellation, reported by the next [`reap`].
     stash: Vec<(u64, i32)>,
+    /// The buffers registered with this ring.
+    registered: Registered,
 }
 
 thread_local! {
@@ -80,7 +103,54 @@ fn new_ring() -> Option<Ring> {
         .build(ENTRIES)
         .or_else(|_| IoUring::new(ENTRIES))
         .ok()?;
-    Some(Ring { ring, later: 0, unsubmitted: 0, polling: None, stash: Vec::new() })
+    // An empty table whose entries `register` fills one at a time (Linux 5.19); without it
+    // every read pins its buffer as before.
+    let registered = match ring.submitter().register_buffers_sparse(u32::from(SLOTS)) {
+        Ok(()) => Registered::with_table(),
+        Err(_) => Registered::none(),
+    };
+    Some(Ring { ring, later: 0, unsubmitted: 0, polling: None, stash: Vec::new(), registered })
+}
+
+/// Register `len` bytes at `buf` with this thread's ring, so that reads into them started
+/// here skip pinning their pages. False: not registered (no ring, no table, no free entry,
+/// a range overlapping one registered, or the kernel refused); reads into it work as before.
+///
+/// # Safety
+///
+/// `buf` must be valid for `len` bytes and stay allocated until [`unregister`] on this
+/// thread returned true for it; if that never happens, it must never be freed.
+pub(crate) unsafe fn register(buf: *mut u8, len: usize) -> bool {
+    RING.try_with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return false };
+        let Some(r) = slot.get_or_insert_with(new_ring).as_mut() else { return false };
+        let Ring { ring, registered, .. } = r;
+        registered.add(buf as usize, len, |index| {
+            let iov = libc::iovec { iov_base: buf.cast(), iov_len: len };
+            // SAFETY: the caller keeps `buf` allocated while it is registered.
+            unsafe { ring.submitter().register_buffers_update(u32::from(index), &[iov], None) }
+                .is_ok()
+        })
+    })
+    .unwrap_or(false)
+}
+
+/// Unregister the buffer registered at `buf` by [`register`] on this thread. True: it is no
+/// longer registered and may be freed. False: it must not be freed (not registered on this
+/// thread's ring, a read into it still in flight, or the kernel refused).
+pub(crate) fn unregister(buf: *mut u8) -> bool {
+    RING.try_with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return false };
+        let Some(Some(r)) = slot.as_mut() else { return false };
+        let Ring { ring, registered, .. } = r;
+        registered.remove(buf as usize, |index| {
+            let empty = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
+            // SAFETY: an empty entry refers to no memory.
+            unsafe { ring.submitter().register_buffers_update(u32::from(index), &[empty], None) }
+                .is_ok()
+        })
+    })
+    .unwrap_or(false)
 }
 
 /// How many more reads [`start`] can take now on this thread (0 without io_uring).
@@ -95,8 +165,9 @@ pub(crate) fn room() -> usize {
 }
 
 /// Start reading `len` bytes at `offset` of `file` into `buf`; its completion is reported
-/// by a later [`reap`] with `tag` (at most 2^63 - 1). False (nothing started) if this thread
-/// has no ring or no room: the caller reads another way. Submitted to the kernel at once
+/// by a later [`reap`] with `tag` (below 2^48). False (nothing started) if this thread
+/// has no ring or no room: the caller reads another way. A `buf` inside a buffer registered
+/// with [`register`] is read with `IORING_OP_READ_FIXED`. Submitted to the kernel at once
 /// when `now`, else at the next [`start`] with `now` or [`reap`].
 ///
 /// # Safety
@@ -114,16 +185,26 @@ pub(crate) unsafe fn start(
     RING.with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else { return false };
         let Some(r) = slot.get_or_insert_with(new_ring).as_mut() else { return false };
-        if r.later >= ENTRIES as usize || len > u32::MAX as usize {
+        if r.later >= ENTRIES as usize || len > u32::MAX as usize || tag >= TAG_LIMIT {
             return false;
         }
-        let entry = opcode::Read::new(types::Fd(file.as_raw_fd()), buf, len as u32)
-            .offset(offset)
-            .build()
-            .user_data(tag | LATER);
+        let fd = types::Fd(file.as_raw_fd());
+        let fixed = r.registered.lookup(buf as usize, len);
+        let entry = match fixed {
+            Some(index) => opcode::ReadFixed::new(fd, buf, len as u32, index)
+                .offset(offset)
+                .build()
+                .user_data(tag | LATER | FIXED | u64::from(index) << INDEX_SHIFT),
+            None => {
+                opcode::Read::new(fd, buf, len as u32).offset(offset).build().user_data(tag | LATER)
+            }
+        };
         // SAFETY: the caller keeps `buf` valid and untouched until the completion is reaped.
         if unsafe { r.ring.submission().push(&entry) }.is_err() {
             return false;
+        }
+        if let Some(index) = fixed {
+            r.registered.read_started(index);
         }
         r.later += 1;
         r.unsubmitted += 1;
@@ -226,6 +307,11 @@ pub(crate) fn reap(
             }
         }
         r.later -= got.len().min(r.later);
+        for (ud, _) in &got {
+            if ud & FIXED != 0 {
+                r.registered.read_ended(index_of(*ud));
+            }
+        }
         // No read left in flight and no socket to wait on, from a call that waited (a
         // connection draining its READs) or that found nothing in flight (one ending): the
         // caller is done with the ring for now. A poll left armed would hold its socket, and
@@ -236,12 +322,19 @@ pub(crate) fn reap(
         }
     });
     URING_READS.fetch_add(got.len() as u64, Ordering::Relaxed);
+    let fixed = got.iter().filter(|(ud, _)| ud & FIXED != 0).count();
+    FIXED_READS.fetch_add(fixed as u64, Ordering::Relaxed);
     for (ud, res) in &got {
         let outcome =
             if *res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(*res as usize) };
-        done(ud & !LATER, outcome);
+        done(ud & (TAG_LIMIT - 1), outcome);
     }
     got.len()
+}
+
+/// The table index in a fixed read's user data.
+fn index_of(ud: u64) -> u16 {
+    ((ud & !(LATER | POLL | FIXED)) >> INDEX_SHIFT) as u16
 }
 
 /// Push a one-shot poll for `fd` becoming readable; false if the ring had no room (the
@@ -595,6 +688,43 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(3));
         assert_eq!(reap_tag(4).unwrap(), 8);
         writer.join().unwrap();
+    }
+
+    #[test]
+    fn a_registered_buffer_is_read_fixed_and_not_let_go_while_read_into() {
+        if room() == 0 {
+            eprintln!("no io_uring here: nothing to test");
+            return;
+        }
+        let mut buf = Box::new([0u8; 8]);
+        let p = buf.as_mut_ptr();
+        // SAFETY: `buf` lives until after it is unregistered below.
+        assert!(unsafe { register(p, 8) });
+        // SAFETY: as above (refused, so nothing is registered twice).
+        assert!(!unsafe { register(p.wrapping_add(4), 8) }, "an overlapping range");
+        let (r, w) = pipe();
+        let fixed_before = fixed_reads_through_io_uring();
+        start_pipe_read(&r, &mut buf, 6);
+        assert!(!unregister(p), "let go while a read into it is in flight");
+        let writer = write_later(w, Duration::from_millis(20));
+        assert_eq!(reap_tag(6).unwrap(), 8, "the tag comes back without the index bits");
+        writer.join().unwrap();
+        assert_eq!(&*buf, b"pipedata");
+        // Only this test registers buffers in this binary.
+        assert_eq!(fixed_reads_through_io_uring() - fixed_before, 1, "a fixed read");
+        let addr = p as usize;
+        let elsewhere = std::thread::spawn(move || unregister(addr as *mut u8)).join().unwrap();
+        assert!(!elsewhere, "another thread's ring does not hold it");
+        assert!(unregister(p));
+        assert!(!unregister(p), "already let go");
+        // No longer registered: a plain read.
+        let (r, w) = pipe();
+        start_pipe_read(&r, &mut buf, 7);
+        let writer = write_later(w, Duration::from_millis(20));
+        assert_eq!(reap_tag(7).unwrap(), 8);
+        writer.join().unwrap();
+        assert_eq!(fixed_reads_through_io_uring() - fixed_before, 1, "not a fixed read");
+        drop(buf);
     }
 
     #[test]

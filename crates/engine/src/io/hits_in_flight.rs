@@ -86,6 +86,27 @@ impl Volume {
         self.inner.cache.read_room() > 0 || self.hits_in_flight() > 0
     }
 
+    /// Register `len` bytes at `buf`, a buffer this thread will start hits into, with the
+    /// cache device ([`crate::device::Device::register_read_buffer`]: an O_DIRECT cache's io_uring then
+    /// skips pinning its pages on every read). True: registered; it must be unregistered with
+    /// [`Volume::unregister_hit_buffer`] on this thread before it is freed.
+    ///
+    /// # Safety
+    ///
+    /// On true, `buf` must stay valid for `len` bytes until
+    /// [`Volume::unregister_hit_buffer`] on this thread returned true for it, and must never
+    /// be freed if that never happens.
+    pub unsafe fn register_hit_buffer(&self, buf: *mut u8, len: usize) -> bool {
+        // SAFETY: the caller's contract is the device's.
+        unsafe { self.inner.cache.register_read_buffer(buf, len) }
+    }
+
+    /// Unregister a buffer [`Volume::register_hit_buffer`] registered on this thread. True:
+    /// it may be freed. False: it must never be freed (see [`crate::device::Device::unregister_read_buffer`]).
+    pub fn unregister_hit_buffer(&self, buf: *mut u8) -> bool {
+        self.inner.cache.unregister_read_buffer(buf)
+    }
+
     /// READs started on this thread and not yet reaped.
     pub fn hits_in_flight(&self) -> usize {
         PENDING.with(|p| p.borrow().iter().filter(|x| x.is_some()).count())

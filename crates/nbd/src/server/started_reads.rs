@@ -12,6 +12,11 @@
 //! flight included). Replies join the connection's [`HitBatch`]; a READ that failed goes the
 //! ordinary way (admitted, then a worker), which reports its error properly.
 //!
+//! Each slot's buffer is registered with the export when it is allocated and unregistered
+//! before it is freed ([`Export::register_read_buffer`]: ember's O_DIRECT cache then reads
+//! into it without pinning its pages on every READ); one the export does not let go of is
+//! leaked, never freed.
+//!
 //! Bounded: at most [`MAX_READS`] READs and [`MAX_BYTES`] of data in flight per connection.
 
 use std::alloc::{self, Layout};
@@ -58,17 +63,20 @@ pub(crate) const QUEUED: usize = 4;
 struct Aligned {
     ptr: *mut u8,
     cap: usize,
+    /// Registered with the export ([`Export::register_read_buffer`]).
+    registered: bool,
 }
 
 impl Aligned {
-    const EMPTY: Aligned = Aligned { ptr: std::ptr::null_mut(), cap: 0 };
+    const EMPTY: Aligned = Aligned { ptr: std::ptr::null_mut(), cap: 0, registered: false };
 
-    /// Make room for `len` bytes (only while the slot is free).
-    fn reserve(&mut self, len: usize) -> bool {
+    /// Make room for `len` bytes (only while the slot is free), registering a new buffer
+    /// with `export`.
+    fn reserve(&mut self, len: usize, export: &dyn Export) -> bool {
         if self.cap >= len {
             return true;
         }
-        self.release();
+        self.release(export);
         let cap = len.next_multiple_of(ALIGN);
         let Ok(layout) = Layout::from_size_align(cap, ALIGN) else { return false };
         // SAFETY: `layout` has a non-zero size (len > 0 here).
@@ -76,7 +84,10 @@ impl Aligned {
         if ptr.is_null() {
             return false;
         }
-        *self = Aligned { ptr, cap };
+        // SAFETY: `ptr` holds `cap` bytes, freed only by `release`, which unregisters it
+        // first (and leaks it if the export does not let go of it).
+        let registered = unsafe { export.register_read_buffer(ptr, cap) };
+        *self = Aligned { ptr, cap, registered };
         true
     }
 
@@ -85,7 +96,13 @@ impl Aligned {
         *self = Aligned::EMPTY;
     }
 
-    fn release(&mut self) {
+    /// Free the buffer, unregistered from `export` first; one the export does not let go of
+    /// is leaked (its registration could still let a device write into it).
+    fn release(&mut self, export: &dyn Export) {
+        if self.registered && !export.unregister_read_buffer(self.ptr) {
+            self.leak();
+            return;
+        }
         if !self.ptr.is_null() {
             // SAFETY: allocated in `reserve` with this layout.
             unsafe { alloc::dealloc(self.ptr, Layout::from_size_align_unchecked(self.cap, ALIGN)) };
@@ -190,7 +207,7 @@ impl StartedReads {
             }
         };
         let slot = &mut self.slots[at];
-        if !slot.buf.reserve(len) {
+        if !slot.buf.reserve(len, self.export.as_ref()) {
             self.free.push(at);
             return Started::Ordinary;
         }
@@ -368,7 +385,7 @@ impl Drop for StartedReads {
         // this connection's socket it may still hold (the poll on the engine's ring).
         self.export.reap_reads(0, None, &mut |_, _| {});
         for slot in &mut self.slots {
-            slot.buf.release();
+            slot.buf.release(self.export.as_ref());
         }
     }
 }
