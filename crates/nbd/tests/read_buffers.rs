@@ -74,7 +74,7 @@ const BS: usize = 4096;
 /// keeps a table of registered buffers, as a thread's io_uring would.
 struct Registering {
     inner: MemExport,
-    pending: Mutex<Vec<u64>>,
+    pending: PendingReads,
     /// Registered buffers: (start, length, the registering thread).
     table: Mutex<Vec<(usize, usize, ThreadId)>>,
     /// Whether an unregistration succeeds (else the buffer stays registered).
@@ -92,7 +92,7 @@ impl Registering {
     fn new(let_go: bool) -> Registering {
         Registering {
             inner: MemExport::new(SIZE),
-            pending: Mutex::new(Vec::new()),
+            pending: PendingReads::default(),
             table: Mutex::new(Vec::new()),
             let_go: AtomicBool::new(let_go),
             registrations: AtomicU64::new(0),
@@ -157,13 +157,11 @@ impl Export for Registering {
             self.unregistered_starts.fetch_add(1, Ordering::SeqCst);
         }
         // SAFETY: the server hands a buffer valid for `len` bytes until the tag is reaped.
-        let buf = unsafe { std::slice::from_raw_parts_mut(buf, len) };
-        if self.inner.read(offset, buf).is_err() {
-            return ReadStart::Declined;
+        let started = unsafe { self.pending.start(&self.inner, offset, buf, len, tag) };
+        if matches!(started, ReadStart::Started) {
+            self.started.fetch_add(1, Ordering::SeqCst);
         }
-        self.pending.lock().unwrap().push(tag);
-        self.started.fetch_add(1, Ordering::SeqCst);
-        ReadStart::Started
+        started
     }
     fn reap_reads(
         &self,
@@ -171,11 +169,7 @@ impl Export for Registering {
         _wake: Option<std::os::fd::RawFd>,
         done: &mut dyn FnMut(u64, Result<(), ExportError>),
     ) -> usize {
-        let tags: Vec<u64> = std::mem::take(&mut *self.pending.lock().unwrap());
-        for &tag in &tags {
-            done(tag, Ok(()));
-        }
-        tags.len()
+        self.pending.reap(done)
     }
     forward_writes!();
 }

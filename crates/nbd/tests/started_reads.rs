@@ -12,7 +12,7 @@ mod common;
 use common::*;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{Export, ExportError, ExportMap, MemExport, ReadStart};
@@ -25,7 +25,7 @@ const BS: usize = 4096;
 struct Starting {
     inner: MemExport,
     /// Tags started and not yet reaped.
-    pending: Mutex<Vec<u64>>,
+    pending: PendingReads,
     /// READs served by `read_if_fast` (read at once on the reader).
     at_once: AtomicU64,
     /// READs started.
@@ -54,13 +54,11 @@ impl Export for Starting {
     }
     unsafe fn start_read(&self, offset: u64, buf: *mut u8, len: usize, tag: u64) -> ReadStart {
         // SAFETY: the server hands a buffer valid for `len` bytes until the tag is reaped.
-        let buf = unsafe { std::slice::from_raw_parts_mut(buf, len) };
-        if self.inner.read(offset, buf).is_err() {
-            return ReadStart::Declined;
+        let started = unsafe { self.pending.start(&self.inner, offset, buf, len, tag) };
+        if matches!(started, ReadStart::Started) {
+            self.started.fetch_add(1, Ordering::SeqCst);
         }
-        self.pending.lock().unwrap().push(tag);
-        self.started.fetch_add(1, Ordering::SeqCst);
-        ReadStart::Started
+        started
     }
     fn reap_reads(
         &self,
@@ -68,11 +66,7 @@ impl Export for Starting {
         _wake: Option<std::os::fd::RawFd>,
         done: &mut dyn FnMut(u64, Result<(), ExportError>),
     ) -> usize {
-        let tags: Vec<u64> = std::mem::take(&mut *self.pending.lock().unwrap());
-        for &tag in &tags {
-            done(tag, Ok(()));
-        }
-        tags.len()
+        self.pending.reap(done)
     }
     forward_writes!();
 }
@@ -100,7 +94,7 @@ fn reply(raw: &mut Raw, content: &[u8], offset_of: impl Fn(u64) -> u64) -> u64 {
 fn the_first_read_of_a_burst_is_started_and_a_lone_client_is_read_at_once() {
     let export = Arc::new(Starting {
         inner: MemExport::new(SIZE),
-        pending: Mutex::new(Vec::new()),
+        pending: PendingReads::default(),
         at_once: AtomicU64::new(0),
         started: AtomicU64::new(0),
     });

@@ -10,8 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{
-    Client, ClientBuilder, Export, ExportError, ExportMap, MemExport, RunningServer, Server,
-    ServerStats,
+    Client, ClientBuilder, Export, ExportError, ExportMap, MemExport, ReadStart, RunningServer,
+    Server, ServerStats,
 };
 
 /// A running server; shut down (and checked to stop cleanly) on drop.
@@ -366,5 +366,43 @@ impl Raw {
                 Err(_) => return true,
             }
         }
+    }
+}
+
+/// READs a test export "starts" (`Export::start_read`): read at once from a RAM export, their
+/// tags reported by the next `Export::reap_reads`.
+#[derive(Default)]
+pub struct PendingReads(Mutex<Vec<u64>>);
+
+impl PendingReads {
+    /// Read `len` bytes at `offset` of `inner` into `buf` and keep `tag` for the next reap.
+    ///
+    /// # Safety
+    ///
+    /// `buf` must be valid for writes of `len` bytes.
+    pub unsafe fn start(
+        &self,
+        inner: &MemExport,
+        offset: u64,
+        buf: *mut u8,
+        len: usize,
+        tag: u64,
+    ) -> ReadStart {
+        // SAFETY: the caller's contract.
+        let buf = unsafe { std::slice::from_raw_parts_mut(buf, len) };
+        if inner.read(offset, buf).is_err() {
+            return ReadStart::Declined;
+        }
+        self.0.lock().unwrap().push(tag);
+        ReadStart::Started
+    }
+
+    /// Report every READ started since the last reap; how many.
+    pub fn reap(&self, done: &mut dyn FnMut(u64, Result<(), ExportError>)) -> usize {
+        let tags: Vec<u64> = std::mem::take(&mut *self.0.lock().unwrap());
+        for &tag in &tags {
+            done(tag, Ok(()));
+        }
+        tags.len()
     }
 }
