@@ -244,6 +244,7 @@ pub(crate) fn reap(
     done: &mut dyn FnMut(u64, io::Result<usize>),
 ) -> usize {
     let mut got: Vec<(u64, i32)> = Vec::new();
+    let mut fixed = 0u64;
     RING.with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else { return };
         let Some(Some(r)) = slot.as_mut() else { return };
@@ -310,6 +311,7 @@ pub(crate) fn reap(
         for (ud, _) in &got {
             if ud & FIXED != 0 {
                 r.registered.read_ended(index_of(*ud));
+                fixed += 1;
             }
         }
         // No read left in flight and no socket to wait on, from a call that waited (a
@@ -322,8 +324,7 @@ pub(crate) fn reap(
         }
     });
     URING_READS.fetch_add(got.len() as u64, Ordering::Relaxed);
-    let fixed = got.iter().filter(|(ud, _)| ud & FIXED != 0).count();
-    FIXED_READS.fetch_add(fixed as u64, Ordering::Relaxed);
+    FIXED_READS.fetch_add(fixed, Ordering::Relaxed);
     for (ud, res) in &got {
         let outcome =
             if *res < 0 { Err(io::Error::from_raw_os_error(-res)) } else { Ok(*res as usize) };
