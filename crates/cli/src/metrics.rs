@@ -92,6 +92,12 @@ pub fn render_engine(stats: &Stats, out: &mut String) {
             "Of those, reads into a buffer registered with the ring (its pages not pinned per read).",
             ember_engine::device::fixed_reads_through_io_uring(),
         ),
+        (
+            "ember_cache_device_ring_handoffs_total",
+            "io_uring_enter calls that handed cache-device reads to the kernel (reads / handoffs: \
+             the reads each carried; more than two are plugged together).",
+            ember_engine::device::read_handoffs_through_io_uring(),
+        ),
     ];
     for (name, help, value) in ring {
         family(out, name, "counter", help);

@@ -316,6 +316,50 @@ fn check_reply(s: &mut TcpStream, asked: &[(u64, u32)], v: u64, seen: &mut [bool
     }
 }
 
+/// A burst of READs reaches the device in groups of more than two, which the kernel plugs
+/// (`SUBMIT_EVERY` in `crates/nbd/src/server/started_reads.rs`): a group rings a virtio
+/// disk's doorbell once, a VM exit, where reads handed over one or two at a time ring it
+/// each (docs/serve.md "Benchmark", session 21). Measured with this test's 50 bursts of 32:
+/// groups of 8 gave 10.7-12.3 reads a hand-off, groups of two 2.6-4.5 (seen failing).
+#[test]
+fn a_burst_of_reads_reaches_the_device_in_groups_the_kernel_plugs() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = start_direct(dir.path());
+    let c = ClientBuilder::new().export("disk").connect_tcp(serve.nbd.as_str()).unwrap();
+    for b in 0..BLOCKS {
+        c.write(b * BS as u64, &pattern(b, 4), false).unwrap();
+    }
+    let mut s = bare_connection(&serve.nbd, "disk");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let asked: Vec<(u64, u32)> = (0..32).map(|i| ((5 * i) % BLOCKS, 1)).collect();
+    let mut burst = Vec::new();
+    for (cookie, &(b, n)) in asked.iter().enumerate() {
+        burst.extend_from_slice(&read_request(cookie as u64, b * BS as u64, n * BS as u32));
+    }
+    let before = scrape(&serve.metrics);
+    for _ in 0..50 {
+        // The 32 requests in one write: the reader finds them buffered together.
+        s.write_all(&burst).unwrap();
+        let mut seen = vec![false; asked.len()];
+        for _ in 0..asked.len() {
+            check_reply(&mut s, &asked, 4, &mut seen);
+        }
+        assert!(seen.iter().all(|&x| x));
+    }
+    let after = scrape(&serve.metrics);
+    let delta = |name| metric(&after, name) - metric(&before, name);
+    let reads = delta("ember_cache_device_ring_reads_total");
+    let handoffs = delta("ember_cache_device_ring_handoffs_total");
+    assert!(reads >= 50.0 * 32.0 * 0.9, "{reads} ring reads for 1,600 READ hits");
+    assert!(
+        handoffs > 0.0 && reads / handoffs >= 6.0,
+        "{reads} ring reads in {handoffs} hand-offs: {:.2} a hand-off",
+        reads / handoffs
+    );
+    eprintln!("{reads} ring reads in {handoffs} hand-offs");
+    serve.stop();
+}
+
 #[test]
 fn a_client_that_reads_its_replies_slowly_gets_every_byte_right() {
     let dir = tempfile::tempdir().unwrap();

@@ -18,7 +18,9 @@ pub use fault::{FaultDevice, IoKind};
 pub use file::{AlignedBuf, FileDevice, FileOptions};
 pub use identity::Identity;
 pub use mem::MemDevice;
-pub use uring::{fixed_reads_through_io_uring, reads_through_io_uring};
+pub use uring::{
+    fixed_reads_through_io_uring, read_handoffs_through_io_uring, reads_through_io_uring,
+};
 
 use std::io;
 use std::os::fd::RawFd;

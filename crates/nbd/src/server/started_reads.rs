@@ -47,12 +47,17 @@ pub(crate) const MAX_BYTES: usize = 256 << 10;
 const WAIT_DIV: usize = 2;
 /// While requests are buffered, the READs started are handed to the device every this many
 /// (each hand-off also collects the completions that are in, so their replies leave
-/// sooner). Two rather than a larger group: a client at depth sends its next requests one
-/// after another as it turns replies around, and with 8 each READ of such a burst waited
-/// for its group to be parsed before the device saw it (`bench/serve`'s ember-direct /
-/// limit-direct at iodepth 32, interleaved runs of the two builds: 0.77, 0.87, 0.83 with 2
-/// against 0.80, 0.77, 0.79 with 8; docs/serve.md "Benchmark", session 15).
-pub(crate) const SUBMIT_EVERY: usize = 2;
+/// sooner). Eight: the kernel plugs a hand-off of more than two reads (io_uring's
+/// `need_plug`), so the group reaches a virtio disk with one doorbell; handed over in twos,
+/// each O_DIRECT read rang its own, a VM exit that was a fifth of the server's CPU on the
+/// session-21 machine (perf). There, with ember, fio and the limit interleaved
+/// (`bench/serve`'s ember-direct / limit-direct at iodepth 32, per-round medians): 0.45
+/// with 2, 0.51 with 3 and 4, 0.56 with 8, 0.55 with every READ held until the socket is
+/// drained. The best group depends on the machine: on the session-15 machine, whose disk
+/// took 255 us a read and whose system calls were cheaper, a READ waiting for its group of 8
+/// left the disk idle, and 2 was ahead (median of 11 runs 0.83 against 0.775 over 10 with 8;
+/// docs/serve.md "Benchmark", sessions 15 and 21).
+pub(crate) const SUBMIT_EVERY: usize = 8;
 /// A connection starts READs while at most this many of its requests or reply batches are
 /// in flight elsewhere (on workers, or queued for the writer thread when the socket did not
 /// take a batch at once): the replies a client does not read stay bounded, and one READ
