@@ -22,7 +22,7 @@
 //! for resident blocks); ghosts are kept, since an invalidation says nothing about reuse.
 
 use super::Replacement;
-use crate::keymap::KeyMap;
+use crate::keymap::{fingerprint, KeyMap};
 use crate::slab::{List, Slab, NIL};
 use crate::Access;
 
@@ -74,6 +74,28 @@ impl Arc {
     #[inline(always)]
     fn len_of(&self, l: u8) -> usize {
         self.lists[l as usize].len
+    }
+
+    /// Start loading what the next misses touch: the node that becomes T1's and T2's tail
+    /// once the tail is demoted, and B1's and B2's tail with its index group (a ghost's
+    /// deletion edits both) and the node after it. Each tail was loaded the same way when it
+    /// was the next-to-tail, so reading its links here does not wait.
+    #[inline(always)]
+    fn prefetch_victims(&self) {
+        for l in [T1, T2] {
+            let t = self.lists[l as usize].tail;
+            if t != NIL {
+                self.slab.prefetch(self.slab.node(t).prev);
+            }
+        }
+        for l in [B1, B2] {
+            let t = self.lists[l as usize].tail;
+            if t != NIL {
+                let n = self.slab.node(t);
+                self.map.prefetch(n.key);
+                self.slab.prefetch(n.prev);
+            }
+        }
     }
 
     /// Move node `i` from its list to the head of list `to`.
@@ -234,18 +256,46 @@ impl Replacement for Arc {
 
     #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
-        match self.find(access.key) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    /// The hint is the key's index fingerprint ([`Arc::prefetch_hint`]).
+    #[inline(always)]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        let slab = &self.slab;
+        let found = self.map.find_fp(access.key, hint, |s| slab.key(s)).ok();
+        match found {
             Some(i) if self.slab.node(i).meta <= T2 => {
                 self.hit(i);
                 (true, None)
             }
-            found => (false, self.insert_missing(access.key, found)),
+            found => {
+                let evicted = self.insert_missing(access.key, found);
+                self.prefetch_victims();
+                (false, evicted)
+            }
         }
     }
 
     #[inline]
     fn prefetch(&self, key: u64) {
         self.map.prefetch(key);
+    }
+
+    #[inline(always)]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.map.prefetch_fp(fp);
+        fp
+    }
+
+    /// Loads the node of the first index entry with the hint's fingerprint (resident or
+    /// ghost: a lookup reads either's list tag).
+    #[inline(always)]
+    fn prefetch_resident(&self, hint: u32) {
+        if let Some(i) = self.map.first_match(hint) {
+            self.slab.prefetch(i);
+        }
     }
 
     fn memory_bytes(&self) -> usize {
