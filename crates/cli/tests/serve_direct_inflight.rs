@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ember_nbd::ClientBuilder;
+use ember_nbd::{Client, ClientBuilder};
 use serve_support::*;
 
 const BS: usize = 4096;
@@ -46,15 +46,21 @@ fn start_direct(dir: &std::path::Path) -> Serve {
     ])
 }
 
+/// A client of `serve`'s export that wrote version `v` of every block, through: all
+/// resident, so READs of them are hits.
+fn filled(serve: &Serve, v: u64) -> Client {
+    let c = ClientBuilder::new().export("disk").connect_tcp(serve.nbd.as_str()).unwrap();
+    for b in 0..BLOCKS {
+        c.write(b * BS as u64, &pattern(b, v), false).unwrap();
+    }
+    c
+}
+
 #[test]
 fn reads_at_depth_racing_writes_of_one_block_never_return_stale_or_torn_data() {
     let dir = tempfile::tempdir().unwrap();
     let serve = start_direct(dir.path());
-    let writer = ClientBuilder::new().export("disk").connect_tcp(serve.nbd.as_str()).unwrap();
-    // Version 1 of every block, written through: all resident, so READs are hits.
-    for b in 0..BLOCKS {
-        writer.write(b * BS as u64, &pattern(b, 1), false).unwrap();
-    }
+    let writer = filled(&serve, 1);
     let hot = 5u64;
     // The newest version of `hot` acknowledged to the writer.
     let acked = Arc::new(AtomicU64::new(1));
@@ -152,10 +158,7 @@ fn read_request(cookie: u64, offset: u64, len: u32) -> [u8; 28] {
 fn clients_that_vanish_with_reads_in_flight_leave_the_server_serving() {
     let dir = tempfile::tempdir().unwrap();
     let serve = start_direct(dir.path());
-    let c = ClientBuilder::new().export("disk").connect_tcp(serve.nbd.as_str()).unwrap();
-    for b in 0..BLOCKS {
-        c.write(b * BS as u64, &pattern(b, 7), false).unwrap();
-    }
+    let c = filled(&serve, 7);
     // A steady reader on its own connection throughout.
     let stop = Arc::new(AtomicBool::new(false));
     let steady = {
@@ -214,10 +217,7 @@ fn clients_that_vanish_with_reads_in_flight_leave_the_server_serving() {
 fn a_shutdown_while_reads_are_in_flight_is_clean_and_prompt() {
     let dir = tempfile::tempdir().unwrap();
     let serve = start_direct(dir.path());
-    let c = ClientBuilder::new().export("disk").connect_tcp(serve.nbd.as_str()).unwrap();
-    for b in 0..BLOCKS {
-        c.write(b * BS as u64, &pattern(b, 3), false).unwrap();
-    }
+    let c = filled(&serve, 3);
     drop(c);
     let served = Arc::new(AtomicU64::new(0));
     let reader = {
@@ -325,10 +325,7 @@ fn check_reply(s: &mut TcpStream, asked: &[(u64, u32)], v: u64, seen: &mut [bool
 fn a_burst_of_reads_reaches_the_device_in_groups_the_kernel_plugs() {
     let dir = tempfile::tempdir().unwrap();
     let serve = start_direct(dir.path());
-    let c = ClientBuilder::new().export("disk").connect_tcp(serve.nbd.as_str()).unwrap();
-    for b in 0..BLOCKS {
-        c.write(b * BS as u64, &pattern(b, 4), false).unwrap();
-    }
+    let _c = filled(&serve, 4);
     let mut s = bare_connection(&serve.nbd, "disk");
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let asked: Vec<(u64, u32)> = (0..32).map(|i| ((5 * i) % BLOCKS, 1)).collect();
@@ -364,10 +361,7 @@ fn a_burst_of_reads_reaches_the_device_in_groups_the_kernel_plugs() {
 fn a_client_that_reads_its_replies_slowly_gets_every_byte_right() {
     let dir = tempfile::tempdir().unwrap();
     let serve = start_direct(dir.path());
-    let c = ClientBuilder::new().export("disk").connect_tcp(serve.nbd.as_str()).unwrap();
-    for b in 0..BLOCKS {
-        c.write(b * BS as u64, &pattern(b, 3), false).unwrap();
-    }
+    let _c = filled(&serve, 3);
     let before = metric(&scrape(&serve.metrics), "ember_cache_read_hits_total");
     let mut s = small_window_connection(&serve.nbd);
     let (burst, asked) = read_burst(400);
@@ -397,10 +391,7 @@ fn a_client_that_reads_its_replies_slowly_gets_every_byte_right() {
 fn clients_that_vanish_with_replies_half_sent_leave_the_server_serving() {
     let dir = tempfile::tempdir().unwrap();
     let serve = start_direct(dir.path());
-    let c = ClientBuilder::new().export("disk").connect_tcp(serve.nbd.as_str()).unwrap();
-    for b in 0..BLOCKS {
-        c.write(b * BS as u64, &pattern(b, 9), false).unwrap();
-    }
+    let c = filled(&serve, 9);
     for round in 0..12u64 {
         let mut s = small_window_connection(&serve.nbd);
         let (burst, asked) = read_burst(200);
