@@ -50,8 +50,8 @@ const WAIT_DIV: usize = 2;
 /// sooner). Eight: the kernel plugs a hand-off of more than two reads (io_uring's
 /// `need_plug`), so the group reaches a virtio disk with one doorbell; handed over in twos,
 /// each O_DIRECT read rang its own, a VM exit that was a fifth of the server's CPU on the
-/// session-21 machine (perf). There, with ember, fio and the limit interleaved
-/// (`bench/serve`'s ember-direct / limit-direct at iodepth 32, per-round medians): 0.45
+/// session-21 machine (perf). There, one server per build and fio's O_DIRECT limit
+/// interleaved round by round (ember / limit at iodepth 32, per-round medians): 0.45
 /// with 2, 0.51 with 3 and 4, 0.56 with 8, 0.55 with every READ held until the socket is
 /// drained. The best group depends on the machine: on the session-15 machine, whose disk
 /// took 255 us a read and whose system calls were cheaper, a READ waiting for its group of 8
