@@ -83,7 +83,6 @@ struct Registering {
     unregistrations: AtomicU64,
     /// READs started into a buffer not registered on the starting thread.
     unregistered_starts: AtomicU64,
-    started: AtomicU64,
     /// Unregistrations asked on a thread other than the registering one.
     wrong_thread: AtomicU64,
 }
@@ -98,7 +97,6 @@ impl Registering {
             registrations: AtomicU64::new(0),
             unregistrations: AtomicU64::new(0),
             unregistered_starts: AtomicU64::new(0),
-            started: AtomicU64::new(0),
             wrong_thread: AtomicU64::new(0),
         }
     }
@@ -157,11 +155,7 @@ impl Export for Registering {
             self.unregistered_starts.fetch_add(1, Ordering::SeqCst);
         }
         // SAFETY: the server hands a buffer valid for `len` bytes until the tag is reaped.
-        let started = unsafe { self.pending.start(&self.inner, offset, buf, len, tag) };
-        if matches!(started, ReadStart::Started) {
-            self.started.fetch_add(1, Ordering::SeqCst);
-        }
-        started
+        unsafe { self.pending.start(&self.inner, offset, buf, len, tag) }
     }
     fn reap_reads(
         &self,
@@ -212,7 +206,7 @@ fn bursts(export: &Arc<Registering>) {
 fn read_buffers_are_registered_on_allocation_and_unregistered_before_they_are_freed() {
     let export = Arc::new(Registering::new(true));
     bursts(&export);
-    let started = export.started.load(Ordering::SeqCst);
+    let started = export.pending.started();
     let registrations = export.registrations.load(Ordering::SeqCst);
     assert!(started >= 16, "READs were started ({started})");
     assert!(registrations >= 2, "buffers were registered ({registrations})");

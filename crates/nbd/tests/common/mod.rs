@@ -370,9 +370,12 @@ impl Raw {
 }
 
 /// READs a test export "starts" (`Export::start_read`): read at once from a RAM export, their
-/// tags reported by the next `Export::reap_reads`.
+/// tags reported by the next `Export::reap_reads`, and counted.
 #[derive(Default)]
-pub struct PendingReads(Mutex<Vec<u64>>);
+pub struct PendingReads {
+    tags: Mutex<Vec<u64>>,
+    started: std::sync::atomic::AtomicU64,
+}
 
 impl PendingReads {
     /// Read `len` bytes at `offset` of `inner` into `buf` and keep `tag` for the next reap.
@@ -393,13 +396,19 @@ impl PendingReads {
         if inner.read(offset, buf).is_err() {
             return ReadStart::Declined;
         }
-        self.0.lock().unwrap().push(tag);
+        self.tags.lock().unwrap().push(tag);
+        self.started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         ReadStart::Started
+    }
+
+    /// READs started so far.
+    pub fn started(&self) -> u64 {
+        self.started.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Report every READ started since the last reap; how many.
     pub fn reap(&self, done: &mut dyn FnMut(u64, Result<(), ExportError>)) -> usize {
-        let tags: Vec<u64> = std::mem::take(&mut *self.0.lock().unwrap());
+        let tags: Vec<u64> = std::mem::take(&mut *self.tags.lock().unwrap());
         for &tag in &tags {
             done(tag, Ok(()));
         }
