@@ -5,7 +5,12 @@
 //!
 //! Slot layout: one header block (magic, generation, entry count, CRC-32C of the entries,
 //! CRC-32C of the header), then 16-byte entries in replacement order, coldest first.
+//!
+//! The entries' flags are encoded and decoded here (a dirty entry carries its stored epoch).
+//! Imports the epoch arithmetic (`epoch.rs`), the layout's helpers and the device: nothing
+//! above the layout.
 
+use super::epoch::{stored, Unwrap};
 use super::{put_u32, put_u64, Geometry, LayoutError, Le, Superblock, ENTRY_SIZE};
 use crate::device::{io_context, Device};
 
@@ -17,7 +22,17 @@ pub const ENTRY_DIRTY: u32 = 1;
 
 /// Checkpoint flags of a dirty entry: bit 0, and the epoch's low 16 bits in bits 16..32.
 pub(crate) fn dirty_flags(epoch: u64) -> u32 {
-    ENTRY_DIRTY | (u32::from(super::epoch::stored(epoch)) << 16)
+    ENTRY_DIRTY | (u32::from(stored(epoch)) << 16)
+}
+
+/// The stored epoch of a dirty entry's flags (bits 16..32, see [`dirty_flags`]).
+pub fn flags_epoch(flags: u32) -> u16 {
+    (flags >> 16) as u16
+}
+
+/// The [`Unwrap`] of the stored epochs of the dirty entries of `entries`.
+pub fn unwrap_dirty(entries: &[MapEntry]) -> Unwrap {
+    Unwrap::new(entries.iter().filter(|e| e.flags & ENTRY_DIRTY != 0).map(|e| flags_epoch(e.flags)))
 }
 
 /// One map entry: which volume block a cache block holds.

@@ -8,8 +8,9 @@
 //! a total order as long as every persisted dirty epoch lies within [`WINDOW`] of the newest;
 //! the write-back-persist barrier keeps it so (it asks the flusher for epochs older than half
 //! the window and stops advancing the epoch while one is a whole window old).
-
-use super::checkpoint::{MapEntry, ENTRY_DIRTY};
+//!
+//! Plain arithmetic on epochs: this file imports nothing. The entry flags that carry a stored
+//! epoch are encoded and decoded beside the entries, in `checkpoint.rs`.
 
 /// Bits of an epoch kept on the device.
 pub const STORED_BITS: u32 = 16;
@@ -22,11 +23,6 @@ pub const WINDOW: u64 = 1 << 14;
 /// The stored form of `epoch` (its low 16 bits).
 pub fn stored(epoch: u64) -> u16 {
     (epoch & 0xFFFF) as u16
-}
-
-/// The stored epoch of a dirty entry's flags.
-pub fn of_flags(flags: u32) -> u16 {
-    (flags >> 16) as u16
 }
 
 /// Maps stored 16-bit epochs back to ordered `u64` epochs. Each result keeps its stored low
@@ -47,11 +43,6 @@ impl Unwrap {
         // Lift everything by one span if the oldest would fall below zero.
         let base = if base + min < 0 { base + SPAN } else { base };
         Self { reference: Some((first, base)) }
-    }
-
-    /// The unwrapping of the dirty epochs of `entries`.
-    pub fn of_entries(entries: &[MapEntry]) -> Self {
-        Self::new(entries.iter().filter(|e| e.flags & ENTRY_DIRTY != 0).map(|e| of_flags(e.flags)))
     }
 
     /// Signed distance from `from` to `to` in serial-number arithmetic.

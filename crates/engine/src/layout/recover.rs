@@ -2,9 +2,8 @@
 //! with the journal's committed barriers replayed over its dirty entries. Only decodes and
 //! validates; opening the engine decides what to do with the result.
 
-use super::checkpoint::{dirty_flags, ENTRY_DIRTY};
+use super::checkpoint::{dirty_flags, flags_epoch, unwrap_dirty, ENTRY_DIRTY};
 use super::entry_check::{duplicate_key, EntryCheck, DUPLICATE};
-use super::epoch::{of_flags, Unwrap};
 use super::journal::{self, JournalEntry};
 use super::superblock::NO_CHECKPOINT;
 use super::{Checkpoint, LayoutError, MapEntry, Superblock, WriteMode};
@@ -91,11 +90,11 @@ pub fn recover(cache: &dyn Device, sb: &Superblock) -> Result<Recovered, LayoutE
 /// Per-epoch counts of dirty entries (epochs unwrapped past the 16-bit wrap, see
 /// [`super::epoch`]), oldest first.
 pub fn epochs_of(entries: &[MapEntry]) -> Vec<(u64, u64)> {
-    let unwrap = Unwrap::of_entries(entries);
+    let unwrap = unwrap_dirty(entries);
     let mut m: BTreeMap<u64, u64> = BTreeMap::new();
     for e in entries {
         if e.flags & ENTRY_DIRTY != 0 {
-            *m.entry(unwrap.epoch(of_flags(e.flags))).or_default() += 1;
+            *m.entry(unwrap.epoch(flags_epoch(e.flags))).or_default() += 1;
         }
     }
     m.into_iter().collect()

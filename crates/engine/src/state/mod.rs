@@ -46,8 +46,7 @@ mod recency;
 #[cfg(test)]
 mod tests;
 
-use crate::layout::checkpoint::dirty_flags;
-use crate::layout::epoch::{of_flags, Unwrap};
+use crate::layout::checkpoint::{dirty_flags, flags_epoch, unwrap_dirty};
 use crate::layout::MapEntry;
 use ember_policy::keymap::KeyMap;
 use ember_policy::replacement::Lru;
@@ -300,12 +299,12 @@ impl CacheState {
     /// in the persist bitmap). Rebuilds the free list.
     pub fn load(&mut self, entries: &[MapEntry], time_ns: u64, persisted: bool) {
         // Stored epochs are 16 bits; order them across the wrap.
-        let unwrap = Unwrap::of_entries(entries);
+        let unwrap = unwrap_dirty(entries);
         self.lists.free_clear();
         for e in entries {
             let acc = self.access(e.key, Op::Read, time_ns);
             if e.flags & crate::layout::checkpoint::ENTRY_DIRTY != 0 {
-                let epoch = unwrap.epoch(of_flags(e.flags));
+                let epoch = unwrap.epoch(flags_epoch(e.flags));
                 self.map(e.key, e.cache_block, true);
                 self.dirty_insert(epoch, e.key, e.cache_block);
                 *self.epochs.entry(epoch).or_default() += 1;
