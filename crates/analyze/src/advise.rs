@@ -127,7 +127,7 @@ pub fn advise(a: &Analysis, region_bytes: u64) -> Advice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Reuse;
+    use crate::analysis::Reuse;
 
     fn with(classes: [f64; 3], small: f64, daily_hour: Option<usize>) -> Analysis {
         let mut a = Analysis::default();

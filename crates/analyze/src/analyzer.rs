@@ -2,16 +2,19 @@
 //! per distinct block (the last access of each block, the current day's counts, the reuse
 //! pass's positions and histogram), never per access, so a trace of any length streams
 //! through it; [`crate::report::analyze_accesses`] is one chunk holding every access.
+//!
+//! Imports the single analyses' passes and the types of [`crate::analysis`]; the report and
+//! the stream import it, never the other way.
 
+use crate::analysis::{Analysis, AnalyzeConfig, Mrc, Reuse};
 use crate::dense::DenseIndex;
 use crate::mrc::log_sizes;
 use crate::popularity::PopularityPass;
-use crate::report::{Analysis, AnalyzeConfig, Mrc, Reuse};
 use crate::reuse::{HistogramBuilder, ReusePass};
 use crate::shards::ShardsPass;
 use crate::summary::SummaryPass;
 use crate::temporal::TemporalPass;
-use crate::{Accesses, MissRatioCurve, ReuseHistogram, ShardsError, Spatial};
+use crate::{Accesses, MissRatioCurve, ShardsError, Spatial};
 
 /// The analyses of one trace or volume in progress.
 pub struct Analyzer {
@@ -119,26 +122,5 @@ impl Analyzer {
             mrc.shards_sampled = Some(n);
         }
         Analysis { summary, temporal, reuse, spatial, popularity, mrc }
-    }
-}
-
-impl Reuse {
-    /// The report's reuse section of `h` (`sample_rate`: a SHARDS histogram's rate).
-    pub fn of(h: &ReuseHistogram, sample_rate: Option<f64>) -> Self {
-        Reuse {
-            buckets: crate::REUSE_BUCKETS.iter().map(|b| b.0.to_string()).collect(),
-            reaccess_buckets: h.reaccess_buckets,
-            reaccess_bucket_percent: h.reaccess_bucket_percent,
-            reaccess_median_blocks: h.reaccess_median_blocks,
-            cold: h.cold,
-            distribution: h
-                .all
-                .iter()
-                .enumerate()
-                .filter(|x| *x.1 > 0)
-                .map(|(d, &n)| (d as u64, n))
-                .collect(),
-            sample_rate,
-        }
     }
 }

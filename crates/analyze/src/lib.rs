@@ -13,6 +13,7 @@
 //! - [`spatial`]: spatial clustering of each class in 1 MiB regions (Figure 4);
 //! - [`popularity`]: per-day popularity skew in 10,000 bins (SieveStore Figure 2);
 //! - [`mrc`] and [`shards`]: LRU miss-ratio curves;
+//! - [`analysis`]: what one analysis computes and what comes out of it;
 //! - [`analyzer`]: all of them for one trace or volume, chunk by chunk;
 //! - [`report`]: all of them for a trace, per volume and for the whole;
 //! - [`stream`]: the report over a trace that streams past, in memory per distinct block;
@@ -20,6 +21,7 @@
 
 pub mod accesses;
 pub mod advise;
+pub mod analysis;
 pub mod analyzer;
 pub mod dense;
 pub mod mrc;
@@ -34,9 +36,10 @@ pub mod temporal;
 
 pub use accesses::Accesses;
 pub use advise::{advise, Advice, Algorithm};
+pub use analysis::{Analysis, AnalyzeConfig};
 pub use mrc::MissRatioCurve;
 pub use popularity::{Popularity, PopularityDay, VolumeShare};
-pub use report::{analyze, Analysis, AnalyzeConfig, TraceReport};
+pub use report::{analyze, TraceReport};
 pub use reuse::{reuse_distances, ReuseHistogram, REUSE_BUCKETS};
 pub use shards::{shards_mrc, ShardsError};
 pub use spatial::Spatial;

@@ -1,109 +1,15 @@
 //! Every analysis of a trace, per volume and for the whole: what `ember analyze` prints.
+//!
+//! Imports the [`Analyzer`] and the types of [`crate::analysis`] it fills.
 
+use crate::analysis::{Analysis, AnalyzeConfig};
 use crate::analyzer::Analyzer;
 use crate::dense::DenseIndex;
-use crate::popularity::{volume_shares, DEFAULT_BINS};
+use crate::popularity::volume_shares;
 use crate::reuse::DENSE_SLOTS_PER_KEY;
-use crate::{
-    Accesses, MissRatioCurve, Popularity, ShardsError, Spatial, Summary, Temporal, VolumeShare,
-};
+use crate::{Accesses, ShardsError, VolumeShare};
 use ember_trace::Trace;
 use serde::{Deserialize, Serialize};
-
-/// What to compute.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AnalyzeConfig {
-    /// Block size in bytes (4 KiB in Bonfire).
-    pub block_size: u64,
-    /// Region size of the spatial-clustering analysis in bytes (1 MiB in Bonfire).
-    pub region_bytes: u64,
-    /// Popularity bins per day (10,000 in SieveStore).
-    pub bins: usize,
-    /// Points of the miss-ratio curve (log-spaced cache sizes from 1 block to the WSS).
-    pub mrc_points: usize,
-    /// Compute the exact reuse distances and miss-ratio curve.
-    pub exact: bool,
-    /// Also estimate the miss-ratio curve with SHARDS at this sampling rate.
-    pub shards_rate: Option<f64>,
-    /// Compute reuse distances and the miss-ratio curve from a SHARDS sample at this rate
-    /// instead of exactly (state about `rate` times the exact pass's); the exact pass and
-    /// `shards_rate` are then not run.
-    pub sample_rate: Option<f64>,
-    /// Analyze each volume on its own too (always true in effect for one volume: its
-    /// analysis is the whole's).
-    pub per_volume: bool,
-}
-
-impl Default for AnalyzeConfig {
-    fn default() -> Self {
-        Self {
-            block_size: 4096,
-            region_bytes: 1 << 20,
-            bins: DEFAULT_BINS,
-            mrc_points: 64,
-            exact: true,
-            shards_rate: None,
-            sample_rate: None,
-            per_volume: true,
-        }
-    }
-}
-
-/// The miss-ratio curves of one analysis.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Mrc {
-    /// Exact LRU curve (when computed).
-    pub exact: Option<MissRatioCurve>,
-    /// SHARDS estimate (when asked for).
-    pub shards: Option<MissRatioCurve>,
-    /// SHARDS sampling rate.
-    pub shards_rate: Option<f64>,
-    /// Accesses SHARDS sampled.
-    pub shards_sampled: Option<u64>,
-    /// Mean absolute error of SHARDS against exact over the curve's sizes (both computed).
-    pub shards_mean_abs_error: Option<f64>,
-    /// Largest absolute error of SHARDS against exact.
-    pub shards_max_abs_error: Option<f64>,
-}
-
-/// Reuse distances for the report: Figure 3's groups and the exact distribution.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Reuse {
-    /// Figure 3 group names.
-    pub buckets: Vec<String>,
-    /// Reaccesses in each group.
-    pub reaccess_buckets: [u64; 4],
-    /// Figure 3: share (%) of reaccesses in each group.
-    pub reaccess_bucket_percent: [f64; 4],
-    /// Median reuse distance of reaccesses in blocks.
-    pub reaccess_median_blocks: u64,
-    /// First accesses (no reuse distance).
-    pub cold: u64,
-    /// The full distribution over all accesses: `(distance in blocks, accesses)` for every
-    /// distance that occurs.
-    pub distribution: Vec<(u64, u64)>,
-    /// When set, everything above comes from a SHARDS sample at this rate: distances are
-    /// scaled by `1 / rate`, counts are of the sampled accesses.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sample_rate: Option<f64>,
-}
-
-/// Every analysis of one trace or volume.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Analysis {
-    /// Table 1.
-    pub summary: Summary,
-    /// Figures 1a, 1b, 2.
-    pub temporal: Temporal,
-    /// Figure 3 (when exact analysis ran).
-    pub reuse: Option<Reuse>,
-    /// Figure 4.
-    pub spatial: Spatial,
-    /// SieveStore Figure 2.
-    pub popularity: Popularity,
-    /// LRU miss-ratio curves.
-    pub mrc: Mrc,
-}
 
 /// One volume's analysis.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

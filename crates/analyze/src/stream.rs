@@ -8,10 +8,11 @@
 //! chunks of [`CHUNK`] and feeds one [`Analyzer`] for the whole trace and, when the trace has
 //! several volumes, one per volume, all at once.
 
+use crate::analysis::AnalyzeConfig;
 use crate::analyzer::Analyzer;
 use crate::dense::DenseRanges;
 use crate::popularity::BlockCounts;
-use crate::report::{AnalyzeConfig, TraceReport, VolumeAnalysis};
+use crate::report::{TraceReport, VolumeAnalysis};
 use crate::reuse::DENSE_SLOTS_PER_KEY;
 use crate::{Accesses, ShardsError};
 use ember_trace::Request;
