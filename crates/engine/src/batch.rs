@@ -18,7 +18,8 @@
 //! Only under write-through and write-around (`ember serve` refuses the discrete sieves
 //! under write-back: a dirty block cannot simply leave at an epoch's end).
 
-use crate::core::{now_ns, Inner};
+use crate::clock::now_ns;
+use crate::core::Inner;
 use crate::layout::{block_key, key_block, key_volume};
 use ember_trace::Op;
 use std::collections::HashSet;
@@ -132,7 +133,7 @@ fn move_run(inner: &Arc<Inner>, vol_id: u32, first: u64, n: u64) -> bool {
         }
         inner.count_evictions(&mut st);
     }
-    let result = crate::warmup::preload::fill(inner, vol, first, &fills, None);
+    let result = crate::io::fill::fill(inner, vol, first, &fills, None);
     let mut st = inner.state.lock();
     for (i, f) in fills.iter().enumerate() {
         if let Some(cb) = *f {

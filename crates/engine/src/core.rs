@@ -1,5 +1,9 @@
 //! The shared core: what the engine handle, every volume handle, the flusher and the barriers
-//! hold (`Arc<Inner>`). It imports nothing above it, so every flow can import it.
+//! hold (`Arc<Inner>`). It imports nothing above it, so every flow can import it: only the
+//! device, the layout, the cache state, the counters, the gate, the stripe locks, the served
+//! volumes' record (`volume_info.rs`) and warmup's [`Hooks`]. Nothing in `warmup/` imports the
+//! core: the warmup threads reach the engine through `warmup::host::Host`, which the core
+//! implements beside the request flows (`io/warmup_host.rs`). `wb/` holds flows above it.
 
 use crate::device::Device;
 use crate::gate::Gate;
@@ -7,18 +11,10 @@ use crate::layout::{key_volume, Geometry, Superblock, WriteMode};
 use crate::state::CacheState;
 use crate::stats::Counters;
 use crate::stripes::Stripes;
-use crate::wb::config::{Cursor, Limits};
+use crate::volume_info::VolumeInfo;
+use crate::warmup::Hooks;
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
-
-/// One served volume.
-pub(crate) struct VolumeInfo {
-    /// Index in the superblock's volume table: the volume number in block keys.
-    pub id: u32,
-    pub name: String,
-    pub size: u64,
-    pub backing: Arc<dyn Device>,
-}
 
 /// Shared by the engine handle and every volume handle.
 ///
@@ -54,8 +50,8 @@ pub(crate) struct Inner {
     /// write the sieve refused); it waits for the older epochs to drain holding this, and
     /// nothing the flusher needs (`io/ordered.rs`).
     pub ordered_direct: Mutex<()>,
-    /// Bonfire's monitor, log writer and preloader (issue 11).
-    pub warmup: crate::warmup::Hooks,
+    /// Bonfire's monitor, log writer and preloader.
+    pub warmup: Hooks,
 }
 
 impl Inner {
@@ -78,10 +74,26 @@ impl Inner {
     }
 }
 
-/// Nanoseconds since the Unix epoch, now (0 if the clock is before it).
-pub(crate) fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+/// The write-back limits resolved against the cache size ([`crate::WritebackConfig`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub max_dirty: usize,
+    pub min_dirty: usize,
+    pub max_epochs: usize,
+    pub batch: usize,
+    pub lru: bool,
+}
+
+/// Where the journal stands (write-back persist), under its own lock, which also
+/// serializes barriers.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Cursor {
+    /// Next free journal block.
+    pub next_block: u64,
+    /// Generation of the checkpoint the journal extends.
+    pub base: u64,
+    /// Generation of the last commit (journal or checkpoint).
+    pub generation: u64,
+    /// A barrier failed half-way: the next one writes a checkpoint.
+    pub need_checkpoint: bool,
 }

@@ -13,6 +13,7 @@
 mod admin;
 mod backing;
 mod batch;
+mod clock;
 pub mod config;
 mod core;
 pub mod device;
@@ -28,6 +29,7 @@ pub mod report;
 mod state;
 pub mod stats;
 mod stripes;
+mod volume_info;
 pub mod warmup;
 pub mod wb;
 

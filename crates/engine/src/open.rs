@@ -4,8 +4,9 @@
 //! Hands the shared core back to [`crate::Engine`]; it does not know the engine handle.
 
 use crate::backing::{check_clean, check_replaced, Stale};
+use crate::clock::now_ns;
 use crate::config::EngineConfig;
-use crate::core::{now_ns, Inner, VolumeInfo};
+use crate::core::{Cursor, Inner};
 use crate::device::io_context;
 use crate::error::EngineError;
 use crate::gate::Gate;
@@ -18,8 +19,8 @@ use crate::layout::{
 use crate::state::CacheState;
 use crate::stats::Counters;
 use crate::stripes::Stripes;
+use crate::volume_info::VolumeInfo;
 use crate::wb::barrier::write_checkpoint;
-use crate::wb::config::Cursor;
 use crate::wb::flusher::flush_all_now;
 use crate::wb::WritebackConfig;
 use parking_lot::{Condvar, Mutex};

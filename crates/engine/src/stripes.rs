@@ -9,6 +9,10 @@ use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Largest number of blocks one chunk of a request covers: the blocks whose locks it holds
+/// at once (a request's, a preload run's).
+pub const CHUNK_BLOCKS: u64 = 64;
+
 /// Number of stripes (a power of two).
 pub const STRIPES: usize = 1024;
 

@@ -2,7 +2,7 @@
 //! cache blocks named dirty in the current epoch, or a write-through fallback.
 
 use super::ctx::Volume;
-use crate::core::now_ns;
+use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, WriteMode};
 use crate::state::CacheState;

@@ -1,16 +1,16 @@
 //! The context every request flow shares: the volume handle ([`Volume`]), its entry checks
 //! (gate, range), error accounting, and the per-block plan of a chunk with its run helpers.
 
-use crate::core::{Inner, VolumeInfo};
+use crate::core::Inner;
 use crate::device::io_context;
 use crate::error::EngineError;
 use crate::stats::Counters;
+use crate::volume_info::VolumeInfo;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-/// Largest number of blocks one chunk of a request covers.
-pub const CHUNK_BLOCKS: u64 = 64;
+pub use crate::stripes::CHUNK_BLOCKS;
 
 /// The handle of one served volume: block requests (read, write, flush, trim, write-zeroes)
 /// through the cache. Cheap to clone; every method takes `&self` and may be called from many

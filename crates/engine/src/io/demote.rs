@@ -12,7 +12,7 @@
 //!   block. A DEMOTE never reaches backing.
 
 use super::ctx::Volume;
-use crate::core::now_ns;
+use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_block, key_volume};
 use crate::state::DemoteStep;

@@ -19,7 +19,7 @@
 //! READ on this thread until it is reaped.
 
 use super::ctx::{adjacent, runs, Plan, Volume, CHUNK_BLOCKS};
-use crate::core::now_ns;
+use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::block_key;
 use ember_trace::Op;

@@ -1,8 +1,9 @@
 //! The request flows of one volume, one file each: [`ctx`] (the handle and shared helpers),
 //! [`read`], [`through`] (write-through and write-around), [`back`] (write-back), [`discard`]
 //! (TRIM and WRITE_ZEROES), [`ordered`] (what ordered write-back adds), [`probe`] (residency,
-//! for a frontend's scheduling). This file holds the two entry points that dispatch by
-//! policy: `write` and `flush`.
+//! for a frontend's scheduling), [`fill`] (cache blocks allocated for a run filled in few I/Os)
+//! and `warmup_host` (the engine as the warmup threads' host: a preload run, a snapshot copy).
+//! This file holds the two entry points that dispatch by policy: `write` and `flush`.
 //!
 //! Requests are cut into chunks of at most [`CHUNK_BLOCKS`] blocks. A chunk holds the stripe
 //! locks of all its blocks while it does its I/O, so every block sees requests one at a time;
@@ -12,12 +13,14 @@ mod back;
 mod ctx;
 mod demote;
 mod discard;
+pub(crate) mod fill;
 mod hits_in_flight;
 mod ordered;
 mod probe;
 mod read;
 mod read_hits;
 mod through;
+mod warmup_host;
 
 pub use ctx::{Volume, CHUNK_BLOCKS};
 pub use hits_in_flight::HitStart;

@@ -3,7 +3,7 @@
 //! from backing, and the allocated blocks filled.
 
 use super::ctx::{adjacent, runs, OwnHits, Plan, Volume, CHUNK_BLOCKS};
-use crate::core::now_ns;
+use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_volume};
 use crate::state::CacheState;

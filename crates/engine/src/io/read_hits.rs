@@ -7,7 +7,7 @@
 //! read completed, so no write, eviction or fill of those blocks runs in between.
 
 use super::ctx::{adjacent, runs, Plan, Volume, CHUNK_BLOCKS};
-use crate::core::now_ns;
+use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::block_key;
 use ember_trace::Op;

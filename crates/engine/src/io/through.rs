@@ -4,7 +4,7 @@
 //! from the cache device, of a newly allocated one from backing).
 
 use super::ctx::{adjacent, runs, OwnHits, Plan, Volume};
-use crate::core::now_ns;
+use crate::clock::now_ns;
 use crate::device::io_context;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_volume, WriteMode};

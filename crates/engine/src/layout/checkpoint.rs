@@ -25,7 +25,7 @@ pub(crate) fn dirty_flags(epoch: u64) -> u32 {
     ENTRY_DIRTY | (u32::from(stored(epoch)) << 16)
 }
 
-/// The stored epoch of a dirty entry's flags (bits 16..32, see [`dirty_flags`]).
+/// The stored epoch of a dirty entry's flags (bits 16..32, as `dirty_flags` sets them).
 pub fn flags_epoch(flags: u32) -> u16 {
     (flags >> 16) as u16
 }

@@ -14,10 +14,17 @@
 //! - [`preload`]: the background preloader, foreground first, never over newer data;
 //! - [`start`]: deciding, planning and starting it all on an open engine;
 //! - [`stats`]: what `ember stats` and the metrics show;
-//! - [`options`]: what `ember serve` asks for.
+//! - [`options`]: what `ember serve` asks for;
+//! - `host`: what the threads need of the engine (`host::Host`).
+//!
+//! Nothing here imports the engine's core or a request flow, so the core can hold
+//! `Hooks`: files here import one another, the device, the layout, the clock, the stripe
+//! locks' chunk size, the served volumes' record and the engine's error type. The threads
+//! reach the engine only through `host::Host` (implemented in `io/warmup_host.rs`).
 //!
 //! Not built: a log region inside the cache layout (the log is a separate file).
 
+pub(crate) mod host;
 pub mod log_file;
 pub mod monitor;
 pub mod options;

@@ -49,7 +49,7 @@ impl Monitor {
         }
         let block = offset / block_size;
         let blocks = (offset + len).div_ceil(block_size) - block;
-        let e = Entry { time_ns: crate::core::now_ns(), block, blocks, volume, write };
+        let e = Entry { time_ns: crate::clock::now_ns(), block, blocks, volume, write };
         if self.queue.push(e).is_err() {
             self.dropped.fetch_add(1, Relaxed);
             if write {

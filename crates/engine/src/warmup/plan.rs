@@ -3,9 +3,10 @@
 //! logged block access is shown to the selector as its region (a run of `region_bytes`), the
 //! selector picks regions, the warmup budget is spent from the most valuable end (a whole
 //! region, or what is left of the budget), then the blocks are deduplicated, sorted by
-//! address and merged into runs of at most [`crate::CHUNK_BLOCKS`] blocks, each one large
+//! address and merged into runs of at most [`CHUNK_BLOCKS`] blocks, each one large
 //! read from backing.
 
+use crate::stripes::CHUNK_BLOCKS;
 use ember_policy::warmup::SelectorKind;
 use ember_trace::formats::warmup_log::LogContents;
 
@@ -116,9 +117,7 @@ pub fn plan(
     let mut runs: Vec<(u32, u64, u64)> = Vec::new();
     for (v, b) in blocks.iter().copied() {
         match runs.last_mut() {
-            Some((rv, first, n)) if *rv == v && *first + *n == b && *n < crate::CHUNK_BLOCKS => {
-                *n += 1
-            }
+            Some((rv, first, n)) if *rv == v && *first + *n == b && *n < CHUNK_BLOCKS => *n += 1,
             _ => runs.push((v, b, 1)),
         }
     }

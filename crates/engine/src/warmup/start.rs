@@ -1,7 +1,9 @@
 //! Starting and stopping warmup on an open engine: read the existing log, decide whether to
 //! preload (only when the cache started without a valid map), plan it, then open the log for
-//! appending and start the monitor, the log writer and the preloader.
+//! appending and start the monitor, the log writer and the preloader, each thread holding
+//! the engine as its [`Host`].
 
+use super::host::Host;
 use super::log_file::{read_existing, LogFile, Region};
 use super::monitor::Monitor;
 use super::options::WarmupOptions;
@@ -11,7 +13,7 @@ use super::snapshot_file::{path_for, read_snapshot, SnapshotFile, SnapshotHeader
 use super::snapshot_plan::{usable, StateNow};
 use super::stats::WarmupState;
 use super::writer::LogSink;
-use crate::core::{now_ns, Inner};
+use crate::clock::now_ns;
 use crate::error::EngineError;
 use ember_trace::formats::warmup_log::{
     LogContents, LogHeader, LogVolume, HEADER_SIZE as LOG_HEADER_SIZE, MAX_SLOTS, RECORD_SIZE,
@@ -47,13 +49,14 @@ impl Running {
     }
 }
 
-/// Start warmup on `inner`; `warm` says the cache loaded a map (no preload then).
-pub(crate) fn start(
-    inner: &Arc<Inner>,
+/// Start warmup on `host`; `warm` says the cache loaded a map (no preload then).
+pub(crate) fn start<H: Host>(
+    host: &Arc<H>,
     warm: bool,
     opts: &WarmupOptions,
 ) -> Result<WarmupStart, EngineError> {
-    if inner.warmup.monitor.get().is_some() {
+    let hooks = host.hooks();
+    if hooks.monitor.get().is_some() {
         return Err(EngineError::Config("warmup is already started".into()));
     }
     if !(4096..=1 << 20).contains(&opts.region_bytes) {
@@ -63,7 +66,7 @@ pub(crate) fn start(
         )));
     }
     let region = if opts.in_cache {
-        let g = &inner.geometry;
+        let g = host.geometry();
         if g.warmup_len < (LOG_HEADER_SIZE + RECORD_SIZE) as u64 {
             return Err(EngineError::Config(
                 "--warmup-log cache: the cache device has no warmup-log region (format it with \
@@ -93,9 +96,9 @@ pub(crate) fn start(
             opts.log_bytes
         )));
     }
-    let bs = inner.block_size();
-    let served: Vec<Served> = inner
-        .volumes
+    let bs = host.block_size();
+    let served: Vec<Served> = host
+        .volumes()
         .iter()
         .map(|v| Served {
             name: v.name.clone(),
@@ -120,7 +123,7 @@ pub(crate) fn start(
         }
         (Ok(None), _) => format!("no preload, starting cold: no warmup log at {path} yet"),
         (Ok(Some(log)), Some(kind)) => {
-            let budget = opts.size.blocks(inner.geometry.data_blocks, bs);
+            let budget = opts.size.blocks(host.geometry().data_blocks, bs);
             match plan(log, &served, bs, kind, opts.seed, budget, opts.region_bytes) {
                 Err(why) => {
                     format!("no preload, starting cold: the warmup log {path} is unusable: {why}")
@@ -145,7 +148,8 @@ pub(crate) fn start(
                         l += &format!("; {n}");
                     }
                     if opts.snapshot.is_some() {
-                        let (snap_line, src) = snapshot_source(inner, &opts.log, log, &served, &p);
+                        let (snap_line, src) =
+                            snapshot_source(&**host, &opts.log, log, &served, &p);
                         l += &format!("; {snap_line}");
                         source = src;
                     }
@@ -200,14 +204,14 @@ pub(crate) fn start(
             }
             let f = SnapshotFile::create(&path_for(&opts.log), header).map_err(EngineError::Io)?;
             let staging = f.staging();
-            inner.warmup.counters.snapshot_staging_bytes.store(slot_blocks * bs, Relaxed);
+            hooks.counters.snapshot_staging_bytes.store(slot_blocks * bs, Relaxed);
             (Some(f), Some(staging))
         }
     };
     let monitor = Arc::new(Monitor::new(opts.staging_bytes));
     let sink = Arc::new(parking_lot::Mutex::new(LogSink::new(log, map, snapshot)));
-    let _ = inner.warmup.sink.set(sink.clone());
-    let c = &inner.warmup.counters;
+    let _ = hooks.sink.set(sink.clone());
+    let c = &hooks.counters;
     c.planned_blocks.store(the_plan.blocks, Relaxed);
     c.set_reason(line.clone());
     c.set_state(if the_plan.blocks > 0 {
@@ -215,24 +219,24 @@ pub(crate) fn start(
     } else {
         WarmupState::Monitoring
     });
-    let _ = inner.warmup.monitor.set(monitor.clone());
+    let _ = hooks.monitor.set(monitor.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (inner, stop, interval) = (inner.clone(), stop.clone(), opts.log_interval);
+        let (host, stop, interval) = (host.clone(), stop.clone(), opts.log_interval);
         std::thread::Builder::new()
             .name("ember-warmup-log".into())
-            .spawn(move || super::writer::run(inner, monitor, sink, staging, interval, stop))
+            .spawn(move || super::writer::run(host, monitor, sink, staging, interval, stop))
             .map_err(EngineError::Io)?
     };
     let preloader = if the_plan.blocks > 0 {
-        let (inner, stop) = (inner.clone(), stop.clone());
+        let (host, stop) = (host.clone(), stop.clone());
         let runs = the_plan.runs;
         Some(
             std::thread::Builder::new()
                 .name("ember-preload".into())
                 .spawn(move || {
-                    let why = super::preload::run(&inner, &runs, source, &stop);
-                    let c = &inner.warmup.counters;
+                    let why = super::preload::run(&*host, &runs, source, &stop);
+                    let c = &host.hooks().counters;
                     let mut line = format!(
                         "preload {why}: {} blocks preloaded in {:.2} s, {} already cached",
                         c.preloaded_blocks.load(Relaxed),
@@ -257,15 +261,15 @@ pub(crate) fn start(
     } else {
         None
     };
-    *inner.warmup.running.lock() = Some(Running { stop, writer: Some(writer), preloader });
+    *hooks.running.lock() = Some(Running { stop, writer: Some(writer), preloader });
     Ok(WarmupStart { planned_blocks: the_plan.blocks, line })
 }
 
 /// The previous run's performance snapshot as a preload source for `p`: the line saying what
 /// it gives (or why nothing), and the source. The snapshot file is renamed to
 /// `PATH.snapshot.prev` for the preload to read while this run writes a new one.
-fn snapshot_source(
-    inner: &Inner,
+fn snapshot_source<H: Host>(
+    host: &H,
     log_path: &std::path::Path,
     log: &LogContents,
     served: &[Served],
@@ -287,8 +291,8 @@ fn snapshot_source(
         }
         Ok(Some(s)) => s,
     };
-    let state_now: StateNow = inner
-        .volumes
+    let state_now: StateNow = host
+        .volumes()
         .iter()
         .map(|v| (v.id, v.backing.identity().map(|i| i.state_digest()).unwrap_or(0)))
         .collect();

@@ -120,7 +120,7 @@ impl Counters {
             return 0;
         }
         let end = match self.preload_end_ns.load(Relaxed) {
-            0 => crate::core::now_ns(),
+            0 => crate::clock::now_ns(),
             e => e,
         };
         end.saturating_sub(start)

@@ -5,18 +5,18 @@
 //!
 //! With the performance snapshot, the same thread then copies the blocks of the batch that
 //! are cached (through the engine's stripe locks, from the cache device: nothing on the
-//! request path) into the snapshot's staging buffer, tagged with the batch's newest record,
+//! request path; [`Host::read_clean`]) into the snapshot's staging buffer, tagged with the batch's newest record,
 //! and writes a segment whenever the buffer is full (after syncing the backings, so every
 //! copy in a segment is durable on backing too). The log lives in a [`LogSink`] shared
 //! with the FLUSH path: a FLUSH or FUA write drains the staging buffer into the log and syncs
 //! it before it is acknowledged ([`LogSink::sync`]).
 
+use super::host::Host;
 use super::log_file::LogFile;
 use super::monitor::{Entry, Monitor};
 use super::snapshot_file::{SnapshotFile, Staging};
 use super::stats::Counters;
-use crate::core::Inner;
-use crate::layout::block_key;
+use crate::device::AlignedBuf;
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::io;
@@ -131,32 +131,32 @@ impl LogSink {
 }
 
 /// The thread body.
-pub(crate) fn run(
-    inner: Arc<Inner>,
+pub(crate) fn run<H: Host>(
+    host: Arc<H>,
     monitor: Arc<Monitor>,
     sink: Arc<Mutex<LogSink>>,
     mut staging: Option<Staging>,
     interval: Duration,
     stop: Arc<AtomicBool>,
 ) {
-    let c = &inner.warmup.counters;
+    let c = &host.hooks().counters;
     let mut touched = Vec::new();
-    let mut buf = crate::device::AlignedBuf::new(inner.block_size() as usize);
+    let mut buf = AlignedBuf::new(host.block_size() as usize);
     loop {
         let stopping = stop.load(Relaxed);
         touched.clear();
         let tag = sink.lock().drain(&monitor, c, staging.as_ref().map(|_| &mut touched));
         if let Some(s) = staging.as_mut() {
-            copy_batch(&inner, s, &touched, tag, buf.as_mut_slice());
+            copy_batch(&*host, s, &touched, tag, buf.as_mut_slice());
         }
         if stopping {
             let mut g = sink.lock();
             if !g.failed {
                 if let Some(s) = staging.as_mut() {
-                    write_segment(&inner, s);
+                    write_segment(&*host, s);
                 }
                 let _ = g.log.sync();
-                let states = backing_states(&inner, &g.map);
+                let states = backing_states(&*host, &g.map);
                 if let Some(sf) = g.snapshot.as_mut() {
                     let _ = sf.sync();
                     let _ = sf.mark_clean(states);
@@ -169,35 +169,35 @@ pub(crate) fn run(
 }
 
 /// Per log volume, its backing's state digest now (0: unknown).
-fn backing_states(inner: &Inner, map: &[Option<u8>]) -> Vec<u64> {
+fn backing_states<H: Host>(host: &H, map: &[Option<u8>]) -> Vec<u64> {
     let n = map.iter().flatten().map(|&v| v as usize + 1).max().unwrap_or(0);
     let mut states = vec![0u64; n];
     for (id, v) in map.iter().enumerate() {
-        let (Some(v), Some(vol)) = (v, inner.volume_by_id(id as u32)) else { continue };
+        let (Some(v), Some(vol)) = (v, host.volume_by_id(id as u32)) else { continue };
         states[*v as usize] = vol.backing.identity().map(|i| i.state_digest()).unwrap_or(0);
     }
     states
 }
 
 /// Copy the cached blocks of `touched` into the staging buffer.
-fn copy_batch(
-    inner: &Inner,
+fn copy_batch<H: Host>(
+    host: &H,
     s: &mut Staging,
     touched: &[(u32, u8, u64)],
     tag: u64,
     buf: &mut [u8],
 ) {
-    let c = &inner.warmup.counters;
+    let c = &host.hooks().counters;
     let mut seen = HashSet::new();
     for &(id, v, b) in touched {
         if !seen.insert((id, b)) {
             continue;
         }
-        match copy_block(inner, id, b, buf) {
+        match host.read_clean(id, b, buf) {
             Ok(true) => {
                 c.snapshot_copied_blocks.fetch_add(1, Relaxed);
                 if s.stage(v, b, tag, buf) {
-                    write_segment(inner, s);
+                    write_segment(host, s);
                 }
             }
             Ok(false) => {
@@ -211,12 +211,12 @@ fn copy_batch(
 /// Write the staged copies as a segment, after syncing every backing: each copy is of data
 /// already written to backing (write-through, or a clean block), so once the backings are
 /// synced no crash can leave the snapshot holding data newer than backing.
-fn write_segment(inner: &Inner, s: &mut Staging) {
-    let c = &inner.warmup.counters;
+fn write_segment<H: Host>(host: &H, s: &mut Staging) {
+    let c = &host.hooks().counters;
     if s.is_empty() {
         return;
     }
-    for v in &inner.volumes {
+    for v in host.volumes() {
         if let Err(e) = v.backing.sync() {
             s.discard();
             c.set_reason(format!(
@@ -232,29 +232,6 @@ fn write_segment(inner: &Inner, s: &mut Staging) {
         }
         Err(e) => c.set_reason(format!("writing the performance snapshot failed: {e}")),
     }
-}
-
-/// Read the cached copy of block `b` of volume `id` into `buf`, under the block's stripe lock
-/// (no request on it runs meanwhile). `Ok(false)`: not cached. `Err`: the engine is
-/// shutting down or the read failed.
-fn copy_block(inner: &Inner, id: u32, b: u64, buf: &mut [u8]) -> Result<bool, ()> {
-    let Some(_pass) = inner.gate.enter() else { return Err(()) };
-    let Ok(_held) = inner.stripes.lock(id, b..b + 1) else { return Err(()) };
-    let cb = {
-        let mut st = inner.state.lock();
-        // Clean copies only: a dirty block (write-back) is not on backing yet, and a copy of
-        // it could outlive a crash that loses it there.
-        match st.slot(block_key(id, b)) {
-            Some(slot) if slot.dirty.is_none() => {
-                st.pin(slot.cache_block);
-                slot.cache_block
-            }
-            _ => return Ok(false),
-        }
-    };
-    let r = inner.cache.read_at(inner.geometry.block_offset(cb), buf);
-    inner.state.lock().unpin(cb);
-    r.map(|()| true).map_err(|_| ())
 }
 
 #[cfg(test)]

@@ -2,9 +2,8 @@
 //! 4.4.2) waits until the closed epoch reached backing; write-back persist (thesis 3.2, 4.2.2, 5.3) commits the dirty map's
 //! changes to the journal, or a checkpoint, before the FLUSH is acknowledged.
 
-use super::config::Cursor;
 use super::flusher::sync_all_backing;
-use crate::core::Inner;
+use crate::core::{Cursor, Inner};
 use crate::device::io_context;
 use crate::layout::epoch::{stored, WINDOW};
 use crate::layout::journal::{self, JournalEntry};

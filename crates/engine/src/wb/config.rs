@@ -1,5 +1,7 @@
-//! The write-back tuning (thesis 4.1, 4.4), the limits it resolves to against the cache
-//! size, and the journal cursor of write-back persist.
+//! The write-back tuning (thesis 4.1, 4.4) and its resolution against the cache size into the
+//! `Limits` the engine's core holds. Imports only the core's `Limits`.
+
+use crate::core::Limits;
 
 /// Tuning of the write-back policies (thesis 4.1, 4.4).
 #[derive(Clone, Copy, Debug)]
@@ -30,16 +32,6 @@ impl Default for WritebackConfig {
     }
 }
 
-/// The limits resolved against the cache size.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Limits {
-    pub max_dirty: usize,
-    pub min_dirty: usize,
-    pub max_epochs: usize,
-    pub batch: usize,
-    pub lru: bool,
-}
-
 impl WritebackConfig {
     pub(crate) fn resolve(&self, data_blocks: u64) -> Limits {
         let max_dirty = self.max_dirty_blocks.unwrap_or(data_blocks / 2).min(data_blocks) as usize;
@@ -53,18 +45,4 @@ impl WritebackConfig {
             lru: self.lru_flush_order,
         }
     }
-}
-
-/// Where the journal stands (write-back persist), under its own lock, which also
-/// serializes barriers.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Cursor {
-    /// Next free journal block.
-    pub next_block: u64,
-    /// Generation of the checkpoint the journal extends.
-    pub base: u64,
-    /// Generation of the last commit (journal or checkpoint).
-    pub generation: u64,
-    /// A barrier failed half-way: the next one writes a checkpoint.
-    pub need_checkpoint: bool,
 }

@@ -2,7 +2,8 @@
 //! first, and marks them clean once backing has them durably; also the synchronous flushes
 //! of open (recovered dirty blocks under another policy) and of a clean stop.
 
-use crate::core::{now_ns, Inner};
+use crate::clock::now_ns;
+use crate::core::Inner;
 use crate::device::{io_context, AlignedBuf};
 use crate::layout::{key_block, key_volume};
 use crate::state::CacheState;

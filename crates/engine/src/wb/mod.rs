@@ -19,6 +19,9 @@
 //!   and the cache device, then commits the snapshot (journal append or checkpoint), synced,
 //!   before it is acknowledged. Blocks named by the persisted map are never reused until a
 //!   later commit no longer names them (the persist bitmap).
+//!
+//! The flusher and the barriers are flows above the engine's core (they take `Arc<Inner>`);
+//! [`config`] is the tuning, and imports only the core's `Limits` it resolves to.
 
 pub(crate) mod barrier;
 pub mod config;
