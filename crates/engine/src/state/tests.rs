@@ -3,6 +3,8 @@
 use super::*;
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Lru;
+use ember_policy::Access;
+use ember_trace::Op;
 
 fn state(n: u32) -> CacheState {
     let st = CacheState::new(n, Box::new(Lru::new(n as usize)), Box::new(Aod));

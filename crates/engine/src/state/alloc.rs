@@ -1,0 +1,244 @@
+//! Allocation, eviction and invalidation of clean blocks (thesis 4.1: clean blocks are
+//! evictable): a miss asks the admission sieve (`admission`), an allocation the replacement
+//! policy (`replacement`; with `recency_policy`, LRU, the recency list itself), a DEMOTE
+//! (array tier) is placed as the policy's scheme says, and keys evicted outside an
+//! allocation's result are logged for the counters (`evicted_log`). Calls the index and the
+//! fences of `flush.rs`.
+//!
+//! Lock: every method runs under `Inner::state` (`core.rs`: … → `state` → nothing else); none
+//! takes another lock or does I/O.
+
+use super::{CacheState, DEMOTED};
+use ember_policy::Access;
+
+/// Outcome of an allocation.
+pub(crate) struct Allocation {
+    /// The cache block, pinned and mapped, or None if no block could be freed.
+    pub cache_block: Option<u32>,
+    /// Keys evicted to make room.
+    pub evicted: Option<u64>,
+    /// The cache block the evicted key held (its data stays there until the block is
+    /// written again): the client tier reads its DEMOTE's copy from it.
+    pub victim_block: Option<u32>,
+}
+
+/// What became of a DEMOTE of one block ([`CacheState::demote_install`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DemoteStep {
+    /// The replacement policy is not an array scheme that takes DEMOTEs.
+    NotTaken,
+    /// Aborted: the block is cached already (clean: the policy placed it as demoted).
+    Cached,
+    /// Aborted: no room (capacity 0, every reclaimable block pinned, a fence).
+    NoRoom,
+    /// Stored: the block is mapped clean in this cache block, pinned; the caller writes the
+    /// data, then unpins (or invalidates on failure).
+    Stored(u32),
+}
+
+impl CacheState {
+    /// On a miss: ask the admission sieve, telling it the occupancy first (OCF's nhit
+    /// promotes everything below its trigger occupancy).
+    pub fn admit(&mut self, acc: &Access) -> bool {
+        self.admission.set_occupancy(self.index.len(), self.pins.len());
+        self.admission.admit(acc)
+    }
+
+    /// A hit: tell the replacement policy (clean blocks), pin and return the cache block.
+    pub fn hit_pin(&mut self, acc: &Access) -> Option<u32> {
+        let c = self.get(acc.key)?;
+        self.lists.move_to_head(c);
+        if !self.recency_policy && !self.is_dirty(c) {
+            self.replacement.lookup(acc);
+        }
+        self.pins[c as usize] += 1;
+        Some(c)
+    }
+
+    /// Take a free block for a new version, evicting the least recently used clean blocks if
+    /// none is free (the replacement policy then forgets them). The block comes back pinned
+    /// and unreferenced: [`CacheState::commit_dirty`] maps it once its data is written, or
+    /// [`CacheState::unpin`] returns it.
+    pub fn reserve(&mut self) -> Option<u32> {
+        if self.lists.free_len() == 0 {
+            self.evict_clean(8);
+        }
+        let c = self.lists.free_pop()?;
+        self.pins[c as usize] = 1;
+        self.flags[c as usize] = 0;
+        Some(c)
+    }
+
+    /// Evict up to `tries` clean blocks, oldest first, until one block is free. Returns the
+    /// number evicted.
+    pub fn evict_clean(&mut self, tries: usize) -> u64 {
+        let mut n = 0;
+        while self.lists.free_len() == 0 && (n as usize) < tries {
+            let Some(c) = self.oldest_clean() else { break };
+            let key = self.keys[c as usize];
+            self.evicted_log.push(key);
+            if !self.recency_policy {
+                self.replacement.remove(key);
+            }
+            self.unlist(key, c);
+            self.deref_block(c);
+            n += 1;
+        }
+        n
+    }
+
+    /// Allocate a cache block for the missed `acc.key` (a clean block: a fill, or a
+    /// write-through allocation), evicting if the policy says so. The block comes back mapped
+    /// and pinned; its content is written by the caller before it releases the block's stripe
+    /// lock.
+    pub fn allocate(&mut self, acc: &Access) -> Allocation {
+        self.allocate_within(acc, &[])
+    }
+
+    /// [`CacheState::allocate`] for a request that holds `own`, the cache blocks it pinned
+    /// as hits. If the policy's victim is one of them, pinned by this request alone, its
+    /// block goes to `acc.key` at once (the caller then treats that earlier hit as not
+    /// cached: its data goes to backing only), as `ember sim`, which has no pins, reuses a
+    /// victim's room at once. Without it, a policy that does not move a block on a hit
+    /// (FIFO, 2Q's first queue) can pick a block the same request just hit, and the
+    /// allocation would be refused for want of a free block.
+    pub fn allocate_within(&mut self, acc: &Access, own: &[u32]) -> Allocation {
+        let evicted = if self.recency_policy {
+            // LRU's insert: when every cache block holds a clean block, the oldest leaves.
+            if self.clean >= self.pins.len() && self.clean > 0 {
+                self.oldest_clean().map(|c| self.keys[c as usize])
+            } else {
+                None
+            }
+        } else {
+            self.replacement.insert(acc)
+        };
+        let victim_block = evicted.and_then(|v| self.get(v));
+        let placed = match self.place_clean(acc.key, evicted, false) {
+            None => victim_block.filter(|c| own.contains(c)).and_then(|c| self.adopt(acc.key, c)),
+            placed => placed,
+        };
+        match placed {
+            Some(c) => Allocation { cache_block: Some(c), evicted, victim_block },
+            None => {
+                // Every free block is still pinned by readers of evicted keys, or holds dirty
+                // or persisted data.
+                if !self.recency_policy {
+                    self.replacement.remove(acc.key);
+                }
+                Allocation { cache_block: None, evicted, victim_block }
+            }
+        }
+    }
+
+    /// Map `key` clean to `c`, an unmapped block whose only pin is the caller's (a hit of the
+    /// same request whose key was just evicted); the pin carries over. None if anyone else
+    /// still holds `c`.
+    fn adopt(&mut self, key: u64, c: u32) -> Option<u32> {
+        let i = c as usize;
+        if self.refs[i] != 0 || self.pins[i] != 1 || self.prefs[i] != 0 {
+            return None;
+        }
+        self.map(key, c, false);
+        self.refs[i] += 1;
+        self.flags[i] = 0;
+        Some(c)
+    }
+
+    /// Give `key`, which the policy just placed (evicting `evicted`), a free block: mapped
+    /// clean, pinned, flagged `demoted` or not. If the policy evicted nothing and no block is
+    /// free (dirty blocks live outside the policy), the oldest clean blocks are evicted.
+    /// None if no block could be freed.
+    fn place_clean(&mut self, key: u64, evicted: Option<u64>, demoted: bool) -> Option<u32> {
+        if let Some(v) = evicted {
+            self.unmap(v);
+        }
+        if self.lists.free_len() == 0 && evicted.is_none() {
+            self.evict_clean(8);
+        }
+        let c = self.lists.free_pop()?;
+        self.map(key, c, false);
+        let i = c as usize;
+        self.refs[i] += 1;
+        self.pins[i] = 1;
+        self.flags[i] = if demoted { DEMOTED } else { 0 };
+        Some(c)
+    }
+
+    /// A DEMOTE of `acc.key` (array tier): the replacement policy places it as its scheme
+    /// says; a stored block gets a cache block, mapped clean and pinned, like
+    /// [`CacheState::allocate`]'s.
+    pub fn demote_install(&mut self, acc: &Access) -> (DemoteStep, Option<u64>) {
+        if self.recency_policy || !self.replacement.takes_demotes() {
+            return (DemoteStep::NotTaken, None);
+        }
+        if let Some(c) = self.get(acc.key) {
+            if !self.is_dirty(c) {
+                // Held: the scheme moves it to the demoted position (an aborted DEMOTE).
+                self.replacement.demote(acc);
+            }
+            return (DemoteStep::Cached, None);
+        }
+        if self.fenced(acc.key) {
+            return (DemoteStep::NoRoom, None);
+        }
+        let Some((outcome, evicted)) = self.replacement.demote(acc) else {
+            return (DemoteStep::NotTaken, None);
+        };
+        if outcome == ember_policy::demote::DemoteOutcome::Aborted {
+            return (DemoteStep::NoRoom, None);
+        }
+        match self.place_clean(acc.key, evicted, true) {
+            Some(c) => (DemoteStep::Stored(c), evicted),
+            None => {
+                self.replacement.remove(acc.key);
+                (DemoteStep::NoRoom, evicted)
+            }
+        }
+    }
+
+    /// Drop a clean `key` from the map and the policy (TRIM, partial overwrite, failed I/O).
+    /// A dirty key is left alone (returns false): dirty data is dropped only by
+    /// [`CacheState::drop_all_versions`], once backing holds something newer.
+    pub fn invalidate(&mut self, key: u64) -> bool {
+        match self.get(key) {
+            Some(c) if !self.is_dirty(c) => {
+                self.unmap(key);
+                if !self.recency_policy {
+                    self.replacement.remove(key);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Invalidate every clean resident key in `keys`; returns how many. Costs the smaller of
+    /// the range and the map.
+    pub fn invalidate_range(&mut self, keys: std::ops::Range<u64>) -> u64 {
+        let list: Vec<u64> = if keys.end.saturating_sub(keys.start) > self.len() as u64 {
+            self.lists
+                .oldest_first()
+                .map(|c| self.keys[c as usize])
+                .filter(|k| keys.contains(k))
+                .collect()
+        } else {
+            keys.collect()
+        };
+        list.iter().filter(|&&k| self.invalidate(k)).count() as u64
+    }
+
+    /// Invalidate `key` only if it still maps to `cache_block` (it may have been evicted).
+    pub fn invalidate_if(&mut self, key: u64, cache_block: u32) -> bool {
+        if self.get(key) == Some(cache_block) {
+            self.invalidate(key)
+        } else {
+            false
+        }
+    }
+
+    /// Keys evicted since the last call (see `evicted_log`).
+    pub fn take_evicted(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.evicted_log)
+    }
+}
