@@ -5,9 +5,9 @@
 //!
 //! With the performance snapshot, the same thread then copies the blocks of the batch that
 //! are cached (through the engine's stripe locks, from the cache device: nothing on the
-//! request path; [`Host::read_clean`]) into the snapshot's staging buffer, tagged with the batch's newest record,
-//! and writes a segment whenever the buffer is full (after syncing the backings, so every
-//! copy in a segment is durable on backing too). The log lives in a [`LogSink`] shared
+//! request path; [`Host::read_clean`]) into the snapshot's staging buffer, tagged with the
+//! batch's newest record, and writes a segment whenever the buffer is full (after syncing the
+//! backings, so every copy in a segment is durable on backing too). The log lives in a [`LogSink`] shared
 //! with the FLUSH path: a FLUSH or FUA write drains the staging buffer into the log and syncs
 //! it before it is acknowledged ([`LogSink::sync`]).
 

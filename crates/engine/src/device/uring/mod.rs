@@ -4,14 +4,14 @@
 //! would leave the device at queue depth 1. Without io_uring (an old kernel, a sandbox that
 //! forbids it) the reads are done one after another with `pread`.
 //!
-//! Every read submitted by [`read_many`] is waited for before it returns, so no buffer is
-//! written after its owner got it back.
+//! Every read submitted by [`read_many`](fn@read_many) is waited for before it returns, so no
+//! buffer is written after its owner got it back.
 //!
 //! The same ring also carries reads that complete later ([`start`], reaped by [`reap`]):
 //! a connection's reader (`ember serve --direct`) keeps parsing requests while their hits'
-//! reads are in flight (issue 14). Their completions carry [`LATER`] in their user data;
-//! while any is in flight [`read_many`] reads with `pread` instead (the ring's room belongs
-//! to them, and its completions to [`reap`]).
+//! reads are in flight. Their completions carry [`LATER`] in their user data;
+//! while any is in flight [`read_many`](fn@read_many) reads with `pread` instead (the ring's
+//! room belongs to them, and its completions to [`reap`]).
 //!
 //! A [`reap`] that waits may also wake when a descriptor becomes readable (the connection's
 //! socket): a one-shot poll of it rides on the same ring, so the reader sleeps in one system
@@ -19,16 +19,16 @@
 //! once instead of after the reads it waited for. The poll stays armed across waits until it
 //! fires; one armed for another descriptor is cancelled (and its completion awaited) first.
 //!
-//! A buffer registered with this thread's ring ([`register`], `registered.rs`) is read into
-//! with `IORING_OP_READ_FIXED` by [`start`]: its pages were pinned once, at registration,
-//! instead of on every read.
+//! A buffer registered with this thread's ring ([`register`](fn@register), `registered.rs`) is
+//! read into with `IORING_OP_READ_FIXED` by [`start`]: its pages were pinned once, at
+//! registration, instead of on every read.
 //!
 //! - this file: the thread's ring, its constants and counters, and handing entries to the
 //!   kernel;
 //! - `register.rs`: registering a buffer with the thread's ring;
 //! - `started.rs`: reads that complete later ([`start`], [`reap`], [`room`]);
 //! - `poll.rs`: the one-shot poll of a [`reap`]'s wake descriptor, armed and cancelled;
-//! - `read_many.rs`: reads waited for together ([`read_many`]).
+//! - `read_many.rs`: reads waited for together ([`read_many`](fn@read_many)).
 
 mod poll;
 mod read_many;

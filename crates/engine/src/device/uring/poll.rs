@@ -24,7 +24,7 @@ pub(super) fn arm_poll(r: &mut Ring, fd: RawFd) -> bool {
 
 /// Cancel the armed poll and wait until its completion is seen (it fired, or was
 /// cancelled): afterwards no poll of this ring refers to that descriptor. Read completions
-/// seen meanwhile stay in the completion queue for [`reap`].
+/// seen meanwhile stay in the completion queue for [`reap`](super::reap).
 pub(super) fn cancel_poll(r: &mut Ring) {
     let entry = opcode::AsyncCancel::new(POLL).build().user_data(CANCEL);
     // SAFETY: a cancellation refers to no memory of ours.

@@ -65,7 +65,7 @@ fn sequential(
 }
 
 /// One round of at most [`ENTRIES`] reads: false if the kernel took none of them (then none
-/// is in flight and the caller reads them another way). A poll armed by [`reap`] that
+/// is in flight and the caller reads them another way). A poll armed by [`reap`](super::reap) that
 /// completes meanwhile is marked fired in `polling`.
 fn submit_and_reap(
     ring: &mut IoUring,

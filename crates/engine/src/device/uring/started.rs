@@ -29,8 +29,8 @@ pub(crate) fn room() -> usize {
 /// Start reading `len` bytes at `offset` of `file` into `buf`; its completion is reported
 /// by a later [`reap`] with `tag` (below 2^48). False (nothing started) if this thread
 /// has no ring or no room: the caller reads another way. A `buf` inside a buffer registered
-/// with [`register`] is read with `IORING_OP_READ_FIXED`. Submitted to the kernel at once
-/// when `now`, else at the next [`start`] with `now` or [`reap`].
+/// with [`register`](fn@super::register) is read with `IORING_OP_READ_FIXED`. Submitted to
+/// the kernel at once when `now`, else at the next [`start`] with `now` or [`reap`].
 ///
 /// # Safety
 ///
