@@ -1,7 +1,7 @@
 //! Opening a TCP connection for the client: a bounded connect, no connection to itself, and
 //! the kernel told to fail it when the server's host goes silent.
 
-use super::ClientError;
+use super::error::ClientError;
 use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::RawFd;

@@ -3,7 +3,8 @@
 
 use std::io::{Read, Write};
 
-use super::{ClientError, ExportInfo};
+use super::error::ClientError;
+use super::info::ExportInfo;
 use crate::proto;
 
 /// Option reply data longer than this is refused as a protocol violation.
