@@ -1,0 +1,85 @@
+//! What can be wrong with a size or a duration as written, and the message that says so.
+
+use crate::duration::TimeUnit;
+use crate::size::SIZE_RULE;
+use std::fmt;
+
+/// What was being parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quantity {
+    /// A byte count ([`crate::parse_size`]).
+    Size,
+    /// A duration whose bare number is in the given unit ([`crate::parse_duration_in`]).
+    Duration(TimeUnit),
+}
+
+/// Why a text is not a valid size or duration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// Nothing but whitespace.
+    Empty,
+    /// The text does not start with a number (`abc`, `-1`, `.5`, `1.`).
+    NotANumber,
+    /// The number is followed by something that is not a unit.
+    UnknownUnit(String),
+    /// The fraction leaves part of a byte or of a nanosecond (`0.3K`, `1.5ns`).
+    NotWhole,
+    /// More significant digits after the decimal point than are ever needed (over 38).
+    TooPrecise,
+    /// The value does not fit (a size in 64 bits, a duration in `std::time::Duration`).
+    TooLarge,
+    /// Zero where the caller needs at least one byte or one nanosecond.
+    Zero,
+}
+
+/// A size or duration that could not be parsed: the text, what it was meant to be and why
+/// it is not; its message ends with the accepted forms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitError {
+    /// The text as given.
+    pub text: String,
+    /// What it was parsed as.
+    pub quantity: Quantity,
+    /// What is wrong with it.
+    pub problem: Problem,
+}
+
+impl UnitError {
+    pub(crate) fn new(text: &str, quantity: Quantity, problem: Problem) -> Self {
+        Self { text: text.to_owned(), quantity, problem }
+    }
+}
+
+impl fmt::Display for UnitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.quantity {
+            Quantity::Size => "size",
+            Quantity::Duration(_) => "duration",
+        };
+        write!(f, "{what} {:?}: ", self.text)?;
+        match (&self.problem, self.quantity) {
+            (Problem::Empty, _) => write!(f, "empty")?,
+            (Problem::NotANumber, _) => write!(f, "not a number")?,
+            (Problem::UnknownUnit(u), _) => write!(f, "unknown unit {u:?}")?,
+            (Problem::NotWhole, Quantity::Size) => write!(f, "not a whole number of bytes")?,
+            (Problem::NotWhole, Quantity::Duration(_)) => {
+                write!(f, "not a whole number of nanoseconds")?
+            }
+            (Problem::TooPrecise, _) => write!(f, "too many digits after the decimal point")?,
+            (Problem::TooLarge, _) => write!(f, "too large")?,
+            (Problem::Zero, Quantity::Size) => write!(f, "must be at least 1 byte")?,
+            (Problem::Zero, Quantity::Duration(_)) => write!(f, "must be longer than 0")?,
+        }
+        match self.quantity {
+            Quantity::Size => write!(f, "; {SIZE_RULE}"),
+            Quantity::Duration(bare) => write!(
+                f,
+                "; a duration is a number with a unit: ns, us, ms, s, m or min, h, d \
+                 (a bare number is {}; e.g. 500ms, 1.5h)",
+                bare.name()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UnitError {}
