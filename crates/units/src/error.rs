@@ -48,6 +48,32 @@ impl UnitError {
     pub(crate) fn new(text: &str, quantity: Quantity, problem: Problem) -> Self {
         Self { text: text.to_owned(), quantity, problem }
     }
+
+    /// What is wrong and what is accepted, without the text (for a caller that names the
+    /// text itself).
+    pub fn reason(&self) -> String {
+        let problem = match (&self.problem, self.quantity) {
+            (Problem::Empty, _) => "empty".to_owned(),
+            (Problem::NotANumber, _) => "not a number".to_owned(),
+            (Problem::UnknownUnit(u), _) => format!("unknown unit {u:?}"),
+            (Problem::NotWhole, Quantity::Size) => "not a whole number of bytes".to_owned(),
+            (Problem::NotWhole, Quantity::Duration(_)) => {
+                "not a whole number of nanoseconds".to_owned()
+            }
+            (Problem::TooPrecise, _) => "too many digits after the decimal point".to_owned(),
+            (Problem::TooLarge, _) => "too large".to_owned(),
+            (Problem::Zero, Quantity::Size) => "must be at least 1 byte".to_owned(),
+            (Problem::Zero, Quantity::Duration(_)) => "must be longer than 0".to_owned(),
+        };
+        match self.quantity {
+            Quantity::Size => format!("{problem}; {SIZE_RULE}"),
+            Quantity::Duration(bare) => format!(
+                "{problem}; a duration is a number with a unit: ns, us, ms, s, m or min, h, d \
+                 (a bare number is {}; e.g. 500ms, 1.5h)",
+                bare.name()
+            ),
+        }
+    }
 }
 
 impl fmt::Display for UnitError {
@@ -56,29 +82,7 @@ impl fmt::Display for UnitError {
             Quantity::Size => "size",
             Quantity::Duration(_) => "duration",
         };
-        write!(f, "{what} {:?}: ", self.text)?;
-        match (&self.problem, self.quantity) {
-            (Problem::Empty, _) => write!(f, "empty")?,
-            (Problem::NotANumber, _) => write!(f, "not a number")?,
-            (Problem::UnknownUnit(u), _) => write!(f, "unknown unit {u:?}")?,
-            (Problem::NotWhole, Quantity::Size) => write!(f, "not a whole number of bytes")?,
-            (Problem::NotWhole, Quantity::Duration(_)) => {
-                write!(f, "not a whole number of nanoseconds")?
-            }
-            (Problem::TooPrecise, _) => write!(f, "too many digits after the decimal point")?,
-            (Problem::TooLarge, _) => write!(f, "too large")?,
-            (Problem::Zero, Quantity::Size) => write!(f, "must be at least 1 byte")?,
-            (Problem::Zero, Quantity::Duration(_)) => write!(f, "must be longer than 0")?,
-        }
-        match self.quantity {
-            Quantity::Size => write!(f, "; {SIZE_RULE}"),
-            Quantity::Duration(bare) => write!(
-                f,
-                "; a duration is a number with a unit: ns, us, ms, s, m or min, h, d \
-                 (a bare number is {}; e.g. 500ms, 1.5h)",
-                bare.name()
-            ),
-        }
+        write!(f, "{what} {:?}: {}", self.text, self.reason())
     }
 }
 

@@ -10,8 +10,8 @@ use std::str::FromStr;
 
 /// The accepted forms of a size, in one sentence (for error messages and `--help`).
 pub const SIZE_RULE: &str = "a size is bytes with an optional unit: K/M/G/T/P/E = \
-                             KiB/MiB/GiB/TiB/PiB/EiB (powers of 1024), KB/MB/GB/TB/PB/EB = \
-                             10^3/10^6/10^9/10^12/10^15/10^18, B = bytes (e.g. 4096, 64K, 1.5GiB, 100MB)";
+    KiB/MiB/GiB/TiB/PiB/EiB (powers of 1024), KB/MB/GB/TB/PB/EB = \
+    10^3/10^6/10^9/10^12/10^15/10^18, B = bytes (e.g. 4096, 64K, 1.5GiB, 100MB)";
 
 /// The binary units, largest first, for [`Size`]'s display.
 const BINARY: [(&str, u64); 6] = [
@@ -266,6 +266,18 @@ mod tests {
             assert!(msg.starts_with(&format!("size {text:?}: ")), "{msg}");
             assert!(msg.contains("KB/MB/GB") && msg.contains("KiB/MiB/GiB"), "{msg}");
         }
+    }
+
+    /// The region sizes and bandwidths the commands' flags were written with.
+    #[test]
+    fn the_commands_nonzero_sizes() {
+        assert_eq!(parse_nonzero_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_nonzero_size("4K"), Ok(4096));
+        assert_eq!(parse_nonzero_size("128KiB"), Ok(128 << 10));
+        assert_eq!(parse_nonzero_size("100MB"), Ok(100_000_000));
+        assert_eq!(parse_nonzero_size("4096"), Ok(4096));
+        assert!(parse_nonzero_size("0").is_err());
+        assert!(parse_nonzero_size("1XB").is_err());
     }
 
     #[test]
