@@ -404,7 +404,7 @@ fn output_format(c: &CommonArgs) -> anyhow::Result<Format> {
 /// The format an output file's name implies: its extension (past `.gz` / `.zst`) if it names
 /// one, MSR-Cambridge CSV for `.csv`, else ember's binary format.
 fn format_for_path(path: &Path) -> Format {
-    if let Some(f) = ember_trace::open::format_from_name(path) {
+    if let Some(f) = ember_trace::format_from_name(path) {
         return f;
     }
     let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase());
