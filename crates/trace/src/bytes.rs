@@ -51,26 +51,69 @@ pub(crate) struct MappedFile {
     map: Mmap,
     /// The next byte to read.
     pos: usize,
-    /// Bytes before this one are released ([`MappedFile::release_to`]).
-    released: usize,
-    /// The file, when its pages are dropped from the page cache behind the reader too
-    /// ([`outgrows_page_cache`]).
-    drop_behind: Option<File>,
+    /// A record ending at or before this byte is served by [`MappedFile::next_record`]'s
+    /// fast path: no release is due before it, and it is within the file.
+    soft_end: usize,
+    /// What lies behind the reader and is released.
+    behind: Behind,
 }
 
 impl MappedFile {
-    /// Release what lies behind `done` (no byte before it is read again) once it reaches
-    /// [`RELEASE_BYTES`]: whole granules from the last release on.
+    /// [`Bytes::next_record`] on a mapped file. A whole record before the next release point
+    /// costs one comparison; reaching that point, the end of the file or a truncated tail
+    /// takes [`MappedFile::next_record_slow`] (once every [`RELEASE_BYTES`]).
     #[inline(always)]
-    fn release_behind(&mut self, done: usize) {
+    fn next_record(&mut self, size: usize) -> NextRecord<'_> {
+        let start = self.pos;
+        if start + size <= self.soft_end {
+            self.pos = start + size;
+            return Ok(Some(Ok(&self.map[start..start + size])));
+        }
+        self.next_record_slow(size)
+    }
+
+    #[inline(never)]
+    fn next_record_slow(&mut self, size: usize) -> NextRecord<'_> {
+        let (start, len) = (self.pos, self.map.len());
+        let rest = len - start;
+        if rest == 0 {
+            return Ok(None);
+        }
+        // Everything before this record is done with.
+        self.behind.release_before(&self.map, start);
+        self.soft_end = (self.behind.released + RELEASE_BYTES).min(len);
+        if rest < size {
+            self.pos = len;
+            return Ok(Some(Err(rest)));
+        }
+        self.pos = start + size;
+        Ok(Some(Ok(&self.map[start..start + size])))
+    }
+}
+
+/// The part of a mapped file behind the reader that is released: its pages dropped from the
+/// mapping (and from the page cache, for a file that [`outgrows_page_cache`]).
+/// A release reads the map and writes only this.
+struct Behind {
+    /// Bytes before this one are released.
+    released: usize,
+    /// The file, when its pages are dropped from the page cache behind the reader too.
+    drop_behind: Option<File>,
+}
+
+impl Behind {
+    /// Release what lies behind `done` in `map` (no byte before it is read again) once it
+    /// reaches [`RELEASE_BYTES`]: whole granules from the last release on.
+    #[inline(always)]
+    fn release_before(&mut self, map: &Mmap, done: usize) {
         if done - self.released >= RELEASE_BYTES {
-            self.release_to(done);
+            self.release_to(map, done);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn release_to(&mut self, done: usize) {
+    fn release_to(&mut self, map: &Mmap, done: usize) {
         let behind = (done - self.released) & !(GRANULE - 1);
         // SAFETY: the released range lies wholly behind the reader, which never reads it
         // again (`done` is at most the start of anything lent out); on a private read-only
@@ -78,11 +121,7 @@ impl MappedFile {
         // the file again).
         #[cfg(unix)]
         let _ = unsafe {
-            self.map.unchecked_advise_range(
-                memmap2::UncheckedAdvice::DontNeed,
-                self.released,
-                behind,
-            )
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, self.released, behind)
         };
         #[cfg(target_os = "linux")]
         if let Some(f) = &self.drop_behind {
@@ -98,6 +137,8 @@ impl MappedFile {
                 )
             };
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = &self.drop_behind;
         self.released += behind;
     }
 }
@@ -138,7 +179,9 @@ impl Bytes {
                 #[cfg(unix)]
                 let _ = map.advise(memmap2::Advice::Sequential);
                 let drop_behind = drop_behind(map.len() as u64).then_some(file);
-                return Ok(Bytes::Map(MappedFile { map, pos: 0, released: 0, drop_behind }));
+                let behind = Behind { released: 0, drop_behind };
+                let soft_end = RELEASE_BYTES.min(map.len());
+                return Ok(Bytes::Map(MappedFile { map, pos: 0, soft_end, behind }));
             }
         }
         Ok(Bytes::Stream(StreamBytes::open(path)?))
@@ -176,7 +219,7 @@ impl Bytes {
         match self {
             Bytes::Map(m) => {
                 m.pos += n;
-                m.release_behind(m.pos);
+                m.behind.release_before(&m.map, m.pos);
             }
             Bytes::Stream(s) => s.consume(n),
         }
@@ -187,21 +230,7 @@ impl Bytes {
     #[inline]
     pub(crate) fn next_record(&mut self, size: usize) -> NextRecord<'_> {
         match self {
-            Bytes::Map(m) => {
-                let start = m.pos;
-                let rest = m.map.len() - start;
-                if rest == 0 {
-                    return Ok(None);
-                }
-                // Everything before this record is done with.
-                m.release_behind(start);
-                if rest < size {
-                    m.pos = m.map.len();
-                    return Ok(Some(Err(rest)));
-                }
-                m.pos += size;
-                Ok(Some(Ok(&m.map[start..start + size])))
-            }
+            Bytes::Map(m) => m.next_record(size),
             Bytes::Stream(s) => {
                 let avail = s.fill(size)?;
                 if avail == 0 {
@@ -277,6 +306,34 @@ mod tests {
         assert_eq!(records(&mut b, 24), (vec![], None));
         let missing = dir.path().join("missing.bin");
         assert!(matches!(Bytes::open(&missing), Err(TraceError::Io { .. })));
+    }
+
+    /// Records that straddle the release points, after a header read through `Read`, come
+    /// whole and in order from the mapped file, then the truncated tail.
+    #[test]
+    fn records_straddling_release_points_come_whole() {
+        const HEADER: usize = 13;
+        const SIZE: usize = 40;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("t.bin");
+        let len = 3 * RELEASE_BYTES + 7 * GRANULE + HEADER + 29;
+        let data: Vec<u8> = (0..len).map(|i| (i * 31 % 253) as u8).collect();
+        std::fs::write(&p, &data).expect("write");
+        let mut b = Bytes::open_with(&p, |_| true).expect("open");
+        assert!(matches!(b, Bytes::Map(_)));
+        let mut header = [0u8; HEADER];
+        b.read_exact(&mut header).expect("header");
+        assert_eq!(header[..], data[..HEADER]);
+        let (recs, cut) = records(&mut b, SIZE);
+        assert_eq!(recs.len(), (len - HEADER) / SIZE);
+        for (i, r) in recs.iter().enumerate() {
+            let at = HEADER + i * SIZE;
+            assert!(r[..] == data[at..at + SIZE], "record {i}");
+        }
+        assert_eq!(cut, Some((len - HEADER) % SIZE));
+        let Bytes::Map(m) = &b else { panic!("mapped") };
+        assert!(m.behind.released >= 3 * RELEASE_BYTES, "released {}", m.behind.released);
+        assert!(b.next_record(SIZE).expect("after end").is_none());
     }
 
     /// The file's pages resident in the page cache, per 4 KiB page (mincore on a fresh map).
