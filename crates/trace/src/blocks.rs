@@ -8,9 +8,9 @@
 //! read, never materialized as a [`crate::Request`] vector.
 //!
 //! Two formats take a zero-copy path: their fixed-size records are decoded in place from
-//! [`crate::bytes::Bytes`] (the file mapped into memory, its pages released behind the
-//! reader, or the buffer of a pipe, a FIFO or the decompressing thread) straight into the
-//! chunk, without a per-record call through the generic reader:
+//! the crate's one byte source, `bytes.rs` (the file mapped into memory, its pages released
+//! behind the reader, or the buffer of a pipe, a FIFO or the decompressing thread), straight
+//! into the chunk, without a per-record call through the generic reader:
 //! - libCacheSim's oracleGeneral: each record is one block access whose key is its `obj_id`
 //!   (the [`crate::block_key`]), a read, at `clock_time` seconds;
 //! - ember's binary format: each record is a request, split into blocks in place.

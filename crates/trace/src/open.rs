@@ -1,6 +1,6 @@
 //! The streaming [`TraceReader`]: a trace opened by path (format detected, `.gz` / `.zst`
 //! decompressed transparently) and read request by request, text line by line or binary
-//! records in place ([`crate::bytes::Bytes`]).
+//! records in place (from the crate's one byte source, `bytes.rs`).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};

@@ -1,6 +1,6 @@
 //! Whole passes over a libCacheSim oracleGeneral file (uncompressed or compressed): every
-//! record in order, decoded in place from [`Bytes`] (the mapped file, its pages released
-//! behind the pass, or the decompressor's buffer), with no per-record allocation.
+//! record in order, decoded in place from the crate's byte source (the mapped file, its pages
+//! released behind the pass, or the decompressor's buffer), with no per-record allocation.
 
 use std::path::Path;
 

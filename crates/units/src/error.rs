@@ -1,8 +1,12 @@
 //! What can be wrong with a size or a duration as written, and the message that says so.
 
-use crate::duration::TimeUnit;
-use crate::size::SIZE_RULE;
+use crate::time_unit::TimeUnit;
 use std::fmt;
+
+/// The accepted forms of a size, in one sentence (for error messages and `--help`).
+pub const SIZE_RULE: &str = "a size is bytes with an optional unit: K/M/G/T/P/E = \
+    KiB/MiB/GiB/TiB/PiB/EiB (powers of 1024), KB/MB/GB/TB/PB/EB = \
+    10^3/10^6/10^9/10^12/10^15/10^18, B = bytes (e.g. 4096, 64K, 1.5GiB, 100MB)";
 
 /// What was being parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

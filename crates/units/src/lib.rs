@@ -22,7 +22,9 @@ pub mod duration;
 pub mod error;
 mod number;
 pub mod size;
+pub mod time_unit;
 
-pub use duration::{parse_duration, parse_duration_in, parse_nonzero_duration, Dur, TimeUnit};
-pub use error::{Problem, Quantity, UnitError};
-pub use size::{parse_nonzero_size, parse_size, Size, SIZE_RULE};
+pub use duration::{parse_duration, parse_duration_in, parse_nonzero_duration, Dur};
+pub use error::{Problem, Quantity, UnitError, SIZE_RULE};
+pub use size::{parse_nonzero_size, parse_size, Size};
+pub use time_unit::TimeUnit;

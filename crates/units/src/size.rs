@@ -1,17 +1,12 @@
 //! Byte counts: `4096`, `64K`, `1.5GiB`, `100MB` (the rule of GNU coreutils' `dd` and
 //! `truncate`, with `B` and `b` both bytes).
 
-use crate::error::{Problem, Quantity, UnitError};
+use crate::error::{Problem, Quantity, UnitError, SIZE_RULE};
 use crate::number::split;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
-
-/// The accepted forms of a size, in one sentence (for error messages and `--help`).
-pub const SIZE_RULE: &str = "a size is bytes with an optional unit: K/M/G/T/P/E = \
-    KiB/MiB/GiB/TiB/PiB/EiB (powers of 1024), KB/MB/GB/TB/PB/EB = \
-    10^3/10^6/10^9/10^12/10^15/10^18, B = bytes (e.g. 4096, 64K, 1.5GiB, 100MB)";
 
 /// The binary units, largest first, for [`Size`]'s display.
 const BINARY: [(&str, u64); 6] = [
