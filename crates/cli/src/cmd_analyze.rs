@@ -8,6 +8,7 @@ use clap::Args;
 use ember_analyze::report::TraceReport;
 use ember_analyze::stream::{analyze_stream, AnalyzeCensus};
 use ember_analyze::{analyze, AnalyzeConfig, REUSE_BUCKETS};
+use ember_units::parse_nonzero_size;
 
 /// Arguments of `ember analyze`.
 #[derive(Args)]
@@ -15,7 +16,8 @@ pub struct AnalyzeArgs {
     #[command(flatten)]
     pub input: TraceInput,
     /// Region size of the spatial-clustering analysis (Figure 4), e.g. 1MiB, 64KiB, 4096.
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
+    /// K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
+    #[arg(long, default_value = "1MiB", value_parser = parse_nonzero_size)]
     pub region_size: u64,
     /// Popularity bins per day (SieveStore Figure 2).
     #[arg(long, default_value_t = 10_000)]
@@ -41,30 +43,6 @@ pub struct AnalyzeArgs {
     /// --out DIR (analyze.json and the PNG figures), --json FILE, --quiet (no tables).
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-/// Parse a byte count: `4096`, `4K`/`4KiB`, `1M`/`1MiB`, `1G`/`1GiB` (powers of 1024), or
-/// `1KB`, `1MB`, `1GB` (powers of 1000).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("not a byte count: {s:?}"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kib" => 1024.0,
-        "m" | "mib" => 1024.0 * 1024.0,
-        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        u => return Err(format!("unknown byte unit {u:?} in {s:?}")),
-    };
-    let v = n * mult;
-    if !(v >= 1.0 && v.is_finite()) {
-        return Err(format!("byte count must be at least 1: {s:?}"));
-    }
-    Ok(v as u64)
 }
 
 /// Analyze a trace per its reading flags and the config; shared with `ember warmup advise`.
@@ -261,21 +239,5 @@ fn print_tables(r: &TraceReport) {
             m.shards_rate.unwrap_or(0.0),
             m.shards_sampled.unwrap_or(0)
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn byte_counts() {
-        assert_eq!(parse_bytes("1MiB"), Ok(1 << 20));
-        assert_eq!(parse_bytes("4K"), Ok(4096));
-        assert_eq!(parse_bytes("128KiB"), Ok(128 << 10));
-        assert_eq!(parse_bytes("100MB"), Ok(100_000_000));
-        assert_eq!(parse_bytes("4096"), Ok(4096));
-        assert!(parse_bytes("0").is_err());
-        assert!(parse_bytes("1XB").is_err());
     }
 }

@@ -5,6 +5,7 @@ use clap::{Args, Subcommand};
 use ember_engine::device::FileOptions;
 use ember_engine::{Engine, FormatSpec, VolumeSpec};
 use ember_serve::open_spec;
+use ember_units::parse_size;
 
 /// `ember cache …`
 #[derive(Subcommand)]
@@ -21,20 +22,23 @@ pub struct FormatArgs {
     /// The cache device: a file (created with --size if missing) or a block device.
     #[arg(long)]
     pub cache: String,
-    /// Create or extend the cache file to this size (e.g. 512M, 20G).
+    /// Create or extend the cache file to this size (e.g. 512M, 20G). K/M/G = KiB/MiB/GiB;
+    /// KB/MB/GB = 10^3/10^6/10^9.
     #[arg(long, value_parser = parse_size)]
     pub size: Option<u64>,
     /// A backing volume, NAME=DEVICE (a path or an nbd:// URI); repeat for an ensemble.
     #[arg(long = "volume", required = true, value_name = "NAME=DEVICE")]
     pub volumes: Vec<String>,
-    /// Cache block size in bytes.
+    /// Cache block size in bytes (4096, 4K). K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
     #[arg(long, default_value = "4096", value_parser = parse_size)]
     pub block_size: u64,
-    /// Space reserved for the write-back journal.
+    /// Space reserved for the write-back journal. K/M/G = KiB/MiB/GiB; KB/MB/GB =
+    /// 10^3/10^6/10^9.
     #[arg(long, default_value = "4M", value_parser = parse_size)]
     pub journal: u64,
     /// Space reserved for a warmup log inside the cache layout (0: none), for `ember serve
-    /// --warmup-log cache:` (a 4 KiB header, then 32 bytes a logged request).
+    /// --warmup-log cache:` (a 4 KiB header, then 32 bytes a logged request). K/M/G =
+    /// KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
     #[arg(long, default_value = "0", value_parser = parse_size)]
     pub warmup_log: u64,
     /// Reformat a device that already holds an ember cache.
@@ -54,26 +58,6 @@ pub struct InspectArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-/// A byte count with an optional binary suffix: 4096, 64K, 512M, 20G, 1T.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1u64 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                _ => return Err(format!("size {s:?}: unknown suffix {c:?} (use K, M, G or T)")),
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    let n: u64 = num.trim().parse().map_err(|e| format!("size {s:?}: {e}"))?;
-    n.checked_mul(mult).ok_or_else(|| format!("size {s:?} is too large"))
 }
 
 /// Run a cache subcommand.
@@ -140,17 +124,6 @@ fn inspect(a: InspectArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_parse_with_binary_suffixes() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("64K"), Ok(65_536));
-        assert_eq!(parse_size("512m"), Ok(512 << 20));
-        assert_eq!(parse_size("2G"), Ok(2 << 30));
-        assert!(parse_size("3X").unwrap_err().contains("unknown suffix"));
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("99999999999T").unwrap_err().contains("too large"));
-    }
 
     #[test]
     fn format_then_inspect_files_and_refuse_to_reformat() {

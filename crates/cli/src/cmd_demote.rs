@@ -14,6 +14,7 @@ use ember_sim::hierarchy::{ArrayAddressing, ClientOf, HierarchyConfig};
 use ember_sim::hierarchy_experiment::{DemoteExperiment, DemoteReport};
 use ember_sim::latency_model::{LatencyModel, PAPER_SAN_BITS_PER_S};
 use ember_sim::{default_threads, Capacity};
+use ember_units::{parse_duration_in, TimeUnit, UnitError};
 use std::collections::HashSet;
 use std::path::PathBuf;
 
@@ -49,10 +50,11 @@ pub struct DemoteArgs {
     /// Hierarchy: who issues a request: `volume` (volume K is client K) or `single`.
     #[arg(long, default_value = "volume")]
     pub client_of: String,
-    /// Hierarchy: size of each client cache (blocks, bytes such as 64MiB, or % of the WSS).
+    /// Hierarchy: size of each client cache (blocks, bytes such as 64MiB, or % of the WSS). A
+    /// bare number is blocks; K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
     #[arg(long, default_value = "16384")]
     pub client_size: String,
-    /// Hierarchy: size of the array cache.
+    /// Hierarchy: size of the array cache (blocks, bytes or % of the WSS, as --client-size).
     #[arg(long, default_value = "16384")]
     pub array_size: String,
     /// Hierarchy: schemes, comma-separated: none-lru, demote-lru, demote, demote-slru,
@@ -79,30 +81,39 @@ pub struct DemoteArgs {
     /// count, or a percentage of the requests (`10%`).
     #[arg(long, default_value = "wss")]
     pub warmup: String,
-    /// Hierarchy: T_c, a client hit, in ms.
-    #[arg(long, default_value_t = 0.0)]
+    /// Hierarchy: T_c, a client hit. Units ns, us, ms, s; a bare number is milliseconds.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
     pub t_c: f64,
-    /// Hierarchy: T_a, an array hit or full DEMOTE, in ms (ignored with --san-mbit).
-    #[arg(long, default_value_t = 0.2)]
+    /// Hierarchy: T_a, an array hit or full DEMOTE (ignored with --san-mbit). Units ns, us,
+    /// ms, s; a bare number is milliseconds.
+    #[arg(long, default_value_t = 0.2, value_parser = parse_ms)]
     pub t_a: f64,
-    /// Hierarchy: T_d, a disk read, in ms (paper: 10 synthetic, 5 real workloads).
-    #[arg(long, default_value_t = 10.0)]
+    /// Hierarchy: T_d, a disk read (paper: 10 ms synthetic, 5 ms real workloads). Units ns,
+    /// us, ms, s; a bare number is milliseconds.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_ms)]
     pub t_d: f64,
-    /// Hierarchy: an aborted DEMOTE, in ms (ignored with --san-mbit).
-    #[arg(long, default_value_t = 0.16)]
+    /// Hierarchy: an aborted DEMOTE (ignored with --san-mbit). Units ns, us, ms, s; a bare
+    /// number is milliseconds.
+    #[arg(long, default_value_t = 0.16, value_parser = parse_ms)]
     pub t_abort: f64,
     /// Hierarchy: derive T_a from a SAN of this many Mbit/s: T_a = overhead + block transfer,
     /// aborted DEMOTE = overhead (section 3.5).
     #[arg(long)]
     pub san_mbit: Option<f64>,
-    /// Hierarchy: per-operation SAN overhead in ms for --san-mbit (default: the overhead that
-    /// gives T_a = 0.2 ms at 1 Gbit/s with this block size).
-    #[arg(long)]
+    /// Hierarchy: per-operation SAN overhead for --san-mbit (default: the overhead that gives
+    /// T_a = 0.2 ms at 1 Gbit/s with this block size). Units ns, us, ms, s; a bare number is
+    /// milliseconds.
+    #[arg(long, value_parser = parse_ms)]
     pub san_overhead: Option<f64>,
-    /// Hierarchy: array sizes of the hit-rate sweep, comma-separated (default for
-    /// --experiment demote: 1/8 to 4 times --array-size).
+    /// Hierarchy: array sizes of the hit-rate sweep, comma-separated, each as --client-size
+    /// (default for --experiment demote: 1/8 to 4 times --array-size).
     #[arg(long, value_delimiter = ',')]
     pub sweep: Vec<String>,
+}
+
+/// A latency in milliseconds, the latency model's unit: a bare number is milliseconds.
+fn parse_ms(text: &str) -> Result<f64, UnitError> {
+    parse_duration_in(text, TimeUnit::Millis).map(|d| TimeUnit::Millis.of(d))
 }
 
 fn parse_size(flag: &str, text: &str, block_size: u64, wss: u64) -> anyhow::Result<usize> {
@@ -451,7 +462,13 @@ mod tests {
         let slow = args(&["--san-mbit", "10"]).model(4096).unwrap();
         assert!((slow.t_a - (0.2 - 0.032768 + 3.2768)).abs() < 1e-9);
         assert!(args(&["--san-mbit", "0"]).model(4096).is_err());
-        assert!(args(&["--t-a=-1"]).model(4096).is_err());
+        // A negative latency is refused when the flag is parsed.
+        assert!(Cli::try_parse_from(["x", "--t-a=-1"]).is_err());
+        // A bare number is milliseconds; a unit may say otherwise.
+        let m = args(&["--t-a", "200us", "--t-d", "0.005s", "--t-abort", "160000ns"]);
+        let m = m.model(4096).unwrap();
+        assert_eq!((m.t_a, m.t_d, m.t_abort), (0.2, 5.0, 0.16));
+        assert!(Cli::try_parse_from(["x", "--t-d", "5 parsecs"]).is_err());
     }
 
     #[derive(Parser)]

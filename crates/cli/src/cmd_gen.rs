@@ -14,6 +14,7 @@ use ember_trace::gen::{
     Sharing, UniformConfig, WarmedStream, WwConfig, ZipfConfig, DEFAULT_RATE,
 };
 use ember_trace::{Format, Request, VolumeTable};
+use ember_units::{parse_duration, parse_duration_in, parse_size, TimeUnit, UnitError};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
 
@@ -54,8 +55,8 @@ pub enum GenCommand {
 /// Arguments of `ember trace gen bonfire`.
 #[derive(Args)]
 pub struct BonfireArgs {
-    /// Days of trace.
-    #[arg(long, default_value_t = 7.0)]
+    /// Length of the trace. Units ns, us, ms, s, m, h, d; a bare number is days.
+    #[arg(long, default_value_t = 7.0, value_parser = parse_days)]
     pub days: f64,
     /// Wall-clock hour (UTC) of the first request (MSR-Cambridge: 17).
     #[arg(long, default_value_t = 17)]
@@ -63,8 +64,9 @@ pub struct BonfireArgs {
     /// Share of background requests that are hourly reaccesses (the rest are one-offs).
     #[arg(long, default_value_t = 0.6)]
     pub hourly: f64,
-    /// Mean age (seconds) of the block an hourly reaccess re-reads (truncated below 1 h).
-    #[arg(long, default_value_t = 600.0)]
+    /// Mean age of the block an hourly reaccess re-reads (truncated below 1 h). Units ns, us,
+    /// ms, s, m, h, d; a bare number is seconds.
+    #[arg(long, default_value_t = 600.0, value_parser = parse_seconds)]
     pub hourly_mean_age: f64,
     /// Regions the daily job reads every day (0: no daily job).
     #[arg(long, default_value_t = 64)]
@@ -72,11 +74,12 @@ pub struct BonfireArgs {
     /// Wall-clock hour (UTC) the daily job starts.
     #[arg(long, default_value_t = 2)]
     pub daily_hour: u32,
-    /// Minutes the daily job takes.
-    #[arg(long, default_value_t = 30)]
+    /// How long the daily job takes, in whole minutes. Units s, m, h; a bare number is
+    /// minutes.
+    #[arg(long, default_value_t = 30, value_parser = parse_minutes)]
     pub daily_minutes: u32,
-    /// Region size of the daily job in bytes.
-    #[arg(long, default_value_t = 1 << 20)]
+    /// Region size of the daily job in bytes. K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
+    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     pub region_bytes: u64,
     /// One-off address space in blocks.
     #[arg(long, default_value_t = 1 << 28)]
@@ -88,14 +91,34 @@ pub struct BonfireArgs {
     pub common: CommonArgs,
 }
 
+/// A duration in days (a bare number is days), as the Bonfire generator takes it.
+fn parse_days(text: &str) -> Result<f64, UnitError> {
+    parse_duration_in(text, TimeUnit::Days).map(|d| TimeUnit::Days.of(d))
+}
+
+/// A duration in seconds (a bare number is seconds).
+fn parse_seconds(text: &str) -> Result<f64, UnitError> {
+    parse_duration(text).map(|d| TimeUnit::Secs.of(d))
+}
+
+/// A whole number of minutes (a bare number is minutes).
+fn parse_minutes(text: &str) -> Result<u32, String> {
+    let d = parse_duration_in(text, TimeUnit::Mins).map_err(|e| e.to_string())?;
+    if d.subsec_nanos() != 0 || d.as_secs() % 60 != 0 {
+        return Err(format!("duration {text:?}: not a whole number of minutes"));
+    }
+    u32::try_from(d.as_secs() / 60).map_err(|_| format!("duration {text:?}: too large"))
+}
+
 /// Options every generator takes.
 #[derive(Args, Clone, Debug)]
 pub struct CommonArgs {
     /// Seed of the random streams (same seed, same trace).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Block size in bytes; every request covers one block.
-    #[arg(long, default_value_t = 4096)]
+    /// Block size in bytes; every request covers one block. K/M/G = KiB/MiB/GiB; KB/MB/GB =
+    /// 10^3/10^6/10^9.
+    #[arg(long, default_value = "4096", value_parser = parse_size)]
     pub block_size: u64,
     /// Requests per second (per client for multi-client); requests are evenly spaced.
     #[arg(long, default_value_t = DEFAULT_RATE)]
@@ -381,7 +404,7 @@ fn output_format(c: &CommonArgs) -> anyhow::Result<Format> {
 /// The format an output file's name implies: its extension (past `.gz` / `.zst`) if it names
 /// one, MSR-Cambridge CSV for `.csv`, else ember's binary format.
 fn format_for_path(path: &Path) -> Format {
-    if let Some(f) = ember_trace::open::format_from_name(path) {
+    if let Some(f) = ember_trace::format_from_name(path) {
         return f;
     }
     let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase());
@@ -478,5 +501,26 @@ fn note(c: &CommonArgs, line: std::fmt::Arguments<'_>) {
         eprintln!("{line}");
     } else {
         println!("{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bonfire_durations_keep_their_bare_units() {
+        assert_eq!(parse_days("7"), Ok(7.0));
+        assert_eq!(parse_days("0.5"), Ok(0.5));
+        assert_eq!(parse_days("36h"), Ok(1.5));
+        assert_eq!(parse_seconds("600"), Ok(600.0));
+        assert_eq!(parse_seconds("10m"), Ok(600.0));
+        assert_eq!(parse_seconds("250ms"), Ok(0.25));
+        assert_eq!(parse_minutes("30"), Ok(30));
+        assert_eq!(parse_minutes("1h"), Ok(60));
+        assert_eq!(parse_minutes("120s"), Ok(2));
+        assert!(parse_minutes("90s").is_err_and(|e| e.contains("whole number of minutes")));
+        assert!(parse_minutes("100000000d").is_err_and(|e| e.contains("too large")));
+        assert!(parse_days("-1").is_err());
     }
 }

@@ -10,6 +10,7 @@ use ember_nbd::client::{Endpoint, NbdUri};
 use ember_nbd::Client;
 use ember_replay::{plan, replay, MetricsUrl, ReplayConfig, Session, Timing};
 use ember_trace::Trace;
+use ember_units::parse_duration;
 
 use crate::trace_args::TraceInput;
 
@@ -86,9 +87,9 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "URL")]
     pub metrics_url: Option<String>,
 
-    /// Seconds between metrics scrapes.
-    #[arg(long, default_value_t = 1.0)]
-    pub metrics_interval: f64,
+    /// Time between metrics scrapes. Units ns, us, ms, s, m, h, d; a bare number is seconds.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub metrics_interval: Duration,
 
     /// Print the report as JSON.
     #[arg(long)]
@@ -170,7 +171,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         TimingArg::Fast => Timing::Fast,
         TimingArg::Trace => Timing::Trace { speed: args.speed },
     };
-    if !(args.metrics_interval > 0.0 && args.metrics_interval.is_finite()) {
+    if args.metrics_interval.is_zero() {
         bail!("--metrics-interval must be positive");
     }
     let config = ReplayConfig {
@@ -180,7 +181,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         prefill: args.prefill || args.prefill_only,
         assume_prefilled: args.assume_prefilled,
         metrics: args.metrics_url.as_deref().map(MetricsUrl::parse).transpose()?,
-        metrics_interval: Duration::from_secs_f64(args.metrics_interval),
+        metrics_interval: args.metrics_interval,
     };
     let mut report = replay(&p, &session, &config)?;
     session.close()?;

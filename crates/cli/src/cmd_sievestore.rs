@@ -41,7 +41,8 @@ pub struct SieveStoreCmdArgs {
     #[arg(long, default_value = "lru", value_delimiter = ',')]
     pub policy: Vec<String>,
     /// Cache sizes, comma-separated: blocks, bytes (64MiB) or % of the working set (not with
-    /// --experiment, which sizes the cache as the paper did: see --cache-blocks).
+    /// --experiment, which sizes the cache as the paper did: see --cache-blocks). K/M/G =
+    /// KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
     #[arg(long, default_value = "1%,10%", value_delimiter = ',')]
     pub size: Vec<String>,
     /// Worker threads (default: all cores).
@@ -516,8 +517,8 @@ pub struct GenEnsembleArgs {
     /// Fraction of each hot set replaced per day.
     #[arg(long, default_value_t = 0.15)]
     pub drift: f64,
-    /// Block size in bytes.
-    #[arg(long, default_value_t = 4096)]
+    /// Block size in bytes. K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
+    #[arg(long, default_value_t = 4096, value_parser = ember_units::parse_size)]
     pub block_size: u64,
     /// Random seed.
     #[arg(long, default_value_t = 1)]

@@ -32,7 +32,7 @@ pub struct SimArgs {
     #[arg(long, default_value = "lru", value_delimiter = ',')]
     pub policy: Vec<String>,
     /// Cache sizes, comma-separated: blocks (1000), bytes (64MiB, 1GiB, 512KB) or a
-    /// percentage of the working set (1%, 10%).
+    /// percentage of the working set (1%, 10%). K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
     #[arg(long, default_value = "1%,10%", value_delimiter = ',')]
     pub size: Vec<String>,
     /// Also record a timeline: a time span (1h, 10m, 30s) or a request count (100000req).

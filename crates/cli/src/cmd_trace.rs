@@ -229,7 +229,7 @@ pub fn output_format(to: Option<Format>, out: &Path) -> Format {
     if let Some(f) = to {
         return f;
     }
-    if let Some(f) = ember_trace::open::format_from_name(out) {
+    if let Some(f) = ember_trace::format_from_name(out) {
         return f;
     }
     let name =

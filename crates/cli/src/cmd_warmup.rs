@@ -2,7 +2,7 @@
 //! configuration, `sweep` the Table 2 grid into a Table 3-shaped summary, `advise` an
 //! algorithm from `ember analyze`'s results with the Figure 8 decision tree.
 
-use crate::cmd_analyze::{analyze_input, parse_bytes};
+use crate::cmd_analyze::analyze_input;
 use crate::file_passes::FilePasses;
 use crate::output::{write_text, OutputArgs};
 use crate::plot::{colour, draw_legend, line, png, WIDE, WIDE_LINE};
@@ -17,6 +17,7 @@ use ember_sim::warmup_experiment::{run_warmup, DayRuns, VolumeAccesses, WarmupCo
 use ember_sim::warmup_stream::{run_warmup_stream, CensusTaker, WarmupCensus};
 use ember_sim::warmup_sweep::{sweep_with, SweepGrid};
 use ember_trace::Trace;
+use ember_units::{parse_nonzero_duration, parse_nonzero_size, parse_size};
 use plotters::prelude::*;
 use std::path::PathBuf;
 
@@ -38,17 +39,21 @@ pub struct ExperimentArgs {
     #[command(flatten)]
     pub input: TraceInput,
     /// Period length: a new cache starts at each period's beginning, warmed from the
-    /// previous period (`1d`, `12h`, `2500s`, `30m`).
+    /// previous period (`1d`, `12h`, `2500s`, `30m`). Units ns, us, ms, s, m, h, d; a bare
+    /// number is seconds.
     #[arg(long, default_value = "1d", value_parser = parse_duration)]
     pub period: u64,
-    /// Timeline interval within a period.
+    /// Timeline interval within a period. Units ns, us, ms, s, m, h, d; a bare number is
+    /// seconds.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub interval: u64,
     /// Readahead window on a read miss (e.g. 128KiB, Bonfire's disk prefetching); 0 = off.
-    #[arg(long, default_value = "0", value_parser = parse_bytes_or_zero)]
+    /// K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
+    #[arg(long, default_value = "0", value_parser = parse_size)]
     pub readahead: u64,
-    /// Backing bandwidth for the pre-load time, bytes per second (Bonfire: 100 MB/s).
-    #[arg(long, default_value = "100MB", value_parser = parse_bytes)]
+    /// Backing bandwidth for the pre-load time, bytes per second (Bonfire: 100 MB/s). K/M/G =
+    /// KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
+    #[arg(long, default_value = "100MB", value_parser = parse_nonzero_size)]
     pub bandwidth: u64,
     /// Seed of Random-K.
     #[arg(long, default_value_t = 1)]
@@ -66,8 +71,8 @@ pub struct RunArgs {
     /// Warmup size, % of each volume's working set.
     #[arg(long, default_value_t = 10.0)]
     pub warmup: f64,
-    /// Warmup region size (4KiB, 1MiB, ...).
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
+    /// Warmup region size (4KiB, 1MiB, ...). K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
+    #[arg(long, default_value = "1MiB", value_parser = parse_nonzero_size)]
     pub region: u64,
     /// Warmed schemes, comma-separated: last-k, first-k, top-k, random-k.
     #[arg(long, default_value = "last-k,first-k,top-k,random-k", value_delimiter = ',')]
@@ -95,8 +100,13 @@ pub struct SweepArgs {
     /// Warmup sizes, % of WSS.
     #[arg(long, default_value = "5,10,25", value_delimiter = ',')]
     pub warmup: Vec<f64>,
-    /// Warmup region sizes.
-    #[arg(long, default_value = "4KiB,1MiB", value_delimiter = ',', value_parser = parse_bytes)]
+    /// Warmup region sizes. K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
+    #[arg(
+        long,
+        default_value = "4KiB,1MiB",
+        value_delimiter = ',',
+        value_parser = parse_nonzero_size
+    )]
     pub region: Vec<u64>,
     /// Th_V values (fractions).
     #[arg(long, default_value = "0.7,0.8,0.9", value_delimiter = ',')]
@@ -115,7 +125,8 @@ pub struct AdviseArgs {
     #[command(flatten)]
     pub exp: ExperimentArgs,
     /// Warmup region size the cache will use (Figure 8's last branch, and the simulation).
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
+    /// K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
+    #[arg(long, default_value = "1MiB", value_parser = parse_nonzero_size)]
     pub region: u64,
     /// Cache size for the simulation, % of each volume's working set.
     #[arg(long, default_value_t = 50.0)]
@@ -134,35 +145,11 @@ pub struct AdviseArgs {
     pub analysis: Option<PathBuf>,
 }
 
-/// Parse a duration: `500ms`, `30s`, `10m`/`10min`, `1h`, `1d` (a bare number is seconds).
+/// A positive duration in nanoseconds ([`ember_units::parse_nonzero_duration`]: a bare number
+/// is seconds), for the flags that hold one as a `u64`.
 pub fn parse_duration(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("not a duration: {s:?}"))?;
-    let ns = match unit.trim() {
-        "ns" => 1.0,
-        "us" => 1e3,
-        "ms" => 1e6,
-        "" | "s" => 1e9,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
-        "d" => 86400e9,
-        u => return Err(format!("unknown duration unit {u:?} in {s:?}")),
-    };
-    let v = n * ns;
-    if !(v >= 1.0 && v.is_finite()) {
-        return Err(format!("duration must be positive: {s:?}"));
-    }
-    Ok(v as u64)
-}
-
-fn parse_bytes_or_zero(s: &str) -> Result<u64, String> {
-    if s.trim() == "0" {
-        Ok(0)
-    } else {
-        parse_bytes(s)
-    }
+    let d = parse_nonzero_duration(s).map_err(|e| e.to_string())?;
+    u64::try_from(d.as_nanos()).map_err(|_| format!("duration {s:?}: too large (over 584 years)"))
 }
 
 /// Run `ember warmup`.

@@ -9,6 +9,7 @@ use ember_trace::{
     BlkAction, CsvColumns, Format, OffsetUnit, ReadOptions, ReadStats, TimeUnit, Trace,
     TraceReader, DEFAULT_BLOCK_SIZE,
 };
+use ember_units::parse_size;
 
 /// A trace to read and how to read it.
 #[derive(Args, Clone, Debug)]
@@ -31,8 +32,8 @@ pub struct TraceInput {
     pub blkparse_action: BlkAction,
 
     /// Cache block size in bytes (also the request length of oracleGeneral records and of
-    /// CSV rows without a size column).
-    #[arg(long, default_value_t = DEFAULT_BLOCK_SIZE)]
+    /// CSV rows without a size column). K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
+    #[arg(long, default_value_t = DEFAULT_BLOCK_SIZE, value_parser = parse_size)]
     pub block_size: u64,
 
     /// CSV: 1-based column of the time (0 = no time column).

@@ -11,9 +11,9 @@ use std::str::FromStr;
 pub enum Capacity {
     /// A number of blocks (`1000`, or `1000blocks`).
     Blocks(u64),
-    /// A number of bytes (`64MiB`, `512KB`, `4096B`). SI suffixes (`KB`, `MB`, `GB`, `TB`)
-    /// are powers of 1000, IEC suffixes (`KiB`, `MiB`, `GiB`, `TiB`, also `K`, `M`, `G`, `T`)
-    /// powers of 1024.
+    /// A number of bytes (`64MiB`, `512KB`, `4096B`, `1.5G`), as [`ember_units::parse_size`]
+    /// reads them: SI suffixes (`KB`, `MB`, `GB`, ...) are powers of 1000, IEC suffixes
+    /// (`KiB`, `MiB`, `GiB`, ..., also `K`, `M`, `G`) powers of 1024.
     Bytes(u64),
     /// A percentage of the working-set size in blocks (`1%`, `0.5%`, `100%`).
     Percent(f64),
@@ -54,28 +54,17 @@ impl FromStr for Capacity {
         if num.is_empty() {
             return Err(err("expected a number of blocks, bytes (64MiB) or a percentage (1%)"));
         }
-        let n: u64 = num.parse().map_err(|_| err("number too large"))?;
-        let unit = unit.trim();
-        let mult: Option<u64> = match unit.to_ascii_lowercase().as_str() {
-            "" | "blk" | "blks" | "block" | "blocks" => None,
-            "b" | "bytes" => Some(1),
-            "k" | "kib" => Some(1 << 10),
-            "m" | "mib" => Some(1 << 20),
-            "g" | "gib" => Some(1 << 30),
-            "t" | "tib" => Some(1 << 40),
-            "kb" => Some(1_000),
-            "mb" => Some(1_000_000),
-            "gb" => Some(1_000_000_000),
-            "tb" => Some(1_000_000_000_000),
-            _ => {
-                return Err(err(
-                    "unknown unit (use blocks, B, KB, KiB, MB, MiB, GB, GiB, TB, TiB or %)",
-                ))
-            }
+        let bytes = |text: &str| {
+            ember_units::parse_size(text).map(Capacity::Bytes).map_err(|e| {
+                err(&format!("{}; or blocks (1000) or % of the working set (1%)", e.reason()))
+            })
         };
-        let c = match mult {
-            None => Capacity::Blocks(n),
-            Some(m) => Capacity::Bytes(n.checked_mul(m).ok_or_else(|| err("size overflows"))?),
+        let c = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "blk" | "blks" | "block" | "blocks" => {
+                Capacity::Blocks(num.parse().map_err(|_| err("number too large"))?)
+            }
+            "bytes" => bytes(num)?,
+            _ => bytes(s)?,
         };
         match c {
             Capacity::Blocks(0) | Capacity::Bytes(0) => Err(err("size must be positive")),
@@ -122,6 +111,21 @@ mod tests {
             assert!(bad.parse::<Capacity>().is_err(), "{bad:?} should not parse");
         }
         assert!("20000000TiB".parse::<Capacity>().is_err());
+    }
+
+    /// Byte forms are [`ember_units::parse_size`]'s; a bare number stays blocks.
+    #[test]
+    fn bytes_follow_the_size_rule() {
+        assert_eq!("4M".parse::<Capacity>(), Ok(Capacity::Bytes(4 << 20)));
+        assert_eq!("4MB".parse::<Capacity>(), Ok(Capacity::Bytes(4_000_000)));
+        assert_eq!("1.5K".parse::<Capacity>(), Ok(Capacity::Bytes(1536)));
+        assert_eq!("4 KiB".parse::<Capacity>(), Ok(Capacity::Bytes(4096)));
+        assert_eq!("4096bytes".parse::<Capacity>(), Ok(Capacity::Bytes(4096)));
+        assert_eq!("4096".parse::<Capacity>(), Ok(Capacity::Blocks(4096)));
+        let e = "0.3K".parse::<Capacity>().expect_err("part of a byte");
+        assert!(e.to_string().contains("whole number of bytes"), "{e}");
+        let e = "10XB".parse::<Capacity>().expect_err("unknown unit");
+        assert!(e.to_string().contains("KB/MB/GB") && e.to_string().contains("1%"), "{e}");
     }
 
     #[test]

@@ -8,10 +8,9 @@
 //! read, never materialized as a [`crate::Request`] vector.
 //!
 //! Two formats take a zero-copy path: their fixed-size records are decoded in place from
-//! the file mapped into memory (an uncompressed regular file; the pages behind the reader are
-//! dropped every 8 MiB, so resident memory stays bounded) or from the reader's buffer (a
-//! pipe or FIFO, or the decompressing thread's output) straight into the chunk, without a
-//! per-record call through the generic reader:
+//! the crate's one byte source, `bytes.rs` (the file mapped into memory, its pages released
+//! behind the reader, or the buffer of a pipe, a FIFO or the decompressing thread), straight
+//! into the chunk, without a per-record call through the generic reader:
 //! - libCacheSim's oracleGeneral: each record is one block access whose key is its `obj_id`
 //!   (the [`crate::block_key`]), a read, at `clock_time` seconds;
 //! - ember's binary format: each record is a request, split into blocks in place.
@@ -22,246 +21,16 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::block_chunk::{BlockChunk, FLAG_FIRST, FLAG_WRITE};
+use crate::bytes::Bytes;
+use crate::detect::{detect_format, is_regular_file};
+use crate::error::io_err;
 use crate::formats::ember as ember_fmt;
 use crate::formats::oracle_general as og;
 use crate::formats::{Format, Line};
-use crate::open::{
-    check_end, detect_format, io_err, is_regular_file, open, ReadOptions, ReadStats, StreamBytes,
-    TraceReader,
-};
-use crate::{block_key, Request, TraceError};
-
-/// Flag bit of an access that is a write.
-pub const FLAG_WRITE: u8 = 1;
-/// Flag bit of the first block access of its request.
-pub const FLAG_FIRST: u8 = 2;
-
-/// A run of consecutive block accesses of a trace.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BlockChunk {
-    /// Block keys ([`crate::block_key`]), one per access.
-    pub keys: Vec<u64>,
-    /// Per access: [`FLAG_WRITE`] and [`FLAG_FIRST`].
-    pub flags: Vec<u8>,
-    /// Request time in nanoseconds, one per access; empty when the reader keeps no times.
-    pub times: Vec<u64>,
-}
-
-impl BlockChunk {
-    /// An empty chunk with room for `accesses` accesses (and their times if `times`).
-    pub fn with_capacity(accesses: usize, times: bool) -> Self {
-        Self {
-            keys: Vec::with_capacity(accesses),
-            flags: Vec::with_capacity(accesses),
-            times: if times { Vec::with_capacity(accesses) } else { Vec::new() },
-        }
-    }
-
-    /// Number of block accesses.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    /// True if the chunk holds no access.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
-    /// Number of requests that start in this chunk.
-    pub fn requests(&self) -> u64 {
-        self.flags.iter().map(|&f| u64::from(f & FLAG_FIRST != 0)).sum()
-    }
-
-    /// Forget every access, keeping the memory.
-    pub fn clear(&mut self) {
-        self.keys.clear();
-        self.flags.clear();
-        self.times.clear();
-    }
-}
-
-/// How a request becomes block accesses.
-#[derive(Clone, Copy, Debug)]
-struct Splitter {
-    block_size: u64,
-    shift: u32,
-    pow2: bool,
-    per_request: bool,
-    keep_times: bool,
-}
-
-impl Splitter {
-    #[inline(always)]
-    fn block_of(&self, byte: u64) -> u64 {
-        if self.pow2 {
-            byte >> self.shift
-        } else {
-            byte / self.block_size
-        }
-    }
-
-    /// Append the accesses of `r` (none for a zero-length request).
-    #[inline(always)]
-    fn push(&self, c: &mut BlockChunk, r: &Request) {
-        if r.length == 0 {
-            return;
-        }
-        let first = self.block_of(r.offset);
-        let end = if self.per_request {
-            first + 1
-        } else {
-            self.block_of(r.offset.saturating_add(r.length as u64 - 1)) + 1
-        };
-        let w = if r.op.is_write() { FLAG_WRITE } else { 0 };
-        c.keys.push(block_key(r.volume, first));
-        c.flags.push(w | FLAG_FIRST);
-        for b in first + 1..end {
-            c.keys.push(block_key(r.volume, b));
-            c.flags.push(w);
-        }
-        if self.keep_times {
-            c.times.extend(std::iter::repeat_n(r.time_ns, (end - first) as usize));
-        }
-    }
-}
-
-/// Bytes of a mapped file released behind the reader at a time.
-const RELEASE_BYTES: usize = 8 << 20;
-
-/// True if a file of `len` bytes is larger than half of the machine's memory: the page cache
-/// cannot keep it for a second run, and filling the cache with it only makes the kernel
-/// reclaim (on another core, in the caches the simulation needs) while the file streams
-/// past. The reader then drops the file's pages behind it from the page cache too.
-fn outgrows_page_cache(len: u64) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: sysinfo fills the struct it is given and reads nothing else.
-        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
-        if unsafe { libc::sysinfo(&mut info) } == 0 {
-            let total = (info.totalram as u64).saturating_mul(u64::from(info.mem_unit));
-            return len > total / 2;
-        }
-    }
-    let _ = len;
-    false
-}
-
-/// The bytes of a binary trace: a mapped regular file (read in place, zero-copy; pages
-/// behind the reader are dropped every [`RELEASE_BYTES`] so resident memory stays bounded),
-/// or a stream (pipe, FIFO, decompressor) through a refillable buffer.
-enum Bytes {
-    Map {
-        map: memmap2::Mmap,
-        pos: usize,
-        released: usize,
-        /// The file, when its pages are dropped from the page cache behind the reader too
-        /// ([`outgrows_page_cache`]).
-        drop_behind: Option<std::fs::File>,
-    },
-    Stream(StreamBytes),
-}
-
-impl Bytes {
-    /// Open `path`: mapped if it is an uncompressed, non-empty regular file (dropping its
-    /// pages from the page cache behind the reader when it [`outgrows_page_cache`]).
-    fn open(path: &Path) -> Result<Self, TraceError> {
-        Self::open_with(path, outgrows_page_cache)
-    }
-
-    /// [`Bytes::open`], deciding from the file's length whether to drop its pages behind.
-    fn open_with(path: &Path, drop_behind: fn(u64) -> bool) -> Result<Self, TraceError> {
-        if is_regular_file(path) {
-            let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
-            let mut magic = [0u8; 4];
-            let n = std::io::Read::read(&mut &file, &mut magic).map_err(|e| io_err(path, e))?;
-            let compressed = (n >= 2 && magic[..2] == [0x1f, 0x8b])
-                || (n == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd]);
-            if n > 0 && !compressed {
-                // SAFETY: a read-only private map of a regular file; like every mmap of a file
-                // it assumes no other process truncates the file while it is read.
-                let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io_err(path, e))?;
-                #[cfg(unix)]
-                let _ = map.advise(memmap2::Advice::Sequential);
-                let drop_behind = drop_behind(map.len() as u64).then_some(file);
-                return Ok(Bytes::Map { map, pos: 0, released: 0, drop_behind });
-            }
-        }
-        Ok(Bytes::Stream(StreamBytes::open(path)?))
-    }
-
-    /// Make at least `need` bytes available unless the input ends; return how many are.
-    #[inline]
-    fn fill(&mut self, need: usize) -> std::io::Result<usize> {
-        match self {
-            Bytes::Map { map, pos, .. } => Ok(map.len() - *pos),
-            Bytes::Stream(s) => s.fill(need),
-        }
-    }
-
-    /// The available bytes (after [`Bytes::fill`]).
-    #[inline]
-    fn window(&self) -> &[u8] {
-        match self {
-            Bytes::Map { map, pos, .. } => &map[*pos..],
-            Bytes::Stream(s) => &s.buf[s.pos..s.len],
-        }
-    }
-
-    /// Consume `n` available bytes.
-    #[inline]
-    fn advance(&mut self, n: usize) {
-        match self {
-            Bytes::Map { map, pos, released, drop_behind } => {
-                *pos += n;
-                let behind = (*pos - *released) & !((1 << 16) - 1);
-                if behind >= RELEASE_BYTES {
-                    // SAFETY: the released range lies wholly behind the reader, which never
-                    // reads it again; on a private read-only file mapping DONTNEED only drops
-                    // the pages (a later access would read them from the file again).
-                    #[cfg(unix)]
-                    let _ = unsafe {
-                        map.unchecked_advise_range(
-                            memmap2::UncheckedAdvice::DontNeed,
-                            *released,
-                            behind,
-                        )
-                    };
-                    #[cfg(target_os = "linux")]
-                    if let Some(f) = drop_behind {
-                        use std::os::fd::AsRawFd;
-                        // A hint: a failure only leaves the pages cached.
-                        // SAFETY: plain syscall on an open descriptor.
-                        let _ = unsafe {
-                            libc::posix_fadvise(
-                                f.as_raw_fd(),
-                                *released as libc::off_t,
-                                behind as libc::off_t,
-                                libc::POSIX_FADV_DONTNEED,
-                            )
-                        };
-                    }
-                    #[cfg(not(target_os = "linux"))]
-                    let _ = drop_behind;
-                    *released += behind;
-                }
-            }
-            Bytes::Stream(s) => s.pos += n,
-        }
-    }
-}
-
-impl std::io::Read for Bytes {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        self.fill(1)?;
-        let w = self.window();
-        let n = out.len().min(w.len());
-        out[..n].copy_from_slice(&w[..n]);
-        self.advance(n);
-        Ok(n)
-    }
-}
+use crate::open::{check_end, open, ReadOptions, ReadStats, TraceReader};
+use crate::splitter::Splitter;
+use crate::{block_key, TraceError};
 
 /// Where the accesses come from.
 enum Source {
@@ -332,13 +101,7 @@ impl BlockReader {
             Some(f) => f,
             None => detect_format(path)?,
         };
-        let split = Splitter {
-            block_size: bs,
-            shift: bs.trailing_zeros(),
-            pow2: bs.is_power_of_two(),
-            per_request,
-            keep_times,
-        };
+        let split = Splitter::new(bs, per_request, keep_times);
         // oracleGeneral's in-place path takes obj_id as the key, which is what the general
         // decoder yields only while `block * block_size + block_size` cannot overflow: below
         // 64 KiB blocks. Larger blocks take the general path and its overflow check.
@@ -598,7 +361,7 @@ impl BlockReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{write_trace, Op, Trace, VolumeTable};
+    use crate::{write_trace, Op, Request, Trace, VolumeTable};
 
     fn sample_trace() -> Trace {
         let mut v = VolumeTable::new();
@@ -865,59 +628,6 @@ mod tests {
             assert_eq!(blocks.to_string(), general.to_string(), "{name}");
             assert!(blocks.to_string().contains(want), "{name}: {blocks}");
         }
-    }
-
-    /// The file's pages resident in the page cache, per 4 KiB page (mincore on a fresh map).
-    #[cfg(target_os = "linux")]
-    fn resident_pages(path: &Path) -> Vec<bool> {
-        let f = std::fs::File::open(path).expect("open");
-        // SAFETY: a read-only map of a file this test wrote; only its residency is read.
-        let map = unsafe { memmap2::Mmap::map(&f) }.expect("map");
-        let pages = map.len().div_ceil(4096);
-        let mut v = vec![0u8; pages];
-        // SAFETY: `v` has one byte per page of the mapping.
-        let rc =
-            unsafe { libc::mincore(map.as_ptr() as *mut libc::c_void, map.len(), v.as_mut_ptr()) };
-        assert_eq!(rc, 0, "mincore");
-        v.iter().map(|b| b & 1 == 1).collect()
-    }
-
-    /// A file larger than half the memory has its pages dropped from the page cache behind
-    /// the reader (forced here on a 48 MB file): what was read is no longer cached, the bytes
-    /// read are the file's, and a file under the threshold keeps its cache.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_file_that_outgrows_the_page_cache_is_dropped_behind_the_reader() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let p = dir.path().join("big.bin");
-        let len = 48usize << 20;
-        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
-        std::fs::write(&p, &data).expect("write");
-        std::fs::File::open(&p).expect("open").sync_all().expect("sync");
-        for (drop, want_cached) in [(false, true), (true, false)] {
-            // Bring the whole file into the page cache first.
-            let _ = std::fs::read(&p).expect("read");
-            let mut b =
-                Bytes::open_with(&p, if drop { |_| true } else { |_| false }).expect("open");
-            let mut seen = 0usize;
-            while b.fill(1).expect("fill") > 0 {
-                let w = b.window().len().min(1 << 20);
-                assert_eq!(&b.window()[..w], &data[seen..seen + w]);
-                b.advance(w);
-                seen += w;
-            }
-            assert_eq!(seen, len);
-            // Everything but the last release step's worth lies behind the reader.
-            let behind = (len - RELEASE_BYTES - (1 << 16)) / 4096;
-            let cached = resident_pages(&p)[..behind].iter().filter(|&&r| r).count();
-            if want_cached {
-                assert!(cached > behind * 9 / 10, "kept: {cached} of {behind} pages cached");
-            } else {
-                assert!(cached < behind / 10, "dropped: {cached} of {behind} pages still cached");
-            }
-        }
-        assert!(!outgrows_page_cache(1 << 20));
-        assert!(outgrows_page_cache(u64::MAX));
     }
 
     #[test]

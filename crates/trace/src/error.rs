@@ -1,6 +1,6 @@
 //! Errors raised while reading or writing traces. Every error names where it happened.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// An error while reading or writing a trace, with enough context to find the bad input.
 #[derive(Debug, thiserror::Error)]
@@ -35,4 +35,9 @@ pub enum TraceError {
     /// An invalid option (for example a bad column mapping or generator parameter).
     #[error("{0}")]
     Invalid(String),
+}
+
+/// An I/O error on the trace file `path`.
+pub(crate) fn io_err(path: &Path, source: std::io::Error) -> TraceError {
+    TraceError::Io { path: path.to_owned(), source }
 }
