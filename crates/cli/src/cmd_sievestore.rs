@@ -10,6 +10,7 @@ use crate::trace_args::TraceInput;
 use crate::tuning_args::SieveParams;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
+use ember_policy::admission::SieveSpec;
 use ember_policy::replacement::{build, Kind};
 use ember_policy::Replacement;
 use ember_sim::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
@@ -17,7 +18,7 @@ use ember_sim::ensemble::Partition;
 use ember_sim::epoch_spool::DEFAULT_LIMIT;
 use ember_sim::experiment_sievestore::{default_capacity, DailyBlocks};
 use ember_sim::experiment_sievestore::{ExperimentReport, SieveStoreExperiment};
-use ember_sim::sievestore::{DayStats, SieveRun, SieveSpec};
+use ember_sim::sievestore::{DayStats, SieveRun};
 use ember_sim::sievestore_sensitivity::{
     sensitivity, sensitivity_streamed, table as sensitivity_table, SensitivityPoint,
 };

@@ -3,8 +3,8 @@
 //! volume of the same total size, sized in proportion to the volume's share of accesses
 //! (*proportional*, the paper's iso-capacity per-server configuration) or equally (*equal*).
 
-use crate::sievestore::{day_origin, run_sieve_with, CacheFactory, SieveRun, SieveSpec};
-use ember_policy::admission::SieveConfigError;
+use crate::sievestore::{day_origin, run_sieve_with, CacheFactory, SieveRun};
+use ember_policy::admission::{SieveConfigError, SieveSpec};
 use ember_policy::Lru;
 use ember_trace::Request;
 use std::str::FromStr;

@@ -8,11 +8,11 @@
 
 use crate::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
 use crate::ensemble::{add_weight, Partition};
-use crate::sievestore::{CacheFactory, SieveRun, SieveSpec, DAY_NS};
+use crate::sievestore::{CacheFactory, SieveRun, DAY_NS};
 use crate::sievestore_stream::{
     run_streamed_parallel, OpenRequests, StreamCell, StreamError, TraceCounts,
 };
-use ember_policy::admission::SieveConfigError;
+use ember_policy::admission::{SieveConfigError, SieveSpec};
 use ember_policy::Lru;
 use ember_trace::{Request, Trace};
 use std::collections::HashSet;

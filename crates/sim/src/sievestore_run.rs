@@ -15,7 +15,7 @@
 
 use crate::sievestore::{Recorder, SieveRun};
 use ember_policy::admission::key_hash::{key_map, KeyMap};
-use ember_policy::admission::EpochSieve;
+use ember_policy::admission::{install, EpochSieve};
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::Request;
 
@@ -168,22 +168,14 @@ impl<S: EpochStore> DiscreteState<S> {
         t.saturating_sub(self.origin) / self.epoch_ns
     }
 
-    /// Install `chosen` as the contents for epoch `e`, counting moves and cancellations.
+    /// Install `chosen` as the contents for epoch `e` ([`install`]), counting moves and
+    /// cancellations.
     fn install(&mut self, chosen: Vec<(u64, u64)>, e: u64) {
-        let mut next: KeyMap<()> = key_map();
-        let mut moves = 0u64;
-        let mut cancelled = 0u64;
-        for (k, _) in chosen.into_iter().take(self.capacity) {
-            if self.resident.contains_key(&k) {
-                cancelled += 1;
-            } else {
-                moves += 1;
-            }
-            next.insert(k, ());
-        }
+        let resident = &self.resident;
+        let next = install(chosen, self.capacity, |k| resident.contains_key(&k));
         let s = self.origin + e * self.epoch_ns;
-        self.rec.batch(s, s + self.epoch_ns, moves, cancelled);
-        self.resident = next;
+        self.rec.batch(s, s + self.epoch_ns, next.moves.len() as u64, next.cancelled.len() as u64);
+        self.resident = next.chosen;
     }
 
     /// The oracle's epoch is complete: choose from it, install the choice, replay it.

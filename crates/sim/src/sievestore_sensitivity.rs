@@ -9,10 +9,10 @@
 
 use crate::ensemble::Partition;
 use crate::experiment_sievestore::{ExperimentError, StreamedError};
-use crate::sievestore::{CacheFactory, SieveSpec};
+use crate::sievestore::CacheFactory;
 use crate::sievestore_stream::{run_streamed_parallel, OpenRequests, StreamCell};
 use ember_policy::admission::sievestore_d::DEFAULT_EPOCH_NS;
-use ember_policy::admission::SieveStoreCConfig;
+use ember_policy::admission::{SieveSpec, SieveStoreCConfig};
 use ember_policy::Lru;
 use ember_trace::Trace;
 use serde::Serialize;

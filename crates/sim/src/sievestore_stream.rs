@@ -13,9 +13,9 @@
 
 use crate::ensemble::{add_weight, capacities_from_weights, Partition};
 use crate::epoch_spool::{EpochSpool, DEFAULT_LIMIT};
-use crate::sievestore::{CacheFactory, Sieve, SieveRun, SieveSpec, DAY_NS};
+use crate::sievestore::{CacheFactory, SieveRun, DAY_NS};
 use crate::sievestore_run::{ContinuousState, DiscreteState};
-use ember_policy::admission::{EpochSieve, SieveConfigError};
+use ember_policy::admission::{EpochSieve, Sieve, SieveConfigError, SieveSpec};
 use ember_policy::{Admission, Replacement};
 use ember_trace::Request;
 use std::collections::HashSet;

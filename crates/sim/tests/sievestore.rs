@@ -2,14 +2,14 @@
 //! Table 2's arithmetic, section 3.1's Belady counter-example, and sections 5.1/5.3's
 //! qualitative results on the generated ensemble trace.
 
-use ember_policy::admission::{Aod, FixedSet, Wmna};
+use ember_policy::admission::{Aod, FixedSet, SieveSpec, Wmna};
 use ember_policy::Admission;
 use ember_policy::Lru;
 use ember_sim::belady_selective::belady_selective;
 use ember_sim::ensemble::{run_partitioned, Partition};
 use ember_sim::experiment_sievestore::default_capacity;
 use ember_sim::oracle_resident::OracleResident;
-use ember_sim::sievestore::{day_origin, run_continuous, SieveRun, SieveSpec};
+use ember_sim::sievestore::{day_origin, run_continuous, SieveRun};
 use ember_trace::gen::ensemble::{generate, EnsembleConfig};
 use ember_trace::{block_key, Op, Request, Trace};
 use std::sync::OnceLock;
