@@ -14,7 +14,8 @@ pub mod scheme;
 pub mod segment_layout;
 pub mod segmented_queue;
 
-pub use array_cache::{ArrayCache, ArrayConfig, DemoteOutcome, DEFAULT_SLRU_PROTECTED};
+pub use crate::replacement::DemoteOutcome;
+pub use array_cache::{ArrayCache, ArrayConfig, DEFAULT_SLRU_PROTECTED};
 pub use array_replacement::ArrayReplacement;
 pub use insertion_ghosts::InsertionGhosts;
 pub use scheme::{Scheme, UnknownScheme};
