@@ -9,11 +9,16 @@ use clap::Args;
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
-use ember_sim::grid_shared::{run_shared_chunks, run_shared_records, SharedGrid};
+use ember_sim::core::chunk_run::{policy_run, ChunkRun};
+use ember_sim::core::grid::{run_grid, GridProgress};
+use ember_sim::core::grid_shared::{run_shared_chunks, run_shared_records, SharedGrid};
+use ember_sim::core::streaming::{
+    count_pass, run_streaming, run_streaming_records, run_streaming_with_next, StreamTotals,
+    CHUNK_ACCESSES,
+};
 use ember_sim::{
-    count_pass, default_threads, policy_run, run_grid, run_streaming, run_streaming_records,
-    run_streaming_with_next, simulate_with_progress, AccessStream, AccessStreamBuilder, Capacity,
-    ChunkRun, GridProgress, Interval, RunConfig, SimResult, Split, StreamTotals, CHUNK_ACCESSES,
+    default_threads, simulate_with_progress, AccessStream, AccessStreamBuilder, Capacity, Interval,
+    RunConfig, SimResult, Split,
 };
 use ember_trace::{BlockChunk, BlockReader, Spool};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -201,7 +206,7 @@ fn compute_streamed(
         .collect();
     let timeline = args.interval.is_some();
     // A grid of LRU, FIFO, CLOCK and S3-FIFO cells without a timeline runs over one shared
-    // index (ember_sim::grid_shared): one probe per access for all cells, the same results.
+    // index (ember_sim::core::grid_shared): one probe per access for all cells, the same results.
     let shared: Option<Vec<(Kind, usize)>> = (cells.len() > 1 && !timeline && future.is_none())
         .then(|| cells.iter().map(|c| (c.policy, c.capacity)).collect::<Vec<(Kind, u64)>>())
         .filter(|c| SharedGrid::supports(c))

@@ -8,8 +8,8 @@
 //! [`MIN_RECORDS`] records, or no period after the first with accesses) falls back to Last-K.
 
 use ember_policy::warmup::SelectorKind;
-use ember_sim::warmup_evidence::rank_selectors;
-use ember_sim::warmup_experiment::{run_warmup, VolumeAccesses, WarmupConfig};
+use ember_sim::warmup::evidence::rank_selectors;
+use ember_sim::warmup::experiment::{run_warmup, VolumeAccesses, WarmupConfig};
 use ember_trace::{Trace, VolumeTable};
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! side; without that file (not Linux), wall time.
 
 use ember_policy::admission::SieveSpec;
-use ember_sim::experiment_sievestore::default_capacity;
+use ember_sim::sievestore::experiment::default_capacity;
 use ember_sim::sievestore::{day_origin, run_sieve};
 use ember_trace::gen::ensemble::{generate, EnsembleConfig};
 use std::time::Instant;

@@ -4,8 +4,8 @@
 //! O(1) insertion at any of N_segs segments, the [`SegmentLayout`]s (uniform, exponential,
 //! SLRU) and the read/demoted [`InsertionGhosts`] of the adaptive schemes.
 //!
-//! The client side (an LRU cache that demotes the clean blocks it ejects) and the hierarchy
-//! live in `ember-sim`'s `hierarchy` module.
+//! The client side (an LRU cache that demotes the clean blocks it ejects) and the clients over
+//! the array live in `ember-sim`'s `demote` module.
 
 pub mod array_cache;
 pub mod array_replacement;

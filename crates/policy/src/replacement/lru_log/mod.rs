@@ -27,8 +27,9 @@
 //! index and a bit of liveness per place: 30.4 bytes narrow, 31.7 wide, within the 32 of
 //! the linked list either way.
 //!
-//! A narrow key is also its own index tag: the tag is a bijection of the key ([`narrow_tag`](crate::keymap::narrow_tag):
-//! a mix of the key plus one, never 0, the empty tag), so a tag match in the index *is* the
+//! A narrow key is also its own index tag: the tag is a bijection of the key
+//! ([`narrow_tag`](crate::keymap::narrow_tag): a mix of the key plus one, never 0, the empty
+//! tag), so a tag match in the index *is* the
 //! key and a lookup reads the index group alone ([`KeyMap::find_exact`]); a wide log tags by
 //! [`fingerprint`] and confirms a match by reading the key's place, as every other policy
 //! does. (perf, LRU at 1M blocks over 100M requests: that confirming load was 8 % of the

@@ -1,6 +1,6 @@
 //! A shared-index grid evaluator: LRU, FIFO, CLOCK and S3-FIFO at several sizes each, over one
 //! hash index of the keys any cell holds, so that a request costs one probe for all cells
-//! instead of one per cell (issue 17's 16-cell grid).
+//! instead of one per cell (a 16-cell grid of four policies at four sizes).
 //!
 //! It is a second implementation of those four policies, kept for speed only; the policies of
 //! `ember_policy` stay the reference, and every cell's counters equal a single run's exactly
@@ -24,17 +24,21 @@ mod lru_log;
 mod rings;
 mod s3fifo;
 
-use crate::{Counters, DistinctCounter, SimResult, StreamTotals, CHUNK_ACCESSES};
+use crate::core::distinct::DistinctCounter;
+use crate::core::streaming::{StreamTotals, CHUNK_ACCESSES};
+use crate::{Counters, SimResult};
 use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
 use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
 use ember_trace::{BlockChunk, BlockReader, TraceError, FLAG_FIRST};
 
-pub use entries::MAX_SIZES;
 use entries::{Entries, Present, SWEEP_EVERY};
 use lru_log::LruTails;
 use rings::Rings;
 use s3fifo::S3Sizes;
+
+/// Most sizes a policy can have in one shared grid (one bit or byte per size in an entry).
+pub const MAX_SIZES: usize = 8;
 
 /// What one cell counts beside what every cell shares (requests, reads, writes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -378,9 +382,9 @@ fn collect(groups: &[(SharedGrid, Vec<usize>)], cells: usize) -> (Vec<SimResult>
     (slots.into_iter().flatten().collect(), totals)
 }
 
-/// [`crate::run_streaming_records`] for a grid [`SharedGrid::supports`]: the records are read
-/// in place, and each group of policies (up to `threads`, one thread each) simulates all its
-/// cells with one index probe per access. Returns what the per-cell path returns.
+/// [`run_streaming_records`](crate::core::streaming::run_streaming_records) for a grid
+/// [`SharedGrid::supports`]: the records are read in place, and each group of policies (up
+/// to `threads`, one thread each) simulates all its cells with one index probe per access. Returns what the per-cell path returns.
 pub fn run_shared_records(
     reader: &mut BlockReader,
     cells: &[(Kind, usize)],
@@ -401,8 +405,9 @@ pub fn run_shared_records(
     Ok(collect(&gs, cells.len()))
 }
 
-/// [`crate::run_streaming`] (no timeline) for a grid [`SharedGrid::supports`], over chunks
-/// from `next_chunk`, with each group of policies (up to `threads`) on its own thread.
+/// [`run_streaming`](crate::core::streaming::run_streaming) (no timeline) for a grid
+/// [`SharedGrid::supports`], over chunks from `next_chunk`, with each group of policies (up
+/// to `threads`) on its own thread.
 pub fn run_shared_chunks<E>(
     next_chunk: &mut dyn FnMut(&mut BlockChunk) -> Result<bool, E>,
     cells: &[(Kind, usize)],

@@ -17,7 +17,7 @@
 //! sensitivity study of section 3.5. The per-READ latency of a [`ReadPath`] gives the latency
 //! distribution of Figure 4.
 
-use crate::hierarchy::{ClientCounters, DemoteKind, ReadPath};
+use crate::demote::topology::{ClientCounters, DemoteKind, ReadPath};
 
 /// The latency parameters, in milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]

@@ -2,7 +2,8 @@
 //! resident memory is the runs' policy state plus two chunks, whatever the trace's length.
 //!
 //! The caller supplies the chunks (an [`ember_trace::BlockReader`], usually) and one
-//! [`ChunkRun`] per cell of the grid ([`policy_run`]); [`run_streaming`] hands every chunk to
+//! [`ChunkRun`] per cell of the grid ([`policy_run`](super::chunk_run::policy_run));
+//! [`run_streaming`] hands every chunk to
 //! every run, on up to `threads` threads, while the next chunk is read. Timeline intervals
 //! are cut exactly as [`crate::AccessStream::spans`] cuts them, across chunk boundaries, so a
 //! streamed run's result equals [`crate::simulate`]'s on the whole stream.
@@ -12,267 +13,18 @@
 //! [`ember_trace::NextAccessReader`] reads it from the temporary files of a streaming pass
 //! ([`ember_trace::Spool`]).
 
-use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::distinct::DistinctCounter;
-use crate::simulate::{run_records, run_slices, Slices};
-use crate::{Counters, Interval, IntervalStats, SimResult};
-use ember_policy::{Admission, Replacement};
+use super::chunk_run::ChunkRun;
+use super::cutter::Cutter;
+use super::distinct::DistinctCounter;
+use crate::{Interval, SimResult};
 use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
-use ember_trace::{BlockChunk, BlockReader, TraceError, FLAG_FIRST};
+use ember_trace::{BlockChunk, BlockReader, TraceError};
 
 /// Block accesses per chunk.
 pub const CHUNK_ACCESSES: usize = 1 << 18;
-
-/// Where a timeline interval starts (see [`IntervalStats`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IntervalStart {
-    /// The interval's number.
-    pub index: u64,
-    /// Start in nanoseconds since the first request.
-    pub start_ns: u64,
-    /// Requests before the interval's first one.
-    pub start_request: u64,
-}
-
-/// A stretch of a chunk that lies in one timeline interval.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Piece {
-    /// The accesses, as positions in the chunk.
-    pub range: Range<usize>,
-    /// The vtime of the first of them.
-    pub vtime: u64,
-    /// Set if a new interval starts with this piece.
-    pub opens: Option<IntervalStart>,
-}
-
-/// Cuts a stream of chunks into timeline pieces, keeping its place across chunks.
-#[derive(Clone, Debug)]
-pub struct Cutter {
-    interval: Option<Interval>,
-    start_ns: Option<u64>,
-    index: u64,
-    requests: u64,
-    vtime: u64,
-}
-
-impl Cutter {
-    /// A cutter for `interval` (`None`: one interval holding everything).
-    pub fn new(interval: Option<Interval>) -> Self {
-        Self { interval, start_ns: None, index: 0, requests: 0, vtime: 0 }
-    }
-
-    /// Requests seen so far.
-    pub fn requests(&self) -> u64 {
-        self.requests
-    }
-
-    /// Accesses seen so far.
-    pub fn accesses(&self) -> u64 {
-        self.vtime
-    }
-
-    /// The pieces of the next chunk.
-    pub fn cut(&mut self, c: &BlockChunk) -> Vec<Piece> {
-        let n = c.len();
-        let base = self.vtime;
-        let time = |i: usize| c.times.get(i).copied().unwrap_or(0);
-        let mut pieces = Vec::new();
-        if n == 0 {
-            return pieces;
-        }
-        let first_ever = self.start_ns.is_none();
-        let start_ns = *self.start_ns.get_or_insert_with(|| time(0));
-        match self.interval {
-            None => {
-                self.requests += c.requests();
-                let opens =
-                    first_ever.then_some(IntervalStart { index: 0, start_ns: 0, start_request: 0 });
-                pieces.push(Piece { range: 0..n, vtime: base, opens });
-            }
-            Some(interval) => {
-                let mut from = 0usize;
-                let mut opens = None;
-                for i in 0..n {
-                    if c.flags[i] & FLAG_FIRST == 0 {
-                        continue;
-                    }
-                    let rel = time(i).saturating_sub(start_ns);
-                    let index = match interval {
-                        Interval::Time(span) => rel / span,
-                        Interval::Requests(k) => self.requests / k,
-                    };
-                    if index > self.index || (first_ever && i == 0) {
-                        if i > from {
-                            pieces.push(Piece {
-                                range: from..i,
-                                vtime: base + from as u64,
-                                opens: opens.take(),
-                            });
-                        }
-                        from = i;
-                        let start = match interval {
-                            Interval::Time(span) => index * span,
-                            Interval::Requests(_) => rel,
-                        };
-                        opens = Some(IntervalStart {
-                            index,
-                            start_ns: start,
-                            start_request: self.requests,
-                        });
-                        self.index = index;
-                    }
-                    self.requests += 1;
-                }
-                pieces.push(Piece { range: from..n, vtime: base + from as u64, opens });
-            }
-        }
-        self.vtime += n as u64;
-        pieces
-    }
-}
-
-/// One cell of a streamed grid: a policy (and sieve) fed chunk after chunk.
-pub trait ChunkRun: Send {
-    /// Simulate the accesses of `pieces` of `chunk`, in order; `next` holds the chunk's
-    /// next-access vtimes, one per access, or is empty when none were computed. With `wss`,
-    /// the keys of the run's misses are counted into it: a run that started empty misses
-    /// every block's first access, so that counts the trace's distinct blocks exactly.
-    fn run(
-        &mut self,
-        chunk: &BlockChunk,
-        next: &[u64],
-        pieces: &[Piece],
-        wss: Option<&mut DistinctCounter>,
-    );
-    /// Simulate oracleGeneral `records` read in place (whole records, each one read
-    /// access; see [`ember_trace::BlockReader::next_records`]), the first at `vtime`, as
-    /// one stretch of the only timeline interval (no interval cut). With `wss`, the keys of the
-    /// run's misses are counted into it: a run that started empty misses every block's
-    /// first access, so that counts the trace's distinct blocks exactly.
-    fn run_records(&mut self, records: &[u8], vtime: u64, wss: Option<&mut DistinctCounter>);
-    /// The result so far (the open interval included).
-    fn result(&self) -> SimResult;
-}
-
-/// A [`ChunkRun`] of replacement policy `R` with sieve `A`, monomorphized.
-#[derive(Debug)]
-pub struct PolicyRun<R, A> {
-    policy: R,
-    admission: A,
-    totals: Counters,
-    timeline: Option<Vec<IntervalStats>>,
-    open: Option<IntervalStats>,
-    /// Scratch of [`ChunkRun::run_records`]: the records as a chunk, for a sieve.
-    scratch: BlockChunk,
-}
-
-/// A boxed [`PolicyRun`]; with `timeline`, it records per-interval counters.
-pub fn policy_run<R, A>(policy: R, admission: A, timeline: bool) -> Box<dyn ChunkRun>
-where
-    R: Replacement + 'static,
-    A: Admission + 'static,
-{
-    Box::new(PolicyRun {
-        policy,
-        admission,
-        totals: Counters::default(),
-        timeline: timeline.then(Vec::new),
-        open: None,
-        scratch: BlockChunk::default(),
-    })
-}
-
-impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
-    fn run(
-        &mut self,
-        chunk: &BlockChunk,
-        next: &[u64],
-        pieces: &[Piece],
-        mut wss: Option<&mut DistinctCounter>,
-    ) {
-        for p in pieces {
-            if let Some(start) = p.opens {
-                if let (Some(t), Some(done)) = (self.timeline.as_mut(), self.open.take()) {
-                    t.push(done);
-                }
-                self.open = Some(IntervalStats {
-                    index: start.index,
-                    start_ns: start.start_ns,
-                    start_request: start.start_request,
-                    counters: Counters::default(),
-                });
-            }
-            let r = p.range.clone();
-            let c = run_slices(
-                &mut self.policy,
-                &mut self.admission,
-                Slices {
-                    keys: &chunk.keys[r.clone()],
-                    flags: &chunk.flags[r.clone()],
-                    times: chunk.times.get(r.clone()).unwrap_or(&[]),
-                    next: next.get(r),
-                    vtime: p.vtime,
-                },
-                wss.as_deref_mut(),
-            );
-            self.totals += c;
-            if let Some(o) = self.open.as_mut() {
-                o.counters += c;
-            }
-        }
-    }
-
-    fn run_records(&mut self, records: &[u8], vtime: u64, wss: Option<&mut DistinctCounter>) {
-        let n = records.len() / RECORD_SIZE;
-        if n == 0 {
-            return;
-        }
-        // The one interval of a run without cuts opens with its first access (as Cutter).
-        let open = IntervalStart { index: 0, start_ns: 0, start_request: 0 };
-        let opens = self.open.is_none().then_some(open);
-        if !self.admission.admits_every_miss() {
-            // A sieve decides each miss: the general loop, over the records as a chunk.
-            let mut c = std::mem::take(&mut self.scratch);
-            c.clear();
-            c.keys.extend((0..n).filter_map(|j| record_key(records, j)));
-            c.flags.resize(n, FLAG_FIRST);
-            self.run(&c, &[], &[Piece { range: 0..n, vtime, opens }], wss);
-            self.scratch = c;
-            return;
-        }
-        if opens.is_some() {
-            self.open = Some(IntervalStats {
-                index: open.index,
-                start_ns: open.start_ns,
-                start_request: open.start_request,
-                counters: Counters::default(),
-            });
-        }
-        let c = run_records(&mut self.policy, records, vtime, wss);
-        self.totals += c;
-        if let Some(o) = self.open.as_mut() {
-            o.counters += c;
-        }
-    }
-
-    fn result(&self) -> SimResult {
-        let timeline = self.timeline.as_ref().map(|t| {
-            let mut t = t.clone();
-            t.extend(self.open);
-            t
-        });
-        SimResult {
-            policy: self.policy.name().to_owned(),
-            admission: self.admission.name().to_owned(),
-            capacity_blocks: self.policy.capacity() as u64,
-            totals: self.totals,
-            timeline,
-        }
-    }
-}
 
 /// What a streamed pass saw of the trace.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -384,7 +136,8 @@ pub fn run_streaming_with_next<E: Send>(
 /// ([`BlockReader::reads_records_in_place`]): zero-copy, no chunk is filled; each run reads
 /// the keys from the records (on up to `threads` threads), and the working set is counted
 /// from the first run's misses. Every run must start with an empty cache (as
-/// [`policy_run`] makes them). Returns what [`run_streaming`] returns on the same trace.
+/// [`policy_run`](super::chunk_run::policy_run) makes them). Returns what [`run_streaming`]
+/// returns on the same trace.
 pub fn run_streaming_records(
     reader: &mut BlockReader,
     runs: Vec<Box<dyn ChunkRun>>,
@@ -462,12 +215,13 @@ pub fn count_pass<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::TinyLru;
+    use crate::core::chunk_run::policy_run;
+    use crate::core::testing::TinyLru;
     use crate::{simulate, AccessStreamBuilder, RunConfig, Split};
     use ember_policy::admission::{Aod, Wmna};
     use ember_policy::replacement::Kind;
     use ember_policy::with_replacement;
-    use ember_trace::{Op, Request};
+    use ember_trace::{Op, Request, FLAG_FIRST};
 
     /// A trace with multi-block requests, writes, and time gaps (for time intervals).
     fn requests(n: u64) -> Vec<Request> {

@@ -11,8 +11,7 @@
 //! than 2^32 - `cap` insertions followed it, so the sweeps (at least one every 2^30 accesses)
 //! renew the stamps of the keys a size no longer holds to "just expired" ([`FifoStamps::renew`]).
 
-use super::entries::MAX_SIZES;
-use super::CellCounts;
+use super::{CellCounts, MAX_SIZES};
 
 /// Every FIFO size's insertion counter and counts. Each entry's stamps (one `u32` per size)
 /// live in the entries' rows; every method takes them as a slice.

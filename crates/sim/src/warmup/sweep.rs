@@ -2,8 +2,8 @@
 //! as Table 3 (for each configuration, the best selector per volume and period, then the
 //! median over volumes and periods).
 
-use crate::warmup_experiment::{run_warmup, DayRuns, SchemeMetrics, VolumeAccesses, WarmupConfig};
-use crate::warmup_scheme::Scheme;
+use crate::warmup::experiment::{run_warmup, DayRuns, SchemeMetrics, VolumeAccesses, WarmupConfig};
+use crate::warmup::scheme::Scheme;
 use serde::Serialize;
 
 /// The parameter grid (Bonfire Table 2 by default).
@@ -113,7 +113,7 @@ pub fn sweep(
 }
 
 /// [`sweep`] with `run` running one configuration's experiment (over a held trace, or a
-/// pass over a streamed one: [`crate::warmup_stream`]); stops at `run`'s first error.
+/// pass over a streamed one: [`crate::warmup::stream`]); stops at `run`'s first error.
 pub fn sweep_with<E>(
     base: &WarmupConfig,
     grid: &SweepGrid,

@@ -1,20 +1,21 @@
-//! SieveStore runs over a trace that streams (issue 17): every cell of a grid (a sieve at a
+//! SieveStore runs over a trace that streams: every cell of a grid (a sieve at a
 //! cache size, in one cache or in per-volume partitions) is fed each request as it is read,
 //! so the trace is read once and never held.
 //!
 //! Memory is each cell's own state (its replacement policy and sieve, per-day and per-minute
 //! counters, and for the ideal sieve one epoch's requests, of which at most
-//! [`crate::epoch_spool::DEFAULT_LIMIT`] stay in memory and the rest go to a temporary file).
+//! [`super::epoch_spool::DEFAULT_LIMIT`] stay in memory and the rest go to a temporary file).
 //! Partitioned cells need each volume's share of the accesses before the first request is
 //! simulated: a first pass ([`TraceCounts`]) counts them (and the working set, for sizes
 //! given as a percentage), so a partitioned or percentage-sized grid reads the trace twice.
-//! The results equal [`crate::ensemble::run_partitioned_with`] over the same requests held in
+//! The results equal [`super::ensemble::run_partitioned_with`] over the same requests held in
 //! memory (tested below for every sieve and partitioning).
 
-use crate::ensemble::{add_weight, capacities_from_weights, Partition};
-use crate::epoch_spool::{EpochSpool, DEFAULT_LIMIT};
+use super::continuous::ContinuousState;
+use super::discrete::DiscreteState;
+use crate::sievestore::ensemble::{add_weight, capacities_from_weights, Partition};
+use crate::sievestore::epoch_spool::{EpochSpool, DEFAULT_LIMIT};
 use crate::sievestore::{CacheFactory, SieveRun, DAY_NS};
-use crate::sievestore_run::{ContinuousState, DiscreteState};
 use ember_policy::admission::{EpochSieve, Sieve, SieveConfigError, SieveSpec};
 use ember_policy::{Admission, Replacement};
 use ember_trace::Request;
@@ -284,7 +285,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ensemble::run_partitioned_with;
+    use crate::sievestore::ensemble::run_partitioned_with;
     use ember_policy::replacement::{build, Kind};
     use ember_trace::gen::ensemble::{generate, EnsembleConfig};
 

@@ -253,7 +253,7 @@ mod tests {
         assert_eq!(c.direct.len(), DIRECT_PAGES);
     }
 
-    /// Found by bench/sim-scale (issue 17): Zipf keys scattered over 10M blocks touch all
+    /// Found by bench/sim-scale: Zipf keys scattered over 10M blocks touch all
     /// 306 pages within the first few thousand keys, when there are still fewer than 64 keys a
     /// page; judged sparse that early, the counter moved to its hash set and cost a quarter of
     /// `ember sim`'s time. A few megabytes of pages are never worth a hash set.

@@ -82,7 +82,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{trace_of, TinyLru};
+    use crate::core::testing::{trace_of, TinyLru};
     use crate::{simulate, simulate_with_progress, AccessStream, Interval, RunConfig, SimResult};
     use ember_policy::admission::Aod;
 

@@ -10,9 +10,9 @@
 //! the warmup size is reached. With readahead, a read miss also inserts the following blocks
 //! of the readahead window (Bonfire: 128 KiB) that are not resident, in every scheme.
 
-use crate::warmup_convergence::convergence_intervals;
-use crate::warmup_load::{preload_seconds, server_load_reduction, ReadPoint};
-use crate::warmup_scheme::Scheme;
+use crate::warmup::convergence::convergence_intervals;
+use crate::warmup::load::{preload_seconds, server_load_reduction, ReadPoint};
+use crate::warmup::scheme::Scheme;
 use ember_policy::warmup::{SelectorKind, WarmupSelector};
 use ember_policy::{Access, Lru, Replacement, NEVER};
 use ember_trace::{Op, Trace};

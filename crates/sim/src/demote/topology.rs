@@ -1,5 +1,5 @@
-//! The client/array cache hierarchy of Wong and Wilkes, *My cache or yours? Making storage
-//! more exclusive*, USENIX ATC 2002: N clients, each with a private LRU cache, over one shared
+//! The DEMOTE topology of Wong and Wilkes, *My cache or yours? Making storage more
+//! exclusive*, USENIX ATC 2002: N clients, each with a private LRU cache, over one shared
 //! array cache managed by a [`Scheme`] (sections 1.2, 3 and 5; Figures 1 and 3).
 //!
 //! Every block a READ request touches is one client READ, in trace order:
@@ -13,8 +13,8 @@
 //!    reads the disk. The array places the block as its scheme says.
 //!
 //! Each client READ is recorded by *path*: client hit, or array hit / miss together with what
-//! the DEMOTE before it did (none, stored, aborted); the [`crate::latency_model`] turns paths
-//! into latencies. WRITES are outside the paper's model (it reports READ latency, and a block
+//! the DEMOTE before it did (none, stored, aborted); the [`super::latency_model`] turns
+//! paths into latencies. WRITES are outside the paper's model (it reports READ latency, and a block
 //! a client writes is dirty, never demoted): they are counted per client and otherwise
 //! skipped. READS of the warm-up requests run but are not counted ("the performance of these
 //! READS is not included in the results", section 3.1).
@@ -53,9 +53,9 @@ pub enum ArrayAddressing {
     PerVolume,
 }
 
-/// Configuration of a hierarchy run.
+/// Configuration of a DEMOTE run: the clients, their caches and the array.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct HierarchyConfig {
+pub struct DemoteConfig {
     /// Number of clients N (each with a private cache).
     pub clients: usize,
     /// Blocks per client cache (N_c).
@@ -184,16 +184,16 @@ impl ClientCounters {
     }
 }
 
-/// The result of one hierarchy run.
+/// The result of one DEMOTE run.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct HierarchyResult {
+pub struct DemoteResult {
     /// The configuration.
-    pub config: HierarchyConfig,
+    pub config: DemoteConfig,
     /// Counters per client, indexed by client.
     pub clients: Vec<ClientCounters>,
 }
 
-impl HierarchyResult {
+impl DemoteResult {
     /// The scheme.
     pub fn scheme(&self) -> Scheme {
         self.config.array.scheme
@@ -209,19 +209,19 @@ impl HierarchyResult {
     }
 }
 
-/// N LRU clients over one array: the state of a hierarchy run.
+/// N LRU clients over one array: the state of a DEMOTE run.
 #[derive(Clone, Debug)]
-pub struct Hierarchy {
+pub struct DemoteTopology {
     clients: Vec<Lru>,
     array: ArrayCache,
     demotes: bool,
 }
 
-impl Hierarchy {
+impl DemoteTopology {
     /// Empty caches for `config`.
-    pub fn new(config: &HierarchyConfig) -> Result<Self, SimError> {
+    pub fn new(config: &DemoteConfig) -> Result<Self, SimError> {
         if config.clients == 0 {
-            return Err(SimError::Invalid("a hierarchy needs at least one client".into()));
+            return Err(SimError::Invalid("a DEMOTE topology needs at least one client".into()));
         }
         let array = ArrayCache::new(config.array).map_err(SimError::Invalid)?;
         Ok(Self {
@@ -278,39 +278,39 @@ fn array_key_of(addressing: ArrayAddressing, key: u64) -> u64 {
     }
 }
 
-/// Run `requests` through the hierarchy of `config`; the first `warmup_requests` requests warm
-/// the caches up and are not counted.
-pub fn simulate_hierarchy(
+/// Run `requests` through the clients and array of `config`; the first `warmup_requests`
+/// requests warm the caches up and are not counted.
+pub fn simulate_demote(
     requests: &[Request],
     warmup_requests: usize,
-    config: &HierarchyConfig,
-) -> Result<HierarchyResult, SimError> {
-    simulate_hierarchy_with(requests, warmup_requests, config, |_, _| {})
+    config: &DemoteConfig,
+) -> Result<DemoteResult, SimError> {
+    simulate_demote_with(requests, warmup_requests, config, |_, _| {})
 }
 
-/// As [`simulate_hierarchy`], calling `observe(client, path)` for every counted READ (for
+/// As [`simulate_demote`], calling `observe(client, path)` for every counted READ (for
 /// latency distributions and timelines).
-pub fn simulate_hierarchy_with(
+pub fn simulate_demote_with(
     requests: &[Request],
     warmup_requests: usize,
-    config: &HierarchyConfig,
+    config: &DemoteConfig,
     observe: impl FnMut(usize, ReadPath),
-) -> Result<HierarchyResult, SimError> {
-    simulate_hierarchy_stream(requests.iter().copied(), warmup_requests, config, observe)
+) -> Result<DemoteResult, SimError> {
+    simulate_demote_stream(requests.iter().copied(), warmup_requests, config, observe)
 }
 
-/// As [`simulate_hierarchy_with`] over requests in trace order from any source (a trace
+/// As [`simulate_demote_with`] over requests in trace order from any source (a trace
 /// streamed from a file: memory is the caches' state, not the trace).
-pub fn simulate_hierarchy_stream(
+pub fn simulate_demote_stream(
     requests: impl IntoIterator<Item = Request>,
     warmup_requests: usize,
-    config: &HierarchyConfig,
+    config: &DemoteConfig,
     mut observe: impl FnMut(usize, ReadPath),
-) -> Result<HierarchyResult, SimError> {
+) -> Result<DemoteResult, SimError> {
     if config.block_size == 0 {
         return Err(SimError::Invalid("the block size must be positive".into()));
     }
-    let mut h = Hierarchy::new(config)?;
+    let mut h = DemoteTopology::new(config)?;
     let mut counters = vec![ClientCounters::default(); config.clients];
     let addressing = config.addressing;
     for (i, r) in requests.into_iter().enumerate() {
@@ -320,7 +320,7 @@ pub fn simulate_hierarchy_stream(
         };
         if client >= config.clients {
             return Err(SimError::Invalid(format!(
-                "request {i} is from volume {} but the hierarchy has {} clients",
+                "request {i} is from volume {} but the DEMOTE topology has {} clients",
                 r.volume, config.clients
             )));
         }
@@ -345,7 +345,7 @@ pub fn simulate_hierarchy_stream(
             }
         }
     }
-    Ok(HierarchyResult { config: *config, clients: counters })
+    Ok(DemoteResult { config: *config, clients: counters })
 }
 
 #[cfg(test)]
@@ -356,8 +356,8 @@ mod tests {
         Request { time_ns: 0, volume, op: Op::Read, offset: block * 4096, length: 4096 }
     }
 
-    fn config(clients: usize, cb: usize, ab: usize, scheme: Scheme) -> HierarchyConfig {
-        HierarchyConfig {
+    fn config(clients: usize, cb: usize, ab: usize, scheme: Scheme) -> DemoteConfig {
+        DemoteConfig {
             clients,
             client_blocks: cb,
             array: ArrayConfig::new(ab, scheme),
@@ -371,19 +371,19 @@ mod tests {
     fn seq_loop_of_n_c_plus_n_a_minus_1_hits_the_array_only_under_demote() {
         // Section 3.3 in miniature: N_c = N_a = 4, a loop of 7 blocks.
         let reqs: Vec<Request> = (0..7 * 11).map(|i| read(0, i % 7)).collect();
-        let demote = simulate_hierarchy(&reqs, 7, &config(1, 4, 4, Scheme::Demote)).unwrap();
+        let demote = simulate_demote(&reqs, 7, &config(1, 4, 4, Scheme::Demote)).unwrap();
         let t = demote.total();
         assert_eq!(t.reads, 70);
         assert_eq!((t.client_hits, t.array_hit_count(), t.miss_count()), (0, 70, 0));
         assert_eq!(t.demotions(), 70);
-        let none = simulate_hierarchy(&reqs, 7, &config(1, 4, 4, Scheme::NoneLru)).unwrap();
+        let none = simulate_demote(&reqs, 7, &config(1, 4, 4, Scheme::NoneLru)).unwrap();
         assert_eq!(none.total().miss_count(), 70);
         assert_eq!(none.total().demotions() + none.total().aborted_demotions(), 0);
     }
 
     #[test]
     fn paths_record_the_demote_before_the_read() {
-        let mut h = Hierarchy::new(&config(1, 1, 2, Scheme::DemoteLru)).unwrap();
+        let mut h = DemoteTopology::new(&config(1, 1, 2, Scheme::DemoteLru)).unwrap();
         let id = |k: u64| k;
         assert_eq!(h.read(0, 1, 1, id), ReadPath::Miss(DemoteKind::None));
         // Client full: ejects 1, demote aborted (array read 1 in), 2 read from disk.
@@ -402,11 +402,11 @@ mod tests {
     fn shared_addressing_lets_clients_share_array_blocks() {
         // Two clients read block 5 of their own volumes: one shared array block.
         let reqs = vec![read(0, 5), read(1, 5)];
-        let shared = simulate_hierarchy(&reqs, 0, &config(2, 2, 2, Scheme::NoneLru)).unwrap();
+        let shared = simulate_demote(&reqs, 0, &config(2, 2, 2, Scheme::NoneLru)).unwrap();
         assert_eq!(shared.clients[1].array_hit_count(), 1);
         let mut cfg = config(2, 2, 2, Scheme::NoneLru);
         cfg.addressing = ArrayAddressing::PerVolume;
-        let per = simulate_hierarchy(&reqs, 0, &cfg).unwrap();
+        let per = simulate_demote(&reqs, 0, &cfg).unwrap();
         assert_eq!(per.clients[1].miss_count(), 1);
     }
 
@@ -414,11 +414,11 @@ mod tests {
     fn warmup_and_writes_are_not_counted_and_bad_volumes_are_errors() {
         let mut reqs = vec![read(0, 1), read(0, 1)];
         reqs.push(Request { op: Op::Write, ..read(0, 2) });
-        let r = simulate_hierarchy(&reqs, 1, &config(1, 2, 2, Scheme::Demote)).unwrap();
+        let r = simulate_demote(&reqs, 1, &config(1, 2, 2, Scheme::Demote)).unwrap();
         assert_eq!(r.clients[0].reads, 1);
         assert_eq!(r.clients[0].client_hits, 1);
         assert_eq!(r.clients[0].writes, 1);
-        let bad = simulate_hierarchy(&[read(3, 0)], 0, &config(2, 2, 2, Scheme::Demote));
+        let bad = simulate_demote(&[read(3, 0)], 0, &config(2, 2, 2, Scheme::Demote));
         assert!(matches!(bad, Err(SimError::Invalid(m)) if m.contains("volume 3")));
     }
 }

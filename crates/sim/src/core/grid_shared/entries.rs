@@ -6,8 +6,8 @@
 //! cache line; what a policy's queue walks read (CLOCK's two bits per entry, a bitmap per
 //! size; S3-FIFO's byte per size) is that policy's own dense array, a few megabytes that stay
 //! in the processor's last-level cache while the hand or the evictions step through it.
-//! (Session 14: with one 64-byte line of every cell's state per key, each step of a walk
-//! waited for memory; see docs/sim.md.)
+//! (With one 64-byte line of every cell's state per key, each step of a walk waited for
+//! memory; see docs/sim.md.)
 //!
 //! While every key is below `u32::MAX` (block numbers of volumes under 16 TiB, the
 //! generators' keys) the index tags each key with its [`exact_tag`], so a lookup reads the
@@ -23,9 +23,6 @@
 use super::fifo_stamps::FifoStamps;
 use ember_policy::keymap::{exact_tag, fingerprint, Bucket, KeyMap};
 use ember_policy::prefetch::prefetch;
-
-/// Most sizes a policy can have in one shared grid (one bit or byte per size in an entry).
-pub const MAX_SIZES: usize = 8;
 
 /// No entry (an empty link, an unset marker), and no place in LRU's log.
 pub(crate) const NIL: u32 = u32::MAX;

@@ -1,9 +1,9 @@
 //! An epoch of requests kept until the epoch ends, in bounded memory: the first `limit`
 //! requests in memory, the rest in an unnamed temporary file (25 bytes a request). The ideal
-//! sieve reads its epoch twice ([`crate::sievestore_run::DiscreteState`]), so a streamed
+//! sieve reads its epoch twice ([`super::discrete::DiscreteState`]), so a streamed
 //! SieveStore run holds at most `limit` requests whatever the epoch's length.
 
-use crate::sievestore_run::EpochStore;
+use super::discrete::EpochStore;
 use ember_trace::{Op, Request};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};

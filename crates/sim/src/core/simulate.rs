@@ -4,7 +4,8 @@
 //! on a miss, [`Admission::admit`] decides whether the block is inserted (an
 //! allocation-write, which may evict).
 
-use crate::{AccessStream, Counters, DistinctCounter, Interval, IntervalStats};
+use super::distinct::DistinctCounter;
+use crate::{AccessStream, Counters, Interval, IntervalStats};
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
 use ember_trace::Op;
@@ -181,7 +182,7 @@ where
             let access = Access {
                 key: keys[j],
                 time_ns: times.get(j).copied().unwrap_or(0),
-                op: crate::stream::op_of(f),
+                op: crate::core::stream::op_of(f),
                 vtime: vtime + j as u64,
                 next_vtime: NEVER,
             };
@@ -205,7 +206,7 @@ where
             let access = Access {
                 key: keys[j],
                 time_ns: times.get(j).copied().unwrap_or(0),
-                op: crate::stream::op_of(f),
+                op: crate::core::stream::op_of(f),
                 vtime: vtime + j as u64,
                 next_vtime: match next {
                     Some(n) => n[j],
@@ -399,7 +400,7 @@ where
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::testing::{trace_of, TinyLru};
+    use crate::core::testing::{trace_of, TinyLru};
     use ember_policy::admission::Aod;
 
     /// Refuses every miss.

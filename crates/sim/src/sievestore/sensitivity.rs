@@ -7,10 +7,10 @@
 //! window and epoch lengths matter little, though lengths under 8 hours degrade somewhat.
 //! [`sensitivity`] produces the numbers those sentences are about, on any trace.
 
-use crate::ensemble::Partition;
-use crate::experiment_sievestore::{ExperimentError, StreamedError};
+use crate::sievestore::ensemble::Partition;
+use crate::sievestore::experiment::{ExperimentError, StreamedError};
+use crate::sievestore::stream::{run_streamed_parallel, OpenRequests, StreamCell};
 use crate::sievestore::CacheFactory;
-use crate::sievestore_stream::{run_streamed_parallel, OpenRequests, StreamCell};
 use ember_policy::admission::sievestore_d::DEFAULT_EPOCH_NS;
 use ember_policy::admission::{SieveSpec, SieveStoreCConfig};
 use ember_policy::Lru;
@@ -102,7 +102,7 @@ pub fn sensitivity(
 }
 
 /// [`sensitivity`] over the requests `open` streams: the points are dealt to `threads`
-/// threads, each reading the trace once (`crate::sievestore_stream`); never holds the trace.
+/// threads, each reading the trace once (`crate::sievestore::stream`); never holds the trace.
 pub fn sensitivity_streamed<E: std::error::Error + Send + 'static>(
     open: OpenRequests<'_, E>,
     block_size: u64,

@@ -6,12 +6,14 @@
 //! per-minute drive IOPS occupancy (Figure 8) and the drives needed for 100 %, 99.9 % and
 //! 90 % of the minutes (Figure 9), plus the sieve's memory.
 
-use crate::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
-use crate::ensemble::{add_weight, Partition};
-use crate::sievestore::{CacheFactory, SieveRun, DAY_NS};
-use crate::sievestore_stream::{
+use crate::sievestore::cost_model::{
+    drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES,
+};
+use crate::sievestore::ensemble::{add_weight, Partition};
+use crate::sievestore::stream::{
     run_streamed_parallel, OpenRequests, StreamCell, StreamError, TraceCounts,
 };
+use crate::sievestore::{CacheFactory, SieveRun, DAY_NS};
 use ember_policy::admission::{SieveConfigError, SieveSpec};
 use ember_policy::Lru;
 use ember_trace::{Request, Trace};
@@ -151,7 +153,7 @@ impl SieveStoreExperiment {
     /// Run every configuration over the requests `open` streams, never holding them: one
     /// counting pass (each volume's share, and the days' distinct blocks if the capacity is
     /// not given), then one pass per worker thread, each feeding its share of the
-    /// configurations every request as it is read (`crate::sievestore_stream`).
+    /// configurations every request as it is read (`crate::sievestore::stream`).
     pub fn run_streamed<E: std::error::Error + Send + 'static>(
         &self,
         open: OpenRequests<'_, E>,

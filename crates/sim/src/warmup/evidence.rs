@@ -1,12 +1,12 @@
 //! Which warmup selector to use, decided from evidence: every selector simulated on the
-//! trace's own history ([`crate::warmup_experiment::run_warmup`]), ranked by the medians over
+//! trace's own history ([`crate::warmup::experiment::run_warmup`]), ranked by the medians over
 //! the simulated periods of `T_converge` (Bonfire eq. 1; lower is better), then of the
 //! server load reduction (eq. 2; higher is better), then of the read hit rate. Figure 8's decision tree
 //! (`ember_analyze::advise`) stays as the explanation; this is what `ember warmup advise`
 //! recommends.
 
-use crate::warmup_experiment::DayRuns;
-use crate::warmup_scheme::Scheme;
+use crate::warmup::experiment::DayRuns;
+use crate::warmup::scheme::Scheme;
 use serde::Serialize;
 
 /// One scheme's medians over the simulated periods.
@@ -58,7 +58,7 @@ pub fn rank_selectors(days: &[DayRuns], th_v: f64, th_n: f64, bandwidth: f64) ->
     let schemes: Vec<SchemeEvidence> = names
         .iter()
         .map(|name| {
-            let of = |f: &dyn Fn(&crate::warmup_experiment::SchemeMetrics) -> Option<f64>| {
+            let of = |f: &dyn Fn(&crate::warmup::experiment::SchemeMetrics) -> Option<f64>| {
                 median(
                     metrics.iter().flatten().filter(|m| &m.scheme == name).filter_map(f).collect(),
                 )
@@ -90,7 +90,7 @@ pub fn rank_selectors(days: &[DayRuns], th_v: f64, th_n: f64, bandwidth: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::warmup_experiment::{run_warmup, VolumeAccesses, WarmupConfig};
+    use crate::warmup::experiment::{run_warmup, VolumeAccesses, WarmupConfig};
     use ember_policy::warmup::SelectorKind;
     use ember_trace::{Op, Request, Trace};
 

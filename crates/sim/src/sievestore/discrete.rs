@@ -1,93 +1,20 @@
-//! SieveStore's two cache managers as state machines fed one request at a time, so a run can
-//! read its trace from memory ([`crate::sievestore::run_continuous`],
-//! [`crate::sievestore::run_discrete`]) or stream it from a file
-//! ([`crate::sievestore_stream`]) with the same code deciding.
+//! SieveStore's manager for a discrete (epoch) sieve, fed one request at a time so a run can
+//! read its trace from memory ([`super::run::run_discrete`]) or stream it from a file
+//! ([`super::stream`]) with the same code deciding.
 //!
-//! - [`ContinuousState`]: a per-miss sieve under a replacement policy; every block access is
-//!   a hit or a miss, a miss is allocated if the sieve admits it.
-//! - [`DiscreteState`]: a batch allocator. Requests are grouped by epoch (a request earlier
-//!   than its predecessor's epoch stays in the current one). A non-oracle sieve observes the
-//!   epoch as it goes and its choice becomes the contents of the next epoch; the ideal sieve
-//!   (an oracle) first observes the whole epoch, then its choice is installed and the epoch
-//!   is replayed against it, so the epoch's requests are kept in an [`EpochStore`] until its
-//!   end: in memory for a trace held in memory, or in a spool that spills to a temporary
-//!   file ([`crate::epoch_spool::EpochSpool`]) when the trace streams.
+//! A batch allocator: requests are grouped by epoch (a request earlier than its predecessor's
+//! epoch stays in the current one). A non-oracle sieve observes the epoch as it goes and its
+//! choice becomes the contents of the next epoch ([`ember_policy::admission::install`]); the
+//! ideal sieve (an oracle) first observes the whole epoch, then its choice is installed and
+//! the epoch is replayed against it, so the epoch's requests are kept in an [`EpochStore`]
+//! until its end: in memory for a trace held in memory, or in a spool that spills to a
+//! temporary file ([`super::epoch_spool::EpochSpool`]) when the trace streams.
 
-use crate::sievestore::{Recorder, SieveRun};
+use super::accesses::access;
+use super::metrics::{Recorder, SieveRun};
 use ember_policy::admission::key_hash::{key_map, KeyMap};
 use ember_policy::admission::{install, EpochSieve};
-use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::Request;
-
-/// A continuous sieve's run over requests given one at a time: the counters, the virtual
-/// time and the sieve's peak memory. The cache and the sieve are owned by the caller and
-/// passed to every call.
-pub struct ContinuousState {
-    rec: Recorder,
-    capacity: usize,
-    peak_mem: usize,
-    vtime: u64,
-}
-
-impl ContinuousState {
-    /// A run whose days and minutes count from `origin`, with `cache`'s capacity.
-    pub fn new(origin: u64, cache: &dyn Replacement, sieve: &dyn Admission) -> Self {
-        Self {
-            rec: Recorder::new(origin),
-            capacity: cache.capacity(),
-            peak_mem: sieve.memory_bytes(),
-            vtime: 0,
-        }
-    }
-
-    /// Every block access of `r`.
-    #[inline]
-    pub fn request(
-        &mut self,
-        r: &Request,
-        block_size: u64,
-        cache: &mut dyn Replacement,
-        sieve: &mut dyn Admission,
-    ) {
-        for key in r.block_keys(block_size) {
-            let a = access(r, key, &mut self.vtime);
-            sieve.prefetch(&a);
-            let hit = cache.lookup(&a);
-            sieve.observe(&a, hit);
-            let mut allocated = false;
-            if !hit {
-                sieve.set_occupancy(cache.len(), self.capacity);
-                if sieve.admit(&a) {
-                    cache.insert(&a);
-                    allocated = true;
-                }
-            }
-            self.rec.access(&a, hit, allocated);
-            if self.vtime & 0xFFFF == 0 {
-                self.peak_mem = self.peak_mem.max(sieve.memory_bytes());
-            }
-        }
-    }
-
-    /// The run's result.
-    pub fn finish(self, sieve: &dyn Admission) -> SieveRun {
-        SieveRun {
-            name: sieve.name().to_string(),
-            capacity_blocks: self.capacity as u64,
-            days: self.rec.days,
-            minutes: self.rec.minutes,
-            sieve_memory_bytes: self.peak_mem.max(sieve.memory_bytes()) as u64,
-        }
-    }
-}
-
-/// The access of block `key` by `r` at virtual time `*vtime`, which advances.
-#[inline]
-fn access(r: &Request, key: u64, vtime: &mut u64) -> Access {
-    let a = Access { key, time_ns: r.time_ns, op: r.op, vtime: *vtime, next_vtime: NEVER };
-    *vtime += 1;
-    a
-}
 
 /// Where the ideal sieve's current epoch waits for its end: it is read twice (to choose,
 /// then to replay against the choice).

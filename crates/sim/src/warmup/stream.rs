@@ -1,5 +1,5 @@
-//! The warmup experiment ([`crate::warmup_experiment`]) over a trace that streams past, in
-//! memory bounded by the caches and selectors, not the trace (issue 17).
+//! The warmup experiment ([`crate::warmup::experiment`]) over a trace that streams past, in
+//! memory bounded by the caches and selectors, not the trace.
 //!
 //! A counting pass ([`WarmupCensus`]) learns what the experiment needs before its first
 //! access: the trace's first time (periods count from it), each volume's working-set size
@@ -13,10 +13,10 @@
 //! stream cannot, so it gives the same result only when every volume's accesses are already
 //! in time order ([`WarmupCensus::time_ordered`]); callers hold the trace otherwise.
 
-use crate::distinct::DistinctCounter;
-use crate::warmup_experiment::{Cache, DayRuns, SchemeRun, WarmupConfig};
-use crate::warmup_load::ReadPoint;
-use crate::warmup_scheme::Scheme;
+use crate::core::distinct::DistinctCounter;
+use crate::warmup::experiment::{Cache, DayRuns, SchemeRun, WarmupConfig};
+use crate::warmup::load::ReadPoint;
+use crate::warmup::scheme::Scheme;
 use ember_policy::warmup::WarmupSelector;
 use ember_trace::{Op, Request, VolumeTable};
 
@@ -213,7 +213,7 @@ impl Experiment<'_> {
 }
 
 /// Run the warmup experiment of `cfg` over `requests` (one pass), given the trace's
-/// `census`: the same periods as [`crate::warmup_experiment::run_warmup`] over the whole
+/// `census`: the same periods as [`crate::warmup::experiment::run_warmup`] over the whole
 /// trace, when [`WarmupCensus::time_ordered`] holds. Stops at the first error of `requests`.
 pub fn run_warmup_stream<E>(
     census: &WarmupCensus,
@@ -270,7 +270,7 @@ pub fn run_warmup_stream<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::warmup_experiment::{run_warmup, VolumeAccesses};
+    use crate::warmup::experiment::{run_warmup, VolumeAccesses};
     use ember_policy::warmup::SelectorKind;
     use ember_trace::Trace;
 

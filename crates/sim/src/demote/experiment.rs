@@ -5,11 +5,11 @@
 //! of array sizes, total hit rate against aggregate cache size (Figures 2 and 7), with the
 //! hit rate of one unified LRU cache of the same aggregate size for reference.
 
-use crate::hierarchy::{
-    simulate_hierarchy, simulate_hierarchy_stream, ArrayAddressing, ClientCounters, ClientOf,
-    HierarchyConfig, HierarchyResult,
+use crate::demote::latency_model::{geometric_mean, speedup, LatencyModel};
+use crate::demote::topology::{
+    simulate_demote, simulate_demote_stream, ArrayAddressing, ClientCounters, ClientOf,
+    DemoteConfig, DemoteResult,
 };
-use crate::latency_model::{geometric_mean, speedup, LatencyModel};
 use crate::SimError;
 use ember_policy::demote::{ArrayConfig, Scheme};
 use ember_trace::Request;
@@ -25,8 +25,8 @@ pub type PassOpener<'a, E> =
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct DemoteExperiment {
-    /// The hierarchy; its array scheme is replaced by each of `schemes` in turn.
-    pub base: HierarchyConfig,
+    /// The clients and array; the array scheme is replaced by each of `schemes` in turn.
+    pub base: DemoteConfig,
     /// The schemes, compared with NONE-LRU (added first if missing).
     pub schemes: Vec<Scheme>,
     /// The latency model.
@@ -43,7 +43,7 @@ pub struct SchemeReport {
     /// The scheme.
     pub scheme: Scheme,
     /// Counters per client.
-    pub result: HierarchyResult,
+    pub result: DemoteResult,
     /// Mean READ latency per client, ms.
     pub latency_ms: Vec<f64>,
     /// Speedup per client over NONE-LRU.
@@ -90,8 +90,8 @@ pub struct UnifiedPoint {
 /// Everything `--experiment demote` produces.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DemoteReport {
-    /// The hierarchy (scheme field: the baseline's).
-    pub base: HierarchyConfig,
+    /// The clients and array (scheme field: the baseline's).
+    pub base: DemoteConfig,
     /// The latency model.
     pub model: LatencyModel,
     /// Per-scheme results, NONE-LRU first.
@@ -108,8 +108,8 @@ enum Job {
 }
 
 impl DemoteExperiment {
-    fn config(&self, scheme: Scheme, array_blocks: usize) -> HierarchyConfig {
-        HierarchyConfig {
+    fn config(&self, scheme: Scheme, array_blocks: usize) -> DemoteConfig {
+        DemoteConfig {
             array: ArrayConfig { capacity: array_blocks, scheme, ..self.base.array },
             ..self.base
         }
@@ -117,7 +117,7 @@ impl DemoteExperiment {
 
     /// Run every scheme (and the sweep) over `requests`, the first `warmup` uncounted.
     pub fn run(&self, requests: &[Request], warmup: usize) -> Result<DemoteReport, SimError> {
-        self.run_each(&|config| simulate_hierarchy(requests, warmup, config))
+        self.run_each(&|config| simulate_demote(requests, warmup, config))
     }
 
     /// As [`DemoteExperiment::run`], each run reading its own pass of the trace from `open`
@@ -138,7 +138,7 @@ impl DemoteExperiment {
                     None
                 }
             });
-            let result = simulate_hierarchy_stream(requests, warmup, config, |_, _| {});
+            let result = simulate_demote_stream(requests, warmup, config, |_, _| {});
             match failed.into_inner() {
                 Some(e) => Err(SimError::Invalid(format!("reading the trace: {e}"))),
                 None => result,
@@ -149,7 +149,7 @@ impl DemoteExperiment {
     /// Every scheme (and the sweep), each run by `simulate` on the worker threads.
     fn run_each(
         &self,
-        simulate: &(dyn Fn(&HierarchyConfig) -> Result<HierarchyResult, SimError> + Sync),
+        simulate: &(dyn Fn(&DemoteConfig) -> Result<DemoteResult, SimError> + Sync),
     ) -> Result<DemoteReport, SimError> {
         let mut schemes = self.schemes.clone();
         if !schemes.contains(&Scheme::NoneLru) {
@@ -167,14 +167,14 @@ impl DemoteExperiment {
             jobs.push(Job::Unified(client_total + a));
         }
         let next = AtomicUsize::new(0);
-        type Timed = (usize, Result<HierarchyResult, SimError>, f64, Option<f64>);
+        type Timed = (usize, Result<DemoteResult, SimError>, f64, Option<f64>);
         let results: Mutex<Vec<Timed>> = Mutex::new(Vec::new());
         let work = || loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(job) = jobs.get(i) else { break };
             let config = match *job {
                 Job::Scheme(s, a) => self.config(s, a),
-                Job::Unified(blocks) => HierarchyConfig {
+                Job::Unified(blocks) => DemoteConfig {
                     clients: 1,
                     client_blocks: blocks,
                     array: ArrayConfig::new(0, Scheme::NoneLru),
@@ -208,7 +208,7 @@ impl DemoteExperiment {
         if results.len() != jobs.len() {
             return Err(SimError::Invalid("a worker panicked".into()));
         }
-        let mut out: Vec<HierarchyResult> = Vec::with_capacity(results.len());
+        let mut out: Vec<DemoteResult> = Vec::with_capacity(results.len());
         let mut seconds: Vec<(f64, Option<f64>)> = Vec::with_capacity(results.len());
         for (_, r, secs, cpu) in results {
             out.push(r?);
@@ -368,7 +368,7 @@ mod tests {
             })
             .collect();
         let exp = DemoteExperiment {
-            base: HierarchyConfig {
+            base: DemoteConfig {
                 clients: 1,
                 client_blocks: 4,
                 array: ArrayConfig::new(4, Scheme::NoneLru),
@@ -377,7 +377,7 @@ mod tests {
                 addressing: ArrayAddressing::Shared,
             },
             schemes: vec![Scheme::Demote, Scheme::DemoteAdaptExp],
-            model: crate::latency_model::PAPER_SYNTHETIC,
+            model: crate::demote::latency_model::PAPER_SYNTHETIC,
             sweep_array_blocks: vec![2, 4],
             threads: 2,
         };
@@ -420,7 +420,7 @@ mod tests {
             })
             .collect();
         let exp = DemoteExperiment {
-            base: HierarchyConfig {
+            base: DemoteConfig {
                 clients: 2,
                 client_blocks: 60,
                 array: ArrayConfig::new(150, Scheme::NoneLru),
@@ -429,7 +429,7 @@ mod tests {
                 addressing: ArrayAddressing::PerVolume,
             },
             schemes: Scheme::ALL.to_vec(),
-            model: crate::latency_model::PAPER_SYNTHETIC,
+            model: crate::demote::latency_model::PAPER_SYNTHETIC,
             sweep_array_blocks: vec![50, 300],
             threads: 2,
         };
