@@ -6,7 +6,11 @@
 //!   into an [`AccessStream`] (block keys, ops, times and, for oracle policies, next-access
 //!   virtual times); [`simulate`] runs one replacement policy with one admission policy over
 //!   it and returns [`SimResult`] counters (and a timeline with [`RunConfig::interval`]).
-//!   Cache sizes are parsed by [`Capacity`], timeline intervals by [`Interval`].
+//!   A grid of policies and sizes over a trace file is described by a [`Plan`], which picks
+//!   the driver: the trace streamed once in bounded chunks (or read in place), one shared
+//!   index for the policies it models, a streaming pass of next-access times for OPT, or the
+//!   whole trace in memory. Cache sizes are parsed by [`Capacity`], timeline intervals by
+//!   [`Interval`].
 //! - [`sievestore`]: SieveStore's sieves under their cache managers, metrics, cost model,
 //!   ensembles and experiments.
 //! - [`demote`]: Wong and Wilkes' clients over an array cache with DEMOTE, the latency model
@@ -26,5 +30,6 @@ pub use crate::core::counters::{Counters, IntervalStats};
 pub use crate::core::error::SimError;
 pub use crate::core::grid::default_threads;
 pub use crate::core::interval::Interval;
+pub use crate::core::plan::Plan;
 pub use crate::core::simulate::{simulate, simulate_with_progress, RunConfig, SimResult};
 pub use crate::core::stream::{AccessStream, AccessStreamBuilder, Split};
