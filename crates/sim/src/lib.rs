@@ -15,7 +15,8 @@
 //!   ensembles and experiments.
 //! - [`demote`]: Wong and Wilkes' clients over an array cache with DEMOTE, the latency model
 //!   and experiments.
-//! - [`warmup`]: Bonfire's warmup experiments.
+//! - [`warmup`]: Bonfire's warmup experiments, and [`warmup::advise`], the one entry point a
+//!   server uses (`ember serve --warmup auto`).
 //!
 //! The decisions themselves (replacement, sieves, DEMOTE placement, warmup selectors) live in
 //! `ember-policy`, where the real cache builds them too; nothing here does real I/O.
