@@ -1,11 +1,11 @@
 //! Batch allocation for the discrete sieves in the real cache (SieveStore, ISCA 2010,
 //! section 3.2: SieveStore-D and RandSieve-BlkD): at the end of each epoch the sieve's
 //! choice becomes the cache's contents for the next epoch, by the rule `ember sievestore`'s
-//! batch manager applies too ([`ember_policy::admission::install`]).
+//! batch manager applies too ([`ember_policy::admission::install()`]).
 //!
 //! - Epochs are counted from the first access the sieve observed (`--epoch` long each).
 //! - At an epoch's end, under the state lock, the sieve's choice is cut to the cache's
-//!   capacity ([`ember_policy::admission::install`]); every resident clean block not chosen
+//!   capacity ([`ember_policy::admission::install()`]); every resident clean block not chosen
 //!   leaves (counted as an eviction); a chosen block already resident stays (a *cancelled
 //!   move*, counted).
 //! - The moves (chosen blocks not resident) are staged in the background: sorted, merged
@@ -64,7 +64,7 @@ pub(crate) fn epoch_thread(inner: Arc<Inner>, epoch_ns: u64) {
 }
 
 /// Make `chosen` (most wanted first) the cache's contents by the discrete sieves' rule
-/// ([`ember_policy::admission::install`]): evict what was not chosen, then move the chosen
+/// ([`ember_policy::admission::install()`]): evict what was not chosen, then move the chosen
 /// blocks in.
 fn install(inner: &Arc<Inner>, chosen: Vec<(u64, u64)>) {
     let cap = inner.geometry.data_blocks as usize;

@@ -15,7 +15,7 @@
 //!   ensembles and experiments.
 //! - [`demote`]: Wong and Wilkes' clients over an array cache with DEMOTE, the latency model
 //!   and experiments.
-//! - [`warmup`]: Bonfire's warmup experiments, and [`warmup::advise`], the one entry point a
+//! - [`warmup`]: Bonfire's warmup experiments, and [`warmup::advise()`], the one entry point a
 //!   server uses (`ember serve --warmup auto`).
 //!
 //! The decisions themselves (replacement, sieves, DEMOTE placement, warmup selectors) live in

@@ -5,7 +5,7 @@
 //! SieveStore-C, RandSieve-C, OCF's nhit, a fixed set). Discrete sieves, which choose a whole
 //! batch of blocks at the end of an epoch (SieveStore-D, RandSieve-BlkD, the ideal sieve),
 //! implement [`EpochSieve`]; a cache manager (the simulator's or the real cache's)
-//! batch-allocates what they choose by one rule, [`install`].
+//! batch-allocates what they choose by one rule, [`install()`].
 //!
 //! The registry of every sieve by name, with its parameters, is [`SieveSpec`]; it builds a
 //! [`Sieve`] of either kind. The simulator and the real cache both build their sieves there.

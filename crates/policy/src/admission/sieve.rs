@@ -1,6 +1,6 @@
 //! A built sieve of either kind: a per-miss sieve ([`Admission`]), which a cache asks on
 //! every miss, or a discrete one ([`EpochSieve`]) with its epoch, whose choice a cache
-//! batch-allocates at each epoch's end ([`super::install`]). [`super::SieveSpec::build`]
+//! batch-allocates at each epoch's end ([`super::install()`]). [`super::SieveSpec::build`]
 //! makes one.
 
 use super::{Admission, EpochSieve};

@@ -7,7 +7,7 @@ use crate::Interval;
 use ember_trace::{BlockChunk, FLAG_FIRST};
 use std::ops::Range;
 
-/// Where a timeline interval starts (see [`IntervalStats`]).
+/// Where a timeline interval starts (see [`IntervalStats`](crate::IntervalStats)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IntervalStart {
     /// The interval's number.

@@ -4,7 +4,7 @@
 //!
 //! A batch allocator: requests are grouped by epoch (a request earlier than its predecessor's
 //! epoch stays in the current one). A non-oracle sieve observes the epoch as it goes and its
-//! choice becomes the contents of the next epoch ([`ember_policy::admission::install`]); the
+//! choice becomes the contents of the next epoch ([`ember_policy::admission::install()`]); the
 //! ideal sieve (an oracle) first observes the whole epoch, then its choice is installed and
 //! the epoch is replayed against it, so the epoch's requests are kept in an [`EpochStore`]
 //! until its end: in memory for a trace held in memory, or in a spool that spills to a

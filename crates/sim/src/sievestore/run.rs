@@ -6,7 +6,7 @@
 //!   *allocation-write*) if the sieve admits it ([`super::continuous`]).
 //! - *Discrete* sieves ([`ember_policy::admission::EpochSieve`]: SieveStore-D, RandSieve-BlkD,
 //!   the ideal sieve) are batch allocators: at each epoch's end the chosen blocks become the
-//!   cache's contents for the next epoch ([`ember_policy::admission::install`]), with no
+//!   cache's contents for the next epoch ([`ember_policy::admission::install()`]), with no
 //!   replacement and no allocation inside an epoch. The ideal sieve, an oracle, is applied to
 //!   the epoch it was chosen from. Moves are staggered evenly over the epoch's minutes for the
 //!   cost model (the paper schedules them in slack periods, section 3.2;

@@ -14,7 +14,7 @@
 //! Each key has an entry id (`entries.rs`) whose state the policies keep in dense arrays; an
 //! entry no cell (and no S3-FIFO ghost) holds any more is freed by the next sweep of the
 //! slab. Accesses are looked up a batch at a time, then each policy runs over the batch
-//! ([`SharedGrid::run_batch`]). [`SharedGrid::supports`] says which grids it takes: those four
+//! (`SharedGrid::run_batch`). [`SharedGrid::supports`] says which grids it takes: those four
 //! policies, at most [`MAX_SIZES`] sizes each, admission on every miss, no timeline and no
 //! oracle. `ember sim` sends any other grid to the per-cell path.
 
