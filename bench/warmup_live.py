@@ -20,7 +20,7 @@ and misses (blocks), backing read bytes of client misses, blocks preloaded; the 
 binned by reads (INTERVAL * RATE reads an interval: INTERVAL seconds of trace time), so runs
 that fell behind the trace's timing still compare the same requests.
 T_converge is Bonfire's eq. 1 on those hit-rate series against the warm run's (the same code as
-ember_sim::warmup_convergence::convergence_intervals), the backing reads saved are counted over
+ember_sim::warmup::convergence::convergence_intervals), the backing reads saved are counted over
 cold's convergence window [0, T_cold). The preload time is the server's
 ember_warmup_preload_seconds once the preload is done.
 """
@@ -82,7 +82,7 @@ def free_port():
 
 
 def convergence_intervals(new, warm, th_v, th_n):
-    """Bonfire eq. 1, as ember_sim::warmup_convergence::convergence_intervals."""
+    """Bonfire eq. 1, as ember_sim::warmup::convergence::convergence_intervals."""
     n = min(len(new), len(warm))
     best, suffix = n, 0
     for t in range(n - 1, -1, -1):

@@ -10,9 +10,9 @@ use crate::trace_args::TraceInput;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ember_policy::demote::{ArrayConfig, Scheme};
-use ember_sim::hierarchy::{ArrayAddressing, ClientOf, HierarchyConfig};
-use ember_sim::hierarchy_experiment::{DemoteExperiment, DemoteReport};
-use ember_sim::latency_model::{LatencyModel, PAPER_SAN_BITS_PER_S};
+use ember_sim::demote::experiment::{DemoteExperiment, DemoteReport};
+use ember_sim::demote::latency_model::{LatencyModel, PAPER_SAN_BITS_PER_S};
+use ember_sim::demote::topology::{ArrayAddressing, ClientOf, DemoteConfig};
 use ember_sim::{default_threads, Capacity};
 use ember_units::{parse_duration_in, TimeUnit, UnitError};
 use std::collections::HashSet;
@@ -299,7 +299,7 @@ pub fn compute(args: &DemoteCmdArgs) -> anyhow::Result<DemoteRun> {
         bail!("--slru-protected must be in [0, 1]");
     }
     let array_blocks = parse_size("array-size", &d.array_size, block_size, wss)?;
-    let base = HierarchyConfig {
+    let base = DemoteConfig {
         clients,
         client_blocks: parse_size("client-size", &d.client_size, block_size, wss)?,
         array: ArrayConfig {

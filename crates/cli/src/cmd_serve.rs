@@ -17,10 +17,10 @@ use ember_engine::{
 use ember_nbd::server::{ServerConfig, TlsMode, TlsSettings, MAX_PAYLOAD_CEILING};
 use ember_nbd::{ExportSet, ListenAddr, Server, ServerStats};
 use ember_policy::admission::EpochAdmission;
+use ember_policy::admission::Sieve;
 use ember_policy::replacement::Kind;
 use ember_policy::Admission;
 use ember_serve::{EngineExports, NbdDevice};
-use ember_sim::sievestore::Sieve;
 
 use crate::metrics::{render_engine, render_server, MetricsServer, Render};
 use crate::tuning_args::{SieveParams, WritebackArgs};

@@ -10,18 +10,21 @@ use crate::trace_args::TraceInput;
 use crate::tuning_args::SieveParams;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
+use ember_policy::admission::SieveSpec;
 use ember_policy::replacement::{build, Kind};
 use ember_policy::Replacement;
-use ember_sim::cost_model::{drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES};
-use ember_sim::ensemble::Partition;
-use ember_sim::epoch_spool::DEFAULT_LIMIT;
-use ember_sim::experiment_sievestore::{default_capacity, DailyBlocks};
-use ember_sim::experiment_sievestore::{ExperimentReport, SieveStoreExperiment};
-use ember_sim::sievestore::{DayStats, SieveRun, SieveSpec};
-use ember_sim::sievestore_sensitivity::{
+use ember_sim::sievestore::cost_model::{
+    drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES,
+};
+use ember_sim::sievestore::ensemble::Partition;
+use ember_sim::sievestore::epoch_spool::DEFAULT_LIMIT;
+use ember_sim::sievestore::experiment::{default_capacity, DailyBlocks};
+use ember_sim::sievestore::experiment::{ExperimentReport, SieveStoreExperiment};
+use ember_sim::sievestore::sensitivity::{
     sensitivity, sensitivity_streamed, table as sensitivity_table, SensitivityPoint,
 };
-use ember_sim::sievestore_stream::{count, run_streamed, StreamCell};
+use ember_sim::sievestore::stream::{count, run_streamed, StreamCell};
+use ember_sim::sievestore::{DayStats, SieveRun};
 use ember_sim::{default_threads, Capacity};
 use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
 use ember_trace::{Format, Request, Trace, TraceError, TraceReader};
@@ -252,7 +255,7 @@ type BoxedFactory = Box<dyn Fn(usize) -> Box<dyn Replacement> + Sync>;
 /// continuous sieves over each of `kinds` (rows policy-major, then sieve, then size), over the
 /// requests each call of `open` streams: one pass for the runs, plus a first pass for the
 /// per-volume shares and the working set when partitions or % sizes need them (memory: the
-/// cells' own state, never the trace; `ember_sim::sievestore_stream`).
+/// cells' own state, never the trace; `ember_sim::sievestore::stream`).
 pub fn run_admissions(
     args: &SieveArgs,
     open: OpenPass<'_>,
@@ -627,7 +630,7 @@ mod tests {
         // The same rows as the whole-trace partitioned runs.
         for r in &rows {
             let spec: SieveSpec = r.admission.parse().unwrap();
-            let want = ember_sim::ensemble::run_partitioned(
+            let want = ember_sim::sievestore::ensemble::run_partitioned(
                 &trace.requests,
                 4096,
                 r.capacity_blocks as usize,

@@ -52,7 +52,7 @@ pub fn demote(argv: &[String]) -> anyhow::Result<String> {
     #[derive(serde::Serialize)]
     struct Doc<'a> {
         #[serde(flatten)]
-        report: &'a ember_sim::hierarchy_experiment::DemoteReport,
+        report: &'a ember_sim::demote::experiment::DemoteReport,
         trace: serde_json::Value,
     }
     let doc = Doc {

@@ -3,7 +3,7 @@
 //! against array size (Figure 6) and the READ latency distribution (Figure 4).
 
 use crate::plot::{colour, draw_legend, line, png, Canvas, Chart, LineStyle, PAPER};
-use ember_sim::hierarchy_experiment::{DemoteReport, SweepPoint};
+use ember_sim::demote::experiment::{DemoteReport, SweepPoint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! value marked.
 
 use crate::plot::{colour, png, Frame, PANEL};
-use ember_sim::sievestore_sensitivity::SensitivityPoint;
+use ember_sim::sievestore::sensitivity::SensitivityPoint;
 use plotters::prelude::*;
 use std::path::Path;
 

@@ -3,8 +3,8 @@
 //! (Figure 8) and drives needed (Figure 9).
 
 use crate::plot::{box_mark, colour, draw_legend, line, png, Frame, LineStyle, PANEL, PAPER};
-use ember_sim::ensemble::Partition;
-use ember_sim::experiment_sievestore::{ExperimentReport, ExperimentRow};
+use ember_sim::sievestore::ensemble::Partition;
+use ember_sim::sievestore::experiment::{ExperimentReport, ExperimentRow};
 use ember_sim::sievestore::DayStats;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;

@@ -1,6 +1,6 @@
 //! `ember serve --warmup auto` (issue 11 item 6): the selector chosen from evidence. The
-//! warmup log's history is simulated with the laboratory's own code (`run_warmup`, ranked by
-//! `rank_selectors`, exactly what `ember warmup advise` prints): the history is cut into
+//! warmup log's history is simulated with the laboratory's own code (`ember_sim::warmup::advise`,
+//! ranked exactly as `ember warmup advise` ranks): the history is cut into
 //! [`PERIODS`] periods of equal length (20 intervals each), each period a restart warmed from
 //! the one before, with
 //! the live cache's size and warmup size as percentages of the logged working set. The best
@@ -8,8 +8,7 @@
 //! [`MIN_RECORDS`] records, or no period after the first with accesses) falls back to Last-K.
 
 use ember_policy::warmup::SelectorKind;
-use ember_sim::warmup_evidence::rank_selectors;
-use ember_sim::warmup_experiment::{run_warmup, VolumeAccesses, WarmupConfig};
+use ember_sim::warmup::{advise, AdviseConfig};
 use ember_trace::{Trace, VolumeTable};
 use std::path::Path;
 
@@ -59,31 +58,24 @@ pub fn choose(log: &Path, live: LiveCache) -> (SelectorKind, String) {
         ));
     }
     let trace = Trace { volumes, requests };
-    let t0 = trace.requests.iter().map(|r| r.time_ns).min().unwrap_or(0);
-    let t1 = trace.requests.iter().map(|r| r.time_ns).max().unwrap_or(0);
-    let period = ((t1 - t0) / PERIODS + 1).max(1_000);
-    let vols = VolumeAccesses::of_trace(&trace, live.block_size);
-    let wss: u64 = vols.iter().map(|v| v.wss_blocks).sum::<u64>().max(1);
-    let cache_percent = (100.0 * live.cache_blocks as f64 / wss as f64).min(100.0);
-    let warmup_percent = (100.0 * live.warmup_blocks as f64 / wss as f64).min(cache_percent);
-    let cfg = WarmupConfig {
-        block_size: live.block_size,
-        period_ns: period,
-        interval_ns: (period / 20).max(1),
-        cache_percent,
-        warmup_percent,
-        region_bytes: live.region_bytes,
-        selectors: SelectorKind::ALL.to_vec(),
-        readahead_bytes: 0,
-        seed: live.seed,
-    };
-    let days = run_warmup(&vols, t0, &cfg);
-    let ev = rank_selectors(&days, TH_V, TH_N, BANDWIDTH);
-    let Some(best) = ev.best.as_deref() else {
+    let advice = advise(
+        &trace,
+        &AdviseConfig {
+            block_size: live.block_size,
+            cache_blocks: live.cache_blocks,
+            warmup_blocks: live.warmup_blocks,
+            region_bytes: live.region_bytes,
+            seed: live.seed,
+            periods: PERIODS,
+            th_v: TH_V,
+            th_n: TH_N,
+            bandwidth: BANDWIDTH,
+        },
+    );
+    let (ev, period, cache_percent, warmup_percent) =
+        (&advice.evidence, advice.period_ns, advice.cache_percent, advice.warmup_percent);
+    let Some(kind) = advice.selector else {
         return fallback("no simulated period after the first has accesses".into());
-    };
-    let Some(kind) = SelectorKind::ALL.into_iter().find(|k| k.name() == best) else {
-        return fallback(format!("the simulation named an unknown selector {best}"));
     };
     let evidence: Vec<String> = ev
         .schemes

@@ -10,8 +10,8 @@ use crate::cmd_warmup::parse_duration;
 use anyhow::{anyhow, bail};
 use clap::Args;
 use ember_engine::WritebackConfig;
+use ember_policy::admission::SieveSpec;
 use ember_policy::admission::SieveStoreCConfig;
-use ember_sim::sievestore::SieveSpec;
 
 /// The sieves' parameters (SieveStore, ISCA 2010, sections 3.3 and 3.4). A flag applies to
 /// every `--admission` sieve that has the parameter and is ignored by the others.

@@ -13,7 +13,7 @@
 //! `sievestore.json` as the whole-trace path (the same file through a pipe, unlimited), which
 //! dies under the limit.
 //!
-//! The library test `sievestore_stream::tests` shows the streamed runs equal the whole-trace
+//! The library test `sievestore::stream::tests` shows the streamed runs equal the whole-trace
 //! runs for every sieve and partitioning.
 
 use std::path::Path;

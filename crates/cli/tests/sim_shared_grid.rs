@@ -1,5 +1,5 @@
 //! `ember sim` runs a grid of LRU, FIFO, CLOCK and S3-FIFO cells over one shared index
-//! (ember_sim::grid_shared); every cell must equal the same cell run alone (the per-policy
+//! (ember_sim::core::grid_shared); every cell must equal the same cell run alone (the per-policy
 //! implementations, the reference), on several traces, formats and size sets.
 
 use std::path::{Path, PathBuf};

@@ -1,12 +1,13 @@
 //! Batch allocation for the discrete sieves in the real cache (SieveStore, ISCA 2010,
 //! section 3.2: SieveStore-D and RandSieve-BlkD): at the end of each epoch the sieve's
-//! choice becomes the cache's contents for the next epoch, as `ember sievestore`'s batch
-//! manager does (`ember_sim::sievestore::run_discrete`).
+//! choice becomes the cache's contents for the next epoch, by the rule `ember sievestore`'s
+//! batch manager applies too ([`ember_policy::admission::install()`]).
 //!
 //! - Epochs are counted from the first access the sieve observed (`--epoch` long each).
 //! - At an epoch's end, under the state lock, the sieve's choice is cut to the cache's
-//!   capacity; every resident clean block not chosen leaves (counted as an eviction); a
-//!   chosen block already resident stays (a *cancelled move*, counted).
+//!   capacity ([`ember_policy::admission::install()`]); every resident clean block not chosen
+//!   leaves (counted as an eviction); a chosen block already resident stays (a *cancelled
+//!   move*, counted).
 //! - The moves (chosen blocks not resident) are staged in the background: sorted, merged
 //!   into runs of adjacent blocks, and each run filled exactly as a read miss fills (it
 //!   holds the run's stripe locks from the lookup to the last cache write, so a client
@@ -21,8 +22,8 @@
 use crate::clock::now_ns;
 use crate::core::Inner;
 use crate::layout::{block_key, key_block, key_volume};
+use ember_policy::admission;
 use ember_trace::Op;
-use std::collections::HashSet;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -63,31 +64,28 @@ pub(crate) fn epoch_thread(inner: Arc<Inner>, epoch_ns: u64) {
     }
 }
 
-/// Make `chosen` (most wanted first) the cache's contents: evict what was not chosen, then
-/// move the chosen blocks in.
+/// Make `chosen` (most wanted first) the cache's contents by the discrete sieves' rule
+/// ([`ember_policy::admission::install()`]): evict what was not chosen, then move the chosen
+/// blocks in.
 fn install(inner: &Arc<Inner>, chosen: Vec<(u64, u64)>) {
     let cap = inner.geometry.data_blocks as usize;
-    let chosen: HashSet<u64> = chosen.into_iter().take(cap).map(|(k, _)| k).collect();
-    let mut moves: Vec<u64> = Vec::new();
-    {
+    let mut moves = {
         let mut st = inner.state.lock();
+        let next = admission::install(chosen, cap, |k| st.get(k).is_some());
         for e in st.entries() {
-            if !chosen.contains(&e.key) && st.invalidate(e.key) {
+            if !next.keeps(e.key) && st.invalidate(e.key) {
                 if let Some(c) = inner.counters.get(key_volume(e.key) as usize) {
                     c.evictions.fetch_add(1, Relaxed);
                 }
             }
         }
-        for &k in &chosen {
-            if st.get(k).is_some() {
-                if let Some(c) = inner.counters.get(key_volume(k) as usize) {
-                    c.cancelled_moves.fetch_add(1, Relaxed);
-                }
-            } else {
-                moves.push(k);
+        for &k in &next.cancelled {
+            if let Some(c) = inner.counters.get(key_volume(k) as usize) {
+                c.cancelled_moves.fetch_add(1, Relaxed);
             }
         }
-    }
+        next.moves
+    };
     moves.sort_unstable();
     let mut i = 0;
     while i < moves.len() {

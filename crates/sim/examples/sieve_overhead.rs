@@ -5,8 +5,9 @@
 //! `/proc/thread-self/schedstat`), so other load on a shared 2-core machine inflates neither
 //! side; without that file (not Linux), wall time.
 
-use ember_sim::experiment_sievestore::default_capacity;
-use ember_sim::sievestore::{day_origin, run_sieve, SieveSpec};
+use ember_policy::admission::SieveSpec;
+use ember_sim::sievestore::experiment::default_capacity;
+use ember_sim::sievestore::{day_origin, run_sieve};
 use ember_trace::gen::ensemble::{generate, EnsembleConfig};
 use std::time::Instant;
 

@@ -7,14 +7,16 @@
 //! which the array hit rates dominate, are reproduced within 10 %.
 
 use ember_policy::demote::{ArrayConfig, Scheme};
-use ember_sim::hierarchy::{
-    simulate_hierarchy, ArrayAddressing, ClientCounters, ClientOf, HierarchyConfig,
+use ember_sim::demote::latency_model::{
+    speedup, LatencyModel, PAPER_SAN_BITS_PER_S, PAPER_SYNTHETIC,
 };
-use ember_sim::latency_model::{speedup, LatencyModel, PAPER_SAN_BITS_PER_S, PAPER_SYNTHETIC};
+use ember_sim::demote::topology::{
+    simulate_demote, ArrayAddressing, ClientCounters, ClientOf, DemoteConfig,
+};
 use ember_trace::gen::{ww_random, ww_zipf, WarmedTrace, WwConfig};
 
 fn totals(w: &WarmedTrace, scheme: Scheme) -> ClientCounters {
-    let config = HierarchyConfig {
+    let config = DemoteConfig {
         clients: 1,
         client_blocks: 16384,
         array: ArrayConfig::new(16384, scheme),
@@ -22,7 +24,7 @@ fn totals(w: &WarmedTrace, scheme: Scheme) -> ClientCounters {
         client_of: ClientOf::Volume,
         addressing: ArrayAddressing::Shared,
     };
-    simulate_hierarchy(&w.trace.requests, w.warmup_requests, &config).unwrap().total()
+    simulate_demote(&w.trace.requests, w.warmup_requests, &config).unwrap().total()
 }
 
 fn demote_speedup(w: &WarmedTrace, model: &LatencyModel) -> f64 {
@@ -74,7 +76,7 @@ fn section_3_5_demote_wins_above_a_san_bandwidth_below_the_papers_20_to_30_mbit(
     // demoted) + T_d miss + T_abort aborted, T_a = overhead + x and x = 32.768 / Mbit ms, so
     // equal latencies give x = (T_d (miss_n - miss_d) - overhead aborted_d) / (A_d - A_n) -
     // overhead, with A = h_a + miss + demoted.
-    let a = |c: &ember_sim::hierarchy::ClientCounters| {
+    let a = |c: &ember_sim::demote::topology::ClientCounters| {
         c.array_hit_rate() + c.miss_rate() + c.demotion_rate()
     };
     let x = (10.0 * (none.miss_rate() - demote.miss_rate())

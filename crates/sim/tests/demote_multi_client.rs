@@ -4,9 +4,9 @@
 //! T_d = 5 ms, aborted DEMOTE 0.16 ms, as in tables 7, 9 and 10).
 
 use ember_policy::demote::{ArrayConfig, Scheme};
-use ember_sim::hierarchy::{ArrayAddressing, ClientOf, HierarchyConfig};
-use ember_sim::hierarchy_experiment::{DemoteExperiment, DemoteReport};
-use ember_sim::latency_model::PAPER_REAL;
+use ember_sim::demote::experiment::{DemoteExperiment, DemoteReport};
+use ember_sim::demote::latency_model::PAPER_REAL;
+use ember_sim::demote::topology::{ArrayAddressing, ClientOf, DemoteConfig};
 use ember_trace::gen::multi_client::{MultiClientConfig, Pattern, Sharing};
 use ember_trace::gen::{Common, ZipfConfig};
 use ember_trace::{Op, Request};
@@ -15,7 +15,7 @@ const SCHEMES: [Scheme; 3] = [Scheme::NoneLru, Scheme::Demote, Scheme::DemoteAda
 
 fn run(requests: &[Request], warmup: usize, clients: usize, cb: usize, ab: usize) -> DemoteReport {
     let exp = DemoteExperiment {
-        base: HierarchyConfig {
+        base: DemoteConfig {
             clients,
             client_blocks: cb,
             array: ArrayConfig::new(ab, Scheme::NoneLru),

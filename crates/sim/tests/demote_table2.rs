@@ -3,18 +3,18 @@
 //! N_c = N_a = 16384 blocks, a working set of warm-up READS then 10x timed READS.
 
 use ember_policy::demote::{ArrayConfig, Scheme};
-use ember_sim::hierarchy::{
-    simulate_hierarchy, ArrayAddressing, ClientOf, HierarchyConfig, HierarchyResult,
+use ember_sim::demote::latency_model::{speedup, PAPER_SYNTHETIC};
+use ember_sim::demote::topology::{
+    simulate_demote, ArrayAddressing, ClientOf, DemoteConfig, DemoteResult,
 };
-use ember_sim::latency_model::{speedup, PAPER_SYNTHETIC};
 use ember_trace::gen::{ww_random, ww_seq, ww_zipf, WarmedTrace, WwConfig};
 
-fn run(w: &WarmedTrace, scheme: Scheme) -> HierarchyResult {
+fn run(w: &WarmedTrace, scheme: Scheme) -> DemoteResult {
     run_with(w, 16384, ArrayConfig::new(16384, scheme))
 }
 
-fn run_with(w: &WarmedTrace, client_blocks: usize, array: ArrayConfig) -> HierarchyResult {
-    let config = HierarchyConfig {
+fn run_with(w: &WarmedTrace, client_blocks: usize, array: ArrayConfig) -> DemoteResult {
+    let config = DemoteConfig {
         clients: 1,
         client_blocks,
         array,
@@ -22,7 +22,7 @@ fn run_with(w: &WarmedTrace, client_blocks: usize, array: ArrayConfig) -> Hierar
         client_of: ClientOf::Volume,
         addressing: ArrayAddressing::Shared,
     };
-    simulate_hierarchy(&w.trace.requests, w.warmup_requests, &config).unwrap()
+    simulate_demote(&w.trace.requests, w.warmup_requests, &config).unwrap()
 }
 
 /// (client, NONE-LRU, DEMOTE-LRU, DEMOTE) hit rates in percent.

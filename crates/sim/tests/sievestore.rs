@@ -2,14 +2,14 @@
 //! Table 2's arithmetic, section 3.1's Belady counter-example, and sections 5.1/5.3's
 //! qualitative results on the generated ensemble trace.
 
-use ember_policy::admission::{Aod, FixedSet, Wmna};
+use ember_policy::admission::{Aod, FixedSet, SieveSpec, Wmna};
 use ember_policy::Admission;
 use ember_policy::Lru;
-use ember_sim::belady_selective::belady_selective;
-use ember_sim::ensemble::{run_partitioned, Partition};
-use ember_sim::experiment_sievestore::default_capacity;
-use ember_sim::oracle_resident::OracleResident;
-use ember_sim::sievestore::{day_origin, run_continuous, SieveRun, SieveSpec};
+use ember_sim::core::belady_selective::belady_selective;
+use ember_sim::core::oracle_resident::OracleResident;
+use ember_sim::sievestore::ensemble::{run_partitioned, Partition};
+use ember_sim::sievestore::experiment::default_capacity;
+use ember_sim::sievestore::{day_origin, run_continuous, SieveRun};
 use ember_trace::gen::ensemble::{generate, EnsembleConfig};
 use ember_trace::{block_key, Op, Request, Trace};
 use std::sync::OnceLock;
@@ -189,7 +189,7 @@ fn section_5_3_ensemble_cache_beats_per_volume_partitions() {
 /// generated ensemble (3 days, 200,000 accesses a day) the sweep shows each of these.
 #[test]
 fn section_5_1_sensitivity_of_thresholds_and_windows() {
-    use ember_sim::sievestore_sensitivity::sensitivity;
+    use ember_sim::sievestore::sensitivity::sensitivity;
     let trace = ensemble_trace();
     let cap = default_capacity(trace, 4096);
     let pts = sensitivity(trace, 4096, cap, 2).unwrap();
@@ -198,7 +198,7 @@ fn section_5_1_sensitivity_of_thresholds_and_windows() {
             .find(|p| p.sieve == sieve && p.parameter == param && p.value == v)
             .unwrap_or_else(|| panic!("{sieve} {param} {v} missing"))
     };
-    let table = ember_sim::sievestore_sensitivity::table(&pts);
+    let table = ember_sim::sievestore::sensitivity::table(&pts);
     // SieveStore-D, t in 8-20: within one point of the paper's t = 10.
     let d10 = at("sievestore-d", "t", 10.0).captured();
     for t in [8.0, 14.0, 20.0] {

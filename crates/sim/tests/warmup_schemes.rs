@@ -2,7 +2,7 @@
 //! generated traces (the MSR-Cambridge traces are not available here).
 
 use ember_policy::warmup::SelectorKind;
-use ember_sim::warmup_experiment::{run_warmup, SchemeMetrics, VolumeAccesses, WarmupConfig};
+use ember_sim::warmup::experiment::{run_warmup, SchemeMetrics, VolumeAccesses, WarmupConfig};
 use ember_trace::gen::bonfire::{bonfire, BonfireConfig};
 use ember_trace::gen::{Common, ZipfConfig};
 use ember_trace::Trace;

@@ -4,8 +4,11 @@
 //! Two kinds of sieve live here. Per-miss sieves implement [`Admission`] (AOD, WMNA,
 //! SieveStore-C, RandSieve-C, OCF's nhit, a fixed set). Discrete sieves, which choose a whole
 //! batch of blocks at the end of an epoch (SieveStore-D, RandSieve-BlkD, the ideal sieve),
-//! implement [`EpochSieve`]; a cache manager (ember-sim's `sievestore`, later the engine)
-//! batch-allocates what they choose.
+//! implement [`EpochSieve`]; a cache manager (the simulator's or the real cache's)
+//! batch-allocates what they choose by one rule, [`install()`].
+//!
+//! The registry of every sieve by name, with its parameters, is [`SieveSpec`]; it builds a
+//! [`Sieve`] of either kind. The simulator and the real cache both build their sieves there.
 
 pub mod aod;
 pub mod config_error;
@@ -13,12 +16,15 @@ pub mod epoch;
 pub mod epoch_admission;
 pub mod fixed;
 pub mod ideal;
+pub mod install;
 pub mod key_hash;
 pub mod ocf_nhit;
 pub mod randsieve_blkd;
 pub mod randsieve_c;
+pub mod sieve;
 pub mod sievestore_c;
 pub mod sievestore_d;
+pub mod spec;
 pub mod window;
 pub mod wmna;
 
@@ -28,11 +34,14 @@ pub use epoch::EpochSieve;
 pub use epoch_admission::EpochAdmission;
 pub use fixed::FixedSet;
 pub use ideal::Ideal;
+pub use install::{install, Installation};
 pub use ocf_nhit::{OcfNhit, OcfNhitConfig};
 pub use randsieve_blkd::RandSieveBlkD;
 pub use randsieve_c::RandSieveC;
+pub use sieve::Sieve;
 pub use sievestore_c::{SieveStoreC, SieveStoreCConfig};
 pub use sievestore_d::SieveStoreD;
+pub use spec::SieveSpec;
 pub use wmna::Wmna;
 
 /// Decides, per missed block, whether to allocate it in the cache.

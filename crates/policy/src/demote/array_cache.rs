@@ -25,6 +25,7 @@
 use super::{
     Ghost, InsertionGhosts, Position, Scheme, SegmentLayout, SegmentedQueue, DEFAULT_SEGMENTS,
 };
+use crate::replacement::DemoteOutcome;
 
 /// Configuration of an [`ArrayCache`].
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -69,15 +70,6 @@ impl ArrayConfig {
             Scheme::DemoteAdaptExp => SegmentLayout::Exponential(self.segments),
         }
     }
-}
-
-/// What became of a DEMOTE.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DemoteOutcome {
-    /// The array stored the block (a full SAN transfer).
-    Stored,
-    /// The array already held the block or could not make room: short-circuited.
-    Aborted,
 }
 
 /// An array cache under one scheme.

@@ -4,8 +4,8 @@
 //! O(1) insertion at any of N_segs segments, the [`SegmentLayout`]s (uniform, exponential,
 //! SLRU) and the read/demoted [`InsertionGhosts`] of the adaptive schemes.
 //!
-//! The client side (an LRU cache that demotes the clean blocks it ejects) and the hierarchy
-//! live in `ember-sim`'s `hierarchy` module.
+//! The client side (an LRU cache that demotes the clean blocks it ejects) and the clients over
+//! the array live in `ember-sim`'s `demote` module.
 
 pub mod array_cache;
 pub mod array_replacement;
@@ -14,7 +14,8 @@ pub mod scheme;
 pub mod segment_layout;
 pub mod segmented_queue;
 
-pub use array_cache::{ArrayCache, ArrayConfig, DemoteOutcome, DEFAULT_SLRU_PROTECTED};
+pub use crate::replacement::DemoteOutcome;
+pub use array_cache::{ArrayCache, ArrayConfig, DEFAULT_SLRU_PROTECTED};
 pub use array_replacement::ArrayReplacement;
 pub use insertion_ghosts::InsertionGhosts;
 pub use scheme::{Scheme, UnknownScheme};

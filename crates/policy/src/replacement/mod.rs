@@ -11,6 +11,7 @@
 
 pub mod arc;
 pub mod clock;
+pub mod demote_outcome;
 pub mod fifo;
 pub mod kind;
 pub mod lru;
@@ -26,6 +27,7 @@ pub mod two_q;
 
 pub use arc::Arc;
 pub use clock::Clock;
+pub use demote_outcome::DemoteOutcome;
 pub use fifo::Fifo;
 pub use kind::{build, Kind, UnknownKind};
 pub use lru::Lru;
@@ -104,10 +106,7 @@ pub trait Replacement: Send {
     /// now resident and the caller must give it the client's data, `Aborted` that nothing
     /// moves (the key was resident and was placed where the scheme puts demoted blocks, or
     /// there is no room); and the block evicted to make room, if any.
-    fn demote(
-        &mut self,
-        access: &crate::Access,
-    ) -> Option<(crate::demote::DemoteOutcome, Option<u64>)> {
+    fn demote(&mut self, access: &crate::Access) -> Option<(DemoteOutcome, Option<u64>)> {
         let _ = access;
         None
     }

@@ -1,0 +1,25 @@
+//! What every simulation shares: the block-access stream ([`stream`]), one run of a
+//! replacement policy with a sieve over it ([`simulate`]), grids of runs over a stream held in
+//! memory ([`grid`]), streamed in chunks ([`streaming`]) or over one shared index
+//! ([`grid_shared`]), the [`plan`] that picks among them for a request, and the vocabulary of
+//! results ([`counters`]), sizes ([`capacity`]), timelines ([`interval`]) and working sets
+//! ([`distinct`]). The oracles of SieveStore section 3.1 ([`belady_selective`],
+//! [`oracle_resident`]) sit here too: they are replacement decisions, not a topology.
+
+pub mod belady_selective;
+pub mod capacity;
+pub mod chunk_run;
+pub mod counters;
+pub mod cutter;
+pub mod distinct;
+pub mod error;
+pub mod grid;
+pub mod grid_shared;
+pub mod interval;
+pub mod oracle_resident;
+pub mod plan;
+pub mod simulate;
+pub mod stream;
+pub mod streaming;
+#[cfg(test)]
+pub(crate) mod testing;

@@ -1,0 +1,73 @@
+//! [`Driver::Whole`]: the whole trace held as an [`AccessStream`] with its next-access times
+//! (9 bytes a block access, 17 with them), and the grid run over it on up to the plan's
+//! threads ([`run_grid`]). A reference for the streamed drivers, which hold no trace.
+
+use super::{usize_capacity, Cell, Driver, Outcome, Plan, PlanError, Progress, Timings};
+use crate::core::grid::run_grid;
+use crate::core::streaming::{StreamTotals, CHUNK_ACCESSES};
+use crate::{
+    simulate_with_progress, AccessStream, AccessStreamBuilder, RunConfig, SimResult, Split,
+};
+use ember_policy::admission::Aod;
+use ember_policy::with_replacement;
+use ember_trace::{BlockChunk, BlockReader};
+use std::time::Instant;
+
+/// Run `plan` over the whole trace held in memory.
+pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<Outcome, PlanError> {
+    let started = Instant::now();
+    let source = &plan.source;
+    let path = &source.path;
+    let interval = plan.options.interval;
+    let split = if source.per_request { Split::FirstBlock } else { Split::Blocks };
+    // Stream the trace straight into the access stream: no intermediate Vec<Request>.
+    let mut builder = AccessStreamBuilder::new(source.read.block_size, split)?;
+    if interval.is_none() {
+        // No timeline, and plain runs use AOD, which ignores time: 8 bytes per access saved.
+        builder = builder.without_times();
+    }
+    let mut reader = BlockReader::open(path, &source.read, source.per_request, interval.is_some())
+        .map_err(|source| PlanError::Open { path: path.clone(), source })?;
+    let mut chunk = BlockChunk::default();
+    while reader
+        .next_chunk(&mut chunk, CHUNK_ACCESSES)
+        .map_err(|source| PlanError::Read { path: path.clone(), source })?
+    {
+        builder.push_chunk(&chunk);
+    }
+    let skipped = reader.stats().skipped;
+    let read = started.elapsed();
+    let stream = builder.finish(true);
+    let cells = plan.cells(stream.wss());
+    let config = RunConfig { interval };
+    let threads = plan.options.threads.max(1);
+    let accesses = stream.len() as u64;
+    progress(Progress::Start { work: Some(accesses * cells.len() as u64), runs: cells.len() });
+    let sim_start = Instant::now();
+    let results =
+        run_grid(&cells, accesses, threads, |c, tick| run_cell(c, &stream, &config, tick), &|p| {
+            progress(Progress::Advance { done: p.done_accesses, runs_done: Some(p.done_runs) })
+        });
+    let simulate = sim_start.elapsed();
+    Ok(Outcome {
+        threads: threads.min(cells.len()),
+        runs: cells.into_iter().zip(results).collect(),
+        totals: StreamTotals { requests: stream.requests(), accesses, wss: stream.wss() },
+        skipped,
+        driver: Driver::Whole,
+        first_pass: None,
+        timings: Timings { before: sim_start - started, read, simulate },
+    })
+}
+
+/// Run one cell with a concrete policy type, so the hot loop is monomorphized.
+fn run_cell(
+    cell: &Cell,
+    stream: &AccessStream,
+    config: &RunConfig,
+    tick: &mut dyn FnMut(u64),
+) -> SimResult {
+    with_replacement!(cell.policy, usize_capacity(cell.capacity), |p| simulate_with_progress(
+        &mut p, &mut Aod, stream, config, tick
+    ))
+}
