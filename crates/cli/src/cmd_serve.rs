@@ -607,7 +607,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             args.admission
         );
     }
-    args.writeback.check()?;
+    let wb = args.writeback.config()?;
     // The server's limits and TLS, checked (certificates loaded) before the cache is opened.
     let net_config = args.net.server_config(args.workers.unwrap_or_else(default_workers).max(1))?;
     let mut volumes = Vec::new();
@@ -629,10 +629,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         volumes.push(VolumeConfig { name: b.name.clone(), backing });
     }
     let cache = open_cache(&args, &specs)?;
-    let data_blocks = ember_engine::layout::Superblock::read(cache.as_ref())
-        .map(|sb| sb.geometry.data_blocks)
-        .with_context(|| format!("reading the superblock of {}", args.cache.display()))?;
-    let wb = args.writeback.config(data_blocks)?;
     let engine = Arc::new(
         Engine::open_with(
             EngineConfig {
@@ -647,7 +643,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             },
             wb,
         )
-        .with_context(|| format!("opening cache {}", args.cache.display()))?,
+        .map_err(|e| match e {
+            EngineError::DirtyLimit(e) => anyhow!(crate::tuning_args::dirty_limit_message(&e)),
+            e => anyhow!(e).context(format!("opening cache {}", args.cache.display())),
+        })?,
     );
     if let Some(s) = array_scheme {
         println!(

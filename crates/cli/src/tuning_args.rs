@@ -9,7 +9,7 @@ use crate::cmd_serve::parse_size;
 use crate::cmd_warmup::parse_duration;
 use anyhow::{anyhow, bail};
 use clap::Args;
-use ember_engine::WritebackConfig;
+use ember_engine::{DirtyLimit, DirtyLimitError, DirtyThreshold, WritebackConfig};
 use ember_policy::admission::SieveStoreCConfig;
 use ember_sim::sievestore::SieveSpec;
 
@@ -127,57 +127,65 @@ pub struct WritebackArgs {
     pub flush_order: String,
 }
 
-/// `BLOCKS` or `PCT%` of `data_blocks`.
-fn blocks_or_percent(flag: &str, s: &str, data_blocks: u64) -> anyhow::Result<u64> {
+/// `BLOCKS` or `PCT%` (of the cache's data blocks, resolved by the engine).
+fn blocks_or_percent(flag: &str, s: &str) -> anyhow::Result<DirtyLimit> {
     if let Some(p) = s.trim().strip_suffix('%') {
         let p: f64 = p.trim().parse().map_err(|_| anyhow!("{flag} {s:?}: not a percentage"))?;
         if !(0.0..=100.0).contains(&p) {
             bail!("{flag} {s}: a percentage from 0 to 100");
         }
-        return Ok((data_blocks as f64 * p / 100.0) as u64);
+        return Ok(DirtyLimit::Percent(p));
     }
-    let n = parse_size(s).map_err(|e| anyhow!("{flag}: {e}"))?;
-    if n > data_blocks {
-        bail!("{flag} {n}: more than the cache's {data_blocks} data blocks");
-    }
-    Ok(n)
+    Ok(DirtyLimit::Blocks(parse_size(s).map_err(|e| anyhow!("{flag}: {e}"))?))
 }
 
 impl WritebackArgs {
-    /// Check the flags that do not depend on the cache's size.
-    pub fn check(&self) -> anyhow::Result<()> {
+    /// The engine's write-back tuning; the engine resolves the thresholds against the cache.
+    pub fn config(&self) -> anyhow::Result<WritebackConfig> {
         if self.max_epochs == 0 {
             bail!("--max-epochs must be at least 1");
         }
         match self.flush_order.as_str() {
-            "ascending" | "lru" => Ok(()),
+            "ascending" | "lru" => {}
             o => bail!("--flush-order {o}: ascending or lru"),
         }
-    }
-
-    /// The engine's write-back tuning for a cache of `data_blocks` data blocks.
-    pub fn config(&self, data_blocks: u64) -> anyhow::Result<WritebackConfig> {
-        self.check()?;
-        let max = match &self.max_dirty {
-            Some(s) => Some(blocks_or_percent("--max-dirty", s, data_blocks)?),
+        let max_dirty = match &self.max_dirty {
+            Some(s) => Some(blocks_or_percent("--max-dirty", s)?),
             None => None,
         };
-        let min = match &self.min_dirty {
-            Some(s) => Some(blocks_or_percent("--min-dirty", s, data_blocks)?),
+        let min_dirty = match &self.min_dirty {
+            Some(s) => Some(blocks_or_percent("--min-dirty", s)?),
             None => None,
         };
-        if let (Some(max), Some(min)) = (max, min) {
-            if min > max {
-                bail!("--min-dirty ({min} blocks) is above --max-dirty ({max} blocks)");
-            }
-        }
         Ok(WritebackConfig {
-            max_dirty_blocks: max,
-            min_dirty_blocks: min,
+            max_dirty,
+            min_dirty,
             max_epochs: self.max_epochs,
             lru_flush_order: self.flush_order == "lru",
             ..WritebackConfig::default()
         })
+    }
+}
+
+/// The message of a dirty threshold that does not fit the cache, in the flags' words.
+pub fn dirty_limit_message(e: &DirtyLimitError) -> String {
+    let flag = |t: DirtyThreshold| match t {
+        DirtyThreshold::Max => "--max-dirty",
+        DirtyThreshold::Min => "--min-dirty",
+    };
+    match e {
+        DirtyLimitError::Percent { threshold, percent } => {
+            format!("{} {percent}%: a percentage from 0 to 100", flag(*threshold))
+        }
+        DirtyLimitError::AboveCache { threshold, blocks, data_blocks } => {
+            format!(
+                "{} {blocks}: more than the cache's {data_blocks} data blocks",
+                flag(*threshold)
+            )
+        }
+        DirtyLimitError::MinAboveMax { min, max } => {
+            format!("--min-dirty ({min} blocks) is above --max-dirty ({max} blocks)")
+        }
     }
 }
 
@@ -227,14 +235,26 @@ mod tests {
             max_epochs: 2,
             flush_order: "lru".into(),
         };
-        let c = a.config(1000).unwrap();
-        assert_eq!((c.max_dirty_blocks, c.min_dirty_blocks), (Some(250), Some(10)));
+        let c = a.config().unwrap();
+        assert_eq!(
+            (c.max_dirty, c.min_dirty),
+            (Some(DirtyLimit::Percent(25.0)), Some(DirtyLimit::Blocks(10)))
+        );
         assert!(c.lru_flush_order && c.max_epochs == 2);
-        let bad = WritebackArgs { min_dirty: Some("300".into()), ..a.clone() };
-        assert!(bad.config(1000).unwrap_err().to_string().contains("above --max-dirty"));
+        let e = DirtyLimitError::MinAboveMax { min: 300, max: 250 };
+        assert!(dirty_limit_message(&e).contains("above --max-dirty"));
         let bad = WritebackArgs { flush_order: "random".into(), ..a.clone() };
-        assert!(bad.config(1000).is_err());
-        let bad = WritebackArgs { max_dirty: Some("2000".into()), ..a };
-        assert!(bad.config(1000).is_err());
+        assert!(bad.config().is_err());
+        let bad = WritebackArgs { max_dirty: Some("200%".into()), ..a.clone() };
+        assert!(bad.config().unwrap_err().to_string().contains("a percentage from 0 to 100"));
+        let e = DirtyLimitError::AboveCache {
+            threshold: DirtyThreshold::Max,
+            blocks: 2000,
+            data_blocks: 1000,
+        };
+        assert_eq!(
+            dirty_limit_message(&e),
+            "--max-dirty 2000: more than the cache's 1000 data blocks"
+        );
     }
 }
