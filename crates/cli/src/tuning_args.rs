@@ -1,9 +1,9 @@
 //! The parameters the papers tune, as flags shared by the laboratory (`ember sievestore`)
-//! and the real cache (`ember serve`), each with its paper's default (issue 13 item 6):
-//! SieveStore-C's t1, t2, W, k and IMCT size, SieveStore-D's t and epoch, the random and
-//! ideal sieves' fraction (`SieveParams`, which become [`SieveSettings`]); and the write-back
-//! policies' max/min dirty, maximum epochs and flush order (`WritebackArgs`, `ember serve`
-//! only: the simulator has no dirty state).
+//! and the real cache (`ember serve`), each with its paper's default: SieveStore-C's t1, t2,
+//! W, k and IMCT size, SieveStore-D's t and epoch, the random and ideal sieves' fraction
+//! (`SieveParams`, which become [`SieveSettings`]); and the write-back policies' max/min
+//! dirty, maximum epochs and flush order (`WritebackArgs`, `ember serve` only: the simulator
+//! has no dirty state).
 
 use crate::cmd_warmup::parse_duration;
 use clap::Args;

@@ -51,8 +51,8 @@ impl Server {
     }
 
     /// Build and start the server `config` describes: when this returns, every export is
-    /// served and `ready` has been said. An error leaves nothing written to the cache device
-    /// if it comes from a setting (those are checked first).
+    /// served and `ready` has been said. Every setting that can be checked without the
+    /// devices is checked before any of them is opened.
     pub fn start_with(config: ServeConfig, options: Options) -> anyhow::Result<Running> {
         let console = options.console;
         let Plan { engine, warmup, memory, net } = Plan::check(&config)?;

@@ -3,14 +3,13 @@
 //! experiment that `--warmup auto` runs on the logged history ([`choose`]). Nothing else in
 //! this crate imports `ember_sim`.
 //!
-//! `--warmup auto` (issue 11 item 6) chooses the selector from evidence. The warmup log's
-//! history is simulated with the laboratory's own code (`run_warmup`, ranked by
-//! `rank_selectors`, exactly what `ember warmup advise` prints): the history is cut into
-//! [`PERIODS`] periods of equal length (20 intervals each), each period a restart warmed from
-//! the one before, with the live cache's size and warmup size as percentages of the logged
-//! working set. The best `T_converge` (then load reduction, then hits) wins. A log too short
-//! to decide (fewer than [`MIN_RECORDS`] records, or no period after the first with accesses)
-//! falls back to Last-K.
+//! `--warmup auto` chooses the selector from evidence. The warmup log's history is simulated
+//! with the laboratory's own code (`run_warmup`, ranked by `rank_selectors`, exactly what
+//! `ember warmup advise` prints): the history is cut into [`PERIODS`] periods of equal length
+//! (20 intervals each), each period a restart warmed from the one before, with the live
+//! cache's size and warmup size as percentages of the logged working set. The best
+//! `T_converge` (then load reduction, then hits) wins. A log too short to decide (fewer than
+//! [`MIN_RECORDS`] records, or no period after the first with accesses) falls back to Last-K.
 
 use anyhow::{anyhow, bail};
 use ember_policy::admission::{EpochAdmission, SieveStoreCConfig};

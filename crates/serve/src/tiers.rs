@@ -1,5 +1,5 @@
-//! Wong & Wilkes' two tiers in a server (issue 12, docs/demote.md "Two real tiers"): a client
-//! tier (`--demote`) hands evicted clean blocks to its NBD backing; an array tier
+//! Wong & Wilkes' two tiers in a server (docs/demote.md, "Two real tiers"): a client tier
+//! (`--demote`) hands evicted clean blocks to its NBD backing; an array tier
 //! (`--array-scheme`) manages its cache as a scheme of the paper and takes DEMOTEs.
 
 use anyhow::{anyhow, bail};

@@ -43,7 +43,7 @@ impl Default for LiveSettings {
 }
 
 /// The sieves' parameters (SieveStore, ISCA 2010, sections 3.3 and 3.4), the papers'
-/// defaults unless set. Each applies to the sieves that have it.
+/// defaults unless set. Each applies to the sieves that have it ([`SieveSettings::spec`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SieveSettings {
