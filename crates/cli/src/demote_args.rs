@@ -1,10 +1,8 @@
 //! `ember serve`'s flags for Wong & Wilkes' two tiers (issue 12, docs/demote.md "Two real
 //! tiers"): `--demote` makes a client tier, `--array-scheme` an array tier.
 
-use anyhow::{anyhow, bail};
 use clap::Args;
-use ember_policy::demote::{ArrayConfig, ArrayReplacement, Scheme};
-use ember_policy::Replacement;
+use ember_serve::config::{NbdBackingSettings, TierSettings};
 
 /// The client tier's and the array tier's flags.
 #[derive(Args, Debug, Default)]
@@ -47,47 +45,22 @@ pub struct DemoteArgs {
 }
 
 impl DemoteArgs {
-    /// The array scheme asked for, checked against `--policy` (`policy` is its value).
-    pub fn scheme(&self, policy: &str) -> anyhow::Result<Option<Scheme>> {
-        let Some(s) = &self.array_scheme else { return Ok(None) };
-        let scheme: Scheme = s.parse().map_err(|e| anyhow!("--array-scheme: {e}"))?;
-        if policy != "lru" {
-            bail!("--array-scheme {s} replaces the replacement policy: drop --policy {policy}");
+    /// The tiers these flags ask for.
+    pub fn tiers(&self) -> TierSettings {
+        TierSettings {
+            demote: self.demote,
+            demote_queue: self.demote_queue,
+            array_scheme: self.array_scheme.clone(),
         }
-        Ok(Some(scheme))
     }
 
-    /// The `--nbd-reconnect` window, if any.
-    pub fn reconnect(&self) -> anyhow::Result<Option<std::time::Duration>> {
-        if !(self.nbd_reconnect >= 0.0 && self.nbd_reconnect < 1e6) {
-            bail!("--nbd-reconnect {}: a number of seconds, 0 or more", self.nbd_reconnect);
+    /// The NBD backings' reconnection and dead-peer times, trusting them if `trust_unchanged`.
+    pub fn nbd_backing(&self, trust_unchanged: bool) -> NbdBackingSettings {
+        NbdBackingSettings {
+            trust_unchanged,
+            reconnect_secs: self.nbd_reconnect,
+            dead_after_secs: self.nbd_dead_after,
         }
-        Ok((self.nbd_reconnect > 0.0)
-            .then(|| std::time::Duration::from_secs_f64(self.nbd_reconnect)))
-    }
-
-    /// The `--nbd-dead-after` time, if any.
-    pub fn dead_after(&self) -> anyhow::Result<Option<std::time::Duration>> {
-        if !(self.nbd_dead_after >= 0.0 && self.nbd_dead_after < 1e6) {
-            bail!("--nbd-dead-after {}: a number of seconds, 0 or more", self.nbd_dead_after);
-        }
-        Ok((self.nbd_dead_after > 0.0)
-            .then(|| std::time::Duration::from_secs_f64(self.nbd_dead_after.max(3.0))))
-    }
-
-    /// The `--demote-queue` length, if `--demote` was given.
-    pub fn queue(&self) -> Option<usize> {
-        self.demote.then_some(self.demote_queue.max(1))
-    }
-}
-
-/// The array tier's replacement policy: `scheme` over `capacity` blocks, N_segs = 10 and a
-/// half-protected SLRU, aborted DEMOTEs refreshed (the simulator's defaults).
-pub fn array_replacement(scheme: Scheme, capacity: usize) -> Box<dyn Replacement> {
-    match ArrayReplacement::new(ArrayConfig::new(capacity, scheme)) {
-        Ok(r) => Box::new(r),
-        // The default layouts are valid for every scheme; fall back to plain LRU regardless.
-        Err(_) => ember_policy::replacement::build(ember_policy::Kind::Lru, capacity),
     }
 }
 
@@ -104,30 +77,39 @@ mod tests {
 
     #[test]
     fn flags_parse_and_check() {
+        use ember_policy::demote::Scheme;
+        use ember_serve::array_replacement;
         let c = Cli::try_parse_from(["serve", "--array-scheme", "demote-adapt-exp"]).unwrap();
-        assert_eq!(c.d.scheme("lru").unwrap(), Some(Scheme::DemoteAdaptExp));
-        assert_eq!(c.d.queue(), None);
-        let e = c.d.scheme("arc").unwrap_err().to_string();
+        assert_eq!(c.d.tiers().scheme("lru").unwrap(), Some(Scheme::DemoteAdaptExp));
+        assert_eq!(c.d.tiers().queue(), None);
+        let e = c.d.tiers().scheme("arc").unwrap_err().to_string();
         assert!(e.contains("drop --policy arc"), "{e}");
         let c = Cli::try_parse_from(["serve", "--array-scheme", "mru"]).unwrap();
-        assert!(c.d.scheme("lru").unwrap_err().to_string().contains("unknown scheme"));
+        assert!(c.d.tiers().scheme("lru").unwrap_err().to_string().contains("unknown scheme"));
         let c = Cli::try_parse_from(["serve", "--demote", "--demote-queue", "0"]).unwrap();
-        assert_eq!(c.d.queue(), Some(1));
-        assert_eq!(c.d.reconnect().unwrap(), None);
+        assert_eq!(c.d.tiers().queue(), Some(1));
+        assert_eq!(c.d.nbd_backing(false).reconnect().unwrap(), None);
         let c = Cli::try_parse_from(["serve", "--nbd-reconnect", "2.5"]).unwrap();
-        assert_eq!(c.d.reconnect().unwrap(), Some(std::time::Duration::from_millis(2500)));
+        assert_eq!(
+            c.d.nbd_backing(false).reconnect().unwrap(),
+            Some(std::time::Duration::from_millis(2500))
+        );
         let c = Cli::try_parse_from(["serve", "--nbd-reconnect=-1"]).unwrap();
-        assert!(c.d.reconnect().is_err());
+        assert!(c.d.nbd_backing(false).reconnect().is_err());
         let secs = |s: u64| Some(std::time::Duration::from_secs(s));
-        assert_eq!(c.d.dead_after().unwrap(), secs(30), "the default");
+        assert_eq!(c.d.nbd_backing(false).dead_after().unwrap(), secs(30), "the default");
         let c = Cli::try_parse_from(["serve", "--nbd-dead-after", "1"]).unwrap();
-        assert_eq!(c.d.dead_after().unwrap(), secs(3), "at least 3 s");
+        assert_eq!(c.d.nbd_backing(false).dead_after().unwrap(), secs(3), "at least 3 s");
         let c = Cli::try_parse_from(["serve", "--nbd-dead-after", "0"]).unwrap();
-        assert_eq!(c.d.dead_after().unwrap(), None);
+        assert_eq!(c.d.nbd_backing(false).dead_after().unwrap(), None);
         let c = Cli::try_parse_from(["serve", "--nbd-dead-after=-2"]).unwrap();
-        assert!(c.d.dead_after().is_err());
+        assert!(c.d.nbd_backing(false).dead_after().is_err());
         let r = array_replacement(Scheme::Demote, 8);
         assert!(r.takes_demotes() && r.capacity() == 8 && r.name() == "demote");
         assert!(!array_replacement(Scheme::NoneLru, 8).takes_demotes());
+        // The defaults are the server's.
+        let c = Cli::try_parse_from(["serve"]).unwrap();
+        assert_eq!(c.d.tiers(), TierSettings::default());
+        assert_eq!(c.d.nbd_backing(false), NbdBackingSettings::default());
     }
 }

@@ -1,17 +1,14 @@
 //! The parameters the papers tune, as flags shared by the laboratory (`ember sievestore`)
-//! and the real cache (`ember serve`), each with its paper's default (issue 13 item 6):
-//! SieveStore-C's t1, t2, W, k and IMCT size, SieveStore-D's t and epoch, the random and
-//! ideal sieves' fraction (`SieveParams`); and the write-back policies' max/min dirty,
-//! maximum epochs and flush order (`WritebackArgs`, `ember serve` only: the simulator has
-//! no dirty state).
+//! and the real cache (`ember serve`), each with its paper's default: SieveStore-C's t1, t2,
+//! W, k and IMCT size, SieveStore-D's t and epoch, the random and ideal sieves' fraction
+//! (`SieveParams`, which become [`SieveSettings`]); and the write-back policies' max/min
+//! dirty, maximum epochs and flush order (`WritebackArgs`, `ember serve` only: the simulator
+//! has no dirty state).
 
-use crate::cmd_serve::parse_size;
 use crate::cmd_warmup::parse_duration;
-use anyhow::{anyhow, bail};
 use clap::Args;
-use ember_engine::WritebackConfig;
+use ember_serve::config::{SieveSettings, WritebackSettings};
 use ember_policy::admission::SieveSpec;
-use ember_policy::admission::SieveStoreCConfig;
 
 /// The sieves' parameters (SieveStore, ISCA 2010, sections 3.3 and 3.4). A flag applies to
 /// every `--admission` sieve that has the parameter and is ignored by the others.
@@ -50,60 +47,46 @@ pub struct SieveParams {
 
 impl Default for SieveParams {
     fn default() -> Self {
-        let c = SieveStoreCConfig::default();
+        let d = SieveSettings::default();
         SieveParams {
-            sieve_t1: c.t1,
-            sieve_t2: c.t2,
-            sieve_window: c.window_ns,
-            sieve_subwindows: c.k,
-            sieve_imct: c.imct_entries,
-            sieve_threshold: 10,
-            epoch: ember_policy::admission::sievestore_d::DEFAULT_EPOCH_NS,
-            sieve_fraction: 0.01,
-            sieve_seed: 1,
+            sieve_t1: d.t1,
+            sieve_t2: d.t2,
+            sieve_window: d.window_ns,
+            sieve_subwindows: d.subwindows,
+            sieve_imct: d.imct,
+            sieve_threshold: d.threshold,
+            epoch: d.epoch_ns,
+            sieve_fraction: d.fraction,
+            sieve_seed: d.seed,
+        }
+    }
+}
+
+impl From<&SieveParams> for SieveSettings {
+    fn from(p: &SieveParams) -> SieveSettings {
+        SieveSettings {
+            t1: p.sieve_t1,
+            t2: p.sieve_t2,
+            window_ns: p.sieve_window,
+            subwindows: p.sieve_subwindows,
+            imct: p.sieve_imct,
+            threshold: p.sieve_threshold,
+            epoch_ns: p.epoch,
+            fraction: p.sieve_fraction,
+            seed: p.sieve_seed,
         }
     }
 }
 
 impl SieveParams {
-    /// `spec` with these parameters in place of its defaults.
+    /// `spec` with these parameters in place of its defaults ([`SieveSettings::apply`]).
     pub fn apply(&self, spec: SieveSpec) -> anyhow::Result<SieveSpec> {
-        if !(self.sieve_fraction > 0.0 && self.sieve_fraction <= 1.0) {
-            bail!("--sieve-fraction {}: above 0 and at most 1", self.sieve_fraction);
-        }
-        if self.epoch == 0 || self.sieve_window == 0 {
-            bail!("--epoch and --sieve-window must be longer than 0");
-        }
-        if self.sieve_subwindows == 0 || self.sieve_imct == 0 {
-            bail!("--sieve-subwindows and --sieve-imct must be at least 1");
-        }
-        let (fraction, seed, epoch_ns) = (self.sieve_fraction, self.sieve_seed, self.epoch);
-        Ok(match spec {
-            SieveSpec::SieveStoreC(_) => SieveSpec::SieveStoreC(SieveStoreCConfig {
-                t1: self.sieve_t1,
-                t2: self.sieve_t2,
-                window_ns: self.sieve_window,
-                k: self.sieve_subwindows,
-                imct_entries: self.sieve_imct,
-                prune_interval_ns: self.sieve_window,
-            }),
-            SieveSpec::SieveStoreD { .. } => {
-                SieveSpec::SieveStoreD { t: self.sieve_threshold, epoch_ns }
-            }
-            SieveSpec::RandSieveC { .. } => SieveSpec::RandSieveC { fraction, seed },
-            SieveSpec::RandSieveBlkD { .. } => {
-                SieveSpec::RandSieveBlkD { fraction, seed, epoch_ns }
-            }
-            SieveSpec::Ideal { .. } => SieveSpec::Ideal { fraction, epoch_ns },
-            other => other,
-        })
+        SieveSettings::from(self).apply(spec)
     }
 
     /// Parse `name` (an `--admission` value) and apply these parameters.
     pub fn spec(&self, name: &str) -> anyhow::Result<SieveSpec> {
-        let spec: SieveSpec =
-            name.trim().parse().map_err(|e: String| anyhow!("--admission: {e}"))?;
-        self.apply(spec)
+        SieveSettings::from(self).spec(name)
     }
 }
 
@@ -127,57 +110,14 @@ pub struct WritebackArgs {
     pub flush_order: String,
 }
 
-/// `BLOCKS` or `PCT%` of `data_blocks`.
-fn blocks_or_percent(flag: &str, s: &str, data_blocks: u64) -> anyhow::Result<u64> {
-    if let Some(p) = s.trim().strip_suffix('%') {
-        let p: f64 = p.trim().parse().map_err(|_| anyhow!("{flag} {s:?}: not a percentage"))?;
-        if !(0.0..=100.0).contains(&p) {
-            bail!("{flag} {s}: a percentage from 0 to 100");
+impl From<&WritebackArgs> for WritebackSettings {
+    fn from(a: &WritebackArgs) -> WritebackSettings {
+        WritebackSettings {
+            max_dirty: a.max_dirty.clone(),
+            min_dirty: a.min_dirty.clone(),
+            max_epochs: a.max_epochs,
+            flush_order: a.flush_order.clone(),
         }
-        return Ok((data_blocks as f64 * p / 100.0) as u64);
-    }
-    let n = parse_size(s).map_err(|e| anyhow!("{flag}: {e}"))?;
-    if n > data_blocks {
-        bail!("{flag} {n}: more than the cache's {data_blocks} data blocks");
-    }
-    Ok(n)
-}
-
-impl WritebackArgs {
-    /// Check the flags that do not depend on the cache's size.
-    pub fn check(&self) -> anyhow::Result<()> {
-        if self.max_epochs == 0 {
-            bail!("--max-epochs must be at least 1");
-        }
-        match self.flush_order.as_str() {
-            "ascending" | "lru" => Ok(()),
-            o => bail!("--flush-order {o}: ascending or lru"),
-        }
-    }
-
-    /// The engine's write-back tuning for a cache of `data_blocks` data blocks.
-    pub fn config(&self, data_blocks: u64) -> anyhow::Result<WritebackConfig> {
-        self.check()?;
-        let max = match &self.max_dirty {
-            Some(s) => Some(blocks_or_percent("--max-dirty", s, data_blocks)?),
-            None => None,
-        };
-        let min = match &self.min_dirty {
-            Some(s) => Some(blocks_or_percent("--min-dirty", s, data_blocks)?),
-            None => None,
-        };
-        if let (Some(max), Some(min)) = (max, min) {
-            if min > max {
-                bail!("--min-dirty ({min} blocks) is above --max-dirty ({max} blocks)");
-            }
-        }
-        Ok(WritebackConfig {
-            max_dirty_blocks: max,
-            min_dirty_blocks: min,
-            max_epochs: self.max_epochs,
-            lru_flush_order: self.flush_order == "lru",
-            ..WritebackConfig::default()
-        })
     }
 }
 
@@ -220,21 +160,18 @@ mod tests {
     }
 
     #[test]
-    fn writeback_limits_in_blocks_or_percent() {
-        let a = WritebackArgs {
-            max_dirty: Some("25%".into()),
-            min_dirty: Some("10".into()),
-            max_epochs: 2,
-            flush_order: "lru".into(),
-        };
-        let c = a.config(1000).unwrap();
-        assert_eq!((c.max_dirty_blocks, c.min_dirty_blocks), (Some(250), Some(10)));
-        assert!(c.lru_flush_order && c.max_epochs == 2);
-        let bad = WritebackArgs { min_dirty: Some("300".into()), ..a.clone() };
-        assert!(bad.config(1000).unwrap_err().to_string().contains("above --max-dirty"));
-        let bad = WritebackArgs { flush_order: "random".into(), ..a.clone() };
-        assert!(bad.config(1000).is_err());
-        let bad = WritebackArgs { max_dirty: Some("2000".into()), ..a };
-        assert!(bad.config(1000).is_err());
+    fn defaults_are_the_servers() {
+        assert_eq!(SieveSettings::from(&SieveParams::default()), SieveSettings::default());
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            sieve: SieveParams,
+            #[command(flatten)]
+            writeback: WritebackArgs,
+        }
+        let c = Cli::try_parse_from(["serve"]).unwrap();
+        assert_eq!(SieveSettings::from(&c.sieve), SieveSettings::default());
+        assert_eq!(WritebackSettings::from(&c.writeback), WritebackSettings::default());
     }
 }

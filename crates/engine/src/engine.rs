@@ -64,12 +64,14 @@ impl Engine {
         Self::open_with(config, WritebackConfig::default())
     }
 
-    /// Open a formatted cache device for service: check the volumes; load the map if the
-    /// last shutdown was clean; if the cache last ran write-back persist and crashed, recover
-    /// its persisted dirty map (checkpoint + journal, thesis 5.3). Dirty blocks recovered
-    /// under another policy are written to backing first. Then, before anything else is
-    /// written to the cache device, clear the clean flag (synced; under write-back persist
-    /// together with a fresh checkpoint of the dirty map), and start the flusher.
+    /// Open a formatted cache device for service: resolve `wb`'s dirty thresholds against
+    /// the cache's data blocks ([`crate::DirtyLimit`]; one that does not fit is
+    /// [`EngineError::DirtyLimit`]); check the volumes; load the map if the last shutdown was
+    /// clean; if the cache last ran write-back persist and crashed, recover its persisted
+    /// dirty map (checkpoint + journal, thesis 5.3). Dirty blocks recovered under another
+    /// policy are written to backing first. Then, before anything else is written to the
+    /// cache device, clear the clean flag (synced; under write-back persist together with a
+    /// fresh checkpoint of the dirty map), and start the flusher.
     pub fn open_with(config: EngineConfig, wb: WritebackConfig) -> Result<Engine, EngineError> {
         let (inner, open_report) = open::open(config, wb)?;
         let flusher = if inner.mode.is_write_back() {

@@ -1,6 +1,7 @@
 //! Errors of the engine: opening, formatting, inspecting and shutting down a cache, and the
 //! block requests of a volume handle.
 
+use crate::config::DirtyLimitError;
 use crate::layout::LayoutError;
 
 /// Why an engine operation or a block request failed.
@@ -15,6 +16,9 @@ pub enum EngineError {
     /// The configuration does not fit the formatted cache device.
     #[error("{0}")]
     Config(String),
+    /// The write-back tuning's dirty thresholds do not fit the cache device.
+    #[error(transparent)]
+    DirtyLimit(#[from] DirtyLimitError),
     /// `shutdown` was already called (or is in progress: requests are refused).
     #[error("the engine is already shut down")]
     ShutDown,

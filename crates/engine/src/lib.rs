@@ -34,7 +34,10 @@ pub mod warmup;
 pub mod wb;
 
 pub use admin::ShutdownReport;
-pub use config::{EngineConfig, FormatSpec, ReplacementFactory, VolumeConfig, VolumeSpec};
+pub use config::{
+    DirtyLimit, DirtyLimitError, DirtyThreshold, EngineConfig, FormatSpec, ReplacementFactory,
+    VolumeConfig, VolumeSpec,
+};
 pub use device::Device;
 pub use engine::Engine;
 pub use error::EngineError;

@@ -65,6 +65,7 @@ pub(crate) fn open(
 ) -> Result<(Arc<Inner>, OpenReport), EngineError> {
     let EngineConfig { cache, volumes, write_mode, replacement, admission } = config;
     let sb = Superblock::read(cache.as_ref())?;
+    let limits = wb.resolve(sb.geometry.data_blocks)?;
     if volumes.is_empty() {
         return Err(EngineError::Config("no volumes to serve".into()));
     }
@@ -246,7 +247,6 @@ pub(crate) fn open(
         }
     };
     state.persist_tracking = write_mode == WriteMode::WriteBackPersist;
-    let limits = wb.resolve(g.data_blocks);
     let mut running_sb = sb.clone();
     for v in &infos {
         let id = v

@@ -5,8 +5,8 @@
 
 use ember_engine::device::{FaultDevice, IoKind, MemDevice};
 use ember_engine::{
-    Device, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec, WriteMode,
-    WritebackConfig,
+    Device, DirtyLimit, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec,
+    WriteMode, WritebackConfig,
 };
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Lru;
@@ -127,7 +127,8 @@ fn a_write_waiting_at_the_epoch_cap_exits_on_shutdown() {
 #[test]
 fn ordered_write_back_waits_end_when_flushing_fails_and_shutdown_returns() {
     let backing = Arc::new(FaultDevice::new(Arc::new(MemDevice::new(VOL))).unwrap());
-    let wb = WritebackConfig { max_dirty_blocks: Some(4), ..WritebackConfig::default() };
+    let wb =
+        WritebackConfig { max_dirty: Some(DirtyLimit::Blocks(4)), ..WritebackConfig::default() };
     let engine = Arc::new(open_mode(backing.clone(), WriteMode::OrderedWriteBack, wb));
     let v = engine.volume("v").unwrap();
     backing.fail_nth(1, &[IoKind::Write], true);

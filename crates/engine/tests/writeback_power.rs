@@ -32,8 +32,8 @@ use common::{rng, BS};
 use ember_engine::device::fault::PowerCut;
 use ember_engine::device::{FaultDevice, MemDevice};
 use ember_engine::{
-    Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, VolumeStats, WriteMode,
-    WritebackConfig,
+    Device, DirtyLimit, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, VolumeStats,
+    WriteMode, WritebackConfig,
 };
 use ember_policy::admission::{Aod, Wmna};
 use ember_policy::replacement::{build, Kind};
@@ -176,8 +176,8 @@ impl Bench {
             },
             // Small limits so fallbacks, epochs and eviction all happen in 48 blocks.
             WritebackConfig {
-                max_dirty_blocks: Some(40),
-                min_dirty_blocks: Some(6),
+                max_dirty: Some(DirtyLimit::Blocks(40)),
+                min_dirty: Some(DirtyLimit::Blocks(6)),
                 max_epochs: 4,
                 batch_blocks: 8,
                 // Odd seeds flush in LRU order, even ones in ascending order.

@@ -1,17 +1,60 @@
-//! The NBD adapter of ember's engine. The engine speaks its own types ([`ember_engine::Volume`],
-//! [`ember_engine::EngineError`]); this crate joins it to `ember-nbd`:
+//! A running ember server, assembled from a plain-data [`ServeConfig`]: the backing volumes
+//! (files, block devices, upstream NBD exports), the cache device (a file, O_DIRECT, memory),
+//! the engine with its policies, warmup and tiers, the engine's volumes as NBD exports with
+//! the server's limits and TLS, Prometheus metrics, memory return, signals and the clean
+//! shutdown. `ember serve` parses its flags into a [`ServeConfig`] and calls [`run`]; a
+//! program or a test calls [`Server::start`] and gets a [`Running`] server.
 //!
-//! - [`VolumeExport`] / [`EngineExports`]: engine volumes as NBD exports (`ember serve`);
+//! The NBD adapter joins the engine (which speaks its own types, [`ember_engine::Volume`] and
+//! [`ember_engine::EngineError`]) to `ember-nbd`:
+//!
+//! - [`VolumeExport`] / [`EngineExports`]: engine volumes as NBD exports;
 //! - [`NbdDevice`]: an export of an upstream NBD server as a backing (or cache) device;
 //! - [`open_spec`]: a device named on a command line (NBD URI or path).
+//!
+//! Building a server, file by file: `config/` (the settings), `plan.rs` (every setting
+//! checked before a device is opened), `backing.rs`, `cache_device.rs`, `policies.rs`,
+//! `writeback.rs`, `tiers.rs`, `warmup.rs` and `preload_progress.rs`, `lab.rs` (the one use
+//! of the laboratory: the admission registry and `--warmup auto`), `net.rs` (limits, TLS,
+//! listeners), `metrics/`, `memory_return.rs`, `build.rs` ([`Server`]), `running.rs`
+//! ([`Running`]), `signals.rs`, `run.rs` ([`run`]); `console.rs` is where their lines go.
 
+mod admission;
+mod backing;
+mod build;
+mod cache_device;
+pub mod config;
+pub mod console;
 mod demote_queue;
 mod export;
+mod lab;
+pub mod memory_return;
+pub mod metrics;
 mod nbd_device;
+pub mod net;
+mod plan;
+mod policies;
+mod preload_progress;
+mod run;
+mod running;
+mod signals;
+mod size;
 mod spec;
-
 pub mod stale;
+mod tiers;
+pub mod warmup;
+mod writeback;
+
+pub use build::{Options, Server};
+pub use cache_device::refuse_on_memory;
+pub use config::{BackingVolume, ServeConfig};
 pub use demote_queue::{DemoteQueue, DemoteReplies};
 pub use export::{to_export_error, EngineExports, VolumeExport};
 pub use nbd_device::NbdDevice;
+pub use policies::{parse_policy, parse_write_mode};
+pub use run::run;
+pub use running::{Exported, Running, Stopped};
+pub use size::parse_size;
 pub use spec::open_spec;
+pub use tiers::array_replacement;
+pub use writeback::dirty_limit_message;

@@ -3,14 +3,16 @@
 
 use crate::core::Limits;
 
+use crate::config::{DirtyLimit, DirtyLimitError, DirtyThreshold};
+
 /// Tuning of the write-back policies (thesis 4.1, 4.4).
 #[derive(Clone, Copy, Debug)]
 pub struct WritebackConfig {
     /// At this many dirty blocks, writes fall back to write-through (None: half the cache).
-    pub max_dirty_blocks: Option<u64>,
+    pub max_dirty: Option<DirtyLimit>,
     /// The flusher idles at or below this many dirty blocks unless a FLUSH or a clean stop
     /// needs it (None: an eighth of the cache).
-    pub min_dirty_blocks: Option<u64>,
+    pub min_dirty: Option<DirtyLimit>,
     /// Concurrent dirty epochs under write-back flush; beyond, writes wait (thesis 4.4.2).
     pub max_epochs: usize,
     /// Blocks per flusher batch.
@@ -23,8 +25,8 @@ pub struct WritebackConfig {
 impl Default for WritebackConfig {
     fn default() -> Self {
         Self {
-            max_dirty_blocks: None,
-            min_dirty_blocks: None,
+            max_dirty: None,
+            min_dirty: None,
             max_epochs: 4,
             batch_blocks: 64,
             lru_flush_order: false,
@@ -33,16 +35,24 @@ impl Default for WritebackConfig {
 }
 
 impl WritebackConfig {
-    pub(crate) fn resolve(&self, data_blocks: u64) -> Limits {
-        let max_dirty = self.max_dirty_blocks.unwrap_or(data_blocks / 2).min(data_blocks) as usize;
-        let min_dirty =
-            (self.min_dirty_blocks.unwrap_or(data_blocks / 8) as usize).min(max_dirty / 2);
-        Limits {
+    /// The limits for a cache of `data_blocks` data blocks: percentages resolved, a threshold
+    /// above the cache or a `min_dirty` above the `max_dirty` given refused.
+    pub(crate) fn resolve(&self, data_blocks: u64) -> Result<Limits, DirtyLimitError> {
+        let max = self.max_dirty.map(|m| m.blocks(DirtyThreshold::Max, data_blocks)).transpose()?;
+        let min = self.min_dirty.map(|m| m.blocks(DirtyThreshold::Min, data_blocks)).transpose()?;
+        if let (Some(max), Some(min)) = (max, min) {
+            if min > max {
+                return Err(DirtyLimitError::MinAboveMax { min, max });
+            }
+        }
+        let max_dirty = max.unwrap_or(data_blocks / 2).min(data_blocks) as usize;
+        let min_dirty = (min.unwrap_or(data_blocks / 8) as usize).min(max_dirty / 2);
+        Ok(Limits {
             max_dirty,
             min_dirty,
             max_epochs: self.max_epochs.max(1),
             batch: self.batch_blocks.clamp(1, 1024),
             lru: self.lru_flush_order,
-        }
+        })
     }
 }

@@ -9,7 +9,7 @@
 use super::tests::{backing_block, block, format, open, BS, VOL};
 use crate::device::fault::PowerCut;
 use crate::device::{FaultDevice, MemDevice};
-use crate::{Device, WriteMode, WritebackConfig};
+use crate::{Device, DirtyLimit, WriteMode, WritebackConfig};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
@@ -87,8 +87,8 @@ impl Device for Latch {
 /// The flusher runs as soon as anything is dirty; `max_dirty` bounds the dirty blocks.
 fn eager(max_dirty: u64) -> WritebackConfig {
     WritebackConfig {
-        max_dirty_blocks: Some(max_dirty),
-        min_dirty_blocks: Some(0),
+        max_dirty: Some(DirtyLimit::Blocks(max_dirty)),
+        min_dirty: Some(DirtyLimit::Blocks(0)),
         max_epochs: 4,
         batch_blocks: 64,
         lru_flush_order: false,

@@ -7,7 +7,7 @@
 use crate::config::{EngineConfig, FormatSpec, VolumeConfig, VolumeSpec};
 use crate::device::fault::PowerCut;
 use crate::device::{FaultDevice, IoKind, MemDevice};
-use crate::{Device, Engine, EngineError, StartKind, WriteMode, WritebackConfig};
+use crate::{Device, DirtyLimit, Engine, EngineError, StartKind, WriteMode, WritebackConfig};
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Lru;
 use parking_lot::{Condvar, Mutex};
@@ -92,8 +92,8 @@ pub(super) fn open(
 /// The flusher idles until a FLUSH (min_dirty above anything these tests write).
 fn lazy() -> WritebackConfig {
     WritebackConfig {
-        max_dirty_blocks: Some(200),
-        min_dirty_blocks: Some(100),
+        max_dirty: Some(DirtyLimit::Blocks(200)),
+        min_dirty: Some(DirtyLimit::Blocks(100)),
         max_epochs: 4,
         batch_blocks: 1,
         lru_flush_order: false,
@@ -337,7 +337,11 @@ fn over_max_dirty_writes_fall_through_and_fua_is_durable() {
     format(cache.as_ref());
     let mem = Arc::new(MemDevice::new(VOL));
     let backing = Arc::new(FaultDevice::new(mem.clone()).unwrap());
-    let wb = WritebackConfig { max_dirty_blocks: Some(8), ..lazy() };
+    let wb = WritebackConfig {
+        max_dirty: Some(DirtyLimit::Blocks(8)),
+        min_dirty: Some(DirtyLimit::Blocks(4)),
+        ..lazy()
+    };
     let e = open(cache, backing.clone(), WriteMode::WriteBackFlush, wb).unwrap();
     let v = e.volume("v").unwrap();
     // 16 blocks at once exceed max_dirty = 8: written through.

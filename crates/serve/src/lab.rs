@@ -1,11 +1,15 @@
-//! `ember serve --warmup auto` (issue 11 item 6): the selector chosen from evidence. The
-//! warmup log's history is simulated with the laboratory's own code (`ember_sim::warmup::advise`,
-//! ranked exactly as `ember warmup advise` ranks): the history is cut into
-//! [`PERIODS`] periods of equal length (20 intervals each), each period a restart warmed from
-//! the one before, with
-//! the live cache's size and warmup size as percentages of the logged working set. The best
-//! `T_converge` (then load reduction, then hits) wins. A log too short to decide (fewer than
-//! [`MIN_RECORDS`] records, or no period after the first with accesses) falls back to Last-K.
+//! The one door of the server to the laboratory (`ember_sim`): the warmup experiment that
+//! `--warmup auto` runs on the logged history ([`choose`]), through `ember_sim::warmup::advise`.
+//! Nothing else in this crate imports `ember_sim`: the sieves come from `ember_policy`
+//! (`admission.rs`).
+//!
+//! `--warmup auto` chooses the selector from evidence. The warmup log's history is simulated
+//! with the laboratory's own code (`advise`, ranked exactly as `ember warmup advise` ranks):
+//! the history is cut into [`PERIODS`] periods of equal length (20 intervals each), each
+//! period a restart warmed from the one before, with the live cache's size and warmup size as
+//! percentages of the logged working set. The best `T_converge` (then load reduction, then
+//! hits) wins. A log too short to decide (fewer than [`MIN_RECORDS`] records, or no period
+//! after the first with accesses) falls back to Last-K.
 
 use ember_policy::warmup::SelectorKind;
 use ember_sim::warmup::{advise, AdviseConfig};
@@ -105,3 +109,4 @@ pub fn choose(log: &Path, live: LiveCache) -> (SelectorKind, String) {
         ),
     )
 }
+

@@ -1,0 +1,209 @@
+//! Building a server from a [`ServeConfig`] ([`Server::start`]): the settings checked
+//! (`plan.rs`), then the backings, the cache device, the engine, its batch sieve and warmup,
+//! the NBD server with its listeners, the metrics endpoint; the lines that say what was
+//! opened, the `export` lines and, once it serves, `ready`. What runs is a [`Running`].
+
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context};
+use ember_engine::{Engine, EngineConfig, EngineError, VolumeConfig, VolumeSpec};
+use ember_nbd::server::TlsMode;
+use ember_nbd::{ExportSet, ListenAddr, ServerStats};
+
+use crate::backing::open_backing;
+use crate::cache_device::open_cache;
+use crate::config::ServeConfig;
+use crate::console::{Console, Stdio};
+use crate::memory_return::ReturnOnClose;
+use crate::metrics::{server_render, MetricsServer};
+use crate::plan::{EnginePlan, Plan};
+use crate::running::{Exported, Running};
+use crate::signals::SignalWatch;
+use crate::tiers::array_replacement;
+use crate::writeback::dirty_limit_message;
+use crate::EngineExports;
+
+/// How a server runs, beside what it is configured to be: where its lines go and whether
+/// SIGTERM and SIGINT stop it.
+#[derive(Clone)]
+pub struct Options {
+    /// Where the server's lines go.
+    pub console: Arc<dyn Console>,
+    /// Stop gracefully on SIGTERM or SIGINT (a process-wide handler: `ember serve` sets it,
+    /// a library user usually does not).
+    pub stop_on_signals: bool,
+}
+
+impl Default for Options {
+    /// Lines on stdout and stderr as `ember serve` prints them; no signal handlers.
+    fn default() -> Self {
+        Options { console: Arc::new(Stdio), stop_on_signals: false }
+    }
+}
+
+/// Builds and starts servers.
+pub struct Server;
+
+impl Server {
+    /// Build and start the server `config` describes, with the default [`Options`].
+    pub fn start(config: ServeConfig) -> anyhow::Result<Running> {
+        Server::start_with(config, Options::default())
+    }
+
+    /// Build and start the server `config` describes: when this returns, every export is
+    /// served and `ready` has been said. Every setting that can be checked without the
+    /// devices is checked before any of them is opened.
+    pub fn start_with(config: ServeConfig, options: Options) -> anyhow::Result<Running> {
+        let console = options.console;
+        let Plan { engine, warmup, memory, net } = Plan::check(&config)?;
+        let engine = Arc::new(open_engine(&config, engine, console.as_ref())?);
+        if let Some(w) = &warmup {
+            crate::warmup::start(&engine, &config.warmup, w, &console)?;
+        }
+
+        let stats = Arc::new(ServerStats::new());
+        let exports = Arc::new(EngineExports::new(engine.clone())) as Arc<dyn ExportSet>;
+        let builder = ember_nbd::Server::builder(exports)
+            .observer(Arc::new(ReturnOnClose::new(stats.clone())));
+        let builder = crate::net::listen(builder, &config.listen)?;
+        let tls = net.tls.as_ref().map(|t| (t.mode(), t.verify_peer()));
+        let server = builder.config(net).build().context("starting the NBD server")?;
+
+        let metrics = match &config.metrics {
+            Some(addr) => {
+                let m = MetricsServer::start(addr, server_render(stats, engine.clone()))?;
+                console.say(&format!("metrics http://{}/metrics", m.addr()));
+                Some(m)
+            }
+            None => None,
+        };
+        if let Some((mode, verify_peer)) = tls {
+            console.say(&format!(
+                "TLS {} ({}client certificates verified)",
+                if mode == TlsMode::Require { "required" } else { "offered" },
+                if verify_peer { "" } else { "no " }
+            ));
+        }
+        let secure = tls.is_some_and(|(mode, _)| mode == TlsMode::Require);
+        let exported = exported(server.addrs(), &engine.volume_names(), secure);
+        for e in &exported {
+            console.say(&format!("export {} {}", e.name, e.uri));
+        }
+
+        let stop = server.shutdown_handle();
+        let signals = if options.stop_on_signals {
+            match SignalWatch::start(stop, console.clone()) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    if let Some(m) = metrics {
+                        m.stop();
+                    }
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        let nbd = match server.spawn() {
+            Ok(nbd) => nbd,
+            Err(e) => {
+                if let Some(s) = signals {
+                    s.close();
+                }
+                if let Some(m) = metrics {
+                    m.stop();
+                }
+                return Err(anyhow!(e).context("NBD server"));
+            }
+        };
+        console.say("ready");
+        Ok(Running::new(engine, nbd, metrics, exported, signals, console, memory))
+    }
+}
+
+/// Open the backings and the cache device, then the engine over them, and start its batch
+/// sieve; say what was opened.
+fn open_engine(
+    config: &ServeConfig,
+    plan: EnginePlan,
+    console: &dyn Console,
+) -> anyhow::Result<Engine> {
+    let mut volumes = Vec::new();
+    let mut specs = Vec::new();
+    for b in &config.volumes {
+        let backing = open_backing(b, &config.nbd_backing, config.tiers.queue())?;
+        if config.tiers.demote {
+            if backing.takes_demotes() {
+                console.say(&format!("backing {}: DEMOTE granted, client tier demotes", b.name));
+            } else {
+                console.say(&format!(
+                    "backing {}: takes no DEMOTE (x-ember:demote refused or not NBD), the client \
+                     tier runs as NONE-LRU",
+                    b.name
+                ));
+            }
+        }
+        specs.push(VolumeSpec { name: b.name.clone(), size: backing.size() });
+        volumes.push(VolumeConfig { name: b.name.clone(), backing });
+    }
+    let cache = open_cache(&config.cache, &specs, console)?;
+    let EnginePlan { write_mode, kind, array_scheme, admission, batch_epoch, writeback } = plan;
+    let engine = Engine::open_with(
+        EngineConfig {
+            cache,
+            volumes,
+            write_mode,
+            replacement: Box::new(move |cap| match array_scheme {
+                Some(s) => array_replacement(s, cap),
+                None => ember_policy::replacement::build(kind, cap),
+            }),
+            admission,
+        },
+        writeback,
+    )
+    .map_err(|e| match e {
+        EngineError::DirtyLimit(e) => anyhow!(dirty_limit_message(&e)),
+        e => anyhow!(e).context(format!("opening cache {}", config.cache.device.display())),
+    })?;
+    if let Some(s) = array_scheme {
+        console.say(&format!(
+            "array tier, scheme {s} (Wong & Wilkes), DEMOTEs {}",
+            if s.demotes() { "taken" } else { "refused" }
+        ));
+    }
+    if let Some(epoch_ns) = batch_epoch {
+        engine.start_batch_sieve(epoch_ns).context("starting the discrete sieve")?;
+    }
+    let open = engine.open_report();
+    let g = engine.geometry();
+    console.say(&format!(
+        "cache {} start {:?} ({} blocks loaded{}), {} blocks of {} bytes, policy {}, admission \
+         {}, {}",
+        config.cache.device.display(),
+        open.start,
+        open.loaded_blocks,
+        if open.reason.is_empty() { String::new() } else { format!("; {}", open.reason) },
+        g.data_blocks,
+        g.block_size,
+        kind,
+        config.live.admission,
+        write_mode.name()
+    ));
+    Ok(engine)
+}
+
+/// Every volume at every address, as a client names it (`nbds` when TLS is required).
+fn exported(addrs: &[ListenAddr], volumes: &[String], secure: bool) -> Vec<Exported> {
+    let scheme = if secure { "nbds" } else { "nbd" };
+    let mut out = Vec::new();
+    for addr in addrs {
+        for name in volumes {
+            let uri = match addr {
+                ListenAddr::Tcp(a) => format!("{scheme}://{a}/{name}"),
+                ListenAddr::Unix(p) => format!("{scheme}+unix:///{name}?socket={}", p.display()),
+            };
+            out.push(Exported { name: name.clone(), uri });
+        }
+    }
+    out
+}

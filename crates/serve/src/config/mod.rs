@@ -1,0 +1,247 @@
+//! [`ServeConfig`]: everything a server is built from, as plain data (every setting of
+//! `ember serve`, named after its flag), with serde so that a file can hold one. It holds no
+//! device, engine, socket or thread: [`crate::Server::start`] checks it and builds those.
+//!
+//! The groups follow what can change while the server runs: [`LiveSettings`] (write policy,
+//! replacement and admission with the sieves' parameters, dirty thresholds, the NBD server's
+//! limits) is what a running server could apply again; everything else is fixed at start.
+//! Every group has the defaults `ember serve` has; only the cache device and the volumes must
+//! be given ([`ServeConfig::new`]).
+
+mod live;
+mod warmup;
+
+use std::path::PathBuf;
+
+use ember_nbd::server::TlsMode;
+use serde::{Deserialize, Serialize};
+
+pub use live::{LimitSettings, LiveSettings, SieveSettings, WritebackSettings};
+pub use warmup::WarmupSettings;
+
+/// Everything a server is built from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Serve Prometheus metrics over HTTP on this address (`--metrics`; port 0 picks one).
+    #[serde(default)]
+    pub metrics: Option<String>,
+    /// Worker threads running requests (`--workers`; default four per CPU).
+    #[serde(default)]
+    pub workers: Option<usize>,
+    /// The cache device.
+    pub cache: CacheSettings,
+    /// The backing volumes, one export each, in this order (`--backing NAME=SPEC`).
+    pub volumes: Vec<BackingVolume>,
+    /// Where the NBD server listens.
+    #[serde(default)]
+    pub listen: ListenSettings,
+    /// TLS of the NBD server.
+    #[serde(default)]
+    pub tls: TlsConfig,
+    /// What can change while serving.
+    #[serde(default)]
+    pub live: LiveSettings,
+    /// Bonfire's warmup: monitoring, warmup log, preload.
+    #[serde(default)]
+    pub warmup: WarmupSettings,
+    /// How NBD backings are trusted, reconnected and given up on.
+    #[serde(default)]
+    pub nbd_backing: NbdBackingSettings,
+    /// Wong & Wilkes' two tiers: client (`--demote`) or array (`--array-scheme`).
+    #[serde(default)]
+    pub tiers: TierSettings,
+}
+
+impl ServeConfig {
+    /// The cache device `device` in front of `volumes`, everything else as `ember serve`'s
+    /// defaults.
+    pub fn new(device: impl Into<PathBuf>, volumes: Vec<BackingVolume>) -> ServeConfig {
+        ServeConfig {
+            metrics: None,
+            workers: None,
+            cache: CacheSettings::new(device),
+            volumes,
+            listen: ListenSettings::default(),
+            tls: TlsConfig::default(),
+            live: LiveSettings::default(),
+            warmup: WarmupSettings::default(),
+            nbd_backing: NbdBackingSettings::default(),
+            tiers: TierSettings::default(),
+        }
+    }
+}
+
+/// The cache device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSettings {
+    /// A file or a block device, or `mem:SIZE` for a cache in memory (formatted at every
+    /// start; write-through, write-around, write-back-flush and ordered-write-back only).
+    pub device: PathBuf,
+    /// Create the cache file with this many bytes if it does not exist (`--cache-size`).
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// Format the device if it holds no ember superblock (`--format-if-needed`).
+    #[serde(default)]
+    pub format_if_needed: bool,
+    /// Open the device with O_DIRECT (`--direct`).
+    #[serde(default)]
+    pub direct: bool,
+    /// Block size in bytes when formatting (`--block-size`; power of two, at least 4096).
+    #[serde(default = "default_block_size")]
+    pub block_size: u32,
+}
+
+fn default_block_size() -> u32 {
+    4096
+}
+
+impl CacheSettings {
+    /// The device `device` with the defaults: no creation, no formatting, buffered, 4 KiB.
+    pub fn new(device: impl Into<PathBuf>) -> CacheSettings {
+        CacheSettings {
+            device: device.into(),
+            size: None,
+            format_if_needed: false,
+            direct: false,
+            block_size: default_block_size(),
+        }
+    }
+}
+
+/// One backing volume, exported under `name`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackingVolume {
+    /// Export name (1 to 64 bytes).
+    pub name: String,
+    /// A path (file or block device) or an NBD URI (`nbd://HOST:PORT/EXPORT`,
+    /// `nbd+unix:///EXPORT?socket=PATH`).
+    pub backing: String,
+}
+
+/// Where the NBD server listens. With neither address, TCP 127.0.0.1:10809.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ListenSettings {
+    /// TCP address (`--listen`; port 0 picks a free port).
+    pub tcp: Option<String>,
+    /// Unix socket (`--unix`).
+    pub unix: Option<PathBuf>,
+    /// Permission bits of the Unix socket (`--unix-mode`; default owner-only).
+    pub unix_mode: u32,
+}
+
+impl Default for ListenSettings {
+    fn default() -> Self {
+        ListenSettings { tcp: None, unix: None, unix_mode: 0o600 }
+    }
+}
+
+/// TLS of the NBD server (docs/serve.md, "TLS"); off by default.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// off, on (offered; plaintext clients still served) or require.
+    #[serde(with = "text")]
+    pub mode: TlsMode,
+    /// Directory of server-cert.pem, server-key.pem and (to verify peers) ca-cert.pem.
+    pub certificates: Option<PathBuf>,
+    /// Accept only clients presenting a certificate issued by the CA in ca-cert.pem.
+    pub verify_peer: bool,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        TlsConfig { mode: TlsMode::Off, certificates: None, verify_peer: false }
+    }
+}
+
+/// How NBD backings are trusted, reconnected and given up on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NbdBackingSettings {
+    /// Trust that only ember writes the NBD backings, so a restart after a clean shutdown
+    /// keeps their cached blocks (`--trust-nbd-backing`).
+    pub trust_unchanged: bool,
+    /// Seconds a broken connection is reconnected and the request sent again before it
+    /// fails (`--nbd-reconnect`; 0: never).
+    pub reconnect_secs: f64,
+    /// Seconds of silence from the server's host before its connection fails
+    /// (`--nbd-dead-after`; at least 3; 0: never).
+    pub dead_after_secs: f64,
+}
+
+impl Default for NbdBackingSettings {
+    fn default() -> Self {
+        NbdBackingSettings { trust_unchanged: false, reconnect_secs: 0.0, dead_after_secs: 30.0 }
+    }
+}
+
+/// Wong & Wilkes' two tiers (docs/demote.md, "Two real tiers").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TierSettings {
+    /// Client tier: hand evicted clean blocks to the NBD backing as DEMOTEs (`--demote`).
+    pub demote: bool,
+    /// Client tier: DEMOTEs awaiting the array's reply per backing (`--demote-queue`).
+    pub demote_queue: usize,
+    /// Array tier: manage the cache as this scheme and take DEMOTEs (`--array-scheme`;
+    /// replaces the replacement policy).
+    pub array_scheme: Option<String>,
+}
+
+impl Default for TierSettings {
+    fn default() -> Self {
+        TierSettings { demote: false, demote_queue: 256, array_scheme: None }
+    }
+}
+
+/// A value kept as its text (`Display` and `FromStr`), as a file would hold it.
+mod text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    pub fn serialize<T: Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(value)
+    }
+
+    pub fn deserialize<'de, T, D>(d: D) -> Result<T, D::Error>
+    where
+        T: FromStr,
+        T::Err: Display,
+        D: Deserializer<'de>,
+    {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_round_trips_through_serde_and_fills_in_defaults() {
+        let mut c = ServeConfig::new(
+            "cache.img",
+            vec![BackingVolume { name: "web".into(), backing: "/dev/sdb".into() }],
+        );
+        c.tls.mode = TlsMode::Require;
+        c.live.writeback.max_dirty = Some("25%".into());
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(text.contains("\"mode\":\"require\""), "{text}");
+        let back: ServeConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, c);
+        // Only the cache device and the volumes are required.
+        let minimal = r#"{"cache": {"device": "cache.img"},
+                          "volumes": [{"name": "web", "backing": "/dev/sdb"}]}"#;
+        let m: ServeConfig = serde_json::from_str(minimal).unwrap();
+        assert_eq!(m, ServeConfig::new("cache.img", c.volumes.clone()));
+        let unknown = r#"{"cache": {"device": "c", "colour": 1}, "volumes": []}"#;
+        let e = serde_json::from_str::<ServeConfig>(unknown).unwrap_err().to_string();
+        assert!(e.contains("colour"), "{e}");
+    }
+}
