@@ -95,7 +95,7 @@ pub struct ServeArgs {
     pub trust_nbd_backing: bool,
 
     /// Worker threads running requests (default: four per CPU; on the 2-core bench machine
-    /// 8 workers serve about 30% more cache hits at iodepth 32 than 2, see docs/serve.md).
+    /// 8 workers serve about 30% more cache hits at iodepth 32 than 2, see docs/benchmarks.md).
     #[arg(long)]
     pub workers: Option<usize>,
 
@@ -126,7 +126,7 @@ pub struct ServeArgs {
     pub demote: crate::demote_args::DemoteArgs,
 }
 
-/// Bonfire's warmup (docs/warmup.md, "In the real cache").
+/// Bonfire's warmup (docs/design/warmup.md).
 #[derive(Args, Debug)]
 pub struct WarmupArgs {
     /// Record every served request in this warmup log (a file, created if missing, or a
@@ -259,7 +259,7 @@ pub fn parse_warmup_size(s: &str) -> anyhow::Result<WarmupSize> {
     Ok(WarmupSize::Bytes(parse_size(s).map_err(|e| anyhow!("--warmup-size: {e}"))?))
 }
 
-/// The NBD server's limits and TLS (docs/serve.md, "Limits" and "TLS").
+/// The NBD server's limits and TLS (docs/reference/limits.md and tls.md).
 #[derive(Args, Debug)]
 pub struct NetArgs {
     /// Connections open at once; one more is accepted and closed at once.
@@ -302,7 +302,8 @@ pub struct NetArgs {
     pub unix_mode: u32,
 
     /// Longest busy-poll of a connection's socket, in microseconds, after a reply when the
-    /// connection has nothing in flight (adaptive below this; 0: never poll; docs/nbd.md).
+    /// connection has nothing in flight (adaptive below this; 0: never poll;
+    /// docs/design/nbd-internals.md).
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 50)]
     pub busy_poll_us: u64,
 }
@@ -578,7 +579,7 @@ fn spawn_preload_progress(engine: Arc<Engine>) -> anyhow::Result<()> {
 }
 
 /// Four workers per CPU this process may run on: a worker blocked in a read or waiting on a
-/// lock leaves its core to another (measured in docs/serve.md).
+/// lock leaves its core to another (bench/serve measures it: docs/benchmarks.md).
 fn default_workers() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) * 4
 }

@@ -22,7 +22,7 @@ const GENERATED: [&str; 3] =
     ["docs/reference/cli.md", "docs/benchmarks.md", "docs/reproductions.md"];
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    normalize(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
 fn read(path: &Path) -> String {
@@ -391,8 +391,8 @@ fn every_ember_command_in_the_docs_parses() {
     let mut errors = Vec::new();
     let mut checked = 0;
     for file in doc_files() {
-        if rel(&file) == "ROADMAP.md" {
-            continue; // names what is not built yet
+        if rel(&file) == "ROADMAP.md" || rel(&file) == "CHANGELOG.md" {
+            continue; // what is not built yet, and spellings that are going away
         }
         for s in snippets(&read(&file)) {
             let runs_commands = match &s.language {
@@ -413,7 +413,12 @@ fn every_ember_command_in_the_docs_parses() {
         }
     }
     assert!(checked > 100, "only {checked} ember command lines found in the docs");
-    assert!(errors.is_empty(), "{} doc command(s) do not parse:\n{}", errors.len(), errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "{} doc command(s) do not parse:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
 }
 
 #[test]
@@ -480,7 +485,11 @@ fn every_crates_path_in_the_docs_exists() {
         }
     }
     assert!(checked > 50, "only {checked} crates/ paths found in the docs");
-    assert!(missing.is_empty(), "paths named in the docs that do not exist:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "paths named in the docs that do not exist:\n{}",
+        missing.join("\n")
+    );
 }
 
 /// GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens.
@@ -533,6 +542,21 @@ fn links(text: &str) -> Vec<(usize, String)> {
     out
 }
 
+/// `path` with `.` and `..` resolved by its components alone (the target may not exist).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 #[test]
 fn every_link_in_the_docs_resolves() {
     let mut broken = Vec::new();
@@ -547,9 +571,8 @@ fn every_link_in_the_docs_resolves() {
                 Some((p, f)) => (p.to_string(), Some(f.to_string())),
                 None => (target.clone(), None),
             };
-            let dest = if path.is_empty() { file.clone() } else { dir.join(&path) };
-            let dest_rel = rel(&dest.canonicalize().unwrap_or(dest.clone()));
-            if GENERATED.iter().any(|g| dest.ends_with(g) || dest_rel == *g) {
+            let dest = if path.is_empty() { file.clone() } else { normalize(&dir.join(&path)) };
+            if GENERATED.contains(&rel(&dest).as_str()) {
                 continue;
             }
             if !dest.exists() {
@@ -557,7 +580,8 @@ fn every_link_in_the_docs_resolves() {
                 continue;
             }
             if let Some(f) = frag {
-                if dest.extension().is_some_and(|x| x == "md") && !anchors(&read(&dest)).contains(&f)
+                if dest.extension().is_some_and(|x| x == "md")
+                    && !anchors(&read(&dest)).contains(&f)
                 {
                     broken.push(format!("{}:{line}: {target}: no such heading", rel(&file)));
                 }
@@ -575,7 +599,9 @@ fn the_docs_tell_no_history_and_name_no_machine() {
             let lower = line.to_lowercase();
             let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
             let numbered = |what: &str| {
-                words.windows(2).any(|w| w[0] == what && w[1].chars().all(|c| c.is_ascii_digit()) && !w[1].is_empty())
+                words.windows(2).any(|w| {
+                    w[0] == what && w[1].chars().all(|c| c.is_ascii_digit()) && !w[1].is_empty()
+                })
             };
             let why = if lower.contains("../shared") || lower.contains("/work/") {
                 Some("a path outside the repository")

@@ -261,7 +261,7 @@ impl ClientBuilder {
         self
     }
 
-    /// Whether to ask for ember's DEMOTE extension (docs/nbd.md); used if the server
+    /// Whether to ask for ember's DEMOTE extension (docs/reference/nbd.md); used if the server
     /// acknowledges it for the export ([`ExportInfo::demote`]). A server without it simply
     /// refuses the option, and the connection goes on without DEMOTE.
     pub fn demote(mut self, wanted: bool) -> ClientBuilder {
@@ -563,7 +563,7 @@ impl Client {
     }
 
     /// Send a DEMOTE of `data`, this client's clean copy of the bytes at `offset` (ember's
-    /// extension, docs/nbd.md; only on a connection that negotiated it).
+    /// extension, docs/reference/nbd.md; only on a connection that negotiated it).
     pub fn start_demote(&self, offset: u64, data: &[u8]) -> Result<InFlight, ClientError> {
         if !self.info.demote {
             return Err(ClientError::Invalid("DEMOTE was not negotiated".into()));
