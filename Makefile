@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer python crash-long fuzz soak clean
+.PHONY: setup build demo test lint unit peer python doctest figures crash-long fuzz soak clean
 
 # The project's virtual environment (created by scripts/setup.sh): every Python step uses it.
 VENV := $(CURDIR)/.venv
@@ -41,9 +41,19 @@ peer: build
 python: build
 	bash scripts/hang_guard.sh 600 $(PY) -m pytest -q crates/py/tests
 
-## Every test: formatting, lints, unit and end-to-end tests, the peer comparisons, and the
-## Python package (with its Ray cluster).
-test: setup lint unit peer python
+## The docs cannot rot: every sh and python block of README.md and docs/guide/*.md runs, in
+## order, one scratch directory per file (scripts/doc_blocks.py; about a minute). The flags,
+## paths and links the docs name are checked by crates/cli/tests/docs_agree.rs in `unit`.
+doctest: build
+	bash scripts/hang_guard.sh 600 python3 scripts/doc_blocks.py
+
+## Every test: formatting, lints, unit and end-to-end tests, the peer comparisons, the
+## Python package (with its Ray cluster), and the docs' commands.
+test: setup lint unit peer python doctest
+
+## The architecture pictures of docs/design, rendered from their Graphviz sources.
+figures:
+	for f in docs/design/*.dot; do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; done
 
 ## Crash trials at length (thesis chapter 3 guarantees): 1000 SIGKILL trials through nbdsh and
 ## 1000 power cuts per write policy (about 15 minutes). `make test` runs a short version.
@@ -53,13 +63,13 @@ crash-long: setup
 	EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
 	    --test writeback_power -- --nocapture --test-threads=2
 
-## Coverage-guided fuzzing (AFL++ via cargo-afl, docs/fuzzing.md): each target for FUZZ_TIME
+## Coverage-guided fuzzing (AFL++ via cargo-afl, docs/design/testing.md): each target for FUZZ_TIME
 ## seconds. `make test` replays the stored corpora only (crates/*/tests/fuzz_corpus.rs).
 FUZZ_TIME ?= 60
 fuzz:
 	FUZZ_TIME=$(FUZZ_TIME) bash scripts/fuzz.sh
 
-## The soak (issue 10 item 12, docs/soak.md): `ember serve` (write-back-persist and write-through)
+## The soak (docs/design/testing.md): `ember serve` (write-back-persist and write-through)
 ## over a failing, delaying nbdkit backing and a plain file, 8 verifying clients with abrupt
 ## disconnects, a SIGKILL + restart of each server every RESTART_EVERY seconds. Fails on any lost
 ## or wrong byte, unexpected error, or RSS/fd growth. `make test` runs a one-minute version

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of ember's parsers with AFL++ through cargo-afl (docs/fuzzing.md).
+# Coverage-guided fuzzing of ember's parsers with AFL++ through cargo-afl (docs/design/testing.md).
 # Installs cargo-afl and builds its AFL++ runtime idempotently, builds the targets in fuzz/
 # (outside the workspace), then runs each target for FUZZ_TIME seconds, one at a time, at
 # low priority. Findings land in fuzz/out/<target>/default/{crashes,hangs}; the script fails

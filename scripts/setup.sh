@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PKGS=(nbdkit nbdkit-plugin-dev libnbd-bin python3-libnbd fio qemu-utils e2fsprogs fuse3 util-linux openssl
-          libfontconfig1-dev libfreetype-dev fonts-dejavu-core pkg-config iproute2 gdb)
+          libfontconfig1-dev libfreetype-dev fonts-dejavu-core pkg-config iproute2 gdb graphviz curl)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

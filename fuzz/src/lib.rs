@@ -1,4 +1,4 @@
-//! Shared by the AFL++ targets in `src/bin/` (docs/fuzzing.md).
+//! Shared by the AFL++ targets in `src/bin/` (docs/design/testing.md).
 
 use std::io::Write;
 

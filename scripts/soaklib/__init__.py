@@ -1,4 +1,4 @@
-"""The soak of `ember serve` (scripts/soak.py, docs/soak.md), one concept per module:
+"""The soak of `ember serve` (scripts/soak.py, docs/design/testing.md), one concept per module:
 
 * `checker`: sector stamps and the NBD contract per sector (`Model`);
 * `rawnbd`: a minimal NBD client for connections dropped mid-request;

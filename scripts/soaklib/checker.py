@@ -1,5 +1,5 @@
 """Sector stamps and the checker: the set of values the NBD contract allows in each
-512-byte sector of a client's region (docs/soak.md, "The checker")."""
+512-byte sector of a client's region (docs/design/testing.md, "The checker")."""
 
 from __future__ import annotations
 

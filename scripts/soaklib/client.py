@@ -21,7 +21,7 @@ VERIFY_CHUNK = 256 * 1024  # bytes per read of a whole-region check
 
 # EMBER_SOAK_HISTORY=DIR: every client appends one line per request to DIR/client-CID.log
 # (time, server life, what, first sector, sectors, outcome, generations), so the history of a
-# sector the checker reports can be read back (docs/soak.md). Off by default.
+# sector the checker reports can be read back (docs/design/testing.md). Off by default.
 HISTORY_DIR = os.environ.get("EMBER_SOAK_HISTORY")
 
 
@@ -226,7 +226,7 @@ class Client:
             self.connect()
             try:
                 # Write-through promises more than NBD does: every acknowledged write is on
-                # backing at once (docs/serve.md), so the region must read as before the kill.
+                # backing at once (docs/reference/write-policies.md), so the region must read as before the kill.
                 strict = self.spec["strict_crash"]
                 found = self.read_region(
                     crash=not strict,

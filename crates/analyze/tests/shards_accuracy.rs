@@ -7,7 +7,8 @@
 //!
 //! Limit, measured while writing this test: on strongly skewed traces (Zipf 0.8-0.9) the
 //! fixed-rate variant, which lacks the paper's SHARDS_adj correction, errs by 0.01-0.18 at
-//! R = 0.01 depending on whether the few hottest blocks fall in the sample (docs/analyze.md).
+//! R = 0.01 depending on whether the few hottest blocks fall in the sample
+//! (docs/reference/laboratory.md).
 
 use ember_analyze::{mrc, shards_mrc, Accesses, MissRatioCurve, ReuseHistogram};
 use ember_trace::gen::{Common, ZipfConfig};

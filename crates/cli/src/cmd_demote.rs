@@ -1,5 +1,5 @@
 //! `ember demote`: Wong & Wilkes' client/array hierarchy (*My cache or yours?*, USENIX ATC
-//! 2002; docs/demote.md). It runs N LRU clients over one array cache under the chosen
+//! 2002; docs/reference/laboratory.md). It runs N LRU clients over one array cache under the chosen
 //! schemes; `--experiment` runs every scheme side by side and writes the tables and the
 //! figures of `plot_demote` (Figures 2/7, 4 and 6).
 

@@ -1,6 +1,6 @@
 //! `ember sievestore`: `--experiment` (SieveStore's comparison, tables and Figures 5, 6, 8
 //! and 9 as PNG), and `--admission` / `--partition` runs of any sieve in an ensemble cache or
-//! per-volume partitions (docs/sievestore.md).
+//! per-volume partitions (docs/reference/laboratory.md).
 
 use crate::file_passes::FilePasses;
 use crate::output::{display_name, ensure_dir, write_text, OutputArgs};

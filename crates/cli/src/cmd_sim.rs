@@ -1,5 +1,5 @@
 //! `ember sim`: simulate replacement policies over a trace at several cache sizes, print a
-//! table, and write JSON, CSV and PNG plots (column names in docs/sim.md).
+//! table, and write JSON, CSV and PNG plots (column names in docs/reference/outputs.md).
 
 use crate::output::{OutputArgs, Report, Row};
 use crate::plot_sim;

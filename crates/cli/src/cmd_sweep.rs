@@ -1,6 +1,6 @@
 //! `ember sweep SPEC`: the grid of a sweep spec run on Ray. Ray's client is Python, so this
 //! command hands the spec to the emberlab package's sweep driver (`python -m emberlab sweep`,
-//! docs/sweep.md) in the project's virtual environment, which runs every cell through the
+//! docs/reference/sweep.md) in the project's virtual environment, which runs every cell through the
 //! same Rust code as `ember sim`.
 
 use anyhow::{bail, Context};
@@ -11,7 +11,7 @@ use std::process::Command;
 /// Arguments of `ember sweep`.
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// The sweep spec (TOML or JSON): traces, policies, sizes, sieves (docs/sweep.md).
+    /// The sweep spec (TOML or JSON): traces, policies, sizes, sieves (docs/reference/sweep.md).
     #[arg(value_name = "SPEC")]
     pub spec: PathBuf,
     /// Results directory (default: the spec's `out`, else `sweep-<spec name>` next to it).

@@ -1,4 +1,4 @@
-//! `ember serve`'s flags for Wong & Wilkes' two tiers (issue 12, docs/demote.md "Two real
+//! `ember serve`'s flags for Wong & Wilkes' two tiers (issue 12, docs/guide/demote.md "Two real
 //! tiers"): `--demote` makes a client tier, `--array-scheme` an array tier.
 
 use clap::Args;
@@ -8,7 +8,7 @@ use ember_serve::config::{NbdBackingSettings, TierSettings};
 #[derive(Args, Debug, Default)]
 pub struct DemoteArgs {
     /// Client tier: hand every clean block the replacement policy evicts to the NBD backing
-    /// as a DEMOTE (ember's `x-ember:demote` extension, docs/nbd.md), asynchronously. A
+    /// as a DEMOTE (ember's `x-ember:demote` extension, docs/reference/nbd.md), asynchronously. A
     /// backing that refuses the extension gets none: the tier then runs as NONE-LRU and says
     /// so at start.
     #[arg(long)]

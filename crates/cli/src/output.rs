@@ -1,6 +1,6 @@
 //! Output handling shared by the experiment commands (`--out`, `--json`, `--quiet`, defined
 //! once in [`OutputArgs`]), and what `ember sim` writes: an aligned table, JSON, CSV and a
-//! timeline CSV. Column names are stable and documented in docs/sim.md.
+//! timeline CSV. Column names are stable and documented in docs/reference/outputs.md.
 
 use anyhow::Context;
 use clap::Args;

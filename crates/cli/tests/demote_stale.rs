@@ -1,4 +1,5 @@
-//! Issue 12, "never stale, with several clients" (docs/demote.md, "Never stale"): client A
+//! Issue 12, "never stale, with several clients" (docs/design/architecture.md, "The stale rule"):
+//! client A
 //! reads a block, client B writes it, then A DEMOTEs its old copy. The array tier (a real
 //! `ember serve --array-scheme`) must refuse that DEMOTE, or it would serve A's old data to
 //! everyone; a DEMOTE of a copy no write followed is still stored and hit.

@@ -1,6 +1,6 @@
 //! An NBD backing whose server host vanishes without closing the connection (power loss, a
 //! partition): `ember serve --nbd-dead-after` fails the read waiting on it with an I/O error
-//! instead of leaving it waiting for good (docs/nbd.md "Client").
+//! instead of leaving it waiting for good (docs/reference/nbd.md, "ember as an NBD client").
 //!
 //! The backing is nbdkit's memory plugin behind its delay filter (every READ takes 10 s),
 //! in a network namespace reached over a veth pair. A READ misses in ember, goes to the

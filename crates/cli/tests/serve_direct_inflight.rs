@@ -319,7 +319,7 @@ fn check_reply(s: &mut TcpStream, asked: &[(u64, u32)], v: u64, seen: &mut [bool
 /// A burst of READs reaches the device in groups of more than two, which the kernel plugs
 /// (`SUBMIT_EVERY` in `crates/nbd/src/server/started_reads.rs`): a group rings a virtio
 /// disk's doorbell once, a VM exit, where reads handed over one or two at a time ring it
-/// each (docs/serve.md "Benchmark", session 21). Measured with this test's 50 bursts of 32:
+/// each (bench/serve, docs/benchmarks.md). Measured with this test's 50 bursts of 32:
 /// groups of 8 gave 10.7-12.3 reads a hand-off, groups of two 2.6-4.5 (seen failing).
 #[test]
 fn a_burst_of_reads_reaches_the_device_in_groups_the_kernel_plugs() {

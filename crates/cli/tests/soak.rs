@@ -3,7 +3,8 @@
 //! plugin behind its `error` (1 % EIO) and `delay` filters and a plain file volume; 8 verifying
 //! python3-libnbd clients with reads, writes, FUA, FLUSH, TRIM and WRITE_ZEROES; abrupt
 //! disconnects; a SIGKILL + restart of each server every 15-25 s. `scripts/soak.py` holds the
-//! harness and the checker (docs/soak.md). The negative controls: the same checker against
+//! harness and the checker (docs/design/testing.md). The negative controls: the same checker
+//! against
 //! unsafe write-back must catch lost flushed writes, and a growth bound below the first sample
 //! must fail the soak.
 

@@ -1,5 +1,5 @@
 //! Entry point for the coverage-guided fuzz target `layout` in `fuzz/` and for the corpus
-//! replay test (`tests/fuzz_corpus.rs`); not part of ember's API. See docs/fuzzing.md.
+//! replay test (`tests/fuzz_corpus.rs`); not part of ember's API. See docs/design/testing.md.
 //!
 //! An input describes a cache device image compactly:
 //!

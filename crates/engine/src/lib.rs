@@ -8,7 +8,7 @@
 //! - [`Engine`]: format, inspect, open, [`Volume`] handles, stats, shutdown.
 //!
 //! Decisions (admission, replacement) come from `ember-policy`; the engine only does I/O,
-//! locking and bookkeeping. docs/engine.md draws the files and the lock order.
+//! locking and bookkeeping. docs/design/engine.md draws the files and the lock order.
 
 mod admin;
 mod backing;

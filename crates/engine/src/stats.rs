@@ -167,7 +167,7 @@ counters! {
     /// progress on the block).
     demotes_aborted_no_room,
     /// Array tier: DEMOTEs refused as stale: the array acknowledged a write to the block
-    /// after the demoting client got its copy (docs/demote.md, "Never stale").
+    /// after the demoting client got its copy (docs/design/architecture.md, "The stale rule").
     demotes_refused_stale,
     /// Array tier: READ hits on blocks a DEMOTE stored.
     read_hits_demoted,

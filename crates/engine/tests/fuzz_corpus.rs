@@ -1,5 +1,5 @@
 //! Replays the stored fuzz corpus of the `layout` target (`fuzz/corpus/layout`,
-//! docs/fuzzing.md) through the entry point the AFL++ target uses: every input describes a
+//! docs/design/testing.md) through the entry point the AFL++ target uses: every input describes a
 //! cache device image that goes through the superblock, checkpoint and journal decoders and
 //! `Engine::inspect`. No input may panic. Files named `seed-*` are images written by the
 //! engine itself and must decode.

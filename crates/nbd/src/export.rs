@@ -198,7 +198,7 @@ pub trait Export: Send + Sync {
         0
     }
 
-    /// Whether this export takes ember's DEMOTE (docs/nbd.md); only then does the server
+    /// Whether this export takes ember's DEMOTE (docs/reference/nbd.md); only then does the server
     /// acknowledge [`crate::proto::OPT_EMBER_DEMOTE`] for it. The default says no.
     fn accepts_demote(&self) -> bool {
         false

@@ -1,7 +1,7 @@
 //! Entry points for the coverage-guided fuzz targets in `fuzz/` and for the corpus replay
 //! tests (`tests/fuzz_corpus.rs`); not part of ember's API. Each function feeds one input to
 //! the real code, the way a peer would, and reports what happened; a panic or a hang is the
-//! bug a fuzzer looks for. See docs/fuzzing.md.
+//! bug a fuzzer looks for. See docs/design/testing.md.
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;

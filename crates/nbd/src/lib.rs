@@ -1,7 +1,7 @@
 //! The NBD protocol (NetworkBlockDevice/nbd `doc/proto.md`) for ember: what an export must
 //! provide ([`Export`]), a multi-threaded fixed-newstyle server ([`server`]) and a blocking,
 //! pipelining client ([`client`]). The protocol subset and every error mapping are documented
-//! in `docs/nbd.md`.
+//! in `docs/reference/nbd.md`.
 
 #![warn(missing_docs)]
 

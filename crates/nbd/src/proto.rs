@@ -122,7 +122,8 @@ pub const CMD_WRITE_ZEROES: u16 = 6;
 /// `NBD_CMD_BLOCK_STATUS`.
 pub const CMD_BLOCK_STATUS: u16 = 7;
 
-/// ember's DEMOTE extension (docs/nbd.md, "Extension: x-ember:demote"): the request type of
+/// ember's DEMOTE extension (docs/reference/nbd.md, "Extension: x-ember:demote"): the request type
+/// of
 /// a DEMOTE, sent only on a connection where [`OPT_EMBER_DEMOTE`] was acknowledged.
 pub const CMD_EMBER_DEMOTE: u16 = 0x4544;
 

@@ -1,4 +1,5 @@
-//! ember's DEMOTE extension on the wire (docs/nbd.md, "Extension: x-ember:demote"): negotiated
+//! ember's DEMOTE extension on the wire (docs/reference/nbd.md, "Extension: x-ember:demote"):
+//! negotiated
 //! before NBD_OPT_GO, used only when both sides agreed; a malformed or un-negotiated DEMOTE gets
 //! NBD_EINVAL and the connection lives; standard peers (nbdkit, nbdinfo) never see it.
 

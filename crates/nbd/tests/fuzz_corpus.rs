@@ -1,4 +1,4 @@
-//! Replays the stored fuzz corpora of the NBD targets (`fuzz/corpus/nbd_*`, docs/fuzzing.md)
+//! Replays the stored fuzz corpora of the NBD targets (`fuzz/corpus/nbd_*`, docs/design/testing.md)
 //! through the same entry points the AFL++ targets use. Any panic, in any thread, aborts the
 //! test binary with the name of the input. Files named `seed-*` are valid sessions recorded
 //! from real peers and must also succeed.

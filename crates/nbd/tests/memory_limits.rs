@@ -16,7 +16,7 @@ use ember_nbd::{proto, ExportMap, MemExport};
 const MIB: u64 = 1 << 20;
 /// The shared budget this test configures.
 const BUDGET: u64 = 128 * MIB;
-/// The bound stated in docs/serve.md for this test: RSS grows by at most the budget plus
+/// The bound stated in docs/reference/limits.md for this test: RSS grows by at most the budget plus
 /// 96 MiB (thread stacks, socket-side buffers of 33 connections, allocator slack) while the
 /// hostile clients hold everything they can. Without the budget it would grow by 1 GiB
 /// (one 32 MiB reply per connection) or more.

@@ -1,4 +1,5 @@
-//! The stale rule of DEMOTE with several clients (issue 12; docs/demote.md, "Never stale").
+//! The stale rule of DEMOTE with several clients (issue 12; docs/design/architecture.md, "The stale
+//! rule").
 //!
 //! A DEMOTE carries a client's clean copy of a block. If another client wrote the block after
 //! that copy was read, storing it would make the array serve old data. The array knows every

@@ -3,7 +3,7 @@
 //! bandwidth sensitivity of section 3.5 (Figure 5).
 //!
 //! Table 3 came from Pantheon, with disk read-ahead and contention, not from the equations, so
-//! absolute latencies differ (docs/demote.md lists both); the speedups of RANDOM and ZIPF,
+//! absolute latencies differ (docs/reproductions.md lists both); the speedups of RANDOM and ZIPF,
 //! which the array hit rates dominate, are reproduced within 10 %.
 
 use ember_policy::demote::{ArrayConfig, Scheme};
@@ -91,7 +91,7 @@ fn section_3_5_demote_wins_above_a_san_bandwidth_below_the_papers_20_to_30_mbit(
     assert!((hi - closed).abs() < 0.01 * closed, "bisection {hi} vs closed form {closed}");
     // The gap, stated: the equations carry no queueing (the SAN is busy only for the
     // transfers themselves), so the crossover sits well below the paper's Pantheon figure of
-    // 20-30 Mbit/s (docs/demote.md). ember does not reproduce that figure.
+    // 20-30 Mbit/s (docs/reference/laboratory.md). ember does not reproduce that figure.
     assert!(hi < 20.0, "{hi}");
     // REGRESSION PIN, not a paper number: ember's equations gave 3.94 Mbit/s (seed 1) when
     // this was written.

@@ -137,7 +137,7 @@ fn section_5_3_lagged_sharing_demote_loses_and_adapt_exp_recovers_the_loss_but_n
     //
     // The gap, stated: ember's DEMOTE-ADAPT-EXP recovers DEMOTE's loss (measured 0.998x
     // against DEMOTE's 0.69x) but does not reach the paper's gain of 1.18x over NONE-LRU on
-    // this workload (docs/demote.md says why); the paper's gain is therefore not asserted.
+    // this workload (docs/guide/demote.md says why); the paper's gain is therefore not asserted.
     let (reqs, warmup) = lagged_half_shared(1000);
     let r = run(&reqs, warmup, 4, 2048, 8192);
     let demote = speedup(&r, Scheme::Demote);

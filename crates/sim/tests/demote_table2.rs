@@ -79,7 +79,7 @@ fn table_2_random_client_50_array_8_21_46() {
 
 #[test]
 fn table_2_seq_client_0_array_0_0_100() {
-    // Exact by construction (a loop of N_c + N_a - 1 blocks; docs/demote.md).
+    // Exact by construction (a loop of N_c + N_a - 1 blocks; docs/reference/laboratory.md).
     let row = table_2_row(&ww_seq(&WwConfig::with_seed(1)).unwrap());
     assert_within(row, [0.0, 0.0, 0.0, 100.0], [0.5; 4]);
 }

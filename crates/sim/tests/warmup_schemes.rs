@@ -119,7 +119,8 @@ fn bonfire_daily_trace_starting_before_the_job_first_k_reduces_far_more_load_tha
 /// The gap, stated: with 25 % ember's Last-K does not converge within the half (the paper:
 /// after 60 % of it), and 50 % and 75 % converge at once (the paper: after 44 % and 12 %).
 /// The generator's Zipf(0.4) over 5 GB has a much larger working set than the paper's 4.8 GB
-/// (docs/warmup.md, "Gap"), so the reachable hit rate and the warmup's share of it differ.
+/// (docs/reference/laboratory.md, "Known departures"), so the reachable hit rate and the warmup's
+/// share of it differ.
 #[test]
 fn bonfire_figure10_zipf_bigger_warmup_converges_sooner_than_cold() {
     let blocks = 5 * (1 << 30) / 4096 / 4 * 4; // 5 GiB of 4 KiB blocks

@@ -1,4 +1,5 @@
-//! Replays the stored fuzz corpus of the `trace` target (`fuzz/corpus/trace`, docs/fuzzing.md)
+//! Replays the stored fuzz corpus of the `trace` target (`fuzz/corpus/trace`,
+//! docs/design/testing.md)
 //! through the entry point the AFL++ target uses: every input is read as a trace file the way
 //! the CLI reads one. No input may panic; a failed read must be a clean error naming the
 //! file. Files named `seed-*` are valid traces and must read without error.

@@ -1,4 +1,4 @@
-//! AFL++ target `layout`: every input goes through `ember_engine::fuzz_entry::decode_layout` (docs/fuzzing.md).
+//! AFL++ target `layout`: every input goes through `ember_engine::fuzz_entry::decode_layout` (docs/design/testing.md).
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {

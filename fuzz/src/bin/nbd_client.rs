@@ -1,4 +1,4 @@
-//! AFL++ target `nbd_client`: every input goes through `ember_nbd::fuzz_entry::client_session` (docs/fuzzing.md).
+//! AFL++ target `nbd_client`: every input goes through `ember_nbd::fuzz_entry::client_session` (docs/design/testing.md).
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {

@@ -1,4 +1,4 @@
-//! AFL++ target `nbd_handshake`: every input goes through `ember_nbd::fuzz_entry::server_handshake` (docs/fuzzing.md).
+//! AFL++ target `nbd_handshake`: every input goes through `ember_nbd::fuzz_entry::server_handshake` (docs/design/testing.md).
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {

@@ -1,4 +1,4 @@
-//! AFL++ target `nbd_server`: every input goes through `ember_nbd::fuzz_entry::server_session` (docs/fuzzing.md).
+//! AFL++ target `nbd_server`: every input goes through `ember_nbd::fuzz_entry::server_session` (docs/design/testing.md).
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {

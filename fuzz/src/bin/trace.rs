@@ -1,4 +1,4 @@
-//! AFL++ target `trace`: every input goes through `ember_trace::fuzz_entry::read_trace_input` (docs/fuzzing.md).
+//! AFL++ target `trace`: every input goes through `ember_trace::fuzz_entry::read_trace_input` (docs/design/testing.md).
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {

@@ -142,7 +142,8 @@ pub trait Device: Send + Sync {
     }
 
     /// Whether this device takes DEMOTE hints ([`Device::demote`]): an NBD export of an array
-    /// tier that granted ember's `x-ember:demote` extension (docs/nbd.md). The default says no.
+    /// tier that granted ember's `x-ember:demote` extension (docs/reference/nbd.md). The default
+    /// says no.
     fn takes_demotes(&self) -> bool {
         false
     }

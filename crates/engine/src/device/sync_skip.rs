@@ -5,7 +5,7 @@
 //! (write-back persist at every FLUSH and FUA); when nothing reached a volume since its
 //! last sync (the flusher syncs after each of its batches), that sync is pure cost: on a
 //! disk, a cache flush per barrier, which made write-back persist no faster than
-//! write-through on the thesis' fsync-heavy varmail (docs/writeback.md).
+//! write-through on the thesis' fsync-heavy varmail (bench/thesis-ch6, docs/benchmarks.md).
 //!
 //! Correct by construction: a sync is skipped only if no write returned since the newest
 //! successful sync began, and a FLUSH concerns only writes that returned before it.

@@ -1,4 +1,4 @@
-//! Wong & Wilkes' DEMOTE in the real cache (issue 12, docs/demote.md "Two real tiers"):
+//! Wong & Wilkes' DEMOTE in the real cache (issue 12, docs/guide/demote.md "Two real tiers"):
 //!
 //! - the **client tier** ([`Volume::send_demote`]): a clean block the replacement policy
 //!   evicts to make room for a read miss or a write-through write miss is handed to backing
@@ -56,7 +56,8 @@ impl Volume {
     /// whole cache block the range covers is offered to the replacement policy, which places
     /// it as its scheme says; a stored block is written to the cache device. Partial blocks
     /// are ignored. The data never goes to backing. `fresh(block)` says whether the copy may
-    /// be kept (the stale rule of several clients, docs/demote.md); it is asked under the
+    /// be kept (the stale rule of several clients, docs/design/architecture.md); it is asked under
+    /// the
     /// block's stripe lock, so no write to the block runs between the answer and the store.
     pub fn demote(
         &self,

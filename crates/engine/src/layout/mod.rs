@@ -1,4 +1,4 @@
-//! The cache device layout, version 1 (docs/layout.md has the picture and the reasons).
+//! The cache device layout, version 1 (docs/reference/layout.md has the picture and the reasons).
 //!
 //! ```text
 //! offset 0            superblock slot 0 (4 KiB)

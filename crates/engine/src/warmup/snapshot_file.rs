@@ -1,6 +1,6 @@
 //! The performance snapshot's file (Bonfire section 5.1: the data of recently accessed
 //! blocks, so a preload reads it sequentially instead of from a slow backing). Format in
-//! `docs/formats.md` ("Performance snapshot"):
+//! `docs/reference/trace-formats.md` ("Performance snapshot"):
 //!
 //! - a 4 KiB header: magic `EMBRSNAP`, version, block size, the id of the warmup log it goes
 //!   with, its slots and blocks a slot, whether the last run stopped cleanly, the copies'

@@ -107,7 +107,8 @@ pub(crate) fn structured_replies(stream: &mut (impl Read + Write)) -> Result<boo
     Ok(kind == proto::REP_ACK)
 }
 
-/// Ask for ember's DEMOTE extension on `export` (docs/nbd.md); `Ok(false)` when the server
+/// Ask for ember's DEMOTE extension on `export` (docs/reference/nbd.md); `Ok(false)` when the
+/// server
 /// refuses the option (any server without the extension answers NBD_REP_ERR_UNSUP).
 pub(crate) fn demote(stream: &mut (impl Read + Write), export: &str) -> Result<bool, ClientError> {
     if export.len() > proto::MAX_STRING_LEN {

@@ -1,4 +1,4 @@
-//! The server's side of negotiating ember's DEMOTE extension (docs/nbd.md, "Extension:
+//! The server's side of negotiating ember's DEMOTE extension (docs/reference/nbd.md, "Extension:
 //! x-ember:demote"): the option's data is laid out as NBD_OPT_SET_META_CONTEXT's (export
 //! name, then a count of query strings and the strings), with exactly one query,
 //! `x-ember:demote`. The grant holds for the export named, and only if the client then

@@ -105,8 +105,9 @@ pub struct ServerConfig {
     /// Longest busy-poll of a connection's socket before its reader blocks, right after a
     /// reply when the connection has nothing in flight (the next request of an iodepth-1
     /// client usually arrives within microseconds; the budget adapts below this, down to
-    /// zero for a client that pauses, docs/nbd.md "Threads"). Zero (the default): never
-    /// poll; on the shared 2-core bench machine no gain was measured (docs/serve.md).
+    /// zero for a client that pauses, docs/design/nbd-internals.md). Zero (the default): never
+    /// poll; on the shared 2-core bench machine no gain was measured (bench/serve,
+    /// docs/benchmarks.md).
     pub spin: Duration,
 }
 

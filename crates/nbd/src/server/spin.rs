@@ -3,7 +3,7 @@
 //! arrives within microseconds (iodepth 1: the client only turns the reply around). Polling
 //! the socket (`recv` with `MSG_DONTWAIT`) for that long saves the reader going to sleep and
 //! being woken again, which on a 2-core virtual machine is most of a request's cost
-//! (docs/nbd.md "Threads", docs/serve.md "Benchmark").
+//! (docs/design/nbd-internals.md; bench/serve measures it).
 //!
 //! Bounded: a poll happens only when the caller [`SpinRead::arm`]s it (the connection had
 //! nothing in flight, so nothing else of this connection needs the core), and lasts at most

@@ -56,7 +56,7 @@ const WAIT_DIV: usize = 2;
 /// drained. The best group depends on the machine: on the session-15 machine, whose disk
 /// took 255 us a read and whose system calls were cheaper, a READ waiting for its group of 8
 /// left the disk idle, and 2 was ahead (median of 11 runs 0.83 against 0.775 over 10 with 8;
-/// docs/serve.md "Benchmark", sessions 15 and 21).
+/// bench/serve, docs/benchmarks.md).
 pub(crate) const SUBMIT_EVERY: usize = 8;
 /// A connection starts READs while at most this many of its requests or reply batches are
 /// in flight elsewhere (on workers, or queued for the writer thread when the socket did not

@@ -41,7 +41,7 @@ pub struct ArrayConfig {
     /// On a DEMOTE of a block the array already holds, move that block to the demoted-block
     /// position (the transfer is still aborted). Default true: DEMOTE-LRU then treats a
     /// DEMOTE as an LRU reference, which is what reproduces Table 2's DEMOTE-LRU column
-    /// (21 % RANDOM, 4 % ZIPF; without it 13.6 % and 3.0 %, see docs/demote.md).
+    /// (21 % RANDOM, 4 % ZIPF; without it 13.6 % and 3.0 %, see docs/reference/laboratory.md).
     pub refresh_aborted: bool,
 }
 

@@ -1,6 +1,6 @@
 //! ember's own compact binary trace format (`.ember`), the fastest to read.
 //!
-//! Layout (all integers little-endian; described in docs/formats.md):
+//! Layout (all integers little-endian; described in docs/reference/trace-formats.md):
 //!
 //! ```text
 //! header:  magic "EMBERTRC" (8 bytes) | u32 version = 1 | u32 record_size = 24

@@ -35,7 +35,7 @@ pub enum Format {
     OracleGeneral,
     /// CSV with a configurable column mapping ([`crate::CsvColumns`]).
     Csv,
-    /// ember's own compact binary format (see docs/formats.md).
+    /// ember's own compact binary format (see docs/reference/trace-formats.md).
     Ember,
     /// The warmup log `ember serve --warmup-log` writes ([`warmup_log`]; read only).
     WarmupLog,

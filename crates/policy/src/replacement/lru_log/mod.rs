@@ -114,7 +114,8 @@ impl LruLog {
 
     /// True where the log pays for itself: a state (index and log) larger than what stays in
     /// the caches closest to the core, where the linked list's loads wait for memory. Below
-    /// that the list takes fewer instructions. Measured: see docs/sim.md, "Speed and scale".
+    /// that the list takes fewer instructions. Measured by bench/sim-throughput
+    /// (docs/benchmarks.md).
     pub fn preferred(capacity: usize) -> bool {
         capacity.saturating_mul(32) > super::queue::DEEP_PREFETCH_BYTES
     }
