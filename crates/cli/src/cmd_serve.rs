@@ -84,8 +84,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub trust_nbd_backing: bool,
 
-    /// Worker threads running requests (default: four per CPU; on the 2-core bench machine
-    /// 8 workers serve about 30% more cache hits at iodepth 32 than 2, see docs/serve.md).
+    /// Worker threads shared by all connections, for the requests a connection's own thread
+    /// does not answer itself (it answers hits). Default: four per CPU this process may use.
     #[arg(long)]
     pub workers: Option<usize>,
 
@@ -116,7 +116,7 @@ pub struct ServeArgs {
     pub demote: crate::demote_args::DemoteArgs,
 }
 
-/// Bonfire's warmup (docs/warmup.md, "In the real cache").
+/// Bonfire's warmup (docs/design/warmup.md).
 #[derive(Args, Debug)]
 pub struct WarmupArgs {
     /// Record every served request in this warmup log (a file, created if missing, or a
@@ -179,7 +179,7 @@ fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
-/// The NBD server's limits and TLS (docs/serve.md, "Limits" and "TLS").
+/// The NBD server's limits and TLS (docs/reference/limits.md and docs/reference/tls.md).
 #[derive(Args, Debug)]
 pub struct NetArgs {
     /// Connections open at once; one more is accepted and closed at once.
@@ -222,7 +222,7 @@ pub struct NetArgs {
     pub unix_mode: u32,
 
     /// Longest busy-poll of a connection's socket, in microseconds, after a reply when the
-    /// connection has nothing in flight (adaptive below this; 0: never poll; docs/nbd.md).
+    /// connection has nothing in flight (adaptive below this; 0: never poll; docs/reference/nbd.md).
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 50)]
     pub busy_poll_us: u64,
 }

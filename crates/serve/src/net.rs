@@ -12,7 +12,7 @@ use crate::config::{LimitSettings, ListenSettings, TlsConfig};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:10809";
 
 /// Four workers per CPU this process may run on: a worker blocked in a read or waiting on a
-/// lock leaves its core to another (measured in docs/serve.md).
+/// lock leaves its core to another.
 pub fn default_workers() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) * 4
 }

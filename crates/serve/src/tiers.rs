@@ -1,4 +1,4 @@
-//! Wong & Wilkes' two tiers in a server (docs/demote.md, "Two real tiers"): a client tier
+//! Wong & Wilkes' two tiers in a server (docs/guide/demote.md): a client tier
 //! (`--demote`) hands evicted clean blocks to its NBD backing; an array tier
 //! (`--array-scheme`) manages its cache as a scheme of the paper and takes DEMOTEs.
 

@@ -1,4 +1,4 @@
-//! Bonfire's warmup in a server (docs/warmup.md, "In the real cache"): the configured
+//! Bonfire's warmup in a server (docs/design/warmup.md): the configured
 //! settings as the engine's [`WarmupOptions`], and the start: `--warmup auto`'s choice on the
 //! logged history, the log opened, a preload started with its progress lines.
 

@@ -58,7 +58,7 @@ impl ClientBuilder {
         self
     }
 
-    /// Whether to ask for ember's DEMOTE extension (docs/nbd.md); used if the server
+    /// Whether to ask for ember's DEMOTE extension (docs/reference/nbd.md); used if the server
     /// acknowledges it for the export ([`ExportInfo::demote`](super::ExportInfo::demote)). A
     /// server without it simply refuses the option, and the connection goes on without DEMOTE.
     pub fn demote(mut self, wanted: bool) -> ClientBuilder {

@@ -145,7 +145,7 @@ impl Client {
     }
 
     /// Send a DEMOTE of `data`, this client's clean copy of the bytes at `offset` (ember's
-    /// extension, docs/nbd.md; only on a connection that negotiated it).
+    /// extension, docs/reference/nbd.md; only on a connection that negotiated it).
     pub fn start_demote(&self, offset: u64, data: &[u8]) -> Result<InFlight, ClientError> {
         if !self.info.demote {
             return Err(ClientError::Invalid("DEMOTE was not negotiated".into()));

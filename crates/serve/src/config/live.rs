@@ -110,7 +110,7 @@ impl Default for WritebackSettings {
     }
 }
 
-/// The NBD server's limits (docs/serve.md, "Limits").
+/// The NBD server's limits (docs/reference/limits.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitSettings {

@@ -139,7 +139,7 @@ impl Default for ListenSettings {
     }
 }
 
-/// TLS of the NBD server (docs/serve.md, "TLS"); off by default.
+/// TLS of the NBD server (docs/reference/tls.md); off by default.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TlsConfig {
@@ -179,7 +179,7 @@ impl Default for NbdBackingSettings {
     }
 }
 
-/// Wong & Wilkes' two tiers (docs/demote.md, "Two real tiers").
+/// Wong & Wilkes' two tiers (docs/guide/demote.md).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TierSettings {

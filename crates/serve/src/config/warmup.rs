@@ -1,4 +1,4 @@
-//! Bonfire's warmup as configured (docs/warmup.md, "In the real cache"), with
+//! Bonfire's warmup as configured (docs/design/warmup.md), with
 //! `ember serve`'s defaults.
 
 use std::path::PathBuf;

@@ -7,7 +7,7 @@
 //! size; S3-FIFO's byte per size) is that policy's own dense array, a few megabytes that stay
 //! in the processor's last-level cache while the hand or the evictions step through it.
 //! (With one 64-byte line of every cell's state per key, each step of a walk waited for
-//! memory; see docs/sim.md.)
+//! memory; see docs/design/simulator.md.)
 //!
 //! While every key is below `u32::MAX` (block numbers of volumes under 16 TiB, the
 //! generators' keys) the index tags each key with its [`exact_tag`], so a lookup reads the
