@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer python crash-long fuzz soak clean
+.PHONY: setup build demo test lint unit peer python crash-long fuzz soak clean install \
+        install-files uninstall cli-reference
 
 # The project's virtual environment (created by scripts/setup.sh): every Python step uses it.
 VENV := $(CURDIR)/.venv
@@ -69,6 +70,35 @@ RESTART_EVERY ?= 120-180
 soak: setup build
 	scripts/soak.py --ember target/release/ember --duration $(DURATION) \
 	    --restart-every $(RESTART_EVERY) $(SOAK_ARGS)
+
+## Install the binary, one man page per command (ember(1), ember-serve(1), ...) and the bash,
+## zsh and fish completions under PREFIX (DESTDIR stages them elsewhere, as packagers do).
+## `make install-files` installs an already built EMBER_BIN without building.
+PREFIX ?= /usr/local
+DESTDIR ?=
+EMBER_BIN ?= target/release/ember
+BINDIR = $(DESTDIR)$(PREFIX)/bin
+MANDIR = $(DESTDIR)$(PREFIX)/share/man/man1
+BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+install: build
+	@$(MAKE) --no-print-directory install-files
+install-files:
+	install -d "$(BINDIR)" "$(MANDIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)"
+	install -m 755 "$(EMBER_BIN)" "$(BINDIR)/ember"
+	"$(BINDIR)/ember" generate man "$(MANDIR)"
+	"$(BINDIR)/ember" generate completions bash >"$(BASHDIR)/ember"
+	"$(BINDIR)/ember" generate completions zsh >"$(ZSHDIR)/_ember"
+	"$(BINDIR)/ember" generate completions fish >"$(FISHDIR)/ember.fish"
+	@echo "installed ember, its man pages and completions under $(DESTDIR)$(PREFIX)"
+uninstall:
+	rm -f "$(BINDIR)/ember" "$(MANDIR)"/ember.1 "$(MANDIR)"/ember-*.1 "$(BASHDIR)/ember" \
+	    "$(ZSHDIR)/_ember" "$(FISHDIR)/ember.fish"
+
+## Regenerate docs/reference/cli.md from the command's definition (a test checks it is current).
+cli-reference: build
+	$(EMBER_BIN) generate markdown docs/reference/cli.md
 
 clean:
 	$(CARGO) clean

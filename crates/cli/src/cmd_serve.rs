@@ -94,8 +94,9 @@ pub struct ServeArgs {
     #[arg(long)]
     pub trust_nbd_backing: bool,
 
-    /// Worker threads running requests (default: four per CPU; on the 2-core bench machine
-    /// 8 workers serve about 30% more cache hits at iodepth 32 than 2, see docs/serve.md).
+    /// Worker threads shared by all connections, running the requests a connection's own
+    /// thread does not answer (misses, writes, flushes; hits are answered on the connection's
+    /// thread). Default: four per CPU this process may run on.
     #[arg(long)]
     pub workers: Option<usize>,
 
