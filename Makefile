@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 
 .PHONY: setup build demo test lint unit peer python crash-long fuzz soak clean install \
-        install-files uninstall cli-reference
+        install-files uninstall cli-reference report reproduce test-times
 
 # The project's virtual environment (created by scripts/setup.sh): every Python step uses it.
 VENV := $(CURDIR)/.venv
@@ -95,6 +95,17 @@ install-files:
 uninstall:
 	rm -f "$(BINDIR)/ember" "$(MANDIR)"/ember.1 "$(MANDIR)"/ember-*.1 "$(BASHDIR)/ember" \
 	    "$(ZSHDIR)/_ember" "$(FISHDIR)/ember.fish"
+
+## docs/benchmarks.md (the latest result of each bench in bench/results/, which every bench
+## records) and docs/reproductions.md (the papers' tables beside ember's numbers, from
+## bench/results/reproduce/ and the live benches' results).
+report:
+	python3 bench/lib/report.py
+
+## The papers' experiments at a small scale (about two minutes), recorded in
+## bench/results/reproduce/ for `make report`.
+reproduce: build
+	python3 bench/reproduce
 
 ## Regenerate docs/reference/cli.md from the command's definition (a test checks it is current).
 cli-reference: build
