@@ -8,8 +8,6 @@ use std::fmt::Write;
 
 use clap::{Arg, ArgAction, Command};
 
-use crate::cmd_generate::visible_subcommands;
-
 /// The whole reference for the command line `cli`.
 pub fn render(cli: Command) -> String {
     let mut cli = cli.disable_help_subcommand(true);
@@ -46,6 +44,11 @@ pub fn render(cli: Command) -> String {
         out.pop();
     }
     out
+}
+
+/// The subcommands a user sees (not hidden, not clap's own `help`).
+pub fn visible_subcommands(cmd: &Command) -> impl Iterator<Item = &Command> {
+    cmd.get_subcommands().filter(|c| !c.is_hide_set() && c.get_name() != "help")
 }
 
 /// `cmd` and every visible command below it, depth first.

@@ -10,6 +10,8 @@ use anyhow::Context;
 use clap::Subcommand;
 use clap_complete::Shell;
 
+use crate::cli_markdown::visible_subcommands;
+
 /// What `ember generate` writes.
 #[derive(Subcommand, Debug)]
 pub enum GenerateCommand {
@@ -101,9 +103,4 @@ fn write_page(
 /// A built command's page name: `ember`, `ember-serve`, `ember-trace-gen-zipf`.
 fn page_name(cmd: &clap::Command) -> String {
     cmd.get_display_name().unwrap_or_else(|| cmd.get_name()).to_string()
-}
-
-/// The subcommands a user sees (not hidden, not clap's own `help`).
-pub(crate) fn visible_subcommands(cmd: &clap::Command) -> impl Iterator<Item = &clap::Command> {
-    cmd.get_subcommands().filter(|c| !c.is_hide_set() && c.get_name() != "help")
 }

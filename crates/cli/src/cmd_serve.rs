@@ -94,9 +94,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub trust_nbd_backing: bool,
 
-    /// Worker threads shared by all connections, running the requests a connection's own
-    /// thread does not answer (misses, writes, flushes; hits are answered on the connection's
-    /// thread). Default: four per CPU this process may run on.
+    /// Worker threads shared by all connections, for the requests a connection's own thread
+    /// does not answer itself (it answers hits). Default: four per CPU this process may use.
     #[arg(long)]
     pub workers: Option<usize>,
 

@@ -29,6 +29,7 @@ pub mod plot_demote;
 pub mod plot_sensitivity;
 pub mod plot_sievestore;
 pub mod plot_sim;
+pub mod report;
 pub mod serve_auto;
 pub mod trace_args;
 pub mod tuning_args;
