@@ -107,6 +107,26 @@ report:
 reproduce: build
 	python3 bench/reproduce
 
+## The slowest tests: the Rust tests (cargo nextest, which times each test in its own
+## process; the whole list in target/test-times.txt) and the Python suites' 20 slowest (pytest
+## --durations). As long as `make unit peer python`; fails if a test failed. NEXTEST_ARGS and
+## PYTEST_SUITES narrow it (e.g. NEXTEST_ARGS="-p ember-cli" PYTEST_SUITES=tests/peer).
+TEST_TIMES ?= 30
+NEXTEST_ARGS ?= --workspace
+PYTEST_SUITES ?= tests/peer crates/py/tests
+test-times: build
+	@set -o pipefail; rc=0; EMBER_REQUIRE_TOOLS=1 $(CARGO) nextest run --release $(NEXTEST_ARGS) --no-fail-fast \
+	    --status-level pass --final-status-level none >target/nextest.log 2>&1 || rc=$$?; \
+	sed -nE 's/^ *(PASS|FAIL|SLOW|TIMEOUT|LEAK|SIGKILL|SIGSEGV|ABORT)[^[]*\[ *([0-9.]+)s\] (\([0-9]+\/[0-9]+\) )?(.*)$$/\2 \1 \4/p' \
+	    target/nextest.log | sort -rn -k1,1 >target/test-times.txt; \
+	echo "== the $(TEST_TIMES) slowest of $$(wc -l <target/test-times.txt) Rust tests (seconds; all in target/test-times.txt)"; \
+	head -n $(TEST_TIMES) target/test-times.txt; \
+	grep -E '^ +Summary' target/nextest.log || tail -n 20 target/nextest.log; \
+	echo "== the Python suites' slowest tests"; \
+	$(PY) -m pytest -q --durations=20 $(PYTEST_SUITES) 2>&1 \
+	    | sed -n '/slowest/,/^=/p' || rc=$$?; \
+	exit $$rc
+
 ## Regenerate docs/reference/cli.md from the command's definition (a test checks it is current).
 cli-reference: build
 	$(EMBER_BIN) generate markdown docs/reference/cli.md
