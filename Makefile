@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer python doctest figures crash-long fuzz soak clean
+.PHONY: setup build demo test lint unit peer python doctest figures crash-long fuzz soak clean \
+        install install-files uninstall cli-reference report reproduce test-times
 
 # The project's virtual environment (created by scripts/setup.sh): every Python step uses it.
 VENV := $(CURDIR)/.venv
@@ -79,6 +80,66 @@ RESTART_EVERY ?= 120-180
 soak: setup build
 	scripts/soak.py --ember target/release/ember --duration $(DURATION) \
 	    --restart-every $(RESTART_EVERY) $(SOAK_ARGS)
+
+## Install the binary, one man page per command (ember(1), ember-serve(1), ...) and the bash,
+## zsh and fish completions under PREFIX (DESTDIR stages them elsewhere, as packagers do).
+## `make install-files` installs an already built EMBER_BIN without building.
+PREFIX ?= /usr/local
+DESTDIR ?=
+EMBER_BIN ?= target/release/ember
+BINDIR = $(DESTDIR)$(PREFIX)/bin
+MANDIR = $(DESTDIR)$(PREFIX)/share/man/man1
+BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+install: build
+	@$(MAKE) --no-print-directory install-files
+install-files:
+	install -d "$(BINDIR)" "$(MANDIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)"
+	install -m 755 "$(EMBER_BIN)" "$(BINDIR)/ember"
+	"$(BINDIR)/ember" generate man "$(MANDIR)"
+	"$(BINDIR)/ember" generate completions bash >"$(BASHDIR)/ember"
+	"$(BINDIR)/ember" generate completions zsh >"$(ZSHDIR)/_ember"
+	"$(BINDIR)/ember" generate completions fish >"$(FISHDIR)/ember.fish"
+	@echo "installed ember, its man pages and completions under $(DESTDIR)$(PREFIX)"
+uninstall:
+	rm -f "$(BINDIR)/ember" "$(MANDIR)"/ember.1 "$(MANDIR)"/ember-*.1 "$(BASHDIR)/ember" \
+	    "$(ZSHDIR)/_ember" "$(FISHDIR)/ember.fish"
+
+## docs/benchmarks.md (the latest result of each bench in bench/results/, which every bench
+## records) and docs/reproductions.md (the papers' tables beside ember's numbers, from
+## bench/results/reproduce/ and the live benches' results).
+report:
+	python3 bench/lib/report.py
+
+## The papers' experiments at a small scale (about two minutes), recorded in
+## bench/results/reproduce/ for `make report`.
+reproduce: build
+	python3 bench/reproduce
+
+## The slowest tests: the Rust tests (cargo nextest, which times each test in its own
+## process; the whole list in target/test-times.txt) and the Python suites' 20 slowest (pytest
+## --durations). As long as `make unit peer python`; fails if a test failed. NEXTEST_ARGS and
+## PYTEST_SUITES narrow it (e.g. NEXTEST_ARGS="-p ember-cli" PYTEST_SUITES=tests/peer).
+TEST_TIMES ?= 30
+NEXTEST_ARGS ?= --workspace
+PYTEST_SUITES ?= tests/peer crates/py/tests
+test-times: build
+	@set -o pipefail; rc=0; EMBER_REQUIRE_TOOLS=1 $(CARGO) nextest run --release $(NEXTEST_ARGS) --no-fail-fast \
+	    --status-level pass --final-status-level none >target/nextest.log 2>&1 || rc=$$?; \
+	sed -nE 's/^ *(PASS|FAIL|SLOW|TIMEOUT|LEAK|SIGKILL|SIGSEGV|ABORT)[^[]*\[ *([0-9.]+)s\] (\([0-9]+\/[0-9]+\) )?(.*)$$/\2 \1 \4/p' \
+	    target/nextest.log | sort -rn -k1,1 >target/test-times.txt; \
+	echo "== the $(TEST_TIMES) slowest of $$(wc -l <target/test-times.txt) Rust tests (seconds; all in target/test-times.txt)"; \
+	head -n $(TEST_TIMES) target/test-times.txt; \
+	grep -E '^ +Summary' target/nextest.log || tail -n 20 target/nextest.log; \
+	echo "== the Python suites' slowest tests"; \
+	$(PY) -m pytest -q --durations=20 $(PYTEST_SUITES) 2>&1 \
+	    | sed -n '/slowest/,/^=/p' || rc=$$?; \
+	exit $$rc
+
+## Regenerate docs/reference/cli.md from the command's definition (a test checks it is current).
+cli-reference: build
+	$(EMBER_BIN) generate markdown docs/reference/cli.md
 
 clean:
 	$(CARGO) clean

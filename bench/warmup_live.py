@@ -479,9 +479,37 @@ def summarize(rounds, has_snapshot):
                         "" if p["hit_rate"] is None else "%.4f" % p["hit_rate"],
                         p["backing_reads"], p["preloaded_blocks"]))
     plot(rounds[0], names)
+    record(rounds, names, ratios, saved, pre_ratio, targets, r)
     print("wrote %s/warmup-live.json, warmup-live.csv, warmup-live-hit-rate.png, "
           "warmup-live-backing-reads.png" % OUT)
     print("ratio: %.2f" % r)
+
+
+def record(rounds, names, ratios, saved, pre_ratio, targets, r):
+    """The result in bench/results/ (bench/lib/record.py)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+    from record import Record
+    rec = Record("warmup-live", peer="ember, cold restart", target=">= 2",
+                 title="Bonfire live on ember serve: restarts after kill -9 in the middle of a "
+                       "trace, cold against Bonfire's warmup",
+                 ratio_of="cold T_converge / metadata-only Bonfire T_converge (median)")
+    for n in names:
+        rec.figure("T_converge, %s" % n, [e["runs"][n]["t_converge_s"] for e in rounds],
+                   unit="s", who="peer" if n == "cold" else "ember")
+        rec.figure("hit rate over the second half, %s" % n,
+                   [100 * (e["runs"][n]["hit_rate_second_half"] or 0) for e in rounds],
+                   unit="%", who="peer" if n == "cold" else "ember")
+    rec.figure("cold / bonfire T_converge", ratios, who="ratio", target=">= 2")
+    rec.figure("backing reads saved in cold's window, bonfire", [100 * x for x in saved],
+               unit="%", who="ember", target=">= 40")
+    if pre_ratio:
+        rec.figure("preload speedup, metadata+data / metadata only", pre_ratio, who="ratio",
+                   target=">= 2")
+    for what, ok in targets:
+        rec.note("target: %s: %s" % (what, "met" if ok else "NOT MET"))
+    rec.note("%d round(s); rate %s reads/s, halves of %s s, cache %s, selector %s, region %s"
+             % (ROUNDS, RATE, HALF, CACHE, SELECTOR, REGION))
+    rec.write(round(r, 2))
 
 
 def plot(ev, names):

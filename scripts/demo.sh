@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ember's main job on embedded defaults: generate a synthetic Zipf block trace, simulate several
 # replacement policies at several cache sizes, print the table and write JSON, CSV and PNG plots
-# under out/demo/. Run by `make demo` after `cargo build --release`.
+# under out/demo/, and one HTML report per experiment (`ember report`). Run by `make demo` after
+# `cargo build --release`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,3 +59,14 @@ if [[ -f scripts/demo-serve.sh ]]; then
     echo "== 6. the real cache: ember serve in front of a slow disk, a trace replayed twice"
     bash scripts/demo-serve.sh
 fi
+
+echo
+echo "== 7. one HTML report per experiment (configuration, tables, figures, the papers' numbers)"
+"$EMBER" report "$OUT" -o "$OUT/sim.html" --title "ember sim: six policies on a Zipf trace"
+for exp in sievestore demote analyze warmup; do
+    "$EMBER" report "$OUT/$exp" -o "$OUT/$exp.html"
+done
+echo "demo: reports (open them in a browser):"
+for exp in sim sievestore demote analyze warmup; do
+    printf '  %s\n' "$OUT/$exp.html"
+done

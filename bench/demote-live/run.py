@@ -14,6 +14,8 @@ NONE-LRU and DEMOTE alternately, ROUNDS rounds; the mean READ latency at the cli
 medians and spreads, and last `ratio: X` = NONE-LRU mean latency / DEMOTE mean latency
 (median of the per-round ratios).
 
+Records the result in bench/results/ (bench/lib/record.py).
+
 Env: MEM (cache size of each tier, default 70168K: 16384 blocks, the paper's N_c = N_a),
 MULT (timed requests = MULT x working set, default 10, the paper's), LAT_MULT (the same for
 part 2, default 2), DELAY (default 3ms), ROUNDS (default 3), PARTS ("table latency"), EMBER.
@@ -31,6 +33,12 @@ PARTS = os.environ.get("PARTS", "table latency").split()
 PAPER = {"ww-random": (50, {"none-lru": 8, "demote-lru": 21, "demote": 46}),
          "ww-zipf": (86, {"none-lru": 2, "demote-lru": 4, "demote": 9})}
 WORK = tempfile.mkdtemp(prefix="ember-demote-live.")
+sys.path.insert(0, os.path.join(ROOT, "bench", "lib"))
+from record import Record  # noqa: E402
+REC = Record("demote-live", peer="ember NONE-LRU tiers", target=">= 3",
+             title="Wong & Wilkes' DEMOTE between two live ember serve tiers",
+             ratio_of="NONE-LRU mean READ latency / DEMOTE mean READ latency (median of "
+                      "per-round ratios)")
 PROCS = []
 
 
@@ -134,15 +142,22 @@ def main():
     print(f"bench/demote-live: N_c = N_a = {cap} blocks (mem:{MEM} each), MULT {MULT}, LAT_MULT {LAT_MULT}")
     if "table" in PARTS:
         print(f"{'workload':10} {'scheme':11} {'client live/sim/paper':>24} {'array live/sim/paper':>24} stored dropped")
+        table = []
         for workload in ("ww-random", "ww-zipf"):
             trace, warm = gen(workload, cap, MULT)
             for scheme in ("none-lru", "demote-lru", "demote"):
                 live = tiers(workload, scheme, f"disk={BACKING}")
                 sc, sa = simulate(trace, cap, warm, scheme)
                 pc, pa = PAPER[workload][0], PAPER[workload][1][scheme]
+                table.append([workload, scheme, f"{live['client']:.2f}", f"{sc:.2f}", pc,
+                              f"{live['array']:.2f}", f"{sa:.2f}", pa])
                 print(f"{workload:10} {scheme:11} {live['client']:7.2f} {sc:7.2f} {pc:7} %"
                       f" {live['array']:7.2f} {sa:7.2f} {pa:7} % {live['stored']:6.0f} {live['dropped']:4.0f}",
                       flush=True)
+        REC.reproduces("Wong & Wilkes, USENIX ATC 2002", "Table 2: client and array hit rates (%)",
+                       ["workload", "scheme", "client live", "client sim", "client paper",
+                        "array live", "array sim", "array paper"], table)
+    ratio = None
     if "latency" in PARTS:
         shutil.which("nbdkit") or sys.exit("bench/demote-live: nbdkit is required")
         sock, pid = os.path.join(WORK, "nbdkit.sock"), os.path.join(WORK, "nbdkit.pid")
@@ -172,7 +187,16 @@ def main():
             print(f"{s}: mean READ latency median {statistics.median(v) / 1000:.3f} ms "
                   f"({min(v) / 1000:.3f}..{max(v) / 1000:.3f})")
         print(f"ratio spread: {min(ratios):.2f}..{max(ratios):.2f}")
-        print(f"ratio: {statistics.median(ratios):.2f}")
+        for s, v in means.items():
+            REC.figure(f"{s} mean READ latency", [x / 1000 for x in v], unit="ms",
+                       who="peer" if s == "none-lru" else "ember")
+        REC.figure("NONE-LRU / DEMOTE latency", ratios, who="ratio")
+        ratio = statistics.median(ratios)
+    REC.note(f"N_c = N_a = {cap} blocks (mem:{MEM} each), MULT {MULT}, LAT_MULT {LAT_MULT}, "
+             f"DELAY {DELAY}, {ROUNDS} rounds")
+    REC.write(None if ratio is None else round(ratio, 2))
+    if ratio is not None:
+        print(f"ratio: {ratio:.2f}")
 
 
 try:

@@ -7,6 +7,7 @@ file on a disk file system) -> nbdfuse -> `losetup --direct-io=on` -> ext4 mount
 
 Configuration comes from the environment (see bench/thesis-ch6). Writes OUT/ch6.json,
 OUT/ch6.csv, OUT/ch6.md (the tables in Markdown) and the PNGs; prints the tables and `ratio: X` last.
+Records the result in bench/results/ (bench/lib/record.py).
 """
 
 import json
@@ -507,6 +508,24 @@ def report(results, personalities, policies, have_ordered, elapsed):
         print("\nbench/thesis-ch6: no PNGs (%s); wrote %s/ch6.json, ch6.csv" % (e, OUT))
     print("elapsed %.0f s" % elapsed)
     r = per_round_ratio(results, "varmail|write-back-persist", "varmail|write-through")
+    sys.path.insert(0, os.path.join(ROOT, "bench", "lib"))
+    from record import Record
+    rec = Record("thesis-ch6", peer="no cache (nbdkit disk model) and write-through",
+                 target="> 1.05",
+                 title="Qin's thesis chapter 6 on the real cache: ext4 over ember serve, fio "
+                       "personalities, every write policy",
+                 ratio_of="varmail: write-back-persist / write-through IOPS, median of "
+                          "per-round ratios")
+    for k in sorted({x["key"] for x in results}):
+        rec.figure(k.replace("|", " "), [x["iops"] for x in results if x["key"] == k],
+                   unit="IOPS", who="peer" if k.endswith("|no-cache") else "ember")
+    rec.reproduces("Qin, write policies thesis", "Figures 6.1-6.7: ratios of steady IOPS",
+                   ["personality", "ratio", "ember: median (min..max)", "thesis"],
+                   [[x["pers"], x["label"], "%.2f (%.2f..%.2f)" % tuple(x["ratio"]),
+                     x["thesis"]] for x in findings])
+    rec.note("%d round(s) of %d s runs, cache %d MiB, disk: %s" % (ROUNDS, SECS, CACHE_MB,
+                                                                   DISK_ARGS))
+    rec.write(round(r[0], 2) if r else None)
     if r:
         print("varmail: write-back-persist / write-through = %.2f (min %.2f, max %.2f); target "
               "> 1.05 (thesis Fig. 6.1, section 6.5: persist 'significantly' above "

@@ -1,10 +1,12 @@
 //! The `ember` command as a library: every subcommand's arguments and runner, shared by the
 //! `ember` binary (`main.rs`) and the Python package (`crates/py`, through [`lab`]).
 
+pub mod cli_markdown;
 pub mod cmd_analyze;
 pub mod cmd_cache;
 pub mod cmd_demote;
 pub mod cmd_gen;
+pub mod cmd_generate;
 pub mod cmd_replay;
 pub mod cmd_serve;
 pub mod cmd_sievestore;
@@ -25,6 +27,7 @@ pub mod plot_demote;
 pub mod plot_sensitivity;
 pub mod plot_sievestore;
 pub mod plot_sim;
+pub mod report;
 pub mod trace_args;
 pub mod tuning_args;
 pub mod write_stream;

@@ -1,9 +1,9 @@
 //! `ember`: a storage-level block cache and its laboratory.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use ember_cli::{
-    cmd_analyze, cmd_cache, cmd_demote, cmd_gen, cmd_replay, cmd_serve, cmd_sievestore, cmd_sim,
-    cmd_stats, cmd_sweep, cmd_trace, cmd_warmup, legacy,
+    cmd_analyze, cmd_cache, cmd_demote, cmd_gen, cmd_generate, cmd_replay, cmd_serve,
+    cmd_sievestore, cmd_sim, cmd_stats, cmd_sweep, cmd_trace, cmd_warmup, legacy, report,
 };
 
 /// ember: a storage-level block cache (serve) and its laboratory (sim, trace).
@@ -45,6 +45,14 @@ enum Command {
     /// Format and inspect cache devices.
     #[command(subcommand)]
     Cache(cmd_cache::CacheCommand),
+    /// Turn an experiment's output directory (sim, sievestore, demote, analyze, warmup run,
+    /// sweep) into one self-contained HTML page: configuration, tables, figures, and the
+    /// paper's published numbers beside ember's.
+    Report(report::ReportArgs),
+    /// Write man pages, shell completions or the Markdown command-line reference, all from
+    /// this command's own definition (used by `make install`).
+    #[command(subcommand, hide = true)]
+    Generate(cmd_generate::GenerateCommand),
 }
 
 #[derive(Subcommand)]
@@ -80,6 +88,8 @@ fn main() {
         Command::Analyze(a) => cmd_analyze::run(*a),
         Command::Warmup(c) => cmd_warmup::run(c),
         Command::Sweep(a) => cmd_sweep::run(a),
+        Command::Report(a) => report::run(a),
+        Command::Generate(c) => cmd_generate::run(c, Cli::command()),
     };
     if let Err(e) = result {
         eprintln!("ember: error: {e:#}");

@@ -1,0 +1,124 @@
+//! The benches' results and the pages made from them: `bench/lib/record.py` (as the shell
+//! benches call it) writes `<bench>-<commit>-<machine>.json` with each figure's spread, the
+//! ratio against its target and the machine; `bench/lib/report.py` (`make report`) turns the
+//! latest result per bench into docs/benchmarks.md and the reproductions into
+//! docs/reproductions.md. Run on fixture results, never on a real benchmark.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python(results: &Path, args: &[&str]) -> Output {
+    let out = Command::new("python3")
+        .current_dir(repo_root())
+        .env("EMBER_BENCH_RESULTS", results)
+        .env("EMBER_BENCH_MACHINE", "testbox")
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python3 {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// One shell-style recording of bench `name`; returns the result's JSON.
+fn record(results: &Path, name: &str, ember: &[&str], ratio: &str) -> serde_json::Value {
+    let rec = "bench/lib/record.py";
+    let out = python(
+        results,
+        &[rec, "start", name, "--peer", "a peer", "--target", ">= 2", "--ratio-of", "x / y", "--"],
+    );
+    let state = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let mut figure = vec![rec, "figure", &state, "ember IOPS", "--unit", "IOPS", "--who", "ember"];
+    figure.extend_from_slice(ember);
+    python(results, &figure);
+    python(results, &[rec, "figure", &state, "peer IOPS", "--who", "peer", "5", "-", "7"]);
+    python(results, &[rec, "note", &state, "a note"]);
+    python(results, &[rec, "finish", &state, ratio]);
+    assert!(!Path::new(&state).exists(), "finish leaves its state file");
+    let file = std::fs::read_dir(results)
+        .expect("results")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{name}-")) && n.ends_with("-testbox.json"))
+        })
+        .unwrap_or_else(|| panic!("no {name}-<commit>-testbox.json in {}", results.display()));
+    serde_json::from_str(&std::fs::read_to_string(file).expect("read")).expect("JSON")
+}
+
+#[test]
+fn a_recorded_result_holds_spreads_ratio_target_and_machine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let doc = record(dir.path(), "fixture", &["30", "10", "20"], "2.5");
+    assert_eq!(doc["bench"], "fixture");
+    assert_eq!(doc["ratio"]["value"], 2.5);
+    assert_eq!(doc["ratio"]["target"], ">= 2");
+    assert_eq!(doc["ratio"]["met"], true);
+    let ember = &doc["figures"][0];
+    assert_eq!(ember["rounds"], 3);
+    assert_eq!(ember["min"], 10.0);
+    assert_eq!(ember["max"], 30.0);
+    assert_eq!(ember["median"], 20.0);
+    assert_eq!(ember["unit"], "IOPS");
+    // "-" marks a round without a measurement: not a value.
+    assert_eq!(doc["figures"][1]["rounds"], 2);
+    assert_eq!(doc["figures"][1]["median"], 6.0);
+    let m = &doc["machine"];
+    assert_eq!(m["name"], "testbox");
+    assert!(m["cores"].as_u64().is_some_and(|c| c > 0), "{m}");
+    assert!(m["kernel"].as_str().is_some_and(|k| !k.is_empty()), "{m}");
+    assert!(m["cpu"].is_string(), "{m}");
+    assert_eq!(doc["commit"].as_str().map(str::len), Some(40), "{}", doc["commit"]);
+    assert!(doc["date"].is_string());
+    assert_eq!(doc["notes"][0], "a note");
+}
+
+#[test]
+fn make_report_writes_one_table_per_bench_and_the_reproductions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let results = dir.path().join("results");
+    std::fs::create_dir_all(results.join("reproduce")).expect("mkdir");
+    record(&results, "serve", &["100", "120", "110"], "1.5");
+    let reproduction = serde_json::json!({
+        "name": "fixture", "paper": "A paper (2002)", "what": "Table 9: hit rates",
+        "columns": ["case", "ember", "paper"], "rows": [["random", "46.2", 46]],
+        "commands": ["ember demote t.ember --experiment"],
+        "commit": "0123456789abcdef", "dirty": false, "date": "2026-01-01T00:00:00+00:00",
+        "machine": {"name": "testbox", "cpu": "a CPU", "cores": 2, "memory_gib": 1.0,
+                    "kernel": "6.1"}
+    });
+    std::fs::write(results.join("reproduce/fixture.json"), reproduction.to_string())
+        .expect("write");
+    let docs = dir.path().join("docs");
+    python(
+        &results,
+        &[
+            "bench/lib/report.py",
+            "--results",
+            results.to_str().expect("utf-8"),
+            "--docs",
+            docs.to_str().expect("utf-8"),
+        ],
+    );
+    let bench = std::fs::read_to_string(docs.join("benchmarks.md")).expect("benchmarks.md");
+    assert!(
+        bench.contains("| [serve](#serve) | 1.50 | x / y | >= 2 | **not met** | testbox |"),
+        "{bench}"
+    );
+    assert!(bench.contains("| ember IOPS | ember | 110 | 100..120 | 3 | IOPS |"), "{bench}");
+    assert!(bench.contains("## writeback\n\nNo result recorded yet. Run `bench/writeback`."));
+    assert!(bench.contains("- peer: a peer"), "{bench}");
+    let rep = std::fs::read_to_string(docs.join("reproductions.md")).expect("reproductions.md");
+    assert!(rep.contains("## A paper (2002): Table 9: hit rates"), "{rep}");
+    assert!(rep.contains("| random | 46.2 | 46 |"), "{rep}");
+    assert!(rep.contains("ember demote t.ember --experiment"), "{rep}");
+}
