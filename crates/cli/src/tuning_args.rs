@@ -1,14 +1,14 @@
 //! The parameters the papers tune, as flags shared by the laboratory (`ember sievestore`)
 //! and the real cache (`ember serve`), each with its paper's default: SieveStore-C's t1, t2,
 //! W, k and IMCT size, SieveStore-D's t and epoch, the random and ideal sieves' fraction
-//! (`SieveParams`, which become [`SieveSettings`]); and the write-back policies' max/min
+//! (`SieveParams`, which become `ember_policy`'s [`admission::SieveParams`]); and the write-back policies' max/min
 //! dirty, maximum epochs and flush order (`WritebackArgs`, `ember serve` only: the simulator
 //! has no dirty state).
 
 use crate::cmd_warmup::parse_duration;
 use clap::Args;
-use ember_serve::config::{SieveSettings, WritebackSettings};
-use ember_policy::admission::SieveSpec;
+use ember_policy::admission::{self, SieveSpec};
+use ember_serve::config::WritebackSettings;
 
 /// The sieves' parameters (SieveStore, ISCA 2010, sections 3.3 and 3.4). A flag applies to
 /// every `--admission` sieve that has the parameter and is ignored by the others.
@@ -47,7 +47,7 @@ pub struct SieveParams {
 
 impl Default for SieveParams {
     fn default() -> Self {
-        let d = SieveSettings::default();
+        let d = admission::SieveParams::default();
         SieveParams {
             sieve_t1: d.t1,
             sieve_t2: d.t2,
@@ -62,9 +62,9 @@ impl Default for SieveParams {
     }
 }
 
-impl From<&SieveParams> for SieveSettings {
-    fn from(p: &SieveParams) -> SieveSettings {
-        SieveSettings {
+impl From<&SieveParams> for admission::SieveParams {
+    fn from(p: &SieveParams) -> admission::SieveParams {
+        admission::SieveParams {
             t1: p.sieve_t1,
             t2: p.sieve_t2,
             window_ns: p.sieve_window,
@@ -79,18 +79,20 @@ impl From<&SieveParams> for SieveSettings {
 }
 
 impl SieveParams {
-    /// `spec` with these parameters in place of its defaults ([`SieveSettings::apply`]).
+    /// `spec` with these parameters in place of its defaults ([`admission::SieveParams::apply`]).
     pub fn apply(&self, spec: SieveSpec) -> anyhow::Result<SieveSpec> {
-        SieveSettings::from(self).apply(spec)
+        admission::SieveParams::from(self).apply(spec).map_err(anyhow::Error::from)
     }
 
     /// Parse `name` (an `--admission` value) and apply these parameters.
     pub fn spec(&self, name: &str) -> anyhow::Result<SieveSpec> {
-        SieveSettings::from(self).spec(name)
+        admission::SieveParams::from(self)
+            .spec(name)
+            .map_err(|e| anyhow::anyhow!("--admission: {e}"))
     }
 }
 
-/// Write-back tuning (Saxena's thesis, 4.1 and 4.4) for `ember serve`.
+/// Write-back tuning (Qin's thesis, 4.1 and 4.4) for `ember serve`.
 #[derive(Args, Clone, Debug, Default)]
 pub struct WritebackArgs {
     /// Write-back: at this many dirty blocks (or PCT% of the cache's data blocks), writes
@@ -161,7 +163,10 @@ mod tests {
 
     #[test]
     fn defaults_are_the_servers() {
-        assert_eq!(SieveSettings::from(&SieveParams::default()), SieveSettings::default());
+        assert_eq!(
+            admission::SieveParams::from(&SieveParams::default()),
+            admission::SieveParams::default()
+        );
         use clap::Parser;
         #[derive(Parser)]
         struct Cli {
@@ -171,7 +176,7 @@ mod tests {
             writeback: WritebackArgs,
         }
         let c = Cli::try_parse_from(["serve"]).unwrap();
-        assert_eq!(SieveSettings::from(&c.sieve), SieveSettings::default());
+        assert_eq!(admission::SieveParams::from(&c.sieve), admission::SieveParams::default());
         assert_eq!(WritebackSettings::from(&c.writeback), WritebackSettings::default());
     }
 }

@@ -109,4 +109,3 @@ pub fn choose(log: &Path, live: LiveCache) -> (SelectorKind, String) {
         ),
     )
 }
-

@@ -10,9 +10,9 @@ use ember_policy::demote::Scheme;
 use ember_policy::replacement::Kind;
 use ember_policy::Admission;
 
+use crate::admission;
 use crate::cache_device::refuse_on_memory;
 use crate::config::ServeConfig;
-use crate::admission;
 use crate::net::{default_workers, server_config};
 use crate::policies::{parse_policy, parse_write_mode};
 

@@ -6,7 +6,7 @@
 //!
 //! The recency list holds every mapped newest version, clean or dirty, from the most recently
 //! accessed (head) to the least (tail); the stamps increase from tail to head. It is the global
-//! LRU order of Saxena's thesis (4.4.1, 5.1): a dirty block that is flushed becomes clean where
+//! LRU order of Qin's thesis (4.4.1, 5.1): a dirty block that is flushed becomes clean where
 //! it stands, at its last-access time. Eviction takes the oldest *clean* block: the walk from
 //! the tail skips dirty blocks, and a cursor remembers where the last walk stopped so no dirty
 //! block is skipped twice while nothing older becomes clean.

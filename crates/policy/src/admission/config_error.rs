@@ -3,6 +3,9 @@
 /// A sieve was configured with parameters it cannot work with.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SieveConfigError {
+    /// The sieve's name is not in the registry (the message lists the known ones).
+    #[error("{0}")]
+    Unknown(String),
     /// A parameter is outside its allowed range.
     #[error("{sieve}: {parameter} = {value} is out of range ({allowed})")]
     OutOfRange {

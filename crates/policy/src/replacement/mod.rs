@@ -78,7 +78,7 @@ pub trait Replacement: Send {
     /// than `younger` (the resident block whose last access is the next newer one), or the
     /// newest if `younger` is `None`. The real cache's write-back uses it for a dirty block
     /// that was flushed: it rejoins the clean blocks at its last-access time, so the clean
-    /// and dirty lists act as one global LRU (Saxena's thesis, 4.4.1 and 5.1). Policies
+    /// and dirty lists act as one global LRU (Qin's thesis, 4.4.1 and 5.1). Policies
     /// without a recency order insert as [`Replacement::insert`] does (the default).
     fn insert_aged(&mut self, access: &crate::Access, younger: Option<u64>) -> Option<u64> {
         let _ = younger;

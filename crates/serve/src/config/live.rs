@@ -2,7 +2,7 @@
 //! replacement and admission (with the sieves' parameters), dirty thresholds and flush order,
 //! and the NBD server's limits. Each has `ember serve`'s default.
 
-use ember_policy::admission::SieveStoreCConfig;
+use ember_policy::admission::SieveParams;
 use serde::{Deserialize, Serialize};
 
 /// What can change while serving.
@@ -42,49 +42,11 @@ impl Default for LiveSettings {
     }
 }
 
-/// The sieves' parameters (SieveStore, ISCA 2010, sections 3.3 and 3.4), the papers'
-/// defaults unless set. Each applies to the sieves that have it ([`SieveSettings::spec`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SieveSettings {
-    /// SieveStore-C: IMCT threshold t1 (`--sieve-t1`).
-    pub t1: u32,
-    /// SieveStore-C: MCT threshold t2 (`--sieve-t2`).
-    pub t2: u32,
-    /// SieveStore-C: the window W in nanoseconds (`--sieve-window`).
-    pub window_ns: u64,
-    /// SieveStore-C: sub-windows k per window (`--sieve-subwindows`).
-    pub subwindows: usize,
-    /// SieveStore-C: IMCT entries (`--sieve-imct`).
-    pub imct: usize,
-    /// SieveStore-D: access-count threshold t per epoch (`--sieve-threshold`).
-    pub threshold: u64,
-    /// The discrete sieves' epoch in nanoseconds (`--epoch`).
-    pub epoch_ns: u64,
-    /// RandSieve-C, RandSieve-BlkD and ideal: the fraction allocated (`--sieve-fraction`).
-    pub fraction: f64,
-    /// RandSieve-C and RandSieve-BlkD: the random seed (`--sieve-seed`).
-    pub seed: u64,
-}
+/// The sieves' parameters (SieveStore, ISCA 2010, sections 3.3 and 3.4): `ember_policy`'s
+/// [`SieveParams`], the papers' defaults unless set.
+pub type SieveSettings = SieveParams;
 
-impl Default for SieveSettings {
-    fn default() -> Self {
-        let c = SieveStoreCConfig::default();
-        SieveSettings {
-            t1: c.t1,
-            t2: c.t2,
-            window_ns: c.window_ns,
-            subwindows: c.k,
-            imct: c.imct_entries,
-            threshold: 10,
-            epoch_ns: ember_policy::admission::sievestore_d::DEFAULT_EPOCH_NS,
-            fraction: 0.01,
-            seed: 1,
-        }
-    }
-}
-
-/// Write-back tuning (Saxena's thesis, 4.1 and 4.4).
+/// Write-back tuning (Qin's thesis, 4.1 and 4.4).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WritebackSettings {
