@@ -24,6 +24,7 @@ demo: setup build
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+	python3 scripts/check_layout.py
 
 ## EMBER_REQUIRE_TOOLS=1: setup installed every tool, so a test that finds one missing fails
 ## instead of skipping. scripts/hang_guard.sh stops a run that hangs after 18 minutes (it takes
