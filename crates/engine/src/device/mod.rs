@@ -141,6 +141,14 @@ pub trait Device: Send + Sync {
         true
     }
 
+    /// Whether the device forgets everything when ember stops (a memory cache, `mem:SIZE`):
+    /// the engine then refuses, as a cache device, the write policies that keep acknowledged
+    /// writes only on it (write-back persist, unsafe write-back), at open and live. The
+    /// default says no.
+    fn volatile(&self) -> bool {
+        false
+    }
+
     /// Whether this device takes DEMOTE hints ([`Device::demote`]): an NBD export of an array
     /// tier that granted ember's `x-ember:demote` extension (docs/reference/nbd.md). The default
     /// says no.
