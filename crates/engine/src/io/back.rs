@@ -145,7 +145,8 @@ impl Volume {
                     if ordered { RunTarget::Cache(&reserved[i..j]) } else { RunTarget::Policy };
                 result = self.write_run_wb(b0, b1 - b0, lo, part, fua, around[i], target, policy);
             } else {
-                self.unpin_all(&reserved[i..j]);
+                // Only ordered write-back reserved blocks (`reserved` is empty otherwise).
+                self.unpin_all(reserved.get(i..j).unwrap_or(&[]));
             }
             i = j;
         }
