@@ -170,6 +170,11 @@ pub(crate) fn begin(
 /// Into write-back persist from `from` (see the module comment, 2). Ordered write-back's
 /// epochs then drain in order (4).
 fn into_persist(inner: &Inner, from: WriteMode) -> Result<Begun, EngineError> {
+    // A request of the phase in force may still run a policy that persists (the end of an
+    // earlier switch out of write-back persist drops its drain within the phase), and its
+    // barrier takes the journal cursor: wait for those requests before holding the cursor,
+    // or the quiesce below would wait for a request that waits for the cursor.
+    store_and_quiesce(inner, inner.policy.load())?;
     let mut cur = inner.persist.lock();
     let drains = from == WriteMode::OrderedWriteBack;
     {
