@@ -6,7 +6,9 @@
 //! epoch up to the closed one whatever min_dirty says (`flush_target`: the flusher's
 //! *waited-for* demand, which a rate cap on background cleaning never slows,
 //! `wb/flusher.rs`), and waits until no dirty version of those epochs is left, then syncs
-//! backing. While it runs, a rewrite keeps the version of a closed epoch under every
+//! backing (while the device names a persisted dirty map, by committing it as a FLUSH
+//! does: recovery must not replay a version older than what the call put on backing).
+//! While it runs, a rewrite keeps the version of a closed epoch under every
 //! write-back policy (`flush_alls`, read by `CacheState::commit_dirty`), as write-back flush
 //! always does: so each block dirty at the call reaches backing itself, or backing holds a
 //! newer copy (a write-through fallback, a TRIM), never only a newer copy still dirty. A
@@ -15,7 +17,7 @@
 use super::progress::{wait_written_back, Progress};
 use crate::core::Inner;
 use crate::error::EngineError;
-use crate::wb::flusher::sync_all_backing;
+use crate::wb::barrier::barrier_persist;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -65,7 +67,10 @@ pub(crate) fn flush_all(
     let _counting = Counting(inner);
     wait_written_back(inner, "flush", total, |st| Some(st.dirty_upto(upto)), progress)?;
     // The flusher synced what it wrote; write-through fallbacks and discards that superseded
-    // dirty versions meanwhile are synced here.
-    sync_all_backing(inner, "sync (flush)").map_err(EngineError::Io)?;
+    // dirty versions meanwhile are synced here. While the device names a persisted dirty
+    // map (write-back persist, or its drain), that map is committed too, as a FLUSH commits
+    // it: it may still name an older version of a block whose newer one this call put on
+    // backing, and recovery would replay the older one over it.
+    barrier_persist(inner).map_err(EngineError::Io)?;
     Ok(FlushReport { blocks: total, took: start.elapsed() })
 }
