@@ -57,13 +57,16 @@ test: setup lint unit peer python doctest
 figures:
 	for f in docs/design/*.dot; do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; done
 
-## Crash trials at length (thesis chapter 3 guarantees): 1000 SIGKILL trials through nbdsh and
-## 1000 power cuts per write policy (about 15 minutes). `make test` runs a short version.
+## Crash trials at length (thesis chapter 3 guarantees): 1000 SIGKILL trials through nbdsh,
+## 1000 power cuts per write policy, and 200 power cuts per change made while serving (flush
+## on demand, write-policy switch, settings change). `make test` runs a short version.
 crash-long: setup
 	EMBER_REQUIRE_TOOLS=1 EMBER_CRASH_TRIALS=1000 $(CARGO) test --release -p ember-cli \
 	    --test writeback_kill -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
 	    --test writeback_power -- --nocapture --test-threads=2
+	EMBER_POWER_TRIALS=200 $(CARGO) test --release -p ember-engine \
+	    --test live_power -- --nocapture --test-threads=2
 
 ## Coverage-guided fuzzing (AFL++ via cargo-afl, docs/design/testing.md): each target for FUZZ_TIME
 ## seconds. `make test` replays the stored corpora only (crates/*/tests/fuzz_corpus.rs).

@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
+pub mod power;
+
 use ember_engine::device::MemDevice;
 use ember_engine::{
     Device, Engine, EngineConfig, FormatSpec, Volume, VolumeConfig, VolumeSpec, WriteMode,
