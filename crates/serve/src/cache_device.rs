@@ -108,7 +108,9 @@ fn open_memory_cache(
              and --direct"
         );
     }
-    let cache = MemDevice::new(size);
+    // Volatile: the engine refuses, at a live switch too, the policies it would lose
+    // acknowledged writes under.
+    let cache = MemDevice::volatile(size);
     let mut spec = FormatSpec::new(volumes.to_vec());
     spec.block_size = c.block_size;
     Engine::format(&cache, &spec).context("formatting the memory cache")?;
