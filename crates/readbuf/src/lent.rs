@@ -20,12 +20,16 @@ pub struct Lent {
     ptr: *mut u8,
 }
 
-impl Lent {
-    /// Lend `buf`, whose first byte is at `ptr`.
-    pub(crate) fn new(buf: ReadBuf, ptr: *mut u8) -> Lent {
-        Lent { buf: ManuallyDrop::new(buf), ptr }
+impl ReadBuf {
+    /// Lend the buffer to a device that starts reads into it: the [`Lent`] keeps the memory
+    /// alive and unmoved, gives out its address only, and leaks it if dropped.
+    pub fn lend(mut self) -> Lent {
+        let ptr = self.as_mut_ptr();
+        Lent { buf: ManuallyDrop::new(self), ptr }
     }
+}
 
+impl Lent {
     /// The address of the first byte: reads into `[ptr + at, ptr + at + n)` with
     /// `at + n <= len()` stay inside the buffer. Writing through it is the caller's `unsafe`.
     pub fn as_mut_ptr(&self) -> *mut u8 {

@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use crate::lent::Lent;
-
 /// Alignment of a [`ReadBuf`]'s bytes and the unit of its capacity: O_DIRECT's requirement
 /// for buffer addresses (and 4 KiB, the cache block, for the reads the engine starts).
 pub const ALIGN: usize = 4096;
@@ -15,8 +13,8 @@ pub const ALIGN: usize = 4096;
 /// Rules the rest of ember relies on:
 /// - it is handed to the code that starts a READ by value, and comes back by value when the
 ///   READ completed (or was never started): nothing keeps a pointer into it meanwhile;
-/// - while the kernel may write into it, it is a [`Lent`], which offers no view of the bytes
-///   and leaks them when dropped;
+/// - while the kernel may write into it, it is a [`Lent`](crate::Lent), which offers no
+///   view of the bytes and leaks them when dropped;
 /// - a buffer marked registered ([`ReadBuf::set_registered`]) is leaked when dropped, never
 ///   freed: only the ring that registered it clears the mark.
 pub struct ReadBuf {
@@ -123,13 +121,6 @@ impl ReadBuf {
     /// was emptied, and no table that hands out its address for fixed reads still holds it.
     pub unsafe fn clear_registered(&mut self) {
         self.registered = false;
-    }
-
-    /// Lend the buffer to a device that starts reads into it: the [`Lent`] keeps the memory
-    /// alive and unmoved, gives out its address only, and leaks it if dropped.
-    pub fn lend(mut self) -> Lent {
-        let ptr = self.as_mut_ptr();
-        Lent::new(self, ptr)
     }
 }
 
