@@ -14,7 +14,7 @@ mod common;
 use common::*;
 use ember_engine::device::{
     fixed_reads_through_io_uring, reads_through_io_uring, FileDevice, FileOptions, ReadBuf,
-    ReadPart,
+    ReadPart, ReadsDone,
 };
 use ember_engine::{Device, EngineError, HitStart, Volume, WriteMode};
 use std::collections::HashMap;
@@ -73,12 +73,7 @@ impl Device for FlakyRing {
     fn unregister_read_buffer(&self, buf: &mut ReadBuf) -> bool {
         self.inner.unregister_read_buffer(buf)
     }
-    fn reap_reads(
-        &self,
-        wait: usize,
-        wake: Option<RawFd>,
-        done: &mut dyn FnMut(u64, ReadBuf, &[io::Result<usize>]),
-    ) -> usize {
+    fn reap_reads(&self, wait: usize, wake: Option<RawFd>, done: &mut ReadsDone<'_>) -> usize {
         let fail = self.ring_fails.load(Ordering::SeqCst);
         self.inner.reap_reads(wait, wake, &mut |tag, buf, outcomes| {
             if fail {

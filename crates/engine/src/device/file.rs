@@ -2,7 +2,7 @@
 //! O_DIRECT (bypassing the page cache, as a cache device on a real SSD should).
 
 use super::identity::{digest, Identity};
-use super::{check_range, write_zeroes_by_writes, Device, ReadBuf, ReadPart};
+use super::{check_range, write_zeroes_by_writes, Device, ReadBuf, ReadPart, ReadsDone};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
@@ -268,12 +268,7 @@ impl Device for FileDevice {
         }
     }
 
-    fn reap_reads(
-        &self,
-        wait: usize,
-        wake: Option<RawFd>,
-        done: &mut dyn FnMut(u64, ReadBuf, &[io::Result<usize>]),
-    ) -> usize {
+    fn reap_reads(&self, wait: usize, wake: Option<RawFd>, done: &mut ReadsDone<'_>) -> usize {
         super::uring::reap(wait, wake, done)
     }
 

@@ -84,12 +84,7 @@ pub trait Device: Send + Sync {
     /// at least `wait` parts have completed (at most as many as are in flight; 0: no waiting),
     /// or, with `wake` (an open descriptor), until it is readable, whichever comes first.
     /// Returns how many buffers were handed back.
-    fn reap_reads(
-        &self,
-        wait: usize,
-        wake: Option<RawFd>,
-        done: &mut dyn FnMut(u64, ReadBuf, &[io::Result<usize>]),
-    ) -> usize {
+    fn reap_reads(&self, wait: usize, wake: Option<RawFd>, done: &mut ReadsDone<'_>) -> usize {
         let _ = (wait, wake, done);
         0
     }
@@ -160,6 +155,11 @@ pub trait Device: Send + Sync {
         Ok(Identity::Unknown("the device cannot be identified"))
     }
 }
+
+/// What [`Device::reap_reads`] calls for each started read whose parts all completed: its
+/// tag, its buffer back, and each part's outcome in the order of the parts (the bytes read,
+/// or the error).
+pub type ReadsDone<'a> = dyn FnMut(u64, ReadBuf, &[io::Result<usize>]) + 'a;
 
 /// One device read of a started read ([`Device::start_read`]): `len` bytes at device offset
 /// `offset` into the buffer's bytes `at..at + len`.

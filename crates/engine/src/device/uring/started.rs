@@ -14,7 +14,7 @@ use io_uring::{opcode, types};
 use super::flights::{Flight, Flights, Outcomes};
 use super::poll::{arm_poll, cancel_poll};
 use super::{new_ring, submit, took, Ring, ENTRIES, FIXED_READS, LATER, POLL, RING, URING_READS};
-use crate::device::ReadPart;
+use crate::device::{ReadPart, ReadsDone};
 
 /// How many more reads (parts) [`start`] can take now on this thread (0 without io_uring).
 pub(crate) fn room() -> usize {
@@ -132,11 +132,7 @@ pub(crate) fn start(
 /// file until it fires or is cancelled: by a wait on another descriptor, by a reap without
 /// `wake` that leaves no read in flight and either waited or found none in flight (call one
 /// before closing the descriptor), or when the thread's ring is dropped.
-pub(crate) fn reap(
-    wait: usize,
-    wake: Option<RawFd>,
-    done: &mut dyn FnMut(u64, ReadBuf, &[io::Result<usize>]),
-) -> usize {
+pub(crate) fn reap(wait: usize, wake: Option<RawFd>, done: &mut ReadsDone<'_>) -> usize {
     let mut finished = Vec::new();
     let mut reads = 0u64;
     let mut fixed = 0u64;
