@@ -11,8 +11,8 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{
-    Client, ClientBuilder, Export, ExportError, ExportMap, MemExport, ReadStart, RunningServer,
-    Server, ServerStats,
+    Client, ClientBuilder, Export, ExportError, ExportMap, MemExport, ReadBuf, ReadStart,
+    RunningServer, Server, ServerStats,
 };
 
 /// A running server; shut down (and checked to stop cleanly) on drop.
@@ -371,33 +371,21 @@ impl Raw {
 }
 
 /// READs a test export "starts" (`Export::start_read`): read at once from a RAM export, their
-/// tags reported by the next `Export::reap_reads`, and counted.
+/// buffers and tags handed back by the next `Export::reap_reads`, and counted.
 #[derive(Default)]
 pub struct PendingReads {
-    tags: Mutex<Vec<u64>>,
+    tags: Mutex<Vec<(u64, ReadBuf)>>,
     started: std::sync::atomic::AtomicU64,
 }
 
 impl PendingReads {
-    /// Read `len` bytes at `offset` of `inner` into `buf` and keep `tag` for the next reap.
-    ///
-    /// # Safety
-    ///
-    /// `buf` must be valid for writes of `len` bytes.
-    pub unsafe fn start(
-        &self,
-        inner: &MemExport,
-        offset: u64,
-        buf: *mut u8,
-        len: usize,
-        tag: u64,
-    ) -> ReadStart {
-        // SAFETY: the caller's contract.
-        let buf = unsafe { std::slice::from_raw_parts_mut(buf, len) };
-        if inner.read(offset, buf).is_err() {
-            return ReadStart::Declined;
+    /// Read `buf.len()` bytes at `offset` of `inner` into `buf` and keep it, with `tag`, for
+    /// the next reap.
+    pub fn start(&self, inner: &MemExport, offset: u64, mut buf: ReadBuf, tag: u64) -> ReadStart {
+        if inner.read(offset, buf.as_mut_slice()).is_err() {
+            return ReadStart::Declined(buf);
         }
-        self.tags.lock().unwrap().push(tag);
+        self.tags.lock().unwrap().push((tag, buf));
         self.started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         ReadStart::Started
     }
@@ -407,12 +395,13 @@ impl PendingReads {
         self.started.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Report every READ started since the last reap; how many.
-    pub fn reap(&self, done: &mut dyn FnMut(u64, Result<(), ExportError>)) -> usize {
-        let tags: Vec<u64> = std::mem::take(&mut *self.tags.lock().unwrap());
-        for &tag in &tags {
-            done(tag, Ok(()));
+    /// Hand back every READ started since the last reap; how many.
+    pub fn reap(&self, done: &mut dyn FnMut(u64, ReadBuf, Result<(), ExportError>)) -> usize {
+        let reads: Vec<(u64, ReadBuf)> = std::mem::take(&mut *self.tags.lock().unwrap());
+        let n = reads.len();
+        for (tag, buf) in reads {
+            done(tag, buf, Ok(()));
         }
-        tags.len()
+        n
     }
 }
