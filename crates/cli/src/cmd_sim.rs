@@ -1,7 +1,8 @@
 //! `ember sim`: simulate replacement policies over a trace at several cache sizes, print a
 //! table, and write JSON, CSV and PNG plots (column names in docs/reference/outputs.md).
 
-use crate::output::{OutputArgs, Report, Row};
+use crate::grid_args::WarmupArgs;
+use crate::output::{OutputArgs, Report, Row, WarmupNote};
 use crate::plot_sim;
 use crate::trace_args::TraceInput;
 use anyhow::bail;
@@ -29,8 +30,13 @@ pub struct SimArgs {
     #[arg(long, default_value = "1%,10%", value_delimiter = ',')]
     pub size: Vec<String>,
     /// Also record a timeline: a time span (1h, 10m, 30s) or a request count (100000req).
+    /// With an uncounted warm-up period, its intervals are flagged `warmup` and the plot
+    /// marks where counting starts.
     #[arg(long)]
     pub interval: Option<Interval>,
+    /// The uncounted warm-up period (--warmup-requests, --warmup-time).
+    #[command(flatten)]
+    pub uncounted: WarmupArgs,
     /// Write the results as CSV to this file (with --interval, also <stem>.timeline.csv).
     #[arg(long)]
     pub csv: Option<PathBuf>,
@@ -105,10 +111,12 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
         read: args.input.read_options(),
         per_request: args.per_request,
     };
+    let warmup = args.uncounted.period()?;
     let options = PlanOptions {
         interval: args.interval,
         threads: args.threads.unwrap_or_else(default_threads),
         whole_trace: std::env::var_os(WHOLE_TRACE_ENV).is_some_and(|v| v == "1"),
+        warmup,
     };
     let plan = Plan::new(source, policies, sizes, options)?;
     let bar: OnceLock<ProgressBar> = OnceLock::new();
@@ -149,6 +157,12 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
         block_accesses: out.totals.accesses,
         wss_blocks: out.totals.wss,
         interval: args.interval.map(|i| i.to_string()),
+        warmup: WarmupNote::of(
+            warmup,
+            out.totals.counted_from,
+            out.totals.requests,
+            out.totals.accesses,
+        ),
         rows: out.runs.into_iter().map(|(c, result)| Row { size: c.size, result }).collect(),
     })
 }

@@ -2,8 +2,8 @@
 //! replacement policy with a sieve over it ([`simulate`]), grids of runs over a stream held in
 //! memory ([`grid`]), streamed in chunks ([`streaming`]) or over one shared index
 //! ([`grid_shared`]), the [`plan`] that picks among them for a request, and the vocabulary of
-//! results ([`counters`]), sizes ([`capacity`]), timelines ([`interval`]) and working sets
-//! ([`distinct`]). The oracles of SieveStore section 3.1 ([`belady_selective`],
+//! results ([`counters`], [`tally`]), sizes ([`capacity`]), timelines ([`interval`]), the
+//! uncounted warm-up period ([`warmup_period`]) and working sets ([`distinct`]). The oracles of SieveStore section 3.1 ([`belady_selective`],
 //! [`oracle_resident`]) sit here too: they are replacement decisions, not a topology.
 
 pub mod belady_selective;
@@ -21,5 +21,7 @@ pub mod plan;
 pub mod simulate;
 pub mod stream;
 pub mod streaming;
+pub(crate) mod tally;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod warmup_period;

@@ -22,7 +22,8 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let source = &plan.source;
     let path = &source.path;
     let interval = plan.options.interval;
-    let keep_times = interval.is_some();
+    let warmup = plan.options.warmup;
+    let keep_times = interval.is_some() || warmup.is_time();
     let open = || {
         BlockReader::open(path, &source.read, source.per_request, keep_times)
             .map_err(|source| PlanError::Open { path: path.clone(), source })
@@ -38,7 +39,12 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
         None
     };
     let counted = if let Some(f) = &future {
-        Some(StreamTotals { requests: f.requests(), accesses: f.len(), wss: f.distinct() })
+        Some(StreamTotals {
+            requests: f.requests(),
+            accesses: f.len(),
+            wss: f.distinct(),
+            counted_from: None,
+        })
     } else if plan.needs_wss() {
         if !BlockReader::rereadable(path) {
             return Err(PlanError::Invalid(format!(
@@ -58,7 +64,7 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
         (None, None) => None,
     };
     let cells = plan.cells(counted.map_or(0, |t| t.wss));
-    let shared = shared_grid(&cells, keep_times || future.is_some());
+    let shared = shared_grid(&cells, interval.is_some() || future.is_some());
     let runs: Vec<Box<dyn ChunkRun>> = cells
         .iter()
         .filter(|_| shared.is_none())
@@ -78,6 +84,7 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
             &mut |c, next| reader.next_chunk(c, next, CHUNK_ACCESSES),
             runs,
             interval,
+            warmup,
             threads,
             &on_progress,
         )
@@ -87,24 +94,26 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
         let mut reader = open()?;
         let out = if let Some(grid) = &shared {
             let out = if reader.reads_records_in_place() {
-                run_shared_records(&mut reader, grid, threads, &on_progress)
+                run_shared_records(&mut reader, grid, warmup, threads, &on_progress)
             } else {
                 run_shared_chunks(
                     &mut |c| reader.next_chunk(c, CHUNK_ACCESSES),
                     grid,
+                    warmup,
                     threads,
                     &on_progress,
                 )
             };
             (Driver::Shared, out.map_err(reading)?)
         } else if reader.reads_records_in_place() && interval.is_none() {
-            let out = run_streaming_records(&mut reader, runs, threads, &on_progress);
+            let out = run_streaming_records(&mut reader, runs, warmup, threads, &on_progress);
             (Driver::Records, out.map_err(reading)?)
         } else {
             let out = run_streaming(
                 &mut |c| reader.next_chunk(c, CHUNK_ACCESSES),
                 runs,
                 interval,
+                warmup,
                 threads,
                 &on_progress,
             );
@@ -134,7 +143,7 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
 }
 
 /// The cells as one shared grid, if there are several, no timeline or future is needed, and
-/// [`SharedGrid::supports`] them.
+/// [`SharedGrid::supports`] them (a warm-up period is no obstacle).
 fn shared_grid(cells: &[Cell], timeline_or_future: bool) -> Option<Vec<(Kind, usize)>> {
     if cells.len() <= 1 || timeline_or_future {
         return None;
