@@ -12,7 +12,9 @@ use crate::core::streaming::{
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
-use ember_trace::{BlockChunk, BlockReader, NextAccess, Spool, TraceError};
+use ember_trace::{
+    format_from_name, BlockChunk, BlockReader, Format, NextAccess, Spool, TraceError,
+};
 use std::time::Instant;
 
 /// Run `plan` streamed: [`Driver::NextAccess`], [`Driver::Shared`], [`Driver::Records`] or
@@ -23,7 +25,13 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let path = &source.path;
     let interval = plan.options.interval;
     let warmup = plan.options.warmup;
-    let keep_times = interval.is_some() || warmup.is_time();
+    // Times are kept for a timeline, and with a warm-up (to end it by time and to say when
+    // counting starts) except where oracleGeneral records are read in place: each record
+    // carries its own time, and keeping times would take that path away.
+    let in_place = source.read.block_size < 1 << 16
+        && source.read.format.or_else(|| format_from_name(path)) == Some(Format::OracleGeneral);
+    let keep_times =
+        interval.is_some() || (!warmup.is_none() && (!in_place || plan.needs_oracle()));
     let open = || {
         BlockReader::open(path, &source.read, source.per_request, keep_times)
             .map_err(|source| PlanError::Open { path: path.clone(), source })
@@ -70,7 +78,9 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
         .filter(|_| shared.is_none())
         .map(|c| {
             with_replacement!(c.policy, usize_capacity(c.capacity), |p| policy_run(
-                p, Aod, keep_times
+                p,
+                Aod,
+                interval.is_some()
             ))
         })
         .collect();

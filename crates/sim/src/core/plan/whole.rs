@@ -23,7 +23,8 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let split = if source.per_request { Split::FirstBlock } else { Split::Blocks };
     // Stream the trace straight into the access stream: no intermediate Vec<Request>.
     let mut builder = AccessStreamBuilder::new(source.read.block_size, split)?;
-    let keep_times = interval.is_some() || warmup.is_time();
+    // Times are kept for a timeline, and with a warm-up to say when counting starts.
+    let keep_times = interval.is_some() || !warmup.is_none();
     if !keep_times {
         // No timeline, and plain runs use AOD, which ignores time: 8 bytes per access saved.
         builder = builder.without_times();
