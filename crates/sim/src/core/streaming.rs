@@ -437,11 +437,8 @@ mod tests {
             }
             let stream = b.finish(true);
             // The longer traces after an uncounted warm-up period of a third of them.
-            let warmup = if n > 10_000 {
-                WarmupPeriod::Requests(n as u64 / 3)
-            } else {
-                WarmupPeriod::None
-            };
+            let warmup =
+                if n > 10_000 { WarmupPeriod::Requests(n as u64 / 3) } else { WarmupPeriod::None };
             let cfg = RunConfig { interval, warmup };
             let cells: Vec<(Kind, usize)> = [Kind::Opt, Kind::Lru, Kind::S3Fifo]
                 .iter()
