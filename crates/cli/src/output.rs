@@ -89,6 +89,9 @@ pub struct Report {
     pub interval: Option<String>,
     /// The uncounted warm-up period, if there was one.
     pub warmup: Option<WarmupNote>,
+    /// The spatial sample of miniature simulations (MINISIM), if the runs were those: each
+    /// row's counters are then the sample's, its miss ratio the estimate for its full size.
+    pub minisim: Option<MiniSimNote>,
     /// The runs, in grid order (policy-major).
     pub rows: Vec<Row>,
 }
@@ -145,6 +148,28 @@ impl WarmupNote {
         format!(
             "uncounted warm-up period ({}): {} requests, {} block accesses; {when}\n",
             self.period, self.requests, self.block_accesses
+        )
+    }
+}
+
+/// The spatial sample of miniature simulations (MINISIM) behind a report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MiniSimNote {
+    /// The sampling rate (a fraction of the blocks).
+    pub rate: f64,
+    /// Block accesses in the sample.
+    pub sampled_accesses: u64,
+    /// Distinct blocks in the sample.
+    pub sampled_blocks: u64,
+}
+
+impl MiniSimNote {
+    /// One line for a table's header.
+    pub fn line(&self) -> String {
+        format!(
+            "miniature simulations (MINISIM) at sampling rate {}: {} sampled block accesses over \
+             {} blocks; each size is scaled by the rate, counters are the sample's\n",
+            self.rate, self.sampled_accesses, self.sampled_blocks
         )
     }
 }
@@ -275,6 +300,9 @@ impl Report {
         if let Some(w) = &self.warmup {
             out.push_str(&w.line());
         }
+        if let Some(m) = &self.minisim {
+            out.push_str(&m.line());
+        }
         for r in &rows {
             let cells: Vec<String> = r
                 .iter()
@@ -340,6 +368,7 @@ impl Report {
             "wss_bytes": self.wss_blocks.saturating_mul(self.block_size),
             "interval": self.interval,
             "warmup": self.warmup,
+            "minisim": self.minisim,
             "runs": runs,
         })
     }
@@ -439,6 +468,7 @@ pub(crate) mod tests {
             wss_blocks: 200,
             interval: Some("1h".into()),
             warmup: None,
+            minisim: None,
             rows: vec![
                 Row { size: "1%".into(), result: run("lru", 2, c(3, 1, 4, 2)) },
                 Row { size: "10%".into(), result: run("arc", 20, c(5, 2, 2, 1)) },
