@@ -112,7 +112,7 @@ fn compute_minisim(
         .flat_map(|&k| sizes.iter().map(move |(_, c)| (k, c.blocks(block_size, wss))))
         .collect();
     let threads = args.threads.unwrap_or_else(default_threads);
-    let results = run_minis(&sample, &stream, &cells, threads);
+    let results = run_minis(&sample, &stream, accesses, &cells, threads);
     if !args.output.quiet {
         eprintln!(
             "ember sim --minisim {rate}: sampled {} of {accesses} block accesses of {} in {:.2} s \

@@ -168,7 +168,7 @@ impl MiniSimNote {
     pub fn line(&self) -> String {
         format!(
             "miniature simulations (MINISIM) at sampling rate {}: {} sampled block accesses over \
-             {} blocks; each size is scaled by the rate, counters are the sample's\n",
+             {} blocks; each size is scaled by the rate; counters are the sample's (SHARDS-adj)\n",
             self.rate, self.sampled_accesses, self.sampled_blocks
         )
     }

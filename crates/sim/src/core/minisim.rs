@@ -124,11 +124,17 @@ impl SampledStream {
     }
 }
 
-/// One miniature run: the policy at the scaled size over the sample. Its counters are the
-/// sample's; its miss ratio estimates that of a cache of `capacity_blocks`.
+/// One miniature run: the policy at the scaled size over the sample, whose trace had
+/// `full_accesses` block accesses. Its counters are the sample's, adjusted as SHARDS-adj
+/// adjusts its histogram (Waldspurger et al., FAST 2015, section 4.2): a sample holds more or
+/// fewer accesses than `rate * full_accesses`, mostly as a few very popular blocks fall in or
+/// out of it, and the difference is counted as read hits (removed from them if negative), so
+/// that misses are over the expected number of sampled accesses. Its miss ratio estimates
+/// that of a cache of `capacity_blocks`.
 pub fn run_mini(
     sample: &SpatialSample,
     stream: &AccessStream,
+    full_accesses: u64,
     policy: Kind,
     capacity_blocks: u64,
 ) -> SimResult {
@@ -136,14 +142,28 @@ pub fn run_mini(
     let mut p = build(policy, mini);
     let mut r = simulate(&mut *p, &mut Aod, stream, &RunConfig::default());
     r.capacity_blocks = capacity_blocks;
+    let expected = (full_accesses as f64 * sample.rate()).round() as u64;
+    let c = &mut r.totals;
+    if expected >= c.block_accesses {
+        let more = expected - c.block_accesses;
+        c.read_hits += more;
+        c.reads += more;
+    } else {
+        let fewer = (c.block_accesses - expected).min(c.read_hits);
+        c.read_hits -= fewer;
+        c.reads -= fewer;
+    }
+    c.block_accesses = c.reads + c.writes;
     r
 }
 
-/// Every cell of `cells` (policy, full size in blocks) as a miniature run over `stream`, on
-/// up to `threads` threads, in the order of `cells`.
+/// Every cell of `cells` (policy, full size in blocks) as a miniature run over `stream` (of
+/// a trace of `full_accesses` block accesses), on up to `threads` threads, in the order of
+/// `cells`.
 pub fn run_minis(
     sample: &SpatialSample,
     stream: &AccessStream,
+    full_accesses: u64,
     cells: &[(Kind, u64)],
     threads: usize,
 ) -> Vec<SimResult> {
@@ -157,7 +177,7 @@ pub fn run_minis(
             s.spawn(move || loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(&(kind, cap)) = cells.get(i) else { break };
-                let r = run_mini(sample, stream, kind, cap);
+                let r = run_mini(sample, stream, full_accesses, kind, cap);
                 // A poisoned lock means another run panicked; the scope re-raises it.
                 if let Some(Ok(mut slot)) = slots.get(i).map(|m| m.lock()) {
                     **slot = Some(r);
@@ -225,7 +245,7 @@ mod tests {
         let wss = s.wss();
         let stream = s.finish(true);
         let cells = [(Kind::Lru, 100), (Kind::Arc, 500), (Kind::S3Fifo, 50), (Kind::Opt, 300)];
-        let got = run_minis(&sample, &stream, &cells, 3);
+        let got = run_minis(&sample, &stream, 20_000, &cells, 3);
         assert_eq!(got.len(), 4);
         let mut full = AccessStreamBuilder::new(4096, Split::Blocks).unwrap();
         full.push_chunk(&chunk(&k));
@@ -252,7 +272,7 @@ mod tests {
         full.push_chunk(&chunk(&k));
         let full = full.finish(false);
         for cap in [2_000u64, 20_000] {
-            let mini = run_mini(&sample, &stream, Kind::Lru, cap);
+            let mini = run_mini(&sample, &stream, 400_000, Kind::Lru, cap);
             let mut p = build(Kind::Lru, cap as usize);
             let want = simulate(&mut *p, &mut Aod, &full, &RunConfig::default());
             let (a, b) = (1.0 - mini.totals.hit_ratio(), 1.0 - want.totals.hit_ratio());
