@@ -225,7 +225,8 @@ fn the_sixteen_cell_grid_equals_single_runs_on_records_and_chunks() {
         assert_eq!(totals.wss, s.wss());
     }
     // After an uncounted warm-up period, on records and on chunks.
-    for warmup in [WarmupPeriod::Requests(70_001)] {
+    {
+        let warmup = WarmupPeriod::Requests(70_001);
         let want = reference_after(&s, &cells, warmup);
         assert_eq!(shared_after(&s, &cells, 4099, 2, warmup), want, "{warmup}");
         let mut r = BlockReader::open(&path, &ReadOptions::default(), false, false).expect("open");
