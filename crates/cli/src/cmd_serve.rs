@@ -44,7 +44,8 @@ pub struct ServeArgs {
 
     /// Admission sieve. Per-miss (read and write misses under every write policy; a refused
     /// write miss goes to backing): aod (allocate every miss), wmna (write-miss no-allocate),
-    /// sievestore-c, randsieve-c, ocf-nhit. Batch, at each --epoch's end (write-through and
+    /// sievestore-c, randsieve-c, ocf-nhit, bloom (admit on the second miss), prob (admit a
+    /// miss with --admit-probability). Batch, at each --epoch's end (write-through and
     /// write-around): sievestore-d, randsieve-blkd.
     #[arg(long, default_value = "aod")]
     pub admission: String,

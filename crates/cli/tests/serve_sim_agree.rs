@@ -130,8 +130,12 @@ fn serve_at_queue_depth_1_gives_the_simulators_counters() {
     // SieveStore-C with lower thresholds than the paper's (issue 13 item 6: the parameters
     // are flags of both): more blocks pass the sieve.
     let low: &[&str] = &["--sieve-t1", "2", "--sieve-t2", "1", "--sieve-window", "1h"];
+    // libCacheSim's admission filters: the doorkeeper as a Bloom filter and as an exact set,
+    // and the probabilistic filter at a probability other than its default.
+    let exact: &[&str] = &["--bloom-fpr", "0", "--bloom-keys", "0"];
+    let quarter: &[&str] = &["--admit-probability", "0.25"];
     // (write policy, serve's sieve, the simulator's sieve, policy, flags of both)
-    let cases: [(&str, &str, &str, &str, &[&str]); 12] = [
+    let cases: [(&str, &str, &str, &str, &[&str]); 16] = [
         ("write-through", "aod", "aod", "lru", &[]),
         ("write-through", "wmna", "wmna", "lru", &[]),
         ("write-through", "aod", "aod", "arc", &[]),
@@ -144,6 +148,10 @@ fn serve_at_queue_depth_1_gives_the_simulators_counters() {
         ("write-back-persist", "wmna", "wmna", "lru", &[]),
         ("ordered-write-back", "aod", "aod", "lru", &[]),
         ("ordered-write-back", "wmna", "wmna", "lru", &[]),
+        ("write-through", "bloom", "bloom", "lru", &[]),
+        ("write-through", "bloom", "bloom", "arc", exact),
+        ("write-through", "prob", "prob", "lru", &[]),
+        ("write-through", "prob", "prob", "s3fifo", quarter),
     ];
     let mut report = Vec::new();
     for (mode, sieve, sim_sieve, policy, extra) in cases {

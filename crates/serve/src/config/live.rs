@@ -14,8 +14,8 @@ pub struct LiveSettings {
     pub write_policy: String,
     /// Replacement policy (`--policy`): lru, fifo, clock, sieve, arc, slru, 2q, s3fifo.
     pub policy: String,
-    /// Admission sieve (`--admission`): aod, wmna, sievestore-c, randsieve-c, ocf-nhit, or a
-    /// batch sieve (sievestore-d, randsieve-blkd).
+    /// Admission sieve (`--admission`): aod, wmna, sievestore-c, randsieve-c, ocf-nhit, bloom,
+    /// prob, or a batch sieve (sievestore-d, randsieve-blkd).
     pub admission: String,
     /// Batch sieves: at most this many bytes of access counts per epoch
     /// (`--epoch-count-memory`).

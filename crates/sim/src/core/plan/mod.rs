@@ -25,7 +25,7 @@
 //! Every streamed driver reads the trace once, twice when a size is a percentage of the
 //! working set and no next-access pass counts it first ([`FirstPass::WorkingSet`]); memory is
 //! the policies' state and two chunks, whatever the trace's length. Every run admits every
-//! miss (AOD).
+//! miss (AOD). Every driver takes an uncounted warm-up period ([`PlanOptions::warmup`]).
 
 mod error;
 mod streamed;
@@ -35,6 +35,7 @@ pub use error::PlanError;
 
 use crate::core::capacity::Capacity;
 use crate::core::streaming::StreamTotals;
+use crate::core::warmup_period::WarmupPeriod;
 use crate::{Interval, SimResult};
 use ember_policy::replacement::Kind;
 use ember_trace::ReadOptions;
@@ -64,6 +65,8 @@ pub struct PlanOptions {
     /// With an oracle policy, hold the whole trace in memory instead of spooling the
     /// next-access times to temporary files ([`Driver::Whole`]).
     pub whole_trace: bool,
+    /// The uncounted warm-up period: its requests run, the counters start after it.
+    pub warmup: WarmupPeriod,
 }
 
 /// One cell of the grid: a policy at a size.
@@ -149,7 +152,8 @@ pub struct Timings {
 pub struct Outcome {
     /// Every cell with its result, in the plan's order.
     pub runs: Vec<(Cell, SimResult)>,
-    /// What the trace held: requests, block accesses, distinct blocks.
+    /// What the trace held: requests, block accesses, distinct blocks (all of them, the
+    /// warm-up's too), and where counting started after the warm-up period.
     pub totals: StreamTotals,
     /// Malformed records skipped while reading.
     pub skipped: u64,
