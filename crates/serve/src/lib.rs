@@ -18,6 +18,10 @@
 //! of the laboratory: the admission registry and `--warmup auto`), `net.rs` (limits, TLS,
 //! listeners), `metrics/`, `memory_return.rs`, `build.rs` ([`Server`]), `running.rs`
 //! ([`Running`]), `signals.rs`, `run.rs` ([`run`]); `console.rs` is where their lines go.
+//!
+//! Operating it while it serves: `config/file.rs` (the config file under the command line's
+//! flags), `control/` (the control socket and its commands, `ember ctl`'s protocol),
+//! `notify.rs` and `status_ticker.rs` (systemd's readiness protocol).
 
 mod admission;
 mod backing;
@@ -25,6 +29,7 @@ mod build;
 mod cache_device;
 pub mod config;
 pub mod console;
+pub mod control;
 mod demote_queue;
 mod export;
 mod lab;
@@ -32,6 +37,7 @@ pub mod memory_return;
 pub mod metrics;
 mod nbd_device;
 pub mod net;
+pub mod notify;
 mod plan;
 mod policies;
 mod preload_progress;
@@ -41,6 +47,7 @@ mod signals;
 mod size;
 mod spec;
 pub mod stale;
+mod status_ticker;
 mod tiers;
 pub mod warmup;
 mod writeback;
@@ -52,7 +59,7 @@ pub use demote_queue::{DemoteQueue, DemoteReplies};
 pub use export::{to_export_error, EngineExports, VolumeExport};
 pub use nbd_device::NbdDevice;
 pub use policies::{parse_policy, parse_write_mode};
-pub use run::run;
+pub use run::{run, run_from};
 pub use running::{Exported, Running, Stopped};
 pub use size::parse_size;
 pub use spec::open_spec;

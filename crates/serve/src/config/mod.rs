@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use ember_nbd::server::TlsMode;
 use serde::{Deserialize, Serialize};
 
+pub(crate) use file::{get as get_value, set as set_value};
 pub use file::{ConfigError, ConfigSource};
 pub use keys::{Key, KEYS};
 pub use live::{LimitSettings, LiveSettings, SieveSettings, WritebackSettings};
@@ -113,6 +114,11 @@ impl ServeConfig {
         }
         crate::plan::Plan::check(self).map(drop)
     }
+}
+
+/// `config` as the config file would hold it (TOML).
+pub fn to_toml(config: &ServeConfig) -> anyhow::Result<String> {
+    toml::to_string(config).map_err(|e| anyhow::anyhow!("printing the configuration: {e}"))
 }
 
 fn default_log_format() -> String {
