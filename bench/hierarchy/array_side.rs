@@ -65,9 +65,9 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Replay through the adaptive array; returns (seconds, READ hits).
-fn adaptive(ops: &[ArrayOp], capacity: usize, scheme: Scheme) -> (f64, u64) {
-    let mut a = ArrayCache::new(ArrayConfig::new(capacity, scheme)).expect("array config");
-    timed(|| {
+fn adaptive(ops: &[ArrayOp], capacity: usize, scheme: Scheme) -> Result<(f64, u64), String> {
+    let mut a = ArrayCache::new(ArrayConfig::new(capacity, scheme))?;
+    Ok(timed(|| {
         let mut hits = 0;
         for op in ops {
             match *op {
@@ -78,7 +78,7 @@ fn adaptive(ops: &[ArrayOp], capacity: usize, scheme: Scheme) -> (f64, u64) {
             }
         }
         hits
-    })
+    }))
 }
 
 /// Replay through the policy crate's LRU; returns (seconds, READ hits).
@@ -98,7 +98,7 @@ fn plain_lru(ops: &[ArrayOp], capacity: usize) -> (f64, u64) {
     })
 }
 
-fn main() {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let clients = arg(1, 8) as u32;
     let requests = arg(2, 10_000_000);
     let runs = arg(3, 5).max(1) as usize;
@@ -111,8 +111,7 @@ fn main() {
         Sharing::Partial { shared_fraction: 0.5 },
         common,
     )
-    .trace()
-    .expect("multi-client trace");
+    .trace()?;
     let reqs = &t.warmed.trace.requests;
 
     // The client side, once: LRU client caches of W/4 blocks; array keys by block index.
@@ -148,7 +147,7 @@ fn main() {
 
     // The LRU replay is DEMOTE-LRU: its hits must equal the array cache's DEMOTE-LRU.
     let (_, lru_hits) = plain_lru(&ops, capacity);
-    let (one_segment, demote_lru_hits) = adaptive(&ops, capacity, Scheme::DemoteLru);
+    let (one_segment, demote_lru_hits) = adaptive(&ops, capacity, Scheme::DemoteLru)?;
     assert_eq!(lru_hits, demote_lru_hits, "the LRU replay is not DEMOTE-LRU");
     println!(
         "(for reference, untimed against the others: the array cache's own one-segment \
@@ -161,11 +160,11 @@ fn main() {
     for run in 0..runs {
         // Alternate which structure runs first.
         let (a, l) = if run % 2 == 0 {
-            let a = adaptive(&ops, capacity, Scheme::DemoteAdaptExp);
+            let a = adaptive(&ops, capacity, Scheme::DemoteAdaptExp)?;
             (a, plain_lru(&ops, capacity))
         } else {
             let l = plain_lru(&ops, capacity);
-            (adaptive(&ops, capacity, Scheme::DemoteAdaptExp), l)
+            (adaptive(&ops, capacity, Scheme::DemoteAdaptExp)?, l)
         };
         exp_hits = a.1;
         println!(
@@ -200,4 +199,5 @@ fn main() {
     let mr = median(&mut ratios);
     println!("adaptive / LRU per run: min {:.2}, max {:.2}", ratios[0], ratios[runs - 1]);
     println!("ratio: {mr:.2}");
+    Ok(())
 }

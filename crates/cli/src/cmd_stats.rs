@@ -43,6 +43,8 @@ pub struct ServerView {
     pub cache: BTreeMap<String, f64>,
     /// Engine counters: volume → counter → value.
     pub volumes: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The cache device's counters (no volume label: the io_uring's reads and hand-offs).
+    pub device: BTreeMap<String, u64>,
     /// NBD commands that were used.
     pub nbd: BTreeMap<String, CommandRow>,
     /// NBD connections: opened, open.
@@ -71,8 +73,14 @@ pub fn view(samples: &[Sample]) -> ServerView {
         } else if let Some(counter) =
             s.name.strip_prefix("ember_cache_").and_then(|n| n.strip_suffix("_total"))
         {
-            let volume = s.label("volume").unwrap_or("").to_string();
-            v.volumes.entry(volume).or_default().insert(counter.to_string(), s.value as u64);
+            match s.label("volume") {
+                Some(volume) => v
+                    .volumes
+                    .entry(volume.to_string())
+                    .or_default()
+                    .insert(counter.to_string(), s.value as u64),
+                None => v.device.insert(counter.to_string(), s.value as u64),
+            };
         } else if let Some(g) = s.name.strip_prefix("ember_cache_") {
             v.cache.insert(g.to_string(), s.value);
         } else if let Some(command) = s.label("command") {
@@ -157,7 +165,8 @@ pub fn table(v: &ServerView) -> String {
             let _ = write!(hit_row, " {r:>16}");
         }
         let _ = writeln!(out, "{hit_row}");
-        let counters: Vec<&String> = v.volumes[names[0]].keys().collect();
+        let counters: std::collections::BTreeSet<&String> =
+            v.volumes.values().flat_map(|c| c.keys()).collect();
         for c in counters {
             let _ = write!(out, "{c:<22}");
             for n in &names {
@@ -165,6 +174,10 @@ pub fn table(v: &ServerView) -> String {
             }
             let _ = writeln!(out);
         }
+    }
+    if !v.device.is_empty() {
+        let pairs: Vec<String> = v.device.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(out, "\ncache device: {}", pairs.join(", "));
     }
     if !v.nbd.is_empty() {
         let _ = writeln!(out);
@@ -296,5 +309,32 @@ ember_warmup_preloaded_from_snapshot_blocks_total 25
         assert_eq!(v.warmup["preloaded_hits"], 31.0);
         assert!(t.contains("warmup: 31 hits on preloaded blocks"), "{t}");
         assert!(t.contains("preloaded 25 from the snapshot"), "{t}");
+    }
+
+    /// Cache-device counters carry no volume label (the io_uring's reads and hand-offs):
+    /// they are the device's, not a volume's, and every volume's counters are rows.
+    #[test]
+    fn device_counters_do_not_hide_the_volumes_counters() {
+        let text = "\
+ember_cache_device_ring_reads_total 7
+ember_cache_device_ring_handoffs_total 2
+ember_cache_read_hits_total{volume=\"a\"} 3
+ember_cache_read_misses_total{volume=\"a\"} 1
+ember_cache_writes_total{volume=\"b\"} 5
+";
+        let samples = match parse(text) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        let v = view(&samples);
+        assert_eq!(v.volumes.keys().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(v.device["device_ring_reads"], 7);
+        let t = table(&v);
+        let row = |name: &str| t.lines().find(|l| l.starts_with(name)).map(str::to_string);
+        let hits = row("read_hits ").unwrap_or_else(|| panic!("no read_hits row:\n{t}"));
+        assert!(hits.split_whitespace().eq(["read_hits", "3", "0"]), "{t}");
+        let writes = row("writes ").unwrap_or_else(|| panic!("no writes row:\n{t}"));
+        assert!(writes.split_whitespace().eq(["writes", "0", "5"]), "{t}");
+        assert!(t.contains("cache device: device_ring_handoffs 2, device_ring_reads 7"), "{t}");
     }
 }

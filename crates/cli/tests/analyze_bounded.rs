@@ -6,6 +6,7 @@
 //! (`ulimit -v`) of 64 MiB with the same output as the whole-trace path: the same file
 //! through a pipe, which is read into memory, unlimited. The pipe under the limit dies (the
 //! negative control).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::Command;

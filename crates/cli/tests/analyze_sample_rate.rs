@@ -15,6 +15,7 @@
 //! allows three of these (already pessimistic) standard errors. On a Zipf(0.8) trace at
 //! R = 0.01, `n_eff` is 1,823 and the bound is 0.7: the estimate is then meaningless, which is
 //! why fixed-rate SHARDS needs a rate that keeps `R * n_eff` large (docs/reference/laboratory.md).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::Command;

@@ -3,6 +3,7 @@
 //! ratio against its target and the machine; `bench/lib/report.py` (`make report`) turns the
 //! latest result per bench into docs/benchmarks.md and the reproductions into
 //! docs/reproductions.md. Run on fixture results, never on a real benchmark.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

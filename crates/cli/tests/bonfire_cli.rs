@@ -1,6 +1,7 @@
 //! End to end through the `ember` binary: `ember trace gen bonfire` writes an MSR-Cambridge
 //! trace, `ember analyze` characterizes it (Bonfire section 3), `ember warmup run`, `sweep`
 //! and `advise` run the section 4 study on it.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::{Command, Output};

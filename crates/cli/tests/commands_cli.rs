@@ -1,5 +1,6 @@
 //! One subcommand per experiment: `ember sievestore` and `ember demote` give what the old
 //! `ember sim` spellings gave, and those spellings still run, with a deprecation note.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -4,6 +4,7 @@
 //! memory) convert to ember's format and to oracleGeneral under `ulimit -v` 64 MiB, byte for
 //! byte what the in-memory path (the same file through a pipe, unlimited) writes; the
 //! in-memory path dies under the same limit (the negative control).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -4,6 +4,7 @@
 //! DEMOTEs resume: the new array receives and stores some (blocks read from it after the
 //! restart; DEMOTEs of copies read from the old array are refused as stale, since the new
 //! array never saw them).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

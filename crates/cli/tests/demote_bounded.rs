@@ -6,6 +6,7 @@
 //! (every counter of every scheme) as the whole-trace path: the same file through a pipe,
 //! which `ember demote` reads into memory, unlimited. The pipe under the limit dies (the
 //! negative control: the limit is tight enough that holding the trace fails).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::Command;

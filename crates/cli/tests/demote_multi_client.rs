@@ -15,6 +15,7 @@
 //! runs late can swap places with the other client's next one at the array, and on shared
 //! blocks such swaps change which copy the array keeps. 1.5 points is about 1100 of the 73728
 //! READs of a run; the measured differences are printed.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

@@ -3,6 +3,7 @@
 //! reads a block, client B writes it, then A DEMOTEs its old copy. The array tier (a real
 //! `ember serve --array-scheme`) must refuse that DEMOTE, or it would serve A's old data to
 //! everyone; a DEMOTE of a copy no write followed is still stored and hit.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

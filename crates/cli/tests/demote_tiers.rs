@@ -5,6 +5,7 @@
 //! that `ember demote` (the simulator, the same `ArrayCache` code) predicts at the same sizes,
 //! within 0.5 percentage points, for every scheme; and the array's DEMOTE counters (stored,
 //! aborted) match the simulator's.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

@@ -12,6 +12,7 @@
 //! requests each under `ulimit -v` 64 MiB, where the generators that held the trace died
 //! ("memory allocation of 704000000 bytes failed" for 22 million requests). Their bytes in
 //! every output format are pinned to what the held generators wrote.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::io::Read;
 use std::process::{Command, Stdio};

@@ -2,6 +2,7 @@
 //! depth 8 over two connections, two trace volumes onto one export, unaligned and wrapped
 //! requests), trace timing, wrong content detected as an error exit, and reads of never
 //! written data reported as unverifiable.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

@@ -2,6 +2,7 @@
 //! analyze, warmup run, and a sweep's results.csv), opened in headless Chromium: the page
 //! loads with no console error and no script error, every figure is an SVG with drawn content
 //! and a size once laid out, and a screenshot is not one colour.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

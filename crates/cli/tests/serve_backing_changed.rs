@@ -3,6 +3,7 @@
 //! (identity, size, modification and change times) and starts cold with a line saying why;
 //! an NBD backing cannot be checked, so its clean map is dropped unless `--trust-nbd-backing`
 //! says the export is ember's alone (in the run that shut down and in the one that starts).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

@@ -6,6 +6,7 @@
 //! in a network namespace reached over a veth pair. A READ misses in ember, goes to the
 //! backing and is acknowledged there; then the namespace's end of the link goes down, so
 //! nothing more crosses: no reply, no RST, no FIN. Needs root and `ip` (iproute2).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

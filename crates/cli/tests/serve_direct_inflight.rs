@@ -4,6 +4,7 @@
 //! connection while another keeps 32 READs of it (and of its neighbours) in flight never
 //! reads back stale or torn; clients that vanish with READs in flight leave the server
 //! serving every byte right to the others.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

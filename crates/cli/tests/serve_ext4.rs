@@ -2,6 +2,7 @@
 //! (O_DIRECT) turns it into a block device, then mkfs.ext4, mount, write + fsync files,
 //! umount, remount, verify, `fsck -fn`. Teardown (umount, losetup -d, fusermount3 -u, the
 //! nbdfuse and ember processes) always runs, by a guard, whatever failed.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

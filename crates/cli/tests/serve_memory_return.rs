@@ -6,6 +6,7 @@
 //! state for the 65,536 blocks written and slack (5 MiB in all; 2.4 MiB measured), not by the
 //! payload buffers. Before `memory_return.rs` this failed in 2 of 3 runs ("anonymous RSS grew
 //! by 17.3 MiB", "11.4 MiB").
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

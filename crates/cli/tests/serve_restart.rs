@@ -5,6 +5,7 @@
 //! restart hit every one. How much faster the warm passes are is timing, measured by
 //! `bench/warm-restart`, not asserted here. Every read is verified: the backing files hold the
 //! replay pattern from the start.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

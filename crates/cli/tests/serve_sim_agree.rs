@@ -9,6 +9,7 @@
 //! policies (ordered write-back too: it allocates and sieves write misses as they do, only
 //! its flush order and barriers differ) agree within 1 % rather than exactly; the test says
 //! why.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

@@ -5,6 +5,7 @@
 //! server with SIGKILL right after the FLUSH returns); a backing modified while ember was
 //! down disables the snapshot; a damaged or truncated snapshot falls back to backing, with a
 //! line; `--warmup auto` picks Top-K on a log where Top-K converges sooner.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

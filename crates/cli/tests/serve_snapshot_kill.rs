@@ -9,6 +9,7 @@
 //!
 //! The same under write-back-flush (half as many trials), where dirty blocks are never
 //! copied. `EMBER_SNAPSHOT_TRIALS=N` sets the trials (default 20).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod crash_model;
 mod serve_support;

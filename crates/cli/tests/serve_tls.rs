@@ -1,6 +1,7 @@
 //! `ember serve --tls require --tls-certificates DIR` end to end: nbdinfo and nbdcopy over
 //! `nbds://` with certificates made by openssl (the qemu/nbdkit file names), a plaintext
 //! client refused, and `--unix` sockets created owner-only.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

@@ -3,6 +3,7 @@
 //! period rereads a hot set early and then reads one-off blocks must pick Top-K (Last-K
 //! would preload the one-offs); a log too short to decide falls back to Last-K with a line
 //! that says why.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

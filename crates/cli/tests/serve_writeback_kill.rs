@@ -4,6 +4,7 @@
 //! and reads back through ember; write-back flush and write-through throw the cache device away
 //! and the backing file alone must hold the data (thesis table 3.1, destructive failure).
 //! The many-trial versions are crates/engine/tests/writeback_{kill,power}.rs.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

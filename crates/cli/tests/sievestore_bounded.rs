@@ -15,6 +15,7 @@
 //!
 //! The library test `sievestore::stream::tests` shows the streamed runs equal the whole-trace
 //! runs for every sieve and partitioning.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

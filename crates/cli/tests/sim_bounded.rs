@@ -22,6 +22,7 @@
 //! writer (`ember trace convert` on a pipe, which holds the trace) makes of the same trace
 //! unlimited,
 //! and dies making under the limit (the negative control).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

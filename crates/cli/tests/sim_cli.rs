@@ -1,5 +1,6 @@
 //! End-to-end: the built `ember sim` on a small MSR-Cambridge trace file, checking the JSON,
 //! CSV and PNG it writes.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::Command;

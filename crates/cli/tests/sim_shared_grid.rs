@@ -1,6 +1,7 @@
 //! `ember sim` runs a grid of LRU, FIFO, CLOCK and S3-FIFO cells over one shared index
 //! (ember_sim::core::grid_shared); every cell must equal the same cell run alone (the per-policy
 //! implementations, the reference), on several traces, formats and size sets.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,5 +1,6 @@
 //! Every command reads a size the same way: `4M` is 4 MiB (4,194,304 bytes) and `4MB` is
 //! 4,000,000 bytes, in `ember cache format`, `ember trace gen` and the trace-reading flags.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::Command;

@@ -6,6 +6,7 @@
 //! address-space limit (`ulimit -v`) of 64 MiB with the same JSON as the whole-trace path:
 //! the same file through a pipe, which `ember warmup` reads into memory, unlimited. The pipe
 //! under the limit dies (the negative control: holding the trace does not fit).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::Path;
 use std::process::Command;

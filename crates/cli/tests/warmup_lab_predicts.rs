@@ -7,6 +7,7 @@
 //! Then `ember warmup run` on that very log, with the live cache's capacity and warmup size
 //! (as percentages of the log's working set) and the period cut at the restart, must give a
 //! post-restart read hit ratio within 5 points of the live one, for Last-K and for cold.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

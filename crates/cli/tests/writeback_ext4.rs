@@ -15,6 +15,7 @@
 //! Needs root, loop devices, FUSE, nbdfuse, e2fsprogs (`make setup` installs the tools). Under
 //! `make test` and in CI a missing piece fails the test; a plain `cargo test` skips it and
 //! says so on stderr. `EMBER_EXT4_TRIALS=N` sets the trials per policy (default 1).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
 

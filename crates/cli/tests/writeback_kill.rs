@@ -25,6 +25,7 @@
 //! `EMBER_CRASH_TRIALS=1000 cargo test --release -p ember-cli --test writeback_kill -- --nocapture`.
 //! Needs nbdsh (libnbd-bin, installed by `make setup`); run through Debian's python
 //! (`/usr/bin` first in PATH).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod crash_model;
 mod serve_support;

@@ -6,6 +6,7 @@
 //! the model is exact; every thread reads anywhere, so read-miss fills of one thread race with
 //! writes, trims and evictions of the others on the same blocks. A fill that installed data
 //! older than a racing write would be caught when the owner reads its block back.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! device at many points; unsynced cache writes are lost or torn. After power comes back, the
 //! cache must open and read back exactly what backing holds (it may come back cold, never
 //! stale), and every acknowledged write must be there.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

@@ -4,6 +4,7 @@
 //!
 //! The check is about blocking, not speed: the read's latency is measured while the zeroing
 //! is still in progress (asserted), with a generous bound.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::MemDevice;
 use ember_engine::{Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};

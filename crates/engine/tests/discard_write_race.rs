@@ -10,6 +10,7 @@
 //! Deterministic: the backing holds the discard inside its backing call (after the zeroes
 //! landed) until the write has finished, or for 2 s if the write waits for the discard (the
 //! fixed engine: a write-back write to a fenced block waits until the fence is lowered).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::MemDevice;
 use ember_engine::{Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};

@@ -6,6 +6,7 @@
 //!
 //! `cargo test --release -p ember-engine --test fuzz_corpus -- --ignored write_seeds`
 //! re-writes the seeds.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -6,6 +6,7 @@
 //! backing if the cache cannot (the cached copy dropped), a dirty block's failure becomes
 //! the READ's I/O error, and the engine serves on. READs into a buffer registered with
 //! `Volume::register_hit_buffer` are fixed reads of the ring, byte-exact as the others.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

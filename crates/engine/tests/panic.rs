@@ -3,6 +3,7 @@
 //! readable. Before the fix the read miss had mapped the key to a reused cache block (still
 //! holding the evicted block's bytes) and the unwind skipped the cleanup, so the next read of
 //! the key returned the other block's bytes.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::MemDevice;
 use ember_engine::{

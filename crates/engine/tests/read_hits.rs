@@ -4,6 +4,7 @@
 //! write to a block whose batched read is in flight waits for that read (the stripe locks
 //! and pins are held across it), so no read is ever served data older than a write
 //! acknowledged before it was issued.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! write-back flush, a write past the epoch cap waits for the flusher; with a backing that
 //! fails every write the flusher never succeeds, and that wait used to loop forever (and with
 //! it the clean shutdown, which drains the requests in flight).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::{FaultDevice, IoKind, MemDevice};
 use ember_engine::{

@@ -25,6 +25,7 @@
 //! goes on issuing requests until it does, so every trial is cut mid-run (checked).
 //!
 //! `EMBER_POWER_TRIALS=N` sets the trials per safe policy (CI default 150; unsafe: 40).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

@@ -109,6 +109,10 @@ fn sweep_exited() {
     }
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "harness setup (its own socket, server): a failure is a broken machine, not an input"
+)]
 fn socket_dir(tag: &str) -> SocketDir {
     sweep_exited();
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -125,6 +129,10 @@ struct ServerFixture {
     _dir: SocketDir,
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "harness setup (its own socket, server): a failure is a broken machine, not an input"
+)]
 fn server_fixture() -> &'static ServerFixture {
     static FIXTURE: OnceLock<ServerFixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
@@ -145,7 +153,11 @@ fn server_fixture() -> &'static ServerFixture {
 /// every byte the server answered before it closed the connection.
 ///
 /// Panics when the server does not close the connection within 20 seconds of the client's
-/// end of stream (a hang).
+/// end of stream (a hang), and when the harness cannot connect to its own server.
+#[expect(
+    clippy::expect_used,
+    reason = "harness setup (its own socket, server): a failure is a broken machine, not an input"
+)]
 pub fn server_session(input: &[u8]) -> Vec<u8> {
     let fixture = server_fixture();
     let mut stream = UnixStream::connect(&fixture.socket).expect("connect to the fuzzing server");
@@ -238,6 +250,10 @@ struct ClientFixture {
     _dir: SocketDir,
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "harness setup (its own socket, server): a failure is a broken machine, not an input"
+)]
 fn client_fixture() -> &'static ClientFixture {
     static FIXTURE: OnceLock<ClientFixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {

@@ -2,6 +2,7 @@
 //! the reader polls its socket for a bounded, adaptive time before it blocks. A request that
 //! arrives after the poll gave up is still read and answered (the reader then blocks
 //! normally), and an idle connection costs at most one poll of CPU, not a busy core.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! ember's client against ember's server, in process, over TCP and Unix sockets.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! negotiated
 //! before NBD_OPT_GO, used only when both sides agreed; a malformed or un-negotiated DEMOTE gets
 //! NBD_EINVAL and the connection lives; standard peers (nbdkit, nbdinfo) never see it.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

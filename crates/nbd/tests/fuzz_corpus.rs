@@ -5,6 +5,7 @@
 //!
 //! `cargo test --release -p ember-nbd --test fuzz_corpus -- --ignored write_seeds` re-records
 //! the seeds (with nbdkit, nbdinfo, nbdsh and qemu-io when installed).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::io::{Read, Write};
 use std::net::Shutdown;

@@ -4,6 +4,7 @@
 //! 1.0 allocations per request or more). Counted by a global allocator over the whole process
 //! while a raw client that allocates nothing itself reads; every reply is checked byte for
 //! byte, with simple and structured replies, one request at a time and pipelined.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

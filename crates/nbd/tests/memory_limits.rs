@@ -3,6 +3,7 @@
 //! more than its shared budget of reply buffers, a well-behaved client is still served, and
 //! the memory comes back when the hostile clients go. Alone in its test binary, so the
 //! process's RSS is the server's (plus the test's small clients).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

@@ -5,6 +5,7 @@
 //! could still let a device write into it, and a freed buffer's pages go to someone else.
 //!
 //! This binary's allocator watches the buffers the export kept, and counts any that is freed.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! `--object tls-creds-x509`; plaintext clients refused under `require`; client certificates
 //! verified with `verify_peer`. The certificates are made here with rcgen, under the file
 //! names qemu and nbdkit use.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! End to end: an NBD client → ember's NBD server → the engine → an upstream NBD server (the
 //! backing volume) and a cache file; then a clean shutdown and a warm restart.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::{FileDevice, FileOptions};
 use ember_engine::{

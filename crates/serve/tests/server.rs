@@ -1,6 +1,7 @@
 //! A server built from a `ServeConfig` alone (`Server::start`): it says what `ember serve`
 //! says, serves its exports at the addresses it reports, stops from a handle, shuts down
 //! cleanly and starts warm; a refused setting opens nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_nbd::ClientBuilder;
 use ember_serve::console::Console;

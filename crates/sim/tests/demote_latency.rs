@@ -5,6 +5,7 @@
 //! Table 3 came from Pantheon, with disk read-ahead and contention, not from the equations, so
 //! absolute latencies differ (docs/reproductions.md lists both); the speedups of RANDOM and ZIPF,
 //! which the array hit rates dominate, are reproduced within 10 %.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_policy::demote::{ArrayConfig, Scheme};
 use ember_sim::demote::latency_model::{

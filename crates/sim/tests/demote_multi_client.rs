@@ -2,6 +2,7 @@
 //! section 5, asserted on generated workloads (section 5.1's system: N clients, each with
 //! 1/N of the client memory, over one array; latencies by equations 2 and 3 with T_a = 0.2 ms,
 //! T_d = 5 ms, aborted DEMOTE 0.16 ms, as in tables 7, 9 and 10).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_policy::demote::{ArrayConfig, Scheme};
 use ember_sim::demote::experiment::{DemoteExperiment, DemoteReport};

@@ -1,6 +1,7 @@
 //! Wong & Wilkes, *My cache or yours?*, USENIX ATC 2002, Table 2: client and array hit rates
 //! of the single-client synthetic workloads RANDOM (section 3.2), SEQ (3.3) and ZIPF (3.4),
 //! N_c = N_a = 16384 blocks, a working set of warm-up READS then 10x timed READS.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_policy::demote::{ArrayConfig, Scheme};
 use ember_sim::demote::latency_model::{speedup, PAPER_SYNTHETIC};

@@ -1,6 +1,7 @@
 //! End-to-end checks of SieveStore (Pritchett & Thottethodi, ISCA 2010) by simulation:
 //! Table 2's arithmetic, section 3.1's Belady counter-example, and sections 5.1/5.3's
 //! qualitative results on the generated ensemble trace.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_policy::admission::{Aod, FixedSet, SieveSpec, Wmna};
 use ember_policy::Admission;

@@ -1,5 +1,6 @@
 //! Bonfire (FAST 2013) section 4.3 scheme behaviour and section 6.1's Zipf experiment, on
 //! generated traces (the MSR-Cambridge traces are not available here).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_policy::warmup::SelectorKind;
 use ember_sim::warmup::experiment::{run_warmup, SchemeMetrics, VolumeAccesses, WarmupConfig};

@@ -66,7 +66,9 @@ pub fn read_trace_input(input: &[u8]) -> TraceOutcome {
         _ => (None, false, &[][..]),
     };
     let file = temp_path("in");
-    std::fs::write(&file.0, body).expect("write the fuzz input to a temporary file");
+    if let Err(source) = std::fs::write(&file.0, body) {
+        return TraceOutcome { result: Err(crate::error::io_err(&file.0, source)), skipped: 0 };
+    }
     let opts = ReadOptions { format, skip_bad, ..ReadOptions::default() };
     let mut reader = match open(&file.0, &opts) {
         Ok(r) => r,

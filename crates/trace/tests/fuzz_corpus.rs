@@ -7,6 +7,7 @@
 //! `EMBER_PEER_DATA=.cache/peer cargo test --release -p ember-trace --test fuzz_corpus --
 //! --ignored write_seeds` re-writes the seeds (vscsi and oracleGeneral seeds come from the
 //! head of libCacheSim's cloudPhysicsIO traces, which `make setup` fetches).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -5,6 +5,7 @@
 //! FLUSH (or a later acknowledged FUA write of it), or the value of a write issued after
 //! that.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use crate::serve_support::{Rng, Serve};
 use std::path::Path;

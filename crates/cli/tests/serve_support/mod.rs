@@ -4,6 +4,7 @@
 //! expected content can be written straight to a backing file.
 
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

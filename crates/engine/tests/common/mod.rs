@@ -2,6 +2,7 @@
 //! acknowledged byte, and a seeded random workload.
 
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::MemDevice;
 use ember_engine::{

@@ -2,6 +2,7 @@
 //! exports that block or fail on demand, and a raw-socket NBD speaker for hostile clients.
 
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
