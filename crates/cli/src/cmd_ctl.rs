@@ -153,9 +153,11 @@ pub fn render(command: &CtlCommand, result: &Value) -> anyhow::Result<String> {
 
 fn list(v: &Value) -> String {
     match v.as_array() {
-        Some(a) if !a.is_empty() => {
-            a.iter().map(|x| x.as_str().map_or(x.to_string(), str::to_string)).collect::<Vec<_>>().join(", ")
-        }
+        Some(a) if !a.is_empty() => a
+            .iter()
+            .map(|x| x.as_str().map_or(x.to_string(), str::to_string))
+            .collect::<Vec<_>>()
+            .join(", "),
         _ => "none".into(),
     }
 }
@@ -206,7 +208,10 @@ fn status_table(st: &Status) -> String {
         "warmup {}{}; read hit ratio {:.2}%\n",
         st.warmup.state,
         if st.warmup.planned_blocks > 0 {
-            format!(" ({} of {} blocks preloaded)", st.warmup.preloaded_blocks, st.warmup.planned_blocks)
+            format!(
+                " ({} of {} blocks preloaded)",
+                st.warmup.preloaded_blocks, st.warmup.planned_blocks
+            )
         } else {
             String::new()
         },

@@ -406,7 +406,8 @@ pub fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.check {
-        let what = args.config.as_ref().map_or("the command line".into(), |f| f.display().to_string());
+        let what =
+            args.config.as_ref().map_or("the command line".into(), |f| f.display().to_string());
         println!("{what}: ok");
         return Ok(());
     }

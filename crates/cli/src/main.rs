@@ -81,10 +81,7 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    let given = matches
-        .subcommand_matches("serve")
-        .map(cmd_serve::given_flags)
-        .unwrap_or_default();
+    let given = matches.subcommand_matches("serve").map(cmd_serve::given_flags).unwrap_or_default();
     let result = match cli.command {
         Command::Trace(TraceCommand::Info(a)) => cmd_trace::info(a),
         Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),

@@ -110,8 +110,7 @@ impl Server {
             console.say(&format!("export {} {}", e.name, e.uri));
         }
 
-        let notify =
-            Arc::new(if options.notify { Notifier::from_env() } else { Notifier::none() });
+        let notify = Arc::new(if options.notify { Notifier::from_env() } else { Notifier::none() });
         let name = match &options.source {
             Some(s) => s.name(&config),
             None => config.name.clone(),

@@ -411,7 +411,11 @@ impl ShutdownHandle {
     /// connections above a lowered limit stay open (new ones wait until they close);
     /// bytes held above a lowered budget are given back as their requests end. A limit of
     /// 0, or a budget below one maximum payload, is refused.
-    pub fn set_limits(&self, max_connections: usize, shared_budget: u64) -> Result<(), ServerError> {
+    pub fn set_limits(
+        &self,
+        max_connections: usize,
+        shared_budget: u64,
+    ) -> Result<(), ServerError> {
         if max_connections == 0 {
             return Err(ServerError::Config("max_connections must be at least 1".into()));
         }

@@ -161,8 +161,7 @@ pub fn parse_with(
     if table.get("volume").and_then(toml::Value::as_array).is_none_or(|v| v.is_empty()) {
         return Err(missing("no volume: give a `[[volume]]` table (name, backing) or --backing"));
     }
-    ServeConfig::deserialize(toml::Value::Table(table))
-        .map_err(|e| missing(e.message().trim()))
+    ServeConfig::deserialize(toml::Value::Table(table)).map_err(|e| missing(e.message().trim()))
 }
 
 fn command_line(message: String) -> ConfigError {

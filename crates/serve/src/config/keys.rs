@@ -32,9 +32,8 @@ impl Key {
     pub fn named_in(message: &str) -> Option<&'static Key> {
         message.match_indices("--").find_map(|(i, _)| {
             let rest = &message[i + 2..];
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-                .unwrap_or(rest.len());
+            let end =
+                rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).unwrap_or(rest.len());
             KEYS.iter().find(|k| k.flag == &rest[..end])
         })
     }

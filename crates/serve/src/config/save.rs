@@ -89,7 +89,10 @@ mod tests {
         let key = Key::find("write-policy").unwrap();
         save_setting(&file, key, &toml::Value::String("write-back-persist".into())).unwrap();
         let after = std::fs::read_to_string(&file).unwrap();
-        assert!(after.contains("# how writes go\nwrite-policy = \"write-back-persist\"  # for now"), "{after}");
+        assert!(
+            after.contains("# how writes go\nwrite-policy = \"write-back-persist\"  # for now"),
+            "{after}"
+        );
         assert!(after.contains("# the cache\n[cache]\ndevice = \"c.img\" # fast"), "{after}");
         let key = Key::find("max-dirty").unwrap();
         save_setting(&file, key, &toml::Value::String("30%".into())).unwrap();

@@ -189,7 +189,9 @@ pub mod mode {
             })
         }
         fn visit_i64<E: de::Error>(self, v: i64) -> Result<u32, E> {
-            u64::try_from(v).map_err(|_| E::custom("a negative mode")).and_then(|v| self.visit_u64(v))
+            u64::try_from(v)
+                .map_err(|_| E::custom("a negative mode"))
+                .and_then(|v| self.visit_u64(v))
         }
         fn visit_str<E: de::Error>(self, v: &str) -> Result<u32, E> {
             let m = u32::from_str_radix(v.trim_start_matches("0o"), 8)

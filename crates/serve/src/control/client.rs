@@ -52,7 +52,9 @@ pub fn find_socket(name: Option<&str>) -> anyhow::Result<PathBuf> {
     found.sort();
     match found.len() {
         1 => Ok(found.remove(0)),
-        0 => bail!("no control socket in {RUN_DIR} (is the server running? --control PATH or --name NAME)"),
+        0 => bail!(
+            "no control socket in {RUN_DIR} (is the server running? --control PATH or --name NAME)"
+        ),
         _ => bail!(
             "several servers in {RUN_DIR} ({}): say which with --name NAME or --control PATH",
             found.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
@@ -68,7 +70,10 @@ pub fn request(
     on_progress: &mut dyn FnMut(Progress),
 ) -> anyhow::Result<Reply> {
     let mut stream = UnixStream::connect(socket).with_context(|| {
-        format!("cannot connect to the control socket {} (is the server running?)", socket.display())
+        format!(
+            "cannot connect to the control socket {} (is the server running?)",
+            socket.display()
+        )
     })?;
     let mut line = Request::new(command).to_line();
     line.push('\n');

@@ -152,7 +152,10 @@ impl Control {
     ) -> Result<Value, String> {
         if let Some(v) = volume {
             if self.engine.volume(v).is_none() {
-                return Err(format!("no volume {v:?} (volumes: {})", self.engine.volume_names().join(", ")));
+                return Err(format!(
+                    "no volume {v:?} (volumes: {})",
+                    self.engine.volume_names().join(", ")
+                ));
             }
         }
         let start = Instant::now();
@@ -162,7 +165,12 @@ impl Control {
             format!("{e:#}")
         })?;
         let secs = start.elapsed().as_secs_f64();
-        tracing::info!(volume = volume.unwrap_or("all"), blocks = written, seconds = secs, "flush done");
+        tracing::info!(
+            volume = volume.unwrap_or("all"),
+            blocks = written,
+            seconds = secs,
+            "flush done"
+        );
         Ok(json!({ "volume": volume, "blocks": written, "seconds": secs }))
     }
 
@@ -224,10 +232,12 @@ impl Control {
             return Ok(json!({ "key": key.flag, "value": text, "changed": false, "saved": false }));
         }
         let plan = Plan::check(&new).map_err(|e| format!("{e:#}"))?;
-        let group = group(key).ok_or_else(|| format!("{} cannot change while serving", key.flag))?;
+        let group =
+            group(key).ok_or_else(|| format!("{} cannot change while serving", key.flag))?;
         self.apply(group, &old, &new, &plan).map_err(|e| format!("{} {text}: {e:#}", key.flag))?;
         let new_t = table(&new)?;
-        let stored = get_value(&new_t, key.path).cloned().unwrap_or(toml::Value::String(text.into()));
+        let stored =
+            get_value(&new_t, key.path).cloned().unwrap_or(toml::Value::String(text.into()));
         {
             let mut state = self.state.lock();
             state.config = new;
@@ -242,7 +252,8 @@ impl Control {
                     key.flag
                 ));
             };
-            save_setting(file, key, &stored).map_err(|e| format!("{} is now {text}, but {e:#}", key.flag))?;
+            save_setting(file, key, &stored)
+                .map_err(|e| format!("{} is now {text}, but {e:#}", key.flag))?;
             if source.is_some_and(|s| s.overridden(key)) {
                 note = Some(format!("--{} on the command line still overrides the file", key.flag));
             }
@@ -276,7 +287,7 @@ impl Control {
                 let l = &plan_limits(plan);
                 self.nbd.set_limits(l.0, l.1).map_err(anyhow::Error::from)
             }
-            Group::Writeback => engine_live::set_writeback(&self.engine, e.writeback.clone()),
+            Group::Writeback => engine_live::set_writeback(&self.engine, e.writeback),
             Group::Replacement => {
                 if old.tiers.array_scheme.is_some() {
                     anyhow::bail!("an array tier's scheme replaces the replacement policy");
@@ -346,7 +357,8 @@ impl Control {
         let mut kept: Vec<&Key> = Vec::new();
         for g in groups {
             if let Err(e) = self.apply(g, &old, &file, &plan) {
-                let names: Vec<_> = keys.iter().filter(|k| group(k) == Some(g)).map(|k| k.flag).collect();
+                let names: Vec<_> =
+                    keys.iter().filter(|k| group(k) == Some(g)).map(|k| k.flag).collect();
                 refused.push(json!({ "keys": names, "reason": format!("{e:#}") }));
                 kept.extend(keys.iter().filter(|k| group(k) == Some(g)));
             }

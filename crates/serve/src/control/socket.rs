@@ -147,8 +147,18 @@ fn accept_loop(listener: UnixListener, shared: Arc<Shared>) {
             }
         };
         if !allowed(cred.uid) {
-            tracing::warn!(uid = cred.uid, pid = cred.pid, "control connection refused: not the server's user or root");
-            refuse(stream, &format!("permission denied: uid {} is neither the server's user nor root", cred.uid));
+            tracing::warn!(
+                uid = cred.uid,
+                pid = cred.pid,
+                "control connection refused: not the server's user or root"
+            );
+            refuse(
+                stream,
+                &format!(
+                    "permission denied: uid {} is neither the server's user nor root",
+                    cred.uid
+                ),
+            );
             continue;
         }
         let mut open = shared.open.lock();
@@ -165,10 +175,11 @@ fn accept_loop(listener: UnixListener, shared: Arc<Shared>) {
         open.insert(id, handle);
         drop(open);
         let s = shared.clone();
-        let spawned = std::thread::Builder::new().name("ember-control-conn".into()).spawn(move || {
-            serve_connection(stream, &s);
-            s.open.lock().remove(&id);
-        });
+        let spawned =
+            std::thread::Builder::new().name("ember-control-conn".into()).spawn(move || {
+                serve_connection(stream, &s);
+                s.open.lock().remove(&id);
+            });
         if spawned.is_err() {
             shared.open.lock().remove(&id);
         }
