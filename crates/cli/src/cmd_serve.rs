@@ -1,5 +1,5 @@
 //! `ember serve`: its flags, and the [`ServeConfig`] they become, over a config file when
-//! `--config` names one (`ember_serve::config::ConfigSource`: a flag given on the command
+//! `--config` names one (`ember_serve::ConfigSource`: a flag given on the command
 //! line overrides the file's key, across reloads too); `ember_serve` checks it, builds the
 //! server (a cache device in front of backing volumes, one NBD export per volume, Prometheus
 //! metrics, the control socket) and runs it until SIGTERM, SIGINT or `ember ctl stop`, then
@@ -12,10 +12,9 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args};
 use ember_nbd::server::TlsMode;
 use ember_serve::config::{
-    CacheSettings, ConfigSource, LimitSettings, ListenSettings, LiveSettings, TlsConfig,
-    WarmupSettings,
+    CacheSettings, LimitSettings, ListenSettings, LiveSettings, TlsConfig, WarmupSettings,
 };
-use ember_serve::{parse_size, BackingVolume, ServeConfig};
+use ember_serve::{parse_size, BackingVolume, ConfigSource, ServeConfig};
 
 use crate::tuning_args::{SieveParams, WritebackArgs};
 

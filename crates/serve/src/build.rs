@@ -12,7 +12,8 @@ use ember_nbd::{ExportSet, ListenAddr, ServerStats};
 
 use crate::backing::open_backing;
 use crate::cache_device::open_cache;
-use crate::config::{ConfigSource, ServeConfig};
+use crate::config::ServeConfig;
+use crate::config_source::ConfigSource;
 use crate::console::{Console, Stdio};
 use crate::control::{default_socket, Control, ControlSocket};
 use crate::memory_return::ReturnOnClose;

@@ -19,8 +19,8 @@
 //! listeners), `metrics/`, `memory_return.rs`, `build.rs` ([`Server`]), `running.rs`
 //! ([`Running`]), `signals.rs`, `run.rs` ([`run`]); `console.rs` is where their lines go.
 //!
-//! Operating it while it serves: `config/file.rs` (the config file under the command line's
-//! flags), `control/` (the control socket and its commands, `ember ctl`'s protocol),
+//! Operating it while it serves: `config/file.rs` and `config_source.rs` (the config file
+//! under the command line's flags), `control/` (the control socket and its commands, `ember ctl`'s protocol),
 //! `notify.rs` and `status_ticker.rs` (systemd's readiness protocol).
 
 mod admission;
@@ -28,10 +28,13 @@ mod backing;
 mod build;
 mod cache_device;
 pub mod config;
+mod config_source;
 pub mod console;
 pub mod control;
 mod demote_queue;
 mod export;
+#[doc(hidden)]
+pub mod fuzz_entry;
 mod lab;
 pub mod memory_return;
 pub mod metrics;
@@ -55,6 +58,7 @@ mod writeback;
 pub use build::{Options, Server};
 pub use cache_device::refuse_on_memory;
 pub use config::{BackingVolume, ServeConfig};
+pub use config_source::ConfigSource;
 pub use demote_queue::{DemoteQueue, DemoteReplies};
 pub use export::{to_export_error, EngineExports, VolumeExport};
 pub use nbd_device::NbdDevice;

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use crate::build::{Options, Server};
-use crate::config::{ConfigSource, ServeConfig};
+use crate::config::ServeConfig;
+use crate::config_source::ConfigSource;
 use crate::console::Stdio;
 
 /// `ember serve` of a configuration without a file ([`run_from`]).

@@ -1,15 +1,14 @@
-//! The config file and the command line together ([`ConfigSource`]): the file (TOML, the
-//! serde form of [`ServeConfig`]) read again at every load, with the flags given on the
-//! command line over it, so that a flag keeps overriding the file across reloads. An
+//! Reading the config file (TOML, the serde form of [`ServeConfig`]) with the command line's
+//! settings over it ([`parse_with`]), and the tables it is read through (`get`, `set`). An
 //! unknown key, a bad value or a missing file is a [`ConfigError`] naming the file, the line
-//! and the key.
+//! and the key; `crate::config_source` checks the result and reads the file again at each
+//! reload.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::keys::Key;
 use super::ServeConfig;
 
 /// A config file problem: which file, which line (when the file has it) and which key.
@@ -39,95 +38,6 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
-
-/// Where a server's configuration comes from: an optional file and the flags given on the
-/// command line. [`ConfigSource::load`] reads the file again each time (a reload).
-#[derive(Clone, Debug)]
-pub struct ConfigSource {
-    file: Option<PathBuf>,
-    /// The command line's configuration (every flag, given or default).
-    flags: ServeConfig,
-    /// The settings given on the command line, as the file's tables.
-    overrides: toml::Table,
-    given: Vec<&'static Key>,
-}
-
-impl ConfigSource {
-    /// The configuration `flags` describes, without a file.
-    pub fn flags_only(flags: ServeConfig) -> ConfigSource {
-        ConfigSource { file: None, flags, overrides: toml::Table::new(), given: Vec::new() }
-    }
-
-    /// The file `file` with the settings of `flags` named in `given` (flag names such as
-    /// `write-policy`; an unknown name is an error) over it.
-    pub fn new(
-        file: Option<PathBuf>,
-        flags: ServeConfig,
-        given: &[&str],
-    ) -> Result<ConfigSource, ConfigError> {
-        let table = toml::Table::try_from(&flags).map_err(|e| command_line(e.to_string()))?;
-        let mut overrides = toml::Table::new();
-        let mut keys = Vec::new();
-        for name in given {
-            let key = Key::find(name)
-                .ok_or_else(|| command_line(format!("--{name} is not a setting")))?;
-            if let Some(v) = get(&table, key.path) {
-                set(&mut overrides, key.path, v.clone());
-            }
-            keys.push(key);
-        }
-        Ok(ConfigSource { file, flags, overrides, given: keys })
-    }
-
-    /// The config file, if there is one.
-    pub fn file(&self) -> Option<&Path> {
-        self.file.as_deref()
-    }
-
-    /// Whether a flag on the command line gives `key` (a reload or `--save` leaves it).
-    pub fn overridden(&self, key: &Key) -> bool {
-        self.file.is_some() && self.given.iter().any(|k| k.flag == key.flag)
-    }
-
-    /// The server's name: `name` in the configuration, else the config file's stem.
-    pub fn name(&self, config: &ServeConfig) -> Option<String> {
-        config.name.clone().or_else(|| {
-            let stem = self.file.as_deref()?.file_stem()?;
-            Some(stem.to_string_lossy().into_owned())
-        })
-    }
-
-    /// Read the file (if any), put the command line's settings over it, and check the
-    /// result as [`ServeConfig::check`] does; every error is located in the file.
-    pub fn load(&self) -> Result<ServeConfig, ConfigError> {
-        let Some(path) = &self.file else {
-            let config = self.flags.clone();
-            config.check().map_err(|e| command_line(format!("{e:#}")))?;
-            return Ok(config);
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: path.clone(),
-            line: None,
-            key: None,
-            message: format!("cannot read the config file: {e}"),
-        })?;
-        let config = parse_with(path, &text, &self.overrides)?;
-        config.check().map_err(|e| {
-            let message = format!("{e:#}");
-            let key = Key::named_in(&message).filter(|k| !self.overridden(k));
-            match key {
-                Some(k) => ConfigError {
-                    file: path.clone(),
-                    line: line_of_key(&text, k.path),
-                    key: Some(k.dotted()),
-                    message,
-                },
-                None => ConfigError { file: path.clone(), line: None, key: None, message },
-            }
-        })?;
-        Ok(config)
-    }
-}
 
 /// Parse `text` (the file `path`) with `overrides` over it, without the semantic checks.
 pub fn parse_with(
@@ -164,7 +74,8 @@ pub fn parse_with(
     ServeConfig::deserialize(toml::Value::Table(table)).map_err(|e| missing(e.message().trim()))
 }
 
-fn command_line(message: String) -> ConfigError {
+/// An error of the command line's settings.
+pub(crate) fn command_line(message: String) -> ConfigError {
     ConfigError { file: PathBuf::from("command line"), line: None, key: None, message }
 }
 
@@ -237,7 +148,7 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 }
 
 /// The 1-based line of the key at `path` in `text`, if the file has it.
-fn line_of_key(text: &str, path: &[&str]) -> Option<usize> {
+pub(crate) fn line_of_key(text: &str, path: &[&str]) -> Option<usize> {
     let doc = toml_edit::ImDocument::parse(text).ok()?;
     let (last, tables) = path.split_last()?;
     let mut t: &dyn toml_edit::TableLike = doc.as_table();
@@ -247,7 +158,3 @@ fn line_of_key(text: &str, path: &[&str]) -> Option<usize> {
     let span = t.get_key_value(last)?.0.span()?;
     Some(text[..span.start.min(text.len())].matches('\n').count() + 1)
 }
-
-#[cfg(test)]
-#[path = "file_tests.rs"]
-mod tests;

@@ -21,8 +21,8 @@ use std::path::PathBuf;
 use ember_nbd::server::TlsMode;
 use serde::{Deserialize, Serialize};
 
-pub(crate) use file::{get as get_value, set as set_value};
-pub use file::{ConfigError, ConfigSource};
+pub(crate) use file::{command_line, get as get_value, line_of_key, set as set_value};
+pub use file::{parse_with, ConfigError};
 pub use keys::{Key, KEYS};
 pub use live::{LimitSettings, LiveSettings, SieveSettings, WritebackSettings};
 pub use save::save_setting;
@@ -96,23 +96,6 @@ impl ServeConfig {
             nbd_backing: NbdBackingSettings::default(),
             tiers: TierSettings::default(),
         }
-    }
-
-    /// Check every setting that can be checked without opening a device (the TLS
-    /// certificates are loaded), as [`crate::Server::start`] does first. An error names the
-    /// setting's flag.
-    pub fn check(&self) -> anyhow::Result<()> {
-        if self.cache.device.as_os_str().is_empty() {
-            anyhow::bail!("--cache: no cache device");
-        }
-        if self.volumes.is_empty() {
-            anyhow::bail!("--backing: no volume");
-        }
-        match self.log_format.as_str() {
-            "text" | "json" => {}
-            f => anyhow::bail!("--log-format {f}: text or json"),
-        }
-        crate::plan::Plan::check(self).map(drop)
     }
 }
 

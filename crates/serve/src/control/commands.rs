@@ -19,7 +19,8 @@ use serde_json::{json, Value};
 use super::engine_live;
 use super::protocol::Command;
 use super::status::{Status, StatusSources};
-use crate::config::{get_value, save_setting, set_value, ConfigSource, Key, ServeConfig, KEYS};
+use crate::config::{get_value, save_setting, set_value, Key, ServeConfig, KEYS};
+use crate::config_source::ConfigSource;
 use crate::notify::Notifier;
 use crate::plan::Plan;
 
@@ -120,8 +121,8 @@ impl Control {
             Command::Status => serde_json::to_value(self.status()).map_err(|e| e.to_string()),
             Command::Flush { volume } => self.flush(volume.as_deref(), progress),
             Command::Get { key } => self.get(key),
-            Command::Set { key, value, save } => self.set(key, value, *save),
-            Command::Reload => self.reload(),
+            Command::Set { key, value, save } => self.set(key, value, *save, progress),
+            Command::Reload => self.reload(progress),
             Command::Stop => Ok(json!({ "stopping": true })),
         }
     }
@@ -203,7 +204,13 @@ impl Control {
         }))
     }
 
-    fn set(&self, name: &str, text: &str, save: bool) -> Result<Value, String> {
+    fn set(
+        &self,
+        name: &str,
+        text: &str,
+        save: bool,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Value, String> {
         let key = Self::key(name)?;
         if !key.live {
             return Err(format!(
@@ -234,7 +241,8 @@ impl Control {
         let plan = Plan::check(&new).map_err(|e| format!("{e:#}"))?;
         let group =
             group(key).ok_or_else(|| format!("{} cannot change while serving", key.flag))?;
-        self.apply(group, &old, &new, &plan).map_err(|e| format!("{} {text}: {e:#}", key.flag))?;
+        self.apply(group, &old, &new, &plan, progress)
+            .map_err(|e| format!("{} {text}: {e:#}", key.flag))?;
         let new_t = table(&new)?;
         let stored =
             get_value(&new_t, key.path).cloned().unwrap_or(toml::Value::String(text.into()));
@@ -273,13 +281,14 @@ impl Control {
     }
 
     /// Apply `group` of `new` (checked into `plan`) to the running server; `old` is the
-    /// configuration in force.
+    /// configuration in force; a write-policy switch reports its drain through `progress`.
     fn apply(
         &self,
         group: Group,
         old: &ServeConfig,
         new: &ServeConfig,
         plan: &Plan,
+        progress: &mut dyn FnMut(u64, u64),
     ) -> anyhow::Result<()> {
         let e = &plan.engine;
         match group {
@@ -303,16 +312,16 @@ impl Control {
                 )?;
                 engine_live::set_admission(&self.engine, admission, epoch)
             }
-            Group::WritePolicy => engine_live::set_write_mode(&self.engine, e.write_mode),
+            Group::WritePolicy => engine_live::set_write_mode(&self.engine, e.write_mode, progress),
         }
     }
 
-    fn reload(&self) -> Result<Value, String> {
+    fn reload(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<Value, String> {
         let Some(source) = self.source.as_ref().filter(|s| s.file().is_some()) else {
             return Err("nothing to reload: the server was started without --config".into());
         };
         self.notify.reloading();
-        let result = self.reload_from(source);
+        let result = self.reload_from(source, progress);
         self.notify.ready();
         self.notify.status(&self.status().summary());
         match &result {
@@ -322,7 +331,11 @@ impl Control {
         result
     }
 
-    fn reload_from(&self, source: &ConfigSource) -> Result<Value, String> {
+    fn reload_from(
+        &self,
+        source: &ConfigSource,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Value, String> {
         let file = source.load().map_err(|e| e.to_string())?;
         let _changing = self.changing.lock();
         let (old, sets) = {
@@ -356,7 +369,7 @@ impl Control {
         let mut refused = Vec::new();
         let mut kept: Vec<&Key> = Vec::new();
         for g in groups {
-            if let Err(e) = self.apply(g, &old, &file, &plan) {
+            if let Err(e) = self.apply(g, &old, &file, &plan, progress) {
                 let names: Vec<_> =
                     keys.iter().filter(|k| group(k) == Some(g)).map(|k| k.flag).collect();
                 refused.push(json!({ "keys": names, "reason": format!("{e:#}") }));

