@@ -1,5 +1,5 @@
 //! `ember ctl`: talk to a running `ember serve` through its control socket
-//! (docs/reference/ctl.md): `status`, `flush [VOLUME]`, `get KEY`, `set KEY VALUE [--save]`,
+//! (docs/reference/control.md): `status`, `flush [VOLUME]`, `get KEY`, `set KEY VALUE [--save]`,
 //! `reload`, `stop`. Prints a table, or the server's JSON reply with `--json`; an error
 //! reply is an error (exit status 1).
 
@@ -86,16 +86,23 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
         Some(p) => p.clone(),
         None => find_socket(args.name.as_deref())?,
     };
-    let show_progress = matches!(args.command, CtlCommand::Flush { .. }) && !args.json;
+    // A flush, and a write-policy switch draining dirty blocks, report their progress.
+    let what = match args.command {
+        CtlCommand::Flush { .. } => "flush",
+        _ => "drain",
+    };
+    let show_progress = !args.json;
+    let mut shown = false;
     let mut on_progress = |p: Progress| {
         if show_progress {
+            shown = true;
             let pct = if p.total == 0 { 100.0 } else { 100.0 * p.done as f64 / p.total as f64 };
-            eprint!("\rflush: {} of {} blocks ({pct:.0}%)", p.done, p.total);
+            eprint!("\r{what}: {} of {} blocks ({pct:.0}%)", p.done, p.total);
             let _ = std::io::stderr().flush();
         }
     };
     let reply = request(&socket, args.command.request(), &mut on_progress)?;
-    if show_progress {
+    if shown {
         eprintln!();
     }
     if reply.ok != Some(true) {
