@@ -206,11 +206,13 @@ fn the_example_serves_reloads_and_restarts_with_every_byte_intact() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // --save writes the file, keeping its comments.
-    let saved = ctl(dir.path(), &["set", "--save", "min-dirty", "10%"]);
+    let saved = ctl(dir.path(), &["set", "--save", "buffer-budget", "128MiB"]);
     assert!(saved.ends_with("(saved)\n"), "{saved}");
+    let budget = ctl(dir.path(), &["get", "buffer-budget"]);
+    assert!(!budget.contains("256MiB"), "{budget}");
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(
-        text.contains("min-dirty = \"10%\"") && text.contains("# ascending (block order"),
+        !text.contains("buffer-budget = \"256MiB\"") && text.contains("# ascending (block order"),
         "{text}"
     );
 
@@ -228,7 +230,7 @@ fn the_example_serves_reloads_and_restarts_with_every_byte_intact() {
     // A restart from the file: every byte written is there.
     let serve = Serve::start_exact(&["--config", f, "--metrics", "127.0.0.1:0"]);
     assert_eq!(read_back(&serve, dir.path()), data);
-    assert_eq!(ctl(dir.path(), &["get", "min-dirty"]), "min-dirty = 10%\n");
+    assert_eq!(ctl(dir.path(), &["get", "buffer-budget"]), budget);
     // `ember ctl stop` stops it as SIGTERM does.
     assert_eq!(ctl(dir.path(), &["stop"]), "stopping\n");
     let t = std::time::Instant::now();
