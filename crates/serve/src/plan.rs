@@ -16,6 +16,25 @@ use crate::config::ServeConfig;
 use crate::net::{default_workers, server_config};
 use crate::policies::{parse_policy, parse_write_mode};
 
+impl ServeConfig {
+    /// Check every setting that can be checked without opening a device (the TLS
+    /// certificates are loaded), as [`crate::Server::start`] does first. An error names the
+    /// setting's flag.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.cache.device.as_os_str().is_empty() {
+            anyhow::bail!("--cache: no cache device");
+        }
+        if self.volumes.is_empty() {
+            anyhow::bail!("--backing: no volume");
+        }
+        match self.log_format.as_str() {
+            "text" | "json" => {}
+            f => anyhow::bail!("--log-format {f}: text or json"),
+        }
+        crate::plan::Plan::check(self).map(drop)
+    }
+}
+
 /// What a [`ServeConfig`] resolves to.
 pub(crate) struct Plan {
     /// What the engine is opened with.
