@@ -305,12 +305,11 @@ impl Control {
             }
             Group::Admission => {
                 let live = &new.live;
-                let (admission, epoch) = crate::admission::admission(
-                    &live.admission,
-                    &live.sieve,
-                    live.epoch_count_memory,
-                )?;
-                engine_live::set_admission(&self.engine, admission, epoch)
+                let spec = live
+                    .sieve
+                    .spec(&live.admission)
+                    .map_err(|e| anyhow::anyhow!("admission: {e}"))?;
+                engine_live::set_admission(&self.engine, &spec)
             }
             Group::WritePolicy => engine_live::set_write_mode(&self.engine, e.write_mode, progress),
         }

@@ -3,20 +3,17 @@
 //! change the replacement policy. Each function is the whole contract the control plane
 //! relies on, written as rules; the engine's live-change API carries them out.
 //!
-//! Until the engine offers a change, the function refuses it with the reason, and the
-//! command reports that the setting needs a restart.
+//! A change the engine cannot make live (a discrete sieve, a replacement policy that cannot
+//! take over the resident blocks, a write-back policy on a memory cache) is refused with the
+//! engine's reason, and the command reports that the setting needs a restart.
 
 use ember_engine::{Engine, WriteMode, WritebackConfig};
+use ember_policy::admission::SieveSpec;
 use ember_policy::replacement::Kind;
-use ember_policy::Admission;
 
-/// The engine cannot make this change while serving.
-fn not_live(what: &str) -> anyhow::Error {
-    anyhow::anyhow!("{what} cannot change while serving in this build: restart with the new value")
-}
-
-/// Write back every block dirty at the call (of volume `volume`, or of every volume) and
-/// return the number written once they are durable on backing (backing synced).
+/// Write back every block dirty at the call and return the number written once they are
+/// durable on backing (backing synced). The engine flushes every volume: naming `volume`
+/// flushes the others too, which keeps the promise (what was dirty at the call is durable).
 ///
 /// - MUST call `progress(done, total)` as blocks land, `total` the dirty blocks at the call.
 /// - MUST return an error in bounded time when backing fails writes or the server shuts
@@ -27,8 +24,9 @@ pub(crate) fn flush_all(
     volume: Option<&str>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> anyhow::Result<u64> {
-    let _ = (engine, volume, progress);
-    Err(not_live("an on-demand flush"))
+    let _ = volume;
+    let report = engine.flush_all(&mut |p| progress(p.done, p.total))?;
+    Ok(report.blocks)
 }
 
 /// Switch the write policy to `target` while serving.
@@ -43,34 +41,29 @@ pub(crate) fn set_write_mode(
     target: WriteMode,
     progress: &mut dyn FnMut(u64, u64),
 ) -> anyhow::Result<()> {
-    let _ = progress;
-    if engine.write_mode() == target {
-        return Ok(());
-    }
-    Err(not_live("the write policy"))
+    engine.set_write_mode(target, &mut |p| progress(p.done, p.total))?;
+    Ok(())
 }
 
-/// Replace the admission sieve by `admission` (a discrete sieve with its epoch
-/// `batch_epoch_ns`). The new sieve starts with no counts.
-pub(crate) fn set_admission(
-    engine: &Engine,
-    admission: Box<dyn Admission>,
-    batch_epoch_ns: Option<u64>,
-) -> anyhow::Result<()> {
-    let _ = (engine, admission, batch_epoch_ns);
-    Err(not_live("the admission sieve"))
+/// Replace the admission sieve by the one `spec` builds. The new sieve starts with no
+/// counts; a discrete (epoch) sieve is refused: it owns the cache's contents epoch by epoch
+/// and is set when ember starts.
+pub(crate) fn set_admission(engine: &Engine, spec: &SieveSpec) -> anyhow::Result<()> {
+    let sieve = spec.build()?;
+    engine.set_admission(sieve)?;
+    Ok(())
 }
 
 /// Retune write-back: dirty thresholds, epochs in flight, the flusher's order. A threshold
 /// that does not fit the cache MUST be refused with nothing changed.
 pub(crate) fn set_writeback(engine: &Engine, writeback: WritebackConfig) -> anyhow::Result<()> {
-    let _ = (engine, writeback);
-    Err(not_live("the write-back tuning"))
+    engine.set_writeback(&writeback)?;
+    Ok(())
 }
 
 /// Change the replacement policy to `kind`, keeping the cache's contents; a policy that
 /// cannot take over the resident blocks MUST be refused with the reason.
 pub(crate) fn set_replacement(engine: &Engine, kind: Kind) -> anyhow::Result<()> {
-    let _ = (engine, kind);
-    Err(not_live("the replacement policy"))
+    engine.set_replacement(kind)?;
+    Ok(())
 }
