@@ -20,9 +20,10 @@ pub struct SimArgs {
     /// The trace and how to read it (format, CSV columns, block size, ...).
     #[command(flatten)]
     pub input: TraceInput,
-    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo,
-    /// opt.
-    #[arg(long, default_value = "lru", value_delimiter = ',')]
+    /// Replacement policies, comma-separated, each NAME[:PARAM=VALUE]... (lru, arc, s3fifo,
+    /// lirs:hir=2%, lruk:k=3, opt, ...); `--policy help` lists every policy with its
+    /// parameters, defaults and citation.
+    #[arg(long, default_value = "lru", value_delimiter = ',', value_parser = crate::grid_args::PolicyArg)]
     pub policy: Vec<String>,
     /// Cache sizes, comma-separated: blocks (1000), bytes (64MiB, 1GiB, 512KB) or a
     /// percentage of the working set (1%, 10%). K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.

@@ -1,7 +1,10 @@
-//! The registry of replacement policies: names, parsing, and construction, boxed
-//! ([`build`]) or concrete ([`with_replacement!`](crate::with_replacement)).
+//! The registry of replacement policies: names, parameters ([`Spec`]), and construction,
+//! boxed ([`build`]) or concrete ([`with_replacement!`](crate::with_replacement)).
 
-use super::{Arc, Clock, Fifo, Lru, Opt, Replacement, S3Fifo, Sieve, Slru, TwoQ};
+use super::catalog::info;
+use super::params::Param;
+use super::spec::{FromSpec, Spec};
+use super::{Arc, Fifo, Lru, LruLog, Opt, Replacement, Sieve};
 use std::fmt;
 use std::str::FromStr;
 
@@ -12,17 +15,17 @@ pub enum Kind {
     Lru,
     /// First in, first out ([`Fifo`]).
     Fifo,
-    /// CLOCK, one reference bit ([`Clock`]).
+    /// CLOCK, one reference bit ([`Clock`](super::Clock)).
     Clock,
     /// SIEVE ([`Sieve`]).
     Sieve,
     /// Adaptive Replacement Cache ([`Arc`]).
     Arc,
-    /// Segmented LRU, probationary + protected ([`Slru`]).
+    /// Segmented LRU, probationary + protected ([`Slru`](super::Slru)).
     Slru,
-    /// 2Q, full version ([`TwoQ`]).
+    /// 2Q, full version ([`TwoQ`](super::TwoQ)).
     TwoQ,
-    /// S3-FIFO ([`S3Fifo`]).
+    /// S3-FIFO ([`S3Fifo`](super::S3Fifo)).
     S3Fifo,
     /// Belady's OPT, an oracle needing `next_vtime` ([`Opt`]).
     Opt,
@@ -43,19 +46,14 @@ impl Kind {
     ];
 
     /// The command-line name (`lru`, `fifo`, `clock`, `sieve`, `arc`, `slru`, `2q`, `s3fifo`,
-    /// `opt`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Kind::Lru => "lru",
-            Kind::Fifo => "fifo",
-            Kind::Clock => "clock",
-            Kind::Sieve => "sieve",
-            Kind::Arc => "arc",
-            Kind::Slru => "slru",
-            Kind::TwoQ => "2q",
-            Kind::S3Fifo => "s3fifo",
-            Kind::Opt => "opt",
-        }
+    /// `opt`, ...).
+    pub fn name(self) -> &'static str {
+        info(self).name
+    }
+
+    /// The policy's parameters (empty for most).
+    pub fn params(self) -> &'static [Param] {
+        info(self).params
     }
 
     /// True if the policy reads [`crate::Access::next_vtime`] (the caller must fill it in).
@@ -72,47 +70,46 @@ impl fmt::Display for Kind {
 
 /// A policy name that is not one of [`Kind::ALL`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown replacement policy `{0}` (expected one of: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo, opt)")]
+#[error(
+    "unknown replacement policy `{0}` (expected one of: {names})",
+    names = Kind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+)]
 pub struct UnknownKind(pub String);
 
 impl FromStr for Kind {
     type Err = UnknownKind;
 
-    /// Parses a name case-insensitively; also accepts `belady` for OPT, `s3-fifo` and
-    /// `twoq`.
+    /// Parses a name or an alias (`belady` for OPT, `s3-fifo`, `twoq`, ...)
+    /// case-insensitively. Parameters are [`Spec`]'s.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "lru" => Ok(Kind::Lru),
-            "fifo" => Ok(Kind::Fifo),
-            "clock" => Ok(Kind::Clock),
-            "sieve" => Ok(Kind::Sieve),
-            "arc" => Ok(Kind::Arc),
-            "slru" => Ok(Kind::Slru),
-            "2q" | "twoq" => Ok(Kind::TwoQ),
-            "s3fifo" | "s3-fifo" => Ok(Kind::S3Fifo),
-            "opt" | "belady" => Ok(Kind::Opt),
-            _ => Err(UnknownKind(s.to_string())),
+        let t = s.trim().to_ascii_lowercase();
+        Kind::ALL
+            .into_iter()
+            .find(|&k| info(k).name == t || info(k).aliases.contains(&t.as_str()))
+            .ok_or_else(|| UnknownKind(s.to_string()))
+    }
+}
+
+macro_rules! from_new {
+    ($($t:ty),*) => {$(
+        impl FromSpec for $t {
+            fn from_spec(capacity: usize, _spec: &Spec) -> Self {
+                Self::new(capacity)
+            }
         }
-    }
+    )*};
+}
+from_new!(Lru, LruLog, Fifo, Sieve, Arc, Opt);
+
+/// A policy `spec` (a [`Kind`] for its default parameters) with `capacity` blocks, boxed.
+pub fn build(spec: impl Into<Spec>, capacity: usize) -> Box<dyn Replacement> {
+    let spec: Spec = spec.into();
+    crate::with_replacement!(spec, capacity, |p| Box::new(p) as Box<dyn Replacement>)
 }
 
-/// A policy of `kind` with `capacity` blocks and its default parameters, boxed.
-pub fn build(kind: Kind, capacity: usize) -> Box<dyn Replacement> {
-    match kind {
-        Kind::Lru => Box::new(Lru::new(capacity)),
-        Kind::Fifo => Box::new(Fifo::new(capacity)),
-        Kind::Clock => Box::new(Clock::new(capacity)),
-        Kind::Sieve => Box::new(Sieve::new(capacity)),
-        Kind::Arc => Box::new(Arc::new(capacity)),
-        Kind::Slru => Box::new(Slru::new(capacity)),
-        Kind::TwoQ => Box::new(TwoQ::new(capacity)),
-        Kind::S3Fifo => Box::new(S3Fifo::new(capacity)),
-        Kind::Opt => Box::new(Opt::new(capacity)),
-    }
-}
-
-/// Run `body` with `p` bound to a concrete policy of `kind` and `capacity` blocks (default
-/// parameters), so the body is compiled once per policy type and its calls are static:
+/// Run `body` with `p` bound to a concrete policy of `spec` (a [`Spec`], or a [`Kind`] for
+/// its default parameters) and `capacity` blocks, so the body is compiled once per policy type
+/// and its calls are static:
 ///
 /// ```
 /// use ember_policy::{with_replacement, Access, Replacement, replacement::Kind};
@@ -125,59 +122,61 @@ pub fn build(kind: Kind, capacity: usize) -> Box<dyn Replacement> {
 /// ```
 #[macro_export]
 macro_rules! with_replacement {
-    ($kind:expr, $capacity:expr, |$p:ident| $body:expr) => {{
+    ($spec:expr, $capacity:expr, |$p:ident| $body:expr) => {{
         use $crate::replacement as __r;
+        use $crate::replacement::FromSpec as _;
+        let __spec: __r::Spec = __r::Spec::from($spec);
         let __capacity: usize = $capacity;
-        match $kind {
+        match __spec.kind() {
             // A state beyond the caches: LRU as a log of accesses (the same decisions).
             __r::Kind::Lru if __r::LruLog::preferred(__capacity) => {
                 #[allow(unused_mut)]
-                let mut $p = __r::LruLog::new(__capacity);
+                let mut $p = __r::LruLog::from_spec(__capacity, &__spec);
                 $body
             }
             __r::Kind::Lru => {
                 #[allow(unused_mut)]
-                let mut $p = __r::Lru::new(__capacity);
+                let mut $p = __r::Lru::from_spec(__capacity, &__spec);
                 $body
             }
             __r::Kind::Fifo => {
                 #[allow(unused_mut)]
-                let mut $p = __r::Fifo::new(__capacity);
+                let mut $p = __r::Fifo::from_spec(__capacity, &__spec);
                 $body
             }
             __r::Kind::Clock => {
                 #[allow(unused_mut)]
-                let mut $p = __r::Clock::new(__capacity);
+                let mut $p = __r::Clock::from_spec(__capacity, &__spec);
                 $body
             }
             __r::Kind::Sieve => {
                 #[allow(unused_mut)]
-                let mut $p = __r::Sieve::new(__capacity);
+                let mut $p = __r::Sieve::from_spec(__capacity, &__spec);
                 $body
             }
             __r::Kind::Arc => {
                 #[allow(unused_mut)]
-                let mut $p = __r::Arc::new(__capacity);
+                let mut $p = __r::Arc::from_spec(__capacity, &__spec);
                 $body
             }
             __r::Kind::Slru => {
                 #[allow(unused_mut)]
-                let mut $p = __r::Slru::new(__capacity);
+                let mut $p = __r::Slru::from_spec(__capacity, &__spec);
                 $body
             }
             __r::Kind::TwoQ => {
                 #[allow(unused_mut)]
-                let mut $p = __r::TwoQ::new(__capacity);
+                let mut $p = __r::TwoQ::from_spec(__capacity, &__spec);
                 $body
             }
             __r::Kind::S3Fifo => {
                 #[allow(unused_mut)]
-                let mut $p = __r::S3Fifo::new(__capacity);
+                let mut $p = __r::S3Fifo::from_spec(__capacity, &__spec);
                 $body
             }
             __r::Kind::Opt => {
                 #[allow(unused_mut)]
-                let mut $p = __r::Opt::new(__capacity);
+                let mut $p = __r::Opt::from_spec(__capacity, &__spec);
                 $body
             }
         }
@@ -199,8 +198,8 @@ mod tests {
         assert_eq!("Belady".parse::<Kind>(), Ok(Kind::Opt));
         assert_eq!("S3-FIFO".parse::<Kind>(), Ok(Kind::S3Fifo));
         assert_eq!("twoq".parse::<Kind>(), Ok(Kind::TwoQ));
-        let err = "lfu".parse::<Kind>().unwrap_err();
-        assert!(err.to_string().contains("`lfu`"));
+        let err = "mru".parse::<Kind>().unwrap_err();
+        assert!(err.to_string().contains("`mru`"));
         assert!(Kind::Opt.needs_oracle() && !Kind::Lru.needs_oracle());
     }
 

@@ -51,7 +51,7 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let simulate = sim_start.elapsed();
     Ok(Outcome {
         threads: threads.min(cells.len()),
-        runs: cells.into_iter().zip(results).collect(),
+        runs: super::named(cells, results),
         totals: StreamTotals { requests: stream.requests(), accesses, wss: stream.wss() },
         skipped,
         driver: Driver::Whole,
