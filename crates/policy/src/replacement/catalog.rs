@@ -99,6 +99,22 @@ pub fn info(kind: Kind) -> &'static Info {
             params: &[],
             libcachesim: "exact (Belady)",
         },
+        Kind::Lfu => &Info {
+            name: "lfu",
+            aliases: &[],
+            title: "least frequently used, in-cache counts, FIFO among equal counts",
+            citation: "the classic frequency order; O(1) buckets of Shah, Mitra & Matani 2010",
+            params: &[],
+            libcachesim: "exact (LFU)",
+        },
+        Kind::LfuDa => &Info {
+            name: "lfuda",
+            aliases: &["lfu-da"],
+            title: "LFU with dynamic aging",
+            citation: "Arlitt, Cherkasova, Dilley, Friedrich & Jin, PER 27(4) 2000, section 3",
+            params: lfu_da::PARAMS,
+            libcachesim: "exact with lfuda:lcs (LFUDA); the paper's form (default) differs",
+        },
     }
 }
 

@@ -29,11 +29,15 @@ pub enum Kind {
     S3Fifo,
     /// Belady's OPT, an oracle needing `next_vtime` ([`Opt`]).
     Opt,
+    /// Least frequently used ([`Lfu`](super::Lfu)).
+    Lfu,
+    /// LFU with dynamic aging ([`LfuDa`](super::LfuDa)).
+    LfuDa,
 }
 
 impl Kind {
     /// All policies, in a stable order.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Lru,
         Kind::Fifo,
         Kind::Clock,
@@ -43,6 +47,8 @@ impl Kind {
         Kind::TwoQ,
         Kind::S3Fifo,
         Kind::Opt,
+        Kind::Lfu,
+        Kind::LfuDa,
     ];
 
     /// The command-line name (`lru`, `fifo`, `clock`, `sieve`, `arc`, `slru`, `2q`, `s3fifo`,
@@ -177,6 +183,16 @@ macro_rules! with_replacement {
             __r::Kind::Opt => {
                 #[allow(unused_mut)]
                 let mut $p = __r::Opt::from_spec(__capacity, &__spec);
+                $body
+            }
+            __r::Kind::Lfu => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Lfu::from_spec(__capacity, &__spec);
+                $body
+            }
+            __r::Kind::LfuDa => {
+                #[allow(unused_mut)]
+                let mut $p = __r::LfuDa::from_spec(__capacity, &__spec);
                 $body
             }
         }
