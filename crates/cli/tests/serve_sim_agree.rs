@@ -221,12 +221,12 @@ fn every_policy_agrees_on_multi_and_single_block_requests() {
     eprintln!("{}", report.join("\n"));
 }
 
-/// The frequency policies (LFU, LFU-DA in the paper's form and in libCacheSim's), each with
-/// its parameters spelled as `ember sim` spells them, give exactly the simulator's counters at
+/// LFU, LFU-DA (the paper's form and libCacheSim's) and LRU-K (K = 2 and 3), each with its
+/// parameters spelled as `ember sim` spells them, give exactly the simulator's counters at
 /// queue depth 1, under write-through and write-around, on multi-block and single-block
 /// requests.
 #[test]
-fn frequency_policies_agree_with_the_simulator() {
+fn frequency_and_lru_k_policies_agree_with_the_simulator() {
     let dir = tempfile::tempdir().unwrap();
     let mut report = Vec::new();
     for single in [false, true] {
@@ -244,6 +244,9 @@ fn frequency_policies_agree_with_the_simulator() {
             ("write-through", "aod", "aod", "lfuda:variant=lcs"),
             ("write-around", "aod", "wmna", "lfu"),
             ("write-around", "aod", "wmna", "lfuda"),
+            ("write-through", "aod", "aod", "lruk"),
+            ("write-through", "aod", "aod", "lruk:k=3"),
+            ("write-around", "aod", "wmna", "lruk"),
         ] {
             let args = ["--write-policy", mode, "--admission", sieve, "--policy", policy];
             let (got, cap) = served(dir.path(), &trace, &args, &[]);

@@ -115,6 +115,14 @@ pub fn info(kind: Kind) -> &'static Info {
             params: lfu_da::PARAMS,
             libcachesim: "exact with lfuda:lcs (LFUDA); the paper's form (default) differs",
         },
+        Kind::LruK => &Info {
+            name: "lruk",
+            aliases: &["lru-k"],
+            title: "LRU-K, the oldest K-th most recent access leaves",
+            citation: "O'Neil, O'Neil & Weikum, SIGMOD 1993, section 2",
+            params: lru_k::PARAMS,
+            libcachesim: "exact at k=2 (LRUK)",
+        },
     }
 }
 

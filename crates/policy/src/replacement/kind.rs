@@ -33,11 +33,13 @@ pub enum Kind {
     Lfu,
     /// LFU with dynamic aging ([`LfuDa`](super::LfuDa)).
     LfuDa,
+    /// LRU-K ([`LruK`](super::LruK)).
+    LruK,
 }
 
 impl Kind {
     /// All policies, in a stable order.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Lru,
         Kind::Fifo,
         Kind::Clock,
@@ -49,6 +51,7 @@ impl Kind {
         Kind::Opt,
         Kind::Lfu,
         Kind::LfuDa,
+        Kind::LruK,
     ];
 
     /// The command-line name (`lru`, `fifo`, `clock`, `sieve`, `arc`, `slru`, `2q`, `s3fifo`,
@@ -195,6 +198,11 @@ macro_rules! with_replacement {
                 let mut $p = __r::LfuDa::from_spec(__capacity, &__spec);
                 $body
             }
+            __r::Kind::LruK => {
+                #[allow(unused_mut)]
+                let mut $p = __r::LruK::from_spec(__capacity, &__spec);
+                $body
+            }
         }
     }};
 }
@@ -243,6 +251,27 @@ mod tests {
             let distinct = keys.iter().collect::<std::collections::HashSet<_>>().len();
             assert!(a >= distinct, "{k}: {a} misses, fewer than the distinct keys");
             assert!(a < keys.len(), "{k}: no hits at all");
+        }
+    }
+
+    /// Every policy's state is reserved at construction: a long scan of distinct keys (ten
+    /// times the capacity) leaves [`Replacement::memory_bytes`] within 5 % of what a full
+    /// cache reports, so history a policy keeps for non-resident blocks stays bounded.
+    #[test]
+    fn a_long_scan_does_not_grow_memory() {
+        for k in Kind::ALL.into_iter().filter(|k| !k.needs_oracle()) {
+            let capacity = 1000;
+            let mut p = build(k, capacity);
+            for key in 0..capacity as u64 {
+                p.access(&Access::read(key, key));
+            }
+            let full = p.memory_bytes();
+            for key in capacity as u64..11 * capacity as u64 {
+                p.access(&Access::read(key, key));
+            }
+            let after = p.memory_bytes();
+            assert!(after <= full + full / 20, "{k}: {full} bytes full, {after} after the scan");
+            assert_eq!(p.len(), capacity, "{k}");
         }
     }
 

@@ -1,11 +1,13 @@
-"""Exactness of ember's frequency policies (LFU, LFU-DA) against libCacheSim (the
+"""Exactness of ember's LFU, LFU-DA and LRU-K against libCacheSim (the
 `libcachesim` pip package, 0.3.5), count-based, on the same key sequences as
 test_policy_exactness.py plus the real block trace cloudPhysicsIO at three cache sizes.
 
-Expected (see crates/policy/src/replacement/lfu.rs and lfu_da.rs):
+Expected (see crates/policy/src/replacement/lfu.rs, lfu_da.rs and lru_k.rs):
   * `lfu` equals libCacheSim's `LFU` (in-cache counts, FIFO among equal counts).
   * `lfuda:lcs` equals libCacheSim's `LFUDA`, whose aging departs from the paper (a hit adds
     the age to the key). ember's default `lfuda` is the paper's form, and differs.
+  * `lruk` (K = 2) equals libCacheSim's `LRUK` (k = 2): history only while resident, FIFO
+    among blocks seen fewer than K times.
 
 libCacheSim's LFUDA looks for its next lowest key by stepping through every integer up to
 the largest key, and its keys grow geometrically at small caches: below a few hundred
@@ -47,20 +49,26 @@ def _compare(exe: Path, keys, specs_by_lcs: dict[str, tuple[str, list[int]]]) ->
     return rows
 
 
-def test_lfu_and_lfuda_lcs_equal_libcachesim_on_cloudphysics(exe: Path, peer_data: Path) -> None:
+def test_lfu_lfuda_lcs_and_lruk_equal_libcachesim_on_cloudphysics(exe: Path, peer_data: Path) -> None:
     keys = peer.read_oracle_general_keys(peer_data / "cloudPhysicsIO.oracleGeneral.bin")
-    rows = _compare(exe, keys, {"lfu": ("LFU", REAL_SIZES), "lfuda:lcs": ("LFUDA", LFUDA_SIZES)})
-    assert len(rows) == 6
+    rows = _compare(
+        exe,
+        keys,
+        {"lfu": ("LFU", REAL_SIZES), "lfuda:lcs": ("LFUDA", LFUDA_SIZES), "lruk": ("LRUK", REAL_SIZES)},
+    )
+    assert len(rows) == 9
     for e, c, ours, theirs in rows:
         assert ours == theirs, f"cloudPhysicsIO {e}@{c}: ember {ours} != libCacheSim {theirs}"
         assert 0 < ours < len(keys)
 
 
 @pytest.mark.parametrize("seq", ["zipf0.9", "uniform", "hot+scan", "phases"])
-def test_lfu_equals_libcachesim_on_synthetic_sequences(exe: Path, seq: str) -> None:
+def test_lfu_lfuda_lcs_and_lruk_equal_libcachesim_on_synthetic_sequences(exe: Path, seq: str) -> None:
     keys = peer.sequences()[seq]
     caps = peer.CAPACITIES
-    rows = _compare(exe, keys, {"lfu": ("LFU", caps), "lfuda:lcs": ("LFUDA", [400, 1000])})
+    rows = _compare(
+        exe, keys, {"lfu": ("LFU", caps), "lfuda:lcs": ("LFUDA", [400, 1000]), "lruk": ("LRUK", caps)}
+    )
     for e, c, ours, theirs in rows:
         assert ours == theirs, f"{seq} {e}@{c}: ember {ours} != libCacheSim {theirs}"
 
