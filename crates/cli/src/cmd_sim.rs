@@ -21,7 +21,7 @@ pub struct SimArgs {
     #[command(flatten)]
     pub input: TraceInput,
     /// Replacement policies, comma-separated, each NAME[:PARAM=VALUE]... (lru, arc, s3fifo,
-    /// lirs:hir=2%, lruk:k=3, opt, ...); `--policy help` lists every policy with its
+    /// lfuda:lcs, lruk:k=3, opt, ...); `--policy help` lists every policy with its
     /// parameters, defaults and citation.
     #[arg(long, default_value = "lru", value_delimiter = ',', value_parser = crate::grid_args::PolicyArg)]
     pub policy: Vec<String>,

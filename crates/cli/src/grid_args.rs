@@ -4,7 +4,7 @@
 use ember_policy::replacement::Spec;
 use ember_sim::Capacity;
 
-/// The replacement policies of `--policy`, each with its parameters (`lirs:hir=2%`), in the
+/// The replacement policies of `--policy`, each with its parameters (`lruk:k=3`), in the
 /// order given.
 pub fn policies(items: &[String]) -> anyhow::Result<Vec<Spec>> {
     Ok(items

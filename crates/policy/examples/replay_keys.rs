@@ -6,7 +6,7 @@
 //! ```
 //! `KEYS` is a file of little-endian `u64` block keys (numpy's `tofile`). Each `SPEC` is
 //! `POLICY@CAPACITY`, `POLICY` any policy with its parameters as [`Spec`] parses it
-//! (`lirs`, `slru:4:lcs` for libCacheSim's SLRU placement, `lruk:k=3`).
+//! (`lfu`, `slru:4:lcs` for libCacheSim's SLRU placement, `lruk:k=3`).
 //! Every access is allocated on a miss; OPT gets `next_vtime` computed from the file.
 //! Prints `SPEC MISSES` per spec.
 

@@ -14,7 +14,7 @@ pub fn parse_write_mode(s: &str) -> anyhow::Result<WriteMode> {
     }
 }
 
-/// Parse a replacement policy with its parameters (`lirs:hir=2%`, the spelling of `ember
+/// Parse a replacement policy with its parameters (`lruk:k=3`, the spelling of `ember
 /// sim`); an oracle (which needs the future) is refused.
 pub fn parse_policy(s: &str) -> anyhow::Result<Spec> {
     let spec: Spec = s.parse().map_err(|e| anyhow!("--policy: {e}"))?;

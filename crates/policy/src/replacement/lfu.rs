@@ -10,8 +10,9 @@
 //! frequency 1, eviction from the head of the lowest non-empty bucket) exactly: the peer
 //! tests compare miss counts on synthetic sequences and on cloudPhysicsIO.
 //!
-//! Memory: 32 bytes of slab node, 16 bytes of hash index and 16 bytes of bucket per block of
-//! capacity, plus about 24 bytes per distinct count.
+//! Memory: 32 bytes of slab node, 16 bytes of hash index and 20 bytes of bucket pool per
+//! block of capacity (68 in all), plus about 24 bytes per distinct count (at most one per
+//! resident block).
 
 use super::priority_buckets::PriorityBuckets;
 use super::spec::{FromSpec, Spec};

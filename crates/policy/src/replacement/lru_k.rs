@@ -15,7 +15,8 @@
 //! behaves so: the peer tests find `lruk` (K = 2) equal to it in miss counts on synthetic
 //! sequences and on cloudPhysicsIO at three sizes.
 //!
-//! Memory: the [LFU](super::Lfu) layout (64 bytes per block) plus K access times per block.
+//! Memory: the [LFU](super::Lfu) layout (68 bytes per block and about 24 per distinct
+//! priority) plus K access times of 8 bytes per block.
 
 use super::params::{Domain, Param};
 use super::priority_buckets::PriorityBuckets;

@@ -2,7 +2,7 @@
 //!
 //! Every policy implements [`Replacement`] over uniform-size blocks with a capacity counted in
 //! blocks, so the simulator and the engine can use any of them. [`Kind`] names them all and
-//! [`Spec`] adds a policy's parameters (`lirs:hir=2%`, checked against the table in the
+//! [`Spec`] adds a policy's parameters (`lruk:k=3`, checked against the table in the
 //! policy's file; [`catalog`] holds the citations); [`build`] makes a boxed one and
 //! [`with_replacement!`](crate::with_replacement) a concrete one for a monomorphized hot loop.
 //!
@@ -25,6 +25,7 @@ pub mod opt;
 pub mod params;
 mod priority_buckets;
 mod queue;
+pub mod registry;
 pub mod s3fifo;
 pub mod sieve;
 pub mod slru;
@@ -37,7 +38,7 @@ pub use arc::Arc;
 pub use clock::Clock;
 pub use demote_outcome::DemoteOutcome;
 pub use fifo::Fifo;
-pub use kind::{build, Kind, UnknownKind};
+pub use kind::{Info, Kind, UnknownKind};
 pub use lfu::Lfu;
 pub use lfu_da::LfuDa;
 pub use lru::Lru;
@@ -45,6 +46,7 @@ pub use lru_k::LruK;
 pub use lru_log::LruLog;
 pub use opt::Opt;
 pub use params::{Domain, Param};
+pub use registry::build;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
 pub use slru::{Slru, SlruInsert};

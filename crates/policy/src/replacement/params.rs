@@ -1,4 +1,4 @@
-//! The parameters a replacement policy takes on the command line (`lirs:hir=1%`): each
+//! The parameters a replacement policy takes on the command line (`lruk:k=3`): each
 //! policy file declares its own as a table of [`Param`]s, and [`Spec`](super::Spec) parses,
 //! validates and prints values against that table.
 

@@ -1,15 +1,15 @@
 //! A replacement policy with its parameters, as written on the command line:
-//! `NAME[:PARAM=VALUE]...` (`lirs:hir=2%`, `lruk:k=3`, `lecar:seed=7`).
+//! `NAME[:PARAM=VALUE]...` (`lruk:k=3`, `lfuda:variant=lcs`, `s3fifo:small=20%`).
 //!
 //! Parameters follow the name after colons, since `--policy` lists policies separated by
 //! commas. A bare word without `=` sets the first parameter that takes it: a number the first
 //! numeric parameter not yet set, a name the choice parameter it belongs to. So `slru:4:lcs`
-//! is `slru:segments=4:insert=lcs`, and `lirs:lcs` is `lirs:variant=lcs`. Every parameter is
+//! is `slru:segments=4:insert=lcs`, and `lfuda:lcs` is `lfuda:variant=lcs`. Every parameter is
 //! checked against the policy's table ([`Kind::params`]), and an error names the policy, the
 //! parameter and what it accepts.
 //!
 //! A [`Spec`] prints back as it parses, with only the parameters that differ from their
-//! defaults (`lirs` for the defaults), so the name of a run is the spec that reproduces it.
+//! defaults (`lfuda` for the defaults), so the name of a run is the spec that reproduces it.
 
 use super::params::Param;
 use super::Kind;

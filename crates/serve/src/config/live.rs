@@ -13,7 +13,7 @@ pub struct LiveSettings {
     /// write-back-persist, ordered-write-back or unsafe-write-back.
     pub write_policy: String,
     /// Replacement policy (`--policy`) with its parameters, as `ember sim` spells it:
-    /// `NAME[:PARAM=VALUE]...` (`lru`, `arc`, `lirs:hir=2%`, `slru:4:lcs`; `ember sim
+    /// `NAME[:PARAM=VALUE]...` (`lru`, `arc`, `lruk:k=3`, `slru:4:lcs`; `ember sim
     /// --policy help` lists them all). Every policy but the oracle OPT runs here.
     pub policy: String,
     /// Admission sieve (`--admission`): aod, wmna, sievestore-c, randsieve-c, ocf-nhit, or a

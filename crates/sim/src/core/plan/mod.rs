@@ -177,7 +177,7 @@ impl Plan {
     /// [`Kind`](ember_policy::replacement::Kind) for its defaults) at every size of `sizes`
     /// (each with the text the caller wrote), policy-major, over `source`. At least one
     /// policy, one size and a positive block size. Each run's result is named by its spec
-    /// (`lirs:hir=2%`), so runs of one policy with different parameters stay apart.
+    /// (`lruk:k=3`), so runs of one policy with different parameters stay apart.
     pub fn new<P: Into<Spec>>(
         source: TraceSource,
         policies: Vec<P>,
