@@ -71,7 +71,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
 
-    /// Replacement policy: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo.
+    /// Replacement policy with its parameters, NAME[:PARAM=VALUE]... as `ember sim` spells
+    /// it (lru, arc, s3fifo, lfu, lfuda:variant=lcs, slru:4:lcs, ...; `ember sim --policy
+    /// help` lists them). Every policy but the oracle OPT runs here.
     #[arg(long, default_value = "lru")]
     pub policy: String,
 

@@ -12,7 +12,7 @@ use crate::tuning_args::SieveParams;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ember_policy::admission::SieveSpec;
-use ember_policy::replacement::{build, Kind};
+use ember_policy::replacement::{build, Spec};
 use ember_policy::Replacement;
 use ember_sim::sievestore::cost_model::{
     drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES,
@@ -267,7 +267,7 @@ pub fn run_admissions(
     open: OpenPass<'_>,
     block_size: u64,
     sizes: &[(String, Capacity)],
-    kinds: &[Kind],
+    kinds: &[Spec],
     warmup: WarmupPeriod,
 ) -> anyhow::Result<Vec<AdmissionRow>> {
     let sieves = args.sieves()?;
@@ -312,7 +312,7 @@ pub fn run_admissions(
         .map(|((kind, size, blocks), (cell, run))| {
             let occ = occupancy_per_minute(run.counted_minutes(), &device, block_size);
             AdmissionRow {
-                policy: kind.name().to_string(),
+                policy: kind.to_string(),
                 admission: cell.spec.name().to_string(),
                 partition,
                 size,
@@ -644,7 +644,8 @@ mod tests {
                 Ok(Box::new(trace.requests.iter().copied().map(Ok)))
             };
         let rows =
-            run_admissions(&args, &open, 4096, &sizes, &[Kind::Lru], WarmupPeriod::None).unwrap();
+            run_admissions(&args, &open, 4096, &sizes, &[Spec::from(ember_policy::Kind::Lru)], WarmupPeriod::None)
+                .unwrap();
         assert_eq!(rows.len(), 6);
         assert_eq!(passes.get(), 2, "a partitioned grid reads the trace twice");
         assert!(rows.iter().all(|r| r.run.total().accesses > 10_000));
@@ -663,8 +664,14 @@ mod tests {
             assert!(r.run == want, "{} at {}", r.admission, r.size);
         }
         let bad = SieveArgs { admission: vec!["lru".into()], ..args };
-        assert!(
-            run_admissions(&bad, &open, 4096, &sizes, &[Kind::Lru], WarmupPeriod::None).is_err()
-        );
+        assert!(run_admissions(
+            &bad,
+            &open,
+            4096,
+            &sizes,
+            &[Spec::from(ember_policy::Kind::Lru)],
+            WarmupPeriod::None
+        )
+        .is_err());
     }
 }

@@ -7,7 +7,7 @@ use crate::plot_sim;
 use crate::trace_args::TraceInput;
 use anyhow::{bail, Context};
 use clap::Args;
-use ember_policy::Kind;
+use ember_policy::replacement::Spec;
 use ember_sim::core::minisim::{run_minis, SampledStream, SpatialSample};
 use ember_sim::core::plan::{Driver, Outcome, PlanOptions, Progress, TraceSource};
 use ember_sim::{default_threads, Capacity, Interval, Plan};
@@ -24,9 +24,10 @@ pub struct SimArgs {
     /// The trace and how to read it (format, CSV columns, block size, ...).
     #[command(flatten)]
     pub input: TraceInput,
-    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo,
-    /// opt.
-    #[arg(long, default_value = "lru", value_delimiter = ',')]
+    /// Replacement policies, comma-separated, each NAME[:PARAM=VALUE]... (lru, arc, s3fifo,
+    /// lfuda:lcs, lruk:k=3, opt, ...); `--policy help` lists every policy with its
+    /// parameters, defaults and citation.
+    #[arg(long, default_value = "lru", value_delimiter = ',', value_parser = crate::grid_args::PolicyArg)]
     pub policy: Vec<String>,
     /// Cache sizes, comma-separated: blocks (1000), bytes (64MiB, 1GiB, 512KB) or a
     /// percentage of the working set (1%, 10%). K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
@@ -86,7 +87,7 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 fn compute_minisim(
     args: &SimArgs,
     source: &TraceSource,
-    policies: &[Kind],
+    policies: &[Spec],
     sizes: &[(String, Capacity)],
     rate: f64,
 ) -> anyhow::Result<Report> {
@@ -107,9 +108,9 @@ fn compute_minisim(
     }
     let (requests, accesses, wss) = (sampled.requests(), sampled.accesses(), sampled.wss());
     let stream = sampled.finish(policies.iter().any(|k| k.needs_oracle()));
-    let cells: Vec<(Kind, u64)> = policies
+    let cells: Vec<(Spec, u64)> = policies
         .iter()
-        .flat_map(|&k| sizes.iter().map(move |(_, c)| (k, c.blocks(block_size, wss))))
+        .flat_map(|k| sizes.iter().map(move |(_, c)| (k.clone(), c.blocks(block_size, wss))))
         .collect();
     let threads = args.threads.unwrap_or_else(default_threads);
     let results = run_minis(&sample, &stream, accesses, &cells, threads);

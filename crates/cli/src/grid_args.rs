@@ -4,7 +4,7 @@
 //! `ember sim`, `ember sievestore` and `ember demote`.
 
 use clap::Args;
-use ember_policy::Kind;
+use ember_policy::replacement::Spec;
 use ember_sim::{Capacity, WarmupPeriod};
 
 /// The uncounted warm-up period: the first requests of the trace run through the cache,
@@ -43,13 +43,56 @@ fn parse_span(text: &str) -> Result<u64, String> {
     u64::try_from(d.as_nanos()).map_err(|_| format!("duration {text:?}: too large"))
 }
 
-/// The replacement policies of `--policy`, in the order given.
-pub fn policies(items: &[String]) -> anyhow::Result<Vec<Kind>> {
+/// The replacement policies of `--policy`, each with its parameters (`lruk:k=3`), in the
+/// order given.
+pub fn policies(items: &[String]) -> anyhow::Result<Vec<Spec>> {
     Ok(items
         .iter()
         .filter(|p| !p.trim().is_empty())
-        .map(|p| p.parse::<Kind>())
+        .map(|p| p.parse::<Spec>())
         .collect::<Result<_, _>>()?)
+}
+
+/// The parser of `--policy`'s items: each a policy spec, checked as it is read (the error
+/// names the policy, the parameter and what it accepts); `help` prints every policy with its
+/// parameters and citation and exits, as `--help` does.
+#[derive(Clone, Copy, Debug)]
+pub struct PolicyArg;
+
+impl clap::builder::TypedValueParser for PolicyArg {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        use clap::error::ErrorKind;
+        let text = value.to_string_lossy();
+        if text.trim().eq_ignore_ascii_case("help") {
+            return Err(clap::Error::raw(
+                ErrorKind::DisplayHelp,
+                ember_policy::replacement::catalog::help(),
+            ));
+        }
+        if !text.trim().is_empty() {
+            if let Err(e) = text.parse::<Spec>() {
+                let msg = format!("invalid value '{text}' for '--policy': {e}\n");
+                return Err(clap::Error::raw(ErrorKind::ValueValidation, msg).with_cmd(cmd));
+            }
+        }
+        Ok(text.into_owned())
+    }
+}
+
+/// True if `argv` (after the program name) is `sim ... --policy help` (or `--policy=help`):
+/// the list of policies is asked for, and no trace is needed to print it.
+pub fn asks_policy_help(argv: &[String]) -> bool {
+    let is_help = |a: &str| a.trim().eq_ignore_ascii_case("help");
+    argv.first().is_some_and(|c| c == "sim")
+        && (argv.windows(2).any(|w| w[0] == "--policy" && is_help(&w[1]))
+            || argv.iter().any(|a| a.strip_prefix("--policy=").is_some_and(is_help)))
 }
 
 /// The cache sizes of `--size`, in the order given: each as written (trimmed) and parsed.
@@ -71,8 +114,16 @@ mod tests {
 
     #[test]
     fn blank_items_are_skipped_and_bad_ones_are_errors() {
-        assert_eq!(policies(&v(&["lru", " ", "s3fifo"])).unwrap(), [Kind::Lru, Kind::S3Fifo]);
+        use ember_policy::Kind;
+        let specs = policies(&v(&["lru", " ", "s3fifo", "slru:4:lcs"])).unwrap();
+        assert_eq!(specs[..2], [Spec::from(Kind::Lru), Spec::from(Kind::S3Fifo)]);
+        assert_eq!(specs[2].to_string(), "slru:segments=4:insert=lcs");
         assert!(policies(&v(&["lru", "mru"])).is_err());
+        assert!(policies(&v(&["slru:segments=0"])).is_err());
+        assert!(asks_policy_help(&v(&["sim", "--policy", "help"])));
+        assert!(asks_policy_help(&v(&["sim", "t.csv", "--policy=help"])));
+        assert!(!asks_policy_help(&v(&["sim", "--policy", "lru", "help"])));
+        assert!(!asks_policy_help(&v(&["serve", "--policy", "help"])));
         let s = sizes(&v(&[" 1% ", "", "1000", "64MiB"])).unwrap();
         let names: Vec<&str> = s.iter().map(|x| x.0.as_str()).collect();
         assert_eq!(names, ["1%", "1000", "64MiB"]);

@@ -3,7 +3,8 @@
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use ember_cli::{
     cmd_analyze, cmd_cache, cmd_ctl, cmd_demote, cmd_gen, cmd_generate, cmd_replay, cmd_serve,
-    cmd_sievestore, cmd_sim, cmd_stats, cmd_sweep, cmd_trace, cmd_warmup, legacy, report,
+    cmd_sievestore, cmd_sim, cmd_stats, cmd_sweep, cmd_trace, cmd_warmup, grid_args, legacy,
+    report,
 };
 
 /// ember: a storage-level block cache (serve) and its laboratory (sim, trace).
@@ -75,6 +76,10 @@ fn main() {
         eprintln!("{note}");
         argv.truncate(1);
         argv.extend(new);
+    }
+    if grid_args::asks_policy_help(&argv[1..]) {
+        print!("{}", ember_policy::replacement::catalog::help());
+        return;
     }
     let matches = Cli::command().get_matches_from(argv);
     let cli = match Cli::from_arg_matches(&matches) {

@@ -362,9 +362,9 @@ impl Engine {
     ///   block for the requests of the cache).
     pub fn set_replacement(
         &self,
-        kind: ember_policy::replacement::Kind,
+        spec: impl Into<ember_policy::replacement::Spec>,
     ) -> Result<(), EngineError> {
-        live::settings::set_replacement(&self.inner, kind)
+        live::settings::set_replacement(&self.inner, spec.into())
     }
 
     /// A snapshot of the cache and each volume (write policy and any drain, admission,

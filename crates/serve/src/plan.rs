@@ -7,7 +7,7 @@ use anyhow::bail;
 use ember_engine::{WarmupOptions, WriteMode, WritebackConfig};
 use ember_nbd::server::ServerConfig;
 use ember_policy::demote::Scheme;
-use ember_policy::replacement::Kind;
+use ember_policy::replacement::Spec;
 use ember_policy::Admission;
 
 use crate::admission;
@@ -51,8 +51,8 @@ pub(crate) struct Plan {
 pub(crate) struct EnginePlan {
     /// The write policy.
     pub write_mode: WriteMode,
-    /// The replacement policy (unless an array scheme replaces it).
-    pub kind: Kind,
+    /// The replacement policy and its parameters (unless an array scheme replaces it).
+    pub kind: Spec,
     /// The array tier's scheme.
     pub array_scheme: Option<Scheme>,
     /// The admission sieve.

@@ -24,7 +24,7 @@ use crate::core::Inner;
 use crate::error::EngineError;
 use crate::wb::WritebackConfig;
 use ember_policy::admission::Sieve;
-use ember_policy::replacement::{build, Kind};
+use ember_policy::replacement::{build, Kind, Spec};
 use serde::Serialize;
 
 /// The write-back tuning in force, in blocks.
@@ -100,7 +100,8 @@ pub(crate) fn set_admission(
 
 /// Put the replacement policy `kind` in force, keeping the cache's contents (see the module
 /// comment for which can).
-pub(crate) fn set_replacement(inner: &Inner, kind: Kind) -> Result<(), EngineError> {
+pub(crate) fn set_replacement(inner: &Inner, spec: Spec) -> Result<(), EngineError> {
+    let kind = spec.kind();
     let current = inner.state.lock().replacement_name();
     if current.parse::<Kind>().is_err() {
         return Err(EngineError::Refused(format!(
@@ -117,16 +118,22 @@ pub(crate) fn set_replacement(inner: &Inner, kind: Kind) -> Result<(), EngineErr
                     .into(),
             ))
         }
-        Kind::Arc | Kind::Slru | Kind::TwoQ | Kind::S3Fifo => {
+        Kind::Arc
+        | Kind::Slru
+        | Kind::TwoQ
+        | Kind::S3Fifo
+        | Kind::Lfu
+        | Kind::LfuDa
+        | Kind::LruK => {
             return Err(EngineError::Refused(format!(
                 "{kind} keeps history the resident blocks do not hold (ghost lists, the split \
-                 between its queues), so it cannot take over the cache's contents live; switch \
-                 to it at a restart (lru, fifo, clock and sieve switch live)"
+                 between its queues, access counts), so it cannot take over the cache's contents \
+                 live; switch to it at a restart (lru, fifo, clock and sieve switch live)"
             )))
         }
     }
     // Built outside the lock: its index is sized for every cache block.
-    let new = build(kind, inner.geometry.data_blocks as usize);
+    let new = build(spec, inner.geometry.data_blocks as usize);
     let old = {
         let mut st = inner.state.lock();
         let old = st.replace_policy(new, now_ns());

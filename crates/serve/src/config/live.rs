@@ -14,7 +14,9 @@ pub struct LiveSettings {
     /// Write policy (`--write-policy`): write-through, write-around, write-back-flush,
     /// write-back-persist, ordered-write-back or unsafe-write-back.
     pub write_policy: String,
-    /// Replacement policy (`--policy`): lru, fifo, clock, sieve, arc, slru, 2q, s3fifo.
+    /// Replacement policy (`--policy`) with its parameters, as `ember sim` spells it:
+    /// `NAME[:PARAM=VALUE]...` (`lru`, `arc`, `lruk:k=3`, `slru:4:lcs`; `ember sim
+    /// --policy help` lists them all). Every policy but the oracle OPT runs here.
     pub policy: String,
     /// Admission sieve (`--admission`): aod, wmna, sievestore-c, randsieve-c, ocf-nhit, bloom,
     /// prob, or a batch sieve (sievestore-d, randsieve-blkd).

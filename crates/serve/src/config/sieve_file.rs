@@ -1,5 +1,6 @@
 //! The sieves' parameters as the config file writes them (`[live.sieve]`: `t1`, `t2`,
-//! `window = "8h"`, `subwindows`, `imct`, `threshold`, `epoch = "1d"`, `fraction`, `seed`),
+//! `window = "8h"`, `subwindows`, `imct`, `threshold`, `epoch = "1d"`, `fraction`, `seed`,
+//! `probability`, `bloom-keys`, `bloom-fpr`),
 //! a serde adapter for `ember_policy`'s `SieveParams`, whose durations are nanoseconds.
 
 use ember_policy::admission::SieveParams;
@@ -21,6 +22,9 @@ struct SieveFile {
     epoch: u64,
     fraction: f64,
     seed: u64,
+    probability: f64,
+    bloom_keys: u64,
+    bloom_fpr: f64,
 }
 
 impl Default for SieveFile {
@@ -41,6 +45,9 @@ impl From<&SieveParams> for SieveFile {
             epoch: p.epoch_ns,
             fraction: p.fraction,
             seed: p.seed,
+            probability: p.probability,
+            bloom_keys: p.bloom_keys,
+            bloom_fpr: p.bloom_fpr,
         }
     }
 }
@@ -61,5 +68,8 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SieveParams, D::Er
         epoch_ns: f.epoch,
         fraction: f.fraction,
         seed: f.seed,
+        probability: f.probability,
+        bloom_keys: f.bloom_keys,
+        bloom_fpr: f.bloom_fpr,
     })
 }

@@ -9,7 +9,7 @@
 
 use ember_engine::{Engine, WriteMode, WritebackConfig};
 use ember_policy::admission::SieveSpec;
-use ember_policy::replacement::Kind;
+use ember_policy::replacement::Spec;
 
 /// Write back every block dirty at the call and return the number written once they are
 /// durable on backing (backing synced). The engine flushes every volume: naming `volume`
@@ -63,7 +63,7 @@ pub(crate) fn set_writeback(engine: &Engine, writeback: WritebackConfig) -> anyh
 
 /// Change the replacement policy to `kind`, keeping the cache's contents; a policy that
 /// cannot take over the resident blocks MUST be refused with the reason.
-pub(crate) fn set_replacement(engine: &Engine, kind: Kind) -> anyhow::Result<()> {
-    engine.set_replacement(kind)?;
+pub(crate) fn set_replacement(engine: &Engine, spec: Spec) -> anyhow::Result<()> {
+    engine.set_replacement(spec)?;
     Ok(())
 }

@@ -17,7 +17,7 @@ use crate::core::simulate::{simulate, RunConfig, SimResult};
 use crate::core::stream::{AccessStream, AccessStreamBuilder, Split};
 use crate::SimError;
 use ember_policy::admission::Aod;
-use ember_policy::replacement::{build, Kind};
+use ember_policy::replacement::{build, Spec};
 use ember_trace::BlockChunk;
 
 /// The hash space of the spatial sample: a block is kept when `hash(key) % MODULUS < T`.
@@ -135,11 +135,11 @@ pub fn run_mini(
     sample: &SpatialSample,
     stream: &AccessStream,
     full_accesses: u64,
-    policy: Kind,
+    policy: &Spec,
     capacity_blocks: u64,
 ) -> SimResult {
     let mini = usize::try_from(sample.scaled(capacity_blocks)).unwrap_or(usize::MAX);
-    let mut p = build(policy, mini);
+    let mut p = build(policy.clone(), mini);
     let mut r = simulate(&mut *p, &mut Aod, stream, &RunConfig::default());
     r.capacity_blocks = capacity_blocks;
     let expected = (full_accesses as f64 * sample.rate()).round() as u64;
@@ -164,7 +164,7 @@ pub fn run_minis(
     sample: &SpatialSample,
     stream: &AccessStream,
     full_accesses: u64,
-    cells: &[(Kind, u64)],
+    cells: &[(Spec, u64)],
     threads: usize,
 ) -> Vec<SimResult> {
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -176,8 +176,8 @@ pub fn run_minis(
             let (next, slots) = (&next, &slots);
             s.spawn(move || loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&(kind, cap)) = cells.get(i) else { break };
-                let r = run_mini(sample, stream, full_accesses, kind, cap);
+                let Some((spec, cap)) = cells.get(i) else { break };
+                let r = run_mini(sample, stream, full_accesses, spec, *cap);
                 // A poisoned lock means another run panicked; the scope re-raises it.
                 if let Some(Ok(mut slot)) = slots.get(i).map(|m| m.lock()) {
                     **slot = Some(r);
@@ -192,6 +192,7 @@ pub fn run_minis(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ember_policy::replacement::Kind;
     use ember_trace::{FLAG_FIRST, FLAG_WRITE};
 
     fn chunk(keys: &[u64]) -> BlockChunk {
@@ -244,7 +245,8 @@ mod tests {
         assert_eq!((s.requests(), s.accesses()), (20_000, 20_000));
         let wss = s.wss();
         let stream = s.finish(true);
-        let cells = [(Kind::Lru, 100), (Kind::Arc, 500), (Kind::S3Fifo, 50), (Kind::Opt, 300)];
+        let cells = [(Kind::Lru, 100), (Kind::Arc, 500), (Kind::S3Fifo, 50), (Kind::Opt, 300)]
+            .map(|(k, n)| (Spec::from(k), n));
         let got = run_minis(&sample, &stream, 20_000, &cells, 3);
         assert_eq!(got.len(), 4);
         let mut full = AccessStreamBuilder::new(4096, Split::Blocks).unwrap();
@@ -272,7 +274,7 @@ mod tests {
         full.push_chunk(&chunk(&k));
         let full = full.finish(false);
         for cap in [2_000u64, 20_000] {
-            let mini = run_mini(&sample, &stream, 400_000, Kind::Lru, cap);
+            let mini = run_mini(&sample, &stream, 400_000, &Spec::from(Kind::Lru), cap);
             let mut p = build(Kind::Lru, cap as usize);
             let want = simulate(&mut *p, &mut Aod, &full, &RunConfig::default());
             let (a, b) = (1.0 - mini.totals.hit_ratio(), 1.0 - want.totals.hit_ratio());

@@ -37,7 +37,7 @@ use crate::core::capacity::Capacity;
 use crate::core::streaming::StreamTotals;
 use crate::core::warmup_period::WarmupPeriod;
 use crate::{Interval, SimResult};
-use ember_policy::replacement::Kind;
+use ember_policy::replacement::Spec;
 use ember_trace::ReadOptions;
 use std::fmt;
 use std::path::PathBuf;
@@ -72,8 +72,8 @@ pub struct PlanOptions {
 /// One cell of the grid: a policy at a size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cell {
-    /// The replacement policy.
-    pub policy: Kind,
+    /// The replacement policy and its parameters.
+    pub policy: Spec,
     /// The size as the caller wrote it (`1%`, `64MiB`, `1000`).
     pub size: String,
     /// The capacity in blocks.
@@ -171,21 +171,24 @@ pub struct Outcome {
 #[derive(Clone, Debug)]
 pub struct Plan {
     source: TraceSource,
-    policies: Vec<Kind>,
+    policies: Vec<Spec>,
     sizes: Vec<(String, Capacity)>,
     options: PlanOptions,
 }
 
 impl Plan {
-    /// A plan for every policy of `policies` at every size of `sizes` (each with the text the
-    /// caller wrote), policy-major, over `source`. At least one policy, one size and a
-    /// positive block size.
-    pub fn new(
+    /// A plan for every policy of `policies` (a [`Spec`], or a
+    /// [`Kind`](ember_policy::replacement::Kind) for its defaults) at every size of `sizes`
+    /// (each with the text the caller wrote), policy-major, over `source`. At least one
+    /// policy, one size and a positive block size. Each run's result is named by its spec
+    /// (`lruk:k=3`), so runs of one policy with different parameters stay apart.
+    pub fn new<P: Into<Spec>>(
         source: TraceSource,
-        policies: Vec<Kind>,
+        policies: Vec<P>,
         sizes: Vec<(String, Capacity)>,
         options: PlanOptions,
     ) -> Result<Self, PlanError> {
+        let policies: Vec<Spec> = policies.into_iter().map(Into::into).collect();
         if policies.is_empty() || sizes.is_empty() {
             return Err(PlanError::Invalid("a plan needs at least one policy and one size".into()));
         }
@@ -239,6 +242,19 @@ impl Plan {
             streamed::run(self, progress)
         }
     }
+}
+
+/// Each cell with its result, the result named by the cell's spec (a policy's own name does
+/// not show its parameters).
+fn named(cells: Vec<Cell>, results: Vec<SimResult>) -> Vec<(Cell, SimResult)> {
+    cells
+        .into_iter()
+        .zip(results)
+        .map(|(c, mut r)| {
+            r.policy = c.policy.to_string();
+            (c, r)
+        })
+        .collect()
 }
 
 /// `n` as a capacity in blocks for a policy in memory.

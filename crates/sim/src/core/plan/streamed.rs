@@ -10,7 +10,7 @@ use crate::core::streaming::{
     CHUNK_ACCESSES,
 };
 use ember_policy::admission::Aod;
-use ember_policy::replacement::Kind;
+use ember_policy::replacement::{Kind, Spec};
 use ember_policy::with_replacement;
 use ember_trace::{
     format_from_name, BlockChunk, BlockReader, Format, NextAccess, Spool, TraceError,
@@ -135,14 +135,14 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let simulate = sim_start.elapsed();
     let threads = match driver {
         Driver::Shared => {
-            let mut kinds: Vec<Kind> = cells.iter().map(|c| c.policy).collect();
+            let mut kinds: Vec<Spec> = cells.iter().map(|c| c.policy).collect();
             kinds.dedup();
             threads.min(kinds.len())
         }
         _ => threads.min(cells.len()),
     };
     Ok(Outcome {
-        runs: cells.into_iter().zip(results).collect(),
+        runs: super::named(cells, results),
         totals,
         skipped,
         driver,
@@ -152,13 +152,14 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     })
 }
 
-/// The cells as one shared grid, if there are several, no timeline or future is needed, and
-/// [`SharedGrid::supports`] them (a warm-up period is no obstacle).
+/// The cells as one shared grid, if there are several, no timeline or future is needed, every
+/// policy has its default parameters, and [`SharedGrid::supports`] them (a warm-up period is no
+/// obstacle).
 fn shared_grid(cells: &[Cell], timeline_or_future: bool) -> Option<Vec<(Kind, usize)>> {
-    if cells.len() <= 1 || timeline_or_future {
+    if cells.len() <= 1 || timeline_or_future || cells.iter().any(|c| !c.policy.is_default()) {
         return None;
     }
-    let grid: Vec<(Kind, u64)> = cells.iter().map(|c| (c.policy, c.capacity)).collect();
+    let grid: Vec<(Kind, u64)> = cells.iter().map(|c| (c.policy.kind(), c.capacity)).collect();
     SharedGrid::supports(&grid).then(|| grid.into_iter().map(|(k, n)| (k, n as usize)).collect())
 }
 

@@ -4,6 +4,7 @@
 use super::*;
 use crate::{simulate, AccessStream, RunConfig};
 use ember_policy::admission::Aod;
+use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
 use ember_trace::{read_trace, write_trace, Format, Op, Request, Trace, VolumeTable};
 use std::path::Path;
@@ -172,7 +173,7 @@ fn a_bad_request_is_an_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("missing.ember");
     let o = PlanOptions::default();
-    let none = Plan::new(source(&path), Vec::new(), sizes(&["10"]), o);
+    let none = Plan::new(source(&path), Vec::<Kind>::new(), sizes(&["10"]), o);
     assert!(matches!(none, Err(PlanError::Invalid(_))));
     let none = Plan::new(source(&path), vec![Kind::Lru], Vec::new(), o);
     assert!(matches!(none, Err(PlanError::Invalid(_))));

@@ -55,7 +55,7 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let counted_from = results.first().and_then(|r| r.counted_from);
     Ok(Outcome {
         threads: threads.min(cells.len()),
-        runs: cells.into_iter().zip(results).collect(),
+        runs: super::named(cells, results),
         totals: StreamTotals {
             requests: stream.requests(),
             accesses,
