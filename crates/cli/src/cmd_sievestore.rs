@@ -643,9 +643,15 @@ mod tests {
                 passes.set(passes.get() + 1);
                 Ok(Box::new(trace.requests.iter().copied().map(Ok)))
             };
-        let rows =
-            run_admissions(&args, &open, 4096, &sizes, &[Spec::from(ember_policy::Kind::Lru)], WarmupPeriod::None)
-                .unwrap();
+        let rows = run_admissions(
+            &args,
+            &open,
+            4096,
+            &sizes,
+            &[Spec::from(ember_policy::Kind::Lru)],
+            WarmupPeriod::None,
+        )
+        .unwrap();
         assert_eq!(rows.len(), 6);
         assert_eq!(passes.get(), 2, "a partitioned grid reads the trace twice");
         assert!(rows.iter().all(|r| r.run.total().accesses > 10_000));

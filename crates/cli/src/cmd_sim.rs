@@ -110,7 +110,7 @@ fn compute_minisim(
     let stream = sampled.finish(policies.iter().any(|k| k.needs_oracle()));
     let cells: Vec<(Spec, u64)> = policies
         .iter()
-        .flat_map(|k| sizes.iter().map(move |(_, c)| (k.clone(), c.blocks(block_size, wss))))
+        .flat_map(|k| sizes.iter().map(move |(_, c)| (*k, c.blocks(block_size, wss))))
         .collect();
     let threads = args.threads.unwrap_or_else(default_threads);
     let results = run_minis(&sample, &stream, accesses, &cells, threads);

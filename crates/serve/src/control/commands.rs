@@ -301,7 +301,7 @@ impl Control {
                 if old.tiers.array_scheme.is_some() {
                     anyhow::bail!("an array tier's scheme replaces the replacement policy");
                 }
-                engine_live::set_replacement(&self.engine, e.kind.clone())
+                engine_live::set_replacement(&self.engine, e.kind)
             }
             Group::Admission => {
                 let live = &new.live;

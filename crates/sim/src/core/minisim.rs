@@ -139,7 +139,7 @@ pub fn run_mini(
     capacity_blocks: u64,
 ) -> SimResult {
     let mini = usize::try_from(sample.scaled(capacity_blocks)).unwrap_or(usize::MAX);
-    let mut p = build(policy.clone(), mini);
+    let mut p = build(*policy, mini);
     let mut r = simulate(&mut *p, &mut Aod, stream, &RunConfig::default());
     r.capacity_blocks = capacity_blocks;
     let expected = (full_accesses as f64 * sample.rate()).round() as u64;
