@@ -21,6 +21,7 @@ pub mod file_passes;
 pub mod grid_args;
 pub mod lab;
 pub mod legacy;
+pub mod net_args;
 pub mod output;
 pub mod plot;
 pub mod plot_analyze;
