@@ -1,0 +1,187 @@
+//! Test exports: ones that wait at a gate, fail a byte, or "start" their READs, and macros
+//! that forward the rest of an `Export` to an inner one.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use ember_nbd::{Export, ExportError, MemExport, ReadStart};
+
+/// The geometry of an `Export` (size, flags), forwarded to `self.inner`.
+#[macro_export]
+macro_rules! forward_geometry {
+    () => {
+        fn size(&self) -> u64 {
+            $crate::nbd::ember_nbd::Export::size(&self.inner)
+        }
+        fn flags(&self) -> $crate::nbd::ember_nbd::ExportFlags {
+            $crate::nbd::ember_nbd::Export::flags(&self.inner)
+        }
+    };
+}
+
+/// The write-side methods of an `Export` (write, flush, trim, write_zeroes), forwarded to
+/// `self.inner`: test exports differ only in how they read.
+#[macro_export]
+macro_rules! forward_writes {
+    () => {
+        fn write(
+            &self,
+            offset: u64,
+            data: &[u8],
+            fua: bool,
+        ) -> Result<(), $crate::nbd::ember_nbd::ExportError> {
+            self.inner.write(offset, data, fua)
+        }
+        fn flush(&self) -> Result<(), $crate::nbd::ember_nbd::ExportError> {
+            self.inner.flush()
+        }
+        fn trim(
+            &self,
+            offset: u64,
+            len: u64,
+            fua: bool,
+        ) -> Result<(), $crate::nbd::ember_nbd::ExportError> {
+            self.inner.trim(offset, len, fua)
+        }
+        fn write_zeroes(
+            &self,
+            offset: u64,
+            len: u64,
+            fua: bool,
+            may_trim: bool,
+        ) -> Result<(), $crate::nbd::ember_nbd::ExportError> {
+            self.inner.write_zeroes(offset, len, fua, may_trim)
+        }
+    };
+}
+
+/// `Export::reap_reads` of a test export that keeps its started READs in `self.pending`
+/// (a [`PendingReads`]).
+#[macro_export]
+macro_rules! reap_pending {
+    () => {
+        fn reap_reads(
+            &self,
+            _wait: usize,
+            _wake: Option<std::os::fd::RawFd>,
+            done: &mut dyn FnMut(u64, Result<(), $crate::nbd::ember_nbd::ExportError>),
+        ) -> usize {
+            self.pending.reap(done)
+        }
+    };
+}
+
+/// An export whose reads wait at a gate until it is opened, counting waiters.
+pub struct GateExport {
+    /// The memory behind the gate.
+    pub inner: MemExport,
+    gate: Mutex<(bool, usize)>,
+    changed: Condvar,
+}
+
+impl GateExport {
+    /// A closed gate before `size` bytes of memory.
+    pub fn new(size: u64) -> GateExport {
+        GateExport {
+            inner: MemExport::new(size),
+            gate: Mutex::new((false, 0)),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Block until at least `n` reads wait at the gate.
+    pub fn wait_for_waiters(&self, n: usize) {
+        let mut g = self.gate.lock().unwrap();
+        while g.1 < n {
+            g = self.changed.wait(g).unwrap();
+        }
+    }
+
+    /// Open the gate: every waiting read and every later one goes through.
+    pub fn open(&self) {
+        self.gate.lock().unwrap().0 = true;
+        self.changed.notify_all();
+    }
+}
+
+impl Export for GateExport {
+    crate::forward_geometry!();
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError> {
+        {
+            let mut g = self.gate.lock().unwrap();
+            g.1 += 1;
+            self.changed.notify_all();
+            while !g.0 {
+                g = self.changed.wait(g).unwrap();
+            }
+        }
+        self.inner.read(offset, buf)
+    }
+    crate::forward_writes!();
+}
+
+/// An export whose reads touching `[bad, bad + 1)` fail with EIO.
+pub struct FaultyExport {
+    /// The memory.
+    pub inner: MemExport,
+    /// The byte whose reads fail.
+    pub bad: u64,
+}
+
+impl Export for FaultyExport {
+    crate::forward_geometry!();
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), ExportError> {
+        if offset <= self.bad && self.bad < offset + buf.len() as u64 {
+            return Err(ExportError::Io(std::io::Error::from_raw_os_error(5)));
+        }
+        self.inner.read(offset, buf)
+    }
+    crate::forward_writes!();
+}
+
+/// READs a test export "starts" (`Export::start_read`): read at once from a RAM export, their
+/// tags reported by the next `Export::reap_reads`, and counted.
+#[derive(Default)]
+pub struct PendingReads {
+    tags: Mutex<Vec<u64>>,
+    started: AtomicU64,
+}
+
+impl PendingReads {
+    /// Read `len` bytes at `offset` of `inner` into `buf` and keep `tag` for the next reap.
+    ///
+    /// # Safety
+    ///
+    /// `buf` must be valid for writes of `len` bytes.
+    pub unsafe fn start(
+        &self,
+        inner: &MemExport,
+        offset: u64,
+        buf: *mut u8,
+        len: usize,
+        tag: u64,
+    ) -> ReadStart {
+        // SAFETY: the caller's contract.
+        let buf = unsafe { std::slice::from_raw_parts_mut(buf, len) };
+        if inner.read(offset, buf).is_err() {
+            return ReadStart::Declined;
+        }
+        self.tags.lock().unwrap().push(tag);
+        self.started.fetch_add(1, Ordering::SeqCst);
+        ReadStart::Started
+    }
+
+    /// READs started so far.
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::SeqCst)
+    }
+
+    /// Report every READ started since the last reap; how many.
+    pub fn reap(&self, done: &mut dyn FnMut(u64, Result<(), ExportError>)) -> usize {
+        let tags: Vec<u64> = std::mem::take(&mut *self.tags.lock().unwrap());
+        for &tag in &tags {
+            done(tag, Ok(()));
+        }
+        tags.len()
+    }
+}
