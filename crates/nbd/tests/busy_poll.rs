@@ -4,11 +4,9 @@
 //! normally), and an idle connection costs at most one poll of CPU, not a busy core.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::*;
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{Export, ExportMap, MemExport};
+use ember_testkit::nbd::*;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -4,16 +4,15 @@
 //! NBD_EINVAL and the connection lives; standard peers (nbdkit, nbdinfo) never see it.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
 use std::process::{Child, Command as Process};
 use std::sync::{Arc, Mutex};
 
-use common::*;
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{
     ClientBuilder, ClientError, Command, Errno, Export, ExportError, ExportMap, MemExport,
 };
+use ember_testkit::nbd::*;
+use ember_testkit::{forward_geometry, forward_writes};
 
 /// An export that takes DEMOTEs and records them.
 struct Array {

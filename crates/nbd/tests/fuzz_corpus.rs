@@ -220,19 +220,11 @@ fn record_ember_client(dir: &Path, upstream: &Path, tag: &str) -> (Vec<u8>, Vec<
 fn write_seeds() {
     let dir = tempfile::tempdir().unwrap();
     // ember's own server, serving the fuzzing export.
-    let ember_sock = dir.path().join("ember.sock");
-    let exports = ember_nbd::ExportMap::new().with(
-        fuzz_entry::EXPORT_NAME,
-        "fuzzing export",
-        Arc::new(ember_nbd::MemExport::new(fuzz_entry::EXPORT_SIZE)),
-    );
-    let _server = ember_nbd::Server::builder(Arc::new(exports))
-        .listen_unix(&ember_sock)
-        .unwrap()
-        .build()
-        .unwrap()
-        .spawn()
-        .unwrap();
+    let export = Arc::new(ember_nbd::MemExport::new(fuzz_entry::EXPORT_SIZE));
+    let exports =
+        ember_nbd::ExportMap::new().with(fuzz_entry::EXPORT_NAME, "fuzzing export", export);
+    let server = ember_testkit::nbd::serve_with(exports, Default::default());
+    let ember_sock = server.unix.clone();
 
     let (to_server, to_client) = record_ember_client(dir.path(), &ember_sock, "ember");
     save("nbd_server", "seed-ember-client", &to_server);

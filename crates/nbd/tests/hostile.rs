@@ -1,13 +1,11 @@
 //! Hostile and broken clients over raw sockets. Each gets the answer `doc/proto.md`
 //! prescribes, while another, well-behaved client stays connected and keeps working.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{proto, Command, ExportMap, MemExport};
+use ember_testkit::nbd::*;
 
 const SIZE: u64 = 1 << 20;
 const MAX_PAYLOAD: u32 = 64 * 1024;

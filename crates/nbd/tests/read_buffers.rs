@@ -7,9 +7,8 @@
 //! This binary's allocator watches the buffers the export kept, and counts any that is freed.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::*;
+use ember_testkit::nbd::*;
+use ember_testkit::{forward_geometry, forward_writes, reap_pending};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -158,14 +157,7 @@ impl Export for Registering {
         // SAFETY: the server hands a buffer valid for `len` bytes until the tag is reaped.
         unsafe { self.pending.start(&self.inner, offset, buf, len, tag) }
     }
-    fn reap_reads(
-        &self,
-        _wait: usize,
-        _wake: Option<std::os::fd::RawFd>,
-        done: &mut dyn FnMut(u64, Result<(), ExportError>),
-    ) -> usize {
-        self.pending.reap(done)
-    }
+    reap_pending!();
     forward_writes!();
 }
 
