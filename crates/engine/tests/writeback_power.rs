@@ -27,9 +27,6 @@
 //! `EMBER_POWER_TRIALS=N` sets the trials per safe policy (CI default 150; unsafe: 40).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::{rng, BS};
 use ember_engine::device::fault::PowerCut;
 use ember_engine::device::{FaultDevice, MemDevice};
 use ember_engine::{
@@ -38,6 +35,7 @@ use ember_engine::{
 };
 use ember_policy::admission::{Aod, Wmna};
 use ember_policy::replacement::{build, Kind};
+use ember_testkit::engine::{rng, BS};
 use parking_lot::Mutex;
 use rand::Rng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
