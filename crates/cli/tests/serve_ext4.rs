@@ -77,15 +77,7 @@ fn ext4_on_nbdfuse_and_a_loop_device() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("fs.img"));
     sparse_file(&backing, 128 << 20);
-    let serve = Serve::start(&[
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "48M",
-        "--format-if-needed",
-        "--backing",
-        &format!("fs={}", backing.display()),
-    ]);
+    let serve = ServeArgs::file_cache(&cache, "48M").backing("fs", backing.display()).start();
     let fuse_dir = dir.path().join("fuse");
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&fuse_dir).unwrap();

@@ -33,9 +33,8 @@ mod serve_support;
 use crash_model::*;
 
 use ember_nbd::ClientBuilder;
-use serve_support::Serve;
+use serve_support::serve_on_unix;
 use std::io::Write;
-use std::path::Path;
 
 const BS: u64 = 4096;
 const BLOCKS: u64 = 2048;
@@ -44,28 +43,6 @@ const VOL: u64 = BLOCKS * BS;
 /// blocks, so eviction, max_dirty fallbacks and the flusher all run.
 const CACHE: &str = "6M";
 const OPS: u32 = 600;
-
-/// `ember serve` on the trial's cache file and backing, listening on a Unix socket only.
-fn start(dir: &Path, policy: &str) -> Serve {
-    let sock = dir.join("ember.sock");
-    let _ = std::fs::remove_file(&sock);
-    let cache = dir.join("cache.img").display().to_string();
-    let backing = format!("disk={}", dir.join("backing.img").display());
-    let sock = sock.display().to_string();
-    Serve::start_exact(&[
-        "--cache",
-        &cache,
-        "--cache-size",
-        CACHE,
-        "--format-if-needed",
-        "--backing",
-        &backing,
-        "--unix",
-        &sock,
-        "--write-policy",
-        policy,
-    ])
-}
 
 struct Outcome {
     violations: Option<(u64, usize)>,
@@ -89,7 +66,7 @@ fn trial(policy: &str, check: Check, seed: u64) -> Outcome {
     let d = dir.path();
     let init: Vec<u8> = (0..VOL).map(|p| content_byte(0, p)).collect();
     std::fs::write(d.join("backing.img"), &init).unwrap();
-    let ember = start(d, policy);
+    let ember = serve_on_unix(d, CACHE, policy);
     let uri = format!("nbd+unix:///disk?socket={}", d.join("ember.sock").display());
     let trial = format!("seed {seed} ({policy})");
     let log = write_then_kill(d, ember, &uri, seed, BLOCKS, OPS, &trial);
@@ -97,7 +74,7 @@ fn trial(policy: &str, check: Check, seed: u64) -> Outcome {
     let mut recovered_dirty = 0;
     let got = if policy == "write-back-persist" {
         // Recoverable failure: the same cache file.
-        let ember = start(d, policy);
+        let ember = serve_on_unix(d, CACHE, policy);
         let c = ClientBuilder::new()
             .export("disk")
             .connect_unix(d.join("ember.sock"))
@@ -116,7 +93,7 @@ fn trial(policy: &str, check: Check, seed: u64) -> Outcome {
         // Recoverable failure: restarted on the same cache file, the cache starts cold and
         // serves what backing holds; that is also what losing the cache file leaves.
         let backing = std::fs::read(d.join("backing.img")).unwrap();
-        let ember = start(d, policy);
+        let ember = serve_on_unix(d, CACHE, policy);
         let c = ClientBuilder::new()
             .export("disk")
             .connect_unix(d.join("ember.sock"))
