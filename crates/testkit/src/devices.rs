@@ -27,14 +27,8 @@ pub trait Wrapper: Send + Sync {
     }
 
     /// [`Device::read_many`]: by default one [`Wrapper::read_at`] after another.
-    fn read_many(
-        &self,
-        reads: &mut [(u64, &mut [u8])],
-        done: &mut dyn FnMut(usize, io::Result<()>),
-    ) {
-        for (i, (offset, buf)) in reads.iter_mut().enumerate() {
-            done(i, self.read_at(*offset, buf));
-        }
+    fn read_many(&self, reads: &mut [(u64, &mut [u8])], done: &mut dyn FnMut(usize, Res)) {
+        reads.iter_mut().enumerate().for_each(|(i, (at, buf))| done(i, self.read_at(*at, buf)));
     }
 
     /// Whether reads started with [`Device::start_read`] (and their buffers' registration)
@@ -97,7 +91,7 @@ impl<W: Wrapper> Device for Wrap<W> {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.0.read_at(offset, buf)
     }
-    fn read_many(&self, r: &mut [(u64, &mut [u8])], d: &mut dyn FnMut(usize, io::Result<()>)) {
+    fn read_many(&self, r: &mut [(u64, &mut [u8])], d: &mut dyn FnMut(usize, Res)) {
         self.0.read_many(r, d)
     }
     unsafe fn start_read(&self, at: u64, buf: *mut u8, len: usize, tag: u64, now: bool) -> bool {
@@ -105,13 +99,19 @@ impl<W: Wrapper> Device for Wrap<W> {
         self.0.starts_reads() && unsafe { self.0.inner().start_read(at, buf, len, tag, now) }
     }
     fn read_room(&self) -> usize {
-        let starts = self.0.starts_reads();
-        starts.then(|| self.0.inner().read_room()).unwrap_or(0)
+        if self.0.starts_reads() {
+            self.0.inner().read_room()
+        } else {
+            0
+        }
     }
     fn reap_reads(&self, n: usize, w: Option<RawFd>, d: &mut dyn FnMut(u64, Rd)) -> usize {
         let reaped = |tag, outcome| d(tag, self.0.reaped(outcome));
-        let starts = self.0.starts_reads();
-        starts.then(|| self.0.inner().reap_reads(n, w, &mut { reaped })).unwrap_or(0)
+        if self.0.starts_reads() {
+            self.0.inner().reap_reads(n, w, &mut { reaped })
+        } else {
+            0
+        }
     }
     unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
         // SAFETY: the caller's contract, passed on.
@@ -145,6 +145,9 @@ impl<W: Wrapper> Device for Wrap<W> {
 
 /// What a started read's completion reports: the bytes read, or the error.
 type Rd = io::Result<usize>;
+
+/// What a read reports: done, or the error.
+type Res = io::Result<()>;
 
 /// A memory device read as if with O_DIRECT: a hit waits on the medium, so nothing is
 /// resident in the sense of "served at once".

@@ -98,6 +98,18 @@ pub fn gen_trace(line: &str, out: &Path) {
     ember_ok(&args);
 }
 
+/// `ember trace convert FROM TO --to FORMAT`, which must succeed; the lines of `TO`.
+pub fn convert_trace(from: &Path, to: &Path, format: &str) -> Vec<String> {
+    let args = ["trace", "convert"].map(OsStr::new);
+    ember_ok(
+        &[&args[..], &[from.as_os_str(), to.as_os_str()], &["--to", format].map(OsStr::new)]
+            .concat(),
+    );
+    let text =
+        std::fs::read_to_string(to).unwrap_or_else(|e| panic!("reading {}: {e}", to.display()));
+    text.lines().map(str::to_string).collect()
+}
+
 /// `ember trace gen` options of the bounded-memory tests' workload: two clients (volumes),
 /// Zipf 0.9 over 20,000 blocks each, 10 % writes, 4 million requests as MSR CSV.
 pub const TWO_CLIENTS_4M: &str = "multi-client --clients 2 --blocks-per-client 20000 \

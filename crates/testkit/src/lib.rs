@@ -32,8 +32,8 @@ pub mod trace;
 
 pub use clients::{debian_path, fio_randrw_verify, have_nbdsh, nbdsh, qemu_io, sha256};
 pub use ember::{
-    ember, ember_cmd, ember_fails, ember_limited, ember_limited_cmd, ember_ok, ember_on_trace,
-    ember_run, ember_stdout, gen_trace, json_file, TWO_CLIENTS_4M,
+    convert_trace, ember, ember_cmd, ember_fails, ember_limited, ember_limited_cmd, ember_ok,
+    ember_on_trace, ember_run, ember_stdout, gen_trace, json_file, TWO_CLIENTS_4M,
 };
 pub use files::{filled_file, mkfifo, sparse_file, write_at};
 pub use nbdkit::Nbdkit;

@@ -24,33 +24,17 @@ macro_rules! forward_geometry {
 #[macro_export]
 macro_rules! forward_writes {
     () => {
-        fn write(
-            &self,
-            offset: u64,
-            data: &[u8],
-            fua: bool,
-        ) -> Result<(), $crate::nbd::ember_nbd::ExportError> {
-            self.inner.write(offset, data, fua)
+        fn write(&self, at: u64, data: &[u8], fua: bool) -> $crate::nbd::Outcome {
+            self.inner.write(at, data, fua)
         }
-        fn flush(&self) -> Result<(), $crate::nbd::ember_nbd::ExportError> {
+        fn flush(&self) -> $crate::nbd::Outcome {
             self.inner.flush()
         }
-        fn trim(
-            &self,
-            offset: u64,
-            len: u64,
-            fua: bool,
-        ) -> Result<(), $crate::nbd::ember_nbd::ExportError> {
-            self.inner.trim(offset, len, fua)
+        fn trim(&self, at: u64, len: u64, fua: bool) -> $crate::nbd::Outcome {
+            self.inner.trim(at, len, fua)
         }
-        fn write_zeroes(
-            &self,
-            offset: u64,
-            len: u64,
-            fua: bool,
-            may_trim: bool,
-        ) -> Result<(), $crate::nbd::ember_nbd::ExportError> {
-            self.inner.write_zeroes(offset, len, fua, may_trim)
+        fn write_zeroes(&self, at: u64, len: u64, fua: bool, hole: bool) -> $crate::nbd::Outcome {
+            self.inner.write_zeroes(at, len, fua, hole)
         }
     };
 }
@@ -64,7 +48,7 @@ macro_rules! reap_pending {
             &self,
             _wait: usize,
             _wake: Option<std::os::fd::RawFd>,
-            done: &mut dyn FnMut(u64, Result<(), $crate::nbd::ember_nbd::ExportError>),
+            done: &mut dyn FnMut(u64, $crate::nbd::Outcome),
         ) -> usize {
             self.pending.reap(done)
         }
