@@ -44,7 +44,7 @@ fn qemu_img_convert_and_compare() {
     let (src, dst) = (dir.path().join("src.img"), dir.path().join("dst.img"));
     sparse_file(&backing, 8 << 20);
     let mut rng = Rng::new(42);
-    let data: Vec<u8> = (0..8 << 20).map(|_| rng.next() as u8).collect();
+    let data: Vec<u8> = (0..8 << 20).map(|_| rng.next_u64() as u8).collect();
     std::fs::write(&src, &data).unwrap();
     let serve = ServeArgs::file_cache(&cache, "8M").backing("img", backing.display()).start();
     let uri = serve.uri("img");
@@ -90,7 +90,7 @@ fn nbdcopy_256_mib_in_and_out_with_checksums() {
         use std::io::Write;
         let mut f = std::io::BufWriter::new(std::fs::File::create(&src).unwrap());
         let mut rng = Rng::new(7);
-        let body: Vec<u8> = (0..4096).map(|_| rng.next() as u8 | 1).collect();
+        let body: Vec<u8> = (0..4096).map(|_| rng.next_u64() as u8 | 1).collect();
         for block in 0..SIZE / 4096 {
             f.write_all(&block.to_le_bytes()).unwrap();
             f.write_all(&body[8..]).unwrap();

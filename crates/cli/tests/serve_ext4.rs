@@ -54,7 +54,7 @@ impl Drop for Teardown {
 
 fn file_content(i: usize) -> Vec<u8> {
     let mut rng = Rng::new(1000 + i as u64);
-    (0..(64 << 10) * (i + 1)).map(|_| rng.next() as u8).collect()
+    (0..(64 << 10) * (i + 1)).map(|_| rng.next_u64() as u8).collect()
 }
 
 fn write_files(dir: &Path) {

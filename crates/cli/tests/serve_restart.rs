@@ -19,11 +19,8 @@ fn pass(trace: &std::path::Path, serve: &Serve, export: &str) -> serde_json::Val
 
 #[test]
 fn warm_restart_keeps_the_first_pass_hits() {
-    let dir = tempfile::tempdir().unwrap();
-    let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("disk.img"));
-    patterned_backing(&backing, 16 << 20, 77);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 9));
+    let (dir, backing, trace) = patterned_disk(77, 300, 9);
+    let cache = dir.path().join("cache.img");
     let args = ServeArgs::file_cache(&cache, "16M").backing("disk", backing.display());
     let serve = Serve::start(&args);
     assert_eq!(hits_misses(&pass(&trace, &serve, "disk")), (0, 300), "first pass misses");

@@ -32,12 +32,8 @@ fn snap_args(backing: &Path, log: &Path, extra: &[&str]) -> ServeArgs {
 
 #[test]
 fn restart_preloads_from_the_snapshot_and_counts_hits_on_preloaded_blocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
+    let (dir, backing, trace) = patterned_disk(31, 300, 5);
     let log = dir.path().join("warmup.wlog");
-    patterned_backing(&backing, 16 << 20, 31);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 5));
     let args = snap_args(&backing, &log, &[]);
     let serve = Serve::start(&args);
     assert_eq!(replay_verified(&trace, "csv", &serve, SEED), (0, 300));
@@ -138,12 +134,8 @@ fn a_snapshot_older_than_a_later_flushed_write_is_not_used() {
 
 #[test]
 fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
+    let (dir, backing, trace) = patterned_disk(31, 100, 9);
     let log = dir.path().join("warmup.wlog");
-    patterned_backing(&backing, 16 << 20, 31);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 100, 4096, 9));
     let args = snap_args(&backing, &log, &[]);
     let snap = dir.path().join("warmup.wlog.snapshot");
     // Each case starts from a fresh history: one run that reads the 100 blocks.

@@ -14,12 +14,8 @@ const SEED: &str = "31";
 
 #[test]
 fn memory_cache_restart_preloads_the_logged_blocks_and_they_hit() {
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
+    let (dir, backing, trace) = patterned_disk(31, 300, 5);
     let log = dir.path().join("warmup.wlog");
-    patterned_backing(&backing, 16 << 20, 31);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 5));
     let args = ServeArgs::mem_cache("32M").backing("disk", backing.display()).args([
         "--warmup-log",
         log.to_str().unwrap(),
@@ -43,15 +39,7 @@ fn memory_cache_restart_preloads_the_logged_blocks_and_they_hit() {
     assert_eq!(info["wss_blocks"], 300);
     assert_eq!(info["volumes"][0]["name"], "disk");
     let csv = dir.path().join("log.csv");
-    ember_stdout(&[
-        "trace",
-        "convert",
-        log.to_str().unwrap(),
-        csv.to_str().unwrap(),
-        "--to",
-        "msr",
-    ]);
-    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 300);
+    assert_eq!(convert_trace(&log, &csv, "msr").len(), 300);
     let out = dir.path().join("analysis");
     ember_stdout(&["analyze", log.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert!(out.join("analyze.json").exists());
@@ -156,12 +144,8 @@ fn writes_during_preload_win_and_a_kill_during_preload_loses_nothing() {
 
 #[test]
 fn damaged_truncated_or_foreign_logs_fall_back_to_cold() {
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
+    let (dir, backing, trace) = patterned_disk(31, 50, 8);
     let log = dir.path().join("warmup.wlog");
-    patterned_backing(&backing, 16 << 20, 31);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 50, 4096, 8));
     let run_with = |name: &str| {
         ServeArgs::mem_cache("32M")
             .backing(name, backing.display())

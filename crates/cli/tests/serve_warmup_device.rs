@@ -49,11 +49,7 @@ fn a_loop_device_holds_the_warmup_log() {
             return;
         }
     }
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
-    patterned_backing(&backing, 16 << 20, 41);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 7));
+    let (dir, backing, trace) = patterned_disk(41, 300, 7);
     let image = dir.path().join("logdev.img");
     // A used device: a blank first block, 0xab in what becomes the record area.
     let mut bytes = vec![0xabu8; 8 << 20];

@@ -15,11 +15,7 @@ const MIN: Duration = Duration::from_secs(60);
 
 #[test]
 fn the_cache_device_holds_the_warmup_log_and_a_killed_server_preloads_from_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
-    patterned_backing(&backing, 16 << 20, 43);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 9));
+    let (dir, backing, trace) = patterned_disk(43, 300, 9);
     let cache = dir.path().join("cache.img");
     let (c, b) = (cache.to_str().unwrap(), format!("disk={}", backing.display()));
     let vol = format!("disk={}", backing.display());

@@ -139,17 +139,8 @@ fn warmup_run_on_the_live_log_predicts_the_post_restart_hit_ratio() {
     // The log as a trace: both halves (the log continued after the restart), with the
     // restart as the widest gap between two requests.
     let csv = dir.path().join("log.csv");
-    ember_stdout(&[
-        "trace",
-        "convert",
-        log.to_str().unwrap(),
-        csv.to_str().unwrap(),
-        "--to",
-        "csv",
-    ]);
-    let times: Vec<u64> = std::fs::read_to_string(&csv)
-        .unwrap()
-        .lines()
+    let times: Vec<u64> = convert_trace(&log, &csv, "csv")
+        .iter()
         .filter_map(|l| l.split(',').next()?.trim().parse().ok())
         .collect();
     assert_eq!(times.len(), 2 * half, "every request of both halves is in the log");

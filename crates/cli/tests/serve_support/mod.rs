@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,17 @@ pub fn patterned_backing(path: &Path, size: u64, seed: u64) {
         at += n as u64;
     }
     f.flush().unwrap();
+}
+
+/// A temporary directory with `disk.img`, 16 MiB holding the replay pattern of `seed`
+/// ([`patterned_backing`]), and `reads.csv`, reads of `reads` distinct random 4 KiB blocks
+/// of export `disk` in an order drawn from `order`: (directory, backing, trace).
+pub fn patterned_disk(seed: u64, reads: u64, order: u64) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (backing, trace) = (dir.path().join("disk.img"), dir.path().join("reads.csv"));
+    patterned_backing(&backing, 16 << 20, seed);
+    write_csv_trace(&trace, &random_block_reads("disk", reads, 4096, order));
+    (dir, backing, trace)
 }
 
 /// `ember replay … --json`; returns the parsed report (panics unless it succeeds).
