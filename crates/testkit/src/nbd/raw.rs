@@ -139,6 +139,20 @@ impl Raw {
         self.send(&out);
     }
 
+    /// Send a request (as [`Raw::request`]) and read its simple reply: (error, cookie).
+    pub fn ask(
+        &mut self,
+        flags: u16,
+        cmd: u16,
+        cookie: u64,
+        at: u64,
+        len: u32,
+        data: &[u8],
+    ) -> (u32, u64) {
+        self.request(flags, cmd, cookie, at, len, data);
+        self.simple_reply()
+    }
+
     /// A simple reply: (error, cookie).
     pub fn simple_reply(&mut self) -> (u32, u64) {
         assert_eq!(self.u32(), 0x6744_6698, "simple reply magic");
