@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup build demo test lint unit peer python doctest figures crash-long fuzz soak clean \
+.PHONY: setup build demo test lint unit peer python doctest packaging figures crash-long fuzz soak clean \
         install install-files uninstall cli-reference report reproduce test-times
 
 # The project's virtual environment (created by scripts/setup.sh): every Python step uses it.
@@ -49,21 +49,32 @@ python: build
 doctest: build
 	bash scripts/hang_guard.sh 600 python3 scripts/doc_blocks.py
 
+## The systemd unit (packaging/ember@.service) as systemd reads it: `systemd-analyze verify` on an
+## instance whose ExecStart is the binary just built (systemd need not be PID 1).
+packaging: build
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	sed 's|/usr/local/bin/ember|$(CURDIR)/target/release/ember|' packaging/ember@.service \
+	    > "$$tmp/ember@verify.service" && \
+	systemd-analyze verify --man=no "$$tmp/ember@verify.service"
+
 ## Every test: formatting, lints, unit and end-to-end tests, the peer comparisons, the
-## Python package (with its Ray cluster), and the docs' commands.
-test: setup lint unit peer python doctest
+## Python package (with its Ray cluster), the docs' commands and the systemd unit.
+test: setup lint unit peer python doctest packaging
 
 ## The architecture pictures of docs/design, rendered from their Graphviz sources.
 figures:
 	for f in docs/design/*.dot; do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; done
 
-## Crash trials at length (thesis chapter 3 guarantees): 1000 SIGKILL trials through nbdsh and
-## 1000 power cuts per write policy (about 15 minutes). `make test` runs a short version.
+## Crash trials at length (thesis chapter 3 guarantees): 1000 SIGKILL trials through nbdsh,
+## 1000 power cuts per write policy, and 200 power cuts per change made while serving (flush
+## on demand, write-policy switch, settings change). `make test` runs a short version.
 crash-long: setup
 	EMBER_REQUIRE_TOOLS=1 EMBER_CRASH_TRIALS=1000 $(CARGO) test --release -p ember-cli \
 	    --test writeback_kill -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
 	    --test writeback_power -- --nocapture --test-threads=2
+	EMBER_POWER_TRIALS=200 $(CARGO) test --release -p ember-engine \
+	    --test live_power -- --nocapture --test-threads=2
 
 ## Coverage-guided fuzzing (AFL++ via cargo-afl, docs/design/testing.md): each target for FUZZ_TIME
 ## seconds. `make test` replays the stored corpora only (crates/*/tests/fuzz_corpus.rs).

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_TIME=${FUZZ_TIME:-60}
-TARGETS=(${FUZZ_TARGETS:-nbd_handshake nbd_server nbd_client trace layout})
+TARGETS=(${FUZZ_TARGETS:-nbd_handshake nbd_server nbd_client trace layout control config})
 AFL_VERSION=0.18.2
 
 if ! cargo afl --version 2>/dev/null | grep -q "cargo-afl $AFL_VERSION"; then

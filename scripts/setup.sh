@@ -2,7 +2,8 @@
 # Installs everything ember's demo and tests need, idempotently: Debian packages (the NBD
 # peers and clients, fio, qemu-utils, fonts for plots, iproute2 for the network-namespace
 # test, gdb for the hang guard's stacks, man-db to render the man pages, chromium to test the
-# HTML reports headless), a Python virtual environment in .venv
+# HTML reports headless, systemd for `systemd-analyze verify` of the unit: installing it where
+# systemd is not PID 1 only adds its files, nothing starts), a Python virtual environment in .venv
 # with libcachesim (the peer simulator), pytest, pandas, pyarrow, Ray and maturin, the
 # libcachesim source distribution (its shipped cloudPhysicsIO traces), and ember's own Python
 # package (emberlab, crates/py) built as a wheel and installed into .venv.
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 APT_PKGS=(nbdkit nbdkit-plugin-dev libnbd-bin python3-libnbd fio qemu-utils e2fsprogs fuse3 util-linux openssl
           libfontconfig1-dev libfreetype-dev fonts-dejavu-core pkg-config iproute2 gdb graphviz curl
-          man-db groff-base chromium)
+          man-db groff-base chromium systemd)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -68,7 +69,7 @@ fi
 # The tools the tests run: a package that installed without one of them is an error here,
 # not a skipped test later.
 for tool in nbdsh nbdkit nbdinfo nbdcopy nbdfuse fio qemu-io qemu-img qemu-nbd mkfs.ext4 \
-            fsck.ext4 losetup fusermount3 ip gdb man chromium; do
+            fsck.ext4 losetup fusermount3 ip gdb man chromium systemd-analyze; do
   PATH="/usr/bin:/usr/sbin:/sbin:$PATH" command -v "$tool" >/dev/null \
     || { echo "setup: $tool is missing after installing the Debian packages" >&2; exit 1; }
 done

@@ -32,6 +32,7 @@ BENCHES = {
     "serve": "bench/serve",
     "serve-scale": "bench/serve-scale",
     "sieve-overhead": "bench/sieve-overhead",
+    "sim-policies": "bench/sim-policies",
     "sim-scale": "bench/sim-scale",
     "sim-throughput": "bench/sim-throughput",
     "thesis-ch6": "bench/thesis-ch6",

@@ -4,6 +4,7 @@
 //! figures of `plot_demote` (Figures 2/7, 4 and 6).
 
 use crate::file_passes::FilePasses;
+use crate::grid_args::WarmupArgs;
 use crate::output::{display_name, write_text, OutputArgs};
 use crate::plot_demote::{plot_cdf, plot_hit_rate, plot_latency_vs_array};
 use crate::trace_args::TraceInput;
@@ -13,7 +14,7 @@ use ember_policy::demote::{ArrayConfig, Scheme};
 use ember_sim::demote::experiment::{DemoteExperiment, DemoteReport};
 use ember_sim::demote::latency_model::{LatencyModel, PAPER_SAN_BITS_PER_S};
 use ember_sim::demote::topology::{ArrayAddressing, ClientOf, DemoteConfig};
-use ember_sim::{default_threads, Capacity};
+use ember_sim::{default_threads, Capacity, WarmupPeriod};
 use ember_units::{parse_duration_in, TimeUnit, UnitError};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -35,6 +36,10 @@ pub struct DemoteCmdArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// The uncounted warm-up period as on `ember sim` (--warmup-requests, --warmup-time), in
+    /// place of --warmup.
+    #[command(flatten)]
+    pub uncounted: WarmupArgs,
     /// --out, --json, --quiet.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -76,11 +81,13 @@ pub struct DemoteArgs {
     /// if every volume is named clientN).
     #[arg(long, default_value = "auto")]
     pub addressing: String,
-    /// Hierarchy: warm-up requests not counted: `wss` (the requests holding a working set's
-    /// worth of block accesses, at most half the trace: the paper's procedure), `none`, a
-    /// count, or a percentage of the requests (`10%`).
-    #[arg(long, default_value = "wss")]
-    pub warmup: String,
+    /// Hierarchy: the uncounted warm-up period (not Bonfire's cache warmup, `ember warmup`):
+    /// `wss` (the requests holding a working set's worth of block accesses, at most half the
+    /// trace: the paper's procedure), `none`, a count, or a percentage of the requests
+    /// (`10%`) [default: wss]. --warmup-requests and --warmup-time give it as `ember sim`
+    /// does instead.
+    #[arg(long)]
+    pub warmup: Option<String>,
     /// Hierarchy: T_c, a client hit. Units ns, us, ms, s; a bare number is milliseconds.
     #[arg(long, default_value_t = 0.0, value_parser = parse_ms)]
     pub t_c: f64,
@@ -172,7 +179,7 @@ impl DemoteArgs {
         wss: u64,
         blocks: impl IntoIterator<Item = anyhow::Result<u64>>,
     ) -> anyhow::Result<usize> {
-        let w = self.warmup.trim();
+        let w = self.warmup.as_deref().unwrap_or("wss").trim();
         Ok(match w {
             "wss" => {
                 // The shortest prefix with a working set's worth of block accesses, at most
@@ -208,6 +215,33 @@ impl DemoteArgs {
                 .min(n),
         })
     }
+}
+
+/// The trace requests (all of them, numbered from 0) before the first counted one after
+/// `period`, given each request's time and length in trace order: requests touching no block
+/// are not numbered by the period, as `ember sim` numbers them, and times count from the first
+/// request touching a block.
+fn uncounted_requests(
+    period: WarmupPeriod,
+    requests: impl IntoIterator<Item = anyhow::Result<(u64, u32)>>,
+) -> anyhow::Result<usize> {
+    if period.is_none() {
+        return Ok(0);
+    }
+    let (mut seen, mut first) = (0u64, None::<u64>);
+    let mut i = 0usize;
+    for r in requests {
+        let (time_ns, length) = r?;
+        if length > 0 {
+            let t0 = *first.get_or_insert(time_ns);
+            if period.over_at(seen, time_ns.saturating_sub(t0)) {
+                return Ok(i);
+            }
+            seen += 1;
+        }
+        i += 1;
+    }
+    Ok(i)
 }
 
 /// A finished hierarchy run: the report and what it was run on.
@@ -333,22 +367,37 @@ pub fn compute(args: &DemoteCmdArgs) -> anyhow::Result<DemoteRun> {
         threads: args.threads.unwrap_or_else(default_threads).max(1),
     };
     let name = display_name(path);
+    let uncounted = args.uncounted.period()?;
+    if args.uncounted.given() && d.warmup.is_some() {
+        bail!("give the uncounted warm-up period with --warmup or with --warmup-requests / --warmup-time, not both");
+    }
     let report = match &trace {
         Some(t) => {
-            let warmup = d.warmup(
-                n,
-                wss,
-                t.requests.iter().map(|r| Ok(r.blocks(block_size).count() as u64)),
-            )?;
+            let warmup = if args.uncounted.given() {
+                uncounted_requests(uncounted, t.requests.iter().map(|r| Ok((r.time_ns, r.length))))?
+            } else {
+                d.warmup(
+                    n,
+                    wss,
+                    t.requests.iter().map(|r| Ok(r.blocks(block_size).count() as u64)),
+                )?
+            };
             exp.run(&t.requests, warmup).map(|r| (r, warmup))
         }
         None => {
             let pass = passes.open().with_context(context)?;
-            let warmup = d.warmup(
-                n,
-                wss,
-                pass.map(|r| Ok(r.with_context(context)?.blocks(block_size).count() as u64)),
-            )?;
+            let warmup = if args.uncounted.given() {
+                uncounted_requests(
+                    uncounted,
+                    pass.map(|r| r.with_context(context).map(|r| (r.time_ns, r.length))),
+                )?
+            } else {
+                d.warmup(
+                    n,
+                    wss,
+                    pass.map(|r| Ok(r.with_context(context)?.blocks(block_size).count() as u64)),
+                )?
+            };
             let open = || passes.open();
             exp.run_streamed(&open, warmup).map(|r| (r, warmup))
         }
@@ -443,6 +492,13 @@ mod tests {
         assert_eq!(w(&["--warmup", "120"], 50).unwrap(), 120);
         assert_eq!(w(&["--warmup", "900"], 50).unwrap(), 200);
         assert!(w(&["--warmup", "abc"], 50).is_err());
+        // The flags of `ember sim`: requests touching no block are passed over.
+        let reqs = [(0u64, 4096u32), (5, 0), (10, 4096), (20, 4096), (30, 4096)];
+        let it = || reqs.iter().map(|&r| Ok(r));
+        assert_eq!(uncounted_requests(WarmupPeriod::None, it()).unwrap(), 0);
+        assert_eq!(uncounted_requests(WarmupPeriod::Requests(2), it()).unwrap(), 3);
+        assert_eq!(uncounted_requests(WarmupPeriod::Time(15), it()).unwrap(), 3);
+        assert_eq!(uncounted_requests(WarmupPeriod::Requests(9), it()).unwrap(), 5);
         assert!(w(&["--warmup", "150%"], 50).is_err());
     }
 

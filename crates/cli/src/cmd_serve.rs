@@ -1,33 +1,66 @@
-//! `ember serve`: its flags, and the [`ServeConfig`] they become; `ember_serve` checks it,
-//! builds the server (a cache device in front of backing volumes, one NBD export per volume,
-//! Prometheus metrics) and runs it until SIGTERM or SIGINT, then shuts down cleanly so that the
-//! next start is warm.
+//! `ember serve`: its flags, and the [`ServeConfig`] they become, over a config file when
+//! `--config` names one (`ember_serve::ConfigSource`: a flag given on the command
+//! line overrides the file's key, across reloads too); `ember_serve` checks it, builds the
+//! server (a cache device in front of backing volumes, one NBD export per volume, Prometheus
+//! metrics, the control socket) and runs it until SIGTERM, SIGINT or `ember ctl stop`, then
+//! shuts down cleanly so that the next start is warm.
 
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use clap::Args;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args};
 use ember_nbd::server::TlsMode;
 use ember_serve::config::{
     CacheSettings, LimitSettings, ListenSettings, LiveSettings, TlsConfig, WarmupSettings,
 };
-use ember_serve::{parse_size, BackingVolume, ServeConfig};
+use ember_serve::{parse_size, BackingVolume, ConfigSource, ServeConfig};
 
 use crate::tuning_args::{SieveParams, WritebackArgs};
 
 /// Options of `ember serve`.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
+    /// Read the configuration from this TOML file (docs/reference/config.md); a flag given
+    /// on the command line overrides the file's key, also across reloads (SIGHUP,
+    /// `ember ctl reload`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print the effective configuration (the file, the flags over it) as TOML and exit.
+    #[arg(long)]
+    pub print_config: bool,
+
+    /// Check the configuration (the file, the flags over it) and exit: 0 when a server
+    /// could start from it.
+    #[arg(long)]
+    pub check: bool,
+
     /// The cache device: a file or a block device, or `mem:SIZE` for a cache in memory
     /// (formatted at every start, empty after every restart; write-through, write-around,
     /// write-back-flush and ordered-write-back only).
-    #[arg(long, value_name = "CACHEFILE|mem:SIZE")]
-    pub cache: PathBuf,
+    #[arg(long, value_name = "CACHEFILE|mem:SIZE", required_unless_present = "config")]
+    pub cache: Option<PathBuf>,
 
     /// A backing volume, exported under NAME: NAME=PATH (file or block device) or
     /// NAME=nbd://HOST:PORT/EXPORT or NAME=nbd+unix:///EXPORT?socket=PATH. Repeat for more.
-    #[arg(long, value_name = "NAME=PATH|NAME=URI", required = true)]
+    #[arg(long, value_name = "NAME=PATH|NAME=URI", required_unless_present = "config")]
     pub backing: Vec<String>,
+
+    /// The control socket `ember ctl` talks to (mode 0600; only this user and root).
+    /// Default: $RUNTIME_DIRECTORY/ember.sock under systemd, else /run/ember/NAME.sock.
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
+
+    /// The server's name, for the default control socket (default: the config file's
+    /// stem, else `ember`).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// How events (warnings, reloads, settings changed) are logged on stderr: text
+    /// (`LEVEL message key=value`) or json (one object a line).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
 
     /// TCP address to listen on (default 127.0.0.1:10809 unless only --unix is given; port 0
     /// picks a free port, printed at start).
@@ -38,13 +71,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
 
-    /// Replacement policy: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo.
+    /// Replacement policy with its parameters, NAME[:PARAM=VALUE]... as `ember sim` spells
+    /// it (lru, arc, s3fifo, lfu, lfuda:variant=lcs, slru:4:lcs, ...; `ember sim --policy
+    /// help` lists them). Every policy but the oracle OPT runs here.
     #[arg(long, default_value = "lru")]
     pub policy: String,
 
     /// Admission sieve. Per-miss (read and write misses under every write policy; a refused
     /// write miss goes to backing): aod (allocate every miss), wmna (write-miss no-allocate),
-    /// sievestore-c, randsieve-c, ocf-nhit. Batch, at each --epoch's end (write-through and
+    /// sievestore-c, randsieve-c, ocf-nhit, bloom (admit on the second miss), prob (admit a
+    /// miss with --admit-probability). Batch, at each --epoch's end (write-through and
     /// write-around): sievestore-d, randsieve-blkd.
     #[arg(long, default_value = "aod")]
     pub admission: String,
@@ -246,10 +282,13 @@ impl ServeArgs {
     pub fn config(&self) -> anyhow::Result<ServeConfig> {
         let volumes = self.backing.iter().map(|b| parse_backing(b)).collect::<Result<_, _>>()?;
         Ok(ServeConfig {
+            name: self.name.clone(),
+            control: self.control.clone(),
+            log_format: self.log_format.clone(),
             metrics: self.metrics.clone(),
             workers: self.workers,
             cache: CacheSettings {
-                device: self.cache.clone(),
+                device: self.cache.clone().unwrap_or_default(),
                 size: self.cache_size,
                 format_if_needed: self.format_if_needed,
                 direct: self.direct,
@@ -327,9 +366,55 @@ pub fn parse_backing(s: &str) -> anyhow::Result<BackingVolume> {
     Ok(BackingVolume { name: name.to_string(), backing: backing.to_string() })
 }
 
-/// Run `ember serve` until SIGTERM or SIGINT.
-pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    ember_serve::run(args.config()?)
+/// The flags of `ember serve` given on the command line (not defaults), by their long
+/// names, from the parsed `matches`.
+pub fn given_flags(matches: &ArgMatches) -> Vec<String> {
+    matches
+        .ids()
+        .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        .map(|id| id.as_str().replace('_', "-"))
+        .filter(|f| !matches!(f.as_str(), "config" | "print-config" | "check"))
+        .collect()
+}
+
+/// Start logging events on stderr, one line each, in `format` (text or json).
+pub fn init_logging(format: &str) {
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .with_max_level(tracing::Level::INFO);
+    let _ = if format == "json" {
+        builder.json().flatten_event(true).try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// Run `ember serve` until SIGTERM, SIGINT or `ember ctl stop`; `given` are the flags given
+/// on the command line ([`given_flags`]), which override the config file.
+pub fn run(args: ServeArgs, given: &[String]) -> anyhow::Result<()> {
+    let flags = args.config()?;
+    let given: Vec<&str> = given.iter().map(String::as_str).collect();
+    let (config, source) = match &args.config {
+        Some(file) => {
+            let source = ConfigSource::new(Some(file.clone()), flags, &given)?;
+            (source.load()?, Some(source))
+        }
+        None => (ConfigSource::flags_only(flags).load()?, None),
+    };
+    if args.print_config {
+        print!("{}", ember_serve::config::to_toml(&config)?);
+        return Ok(());
+    }
+    if args.check {
+        let what =
+            args.config.as_ref().map_or("the command line".into(), |f| f.display().to_string());
+        println!("{what}: ok");
+        return Ok(());
+    }
+    init_logging(&config.log_format);
+    ember_serve::run_from(config, source)
 }
 
 #[cfg(test)]

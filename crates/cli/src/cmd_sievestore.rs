@@ -3,6 +3,7 @@
 //! per-volume partitions (docs/reference/laboratory.md).
 
 use crate::file_passes::FilePasses;
+use crate::grid_args::WarmupArgs;
 use crate::output::{display_name, ensure_dir, write_text, OutputArgs};
 use crate::plot_sensitivity::plot_sensitivity;
 use crate::plot_sievestore::{plot_allocation_writes, plot_captured, plot_drives, plot_occupancy};
@@ -11,7 +12,7 @@ use crate::tuning_args::SieveParams;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ember_policy::admission::SieveSpec;
-use ember_policy::replacement::{build, Kind};
+use ember_policy::replacement::{build, Spec};
 use ember_policy::Replacement;
 use ember_sim::sievestore::cost_model::{
     drives_needed, occupancy_per_minute, DeviceModel, PAPER_COVERAGES,
@@ -23,9 +24,9 @@ use ember_sim::sievestore::experiment::{ExperimentReport, SieveStoreExperiment};
 use ember_sim::sievestore::sensitivity::{
     sensitivity, sensitivity_streamed, table as sensitivity_table, SensitivityPoint,
 };
-use ember_sim::sievestore::stream::{count, run_streamed, StreamCell};
+use ember_sim::sievestore::stream::{count, run_streamed_after, StreamCell};
 use ember_sim::sievestore::{DayStats, SieveRun};
-use ember_sim::{default_threads, Capacity};
+use ember_sim::{default_threads, Capacity, WarmupPeriod};
 use ember_trace::gen::ensemble::{self, EnsembleConfig, MSR_VOLUMES};
 use ember_trace::{Format, Request, Trace, TraceError, TraceReader};
 use std::path::{Path, PathBuf};
@@ -51,6 +52,10 @@ pub struct SieveStoreCmdArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// The uncounted warm-up period of the sieve x policy x size runs (--warmup-requests,
+    /// --warmup-time; not with --experiment or --sensitivity, which follow the paper).
+    #[command(flatten)]
+    pub uncounted: WarmupArgs,
     /// --out, --json, --quiet.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -255,13 +260,15 @@ type BoxedFactory = Box<dyn Fn(usize) -> Box<dyn Replacement> + Sync>;
 /// continuous sieves over each of `kinds` (rows policy-major, then sieve, then size), over the
 /// requests each call of `open` streams: one pass for the runs, plus a first pass for the
 /// per-volume shares and the working set when partitions or % sizes need them (memory: the
-/// cells' own state, never the trace; `ember_sim::sievestore::stream`).
+/// cells' own state, never the trace; `ember_sim::sievestore::stream`). The requests of the
+/// uncounted `warmup` period run but are not counted (nor their minutes in the drives).
 pub fn run_admissions(
     args: &SieveArgs,
     open: OpenPass<'_>,
     block_size: u64,
     sizes: &[(String, Capacity)],
-    kinds: &[Kind],
+    kinds: &[Spec],
+    warmup: WarmupPeriod,
 ) -> anyhow::Result<Vec<AdmissionRow>> {
     let sieves = args.sieves()?;
     let partition = args.partition()?;
@@ -296,15 +303,16 @@ pub fn run_admissions(
             }
         }
     }
-    let runs = run_streamed(open()?, block_size, &cells, counts.as_ref(), DEFAULT_LIMIT)
-        .context("sievestore runs")?;
+    let runs =
+        run_streamed_after(open()?, block_size, &cells, counts.as_ref(), DEFAULT_LIMIT, warmup)
+            .context("sievestore runs")?;
     Ok(labels
         .into_iter()
         .zip(cells.iter().zip(runs))
         .map(|((kind, size, blocks), (cell, run))| {
-            let occ = occupancy_per_minute(&run.minutes, &device, block_size);
+            let occ = occupancy_per_minute(run.counted_minutes(), &device, block_size);
             AdmissionRow {
-                policy: kind.name().to_string(),
+                policy: kind.to_string(),
                 admission: cell.spec.name().to_string(),
                 partition,
                 size,
@@ -379,6 +387,13 @@ pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
     }
     let path = args.input.path();
     let threads = args.threads.unwrap_or_else(default_threads).max(1);
+    let warmup = args.uncounted.period()?;
+    if (args.sieve.experiment || args.sieve.sensitivity) && !warmup.is_none() {
+        bail!(
+            "--warmup-requests and --warmup-time apply to the sieve x policy x size runs; \
+             --experiment and --sensitivity follow the paper (which leaves out day 1)"
+        );
+    }
     if !args.sieve.sensitivity && !args.sieve.experiment {
         // Streamed: the trace is read as it is simulated, never held.
         let opts = args.input.read_options();
@@ -406,7 +421,7 @@ pub fn compute(args: &SieveStoreCmdArgs) -> anyhow::Result<SieveStoreResult> {
                 let reader = &reader;
                 Ok(Box::new(std::iter::from_fn(move || reader.borrow_mut().as_mut()?.next())))
             };
-        let rows = run_admissions(&args.sieve, &open, block_size, &sizes, &policies)
+        let rows = run_admissions(&args.sieve, &open, block_size, &sizes, &policies, warmup)
             .with_context(|| format!("ember sievestore on {}", path.display()))?;
         if let Some(done) = reader.borrow_mut().take() {
             skipped.set(done.skipped());
@@ -477,6 +492,12 @@ pub fn run(args: SieveStoreCmdArgs) -> anyhow::Result<()> {
         }
         SieveStoreResult::Runs(rows) => {
             if !quiet {
+                let warmup = args.uncounted.period()?;
+                if !warmup.is_none() {
+                    println!(
+                        "uncounted warm-up period: {warmup} (run through every cache, not counted)"
+                    );
+                }
                 let mut start = 0;
                 while start < rows.len() {
                     let policy = &rows[start].policy;
@@ -622,7 +643,15 @@ mod tests {
                 passes.set(passes.get() + 1);
                 Ok(Box::new(trace.requests.iter().copied().map(Ok)))
             };
-        let rows = run_admissions(&args, &open, 4096, &sizes, &[Kind::Lru]).unwrap();
+        let rows = run_admissions(
+            &args,
+            &open,
+            4096,
+            &sizes,
+            &[Spec::from(ember_policy::Kind::Lru)],
+            WarmupPeriod::None,
+        )
+        .unwrap();
         assert_eq!(rows.len(), 6);
         assert_eq!(passes.get(), 2, "a partitioned grid reads the trace twice");
         assert!(rows.iter().all(|r| r.run.total().accesses > 10_000));
@@ -641,6 +670,14 @@ mod tests {
             assert!(r.run == want, "{} at {}", r.admission, r.size);
         }
         let bad = SieveArgs { admission: vec!["lru".into()], ..args };
-        assert!(run_admissions(&bad, &open, 4096, &sizes, &[Kind::Lru]).is_err());
+        assert!(run_admissions(
+            &bad,
+            &open,
+            4096,
+            &sizes,
+            &[Spec::from(ember_policy::Kind::Lru)],
+            WarmupPeriod::None
+        )
+        .is_err());
     }
 }

@@ -1,13 +1,17 @@
 //! `ember sim`: simulate replacement policies over a trace at several cache sizes, print a
 //! table, and write JSON, CSV and PNG plots (column names in docs/reference/outputs.md).
 
-use crate::output::{OutputArgs, Report, Row};
+use crate::grid_args::WarmupArgs;
+use crate::output::{MiniSimNote, OutputArgs, Report, Row, WarmupNote};
 use crate::plot_sim;
 use crate::trace_args::TraceInput;
-use anyhow::bail;
+use anyhow::{bail, Context};
 use clap::Args;
+use ember_policy::replacement::Spec;
+use ember_sim::core::minisim::{run_minis, SampledStream, SpatialSample};
 use ember_sim::core::plan::{Driver, Outcome, PlanOptions, Progress, TraceSource};
-use ember_sim::{default_threads, Interval, Plan};
+use ember_sim::{default_threads, Capacity, Interval, Plan};
+use ember_trace::{BlockChunk, BlockReader};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -20,17 +24,23 @@ pub struct SimArgs {
     /// The trace and how to read it (format, CSV columns, block size, ...).
     #[command(flatten)]
     pub input: TraceInput,
-    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo,
-    /// opt.
-    #[arg(long, default_value = "lru", value_delimiter = ',')]
+    /// Replacement policies, comma-separated, each NAME[:PARAM=VALUE]... (lru, arc, s3fifo,
+    /// lfuda:lcs, lruk:k=3, opt, ...); `--policy help` lists every policy with its
+    /// parameters, defaults and citation.
+    #[arg(long, default_value = "lru", value_delimiter = ',', value_parser = crate::grid_args::PolicyArg)]
     pub policy: Vec<String>,
     /// Cache sizes, comma-separated: blocks (1000), bytes (64MiB, 1GiB, 512KB) or a
     /// percentage of the working set (1%, 10%). K/M/G = KiB/MiB/GiB; KB/MB/GB = 10^3/10^6/10^9.
     #[arg(long, default_value = "1%,10%", value_delimiter = ',')]
     pub size: Vec<String>,
     /// Also record a timeline: a time span (1h, 10m, 30s) or a request count (100000req).
+    /// With an uncounted warm-up period, its intervals are flagged `warmup` and the plot
+    /// marks where counting starts.
     #[arg(long)]
     pub interval: Option<Interval>,
+    /// The uncounted warm-up period (--warmup-requests, --warmup-time).
+    #[command(flatten)]
+    pub uncounted: WarmupArgs,
     /// Write the results as CSV to this file (with --interval, also <stem>.timeline.csv).
     #[arg(long)]
     pub csv: Option<PathBuf>,
@@ -50,6 +60,86 @@ pub struct SimArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Miniature simulations (MINISIM, Waldspurger et al., ATC 2017), for miss-ratio curves
+    /// of any policy at a fraction of the cost: only a spatial sample of the blocks (this
+    /// rate: 1%, 0.01) is simulated, at each size scaled by the rate. Counters are the
+    /// sample's; the miss ratios estimate the full caches'. Not with --interval or an
+    /// uncounted warm-up period.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub minisim: Option<f64>,
+}
+
+/// A sampling rate: a fraction (0.01) or a percentage (1%), above 0 and at most 1.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let rate = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("sampling rate {text:?}: a fraction (0.01) or a percentage (1%)"))?;
+    SpatialSample::new(rate).map_err(|e| e.to_string())?;
+    Ok(rate)
+}
+
+/// The report of `ember sim --minisim RATE`: one streamed pass samples the trace (and
+/// counts its working set for percentage sizes), then every cell runs as a miniature
+/// simulation over the sample.
+fn compute_minisim(
+    args: &SimArgs,
+    source: &TraceSource,
+    policies: &[Spec],
+    sizes: &[(String, Capacity)],
+    rate: f64,
+) -> anyhow::Result<Report> {
+    if args.interval.is_some() || args.uncounted.given() {
+        bail!("--minisim takes neither --interval nor an uncounted warm-up period");
+    }
+    let sample = SpatialSample::new(rate)?;
+    let path = &source.path;
+    let block_size = source.read.block_size;
+    let context = || format!("reading trace {}", path.display());
+    let mut reader =
+        BlockReader::open(path, &source.read, source.per_request, false).with_context(context)?;
+    let mut sampled = SampledStream::new(sample, block_size)?;
+    let mut chunk = BlockChunk::default();
+    let started = std::time::Instant::now();
+    while reader.next_chunk(&mut chunk, 1 << 18).with_context(context)? {
+        sampled.push_chunk(&chunk);
+    }
+    let (requests, accesses, wss) = (sampled.requests(), sampled.accesses(), sampled.wss());
+    let stream = sampled.finish(policies.iter().any(|k| k.needs_oracle()));
+    let cells: Vec<(Spec, u64)> = policies
+        .iter()
+        .flat_map(|k| sizes.iter().map(move |(_, c)| (*k, c.blocks(block_size, wss))))
+        .collect();
+    let threads = args.threads.unwrap_or_else(default_threads);
+    let results = run_minis(&sample, &stream, accesses, &cells, threads);
+    if !args.output.quiet {
+        eprintln!(
+            "ember sim --minisim {rate}: sampled {} of {accesses} block accesses of {} in {:.2} s \
+             ({} runs)",
+            stream.len(),
+            path.display(),
+            started.elapsed().as_secs_f64(),
+            results.len()
+        );
+    }
+    let labels = policies.iter().flat_map(|_| sizes.iter().map(|(l, _)| l.clone()));
+    Ok(Report {
+        trace: path.display().to_string(),
+        block_size,
+        requests,
+        block_accesses: accesses,
+        wss_blocks: wss,
+        interval: None,
+        warmup: None,
+        minisim: Some(MiniSimNote {
+            rate: sample.rate(),
+            sampled_accesses: stream.len() as u64,
+            sampled_blocks: ember_sim::core::stream::distinct_keys(stream.keys()),
+        }),
+        rows: labels.zip(results).map(|(size, result)| Row { size, result }).collect(),
+    })
 }
 
 /// `a/b.csv` -> `a/b.timeline.csv`.
@@ -105,10 +195,15 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
         read: args.input.read_options(),
         per_request: args.per_request,
     };
+    if let Some(rate) = args.minisim {
+        return compute_minisim(args, &source, &policies, &sizes, rate);
+    }
+    let warmup = args.uncounted.period()?;
     let options = PlanOptions {
         interval: args.interval,
         threads: args.threads.unwrap_or_else(default_threads),
         whole_trace: std::env::var_os(WHOLE_TRACE_ENV).is_some_and(|v| v == "1"),
+        warmup,
     };
     let plan = Plan::new(source, policies, sizes, options)?;
     let bar: OnceLock<ProgressBar> = OnceLock::new();
@@ -149,6 +244,13 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
         block_accesses: out.totals.accesses,
         wss_blocks: out.totals.wss,
         interval: args.interval.map(|i| i.to_string()),
+        warmup: WarmupNote::of(
+            warmup,
+            out.totals.counted_from,
+            out.totals.requests,
+            out.totals.accesses,
+        ),
+        minisim: None,
         rows: out.runs.into_iter().map(|(c, result)| Row { size: c.size, result }).collect(),
     })
 }

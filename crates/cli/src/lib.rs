@@ -4,6 +4,7 @@
 pub mod cli_markdown;
 pub mod cmd_analyze;
 pub mod cmd_cache;
+pub mod cmd_ctl;
 pub mod cmd_demote;
 pub mod cmd_gen;
 pub mod cmd_generate;

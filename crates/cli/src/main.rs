@@ -1,9 +1,10 @@
 //! `ember`: a storage-level block cache and its laboratory.
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use ember_cli::{
-    cmd_analyze, cmd_cache, cmd_demote, cmd_gen, cmd_generate, cmd_replay, cmd_serve,
-    cmd_sievestore, cmd_sim, cmd_stats, cmd_sweep, cmd_trace, cmd_warmup, legacy, report,
+    cmd_analyze, cmd_cache, cmd_ctl, cmd_demote, cmd_gen, cmd_generate, cmd_replay, cmd_serve,
+    cmd_sievestore, cmd_sim, cmd_stats, cmd_sweep, cmd_trace, cmd_warmup, grid_args, legacy,
+    report,
 };
 
 /// ember: a storage-level block cache (serve) and its laboratory (sim, trace).
@@ -21,6 +22,9 @@ enum Command {
     Trace(TraceCommand),
     /// Serve a cache device in front of backing volumes over NBD.
     Serve(Box<cmd_serve::ServeArgs>),
+    /// Operate a running server through its control socket: status, flush, get, set,
+    /// reload, stop.
+    Ctl(cmd_ctl::CtlArgs),
     /// Replay a trace against an NBD server, verifying every read.
     Replay(cmd_replay::ReplayArgs),
     /// Print a running server's statistics (from its --metrics address).
@@ -73,12 +77,22 @@ fn main() {
         argv.truncate(1);
         argv.extend(new);
     }
-    let cli = Cli::parse_from(argv);
+    if grid_args::asks_policy_help(&argv[1..]) {
+        print!("{}", ember_policy::replacement::catalog::help());
+        return;
+    }
+    let matches = Cli::command().get_matches_from(argv);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let given = matches.subcommand_matches("serve").map(cmd_serve::given_flags).unwrap_or_default();
     let result = match cli.command {
         Command::Trace(TraceCommand::Info(a)) => cmd_trace::info(a),
         Command::Trace(TraceCommand::Convert(a)) => cmd_trace::convert(a),
         Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
-        Command::Serve(a) => cmd_serve::run(*a),
+        Command::Serve(a) => cmd_serve::run(*a, &given),
+        Command::Ctl(a) => cmd_ctl::run(a),
         Command::Replay(a) => cmd_replay::run(a),
         Command::Stats(a) => cmd_stats::run(a),
         Command::Sim(a) => cmd_sim::run(*a),

@@ -87,8 +87,91 @@ pub struct Report {
     pub wss_blocks: u64,
     /// The timeline interval, if any (`1h`, `100000req`).
     pub interval: Option<String>,
+    /// The uncounted warm-up period, if there was one.
+    pub warmup: Option<WarmupNote>,
+    /// The spatial sample of miniature simulations (MINISIM), if the runs were those: each
+    /// row's counters are then the sample's, its miss ratio the estimate for its full size.
+    pub minisim: Option<MiniSimNote>,
     /// The runs, in grid order (policy-major).
     pub rows: Vec<Row>,
+}
+
+/// What the uncounted warm-up period of a report covered.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WarmupNote {
+    /// The period as asked for (`1000 requests`, `1h`).
+    pub period: String,
+    /// Requests in the warm-up (not counted).
+    pub requests: u64,
+    /// Block accesses in the warm-up (not counted).
+    pub block_accesses: u64,
+    /// Seconds from the first request to the first counted one; `None` if the trace ended
+    /// within the warm-up (nothing was counted).
+    pub counting_starts_s: Option<f64>,
+}
+
+impl WarmupNote {
+    /// The note for `period` over a trace of `requests` requests and `accesses` block
+    /// accesses, counting from `from` (`None`: the trace ended within the period). `None`
+    /// without a period.
+    pub fn of(
+        period: ember_sim::WarmupPeriod,
+        from: Option<ember_sim::CountStart>,
+        requests: u64,
+        accesses: u64,
+    ) -> Option<Self> {
+        if period.is_none() {
+            return None;
+        }
+        Some(match from {
+            Some(c) => WarmupNote {
+                period: period.to_string(),
+                requests: c.request,
+                block_accesses: c.access,
+                counting_starts_s: Some(c.start_ns as f64 / 1e9),
+            },
+            None => WarmupNote {
+                period: period.to_string(),
+                requests,
+                block_accesses: accesses,
+                counting_starts_s: None,
+            },
+        })
+    }
+
+    /// One line for a table's header.
+    pub fn line(&self) -> String {
+        let when = match self.counting_starts_s {
+            Some(s) => format!("counting starts {s:.3} s after the first request"),
+            None => "the trace ended within it: nothing counted".to_string(),
+        };
+        format!(
+            "uncounted warm-up period ({}): {} requests, {} block accesses; {when}\n",
+            self.period, self.requests, self.block_accesses
+        )
+    }
+}
+
+/// The spatial sample of miniature simulations (MINISIM) behind a report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MiniSimNote {
+    /// The sampling rate (a fraction of the blocks).
+    pub rate: f64,
+    /// Block accesses in the sample.
+    pub sampled_accesses: u64,
+    /// Distinct blocks in the sample.
+    pub sampled_blocks: u64,
+}
+
+impl MiniSimNote {
+    /// One line for a table's header.
+    pub fn line(&self) -> String {
+        format!(
+            "miniature simulations (MINISIM) at sampling rate {}: {} sampled block accesses over \
+             {} blocks; each size is scaled by the rate; counters are the sample's (SHARDS-adj)\n",
+            self.rate, self.sampled_accesses, self.sampled_blocks
+        )
+    }
 }
 
 /// A run as JSON / CSV writes it.
@@ -138,6 +221,8 @@ struct IntervalOut<'a> {
     hit_ratio: f64,
     allocation_writes: u64,
     evictions: u64,
+    /// True for an interval of the uncounted warm-up period (not in the run's totals).
+    warmup: bool,
 }
 
 impl Report {
@@ -212,6 +297,12 @@ impl Report {
             "trace {}: {} requests, {} block accesses of {} B, working set {} blocks\n",
             self.trace, self.requests, self.block_accesses, self.block_size, self.wss_blocks
         );
+        if let Some(w) = &self.warmup {
+            out.push_str(&w.line());
+        }
+        if let Some(m) = &self.minisim {
+            out.push_str(&m.line());
+        }
         for r in &rows {
             let cells: Vec<String> = r
                 .iter()
@@ -249,6 +340,7 @@ impl Report {
             hit_ratio: c.hit_ratio(),
             allocation_writes: c.allocation_writes,
             evictions: c.evictions,
+            warmup: i.warmup,
         }
     }
 
@@ -275,6 +367,8 @@ impl Report {
             "wss_blocks": self.wss_blocks,
             "wss_bytes": self.wss_blocks.saturating_mul(self.block_size),
             "interval": self.interval,
+            "warmup": self.warmup,
+            "minisim": self.minisim,
             "runs": runs,
         })
     }
@@ -342,11 +436,18 @@ pub(crate) mod tests {
             let a = Counters { requests: 5, block_accesses: 5, ..x };
             let b = a;
             vec![
-                IntervalStats { index: 0, start_ns: 0, start_request: 0, counters: a },
+                IntervalStats {
+                    index: 0,
+                    start_ns: 0,
+                    start_request: 0,
+                    warmup: false,
+                    counters: a,
+                },
                 IntervalStats {
                     index: 1,
                     start_ns: 3_600_000_000_000,
                     start_request: 5,
+                    warmup: false,
                     counters: b,
                 },
             ]
@@ -357,6 +458,7 @@ pub(crate) mod tests {
             capacity_blocks: cap,
             totals: ct,
             timeline: Some(half(ct)),
+            counted_from: None,
         };
         Report {
             trace: "t.csv".into(),
@@ -365,6 +467,8 @@ pub(crate) mod tests {
             block_accesses: 10,
             wss_blocks: 200,
             interval: Some("1h".into()),
+            warmup: None,
+            minisim: None,
             rows: vec![
                 Row { size: "1%".into(), result: run("lru", 2, c(3, 1, 4, 2)) },
                 Row { size: "10%".into(), result: run("arc", 20, c(5, 2, 2, 1)) },

@@ -1,5 +1,5 @@
 //! The PNG plots of `ember sim`: hit ratio against cache size per policy, and hit ratio over
-//! time.
+//! time (with a line where counting starts after an uncounted warm-up period).
 
 use crate::output::Report;
 use crate::plot::{
@@ -98,6 +98,7 @@ fn draw<X>(
     y_max: f64,
     series: &[Series],
     legend: SeriesLabelPosition,
+    mark: Option<f64>,
 ) -> DrawResult
 where
     X: AsRangedCoord<Value = f64>,
@@ -114,6 +115,17 @@ where
         .y_label_formatter(&|v: &f64| trim(*v))
         .light_line_style(RGBColor(238, 238, 238))
         .draw()?;
+    if let Some(x) = mark {
+        // Where counting starts: a dashed grey line over the whole height.
+        let grey = RGBColor(110, 110, 110);
+        let dashes = (0..40).map(|k| {
+            let (a, b) = (y_max * k as f64 / 40.0, y_max * (k as f64 + 0.5) / 40.0);
+            PathElement::new(vec![(x, a), (x, b)], grey.stroke_width(2))
+        });
+        chart.draw_series(dashes)?.label("counting starts (warm-up before)").legend(
+            move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], grey.stroke_width(2)),
+        );
+    }
     for (i, s) in series.iter().enumerate() {
         let dot = if s.points.len() <= 60 { 4 } else { 0 };
         let style = LineStyle { dot, ..WIDE_LINE };
@@ -162,6 +174,7 @@ pub fn hit_ratio_curve(report: &Report, path: &Path) -> anyhow::Result<()> {
                 y,
                 &series,
                 SeriesLabelPosition::UpperLeft,
+                None,
             )
         } else {
             let pad = ((hi - lo) * 0.05).max(hi * 0.02);
@@ -175,13 +188,16 @@ pub fn hit_ratio_curve(report: &Report, path: &Path) -> anyhow::Result<()> {
                 y,
                 &series,
                 SeriesLabelPosition::UpperLeft,
+                None,
             )
         }
     })
 }
 
 /// Hit ratio per interval: one panel per policy, one line per cache size. The x axis is
-/// hours for time intervals and requests for request-count intervals.
+/// hours for time intervals and requests for request-count intervals. After an uncounted
+/// warm-up period, a dashed line marks where counting starts (the warm-up's intervals are
+/// drawn before it).
 pub fn timeline(report: &Report, path: &Path, by_requests: bool) -> anyhow::Result<()> {
     let mut panels: Vec<(String, Vec<Series>)> = Vec::new();
     for r in &report.rows {
@@ -220,11 +236,15 @@ pub fn timeline(report: &Report, path: &Path, by_requests: bool) -> anyhow::Resu
     } else {
         ("hours since the first request", XLabels::Hours)
     };
+    let mark = report.warmup.as_ref().and_then(|w| {
+        let s = w.counting_starts_s?;
+        Some(if by_requests { w.requests as f64 } else { s / 3600.0 })
+    });
     png(path, size, |root| {
         let root = root.titled(&title, ("sans-serif", 26))?;
         for (area, (policy, series)) in root.split_evenly((rows, cols)).iter().zip(&panels) {
             let legend = SeriesLabelPosition::LowerRight;
-            draw(area, policy, 20, desc, 0.0..hi, labels, y, series, legend)?;
+            draw(area, policy, 20, desc, 0.0..hi, labels, y, series, legend, mark)?;
         }
         Ok(())
     })
@@ -247,6 +267,17 @@ mod tests {
         let p = dir.path().join("timeline.png");
         timeline(&r, &p, false).unwrap();
         assert_eq!(&std::fs::read(&p).unwrap()[..4], b"\x89PNG");
+        // With the line where counting starts: a different picture.
+        let mut w = sample();
+        w.warmup = Some(crate::output::WarmupNote {
+            period: "30min".into(),
+            requests: 3,
+            block_accesses: 3,
+            counting_starts_s: Some(1800.0),
+        });
+        let q = dir.path().join("timeline_warmup.png");
+        timeline(&w, &q, false).unwrap();
+        assert_ne!(std::fs::read(&p).unwrap(), std::fs::read(&q).unwrap());
         let series = by_policy(&r);
         assert_eq!(series.len(), 2);
         assert_eq!(series[0].points, vec![(1.0, 0.4)]);

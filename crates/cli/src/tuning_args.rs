@@ -40,9 +40,20 @@ pub struct SieveParams {
     /// RandSieve-C, RandSieve-BlkD and ideal: the fraction of misses or blocks allocated.
     #[arg(long, value_name = "F", default_value_t = 0.01)]
     pub sieve_fraction: f64,
-    /// RandSieve-C and RandSieve-BlkD: the random seed.
+    /// RandSieve-C, RandSieve-BlkD and prob: the random seed (prob: 1 draws as libCacheSim's
+    /// ProbAdmissioner does).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub sieve_seed: u64,
+    /// prob: the probability of admitting a miss (libCacheSim's default).
+    #[arg(long, value_name = "P", default_value_t = 0.5)]
+    pub admit_probability: f64,
+    /// bloom: blocks the doorkeeper records before it is cleared (0: never).
+    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
+    pub bloom_keys: u64,
+    /// bloom: the doorkeeper's Bloom-filter false-positive rate at --bloom-keys blocks (0: an
+    /// exact set, as libCacheSim's BloomFilterAdmissioner keeps with --bloom-keys 0).
+    #[arg(long, value_name = "F", default_value_t = 0.01)]
+    pub bloom_fpr: f64,
 }
 
 impl Default for SieveParams {
@@ -58,6 +69,9 @@ impl Default for SieveParams {
             epoch: d.epoch_ns,
             sieve_fraction: d.fraction,
             sieve_seed: d.seed,
+            admit_probability: d.probability,
+            bloom_keys: d.bloom_keys,
+            bloom_fpr: d.bloom_fpr,
         }
     }
 }
@@ -74,6 +88,9 @@ impl From<&SieveParams> for admission::SieveParams {
             epoch_ns: p.epoch,
             fraction: p.sieve_fraction,
             seed: p.sieve_seed,
+            probability: p.admit_probability,
+            bloom_keys: p.bloom_keys,
+            bloom_fpr: p.bloom_fpr,
         }
     }
 }

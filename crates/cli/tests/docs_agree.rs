@@ -313,6 +313,20 @@ fn check(cli: &Cmd, args: &[String]) -> Result<(), String> {
     let mut i = 0;
     while !cmd.subcommands.is_empty() {
         let Some(w) = args.get(i) else { return Ok(()) };
+        if let Some(flag) = w.strip_prefix("--") {
+            // A flag of the parent before its subcommand (`ember ctl --control S status`).
+            let (name, inline) = match flag.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (flag, false),
+            };
+            match cmd.long.get(name) {
+                Some(&takes_value) if name != "help" && name != "version" => {
+                    i += if takes_value && !inline { 2 } else { 1 };
+                    continue;
+                }
+                _ => break,
+            }
+        }
         if w.starts_with('-') {
             break;
         }
@@ -439,6 +453,7 @@ fn the_checker_catches_what_does_not_parse() {
         "ember replay T --server nbd://127.0.0.1:10809",
         "ember trace gen zipf --blocks 10 --requests 10 -o x.csv",
         "ember sim t.csv --policy lru,arc --size 1%,10% > out.txt",
+        "ember ctl --control /run/ember/ember.sock set write-policy write-through",
         bad[3],
     ];
     for line in good {

@@ -76,7 +76,7 @@ fn memory_cache_refuses_unsafe_policies_and_bad_sizes() {
         ),
         (vec!["--cache", "mem:32M", "--write-policy", "unsafe-write-back"], "ignores FLUSH"),
         (vec!["--cache", "mem:1M"], "at least 16M"),
-        (vec!["--cache", "mem:big"], "not a size"),
+        (vec!["--cache", "mem:big"], "size \"big\": not a number"),
         (vec!["--cache", "mem:32M", "--cache-size", "32M"], "drop --cache-size"),
         (vec!["--cache", "mem:32M", "--direct"], "drop --cache-size and --direct"),
     ] {

@@ -130,8 +130,12 @@ fn serve_at_queue_depth_1_gives_the_simulators_counters() {
     // SieveStore-C with lower thresholds than the paper's (issue 13 item 6: the parameters
     // are flags of both): more blocks pass the sieve.
     let low: &[&str] = &["--sieve-t1", "2", "--sieve-t2", "1", "--sieve-window", "1h"];
+    // libCacheSim's admission filters: the doorkeeper as a Bloom filter and as an exact set,
+    // and the probabilistic filter at a probability other than its default.
+    let exact: &[&str] = &["--bloom-fpr", "0", "--bloom-keys", "0"];
+    let quarter: &[&str] = &["--admit-probability", "0.25"];
     // (write policy, serve's sieve, the simulator's sieve, policy, flags of both)
-    let cases: [(&str, &str, &str, &str, &[&str]); 12] = [
+    let cases: [(&str, &str, &str, &str, &[&str]); 16] = [
         ("write-through", "aod", "aod", "lru", &[]),
         ("write-through", "wmna", "wmna", "lru", &[]),
         ("write-through", "aod", "aod", "arc", &[]),
@@ -144,6 +148,10 @@ fn serve_at_queue_depth_1_gives_the_simulators_counters() {
         ("write-back-persist", "wmna", "wmna", "lru", &[]),
         ("ordered-write-back", "aod", "aod", "lru", &[]),
         ("ordered-write-back", "wmna", "wmna", "lru", &[]),
+        ("write-through", "bloom", "bloom", "lru", &[]),
+        ("write-through", "bloom", "bloom", "arc", exact),
+        ("write-through", "prob", "prob", "lru", &[]),
+        ("write-through", "prob", "prob", "s3fifo", quarter),
     ];
     let mut report = Vec::new();
     for (mode, sieve, sim_sieve, policy, extra) in cases {
@@ -208,6 +216,45 @@ fn every_policy_agrees_on_multi_and_single_block_requests() {
             ("write-through", "aod", "aod", "2q"),
             ("write-around", "aod", "wmna", "fifo"),
             ("write-around", "aod", "wmna", "2q"),
+        ] {
+            let args = ["--write-policy", mode, "--admission", sieve, "--policy", policy];
+            let (got, cap) = served(dir.path(), &trace, &args, &[]);
+            let want = predicted(&trace, sim_sieve, policy, cap, &[]);
+            assert!(got[0] > 100 && got[1] > 100, "{mode} {policy}: the trace must hit: {got:?}");
+            let what = if single { "single-block" } else { "multi-block" };
+            report.push(format!("{what} {mode} {policy} cap {cap}: serve {got:?} sim {want:?}"));
+            assert_eq!(got, want, "serve and sim disagree:\n{}", report.join("\n"));
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+}
+
+/// LFU, LFU-DA (the paper's form and libCacheSim's) and LRU-K (K = 2 and 3), each with its
+/// parameters spelled as `ember sim` spells them, give exactly the simulator's counters at
+/// queue depth 1, under write-through and write-around, on multi-block and single-block
+/// requests.
+#[test]
+fn frequency_and_lru_k_policies_agree_with_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut report = Vec::new();
+    for single in [false, true] {
+        let trace = dir.path().join("skewed.csv");
+        let mut reqs = skewed_trace(3000, 13);
+        if single {
+            for r in &mut reqs {
+                r.3 = 4096;
+            }
+        }
+        write_csv_trace(&trace, &reqs);
+        for (mode, sieve, sim_sieve, policy) in [
+            ("write-through", "aod", "aod", "lfu"),
+            ("write-through", "aod", "aod", "lfuda"),
+            ("write-through", "aod", "aod", "lfuda:variant=lcs"),
+            ("write-around", "aod", "wmna", "lfu"),
+            ("write-around", "aod", "wmna", "lfuda"),
+            ("write-through", "aod", "aod", "lruk"),
+            ("write-through", "aod", "aod", "lruk:k=3"),
+            ("write-around", "aod", "wmna", "lruk"),
         ] {
             let args = ["--write-policy", mode, "--admission", sieve, "--policy", policy];
             let (got, cap) = served(dir.path(), &trace, &args, &[]);

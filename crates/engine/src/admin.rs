@@ -55,6 +55,8 @@ pub(crate) fn format(cache: &dyn Device, spec: &FormatSpec) -> Result<Superblock
         device_size: cache.size(),
         flags: FLAG_CLEAN,
         write_mode: WriteMode::WriteThrough,
+        live_mode: None,
+        draining: None,
         format_time: unix_now(),
         last_shutdown: 0,
         open_count: 0,
@@ -233,10 +235,22 @@ pub(crate) fn shutdown(
              next start is cold",
         )));
     }
-    if matches!(
-        inner.mode,
-        WriteMode::WriteBackFlush | WriteMode::UnsafeWriteBack | WriteMode::OrderedWriteBack
-    ) {
+    // Every policy in force but write-back persist writes its dirty blocks back before a
+    // clean stop; so does a switch's drain of one of them (a switch out of write-back persist
+    // into write-through or write-around keeps the drained blocks in the checkpoint instead,
+    // as write-back persist does, and the next start resumes them).
+    let policy = inner.policy.load();
+    let flushes = |m: Option<WriteMode>| {
+        matches!(
+            m,
+            Some(
+                WriteMode::WriteBackFlush
+                    | WriteMode::UnsafeWriteBack
+                    | WriteMode::OrderedWriteBack
+            )
+        )
+    };
+    if flushes(Some(policy.mode)) || flushes(policy.drain) {
         drain(inner).map_err(EngineError::Io)?;
     }
     stop_flusher();
@@ -250,7 +264,7 @@ pub(crate) fn shutdown(
     // checkpoint stays, and the stop writes no entry.
     let (entries, current) = {
         let st = inner.state.lock();
-        if inner.mode != WriteMode::WriteBackPersist && st.checkpoint_current() {
+        if !policy.persisting() && st.checkpoint_current() {
             (Vec::new(), Some(st.len() as u64))
         } else {
             (st.entries(), None)

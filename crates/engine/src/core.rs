@@ -1,34 +1,44 @@
 //! The shared core: what the engine handle, every volume handle, the flusher and the barriers
 //! hold (`Arc<Inner>`). It imports nothing above it, so every flow can import it: only the
-//! device, the layout, the cache state, the counters, the gate, the stripe locks, the served
-//! volumes' record (`volume_info.rs`) and warmup's [`Hooks`]. Nothing in `warmup/` imports the
+//! device, the layout, the cache state, the counters, the gate, the stripe locks, the write
+//! policy in force (`write_policy.rs`), the served volumes' record (`volume_info.rs`) and
+//! warmup's [`Hooks`]. Nothing in `warmup/` imports the
 //! core: the warmup threads reach the engine through `warmup::host::Host`, which the core
 //! implements beside the request flows (`io/warmup_host.rs`). `wb/` holds flows above it.
 
 use crate::device::Device;
 use crate::gate::Gate;
-use crate::layout::{key_volume, Geometry, Superblock, WriteMode};
+use crate::layout::{key_volume, Geometry, Superblock};
 use crate::state::CacheState;
 use crate::stats::Counters;
 use crate::stripes::Stripes;
 use crate::volume_info::VolumeInfo;
 use crate::warmup::Hooks;
+use crate::write_policy::PolicyCell;
 use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Shared by the engine handle and every volume handle.
 ///
-/// Lock order (a thread holding one of these takes only later ones): `ordered_direct`
-/// (ordered write-back) → the stripe locks of a chunk (`stripes`, ascending) → `persist` (the
-/// journal cursor; a FUA write under write-back persist runs its barrier with its stripes
-/// held) → `state` → nothing else; `persist` → `superblock` (a checkpoint commit). `state`
-/// and `superblock` are never held together. A request enters the gate before any of them
-/// and leaves it after; `cv` waits on `state`. The flusher holds its batch's stripes only
-/// to pin, mark and read it, none across its backing I/O (`wb/flusher.rs`).
+/// Lock order (a thread holding one of these takes only later ones): `switch` (a live policy
+/// switch or its drain's end, `live/`) → `ordered_direct` (ordered write-back) → the stripe
+/// locks of a chunk (`stripes`, ascending) → `persist` (the journal cursor; a FUA write under
+/// write-back persist runs its barrier with its stripes held) → `state` → nothing else;
+/// `persist` → `superblock` (a checkpoint commit). `state` and `superblock` are never held
+/// together. A request enters the gate, then the policy's phase (`policy`), before any of
+/// them and leaves after; `cv` waits on `state`. The flusher holds its batch's stripes only
+/// to pin, mark and read it, none across its backing I/O (`wb/flusher.rs`). No request takes
+/// `switch`, so a switch waiting for the requests of the old policy holds nothing they need
+/// (except `persist`, which a switch into write-back persist holds so that no barrier
+/// commits before its checkpoint; the old policy's requests never take it).
 pub(crate) struct Inner {
     pub cache: Arc<dyn Device>,
     pub geometry: Geometry,
-    pub mode: WriteMode,
+    /// The write policy in force, read by every write, FLUSH and discard.
+    pub policy: PolicyCell,
+    /// Serializes live switches of the write policy and the end of their drains.
+    pub switch: Mutex<()>,
     pub state: Mutex<CacheState>,
     pub stripes: Stripes,
     pub gate: Gate,
@@ -39,8 +49,9 @@ pub(crate) struct Inner {
     pub superblock: Mutex<Superblock>,
     /// Names of every volume of the superblock, by index (served or not).
     pub volume_names: Vec<String>,
-    /// Write-back limits (max/min dirty, epochs, batch).
-    pub limits: Limits,
+    /// Write-back limits (max/min dirty, epochs, batch, flush order), changed while serving
+    /// by `Engine::set_writeback`.
+    pub limits: LiveLimits,
     /// Signals dirty-map progress: the flusher waits on it, FLUSH and writes over the epoch
     /// limit wait for the flusher.
     pub cv: Condvar,
@@ -84,10 +95,57 @@ pub(crate) struct Limits {
     pub lru: bool,
 }
 
+/// [`Limits`] as atomics, so the flusher and the write paths read the limits in force without
+/// a lock, and a live change stores new ones. A reader may see some fields before a change
+/// and some after it: every combination is a valid tuning.
+pub(crate) struct LiveLimits {
+    max_dirty: AtomicUsize,
+    min_dirty: AtomicUsize,
+    max_epochs: AtomicUsize,
+    batch: AtomicUsize,
+    lru: AtomicBool,
+}
+
+impl LiveLimits {
+    pub fn new(l: Limits) -> LiveLimits {
+        LiveLimits {
+            max_dirty: AtomicUsize::new(l.max_dirty),
+            min_dirty: AtomicUsize::new(l.min_dirty),
+            max_epochs: AtomicUsize::new(l.max_epochs),
+            batch: AtomicUsize::new(l.batch),
+            lru: AtomicBool::new(l.lru),
+        }
+    }
+
+    /// The limits now.
+    pub fn get(&self) -> Limits {
+        Limits {
+            max_dirty: self.max_dirty.load(Relaxed),
+            min_dirty: self.min_dirty.load(Relaxed),
+            max_epochs: self.max_epochs.load(Relaxed),
+            batch: self.batch.load(Relaxed),
+            lru: self.lru.load(Relaxed),
+        }
+    }
+
+    /// Put `l` in force.
+    pub fn set(&self, l: Limits) {
+        self.max_dirty.store(l.max_dirty, Relaxed);
+        self.min_dirty.store(l.min_dirty, Relaxed);
+        self.max_epochs.store(l.max_epochs, Relaxed);
+        self.batch.store(l.batch, Relaxed);
+        self.lru.store(l.lru, Relaxed);
+    }
+}
+
 /// Where the journal stands (write-back persist), under its own lock, which also
 /// serializes barriers.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Cursor {
+    /// The device is in write-back persist's regime (its superblock says so, or a checkpoint
+    /// saying so is owed: `need_checkpoint`): barriers commit the persisted dirty map. False
+    /// under every other policy, and once a switch out of it finished its drain.
+    pub active: bool,
     /// Next free journal block.
     pub next_block: u64,
     /// Generation of the checkpoint the journal extends.

@@ -18,6 +18,7 @@ use crate::device::Device;
 use crate::error::EngineError;
 use crate::io::Volume;
 use crate::layout::{Geometry, Superblock, WriteMode};
+use crate::live::{self, FlushReport, Progress, Status, SwitchReport, WritebackLimits};
 use crate::open::{self, OpenReport};
 use crate::report::Report;
 use crate::stats::Stats;
@@ -35,6 +36,8 @@ pub struct Engine {
     open_report: OpenReport,
     flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
     batch: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The thread ending a write-policy switch's drain (`live/drain.rs`).
+    finisher: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Drop for Engine {
@@ -74,18 +77,53 @@ impl Engine {
     /// fresh checkpoint of the dirty map), and start the flusher.
     pub fn open_with(config: EngineConfig, wb: WritebackConfig) -> Result<Engine, EngineError> {
         let (inner, open_report) = open::open(config, wb)?;
-        let flusher = if inner.mode.is_write_back() {
-            let i = inner.clone();
-            Some(
+        let engine = Engine {
+            inner,
+            open_report,
+            flusher: Mutex::new(None),
+            batch: Mutex::new(None),
+            finisher: Mutex::new(None),
+        };
+        if engine.inner.policy.load().write_back() {
+            engine.ensure_flusher()?;
+        }
+        Ok(engine)
+    }
+
+    /// Start the flusher thread unless it runs (at open under a write-back policy, at the
+    /// first switch into one or flush on demand otherwise); it runs until the engine stops.
+    fn ensure_flusher(&self) -> Result<(), EngineError> {
+        let mut slot = self.flusher.lock();
+        if slot.is_none() {
+            let i = self.inner.clone();
+            *slot = Some(
                 std::thread::Builder::new()
                     .name("ember-flusher".into())
                     .spawn(move || flusher::flusher(i))
                     .map_err(EngineError::Io)?,
-            )
-        } else {
-            None
-        };
-        Ok(Engine { inner, open_report, flusher: Mutex::new(flusher), batch: Mutex::new(None) })
+            );
+        }
+        Ok(())
+    }
+
+    /// Start the thread that ends a switch's drain, unless one runs.
+    fn ensure_finisher(&self) -> Result<(), EngineError> {
+        let mut slot = self.finisher.lock();
+        if slot.as_ref().is_some_and(|h| h.is_finished()) {
+            if let Some(h) = slot.take() {
+                let _ = h.join();
+            }
+        }
+        if slot.is_none() {
+            let i = self.inner.clone();
+            *slot = Some(
+                std::thread::Builder::new()
+                    .name("ember-switch".into())
+                    .spawn(move || live::drain::finisher(i))
+                    .map_err(EngineError::Io)?,
+            );
+        }
+        Ok(())
     }
 
     fn stop_flusher(&self) {
@@ -94,11 +132,10 @@ impl Engine {
             st.stop = true;
             self.inner.cv.notify_all();
         }
-        if let Some(h) = self.flusher.lock().take() {
-            let _ = h.join();
-        }
-        if let Some(h) = self.batch.lock().take() {
-            let _ = h.join();
+        for slot in [&self.flusher, &self.batch, &self.finisher] {
+            if let Some(h) = slot.lock().take() {
+                let _ = h.join();
+            }
         }
     }
 
@@ -107,7 +144,8 @@ impl Engine {
     /// the sieve's choice becomes the cache's contents (`batch.rs`). Only under
     /// write-through and write-around.
     pub fn start_batch_sieve(&self, epoch_ns: u64) -> Result<(), EngineError> {
-        if self.inner.mode.is_write_back() {
+        let policy = self.inner.policy.load();
+        if policy.write_back() || policy.drain.is_some() {
             return Err(EngineError::Io(std::io::Error::other(
                 "a discrete sieve replaces the cache's contents at each epoch's end, which                  dirty blocks cannot follow: use write-through or write-around",
             )));
@@ -149,9 +187,10 @@ impl Engine {
         self.inner.geometry
     }
 
-    /// The write policy in force.
+    /// The write policy new writes go through (while a switch drains a former write-back
+    /// policy, the new one; [`Engine::status`] shows the drain).
     pub fn write_mode(&self) -> WriteMode {
-        self.inner.mode
+        self.inner.policy.load().mode
     }
 
     /// The dirty map now: dirty block versions, in total and per epoch (0 under
@@ -186,6 +225,154 @@ impl Engine {
             volumes,
             total,
         }
+    }
+
+    /// Write back every block dirty at the call, and return once all of it is durable on
+    /// backing (backing synced): the operator's `flush`, as `casadm --flush-cache` or a
+    /// bcache writeback flush. Returns how many dirty block versions there were.
+    ///
+    /// - MUST be safe to call under load, from any thread, while requests run: writes after
+    ///   the call go on (into the next epoch) and are not waited for, so it ends however
+    ///   busy the volume is.
+    /// - MUST report progress through `progress` (dirty versions written back of those at
+    ///   the call) at the start, at least every 100 ms, and at the end; `progress` runs with
+    ///   no engine lock held and MUST NOT call back into the engine.
+    /// - MUST return in bounded time with an error, leaving the blocks dirty (the flusher
+    ///   retries them), when a flusher batch fails while it waits (a backing that fails
+    ///   writes), when a shutdown begins ([`EngineError::ShutDown`]), or when the engine is
+    ///   poisoned. A backing call that never returns is waited for, as everywhere.
+    /// - MUST NOT be slowed by a cap on the flush rate: it is a demand someone waits for,
+    ///   like a FLUSH, which such a cap (for background cleaning only) never touches
+    ///   (`wb/flusher.rs`).
+    /// - MUST NOT change what a FLUSH means under any policy: a client's FLUSH keeps its
+    ///   policy's semantics (thesis table 3.1), before, during and after this call.
+    /// - Under write-through and write-around (nothing dirty) it syncs backing and returns.
+    pub fn flush_all(
+        &self,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<FlushReport, EngineError> {
+        if self.inner.state.lock().dirty_len() > 0 {
+            self.ensure_flusher()?;
+        }
+        live::flush_all::flush_all(&self.inner, progress)
+    }
+
+    /// Switch the write policy while serving, to `target`; returns once the switch is
+    /// complete: new writes go through `target`, and no dirty block of a former write-back
+    /// policy is left (`casadm --set-cache-mode ... --flush-cache`). Every pair of the six
+    /// policies is allowed, unless the cache device cannot hold `target` (below).
+    ///
+    /// - New writes MUST go through `target` from the moment the call stored it (before it
+    ///   returns): the switch does not wait for the volume to go idle. It waits for the
+    ///   requests that read the old policy, then, leaving a write-back policy, for its dirty
+    ///   blocks to be written back under load, reporting progress through `progress` as
+    ///   [`Engine::flush_all`] does. With nothing dirty it takes a superblock write (into
+    ///   write-back persist, a checkpoint and a superblock).
+    /// - A crash at any moment of the switch MUST recover every acknowledged-and-flushed
+    ///   byte, under the guarantee of the policy that acknowledged the FLUSH (and, while a
+    ///   drain runs, of both): the superblock says which policy's crash rules apply and
+    ///   whether a drain runs (docs/reference/write-policies.md, "Switching while serving",
+    ///   has the rules pair by pair).
+    /// - Into write-back persist, the journal and a checkpoint of every dirty block MUST be
+    ///   durable before the first write-back-persist barrier is acknowledged; out of it, the
+    ///   persisted dirty map MUST stay recoverable until none of its blocks is dirty.
+    /// - Leaving ordered write-back, backing MUST still receive its epochs in order until the
+    ///   older epochs have landed.
+    /// - A write that arrives for a block still dirty MUST never let an older copy reach
+    ///   backing after it (the flusher's copy in flight lands first, `io/through.rs`).
+    /// - MUST return in bounded time, with the same exits as [`Engine::flush_all`]. An error
+    ///   while draining leaves the switch in force with its drain pending: the dirty blocks
+    ///   stay dirty, the flusher retries them, the drain ends by itself once backing takes
+    ///   them ([`Engine::status`] shows it), and calling `set_write_mode(target)` again waits
+    ///   for it.
+    /// - MUST refuse ([`EngineError::Refused`], nothing changed) a switch the cache cannot
+    ///   make: write-back persist or unsafe write-back on a memory cache
+    ///   ([`crate::Device::volatile`]), a write-back policy while a discrete sieve runs,
+    ///   another policy while an earlier switch's drain is pending, and any switch once a
+    ///   shutdown began.
+    /// - MUST NOT be called from `progress` or from a request's thread holding the engine's
+    ///   locks (none is exposed); calls are serialized.
+    pub fn set_write_mode(
+        &self,
+        target: WriteMode,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<SwitchReport, EngineError> {
+        let start = std::time::Instant::now();
+        let before = self.inner.policy.load();
+        let from = before.drain.unwrap_or(before.mode);
+        if target.is_write_back() || from.is_write_back() {
+            self.ensure_flusher()?;
+        }
+        let batch = self.batch.lock().is_some();
+        let drained = match live::switch::begin(&self.inner, target, batch)? {
+            live::switch::Begun::Done => 0,
+            live::switch::Begun::Draining { total } => {
+                // Nothing left to write back: end the drain here, no thread needed.
+                let ended = live::drain::finish(&self.inner);
+                if !matches!(ended, Ok(true)) {
+                    self.ensure_finisher()?;
+                    ended?;
+                    live::drain::wait(&self.inner, target, total, progress)?;
+                } else {
+                    progress(Progress { done: total, total });
+                }
+                total
+            }
+        };
+        Ok(SwitchReport { from, to: target, drained_blocks: drained, took: start.elapsed() })
+    }
+
+    /// Put a fresh admission sieve in force while serving (`sieve`, built from its spec by
+    /// `ember_policy::admission::SieveSpec::build`).
+    ///
+    /// - The old sieve's counts MUST be dropped with it (the new one learns from nothing);
+    ///   the resident blocks MUST stay.
+    /// - MUST refuse a discrete sieve (SieveStore-D, RandSieve-BlkD), and any change while one
+    ///   runs: its batch mover owns the cache's contents epoch by epoch; it is set at start.
+    pub fn set_admission(&self, sieve: ember_policy::admission::Sieve) -> Result<(), EngineError> {
+        let batch = self.batch.lock().is_some();
+        live::settings::set_admission(&self.inner, sieve, batch)
+    }
+
+    /// Put a write-back tuning in force while serving: dirty thresholds, epoch cap, batch
+    /// size, flush order ([`WritebackConfig`], resolved against the cache as at open).
+    /// Returns the limits now in force.
+    ///
+    /// - MUST refuse a threshold that does not fit the cache ([`EngineError::DirtyLimit`]),
+    ///   changing nothing.
+    /// - Every later decision MUST see the new limits (the flusher's next batch, the next
+    ///   write); nothing already dirty is lost or rewritten by the change.
+    pub fn set_writeback(&self, wb: &WritebackConfig) -> Result<WritebackLimits, EngineError> {
+        live::settings::set_writeback(&self.inner, wb)
+    }
+
+    /// The write-back tuning in force, in blocks.
+    pub fn writeback_limits(&self) -> WritebackLimits {
+        live::settings::limits(&self.inner)
+    }
+
+    /// Switch the replacement policy while serving, keeping every cached block: LRU, FIFO,
+    /// CLOCK and SIEVE take the resident blocks in the order of their last access.
+    ///
+    /// - MUST keep the cache's contents (nothing is evicted by the switch).
+    /// - MUST refuse ([`EngineError::Refused`]) ARC, SLRU, 2Q and S3-FIFO (their history is
+    ///   not in the resident set), OPT (it needs the future), and any change of an array
+    ///   tier's DEMOTE scheme.
+    /// - Holds the state lock for one insertion per clean block (a pause of about 50 ns a
+    ///   block for the requests of the cache).
+    pub fn set_replacement(
+        &self,
+        spec: impl Into<ember_policy::replacement::Spec>,
+    ) -> Result<(), EngineError> {
+        live::settings::set_replacement(&self.inner, spec.into())
+    }
+
+    /// A snapshot of the cache and each volume (write policy and any drain, admission,
+    /// replacement, occupancy, dirty blocks, hits and misses, warmup, errors), serializable.
+    /// Cheap enough to call every 100 ms while serving at full rate: it reads counters and
+    /// takes the state lock once for a few fields, never walking the map.
+    pub fn status(&self) -> Status {
+        live::status::status(&self.inner)
     }
 
     /// Clean shutdown: refuse new requests, wait for those in flight, make backing and cache

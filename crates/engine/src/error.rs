@@ -25,4 +25,9 @@ pub enum EngineError {
     /// A block request is invalid for its volume (for example beyond its end).
     #[error("invalid request: {0}")]
     Invalid(String),
+    /// A change while serving that cannot be made (a switch to a write policy the cache
+    /// device cannot hold, a replacement policy whose state cannot be rebuilt, ...): the
+    /// reason. Nothing was changed.
+    #[error("{0}")]
+    Refused(String),
 }

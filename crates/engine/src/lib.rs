@@ -24,6 +24,7 @@ pub mod fuzz_entry;
 mod gate;
 mod io;
 pub mod layout;
+pub mod live;
 mod open;
 pub mod report;
 mod state;
@@ -32,6 +33,7 @@ mod stripes;
 mod volume_info;
 pub mod warmup;
 pub mod wb;
+mod write_policy;
 
 pub use admin::ShutdownReport;
 pub use config::{
@@ -43,6 +45,9 @@ pub use engine::Engine;
 pub use error::EngineError;
 pub use io::{HitRead, HitStart, Volume, CHUNK_BLOCKS};
 pub use layout::WriteMode;
+pub use live::{
+    Draining, FlushReport, Progress, Status, SwitchReport, VolumeStatus, WritebackLimits,
+};
 pub use open::{OpenReport, StartKind};
 pub use report::Report;
 pub use stats::{DirtyStats, Stats, VolumeStats};

@@ -6,7 +6,7 @@
 use crate::backing::{check_clean, check_replaced, Stale};
 use crate::clock::now_ns;
 use crate::config::EngineConfig;
-use crate::core::{Cursor, Inner};
+use crate::core::{Cursor, Inner, LiveLimits};
 use crate::device::io_context;
 use crate::error::EngineError;
 use crate::gate::Gate;
@@ -23,6 +23,7 @@ use crate::volume_info::VolumeInfo;
 use crate::wb::barrier::write_checkpoint;
 use crate::wb::flusher::flush_all_now;
 use crate::wb::WritebackConfig;
+use crate::write_policy::{refused_on_volatile, PolicyCell};
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -64,6 +65,11 @@ pub(crate) fn open(
     wb: WritebackConfig,
 ) -> Result<(Arc<Inner>, OpenReport), EngineError> {
     let EngineConfig { cache, volumes, write_mode, replacement, admission } = config;
+    if cache.volatile() {
+        if let Some(why) = refused_on_volatile(write_mode) {
+            return Err(EngineError::Config(format!("{write_mode} on a memory cache: {why}")));
+        }
+    }
     let sb = Superblock::read(cache.as_ref())?;
     let limits = wb.resolve(sb.geometry.data_blocks)?;
     if volumes.is_empty() {
@@ -261,7 +267,8 @@ pub(crate) fn open(
     let inner = Arc::new(Inner {
         cache,
         geometry: g,
-        mode: write_mode,
+        policy: PolicyCell::new(write_mode),
+        switch: Mutex::new(()),
         state: Mutex::new(state),
         stripes: Stripes::new(),
         gate: Gate::default(),
@@ -269,7 +276,7 @@ pub(crate) fn open(
         counters: (0..sb.volumes.len()).map(|_| Counters::default()).collect(),
         volume_names: sb.volumes.iter().map(|v| v.name.clone()).collect(),
         superblock: Mutex::new(running_sb),
-        limits,
+        limits: LiveLimits::new(limits),
         cv: Condvar::new(),
         persist: Mutex::new(Cursor::default()),
         ordered_direct: Mutex::new(()),
@@ -293,6 +300,10 @@ pub(crate) fn open(
         let mut sb = inner.superblock.lock();
         sb.flags &= !FLAG_CLEAN;
         sb.write_mode = write_mode;
+        // A switch the last run left unfinished is over: its dirty blocks were recovered
+        // under this run's policy (or written back above).
+        sb.live_mode = None;
+        sb.draining = None;
         sb.open_count += 1;
     }
     if write_mode == WriteMode::WriteBackPersist {
@@ -300,8 +311,13 @@ pub(crate) fn open(
         let entries = inner.state.lock().persisted_entries();
         let generation = last_generation.max(sb.checkpoint_generation) + 1;
         write_checkpoint(&inner, &entries, generation)?;
-        *inner.persist.lock() =
-            Cursor { next_block: 0, base: generation, generation, need_checkpoint: false };
+        *inner.persist.lock() = Cursor {
+            active: true,
+            next_block: 0,
+            base: generation,
+            generation,
+            need_checkpoint: false,
+        };
     } else {
         let mut sb = inner.superblock.lock();
         sb.sequence += 1;

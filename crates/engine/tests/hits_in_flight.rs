@@ -5,12 +5,13 @@
 //! deadlocks the thread; a failed ring read is read again plainly, a clean block from
 //! backing if the cache cannot (the cached copy dropped), a dirty block's failure becomes
 //! the READ's I/O error, and the engine serves on. READs into a buffer registered with
-//! `Volume::register_hit_buffer` are fixed reads of the ring, byte-exact as the others.
+//! `Volume::register_hit_buffer` are fixed reads of the ring, byte-exact as the others. Each
+//! READ's buffer is handed in by value and comes back, the same buffer, with its outcome.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::{
-    fixed_reads_through_io_uring, reads_through_io_uring, AlignedBuf, FileDevice, FileOptions,
-    Identity,
+    fixed_reads_through_io_uring, reads_through_io_uring, FileDevice, FileOptions, Identity,
+    ReadBuf,
 };
 use ember_engine::{Device, EngineError, HitStart, Volume, WriteMode};
 use ember_testkit::devices::{Wrap, Wrapper};
@@ -47,12 +48,9 @@ impl Wrapper for FlakyRing {
     fn starts_reads(&self) -> bool {
         true
     }
-    fn reaped(&self, outcome: io::Result<usize>) -> io::Result<usize> {
-        if self.ring_fails.load(Ordering::SeqCst) {
-            Err(io::Error::from_raw_os_error(libc::EIO))
-        } else {
-            outcome
-        }
+    fn reaped(&self, outcomes: &[io::Result<usize>]) -> Option<Vec<io::Result<usize>>> {
+        let eio = || Err(io::Error::from_raw_os_error(libc::EIO));
+        self.ring_fails.load(Ordering::SeqCst).then(|| outcomes.iter().map(|_| eio()).collect())
     }
     fn identity(&self) -> io::Result<Identity> {
         self.inner.identity()
@@ -72,13 +70,13 @@ fn flaky(dir: &std::path::Path) -> Arc<Wrap<FlakyRing>> {
     }))
 }
 
-/// Reap until every tag of `want` is reported; the outcomes by tag.
-fn reap_all(v: &Volume, want: usize) -> HashMap<u64, Result<(), EngineError>> {
+/// Reap until every tag of `want` is reported; the buffers and outcomes by tag.
+fn reap_all(v: &Volume, want: usize) -> HashMap<u64, (ReadBuf, Result<(), EngineError>)> {
     let mut got = HashMap::new();
     while got.len() < want {
         let before = got.len();
-        v.reap_hits(1, None, &mut |tag, r| {
-            assert!(got.insert(tag, r).is_none(), "tag {tag} reported twice");
+        v.reap_hits(1, None, &mut |tag, buf, r| {
+            assert!(got.insert(tag, (buf, r)).is_none(), "tag {tag} reported twice");
         });
         if got.len() == before {
             assert!(v.hits_in_flight() > 0, "READs lost: {} of {want} reported", got.len());
@@ -86,6 +84,17 @@ fn reap_all(v: &Volume, want: usize) -> HashMap<u64, Result<(), EngineError>> {
     }
     assert_eq!(v.hits_in_flight(), 0);
     got
+}
+
+/// Start a READ of `buf.len()` bytes at `offset` that must be in flight afterwards.
+fn started(v: &Volume, offset: u64, buf: ReadBuf, tag: u64) {
+    let s = v.start_hit(offset, buf, tag);
+    assert!(matches!(s, HitStart::Started), "READ {tag} at {offset}: {s:?}");
+}
+
+/// The one READ `tag` in flight, reaped: its buffer and outcome.
+fn reap_one(v: &Volume, tag: u64) -> (ReadBuf, Result<(), EngineError>) {
+    reap_all(v, 1).remove(&tag).expect("the READ's tag")
 }
 
 #[test]
@@ -106,28 +115,30 @@ fn started_hits_are_byte_exact_and_a_write_waits_for_the_read_in_flight_on_its_b
     v.read(0, &mut scratch).unwrap(); // blocks 0..48 cached
     let before = engine.stats().total;
     let uring_before = reads_through_io_uring();
-    // 20 READs of 1 or 2 blocks, each into its own aligned slot; block 5 in READ 2.
+    // 20 READs of 1 or 2 blocks, each into its own registered buffer; block 5 in READ 2.
     // Disjoint: blocks 1, 3-4, 5, 7-8, ...
     let plan: Vec<(u64, usize)> = (0..20u64).map(|i| (2 * i + 1, 1 + (i % 2) as usize)).collect();
-    let mut slots = AlignedBuf::new(plan.len() * 2 * bs);
-    let base = slots.as_mut_slice().as_mut_ptr();
-    // SAFETY: `slots` lives until it is unregistered at the end of the test.
-    assert!(unsafe { v.register_hit_buffer(base, plan.len() * 2 * bs) }, "registered");
     let fixed_before = fixed_reads_through_io_uring();
+    let mut at = Vec::new();
     for (tag, &(b, n)) in plan.iter().enumerate() {
-        // SAFETY: each READ has its own slot, untouched until reaped below.
-        let s = unsafe { v.start_hit(b * BS, base.add(tag * 2 * bs), n * bs, tag as u64) };
-        assert!(matches!(s, HitStart::Started), "READ {tag} of block {b}: {s:?}");
+        let mut buf = ReadBuf::new(n * bs);
+        assert!(v.register_hit_buffer(&mut buf), "registered");
+        at.push(buf.as_ptr());
+        started(&v, b * BS, buf, tag as u64);
     }
     assert_eq!(v.hits_in_flight(), plan.len());
     // A second READ of block 5 while the first is in flight: busy (its stripe is held by
-    // this thread), not a deadlock, nothing done.
-    let mut other = AlignedBuf::new(bs);
-    // SAFETY: declined or busy, so the buffer is not used after the call.
-    let again = unsafe { v.start_hit(5 * BS, other.as_mut_slice().as_mut_ptr(), bs, 99) };
-    assert!(matches!(again, HitStart::Busy), "{again:?}");
+    // this thread), not a deadlock, nothing done, the buffer handed back.
+    let other = ReadBuf::new(bs);
+    let other_at = other.as_ptr();
+    let other = match v.start_hit(5 * BS, other, 99) {
+        HitStart::Busy(buf) => buf,
+        again => panic!("{again:?}"),
+    };
+    assert_eq!(other.as_ptr(), other_at);
     let new = vec![0x5Au8; bs];
     let wrote = AtomicBool::new(false);
+    let mut buffers = Vec::new();
     std::thread::scope(|s| {
         let writer = s.spawn(|| {
             v.write(5 * BS, &new, false).unwrap();
@@ -136,14 +147,16 @@ fn started_hits_are_byte_exact_and_a_write_waits_for_the_read_in_flight_on_its_b
         std::thread::sleep(Duration::from_millis(300));
         let early = wrote.load(Ordering::SeqCst);
         // Reap before any assertion, so a failure cannot leave the writer hung.
-        let outcomes = reap_all(&v, plan.len());
+        let mut outcomes = reap_all(&v, plan.len());
         writer.join().unwrap();
         assert!(!early, "the write to block 5 was acknowledged while its READ was in flight");
         for (tag, &(b, n)) in plan.iter().enumerate() {
-            assert!(matches!(outcomes[&(tag as u64)], Ok(())), "READ {tag}");
-            let at = b as usize * bs;
-            let got = &slots.as_slice()[tag * 2 * bs..tag * 2 * bs + n * bs];
-            assert!(got == &old[at..at + n * bs], "READ {tag} of block {b}: bytes");
+            let (buf, r) = outcomes.remove(&(tag as u64)).unwrap();
+            assert!(matches!(r, Ok(())), "READ {tag}");
+            assert_eq!(buf.as_ptr(), at[tag], "READ {tag}'s own buffer came back");
+            let want = b as usize * bs;
+            assert!(buf.as_slice() == &old[want..want + n * bs], "READ {tag} of block {b}: bytes");
+            buffers.push(buf);
         }
     });
     let after = engine.stats().total;
@@ -152,18 +165,19 @@ fn started_hits_are_byte_exact_and_a_write_waits_for_the_read_in_flight_on_its_b
     assert_eq!(after.read_requests - before.read_requests, plan.len() as u64);
     assert_eq!(after.cache_read_bytes - before.cache_read_bytes, blocks * BS);
     assert!(reads_through_io_uring() - uring_before >= plan.len() as u64);
-    // Only this test registers buffers in this process: every READ into `slots` was fixed.
+    // Only this test registers buffers in this process: every READ into them was fixed.
     assert!(fixed_reads_through_io_uring() - fixed_before >= plan.len() as u64);
     let fixed_after = fixed_reads_through_io_uring();
     // After the write, a started READ of block 5 sees it.
-    // SAFETY: reaped below before `other` is used.
-    let s = unsafe { v.start_hit(5 * BS, other.as_mut_slice().as_mut_ptr(), bs, 0) };
-    assert!(matches!(s, HitStart::Started), "{s:?}");
-    assert!(matches!(reap_all(&v, 1)[&0], Ok(())));
+    started(&v, 5 * BS, other, 0);
+    let (other, r) = reap_one(&v, 0);
+    assert!(matches!(r, Ok(())));
     assert_eq!(other.as_slice(), &new[..]);
     assert_eq!(fixed_reads_through_io_uring(), fixed_after, "`other` is not registered");
-    assert!(v.unregister_hit_buffer(base), "unregistered before it is freed");
-    assert!(!v.unregister_hit_buffer(base), "only once");
+    for mut buf in buffers {
+        assert!(v.unregister_hit_buffer(&mut buf), "unregistered before it is freed");
+        assert!(!v.unregister_hit_buffer(&mut buf), "only once");
+    }
 }
 
 #[test]
@@ -183,48 +197,41 @@ fn a_failed_ring_read_is_read_again_and_a_dirty_block_it_cannot_read_is_an_io_er
     v.read(0, &mut scratch).unwrap(); // blocks 0..8 cached, clean
     let dirty = vec![0xC3u8; bs];
     v.write(9 * BS, &dirty, false).unwrap(); // block 9 cached, dirty (write-back)
-    let mut buf = AlignedBuf::new(2 * bs);
-    let p = buf.as_mut_slice().as_mut_ptr();
+    let buf = ReadBuf::new(bs);
     // Clean block 2: the ring read fails, the plain read again succeeds: served from the
     // cache, nothing dropped.
     dev.ring_fails.store(true, Ordering::SeqCst);
     let before = engine.stats().total;
-    // SAFETY: reaped below before `buf` is used.
-    let s = unsafe { v.start_hit(2 * BS, p, bs, 0) };
-    assert!(matches!(s, HitStart::Started), "{s:?}");
-    let r = reap_all(&v, 1).remove(&0).unwrap();
+    started(&v, 2 * BS, buf, 0);
+    let (buf, r) = reap_one(&v, 0);
     assert!(r.is_ok(), "{r:?}");
-    assert_eq!(&buf.as_slice()[..bs], &old[2 * bs..3 * bs]);
+    assert_eq!(buf.as_slice(), &old[2 * bs..3 * bs]);
     assert_eq!(engine.stats().total.invalidations, before.invalidations);
     assert!(v.resident(2 * BS, BS));
     // Clean block 3, the medium failing too: read from backing and served right, the
     // unreadable cached copy dropped.
     dev.reads_fail.store(true, Ordering::SeqCst);
-    // SAFETY: as above.
-    let s = unsafe { v.start_hit(3 * BS, p, bs, 1) };
-    assert!(matches!(s, HitStart::Started), "{s:?}");
-    let r = reap_all(&v, 1).remove(&1).unwrap();
+    started(&v, 3 * BS, buf, 1);
+    let (buf, r) = reap_one(&v, 1);
     assert!(r.is_ok(), "{r:?}");
-    assert_eq!(&buf.as_slice()[..bs], &old[3 * bs..4 * bs]);
+    assert_eq!(buf.as_slice(), &old[3 * bs..4 * bs]);
     let after = engine.stats().total;
     assert_eq!(after.invalidations - before.invalidations, 1, "the copy of block 3 dropped");
     assert!(!v.resident(3 * BS, BS));
     // Dirty block 9, the medium failing: the only copy is unreadable, so the READ fails with
     // the I/O error (the server turns it into NBD_EIO) instead of serving backing's stale
     // bytes.
-    // SAFETY: as above.
-    let s = unsafe { v.start_hit(9 * BS, p, bs, 2) };
-    assert!(matches!(s, HitStart::Started), "{s:?}");
-    match reap_all(&v, 1).remove(&2).unwrap() {
+    started(&v, 9 * BS, buf, 2);
+    let (buf, r) = reap_one(&v, 2);
+    match r {
         Err(EngineError::Io(e)) => assert!(e.to_string().contains("os error 5"), "{e}"),
         other => panic!("dirty block 9 with a failing medium: {other:?}"),
     }
     // The medium back: the engine serves on, block 9's dirty data intact.
     dev.ring_fails.store(false, Ordering::SeqCst);
     dev.reads_fail.store(false, Ordering::SeqCst);
-    // SAFETY: as above.
-    let s = unsafe { v.start_hit(9 * BS, p, bs, 3) };
-    assert!(matches!(s, HitStart::Started), "{s:?}");
-    assert!(matches!(reap_all(&v, 1)[&3], Ok(())));
-    assert_eq!(&buf.as_slice()[..bs], &dirty[..]);
+    started(&v, 9 * BS, buf, 3);
+    let (buf, r) = reap_one(&v, 3);
+    assert!(matches!(r, Ok(())));
+    assert_eq!(buf.as_slice(), &dirty[..]);
 }

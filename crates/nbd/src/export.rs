@@ -3,6 +3,8 @@
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
+use ember_readbuf::ReadBuf;
+
 /// Capabilities an export honours; the server advertises exactly these in its transmission
 /// flags.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -45,18 +47,20 @@ pub enum ExportError {
     Shutdown,
 }
 
-/// What [`Export::start_read`] did.
+/// What [`Export::start_read`] did. Every outcome but [`ReadStart::Started`] hands the
+/// buffer back.
 #[derive(Debug)]
 pub enum ReadStart {
     /// Not started, nothing done: the READ takes the ordinary path.
-    Declined,
+    Declined(ReadBuf),
     /// No room for it now: reap some READs in flight ([`Export::reap_reads`]) and try again.
-    Busy,
-    /// In flight: a later [`Export::reap_reads`] on this thread reports its tag.
+    Busy(ReadBuf),
+    /// In flight, the buffer with it: a later [`Export::reap_reads`] on this thread hands it
+    /// back with its tag.
     Started,
     /// Served at once (`Ok`, the data is in the buffer), or failed (the ordinary path then
     /// reports the error properly); nothing is in flight.
-    Done(Result<(), ExportError>),
+    Done(ReadBuf, Result<(), ExportError>),
 }
 
 /// One READ of a run offered to [`Export::read_many_if_fast`].
@@ -145,54 +149,49 @@ pub trait Export: Send + Sync {
         false
     }
 
-    /// Start a READ of `len` bytes at `offset` into `buf` if it completes without waiting on
-    /// slow storage (a cache hit); `tag` (below 4096, unique among this thread's READs in
-    /// flight) names it until [`Export::reap_reads`] reports it. The default declines.
+    /// Start a READ of `buf.len()` bytes at `offset` into `buf` if it completes without
+    /// waiting on slow storage (a cache hit); `tag` (below 4096, unique among this thread's
+    /// READs in flight) names it until [`Export::reap_reads`] hands the buffer back. The
+    /// default declines.
     ///
-    /// # Safety
-    ///
-    /// On [`ReadStart::Started`], `buf` must stay valid for writes of `len` bytes and be
-    /// neither read, written nor freed until [`Export::reap_reads`] on this thread reported
-    /// `tag`: a device writes into it meanwhile.
-    unsafe fn start_read(&self, offset: u64, buf: *mut u8, len: usize, tag: u64) -> ReadStart {
-        let _ = (offset, buf, len, tag);
-        ReadStart::Declined
+    /// The buffer is the export's from the call on; it MUST come back exactly once: in the
+    /// returned [`ReadStart`], or, on [`ReadStart::Started`], through
+    /// [`Export::reap_reads`] on this thread. An export MUST NOT free it while a device may
+    /// still write into it (its loan to a device, [`ReadBuf::lend`], leaks it if dropped).
+    fn start_read(&self, offset: u64, buf: ReadBuf, tag: u64) -> ReadStart {
+        let _ = (offset, tag);
+        ReadStart::Declined(buf)
     }
 
-    /// Register `len` bytes at `buf`, a buffer this thread will start READs into, with the
-    /// device they are read from (ember: its O_DIRECT cache's io_uring, which then skips
-    /// pinning the buffer's pages on every read). True: registered, and it must be
-    /// unregistered with [`Export::unregister_read_buffer`] on this thread before it is freed.
-    /// The default registers nothing.
-    ///
-    /// # Safety
-    ///
-    /// On true, `buf` must stay valid for `len` bytes until
-    /// [`Export::unregister_read_buffer`] on this thread returned true for it, and must never
-    /// be freed if that never happens.
-    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
-        let _ = (buf, len);
-        false
-    }
-
-    /// Unregister a buffer [`Export::register_read_buffer`] registered on this thread. True:
-    /// no longer registered, it may be freed. False: it must never be freed (registered on
-    /// another thread, a READ into it still in flight, or refused).
-    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+    /// Register `buf`, a buffer this thread will start READs into, with the device they are
+    /// read from (ember: its O_DIRECT cache's io_uring, which then skips pinning the
+    /// buffer's pages on every read). True: registered, and marked so
+    /// ([`ReadBuf::is_registered`]): dropping it leaks it, until
+    /// [`Export::unregister_read_buffer`] on this thread let go of it. The default registers
+    /// nothing.
+    fn register_read_buffer(&self, buf: &mut ReadBuf) -> bool {
         let _ = buf;
         false
     }
 
-    /// Report the READs started on this thread that completed, `done(tag, outcome)` each;
-    /// first wait until at least `wait` of them completed (as far as the export can tell: at
-    /// most as many as are in flight, 0: no waiting), or, with `wake` (an open descriptor: the
-    /// connection's socket), until it is readable, whichever comes first. Returns how many
-    /// were reported.
+    /// Unregister a buffer [`Export::register_read_buffer`] registered on this thread. True:
+    /// no longer registered, its mark cleared: dropping it frees it. False: still registered
+    /// (registered on another thread, or refused): dropping it leaks it.
+    fn unregister_read_buffer(&self, buf: &mut ReadBuf) -> bool {
+        let _ = buf;
+        false
+    }
+
+    /// Hand back the buffers of the READs started on this thread that completed,
+    /// `done(tag, buf, outcome)` each; first wait until at least `wait` of them completed (as
+    /// far as the export can tell: at most as many as are in flight, 0: no waiting), or, with
+    /// `wake` (an open descriptor: the connection's socket), until it is readable, whichever
+    /// comes first. Returns how many were reported.
     fn reap_reads(
         &self,
         wait: usize,
         wake: Option<RawFd>,
-        done: &mut dyn FnMut(u64, Result<(), ExportError>),
+        done: &mut dyn FnMut(u64, ReadBuf, Result<(), ExportError>),
     ) -> usize {
         let _ = (wait, wake, done);
         0

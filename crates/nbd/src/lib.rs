@@ -23,6 +23,7 @@ pub mod stream;
 pub use client::{
     Client, ClientBuilder, ClientError, ExportInfo, InFlight, NbdUri, DEFAULT_HANDSHAKE_TIMEOUT,
 };
+pub use ember_readbuf::ReadBuf;
 pub use errno::Errno;
 pub use export::{Export, ExportError, ExportFlags, ExportSet, FastRead, ReadStart};
 pub use export_map::ExportMap;

@@ -16,28 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ember_nbd::fuzz_entry::{self, HandshakeOutcome};
-
-fn corpus(target: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target)
-}
-
-/// Every file of a corpus, sorted; the corpus must not be empty.
-fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = corpus(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "{}: empty corpus", dir.display());
-    files
-        .into_iter()
-        .map(|p| {
-            let name = p.file_name().expect("file name").to_string_lossy().into_owned();
-            (name, std::fs::read(&p).expect("read corpus file"))
-        })
-        .collect()
-}
+use ember_testkit::{fuzz_corpus as corpus, fuzz_inputs as inputs};
 
 static CURRENT: Mutex<String> = Mutex::new(String::new());
 

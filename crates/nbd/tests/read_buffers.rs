@@ -4,7 +4,8 @@
 //! they are freed. A buffer the export does not let go of is never freed: its registration
 //! could still let a device write into it, and a freed buffer's pages go to someone else.
 //!
-//! This binary's allocator watches the buffers the export kept, and counts any that is freed.
+//! This binary's allocator watches the buffers the export kept, and counts any free of the
+//! memory that holds one.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_testkit::nbd::*;
@@ -16,16 +17,20 @@ use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 
 use ember_nbd::server::ServerConfig;
-use ember_nbd::{Export, ExportError, ExportMap, MemExport, ReadStart};
+use ember_nbd::{Export, ExportError, ExportMap, MemExport, ReadBuf, ReadStart};
 
 /// Addresses that must never be freed (0: an empty place).
 static WATCH: [AtomicUsize; 256] = [const { AtomicUsize::new(0) }; 256];
 /// Frees of a watched address.
 static FREED_WATCHED: AtomicUsize = AtomicUsize::new(0);
 
-fn watched(ptr: *mut u8) -> bool {
-    let p = ptr as usize;
-    WATCH.iter().any(|w| w.load(Ordering::SeqCst) == p)
+/// Whether the `size` bytes at `ptr` hold a watched address.
+fn watched(ptr: *mut u8, size: usize) -> bool {
+    let range = ptr as usize..ptr as usize + size;
+    WATCH.iter().any(|w| {
+        let w = w.load(Ordering::SeqCst);
+        w != 0 && range.contains(&w)
+    })
 }
 
 fn watch(ptr: usize) {
@@ -35,7 +40,7 @@ fn watch(ptr: usize) {
     assert!(place.is_some(), "room to watch every kept buffer");
 }
 
-/// The system allocator, counting frees of watched addresses.
+/// The system allocator, counting frees of memory holding a watched address.
 struct Watching;
 
 // SAFETY: every call is forwarded to the system allocator unchanged.
@@ -49,14 +54,14 @@ unsafe impl GlobalAlloc for Watching {
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if watched(ptr) {
+        if watched(ptr, layout.size()) {
             FREED_WATCHED.fetch_add(1, Ordering::SeqCst);
         }
         // SAFETY: forwarded.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if watched(ptr) {
+        if watched(ptr, layout.size()) {
             FREED_WATCHED.fetch_add(1, Ordering::SeqCst);
         }
         // SAFETY: forwarded.
@@ -113,9 +118,10 @@ impl Export for Registering {
     fn starts_reads(&self) -> bool {
         true
     }
-    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
+    fn register_read_buffer(&self, buf: &mut ReadBuf) -> bool {
         let mut table = self.table.lock().unwrap();
-        let (start, end) = (buf as usize, buf as usize + len);
+        let (start, len) = (buf.as_ptr() as usize, buf.capacity());
+        let end = start + len;
         assert!(
             table.iter().all(|&(s, l, _)| end <= s || s + l <= start),
             "a buffer registered over another one still registered"
@@ -124,12 +130,13 @@ impl Export for Registering {
         if !self.let_go.load(Ordering::SeqCst) {
             watch(start);
         }
+        buf.set_registered();
         self.registrations.fetch_add(1, Ordering::SeqCst);
         true
     }
-    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+    fn unregister_read_buffer(&self, buf: &mut ReadBuf) -> bool {
         let mut table = self.table.lock().unwrap();
-        let Some(at) = table.iter().position(|&(s, _, _)| s == buf as usize) else {
+        let Some(at) = table.iter().position(|&(s, _, _)| s == buf.as_ptr() as usize) else {
             return false;
         };
         if table[at].2 != std::thread::current().id() {
@@ -140,22 +147,24 @@ impl Export for Registering {
             return false;
         }
         table.remove(at);
+        // SAFETY: this export's table, the only registration, no longer holds it.
+        unsafe { buf.clear_registered() };
         self.unregistrations.fetch_add(1, Ordering::SeqCst);
         true
     }
-    unsafe fn start_read(&self, offset: u64, buf: *mut u8, len: usize, tag: u64) -> ReadStart {
+    fn start_read(&self, offset: u64, buf: ReadBuf, tag: u64) -> ReadStart {
         let here = std::thread::current().id();
+        let (start, len) = (buf.as_ptr() as usize, buf.len());
         let inside = self
             .table
             .lock()
             .unwrap()
             .iter()
-            .any(|&(s, l, t)| t == here && s <= buf as usize && buf as usize + len <= s + l);
+            .any(|&(s, l, t)| t == here && s <= start && start + len <= s + l);
         if !inside {
             self.unregistered_starts.fetch_add(1, Ordering::SeqCst);
         }
-        // SAFETY: the server hands a buffer valid for `len` bytes until the tag is reaped.
-        unsafe { self.pending.start(&self.inner, offset, buf, len, tag) }
+        self.pending.start(&self.inner, offset, buf, tag)
     }
     reap_pending!();
     forward_writes!();

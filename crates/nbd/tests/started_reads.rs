@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ember_nbd::server::ServerConfig;
-use ember_nbd::{Export, ExportError, ExportMap, MemExport, ReadStart};
+use ember_nbd::{Export, ExportError, ExportMap, MemExport, ReadBuf, ReadStart};
 
 const SIZE: u64 = 1 << 20;
 const BS: usize = 4096;
@@ -50,9 +50,8 @@ impl Export for Starting {
     fn starts_reads(&self) -> bool {
         true
     }
-    unsafe fn start_read(&self, offset: u64, buf: *mut u8, len: usize, tag: u64) -> ReadStart {
-        // SAFETY: the server hands a buffer valid for `len` bytes until the tag is reaped.
-        unsafe { self.pending.start(&self.inner, offset, buf, len, tag) }
+    fn start_read(&self, offset: u64, buf: ReadBuf, tag: u64) -> ReadStart {
+        self.pending.start(&self.inner, offset, buf, tag)
     }
     reap_pending!();
     forward_writes!();

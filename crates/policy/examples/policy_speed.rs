@@ -12,7 +12,7 @@
 //! time (`/proc/thread-self/schedstat`, Linux; steadier on a shared machine), with the miss
 //! ratio and the policy's own memory per block of capacity.
 
-use ember_policy::replacement::{next_vtimes, Kind};
+use ember_policy::replacement::{next_vtimes, Kind, Spec};
 use ember_policy::{with_replacement, Access, Replacement};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -22,7 +22,7 @@ struct Args {
     requests: usize,
     universe: usize,
     alpha: f64,
-    policies: Vec<Kind>,
+    policies: Vec<Spec>,
     capacities: Vec<usize>,
     repeat: usize,
     prefetch: usize,
@@ -41,7 +41,7 @@ fn parse_args() -> Result<Args, String> {
         requests: 10_000_000,
         universe: 1_000_000,
         alpha: 0.9,
-        policies: vec![Kind::Lru, Kind::Fifo],
+        policies: vec![Kind::Lru.into(), Kind::Fifo.into()],
         capacities: vec![10_000, 100_000],
         repeat: 3,
         prefetch: 0,
@@ -57,7 +57,11 @@ fn parse_args() -> Result<Args, String> {
             "--universe" => a.universe = num(v)?.max(1),
             "--alpha" => a.alpha = v.parse().map_err(|e| format!("{flag} `{v}`: {e}"))?,
             "--policies" => {
-                a.policies = if v == "all" { Kind::ALL.to_vec() } else { parse_list(flag, v)? }
+                a.policies = if v == "all" {
+                    Kind::ALL.iter().map(|&k| k.into()).collect()
+                } else {
+                    parse_list(flag, v)?
+                }
             }
             "--capacities" => a.capacities = parse_list(flag, v)?,
             "--repeat" => a.repeat = num(v)?.max(1),
@@ -162,7 +166,7 @@ fn run() -> Result<(), String> {
             }
             println!(
                 "{:<7} {:>9} {:>10.1} {:>10.1} {:>10.4} {:>12.1}",
-                kind.name(),
+                kind.to_string(),
                 cap,
                 keys.len() as f64 / best / 1e6,
                 keys.len() as f64 / best_cpu / 1e6,

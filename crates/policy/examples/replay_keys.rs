@@ -5,13 +5,12 @@
 //! cargo run --release -p ember-policy --example replay_keys -- KEYS SPEC...
 //! ```
 //! `KEYS` is a file of little-endian `u64` block keys (numpy's `tofile`). Each `SPEC` is
-//! `POLICY@CAPACITY` (any name [`Kind`] parses), `slru:N@CAPACITY` for an `N`-segment SLRU,
-//! or `slru:N:lcs@CAPACITY` for one placing new blocks as libCacheSim does
-//! ([`SlruInsert::LowestWithRoom`]).
+//! `POLICY@CAPACITY`, `POLICY` any policy with its parameters as [`Spec`] parses it
+//! (`lfu`, `slru:4:lcs` for libCacheSim's SLRU placement, `lruk:k=3`).
 //! Every access is allocated on a miss; OPT gets `next_vtime` computed from the file.
 //! Prints `SPEC MISSES` per spec.
 
-use ember_policy::replacement::{build, next_vtimes, Kind, Replacement, Slru, SlruInsert};
+use ember_policy::replacement::{build, next_vtimes, Replacement, Spec};
 use ember_policy::Access;
 use std::process::ExitCode;
 
@@ -20,16 +19,8 @@ fn parse_spec(spec: &str) -> Result<(Box<dyn Replacement>, bool), String> {
         spec.split_once('@').ok_or_else(|| format!("spec `{spec}`: expected POLICY@CAPACITY"))?;
     let capacity: usize =
         cap.parse().map_err(|e| format!("spec `{spec}`: capacity `{cap}`: {e}"))?;
-    if let Some(rest) = policy.strip_prefix("slru:") {
-        let (n, insert) = match rest.strip_suffix(":lcs") {
-            Some(n) => (n, SlruInsert::LowestWithRoom),
-            None => (rest, SlruInsert::Probationary),
-        };
-        let n: usize = n.parse().map_err(|e| format!("spec `{spec}`: segments `{n}`: {e}"))?;
-        return Ok((Box::new(Slru::with_insertion(capacity, n, insert)), false));
-    }
-    let kind: Kind = policy.parse().map_err(|e| format!("spec `{spec}`: {e}"))?;
-    Ok((build(kind, capacity), kind.needs_oracle()))
+    let policy: Spec = policy.parse().map_err(|e| format!("spec `{spec}`: {e}"))?;
+    Ok((build(policy, capacity), policy.needs_oracle()))
 }
 
 fn run() -> Result<(), String> {

@@ -18,5 +18,5 @@ pub mod warmup;
 pub use access::{Access, NEVER};
 pub use admission::Admission;
 pub use replacement::{
-    build, Arc, Clock, Fifo, Kind, Lru, Opt, Replacement, S3Fifo, Sieve, Slru, TwoQ,
+    build, Arc, Clock, Fifo, Kind, Lru, Opt, Replacement, S3Fifo, Sieve, Slru, Spec, TwoQ,
 };

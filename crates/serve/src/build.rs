@@ -13,31 +13,52 @@ use ember_nbd::{ExportSet, ListenAddr, ServerStats};
 use crate::backing::open_backing;
 use crate::cache_device::open_cache;
 use crate::config::ServeConfig;
+use crate::config_source::ConfigSource;
 use crate::console::{Console, Stdio};
+use crate::control::{default_socket, Control, ControlSocket};
 use crate::memory_return::ReturnOnClose;
 use crate::metrics::{server_render, MetricsServer};
+use crate::notify::Notifier;
 use crate::plan::{EnginePlan, Plan};
 use crate::running::{Exported, Running};
 use crate::signals::SignalWatch;
+use crate::status_ticker::StatusTicker;
 use crate::tiers::array_replacement;
 use crate::writeback::dirty_limit_message;
 use crate::EngineExports;
 
-/// How a server runs, beside what it is configured to be: where its lines go and whether
-/// SIGTERM and SIGINT stop it.
+/// How a server runs, beside what it is configured to be: where its lines go, whether
+/// signals stop and reload it, where a reload reads its configuration, whether it opens
+/// its control socket at the default path and notifies systemd.
 #[derive(Clone)]
 pub struct Options {
     /// Where the server's lines go.
     pub console: Arc<dyn Console>,
-    /// Stop gracefully on SIGTERM or SIGINT (a process-wide handler: `ember serve` sets it,
-    /// a library user usually does not).
+    /// Stop gracefully on SIGTERM or SIGINT and reload on SIGHUP (process-wide handlers:
+    /// `ember serve` sets it, a library user usually does not).
     pub stop_on_signals: bool,
+    /// Where the configuration came from, read again by `reload` (without it, `reload`
+    /// has nothing to read).
+    pub source: Option<ConfigSource>,
+    /// Without a configured control socket, open one at the default path
+    /// ([`crate::control::default_socket`]); one already answered there is then skipped
+    /// with a warning. A configured socket is always opened, and its failure is an error.
+    pub default_control: bool,
+    /// Notify systemd through `$NOTIFY_SOCKET` (READY, RELOADING, STOPPING, STATUS).
+    pub notify: bool,
 }
 
 impl Default for Options {
-    /// Lines on stdout and stderr as `ember serve` prints them; no signal handlers.
+    /// Lines on stdout and stderr as `ember serve` prints them; no signal handlers, no
+    /// config file, a control socket only where configured, no systemd notification.
     fn default() -> Self {
-        Options { console: Arc::new(Stdio), stop_on_signals: false }
+        Options {
+            console: Arc::new(Stdio),
+            stop_on_signals: false,
+            source: None,
+            default_control: false,
+            notify: false,
+        }
     }
 }
 
@@ -90,11 +111,51 @@ impl Server {
             console.say(&format!("export {} {}", e.name, e.uri));
         }
 
-        let stop = server.shutdown_handle();
-        let signals = if options.stop_on_signals {
-            match SignalWatch::start(stop, console.clone()) {
+        let notify = Arc::new(if options.notify { Notifier::from_env() } else { Notifier::none() });
+        let name = match &options.source {
+            Some(s) => s.name(&config),
+            None => config.name.clone(),
+        };
+        let socket_path = config.control.clone();
+        let control = Arc::new(Control::new(
+            engine.clone(),
+            server.shutdown_handle(),
+            config,
+            options.source,
+            notify.clone(),
+        ));
+        let socket = match socket_path {
+            Some(path) => match ControlSocket::bind(&path, control.clone()) {
                 Ok(s) => Some(s),
                 Err(e) => {
+                    if let Some(m) = metrics {
+                        m.stop();
+                    }
+                    return Err(e);
+                }
+            },
+            None if options.default_control => {
+                let path = default_socket(name.as_deref());
+                match ControlSocket::bind(&path, control.clone()) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        tracing::warn!(error = %format!("{e:#}"), "no control socket: give --control PATH to open one elsewhere");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        if let Some(s) = &socket {
+            console.say(&format!("control {}", s.path().display()));
+        }
+        let signals = if options.stop_on_signals {
+            match SignalWatch::start(control.clone(), console.clone()) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    if let Some(s) = socket {
+                        s.close();
+                    }
                     if let Some(m) = metrics {
                         m.stop();
                     }
@@ -110,6 +171,9 @@ impl Server {
                 if let Some(s) = signals {
                     s.close();
                 }
+                if let Some(s) = socket {
+                    s.close();
+                }
                 if let Some(m) = metrics {
                     m.stop();
                 }
@@ -117,7 +181,18 @@ impl Server {
             }
         };
         console.say("ready");
-        Ok(Running::new(engine, nbd, metrics, exported, signals, console, memory))
+        notify.ready();
+        control.notify_status();
+        let ticker = notify.enabled().then(|| StatusTicker::start(control.clone()));
+        Ok(Running::new(
+            engine,
+            nbd,
+            metrics,
+            exported,
+            crate::running::Attached { signals, socket, control, ticker: ticker.flatten() },
+            console,
+            memory,
+        ))
     }
 }
 

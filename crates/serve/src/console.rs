@@ -12,8 +12,9 @@ pub trait Console: Send + Sync {
     fn warn(&self, line: &str);
 }
 
-/// `ember serve`'s console: every line prefixed with `ember serve: `; [`Console::say`] on
-/// stdout, [`Console::warn`] on stderr.
+/// `ember serve`'s console: [`Console::say`] on stdout, prefixed with `ember serve: `;
+/// [`Console::warn`] a warning event through `tracing` (one line on stderr, in the format
+/// `--log-format` chose).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Stdio;
 
@@ -23,6 +24,6 @@ impl Console for Stdio {
     }
 
     fn warn(&self, line: &str) {
-        eprintln!("ember serve: {line}");
+        tracing::warn!("{line}");
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::stale::{Session, StaleGuard};
 use ember_engine::{Engine, EngineError, HitRead, HitStart, Volume};
-use ember_nbd::{Export, ExportError, ExportFlags, ExportSet, FastRead, ReadStart};
+use ember_nbd::{Export, ExportError, ExportFlags, ExportSet, FastRead, ReadBuf, ReadStart};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::os::fd::RawFd;
@@ -164,25 +164,25 @@ impl Export for VolumeExport {
         self.batches_reads() && self.0.starts_hits()
     }
 
-    unsafe fn start_read(&self, offset: u64, buf: *mut u8, len: usize, tag: u64) -> ReadStart {
+    /// The buffer goes to [`Volume::start_hit`] and back as it is: the engine and the NBD
+    /// server name the one [`ReadBuf`] type.
+    fn start_read(&self, offset: u64, buf: ReadBuf, tag: u64) -> ReadStart {
         if self.2 {
-            return ReadStart::Declined;
+            return ReadStart::Declined(buf);
         }
-        // SAFETY: the caller's contract is start_hit's.
-        match unsafe { self.0.start_hit(offset, buf, len, tag) } {
-            HitStart::Declined => ReadStart::Declined,
-            HitStart::Busy => ReadStart::Busy,
+        match self.0.start_hit(offset, buf, tag) {
+            HitStart::Declined(buf) => ReadStart::Declined(buf),
+            HitStart::Busy(buf) => ReadStart::Busy(buf),
             HitStart::Started => ReadStart::Started,
-            HitStart::Done(r) => ReadStart::Done(r.map_err(to_export_error)),
+            HitStart::Done(buf, r) => ReadStart::Done(buf, r.map_err(to_export_error)),
         }
     }
 
-    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
-        // SAFETY: the caller's contract is register_hit_buffer's.
-        unsafe { self.0.register_hit_buffer(buf, len) }
+    fn register_read_buffer(&self, buf: &mut ReadBuf) -> bool {
+        self.0.register_hit_buffer(buf)
     }
 
-    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+    fn unregister_read_buffer(&self, buf: &mut ReadBuf) -> bool {
         self.0.unregister_hit_buffer(buf)
     }
 
@@ -190,9 +190,9 @@ impl Export for VolumeExport {
         &self,
         wait: usize,
         wake: Option<RawFd>,
-        done: &mut dyn FnMut(u64, Result<(), ExportError>),
+        done: &mut dyn FnMut(u64, ReadBuf, Result<(), ExportError>),
     ) -> usize {
-        self.0.reap_hits(wait, wake, &mut |tag, r| done(tag, r.map_err(to_export_error)))
+        self.0.reap_hits(wait, wake, &mut |tag, buf, r| done(tag, buf, r.map_err(to_export_error)))
     }
 
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), ExportError> {

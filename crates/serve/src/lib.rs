@@ -18,20 +18,29 @@
 //! of the laboratory: the admission registry and `--warmup auto`), `net.rs` (limits, TLS,
 //! listeners), `metrics/`, `memory_return.rs`, `build.rs` ([`Server`]), `running.rs`
 //! ([`Running`]), `signals.rs`, `run.rs` ([`run`]); `console.rs` is where their lines go.
+//!
+//! Operating it while it serves: `config/file.rs` and `config_source.rs` (the config file
+//! under the command line's flags), `control/` (the control socket and its commands, `ember ctl`'s protocol),
+//! `notify.rs` and `status_ticker.rs` (systemd's readiness protocol).
 
 mod admission;
 mod backing;
 mod build;
 mod cache_device;
 pub mod config;
+mod config_source;
 pub mod console;
+pub mod control;
 mod demote_queue;
 mod export;
+#[doc(hidden)]
+pub mod fuzz_entry;
 mod lab;
 pub mod memory_return;
 pub mod metrics;
 mod nbd_device;
 pub mod net;
+pub mod notify;
 mod plan;
 mod policies;
 mod preload_progress;
@@ -41,6 +50,7 @@ mod signals;
 mod size;
 mod spec;
 pub mod stale;
+mod status_ticker;
 mod tiers;
 pub mod warmup;
 mod writeback;
@@ -48,11 +58,12 @@ mod writeback;
 pub use build::{Options, Server};
 pub use cache_device::refuse_on_memory;
 pub use config::{BackingVolume, ServeConfig};
+pub use config_source::ConfigSource;
 pub use demote_queue::{DemoteQueue, DemoteReplies};
 pub use export::{to_export_error, EngineExports, VolumeExport};
 pub use nbd_device::NbdDevice;
 pub use policies::{parse_policy, parse_write_mode};
-pub use run::run;
+pub use run::{run, run_from};
 pub use running::{Exported, Running, Stopped};
 pub use size::parse_size;
 pub use spec::open_spec;

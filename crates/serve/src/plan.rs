@@ -7,7 +7,7 @@ use anyhow::bail;
 use ember_engine::{WarmupOptions, WriteMode, WritebackConfig};
 use ember_nbd::server::ServerConfig;
 use ember_policy::demote::Scheme;
-use ember_policy::replacement::Kind;
+use ember_policy::replacement::Spec;
 use ember_policy::Admission;
 
 use crate::admission;
@@ -15,6 +15,25 @@ use crate::cache_device::refuse_on_memory;
 use crate::config::ServeConfig;
 use crate::net::{default_workers, server_config};
 use crate::policies::{parse_policy, parse_write_mode};
+
+impl ServeConfig {
+    /// Check every setting that can be checked without opening a device (the TLS
+    /// certificates are loaded), as [`crate::Server::start`] does first. An error names the
+    /// setting's flag.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.cache.device.as_os_str().is_empty() {
+            anyhow::bail!("--cache: no cache device");
+        }
+        if self.volumes.is_empty() {
+            anyhow::bail!("--backing: no volume");
+        }
+        match self.log_format.as_str() {
+            "text" | "json" => {}
+            f => anyhow::bail!("--log-format {f}: text or json"),
+        }
+        crate::plan::Plan::check(self).map(drop)
+    }
+}
 
 /// What a [`ServeConfig`] resolves to.
 pub(crate) struct Plan {
@@ -32,8 +51,8 @@ pub(crate) struct Plan {
 pub(crate) struct EnginePlan {
     /// The write policy.
     pub write_mode: WriteMode,
-    /// The replacement policy (unless an array scheme replaces it).
-    pub kind: Kind,
+    /// The replacement policy and its parameters (unless an array scheme replaces it).
+    pub kind: Spec,
     /// The array tier's scheme.
     pub array_scheme: Option<Scheme>,
     /// The admission sieve.

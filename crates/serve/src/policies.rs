@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, bail};
 use ember_engine::WriteMode;
-use ember_policy::replacement::Kind;
+use ember_policy::replacement::Spec;
 
 /// Parse a write policy: its name (`write-through`, `write-back-flush`, ...), or `wt` / `wa`.
 pub fn parse_write_mode(s: &str) -> anyhow::Result<WriteMode> {
@@ -14,13 +14,14 @@ pub fn parse_write_mode(s: &str) -> anyhow::Result<WriteMode> {
     }
 }
 
-/// Parse a replacement policy; an oracle (which needs the future) is refused.
-pub fn parse_policy(s: &str) -> anyhow::Result<Kind> {
-    let kind: Kind = s.parse().map_err(|e| anyhow!("--policy: {e}"))?;
-    if kind.needs_oracle() {
+/// Parse a replacement policy with its parameters (`lruk:k=3`, the spelling of `ember
+/// sim`); an oracle (which needs the future) is refused.
+pub fn parse_policy(s: &str) -> anyhow::Result<Spec> {
+    let spec: Spec = s.parse().map_err(|e| anyhow!("--policy: {e}"))?;
+    if spec.needs_oracle() {
         bail!("--policy {s}: an oracle policy needs the future and only runs in `ember sim`");
     }
-    Ok(kind)
+    Ok(spec)
 }
 
 #[cfg(test)]
@@ -36,7 +37,14 @@ mod tests {
         assert!(matches!(parse_write_mode("ordered-write-back"), Ok(WriteMode::OrderedWriteBack)));
         assert!(matches!(parse_write_mode("wt"), Ok(WriteMode::WriteThrough)));
         assert!(parse_write_mode("write-back").is_err());
-        assert!(matches!(parse_policy("s3fifo"), Ok(Kind::S3Fifo)));
+        use ember_policy::Kind;
+        assert_eq!(parse_policy("s3fifo").ok(), Some(Spec::from(Kind::S3Fifo)));
+        assert_eq!(
+            parse_policy("slru:4:lcs").map(|s| s.to_string()).ok().as_deref(),
+            Some("slru:segments=4:insert=lcs")
+        );
         assert!(parse_policy("opt").is_err());
+        let e = parse_policy("slru:segments=0").unwrap_err().to_string();
+        assert!(e.contains("--policy") && e.contains("segments"), "{e}");
     }
 }

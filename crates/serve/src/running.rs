@@ -11,8 +11,10 @@ use ember_nbd::server::{RunningServer, ShutdownHandle};
 use ember_nbd::ListenAddr;
 
 use crate::console::Console;
+use crate::control::{Control, ControlSocket};
 use crate::metrics::MetricsServer;
 use crate::signals::SignalWatch;
+use crate::status_ticker::StatusTicker;
 
 /// One volume at one address, as the `export` line names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,9 +44,18 @@ pub struct Running {
     nbd: RunningServer,
     metrics: Option<MetricsServer>,
     exported: Vec<Exported>,
-    signals: Option<SignalWatch>,
+    attached: Attached,
     console: Arc<dyn Console>,
     memory: bool,
+}
+
+/// What runs beside the NBD server and stops with it: the signal handlers, the control
+/// socket, the systemd status ticker.
+pub(crate) struct Attached {
+    pub signals: Option<SignalWatch>,
+    pub socket: Option<ControlSocket>,
+    pub control: Arc<Control>,
+    pub ticker: Option<StatusTicker>,
 }
 
 impl Running {
@@ -53,11 +64,21 @@ impl Running {
         nbd: RunningServer,
         metrics: Option<MetricsServer>,
         exported: Vec<Exported>,
-        signals: Option<SignalWatch>,
+        attached: Attached,
         console: Arc<dyn Console>,
         memory: bool,
     ) -> Running {
-        Running { engine, nbd, metrics, exported, signals, console, memory }
+        Running { engine, nbd, metrics, exported, attached, console, memory }
+    }
+
+    /// The server's control plane (what the control socket's commands call).
+    pub fn control(&self) -> &Arc<Control> {
+        &self.attached.control
+    }
+
+    /// The control socket's path, if it has one.
+    pub fn control_socket(&self) -> Option<&std::path::Path> {
+        self.attached.socket.as_ref().map(ControlSocket::path)
     }
 
     /// The engine serving the volumes.
@@ -96,9 +117,17 @@ impl Running {
     /// crash.
     pub fn wait(self) -> anyhow::Result<Stopped> {
         let served = self.nbd.join();
-        if let Some(s) = self.signals {
+        let Attached { signals, socket, control, ticker } = self.attached;
+        if let Some(s) = signals {
             s.close();
         }
+        if let Some(t) = ticker {
+            t.stop();
+        }
+        if let Some(s) = socket {
+            s.close();
+        }
+        drop(control);
         if let Some(m) = self.metrics {
             m.stop();
         }

@@ -52,7 +52,7 @@ fn config(dir: &std::path::Path) -> ServeConfig {
 fn a_server_from_a_config_serves_stops_and_starts_warm() {
     let dir = tempfile::tempdir().unwrap();
     let lines = Arc::new(Lines::default());
-    let options = Options { console: lines.clone(), stop_on_signals: false };
+    let options = Options { console: lines.clone(), ..Options::default() };
     let running = Server::start_with(config(dir.path()), options.clone()).unwrap();
     let said = lines.take();
     assert!(said[0].starts_with("formatted "), "{said:?}");
@@ -106,7 +106,7 @@ fn a_server_from_a_config_serves_stops_and_starts_warm() {
 fn a_refused_setting_opens_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let lines = Arc::new(Lines::default());
-    let options = Options { console: lines.clone(), stop_on_signals: false };
+    let options = Options { console: lines.clone(), ..Options::default() };
     let mut c = config(dir.path());
     c.live.write_policy = "write-back-persist".into();
     c.cache.device = "mem:64M".into();

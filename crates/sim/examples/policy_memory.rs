@@ -9,7 +9,7 @@
 //! links, ghost lists) is counted; the trace is not.
 
 use ember_policy::admission::Aod;
-use ember_policy::replacement::Kind;
+use ember_policy::replacement::Spec;
 use ember_policy::with_replacement;
 use ember_sim::{simulate, AccessStreamBuilder, RunConfig, Split};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.len() != 4 {
         return Err("usage: policy_memory TRACE POLICY CAPACITY_BLOCKS".into());
     }
-    let kind: Kind = args[2].parse()?;
+    let kind: Spec = args[2].parse()?;
     let capacity: usize = args[3].parse()?;
     let opts = ember_trace::ReadOptions::default();
     let mut builder = AccessStreamBuilder::new(opts.block_size, Split::Blocks)?;
@@ -82,7 +82,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let peak = PEAK.load(Ordering::Relaxed) - base;
     println!(
         "{}: capacity {} blocks, {} resident, {} misses, peak heap {} bytes, {:.1} bytes per cached block",
-        kind.name(),
+        kind,
         capacity,
         resident,
         result.totals.misses(),

@@ -10,7 +10,8 @@
 //!   the driver: the trace streamed once in bounded chunks (or read in place), one shared
 //!   index for the policies it models, a streaming pass of next-access times for OPT, or the
 //!   whole trace in memory. Cache sizes are parsed by [`Capacity`], timeline intervals by
-//!   [`Interval`].
+//!   [`Interval`]; the uncounted warm-up period ([`WarmupPeriod`]: requests that run but are
+//!   not counted) applies to every driver.
 //! - [`sievestore`]: SieveStore's sieves under their cache managers, metrics, cost model,
 //!   ensembles and experiments.
 //! - [`demote`]: Wong and Wilkes' clients over an array cache with DEMOTE, the latency model
@@ -34,3 +35,4 @@ pub use crate::core::interval::Interval;
 pub use crate::core::plan::Plan;
 pub use crate::core::simulate::{simulate, simulate_with_progress, RunConfig, SimResult};
 pub use crate::core::stream::{AccessStream, AccessStreamBuilder, Split};
+pub use crate::core::warmup_period::{CountStart, WarmupPeriod};

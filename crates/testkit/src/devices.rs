@@ -8,7 +8,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ember_engine::device::{Identity, MemDevice};
+use ember_engine::device::{Identity, MemDevice, ReadBuf, ReadPart, ReadsDone};
 use ember_engine::Device;
 
 /// A device around another: every method not overridden passes to [`Wrapper::inner`] (the
@@ -37,9 +37,12 @@ pub trait Wrapper: Send + Sync {
         false
     }
 
-    /// What a started read's completion reports: by default the inner device's outcome.
-    fn reaped(&self, outcome: io::Result<usize>) -> io::Result<usize> {
-        outcome
+    /// What a started read's parts report when it is reaped, instead of the inner device's
+    /// `outcomes` (one a part; its buffer comes back unchanged either way): by default
+    /// nothing else (`None`).
+    fn reaped(&self, outcomes: &[Rd]) -> Option<Vec<Rd>> {
+        let _ = outcomes;
+        None
     }
 
     /// [`Device::write_at`].
@@ -94,9 +97,12 @@ impl<W: Wrapper> Device for Wrap<W> {
     fn read_many(&self, r: &mut [(u64, &mut [u8])], d: &mut dyn FnMut(usize, Res)) {
         self.0.read_many(r, d)
     }
-    unsafe fn start_read(&self, at: u64, buf: *mut u8, len: usize, tag: u64, now: bool) -> bool {
-        // SAFETY: the caller's contract, passed on.
-        self.0.starts_reads() && unsafe { self.0.inner().start_read(at, buf, len, tag, now) }
+    fn start_read(&self, buf: ReadBuf, p: &[ReadPart], tag: u64, now: bool) -> Result<(), ReadBuf> {
+        if self.0.starts_reads() {
+            self.0.inner().start_read(buf, p, tag, now)
+        } else {
+            Err(buf)
+        }
     }
     fn read_room(&self) -> usize {
         if self.0.starts_reads() {
@@ -105,19 +111,19 @@ impl<W: Wrapper> Device for Wrap<W> {
             0
         }
     }
-    fn reap_reads(&self, n: usize, w: Option<RawFd>, d: &mut dyn FnMut(u64, Rd)) -> usize {
-        let reaped = |tag, outcome| d(tag, self.0.reaped(outcome));
-        if self.0.starts_reads() {
-            self.0.inner().reap_reads(n, w, &mut { reaped })
-        } else {
-            0
+    fn reap_reads(&self, n: usize, w: Option<RawFd>, d: &mut ReadsDone<'_>) -> usize {
+        if !self.0.starts_reads() {
+            return 0;
         }
+        self.0.inner().reap_reads(n, w, &mut |tag, buf, outcomes| match self.0.reaped(outcomes) {
+            Some(instead) => d(tag, buf, &instead),
+            None => d(tag, buf, outcomes),
+        })
     }
-    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
-        // SAFETY: the caller's contract, passed on.
-        self.0.starts_reads() && unsafe { self.0.inner().register_read_buffer(buf, len) }
+    fn register_read_buffer(&self, buf: &mut ReadBuf) -> bool {
+        self.0.starts_reads() && self.0.inner().register_read_buffer(buf)
     }
-    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+    fn unregister_read_buffer(&self, buf: &mut ReadBuf) -> bool {
         self.0.starts_reads() && self.0.inner().unregister_read_buffer(buf)
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
@@ -143,7 +149,7 @@ impl<W: Wrapper> Device for Wrap<W> {
     }
 }
 
-/// What a started read's completion reports: the bytes read, or the error.
+/// What a started read's part reports: the bytes read, or the error.
 type Rd = io::Result<usize>;
 
 /// What a read reports: done, or the error.

@@ -1,8 +1,32 @@
 //! Files the tests make: sparse or filled images, single blocks overwritten behind a server's
-//! back.
+//! back; and the stored fuzz corpora they replay.
 
 use std::io::{Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The stored corpus of the fuzz target `target` (`fuzz/corpus/TARGET`).
+pub fn fuzz_corpus(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target)
+}
+
+/// Every file of the fuzz target `target`'s stored corpus, sorted, as (name, bytes); the
+/// corpus must not be empty.
+pub fn fuzz_inputs(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = fuzz_corpus(target);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{}: empty corpus", dir.display());
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().expect("file name").to_string_lossy().into_owned();
+            (name, std::fs::read(&p).expect("read corpus file"))
+        })
+        .collect()
+}
 
 /// A sparse file of `size` bytes.
 pub fn sparse_file(path: &Path, size: u64) {

@@ -1,9 +1,10 @@
 //! What ember's tests spawn and share, in one place: `ember serve` and nbdkit as child
 //! processes ([`serve`], [`nbdkit`]), ember's NBD server and test exports in process
-//! ([`nbd`]), device wrappers and the engine rig ([`devices`], [`engine`]), real NBD clients
-//! ([`clients`]), the built binary as a command ([`ember`]), commands with deadlines
-//! ([`process`]), the tool checks ([`tools`]: `EMBER_REQUIRE_TOOLS=1` makes a missing tool
-//! fail instead of skip), files and trace builders ([`files`], [`trace`]).
+//! ([`nbd`]), device wrappers, the engine rig and the power-cut harness ([`devices`],
+//! [`engine`], [`power`]), real NBD clients ([`clients`]), the built binary as a command
+//! ([`ember`]), commands with deadlines ([`process`]), the tool checks ([`tools`]:
+//! `EMBER_REQUIRE_TOOLS=1` makes a missing tool fail instead of skip), files and trace
+//! builders ([`files`], [`trace`]).
 //!
 //! Used only as a dev-dependency: no release binary links it. It depends on the crates below
 //! the server (nbd, engine, policy, trace), never on the ones whose tests use it for their
@@ -25,6 +26,7 @@ pub mod engine;
 pub mod files;
 pub mod nbd;
 pub mod nbdkit;
+pub mod power;
 pub mod process;
 pub mod serve;
 pub mod tools;
@@ -35,7 +37,7 @@ pub use ember::{
     convert_trace, ember, ember_cmd, ember_fails, ember_limited, ember_limited_cmd, ember_ok,
     ember_on_trace, ember_run, ember_stdout, gen_trace, json_file, TWO_CLIENTS_4M,
 };
-pub use files::{filled_file, mkfifo, sparse_file, write_at};
+pub use files::{filled_file, fuzz_corpus, fuzz_inputs, mkfifo, sparse_file, write_at};
 pub use nbdkit::Nbdkit;
 pub use process::{cmdline, run, run_status, signal, wait_child, wait_stdout, words, Output, MIN};
 pub use serve::{serve_fails, Serve, ServeArgs};

@@ -248,6 +248,10 @@ impl Device for FaultDevice {
         self.buffer_write(&mut st, offset, &vec![0u8; len as usize])
     }
 
+    fn volatile(&self) -> bool {
+        self.inner.volatile()
+    }
+
     fn describe(&self) -> String {
         format!("fault-injecting {}", self.inner.describe())
     }

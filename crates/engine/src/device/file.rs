@@ -2,7 +2,7 @@
 //! O_DIRECT (bypassing the page cache, as a cache device on a real SSD should).
 
 use super::identity::{digest, Identity};
-use super::{check_range, write_zeroes_by_writes, Device};
+use super::{check_range, write_zeroes_by_writes, Device, ReadBuf, ReadPart, ReadsDone};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
@@ -231,32 +231,32 @@ impl Device for FileDevice {
         }
     }
 
-    /// With O_DIRECT and the range aligned, on this thread's io_uring (`uring.rs`).
-    unsafe fn start_read(
+    /// With O_DIRECT and every part aligned and inside the device, on this thread's io_uring
+    /// (`uring/`).
+    fn start_read(
         &self,
-        offset: u64,
-        buf: *mut u8,
-        len: usize,
+        buf: ReadBuf,
+        parts: &[ReadPart],
         tag: u64,
         now: bool,
-    ) -> bool {
-        if !self.direct
-            || check_range(self.size, offset, len as u64, "read").is_err()
-            || !Self::aligned(offset, len, buf)
-        {
-            return false;
+    ) -> Result<(), ReadBuf> {
+        let base = buf.as_ptr();
+        let fits = |p: &ReadPart| {
+            check_range(self.size, p.offset, p.len as u64, "read").is_ok()
+                && Self::aligned(p.offset, p.len, base.wrapping_add(p.at))
+        };
+        if !self.direct || !parts.iter().all(fits) {
+            return Err(buf);
         }
-        // SAFETY: the caller's contract is uring::start's.
-        unsafe { super::uring::start(&self.file, offset, buf, len, tag, now) }
+        super::uring::start(&self.file, buf, parts, tag, now)
     }
 
-    /// With O_DIRECT, with this thread's io_uring (`uring.rs`, `registered.rs`).
-    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
-        // SAFETY: the caller's contract is uring::register's.
-        self.direct && unsafe { super::uring::register(buf, len) }
+    /// With O_DIRECT, with this thread's io_uring (`uring/`, `registered.rs`).
+    fn register_read_buffer(&self, buf: &mut ReadBuf) -> bool {
+        self.direct && super::uring::register(buf)
     }
 
-    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+    fn unregister_read_buffer(&self, buf: &mut ReadBuf) -> bool {
         super::uring::unregister(buf)
     }
 
@@ -268,12 +268,7 @@ impl Device for FileDevice {
         }
     }
 
-    fn reap_reads(
-        &self,
-        wait: usize,
-        wake: Option<RawFd>,
-        done: &mut dyn FnMut(u64, io::Result<usize>),
-    ) -> usize {
+    fn reap_reads(&self, wait: usize, wake: Option<RawFd>, done: &mut ReadsDone<'_>) -> usize {
         super::uring::reap(wait, wake, done)
     }
 

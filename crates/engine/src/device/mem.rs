@@ -16,6 +16,7 @@ pub struct MemDevice {
     data: RwLock<Vec<u8>>,
     id: u64,
     changes: AtomicU64,
+    volatile: bool,
 }
 
 impl MemDevice {
@@ -30,7 +31,16 @@ impl MemDevice {
             data: RwLock::new(bytes),
             id: NEXT_ID.fetch_add(1, Relaxed),
             changes: AtomicU64::new(0),
+            volatile: false,
         }
+    }
+
+    /// A zero-filled memory cache of `size` bytes that ember loses at every stop
+    /// (`--cache mem:SIZE`): [`Device::volatile`] says so, and the engine refuses the write
+    /// policies it would lose acknowledged writes under. (A plain [`MemDevice::new`] stands
+    /// for a durable device in tests, which outlives an engine dropped as a crash.)
+    pub fn volatile(size: u64) -> Self {
+        Self { volatile: true, ..Self::new(size) }
     }
 
     /// A copy of the whole content.
@@ -79,6 +89,10 @@ impl Device for MemDevice {
 
     fn describe(&self) -> String {
         format!("memory ({} bytes)", self.size())
+    }
+
+    fn volatile(&self) -> bool {
+        self.volatile
     }
 
     fn identity(&self) -> io::Result<Identity> {

@@ -14,6 +14,7 @@ mod registered;
 pub mod sync_skip;
 mod uring;
 
+pub use ember_readbuf::ReadBuf;
 pub use fault::{FaultDevice, IoKind};
 pub use file::{AlignedBuf, FileDevice, FileOptions};
 pub use identity::Identity;
@@ -51,67 +52,57 @@ pub trait Device: Send + Sync {
         }
     }
 
-    /// Start reading `len` bytes at `offset` into `buf`, to complete later: a later
-    /// [`Device::reap_reads`] on this thread reports it with `tag` (below 2^63). `now`: hand it
-    /// to the medium at once (else at the next `start_read` with `now` or `reap_reads`).
-    /// False: nothing was started, the caller reads another way. The default starts nothing;
-    /// an O_DIRECT file starts it on this thread's io_uring (`uring.rs`).
+    /// Start the reads `parts` into `buf`, to complete later: a later [`Device::reap_reads`]
+    /// on this thread hands `buf` back with `tag` and every part's outcome, once all of them
+    /// completed. `now`: hand them to the medium at once (else at the next `start_read` with
+    /// `now` or `reap_reads`). `Err(buf)`: nothing was started (the caller reads another way,
+    /// into the buffer it got back). The default starts nothing; an O_DIRECT file starts them
+    /// on this thread's io_uring (`uring/`).
     ///
-    /// # Safety
-    ///
-    /// `buf` must be valid for writes of `len` bytes and neither read, written nor freed until
-    /// [`Device::reap_reads`] on this thread reported `tag`: the kernel writes into it.
-    unsafe fn start_read(
+    /// An implementation that returns `Ok` MUST hand `buf` back through `reap_reads` on this
+    /// thread once no read into it is in flight, and MUST NOT free it before (a
+    /// [`ReadBuf::lend`] loan leaks it if it is dropped unreaped).
+    fn start_read(
         &self,
-        offset: u64,
-        buf: *mut u8,
-        len: usize,
+        buf: ReadBuf,
+        parts: &[ReadPart],
         tag: u64,
         now: bool,
-    ) -> bool {
-        let _ = (offset, buf, len, tag, now);
-        false
+    ) -> Result<(), ReadBuf> {
+        let _ = (parts, tag, now);
+        Err(buf)
     }
 
-    /// How many reads [`Device::start_read`] can take now on this thread (0: none).
+    /// How many reads (parts) [`Device::start_read`] can take now on this thread (0: none).
     fn read_room(&self) -> usize {
         0
     }
 
-    /// Report the reads started with [`Device::start_read`] on this thread that completed,
-    /// `done(tag, outcome)` each: the bytes read (fewer than asked is a short read) or the
-    /// error. First wait until at least `wait` have completed (at most as many as are in
-    /// flight; 0: no waiting), or, with `wake` (an open descriptor), until it is readable,
-    /// whichever comes first. Returns how many were reported.
-    fn reap_reads(
-        &self,
-        wait: usize,
-        wake: Option<RawFd>,
-        done: &mut dyn FnMut(u64, io::Result<usize>),
-    ) -> usize {
+    /// Hand back the buffers of the reads started with [`Device::start_read`] on this thread
+    /// whose parts all completed, `done(tag, buf, outcomes)` each: `outcomes[k]` is part
+    /// `k`'s, the bytes read (fewer than asked is a short read) or the error. First wait until
+    /// at least `wait` parts have completed (at most as many as are in flight; 0: no waiting),
+    /// or, with `wake` (an open descriptor), until it is readable, whichever comes first.
+    /// Returns how many buffers were handed back.
+    fn reap_reads(&self, wait: usize, wake: Option<RawFd>, done: &mut ReadsDone<'_>) -> usize {
         let _ = (wait, wake, done);
         0
     }
 
-    /// Register `len` bytes at `buf` for the reads this thread starts with
-    /// [`Device::start_read`] (an O_DIRECT file: with this thread's io_uring, which then
-    /// skips pinning the buffer's pages on every read). True: registered, and it must be
-    /// unregistered with [`Device::unregister_read_buffer`] on this thread before it is
-    /// freed. The default registers nothing.
-    ///
-    /// # Safety
-    ///
-    /// On true, `buf` must stay valid for `len` bytes until [`Device::unregister_read_buffer`]
-    /// on this thread returned true for it, and must never be freed if that never happens.
-    unsafe fn register_read_buffer(&self, buf: *mut u8, len: usize) -> bool {
-        let _ = (buf, len);
+    /// Register `buf` for the reads this thread starts into it with [`Device::start_read`]
+    /// (an O_DIRECT file: with this thread's io_uring, which then skips pinning the buffer's
+    /// pages on every read). True: registered and marked so ([`ReadBuf::is_registered`]):
+    /// dropping it leaks it until [`Device::unregister_read_buffer`] on this thread let go of
+    /// it. The default registers nothing.
+    fn register_read_buffer(&self, buf: &mut ReadBuf) -> bool {
+        let _ = buf;
         false
     }
 
     /// Unregister a buffer [`Device::register_read_buffer`] registered on this thread. True:
-    /// no longer registered, it may be freed. False: it must not be freed (registered on
-    /// another thread, a read into it still in flight, or the kernel refused).
-    fn unregister_read_buffer(&self, buf: *mut u8) -> bool {
+    /// no longer registered, its mark cleared: dropping it frees it. False: still registered
+    /// (registered on another thread, or the kernel refused), and dropping it leaks it.
+    fn unregister_read_buffer(&self, buf: &mut ReadBuf) -> bool {
         let _ = buf;
         false
     }
@@ -141,6 +132,14 @@ pub trait Device: Send + Sync {
         true
     }
 
+    /// Whether the device forgets everything when ember stops (a memory cache, `mem:SIZE`):
+    /// the engine then refuses, as a cache device, the write policies that keep acknowledged
+    /// writes only on it (write-back persist, unsafe write-back), at open and live. The
+    /// default says no.
+    fn volatile(&self) -> bool {
+        false
+    }
+
     /// Whether this device takes DEMOTE hints ([`Device::demote`]): an NBD export of an array
     /// tier that granted ember's `x-ember:demote` extension (docs/reference/nbd.md). The default
     /// says no.
@@ -163,6 +162,23 @@ pub trait Device: Send + Sync {
     fn identity(&self) -> io::Result<Identity> {
         Ok(Identity::Unknown("the device cannot be identified"))
     }
+}
+
+/// What [`Device::reap_reads`] calls for each started read whose parts all completed: its
+/// tag, its buffer back, and each part's outcome in the order of the parts (the bytes read,
+/// or the error).
+pub type ReadsDone<'a> = dyn FnMut(u64, ReadBuf, &[io::Result<usize>]) + 'a;
+
+/// One device read of a started read ([`Device::start_read`]): `len` bytes at device offset
+/// `offset` into the buffer's bytes `at..at + len`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadPart {
+    /// Byte offset on the device.
+    pub offset: u64,
+    /// Where in the buffer the bytes go.
+    pub at: usize,
+    /// Bytes to read.
+    pub len: usize,
 }
 
 /// [`Device::write_zeroes`] by plain writes of a zero buffer.

@@ -8,6 +8,7 @@ use crate::layout::{block_key, WriteMode};
 use crate::state::CacheState;
 use crate::wb::barrier::barrier_persist;
 use crate::wb::flusher::wait_not_flushing;
+use crate::write_policy::Policy;
 use ember_trace::Op;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
@@ -51,14 +52,19 @@ impl Volume {
         start: u64,
         data: &[u8],
         fua: bool,
+        policy: Policy,
     ) -> Result<(), EngineError> {
         let inner = &self.inner;
         let bs = inner.block_size();
         let vol = self.vol();
         let ctr = self.counters();
-        let ordered = inner.mode == WriteMode::OrderedWriteBack;
-        // Ordered write-back: a chunk larger than max_dirty goes to backing directly.
-        let direct_all = ordered && n as usize > inner.limits.max_dirty;
+        let ordered = policy.ordered();
+        // Ordered write-back: a chunk larger than max_dirty goes to backing directly; so does
+        // a FUA chunk under write-back flush while ordered write-back's epochs drain (it is
+        // written through, as write-back flush writes FUA, behind the older epochs).
+        let direct_all = ordered
+            && (n as usize > inner.limits.get().max_dirty
+                || (fua && policy.mode == WriteMode::WriteBackFlush));
         let mut reserved =
             if ordered && !direct_all { self.reserve_ordered(n as usize)? } else { Vec::new() };
         // The stripes, and the state with no fence over the chunk: a fence raised after the
@@ -137,16 +143,17 @@ impl Volume {
             } else if result.is_ok() {
                 let target =
                     if ordered { RunTarget::Cache(&reserved[i..j]) } else { RunTarget::Policy };
-                result = self.write_run_wb(b0, b1 - b0, lo, part, fua, around[i], target);
+                result = self.write_run_wb(b0, b1 - b0, lo, part, fua, around[i], target, policy);
             } else {
-                self.unpin_all(&reserved[i..j]);
+                // Only ordered write-back reserved blocks (`reserved` is empty otherwise).
+                self.unpin_all(reserved.get(i..j).unwrap_or(&[]));
             }
             i = j;
         }
         result?;
         drop(held);
         for (b0, nb, lo, part, around) in deferred {
-            self.write_direct_ordered(b0, nb, lo, part, around)?;
+            self.write_direct_ordered(b0, nb, lo, part, around, policy)?;
         }
         Ok(())
     }
@@ -165,6 +172,8 @@ impl Volume {
     /// One run of a write-back chunk whose blocks the sieve treated alike, under the chunk's
     /// stripe locks: to fresh dirty cache blocks, or through to backing (`around`: the sieve
     /// refused its misses; or a fallback). `target` says where (see [`RunTarget`]).
+    /// Write-through and write-around send a chunk that still has dirty versions here too,
+    /// with [`RunTarget::Backing`] (`io/through.rs`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn write_run_wb(
         &self,
@@ -175,9 +184,10 @@ impl Volume {
         fua: bool,
         around: bool,
         target: RunTarget<'_>,
+        policy: Policy,
     ) -> Result<(), EngineError> {
         let inner = &self.inner;
-        let mode = inner.mode;
+        let mode = policy.mode;
         let bs = inner.block_size();
         let vol = self.vol();
         let ctr = self.counters();
@@ -200,7 +210,7 @@ impl Volume {
                     around
                         || (first..first + n).any(|b| !self.cacheable(b))
                         || (fua && mode == WriteMode::WriteBackFlush)
-                        || st.dirty_len() + n as usize > inner.limits.max_dirty
+                        || st.dirty_len() + n as usize > inner.limits.get().max_dirty
                 }
                 RunTarget::Cache(blocks) => {
                     reserved.extend_from_slice(blocks);
@@ -275,7 +285,7 @@ impl Volume {
                 (Ok(()), false) => {
                     for (i, &c) in reserved.iter().enumerate() {
                         let key = block_key(vol.id, first + i as u64);
-                        st.commit_dirty(key, c, now, mode.keeps_closed_epochs());
+                        st.commit_dirty(key, c, now, policy.keeps_closed_epochs());
                     }
                     ctr.dirty_writes.fetch_add(n, Relaxed);
                     ctr.allocation_writes.fetch_add(misses as u64, Relaxed);
@@ -297,14 +307,18 @@ impl Volume {
             }
         }
         result.map_err(|e| self.fail(e))?;
-        if fua && mode == WriteMode::WriteBackPersist {
+        // A FUA write is durable once the persisted dirty map no longer names an older
+        // version of its blocks: under write-back persist and while it drains. (Not by the
+        // policy in force now: a switch into write-back persist holds the journal cursor
+        // while it waits for the requests of the old policy.)
+        if fua && policy.persisting() {
             barrier_persist(inner).map_err(|e| self.fail(e))?;
         }
         Ok(())
     }
 
     /// Is any block of the chunk `[first, first + n)` inside a discard's fence?
-    fn any_fenced(&self, st: &CacheState, first: u64, n: u64) -> bool {
+    pub(super) fn any_fenced(&self, st: &CacheState, first: u64, n: u64) -> bool {
         let vol = self.vol().id;
         (first..first + n).any(|b| st.fenced(block_key(vol, b)))
     }
@@ -312,7 +326,7 @@ impl Volume {
     /// Wait, holding no lock, until no discard's fence covers a block of the chunk
     /// `[first, first + n)`. Ends with an error when a shutdown begins or a panic poisoned
     /// the engine meanwhile.
-    fn wait_unfenced(&self, first: u64, n: u64) -> Result<(), EngineError> {
+    pub(super) fn wait_unfenced(&self, first: u64, n: u64) -> Result<(), EngineError> {
         let inner = &self.inner;
         let mut st = inner.state.lock();
         while self.any_fenced(&st, first, n) {

@@ -6,6 +6,7 @@ use crate::device::io_context;
 use crate::error::EngineError;
 use crate::stats::Counters;
 use crate::volume_info::VolumeInfo;
+use crate::write_policy::{Policy, PolicyPass};
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -149,6 +150,13 @@ impl Drop for Entered<'_> {
     }
 }
 
+/// A request inside the gate and registered in the write policy's phase (see
+/// `write_policy.rs`): a live switch waits for it before it counts the old policy gone.
+pub(super) struct Admitted<'a> {
+    _entered: Entered<'a>,
+    _pass: PolicyPass<'a>,
+}
+
 impl Volume {
     pub(crate) fn new(inner: Arc<Inner>, index: usize) -> Self {
         Self { inner, index }
@@ -170,6 +178,14 @@ impl Volume {
             return Err(self.fail(crate::stripes::poisoned_error()));
         }
         Ok(Entered { _pass: pass, stripes: &self.inner.stripes })
+    }
+
+    /// Enter the drain gate ([`Volume::enter`]) and read the write policy this request runs
+    /// under, registered in its phase: a request that writes, flushes or discards.
+    pub(super) fn enter_policy(&self) -> Result<(Admitted<'_>, Policy), EngineError> {
+        let entered = self.enter()?;
+        let (policy, pass) = self.inner.policy.enter();
+        Ok((Admitted { _entered: entered, _pass: pass }, policy))
     }
 
     pub(super) fn check(&self, offset: u64, len: u64) -> Result<(), EngineError> {
@@ -220,6 +236,7 @@ impl Volume {
 
     /// One line for listings: the write policy and the backing device.
     pub fn describe(&self) -> String {
-        format!("ember {} cache over {}", self.inner.mode.name(), self.vol().backing.describe())
+        let mode = self.inner.policy.load().mode;
+        format!("ember {} cache over {}", mode.name(), self.vol().backing.describe())
     }
 }

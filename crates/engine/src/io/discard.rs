@@ -33,7 +33,8 @@
 use super::ctx::Volume;
 use crate::core::Inner;
 use crate::error::EngineError;
-use crate::layout::{block_key, WriteMode};
+use crate::layout::block_key;
+use crate::wb::barrier::barrier_persist;
 use crate::wb::flusher::wait_not_flushing;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
@@ -145,7 +146,7 @@ impl Volume {
         fua: bool,
         zeroes: bool,
     ) -> Result<(), EngineError> {
-        let _pass = self.enter()?;
+        let (_pass, policy) = self.enter_policy()?;
         self.check(offset, len)?;
         let inner = &self.inner;
         let bs = inner.block_size();
@@ -165,19 +166,27 @@ impl Volume {
         let keys = block_key(vol.id, first)..block_key(vol.id, last);
         // Ordered write-back: the discard reaches backing after every older epoch
         // (`io/ordered.rs`); the flusher may still write their versions inside the fence.
-        let ordered = inner.mode == WriteMode::OrderedWriteBack;
+        // Write-through or write-around leaving ordered write-back: after its whole drain.
+        if policy.waits_for_drain() {
+            self.wait_ordered_drain()?;
+        }
+        let ordered = policy.ordered();
         let hold = if ordered { Some(self.hold_ordered()?) } else { None };
         let _fence = Fence::raise(inner, keys.clone(), hold.as_ref().map(|h| h.epoch));
         inner.stripes.wait_range(vol.id, first..last).map_err(|e| self.fail(e))?;
-        let dropped = {
+        // Dirty versions in the range: none can appear once the fence stands and the requests
+        // before it are done, so none now means none until the fence is lowered (under
+        // write-through and write-around there are some while a switch drains a write-back
+        // policy, or when a write read the policy before a switch into write-back).
+        let (dropped, dirty) = {
             let mut st = inner.state.lock();
             // The flusher's copy of a block of the range, taken before the fence, lands
             // before the discard (`wb/flusher.rs`); the fence keeps it from taking another.
             wait_not_flushing(inner, &mut st, keys.clone()).map_err(|e| self.fail(e))?;
-            st.invalidate_range(keys.clone())
+            (st.invalidate_range(keys.clone()), st.any_dirty_in(keys.clone()))
         };
         ctr.invalidations.fetch_add(dropped, Relaxed);
-        if inner.mode.is_write_back() {
+        if dirty {
             let mut edges = vec![first, last - 1];
             edges.dedup();
             for b in edges {
@@ -204,7 +213,7 @@ impl Volume {
                 .sync()
                 .map_err(|e| self.fail(self.backing_io_error("sync (FUA)", 0, 0, e)))?;
         }
-        if inner.mode.is_write_back() {
+        if dirty {
             let mut st = inner.state.lock();
             let mut dropped = 0;
             for k in st.dirty_keys_in(keys) {
@@ -212,6 +221,12 @@ impl Volume {
             }
             inner.cv.notify_all();
             ctr.invalidations.fetch_add(dropped, Relaxed);
+        }
+        // Under write-back persist the device may name a dirty version of the range: a FUA
+        // discard is durable only once a commit forgets it (a crash would otherwise replay
+        // the old data over the discarded range).
+        if fua && policy.persisting() {
+            barrier_persist(inner).map_err(|e| self.fail(e))?;
         }
         Ok(())
     }

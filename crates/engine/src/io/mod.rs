@@ -30,25 +30,29 @@ use crate::device::io_context;
 use crate::error::EngineError;
 use crate::layout::WriteMode;
 use crate::wb::barrier::{barrier_flush, barrier_ordered, barrier_persist};
+use crate::write_policy::Policy;
 use std::sync::atomic::Ordering::Relaxed;
 
 impl Volume {
     /// Write `data` at `offset` under the engine's write policy; with `fua`, durable before
     /// returning.
     pub fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), EngineError> {
-        let _pass = self.enter()?;
+        let (_pass, policy) = self.enter_policy()?;
         self.check(offset, data.len() as u64)?;
         let ctr = self.counters();
         ctr.write_requests.fetch_add(1, Relaxed);
         ctr.write_bytes.fetch_add(data.len() as u64, Relaxed);
-        if self.inner.mode == WriteMode::WriteBackFlush {
+        if policy.waits_for_drain() {
+            self.wait_ordered_drain()?;
+        }
+        if policy.mode == WriteMode::WriteBackFlush {
             self.wait_for_epochs()?;
         }
         let bs = self.inner.block_size();
         // Ordered write-back ignores FUA as it ignores FLUSH (thesis table 3.1, note 3): it
         // promises consistency, not durability.
-        let fua = fua && self.inner.mode != WriteMode::OrderedWriteBack;
-        let result = self.write_chunks(offset, data, fua);
+        let fua = fua && policy.mode != WriteMode::OrderedWriteBack;
+        let result = self.write_chunks(offset, data, fua, policy);
         // Staged after the data is in place (also after a failure: part of it may be), so a
         // snapshot copy lacking this write is always tagged below its record
         // (`warmup::snapshot_plan`).
@@ -61,7 +65,13 @@ impl Volume {
     }
 
     /// The chunks of a write, in order.
-    fn write_chunks(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), EngineError> {
+    fn write_chunks(
+        &self,
+        offset: u64,
+        data: &[u8],
+        fua: bool,
+        policy: Policy,
+    ) -> Result<(), EngineError> {
         let bs = self.inner.block_size();
         let end = offset + data.len() as u64;
         let mut pos = offset;
@@ -74,11 +84,11 @@ impl Volume {
             // persist commits the dirty map once, after the last chunk (that covers the
             // chunks before). Write-back flush makes FUA chunks bypass the cache, so there
             // every chunk must be FUA, or all but the last would stay dirty when acknowledged.
-            let fua = fua && (chunk_end == end || self.inner.mode == WriteMode::WriteBackFlush);
-            if self.inner.mode.is_write_back() {
-                self.write_chunk_wb(first, stop - first, pos, piece, fua)?;
+            let fua = fua && (chunk_end == end || policy.mode == WriteMode::WriteBackFlush);
+            if policy.write_back() {
+                self.write_chunk_wb(first, stop - first, pos, piece, fua, policy)?;
             } else {
-                self.write_chunk(first, stop - first, pos, piece, fua)?;
+                self.write_chunk(first, stop - first, pos, piece, fua, policy)?;
             }
             pos = chunk_end;
         }
@@ -94,13 +104,13 @@ impl Volume {
         let inner = &self.inner;
         let mut st = inner.state.lock();
         let gen0 = st.flush_error_gen;
-        while st.open_epochs() > inner.limits.max_epochs {
+        while st.open_epochs() > inner.limits.get().max_epochs {
             if st.flush_error_gen != gen0 {
                 let e = std::io::Error::other(format!(
                     "write: {} dirty epochs wait for backing (the limit is {}) and writing them \
                      failed: {}",
                     st.open_epochs() - 1,
-                    inner.limits.max_epochs,
+                    inner.limits.get().max_epochs,
                     st.last_flush_error
                 ));
                 drop(st);
@@ -121,25 +131,28 @@ impl Volume {
     /// Make every write completed before this call durable (an NBD barrier): under
     /// write-back flush the closed epoch reaches backing, under write-back persist the dirty
     /// map is committed, ordered write-back closes the epoch (and does not wait),
-    /// unsafe-write-back ignores it.
+    /// unsafe-write-back ignores it. While a switch drains a former write-back policy the
+    /// new policy's promise covers every write acknowledged before the FLUSH: write-through
+    /// and write-around wait for the drained epochs as write-back flush does, and while
+    /// write-back persist drains the persisted dirty map is committed too
+    /// (docs/reference/write-policies.md, "Switching while serving").
     pub fn flush(&self) -> Result<(), EngineError> {
-        let _pass = self.enter()?;
+        let (_pass, policy) = self.enter_policy()?;
         self.counters().flushes.fetch_add(1, Relaxed);
         self.sync_warmup_log()?;
-        match self.inner.mode {
-            WriteMode::WriteBackFlush => {
-                return barrier_flush(&self.inner).map_err(|e| self.fail(e))
-            }
-            WriteMode::WriteBackPersist => {
-                return barrier_persist(&self.inner).map_err(|e| self.fail(e))
-            }
-            WriteMode::OrderedWriteBack => {
-                barrier_ordered(&self.inner);
-                return Ok(());
-            }
-            // Ignores barriers, as its name says (thesis table 3.1, last row).
-            WriteMode::UnsafeWriteBack => return Ok(()),
-            WriteMode::WriteThrough | WriteMode::WriteAround => {}
+        let inner = &self.inner;
+        if policy.flush_waits() {
+            barrier_flush(inner, policy.persisting()).map_err(|e| self.fail(e))?;
+        }
+        if policy.mode == WriteMode::OrderedWriteBack {
+            barrier_ordered(inner, policy.persisting());
+        }
+        if policy.persisting() {
+            barrier_persist(inner).map_err(|e| self.fail(e))?;
+        }
+        // Unsafe write-back ignores barriers, as its name says (thesis table 3.1, last row).
+        if policy.write_back() {
+            return Ok(());
         }
         let vol = self.vol();
         vol.backing

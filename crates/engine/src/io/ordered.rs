@@ -20,6 +20,7 @@ use super::back::RunTarget;
 use super::ctx::Volume;
 use crate::core::Inner;
 use crate::error::EngineError;
+use crate::write_policy::Policy;
 use parking_lot::MutexGuard;
 use std::time::Duration;
 
@@ -92,7 +93,7 @@ impl Volume {
         let mut st = inner.state.lock();
         let gen0 = st.flush_error_gen;
         loop {
-            if st.dirty_len() == 0 || st.dirty_len() + n <= inner.limits.max_dirty {
+            if st.dirty_len() == 0 || st.dirty_len() + n <= inner.limits.get().max_dirty {
                 let mut got = Vec::with_capacity(n);
                 while got.len() < n {
                     match st.reserve() {
@@ -145,11 +146,43 @@ impl Volume {
         start: u64,
         data: &[u8],
         around: bool,
+        policy: Policy,
     ) -> Result<(), EngineError> {
         let _hold = self.hold_ordered()?;
         let vol = self.vol().id;
         // No discard's fence can stand over the run: discards hold `ordered_direct` too.
         let _held = self.inner.stripes.lock(vol, first..first + n).map_err(|e| self.fail(e))?;
-        self.write_run_wb(first, n, start, data, true, around, RunTarget::Backing)
+        self.write_run_wb(first, n, start, data, true, around, RunTarget::Backing, policy)
+    }
+
+    /// Write-through or write-around leaving ordered write-back: before this request goes
+    /// to backing, wait, holding no lock, until the switch's drain is over (every epoch of
+    /// the former policy reached backing and no request holds one), so backing still
+    /// receives ordered write-back's epochs in order. The same exits as
+    /// [`Volume::hold_ordered`].
+    pub(super) fn wait_ordered_drain(&self) -> Result<(), EngineError> {
+        let inner = &*self.inner;
+        let mut st = inner.state.lock();
+        let gen0 = st.flush_error_gen;
+        while !st.drain_done() {
+            if st.flush_error_gen != gen0 {
+                let e = std::io::Error::other(format!(
+                    "leaving ordered-write-back: its epochs could not be written to backing \
+                     before this request (they stay dirty and are retried): {}",
+                    st.last_flush_error
+                ));
+                drop(st);
+                return Err(self.fail(e));
+            }
+            if st.closing || st.stop {
+                return Err(EngineError::ShutDown);
+            }
+            if inner.stripes.is_poisoned() {
+                drop(st);
+                return Err(self.fail(crate::stripes::poisoned_error()));
+            }
+            inner.cv.wait_for(&mut st, Duration::from_millis(100));
+        }
+        Ok(())
     }
 }

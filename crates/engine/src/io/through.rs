@@ -3,16 +3,26 @@
 //! block the write covers only in part is read-modify-written (the rest of a cached block
 //! from the cache device, of a newly allocated one from backing).
 
+use super::back::RunTarget;
 use super::ctx::{adjacent, runs, OwnHits, Plan, Volume};
 use crate::clock::now_ns;
 use crate::device::io_context;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_volume, WriteMode};
+use crate::wb::barrier::barrier_persist;
+use crate::write_policy::Policy;
 use ember_trace::Op;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 
 impl Volume {
+    /// A write chunk under write-through or write-around. A chunk with a block that still has
+    /// a dirty version (a switch from a write-back policy drains them; or a write that read
+    /// this policy before a switch into write-back stored its own) is written through as a
+    /// write-back policy's fallback is: it waits for the flusher's copy of the block to land,
+    /// merges a partial block with its dirty version, writes backing and drops every cached
+    /// version (`io/back.rs`). Updating the dirty block in place instead could let the
+    /// flusher's older copy reach backing after this write, and then mark the block clean.
     pub(super) fn write_chunk(
         &self,
         first: u64,
@@ -20,18 +30,36 @@ impl Volume {
         start: u64,
         data: &[u8],
         fua: bool,
+        policy: Policy,
     ) -> Result<(), EngineError> {
         let inner = &self.inner;
         let vol = self.vol();
         let ctr = self.counters();
-        let _held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
+        let keys = block_key(vol.id, first)..block_key(vol.id, first + n);
+        // The stripes, and the state with no dirty version in the chunk (none can appear
+        // while the stripes are held); or, with one, the write-back fallback, once no
+        // discard's fence stands over the chunk (see `Volume::write_chunk_wb`).
+        let (_held, mut st) = loop {
+            let held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
+            let st = inner.state.lock();
+            if st.dirty_len() == 0 || !st.any_dirty_in(keys.clone()) {
+                break (held, st);
+            }
+            if !self.any_fenced(&st, first, n) {
+                drop(st);
+                let target = RunTarget::Backing;
+                return self.write_run_wb(first, n, start, data, fua, false, target, policy);
+            }
+            drop(st);
+            drop(held);
+            self.wait_unfenced(first, n)?;
+        };
         let now = now_ns();
         let mut plans = Vec::with_capacity(n as usize);
         // Client tier: (evicted key, its cache block) to DEMOTE before this write reuses it.
         let mut demotes = Vec::new();
         let mut own = OwnHits::new();
         {
-            let mut st = inner.state.lock();
             for b in first..first + n {
                 let key = block_key(vol.id, b);
                 if !self.cacheable(b) {
@@ -52,7 +80,7 @@ impl Volume {
                 }
                 ctr.write_misses.fetch_add(1, Relaxed);
                 st.admission.observe(&acc, false);
-                if inner.mode != WriteMode::WriteThrough || st.fenced(key) || !st.admit(&acc) {
+                if policy.mode != WriteMode::WriteThrough || st.fenced(key) || !st.admit(&acc) {
                     plans.push(Plan::Pass);
                     continue;
                 }
@@ -80,6 +108,7 @@ impl Volume {
                     }
                 }
             }
+            drop(st);
         }
         inner.count_evictions(&mut inner.state.lock());
         for (v, c) in demotes {
@@ -98,7 +127,13 @@ impl Volume {
                 }
             }
         }
-        result.map_err(|e| self.fail(e))
+        result.map_err(|e| self.fail(e))?;
+        // While write-back persist drains, the device may still name an older dirty version
+        // of these blocks: a FUA write is durable only once a commit forgets it.
+        if fua && policy.persisting() {
+            barrier_persist(inner).map_err(|e| self.fail(e))?;
+        }
+        Ok(())
     }
 
     pub(super) fn write_io(

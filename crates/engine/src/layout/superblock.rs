@@ -52,7 +52,8 @@ pub enum WriteMode {
 }
 
 impl WriteMode {
-    fn code(self) -> u32 {
+    /// The policy's code on the device (superblock offset 52).
+    pub(crate) fn code(self) -> u32 {
         match self {
             WriteMode::WriteThrough => 0,
             WriteMode::WriteAround => 1,
@@ -63,7 +64,8 @@ impl WriteMode {
         }
     }
 
-    fn from_code(c: u32) -> Option<Self> {
+    /// The policy of a code read from the device.
+    pub(crate) fn from_code(c: u32) -> Option<Self> {
         Some(match c {
             0 => WriteMode::WriteThrough,
             1 => WriteMode::WriteAround,
@@ -174,8 +176,16 @@ pub struct Superblock {
     pub device_size: u64,
     /// [`FLAG_CLEAN`] and future flags.
     pub flags: u32,
-    /// The write policy the cache last ran under.
+    /// The write policy the cache last ran under: the one whose crash rules apply. While a
+    /// switch out of write-back persist drains its dirty blocks it stays write-back persist
+    /// (recovery replays the persisted dirty map), whatever new writes go through.
     pub write_mode: WriteMode,
+    /// A live switch in progress: the policy new writes go through, when it is not
+    /// `write_mode` (a switch out of write-back persist while its dirty blocks drain).
+    pub live_mode: Option<WriteMode>,
+    /// A live switch in progress: the former write-back policy whose dirty blocks are still
+    /// being written back.
+    pub draining: Option<WriteMode>,
     /// Format time, Unix seconds.
     pub format_time: u64,
     /// Time of the last clean shutdown, Unix seconds (0: never).
@@ -240,6 +250,8 @@ impl Superblock {
         put_u64(&mut b, 168, self.checkpoint_entries);
         put_u32(&mut b, 176, self.checkpoint_crc);
         put_u32(&mut b, 180, self.volumes.len() as u32);
+        put_u32(&mut b, 184, self.live_mode.map_or(0, |m| m.code() + 1));
+        put_u32(&mut b, 188, self.draining.map_or(0, |m| m.code() + 1));
         for (i, v) in self.volumes.iter().enumerate() {
             let at = VOLUME_TABLE + i * VOLUME_RECORD;
             let name = v.name.as_bytes();
@@ -290,6 +302,15 @@ impl Superblock {
         };
         let write_mode = WriteMode::from_code(le.u32(52))
             .ok_or_else(|| SlotError::Invalid(format!("unknown write mode {}", le.u32(52))))?;
+        // 0: none (every superblock written before live switches existed has zeros here).
+        let optional_mode = |at: usize, what: &str| match le.u32(at) {
+            0 => Ok(None),
+            c => WriteMode::from_code(c - 1)
+                .map(Some)
+                .ok_or_else(|| SlotError::Invalid(format!("unknown {what} {}", c - 1))),
+        };
+        let live_mode = optional_mode(184, "live write mode")?;
+        let draining = optional_mode(188, "draining write mode")?;
         let geometry = Geometry {
             block_size: le.u32(12),
             checkpoint_len: le.u64(80),
@@ -338,6 +359,8 @@ impl Superblock {
             device_size,
             flags: le.u32(48),
             write_mode,
+            live_mode,
+            draining,
             format_time: le.u64(56),
             last_shutdown: le.u64(64),
             open_count: le.u64(72),
@@ -441,6 +464,8 @@ mod tests {
             device_size: 8 << 20,
             flags: FLAG_CLEAN,
             write_mode: WriteMode::WriteAround,
+            live_mode: None,
+            draining: None,
             format_time: 1_700_000_000,
             last_shutdown: 1_700_000_100,
             open_count: 3,
@@ -476,6 +501,29 @@ mod tests {
         let img = sb.encode().unwrap();
         assert_eq!(img.len(), 4096);
         assert_eq!(Superblock::decode(&img).unwrap(), sb);
+    }
+
+    /// A switch in progress round-trips; a superblock written before switches existed (zeros
+    /// at 184..192) reads as none in progress; an unknown code is refused like an unknown
+    /// write mode.
+    #[test]
+    fn a_switch_in_progress_is_recorded_and_older_superblocks_read_as_none() {
+        let mut sb = sample();
+        sb.write_mode = WriteMode::WriteBackPersist;
+        sb.live_mode = Some(WriteMode::WriteThrough);
+        sb.draining = Some(WriteMode::WriteBackPersist);
+        let img = sb.encode().unwrap();
+        assert_eq!(Superblock::decode(&img).unwrap(), sb);
+        assert_eq!(Le(&img).u32(184), 1, "write-through's code + 1");
+        let mut img = sample().encode().unwrap();
+        assert_eq!((Le(&img).u32(184), Le(&img).u32(188)), (0, 0));
+        let old = Superblock::decode(&img).unwrap();
+        assert_eq!((old.live_mode, old.draining), (None, None));
+        put_u32(&mut img, 188, 42);
+        let crc = crc32c::crc32c(&img[..CRC_AT]);
+        put_u32(&mut img, CRC_AT, crc);
+        let e = Superblock::decode(&img).unwrap_err();
+        assert!(e.to_string().contains("unknown draining write mode 41"), "{e}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! takes another lock or does I/O.
 
 use super::CacheState;
+use crate::layout::key_volume;
 use ember_trace::Op;
 
 /// The newest version of a block, as [`CacheState::slot`] reports it.
@@ -81,15 +82,31 @@ impl CacheState {
         v
     }
 
+    /// Has any key in `keys` a dirty version? (No allocation.)
+    pub fn any_dirty_in(&self, keys: std::ops::Range<u64>) -> bool {
+        keys.start < keys.end
+            && self.dirty_by_key.range((keys.start, 0)..(keys.end, 0)).next().is_some()
+    }
+
     pub(super) fn dirty_insert(&mut self, epoch: u64, key: u64, c: u32) {
-        self.dirty.insert((epoch, key), c);
+        if self.dirty.insert((epoch, key), c).is_none() {
+            if let Some(n) = self.dirty_by_volume.get_mut(key_volume(key) as usize) {
+                *n += 1;
+            }
+        }
         self.dirty_by_key.insert((key, epoch));
         self.in_flight.supersede(key, epoch);
     }
 
     pub(super) fn dirty_remove(&mut self, epoch: u64, key: u64) -> Option<u32> {
         self.dirty_by_key.remove(&(key, epoch));
-        self.dirty.remove(&(epoch, key))
+        let c = self.dirty.remove(&(epoch, key));
+        if c.is_some() {
+            if let Some(n) = self.dirty_by_volume.get_mut(key_volume(key) as usize) {
+                *n -= 1;
+            }
+        }
+        c
     }
 
     pub(super) fn touch(&mut self, key: u64) {
@@ -110,7 +127,8 @@ impl CacheState {
     /// A new version of `key`, written to the reserved (pinned) block `c`, becomes the
     /// newest, dirty in the current epoch (no-overwrite write, thesis 4.1). The previous
     /// newest version is released unless it is a dirty version of an older epoch that must
-    /// still be flushed (`keep_closed_epochs`, write-back flush: 4.4.2).
+    /// still be flushed (`keep_closed_epochs`, write-back flush: 4.4.2; or a flush on demand
+    /// in progress waits for it, `flush_alls`).
     pub fn commit_dirty(&mut self, key: u64, c: u32, time_ns: u64, keep_closed_epochs: bool) {
         self.access(key, Op::Write, time_ns);
         let epoch = self.current_epoch;
@@ -124,7 +142,7 @@ impl CacheState {
                     }
                     self.deref_block(old);
                 }
-                Some(e) if e == epoch || !keep_closed_epochs => {
+                Some(e) if e == epoch || !(keep_closed_epochs || self.flush_alls > 0) => {
                     self.dirty_remove(e, key);
                     self.dec_epoch(e);
                     self.refs[old as usize] -= 1;
@@ -154,6 +172,11 @@ impl CacheState {
     /// Epochs holding dirty versions, with their counts (oldest first).
     pub fn dirty_epochs(&self) -> Vec<(u64, u64)> {
         self.epochs.iter().map(|(&e, &n)| (e, n as u64)).collect()
+    }
+
+    /// Number of epochs holding dirty versions.
+    pub fn dirty_epoch_count(&self) -> usize {
+        self.epochs.len()
     }
 
     /// Number of epochs with dirty versions, counting the current one.

@@ -82,20 +82,21 @@ impl CacheState {
     }
 
     /// Ordered write-back: has every epoch older than `epoch` reached backing (no dirty
-    /// version and no request holding one)?
+    /// version and no request, or switch's drain, holding one)?
     pub fn older_epochs_done(&self, epoch: u64) -> bool {
         self.oldest_dirty_epoch().is_none_or(|e| e >= epoch)
-            && self.holds.first_key_value().is_none_or(|(&h, _)| h >= epoch)
+            && self.first_hold().is_none_or(|h| h >= epoch)
     }
 
     /// The flusher's next batch: up to `max` versions of the oldest dirty epoch, as
     /// (epoch, key, cache block) in ascending block order. `lru` picks the least recently
     /// written versions of the epoch (thesis 4.4.1's LRU order; superseded versions first),
     /// otherwise the lowest blocks (ascending order).
-    /// Nothing while a request holds an older epoch (ordered write-back).
+    /// Nothing while a request holds an older epoch (ordered write-back), or a switch's drain
+    /// holds back the epochs after its own (`live.rs`).
     pub fn flush_batch(&self, max: usize, lru: bool) -> Vec<(u64, u64, u32)> {
         let Some((&e, _)) = self.epochs.first_key_value() else { return Vec::new() };
-        if self.holds.first_key_value().is_some_and(|(&h, _)| h < e) {
+        if self.first_hold().is_some_and(|h| h < e) {
             return Vec::new();
         }
         let versions = self.dirty.range((e, 0)..=(e, u64::MAX)).map(|(&(e, k), &c)| (e, k, c));

@@ -47,11 +47,15 @@
 //! - `flush.rs`: the flusher's batches and what holds it back (fences, in-flight marks, holds);
 //! - `alloc.rs`: allocation, eviction and invalidation of clean blocks, and the policies;
 //! - `persist.rs`: the persisted dirty map and its persist marks;
-//! - `checkpoint.rs`: the map to and from checkpoint entries.
+//! - `checkpoint.rs`: the map to and from checkpoint entries;
+//! - `live.rs`: what live changes need of the state: a switch's drain (`switch_drain`, its hold on
+//!   the flusher), a flush on demand's closed epochs (`flush_alls`), a new replacement policy
+//!   or admission sieve, and the occupancy per volume (`resident_by_volume`,
+//!   `dirty_by_volume`).
 //!
 //! Lock: all of it is under `Inner::state` (`core.rs`: … → `state` → nothing else); a method
 //! runs with that lock held, takes no other lock and does no I/O. The files call downwards
-//! only: index ← dirty ← flush ← alloc, and persist and checkpoint above them.
+//! only: index ← dirty ← flush ← alloc, and persist, checkpoint and live above them.
 
 mod alloc;
 mod checkpoint;
@@ -60,14 +64,17 @@ mod fences;
 mod flush;
 mod index;
 mod inflight;
+mod live;
 mod persist;
 mod recency;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use alloc::DemoteStep;
+pub(crate) use live::Drain;
 pub(crate) use persist::{Change, Persisted};
 
+use crate::layout::MAX_VOLUMES;
 use ember_policy::keymap::KeyMap;
 use ember_policy::replacement::Lru;
 use ember_policy::{Admission, Replacement};
@@ -134,6 +141,22 @@ pub(crate) struct CacheState {
     /// The recency list's version when the checkpoint the superblock names held the map
     /// exactly (see [`CacheState::mark_checkpoint_current`]).
     checkpoint_version: Option<u64>,
+    /// A persist snapshot names, of each key, its newest dirty version of an epoch up to
+    /// this one (all of them, `u64::MAX`, except while a switch drains write-back persist:
+    /// then only the former policy's versions, `live.rs`).
+    persist_upto: u64,
+    /// A live switch's drain, if one runs (`live.rs`).
+    pub switch_drain: Drain,
+    /// While a switch out of write-back persist drains it, the flusher takes no version of
+    /// an epoch after this one (the new policy's data waits for the drain's commit).
+    switch_hold: Option<u64>,
+    /// `Engine::flush_all` calls in progress: while any runs, a rewrite keeps the version of
+    /// a closed epoch (the call waits for it to reach backing).
+    pub flush_alls: usize,
+    /// Newest versions in the index, by volume.
+    resident_by_volume: [u64; MAX_VOLUMES],
+    /// Dirty versions, by volume.
+    dirty_by_volume: [u64; MAX_VOLUMES],
 }
 
 impl CacheState {
@@ -179,6 +202,12 @@ impl CacheState {
             last_flush_error: String::new(),
             evicted_log: Vec::new(),
             checkpoint_version: None,
+            persist_upto: u64::MAX,
+            switch_drain: Drain::None,
+            switch_hold: None,
+            flush_alls: 0,
+            resident_by_volume: [0; MAX_VOLUMES],
+            dirty_by_volume: [0; MAX_VOLUMES],
         };
         st.rebuild_free();
         st

@@ -6,7 +6,6 @@
 //! Lock: every method runs under `Inner::state` (`core.rs`: … → `state` → nothing else); none
 //! takes another lock or does I/O.
 
-use super::dirty::Slot;
 use super::CacheState;
 use crate::layout::checkpoint::dirty_flags;
 use crate::layout::MapEntry;
@@ -26,7 +25,8 @@ pub(crate) type Change = (u64, Option<Persisted>);
 
 impl CacheState {
     /// Write-back persist, at a barrier: the changes of the dirty map since the last
-    /// snapshot. The new versions are marked persisted at once (they may be on the device
+    /// snapshot (of each key, its newest dirty version, or while a switch drains write-back
+    /// persist its newest of the drained epochs: `live.rs`). The new versions are marked persisted at once (they may be on the device
     /// from now on); the replaced ones stay marked until [`CacheState::persist_done`].
     /// Returns the changes and the blocks to release after the commit.
     pub fn persist_snapshot(&mut self) -> (Vec<Change>, Vec<u32>) {
@@ -35,12 +35,7 @@ impl CacheState {
         let mut changes = Vec::new();
         let mut release = Vec::new();
         for key in keys {
-            let cur = match self.slot(key) {
-                Some(Slot { cache_block, dirty: Some(epoch), .. }) => {
-                    Some(Persisted { cache_block, epoch })
-                }
-                _ => None,
-            };
+            let cur = self.persistable(key);
             let old = self.persisted.get(&key).copied();
             if cur == old {
                 continue;

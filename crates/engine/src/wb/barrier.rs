@@ -5,7 +5,7 @@
 use super::flusher::sync_all_backing;
 use crate::core::{Cursor, Inner};
 use crate::device::io_context;
-use crate::layout::epoch::{stored, WINDOW};
+use crate::layout::epoch::stored;
 use crate::layout::journal::{self, JournalEntry};
 use crate::layout::{Checkpoint, LayoutError, MapEntry};
 use crate::state::Persisted;
@@ -15,11 +15,12 @@ use std::time::Duration;
 
 /// Write-back flush barrier (thesis 3.1, 4.4.2): close the current epoch, wait until it and
 /// every older epoch reached backing, sync backing. A flusher error meanwhile fails it (EIO);
-/// the blocks stay dirty and the flusher retries.
-pub(crate) fn barrier_flush(inner: &Inner) -> io::Result<()> {
+/// the blocks stay dirty and the flusher retries. `persisting`: the persisted dirty map is
+/// kept too (a switch drains write-back persist), so the epoch advances within its window.
+pub(crate) fn barrier_flush(inner: &Inner, persisting: bool) -> io::Result<()> {
     let mut st = inner.state.lock();
     let target = st.current_epoch;
-    st.current_epoch += 1;
+    st.advance_epoch(persisting);
     st.flush_target = st.flush_target.max(target);
     let gen0 = st.flush_error_gen;
     inner.cv.notify_all();
@@ -47,9 +48,11 @@ pub(crate) fn barrier_flush(inner: &Inner) -> io::Result<()> {
 /// epoch and return at once. The writes of the closed epoch reach backing before any later
 /// one (the flusher takes the oldest epoch first and syncs backing after every batch), but
 /// not by the time the FLUSH is acknowledged: no durability is promised.
-pub(crate) fn barrier_ordered(inner: &Inner) {
+pub(crate) fn barrier_ordered(inner: &Inner, persisting: bool) {
     let mut st = inner.state.lock();
-    st.current_epoch += 1;
+    if st.advance_epoch(persisting) {
+        inner.cv.notify_all();
+    }
 }
 
 /// Write-back persist barrier (thesis 3.2, 4.2.2, 5.3): snapshot the dirty map's changes,
@@ -57,20 +60,20 @@ pub(crate) fn barrier_ordered(inner: &Inner) {
 /// smaller or the journal is full, write a checkpoint of the whole persisted dirty map.
 pub(crate) fn barrier_persist(inner: &Inner) -> io::Result<()> {
     let mut cur = inner.persist.lock();
+    if !cur.active {
+        // A switch out of write-back persist finished its drain meanwhile: the device names
+        // no persisted map any more, and the request's own policy covers the rest.
+        drop(cur);
+        return sync_all_backing(inner, "sync (FLUSH)");
+    }
     let (changes, release, persisted_len) = {
         let mut st = inner.state.lock();
         // The barrier ends the epoch (entries carry it; recovery shows it per epoch). Only
         // 16 bits of it are stored, so every persisted dirty epoch must stay within WINDOW of
         // the current one (layout::epoch): the flusher is asked for epochs older than half
         // the window, and while one is a whole window old (its backing writes keep failing)
-        // the epoch stops advancing; later writes share it.
-        let age = st.oldest_dirty_epoch().map_or(0, |o| st.current_epoch.saturating_sub(o));
-        if age < WINDOW {
-            st.current_epoch += 1;
-        }
-        if age + 1 >= WINDOW / 2 {
-            let target = st.current_epoch.saturating_sub(WINDOW / 2);
-            st.flush_target = st.flush_target.max(target);
+        // the epoch stops advancing; later writes share it (`CacheState::advance_epoch`).
+        if st.advance_epoch(true) {
             inner.cv.notify_all();
         }
         let (c, r) = st.persist_snapshot();
@@ -146,7 +149,13 @@ fn commit(
     let entries = inner.state.lock().persisted_entries();
     let generation = cur.generation + 1;
     write_checkpoint(inner, &entries, generation).map_err(layout_io)?;
-    *cur = Cursor { next_block: 0, base: generation, generation, need_checkpoint: false };
+    *cur = Cursor {
+        active: true,
+        next_block: 0,
+        base: generation,
+        generation,
+        need_checkpoint: false,
+    };
     if let Some(ctr) = inner.counters.first() {
         ctr.persist_checkpoints.fetch_add(1, Relaxed);
     }

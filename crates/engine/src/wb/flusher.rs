@@ -3,7 +3,7 @@
 //! of open (recovered dirty blocks under another policy) and of a clean stop.
 
 use crate::clock::now_ns;
-use crate::core::Inner;
+use crate::core::{Inner, Limits};
 use crate::device::{io_context, AlignedBuf};
 use crate::layout::{key_block, key_volume};
 use crate::state::CacheState;
@@ -15,29 +15,56 @@ use std::time::Duration;
 /// Backing writes a flusher batch has in flight at once.
 const FLUSH_LANES: usize = 8;
 
+/// Why the flusher writes now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Demand {
+    /// Someone waits for it: a FLUSH or an ordered write-back request (`flush_target`), a
+    /// flush on demand (`Engine::flush_all`), a policy switch's drain, a clean stop (`drain`).
+    /// Never slowed down.
+    Waited,
+    /// Background cleaning: more dirty blocks than min_dirty, nobody waiting.
+    Background,
+}
+
+/// What the flusher has to do now, if anything.
+fn demand(st: &CacheState, lim: &Limits) -> Option<Demand> {
+    if st.drain || st.oldest_dirty_epoch().is_some_and(|e| e <= st.flush_target) {
+        Some(Demand::Waited)
+    } else if st.dirty_len() > lim.min_dirty {
+        Some(Demand::Background)
+    } else {
+        None
+    }
+}
+
+/// The pace of a batch. A cap on the rate of background cleaning belongs here and applies to
+/// [`Demand::Background`] only: what someone waits for is never slowed by it. There is no
+/// cap yet.
+fn pace(_demand: Demand) {}
+
 /// The flusher thread: writes dirty blocks to backing, oldest epoch first, ascending block
-/// order within it, while there are more than min_dirty or a FLUSH or a clean stop waits.
+/// order within it, while there are more than min_dirty or a FLUSH, a flush on demand, a
+/// policy switch or a clean stop waits. The limits are read afresh for every batch (they
+/// change while serving).
 pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
-    let lim = inner.limits;
     loop {
-        let batch = {
+        let (batch, why) = {
             let mut st = inner.state.lock();
             loop {
                 if st.stop {
                     return;
                 }
-                let want = st.dirty_len() > lim.min_dirty
-                    || st.drain
-                    || st.oldest_dirty_epoch().is_some_and(|e| e <= st.flush_target);
-                if want {
+                let lim = inner.limits.get();
+                if let Some(why) = demand(&st, &lim) {
                     let b = st.flush_batch(lim.batch, lim.lru);
                     if !b.is_empty() {
-                        break b;
+                        break (b, why);
                     }
                 }
                 inner.cv.wait_for(&mut st, Duration::from_millis(200));
             }
         };
+        pace(why);
         let outcome =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush_batch(&inner, &batch)));
         let outcome = match outcome {
@@ -253,7 +280,8 @@ fn write_live(inner: &Inner, live: &[(u64, u64, u32)], data: &[u8]) -> io::Resul
 /// but the policy is not write-back persist).
 pub(crate) fn flush_all_now(inner: &Inner) -> io::Result<()> {
     loop {
-        let batch = inner.state.lock().flush_batch(inner.limits.batch, inner.limits.lru);
+        let lim = inner.limits.get();
+        let batch = inner.state.lock().flush_batch(lim.batch, lim.lru);
         if batch.is_empty() {
             return Ok(());
         }

@@ -9,7 +9,6 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// The shared budget.
 pub(crate) struct Budget {
-    limit: u64,
     guaranteed: u64,
     state: Mutex<State>,
     freed: Condvar,
@@ -17,6 +16,8 @@ pub(crate) struct Budget {
 
 #[derive(Default)]
 struct State {
+    /// The budget in bytes (changed while serving by [`Budget::set_limit`]).
+    limit: u64,
     used: u64,
     closed: bool,
     /// Threads waiting in `acquire` (a release wakes only when there are some: a futex
@@ -29,7 +30,8 @@ impl Budget {
     /// `guaranteed` bytes (so the bytes held never exceed `limit` plus `guaranteed` per
     /// connection).
     pub(crate) fn new(limit: u64, guaranteed: u64) -> Budget {
-        Budget { limit, guaranteed, state: Mutex::new(State::default()), freed: Condvar::new() }
+        let state = State { limit, ..State::default() };
+        Budget { guaranteed, state: Mutex::new(state), freed: Condvar::new() }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -51,7 +53,7 @@ impl Budget {
             if state.closed {
                 return false;
             }
-            if state.used + charge <= self.limit || (charge <= self.guaranteed && idle()) {
+            if state.used + charge <= state.limit || (charge <= self.guaranteed && idle()) {
                 state.used += charge;
                 return true;
             }
@@ -80,6 +82,13 @@ impl Budget {
         if waiters {
             self.freed.notify_all();
         }
+    }
+
+    /// Make the budget `limit` bytes from now on (bytes already taken stay taken; a raise
+    /// wakes the waiters).
+    pub(crate) fn set_limit(&self, limit: u64) {
+        self.lock().limit = limit;
+        self.freed.notify_all();
     }
 
     /// Bytes taken now.
@@ -118,6 +127,15 @@ mod tests {
         budget.release(60);
         assert!(waiter.join().unwrap());
         assert_eq!(budget.used(), 100);
+        // A raised limit lets a waiter through at once.
+        let waiter = {
+            let budget = Arc::clone(&budget);
+            std::thread::spawn(move || budget.acquire(50, || false))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished());
+        budget.set_limit(150);
+        assert!(waiter.join().unwrap());
     }
 
     /// A connection waiting for a small charge behind a spent budget becomes idle when its

@@ -293,6 +293,7 @@ impl ServerBuilder {
             ));
         }
         let (listeners, addrs) = self.listeners.into_iter().unzip();
+        let max_connections = self.config.max_connections;
         Ok(Server {
             shared: Arc::new(Shared {
                 exports: self.exports,
@@ -302,6 +303,7 @@ impl ServerBuilder {
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
                 stopping: std::sync::atomic::AtomicBool::new(false),
+                max_connections: std::sync::atomic::AtomicUsize::new(max_connections),
             }),
             listeners,
             addrs,
@@ -327,6 +329,9 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     stopping: std::sync::atomic::AtomicBool,
+    /// Connections open at once (`config.max_connections`, changed by
+    /// [`ShutdownHandle::set_limits`]).
+    max_connections: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -345,7 +350,8 @@ impl Shared {
     fn register(&self, stream: &Stream) -> Option<u64> {
         let handle = stream.try_clone().ok()?;
         let mut state = self.state();
-        if state.shutting_down || state.connections.len() >= self.config.max_connections {
+        let max = self.max_connections.load(std::sync::atomic::Ordering::Relaxed);
+        if state.shutting_down || state.connections.len() >= max {
             return None;
         }
         let id = state.next_id;
@@ -399,6 +405,30 @@ impl ShutdownHandle {
     /// Bytes of the shared budget held now by requests in flight.
     pub fn budget_used(&self) -> u64 {
         self.shared.budget.used()
+    }
+
+    /// Change the connection limit and the shared buffer budget while serving. Open
+    /// connections above a lowered limit stay open (new ones wait until they close);
+    /// bytes held above a lowered budget are given back as their requests end. A limit of
+    /// 0, or a budget below one maximum payload, is refused.
+    pub fn set_limits(
+        &self,
+        max_connections: usize,
+        shared_budget: u64,
+    ) -> Result<(), ServerError> {
+        if max_connections == 0 {
+            return Err(ServerError::Config("max_connections must be at least 1".into()));
+        }
+        if shared_budget < u64::from(self.shared.config.max_payload) {
+            return Err(ServerError::Config(format!(
+                "the shared budget ({shared_budget} bytes) must hold at least one maximum \
+                 payload ({})",
+                self.shared.config.max_payload
+            )));
+        }
+        self.shared.max_connections.store(max_connections, std::sync::atomic::Ordering::Relaxed);
+        self.shared.budget.set_limit(shared_budget);
+        Ok(())
     }
 }
 

@@ -5,21 +5,24 @@
 //! requests (issue 14: the device queue no longer drains between runs of requests, as it did
 //! when a run was read, waited for and answered before the next was parsed; `read_run.rs`).
 //!
-//! Each READ in flight owns a slot: a 4 KiB-aligned buffer (O_DIRECT needs it) the device
-//! writes into until the READ is reaped. The slots live as long as this value, and dropping
-//! it first waits for every READ still in flight ([`StartedReads::drain`]): a buffer is never
-//! freed while the kernel may still write into it (a client that disconnects with READs in
-//! flight included). Replies join the connection's [`HitBatch`]; a READ that failed goes the
-//! ordinary way (admitted, then a worker), which reports its error properly.
+//! Each READ in flight has a slot, whose buffer ([`ReadBuf`]: 4 KiB-aligned, as O_DIRECT
+//! needs) is handed to the export by value when the READ starts and comes back with its
+//! outcome when it completes: the reply is sent from it and it waits in its slot for the
+//! next READ, so nothing is allocated per READ once the slots have grown. A buffer in flight
+//! is the export's: this file never holds a pointer into it, and one that never comes back
+//! (an export that lost a READ, or panicked) stays with the export, which leaks it rather
+//! than free it under a device. Dropping the READs first waits for every one still in flight
+//! ([`StartedReads::drain`]), a client that disconnects with READs in flight included.
+//! Replies join the connection's [`HitBatch`]; a READ that failed goes the ordinary way
+//! (admitted, then a worker), which reports its error properly.
 //!
-//! Each slot's buffer is registered with the export when it is allocated and unregistered
-//! before it is freed ([`Export::register_read_buffer`]: ember's O_DIRECT cache then reads
-//! into it without pinning its pages on every READ); one the export does not let go of is
-//! leaked, never freed.
+//! Each slot's buffer is registered with the export when it is made and unregistered
+//! before it is dropped ([`Export::register_read_buffer`]: ember's O_DIRECT cache then reads
+//! into it without pinning its pages on every READ); one the export does not let go of
+//! stays marked registered, and dropping it leaks it, never frees it.
 //!
 //! Bounded: at most [`MAX_READS`] READs and [`MAX_BYTES`] of data in flight per connection.
 
-use std::alloc::{self, Layout};
 use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,9 +33,8 @@ use super::worker::{guarded, read_head, read_header};
 use crate::export::{Export, ReadStart};
 use crate::proto;
 use crate::request::Request;
+use ember_readbuf::{ReadBuf, ALIGN};
 
-/// Alignment of each slot.
-const ALIGN: usize = 4096;
 /// Largest READ started this way.
 pub(crate) const MAX_ONE: usize = 64 << 10;
 /// READs in flight at most (the engine's ring holds 64 device reads).
@@ -64,63 +66,23 @@ pub(crate) const SUBMIT_EVERY: usize = 8;
 /// sent to a worker does not switch the connection's hits to the workers for good.
 pub(crate) const QUEUED: usize = 4;
 
-/// A 4 KiB-aligned buffer of one slot.
-struct Aligned {
-    ptr: *mut u8,
-    cap: usize,
-    /// Registered with the export ([`Export::register_read_buffer`]).
-    registered: bool,
-}
-
-impl Aligned {
-    const EMPTY: Aligned = Aligned { ptr: std::ptr::null_mut(), cap: 0, registered: false };
-
-    /// Make room for `len` bytes (only while the slot is free), registering a new buffer
-    /// with `export`.
-    fn reserve(&mut self, len: usize, export: &dyn Export) -> bool {
-        if self.cap >= len {
-            return true;
-        }
-        self.release(export);
-        let cap = len.next_multiple_of(ALIGN);
-        let Ok(layout) = Layout::from_size_align(cap, ALIGN) else { return false };
-        // SAFETY: `layout` has a non-zero size (len > 0 here).
-        let ptr = unsafe { alloc::alloc_zeroed(layout) };
-        if ptr.is_null() {
-            return false;
-        }
-        // SAFETY: `ptr` holds `cap` bytes, freed only by `release`, which unregisters it
-        // first (and leaks it if the export does not let go of it).
-        let registered = unsafe { export.register_read_buffer(ptr, cap) };
-        *self = Aligned { ptr, cap, registered };
-        true
-    }
-
-    /// Give the buffer up without freeing it (a device may still write into it).
-    fn leak(&mut self) {
-        *self = Aligned::EMPTY;
-    }
-
-    /// Free the buffer, unregistered from `export` first; one the export does not let go of
-    /// is leaked (its registration could still let a device write into it).
-    fn release(&mut self, export: &dyn Export) {
-        if self.registered && !export.unregister_read_buffer(self.ptr) {
-            self.leak();
-            return;
-        }
-        if !self.ptr.is_null() {
-            // SAFETY: allocated in `reserve` with this layout.
-            unsafe { alloc::dealloc(self.ptr, Layout::from_size_align_unchecked(self.cap, ALIGN)) };
-        }
-        *self = Aligned::EMPTY;
-    }
-}
-
 /// One READ in flight, or a free slot.
 struct Slot {
-    buf: Aligned,
+    /// The slot's buffer while no READ of it is in flight (`None` while one is, or before
+    /// the slot's first READ).
+    buf: Option<ReadBuf>,
     /// The READ in flight here.
     read: Option<(Request, Instant)>,
+}
+
+/// Drop a slot's buffer, unregistered from `export` first; one the export does not let go
+/// of stays marked registered, and is leaked (its registration could still let a device
+/// write into it).
+fn release(export: &dyn Export, mut buf: ReadBuf) {
+    if buf.is_registered() {
+        export.unregister_read_buffer(&mut buf);
+    }
+    drop(buf);
 }
 
 /// What [`StartedReads::start`] did with a READ.
@@ -191,6 +153,28 @@ impl StartedReads {
         self.count < MAX_READS && self.bytes + len.next_multiple_of(ALIGN) <= MAX_BYTES
     }
 
+    /// The buffer of slot `at` for a READ of `len` bytes: its own if large enough, else a
+    /// new one (registered with the export; the old one released). `None` if no memory.
+    fn buffer(&mut self, at: usize, len: usize) -> Option<ReadBuf> {
+        let export = self.export.as_ref();
+        let mut buf = match self.slots.get_mut(at)?.buf.take() {
+            Some(buf) if buf.capacity() >= len => buf,
+            old => {
+                if let Some(old) = old {
+                    release(export, old);
+                }
+                let mut buf = ReadBuf::try_new(len)?;
+                if export.register_read_buffer(&mut buf) {
+                    // Marked by the export already; marked here too, so that no export can
+                    // have it freed while registered.
+                    buf.set_registered();
+                }
+                buf
+            }
+        };
+        buf.set_len(len).then_some(buf)
+    }
+
     /// Start a validated READ of 1..=[`MAX_ONE`] bytes (the caller made room,
     /// [`StartedReads::has_room`]).
     pub(crate) fn start(
@@ -207,55 +191,42 @@ impl StartedReads {
         let at = match self.free.pop() {
             Some(at) => at,
             None => {
-                self.slots.push(Slot { buf: Aligned::EMPTY, read: None });
+                self.slots.push(Slot { buf: None, read: None });
                 self.slots.len() - 1
             }
         };
-        let slot = &mut self.slots[at];
-        if !slot.buf.reserve(len, self.export.as_ref()) {
+        let Some(buf) = self.buffer(at, len) else {
             self.free.push(at);
             return Started::Ordinary;
-        }
-        let ptr = slot.buf.ptr;
+        };
         let export = self.export.as_ref();
-        // SAFETY: the slot's buffer holds `len` bytes and is used by nothing else until this
-        // READ is reaped (the slot is not free meanwhile, and dropping `self` waits for it).
-        let outcome =
-            guarded(|| Ok(unsafe { export.start_read(request.offset, ptr, len, at as u64) }));
-        match outcome {
+        let outcome = guarded(|| Ok(export.start_read(request.offset, buf, at as u64)));
+        let back = match outcome {
             Ok(ReadStart::Started) => {
                 self.slots[at].read = Some((*request, received));
                 self.count += 1;
                 self.peak = self.peak.max(self.count);
                 self.unsubmitted += 1;
                 self.bytes += len.next_multiple_of(ALIGN);
-                Started::InFlight
+                return Started::InFlight;
             }
-            Ok(ReadStart::Done(Ok(()))) => {
-                // SAFETY: filled by the export, nothing in flight on it.
-                let data = unsafe { std::slice::from_raw_parts(ptr, len) };
-                reply(conn, request, received, data, batch);
-                self.free.push(at);
-                Started::Served
+            Ok(ReadStart::Done(buf, Ok(()))) => {
+                reply(conn, request, received, buf.as_slice(), batch);
+                (Some(buf), Started::Served)
             }
-            Ok(ReadStart::Busy) if self.count > 0 => {
-                self.free.push(at);
-                Started::Busy
+            Ok(ReadStart::Busy(buf)) if self.count > 0 => (Some(buf), Started::Busy),
+            // Declined, no room, or failed: nothing in flight.
+            Ok(ReadStart::Declined(buf) | ReadStart::Busy(buf) | ReadStart::Done(buf, Err(_))) => {
+                (Some(buf), Started::Ordinary)
             }
-            Ok(_) => {
-                // Declined, no room, or failed: nothing in flight.
-                self.free.push(at);
-                Started::Ordinary
-            }
-            Err(_) => {
-                // The export panicked: a read of it may be in flight, so the buffer is left
-                // to the device (leaked, never freed) and the slot gets a new one.
-                let slot = &mut self.slots[at];
-                slot.buf.leak();
-                self.free.push(at);
-                Started::Ordinary
-            }
-        }
+            // The export panicked: the buffer stayed with it (with a device read into it
+            // perhaps in flight); the slot gets a new one.
+            Err(_) => (None, Started::Ordinary),
+        };
+        let (buf, started) = back;
+        self.slots[at].buf = buf;
+        self.free.push(at);
+        started
     }
 
     /// Reap the READs that completed (with `wait`, at least one unless none is in flight, or
@@ -277,7 +248,7 @@ impl StartedReads {
         let export = Arc::clone(&self.export);
         let mut reaped = 0;
         let want = if wait { (self.count / WAIT_DIV).max(1) } else { 0 };
-        export.reap_reads(want, wake, &mut |tag, outcome| {
+        export.reap_reads(want, wake, &mut |tag, buf, outcome| {
             let at = tag as usize;
             let Some(slot) = self.slots.get_mut(at) else { return };
             let Some((request, received)) = slot.read.take() else { return };
@@ -286,13 +257,10 @@ impl StartedReads {
             self.bytes -= len.next_multiple_of(ALIGN);
             reaped += 1;
             match outcome {
-                Ok(()) => {
-                    // SAFETY: the READ completed: the device no longer writes here.
-                    let data = unsafe { std::slice::from_raw_parts(slot.buf.ptr, len) };
-                    reply(conn, &request, received, data, batch);
-                }
+                Ok(()) => reply(conn, &request, received, buf.as_slice(), batch),
                 Err(_) => failed.push((request, received)),
             }
+            slot.buf = Some(buf);
             self.free.push(at);
         });
         if self.count == 0 {
@@ -325,20 +293,18 @@ impl StartedReads {
 
     /// After `idle` waits in a row reported nothing with READs in flight: true if the export
     /// lost them (cannot happen with ember's engine, whose waits block until a device read
-    /// completes); their buffers are then leaked, never freed under a device that might
-    /// still write into them.
+    /// completes); their buffers then stay with the export, which never frees one under a
+    /// device that might still write into it.
     fn lost(&mut self, idle: u32) -> bool {
         if idle < 1_000_000 {
             return false;
         }
         eprintln!(
-            "ember-nbd: {} READs in flight never completed; leaking their buffers",
+            "ember-nbd: {} READs in flight never completed; their buffers stay with the export",
             self.count
         );
         for slot in &mut self.slots {
-            if slot.read.take().is_some() {
-                slot.buf.leak();
-            }
+            slot.read = None;
         }
         self.count = 0;
         self.bytes = 0;
@@ -366,17 +332,18 @@ fn reply(
 }
 
 impl Drop for StartedReads {
-    /// Wait for every READ still in flight before the slots are freed (their replies are
-    /// dropped: the connection is gone), then let the export forget the socket.
+    /// Wait for every READ still in flight, so its buffer comes back (its reply is dropped:
+    /// the connection is gone), let the export forget the socket, then release the buffers.
     fn drop(&mut self) {
         let mut idle = 0u32;
         while self.count > 0 {
             let export = Arc::clone(&self.export);
             let mut got = 0;
-            export.reap_reads(1, None, &mut |tag, _| {
+            export.reap_reads(1, None, &mut |tag, buf, _| {
                 if let Some(slot) = self.slots.get_mut(tag as usize) {
                     if slot.read.take().is_some() {
                         got += 1;
+                        slot.buf = Some(buf);
                     }
                 }
             });
@@ -388,9 +355,11 @@ impl Drop for StartedReads {
         }
         // With nothing in flight, a reap without a socket lets the export drop the wait on
         // this connection's socket it may still hold (the poll on the engine's ring).
-        self.export.reap_reads(0, None, &mut |_, _| {});
+        self.export.reap_reads(0, None, &mut |_, _, _| {});
         for slot in &mut self.slots {
-            slot.buf.release(self.export.as_ref());
+            if let Some(buf) = slot.buf.take() {
+                release(self.export.as_ref(), buf);
+            }
         }
     }
 }

@@ -2,7 +2,8 @@
 //! (an *allocation-write*) or served from backing without allocation?
 //!
 //! Two kinds of sieve live here. Per-miss sieves implement [`Admission`] (AOD, WMNA,
-//! SieveStore-C, RandSieve-C, OCF's nhit, a fixed set). Discrete sieves, which choose a whole
+//! SieveStore-C, RandSieve-C, OCF's nhit, libCacheSim's doorkeeper and probabilistic filter,
+//! a fixed set). Discrete sieves, which choose a whole
 //! batch of blocks at the end of an epoch (SieveStore-D, RandSieve-BlkD, the ideal sieve),
 //! implement [`EpochSieve`]; a cache manager (the simulator's or the real cache's)
 //! batch-allocates what they choose by one rule, [`install()`].
@@ -12,6 +13,7 @@
 
 pub mod aod;
 pub mod config_error;
+pub mod doorkeeper;
 pub mod epoch;
 pub mod epoch_admission;
 pub mod fixed;
@@ -20,6 +22,7 @@ pub mod install;
 pub mod key_hash;
 pub mod ocf_nhit;
 pub mod params;
+pub mod prob;
 pub mod randsieve_blkd;
 pub mod randsieve_c;
 pub mod sieve;
@@ -31,6 +34,7 @@ pub mod wmna;
 
 pub use aod::Aod;
 pub use config_error::SieveConfigError;
+pub use doorkeeper::Doorkeeper;
 pub use epoch::EpochSieve;
 pub use epoch_admission::EpochAdmission;
 pub use fixed::FixedSet;
@@ -38,6 +42,7 @@ pub use ideal::Ideal;
 pub use install::{install, Installation};
 pub use ocf_nhit::{OcfNhit, OcfNhitConfig};
 pub use params::SieveParams;
+pub use prob::Probabilistic;
 pub use randsieve_blkd::RandSieveBlkD;
 pub use randsieve_c::RandSieveC;
 pub use sieve::Sieve;

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{randsieve_c, sievestore_d, SieveConfigError, SieveSpec, SieveStoreCConfig};
+use super::{
+    doorkeeper, prob, randsieve_c, sievestore_d, SieveConfigError, SieveSpec, SieveStoreCConfig,
+};
 
 /// The sieves' parameters (SieveStore, ISCA 2010, sections 3.3 and 3.4), the papers'
 /// defaults unless set. Each applies to the sieves that have it ([`SieveParams::spec`]).
@@ -27,8 +29,14 @@ pub struct SieveParams {
     pub epoch_ns: u64,
     /// RandSieve-C, RandSieve-BlkD and ideal: the fraction allocated.
     pub fraction: f64,
-    /// RandSieve-C and RandSieve-BlkD: the random seed.
+    /// RandSieve-C, RandSieve-BlkD and the probabilistic filter: the random seed.
     pub seed: u64,
+    /// The probabilistic filter (`prob`): the probability of admitting a miss.
+    pub probability: f64,
+    /// The doorkeeper (`bloom`): blocks recorded before it is cleared (0: never).
+    pub bloom_keys: u64,
+    /// The doorkeeper (`bloom`): its Bloom filter's false-positive rate (0: an exact set).
+    pub bloom_fpr: f64,
 }
 
 impl Default for SieveParams {
@@ -44,6 +52,9 @@ impl Default for SieveParams {
             epoch_ns: sievestore_d::DEFAULT_EPOCH_NS,
             fraction: randsieve_c::DEFAULT_FRACTION,
             seed: 1,
+            probability: prob::DEFAULT_PROBABILITY,
+            bloom_keys: doorkeeper::DEFAULT_KEYS,
+            bloom_fpr: doorkeeper::DEFAULT_FPR,
         }
     }
 }
@@ -72,6 +83,22 @@ impl SieveParams {
         if self.imct == 0 {
             return Err(SieveConfigError::out_of_range(name, "imct", 0, "at least 1"));
         }
+        if !(self.probability > 0.0 && self.probability <= 1.0) {
+            return Err(SieveConfigError::out_of_range(
+                name,
+                "probability",
+                self.probability,
+                "above 0 and at most 1",
+            ));
+        }
+        if !(0.0..0.5).contains(&self.bloom_fpr) {
+            return Err(SieveConfigError::out_of_range(
+                name,
+                "bloom_fpr",
+                self.bloom_fpr,
+                "0..0.5",
+            ));
+        }
         let (fraction, seed, epoch_ns) = (self.fraction, self.seed, self.epoch_ns);
         Ok(match spec {
             SieveSpec::SieveStoreC(_) => SieveSpec::SieveStoreC(SieveStoreCConfig {
@@ -88,6 +115,10 @@ impl SieveParams {
                 SieveSpec::RandSieveBlkD { fraction, seed, epoch_ns }
             }
             SieveSpec::Ideal { .. } => SieveSpec::Ideal { fraction, epoch_ns },
+            SieveSpec::Doorkeeper { .. } => {
+                SieveSpec::Doorkeeper { keys: self.bloom_keys, fpr: self.bloom_fpr }
+            }
+            SieveSpec::Prob { .. } => SieveSpec::Prob { probability: self.probability, seed },
             other => other,
         })
     }
@@ -135,5 +166,18 @@ mod tests {
         assert_eq!(d.spec("sievestore-d").unwrap(), "sievestore-d".parse::<SieveSpec>().unwrap());
         let bad = SieveParams { fraction: 0.0, ..SieveParams::default() };
         assert!(bad.spec("randsieve-c").is_err());
+        let p = SieveParams {
+            probability: 0.25,
+            seed: 3,
+            bloom_keys: 0,
+            bloom_fpr: 0.0,
+            ..SieveParams::default()
+        };
+        assert_eq!(p.spec("prob").unwrap(), SieveSpec::Prob { probability: 0.25, seed: 3 });
+        assert_eq!(p.spec("bloom").unwrap(), SieveSpec::Doorkeeper { keys: 0, fpr: 0.0 });
+        assert_eq!(d.spec("bloom").unwrap(), "bloom".parse::<SieveSpec>().unwrap());
+        assert_eq!(d.spec("prob").unwrap(), "prob".parse::<SieveSpec>().unwrap());
+        assert!(SieveParams { probability: 0.0, ..d.clone() }.spec("prob").is_err());
+        assert!(SieveParams { bloom_fpr: 0.7, ..d }.spec("bloom").is_err());
     }
 }

@@ -1,17 +1,19 @@
 //! The registry of SieveStore's sieves (Pritchett and Thottethodi, ISCA 2010, sections 3 and
-//! 5.1) and OCF's nhit promotion: each by its command-line name with the paper's (or OCF's)
+//! 5.1), OCF's nhit promotion and libCacheSim's admission filters (the doorkeeper and the
+//! probabilistic filter): each by its command-line name with the paper's (or the peer's)
 //! defaults, and [`SieveSpec::build`] making a fresh instance of either kind ([`Sieve`]). The
 //! simulator (`ember sievestore`) and the real cache (`ember serve --admission`) both build
 //! their sieves here.
 //!
 //! Defaults: SieveStore-C t1 = 9, t2 = 4, W = 8 h, k = 4 ([`SieveStoreCConfig`]);
 //! SieveStore-D t = 10 over an epoch of one day; RandSieve-C, RandSieve-BlkD and the ideal
-//! sieve 1 %; OCF nhit as [`OcfNhitConfig::default`].
+//! sieve 1 %; OCF nhit as [`OcfNhitConfig::default`]; the doorkeeper 2^20 blocks at a 1 %
+//! false-positive rate; the probabilistic filter 0.5 (libCacheSim's).
 
 use super::sievestore_d::DEFAULT_EPOCH_NS;
 use super::{
-    Aod, Ideal, OcfNhit, OcfNhitConfig, RandSieveBlkD, RandSieveC, Sieve, SieveConfigError,
-    SieveStoreC, SieveStoreCConfig, SieveStoreD, Wmna,
+    doorkeeper, prob, Aod, Doorkeeper, Ideal, OcfNhit, OcfNhitConfig, Probabilistic, RandSieveBlkD,
+    RandSieveC, Sieve, SieveConfigError, SieveStoreC, SieveStoreCConfig, SieveStoreD, Wmna,
 };
 use std::str::FromStr;
 
@@ -57,9 +59,38 @@ pub enum SieveSpec {
     },
     /// OCF's nhit promotion.
     OcfNhit(OcfNhitConfig),
+    /// The doorkeeper: admit a block on its second miss ([`Doorkeeper`]).
+    Doorkeeper {
+        /// Blocks recorded before the filter is cleared (0: never).
+        keys: u64,
+        /// The Bloom filter's false-positive rate (0: an exact set).
+        fpr: f64,
+    },
+    /// The probabilistic filter: admit a miss with `probability` ([`Probabilistic`]).
+    Prob {
+        /// The probability of admitting a miss.
+        probability: f64,
+        /// The generator's seed (1: libCacheSim's).
+        seed: u64,
+    },
 }
 
 impl SieveSpec {
+    /// Every name [`SieveSpec::from_str`] takes (without aliases), in the order of the
+    /// registry's documentation.
+    pub const NAMES: [&'static str; 10] = [
+        "aod",
+        "wmna",
+        "sievestore-c",
+        "sievestore-d",
+        "randsieve-c",
+        "randsieve-blkd",
+        "ideal",
+        "ocf-nhit",
+        "bloom",
+        "prob",
+    ];
+
     /// Every sieve with the paper's parameters, in the order of SieveStore Figure 5 (ideal,
     /// RandSieve-BlkD, SieveStore-D, RandSieve-C, SieveStore-C, AOD, WMNA), then OCF nhit.
     pub fn all() -> Vec<SieveSpec> {
@@ -89,6 +120,8 @@ impl SieveSpec {
             SieveSpec::RandSieveBlkD { .. } => "randsieve-blkd",
             SieveSpec::Ideal { .. } => "ideal",
             SieveSpec::OcfNhit(_) => "ocf-nhit",
+            SieveSpec::Doorkeeper { .. } => "bloom",
+            SieveSpec::Prob { .. } => "prob",
         }
     }
 
@@ -98,9 +131,9 @@ impl SieveSpec {
     }
 
     /// The same sieve sized for a partition holding `fraction` (0..=1) of the cache: the
-    /// fixed-size tables (SieveStore-C's IMCT, OCF's nhit hash) shrink in proportion (to at
-    /// least 1024 entries), so per-volume partitions together use the memory of one
-    /// ensemble sieve.
+    /// fixed-size tables (SieveStore-C's IMCT, OCF's nhit hash, the doorkeeper's filter)
+    /// shrink in proportion (to at least 1024 entries), so per-volume partitions together use
+    /// the memory of one ensemble sieve.
     pub fn for_partition(&self, fraction: f64) -> SieveSpec {
         let scale = |n: usize| ((n as f64 * fraction.clamp(0.0, 1.0)).round() as usize).max(1024);
         match self {
@@ -112,6 +145,9 @@ impl SieveSpec {
                 hash_entries: scale(c.hash_entries).min(c.hash_entries),
                 ..*c
             }),
+            SieveSpec::Doorkeeper { keys, fpr } if *keys > 0 => {
+                SieveSpec::Doorkeeper { keys: (scale(*keys as usize) as u64).min(*keys), fpr: *fpr }
+            }
             other => other.clone(),
         }
     }
@@ -126,6 +162,12 @@ impl SieveSpec {
                 Sieve::Continuous(Box::new(RandSieveC::new(*fraction, *seed)?))
             }
             SieveSpec::OcfNhit(c) => Sieve::Continuous(Box::new(OcfNhit::new(*c)?)),
+            SieveSpec::Doorkeeper { keys, fpr } => {
+                Sieve::Continuous(Box::new(Doorkeeper::new(*keys, *fpr)?))
+            }
+            SieveSpec::Prob { probability, seed } => {
+                Sieve::Continuous(Box::new(Probabilistic::new(*probability, *seed)?))
+            }
             SieveSpec::SieveStoreD { t, epoch_ns } => {
                 Sieve::Discrete(Box::new(SieveStoreD::new(*t)?), check_epoch(*epoch_ns)?)
             }
@@ -153,7 +195,8 @@ impl FromStr for SieveSpec {
     type Err = String;
 
     /// `aod`, `wmna`, `sievestore-c`, `sievestore-d`, `randsieve-c`, `randsieve-blkd`,
-    /// `ideal`, `ocf-nhit`, each with the paper's (or OCF's) defaults.
+    /// `ideal`, `ocf-nhit`, `bloom` (also `bloomfilter`, `doorkeeper`), `prob` (also
+    /// `probabilistic`), each with the paper's (or the peer's) defaults.
     fn from_str(s: &str) -> Result<Self, String> {
         Ok(match s.to_ascii_lowercase().as_str() {
             "aod" => SieveSpec::Aod,
@@ -166,10 +209,17 @@ impl FromStr for SieveSpec {
             }
             "ideal" => SieveSpec::Ideal { fraction: 0.01, epoch_ns: DEFAULT_EPOCH_NS },
             "ocf-nhit" | "nhit" => SieveSpec::OcfNhit(OcfNhitConfig::default()),
+            "bloom" | "bloomfilter" | "doorkeeper" => SieveSpec::Doorkeeper {
+                keys: doorkeeper::DEFAULT_KEYS,
+                fpr: doorkeeper::DEFAULT_FPR,
+            },
+            "prob" | "probabilistic" => {
+                SieveSpec::Prob { probability: prob::DEFAULT_PROBABILITY, seed: 1 }
+            }
             other => {
                 return Err(format!(
-                    "unknown admission policy `{other}` (expected aod, wmna, sievestore-c, \
-                     sievestore-d, randsieve-c, randsieve-blkd, ideal, ocf-nhit)"
+                    "unknown admission policy `{other}` (expected {})",
+                    SieveSpec::NAMES.join(", ")
                 ))
             }
         })
@@ -200,6 +250,25 @@ mod tests {
         for s in SieveSpec::all() {
             assert_eq!(s.name().parse::<SieveSpec>().unwrap(), s);
         }
-        assert!("lru".parse::<SieveSpec>().is_err());
+        for n in SieveSpec::NAMES {
+            let s: SieveSpec = n.parse().unwrap();
+            assert_eq!(s.name(), n);
+            assert!(s.build().is_ok(), "{n}");
+        }
+        assert_eq!("BloomFilter".parse::<SieveSpec>().unwrap().name(), "bloom");
+        assert_eq!("probabilistic".parse::<SieveSpec>().unwrap().name(), "prob");
+        let e = "lru".parse::<SieveSpec>().unwrap_err();
+        assert!(e.contains("bloom, prob"), "{e}");
+    }
+
+    #[test]
+    fn the_doorkeeper_shrinks_with_its_partition() {
+        let s: SieveSpec = "bloom".parse().unwrap();
+        assert_eq!(
+            s.for_partition(0.5),
+            SieveSpec::Doorkeeper { keys: doorkeeper::DEFAULT_KEYS / 2, fpr: 0.01 }
+        );
+        let exact = SieveSpec::Doorkeeper { keys: 0, fpr: 0.0 };
+        assert_eq!(exact.for_partition(0.5), exact);
     }
 }

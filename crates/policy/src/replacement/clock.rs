@@ -10,10 +10,35 @@
 //! "passes" a block by moving it to the head, which is exactly what this implementation does,
 //! so miss counts are equal for every setting.
 
+use super::params::{Domain, Param};
 use super::queue::Queue;
+use super::spec::{FromSpec, Spec};
 use super::Replacement;
 use crate::keymap::Bucket;
 use crate::Access;
+
+/// CLOCK's parameters: the counter's width and new blocks' counter (libCacheSim's
+/// `n-bit-counter` and `init-freq`).
+pub const PARAMS: &[Param] = &[
+    Param {
+        name: "bits",
+        domain: Domain::Int { min: 1, max: 7 },
+        default: 1.0,
+        help: "bits of the access counter (1: one reference bit)",
+    },
+    Param {
+        name: "init",
+        domain: Domain::Int { min: 0, max: 127 },
+        default: 0.0,
+        help: "counter of a new block (clamped to the counter's maximum)",
+    },
+];
+
+impl FromSpec for Clock {
+    fn from_spec(capacity: usize, spec: &Spec) -> Self {
+        Self::with_counter(capacity, spec.value("bits", 1.0) as u32, spec.value("init", 0.0) as u8)
+    }
+}
 
 /// CLOCK replacement with an n-bit counter per block.
 #[derive(Clone, Debug)]

@@ -1,7 +1,9 @@
-//! The registry of replacement policies: names, parsing, and construction, boxed
-//! ([`build`]) or concrete ([`with_replacement!`](crate::with_replacement)).
+//! The names of ember's replacement policies ([`Kind`]) and what the registry says about each
+//! ([`Info`]: aliases, the paper, the parameters declared in the policy's own file, how it
+//! compares with libCacheSim). [`Spec`](super::Spec) adds parameter values;
+//! [`build`](super::build) constructs a policy.
 
-use super::{Arc, Clock, Fifo, Lru, Opt, Replacement, S3Fifo, Sieve, Slru, TwoQ};
+use super::params::Param;
 use std::fmt;
 use std::str::FromStr;
 
@@ -12,25 +14,31 @@ pub enum Kind {
     Lru,
     /// First in, first out ([`Fifo`]).
     Fifo,
-    /// CLOCK, one reference bit ([`Clock`]).
+    /// CLOCK, one reference bit ([`Clock`](super::Clock)).
     Clock,
     /// SIEVE ([`Sieve`]).
     Sieve,
     /// Adaptive Replacement Cache ([`Arc`]).
     Arc,
-    /// Segmented LRU, probationary + protected ([`Slru`]).
+    /// Segmented LRU, probationary + protected ([`Slru`](super::Slru)).
     Slru,
-    /// 2Q, full version ([`TwoQ`]).
+    /// 2Q, full version ([`TwoQ`](super::TwoQ)).
     TwoQ,
-    /// S3-FIFO ([`S3Fifo`]).
+    /// S3-FIFO ([`S3Fifo`](super::S3Fifo)).
     S3Fifo,
     /// Belady's OPT, an oracle needing `next_vtime` ([`Opt`]).
     Opt,
+    /// Least frequently used ([`Lfu`](super::Lfu)).
+    Lfu,
+    /// LFU with dynamic aging ([`LfuDa`](super::LfuDa)).
+    LfuDa,
+    /// LRU-K ([`LruK`](super::LruK)).
+    LruK,
 }
 
 impl Kind {
     /// All policies, in a stable order.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Lru,
         Kind::Fifo,
         Kind::Clock,
@@ -40,22 +48,20 @@ impl Kind {
         Kind::TwoQ,
         Kind::S3Fifo,
         Kind::Opt,
+        Kind::Lfu,
+        Kind::LfuDa,
+        Kind::LruK,
     ];
 
     /// The command-line name (`lru`, `fifo`, `clock`, `sieve`, `arc`, `slru`, `2q`, `s3fifo`,
-    /// `opt`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Kind::Lru => "lru",
-            Kind::Fifo => "fifo",
-            Kind::Clock => "clock",
-            Kind::Sieve => "sieve",
-            Kind::Arc => "arc",
-            Kind::Slru => "slru",
-            Kind::TwoQ => "2q",
-            Kind::S3Fifo => "s3fifo",
-            Kind::Opt => "opt",
-        }
+    /// `opt`, ...).
+    pub fn name(self) -> &'static str {
+        info(self).name
+    }
+
+    /// The policy's parameters (empty for most).
+    pub fn params(self) -> &'static [Param] {
+        info(self).params
     }
 
     /// True if the policy reads [`crate::Access::next_vtime`] (the caller must fill it in).
@@ -72,207 +78,142 @@ impl fmt::Display for Kind {
 
 /// A policy name that is not one of [`Kind::ALL`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown replacement policy `{0}` (expected one of: lru, fifo, clock, sieve, arc, slru, 2q, s3fifo, opt)")]
+#[error(
+    "unknown replacement policy `{0}` (expected one of: {names})",
+    names = Kind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+)]
 pub struct UnknownKind(pub String);
 
 impl FromStr for Kind {
     type Err = UnknownKind;
 
-    /// Parses a name case-insensitively; also accepts `belady` for OPT, `s3-fifo` and
-    /// `twoq`.
+    /// Parses a name or an alias (`belady` for OPT, `s3-fifo`, `twoq`, ...)
+    /// case-insensitively. Parameters are [`Spec`]'s.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "lru" => Ok(Kind::Lru),
-            "fifo" => Ok(Kind::Fifo),
-            "clock" => Ok(Kind::Clock),
-            "sieve" => Ok(Kind::Sieve),
-            "arc" => Ok(Kind::Arc),
-            "slru" => Ok(Kind::Slru),
-            "2q" | "twoq" => Ok(Kind::TwoQ),
-            "s3fifo" | "s3-fifo" => Ok(Kind::S3Fifo),
-            "opt" | "belady" => Ok(Kind::Opt),
-            _ => Err(UnknownKind(s.to_string())),
-        }
+        let t = s.trim().to_ascii_lowercase();
+        Kind::ALL
+            .into_iter()
+            .find(|&k| info(k).name == t || info(k).aliases.contains(&t.as_str()))
+            .ok_or_else(|| UnknownKind(s.to_string()))
     }
 }
 
-/// A policy of `kind` with `capacity` blocks and its default parameters, boxed.
-pub fn build(kind: Kind, capacity: usize) -> Box<dyn Replacement> {
-    match kind {
-        Kind::Lru => Box::new(Lru::new(capacity)),
-        Kind::Fifo => Box::new(Fifo::new(capacity)),
-        Kind::Clock => Box::new(Clock::new(capacity)),
-        Kind::Sieve => Box::new(Sieve::new(capacity)),
-        Kind::Arc => Box::new(Arc::new(capacity)),
-        Kind::Slru => Box::new(Slru::new(capacity)),
-        Kind::TwoQ => Box::new(TwoQ::new(capacity)),
-        Kind::S3Fifo => Box::new(S3Fifo::new(capacity)),
-        Kind::Opt => Box::new(Opt::new(capacity)),
-    }
+/// A policy's entry in the registry.
+#[derive(Clone, Copy, Debug)]
+pub struct Info {
+    /// The command-line name.
+    pub name: &'static str,
+    /// Other accepted names.
+    pub aliases: &'static [&'static str],
+    /// What it is, in a few words.
+    pub title: &'static str,
+    /// The paper it implements.
+    pub citation: &'static str,
+    /// Its parameters.
+    pub params: &'static [Param],
+    /// How its miss counts compare with libCacheSim's (the peer tests pin it).
+    pub libcachesim: &'static str,
 }
 
-/// Run `body` with `p` bound to a concrete policy of `kind` and `capacity` blocks (default
-/// parameters), so the body is compiled once per policy type and its calls are static:
-///
-/// ```
-/// use ember_policy::{with_replacement, Access, Replacement, replacement::Kind};
-/// let misses = with_replacement!(Kind::Lru, 2, |p| {
-///     [1u64, 2, 1, 3, 2].iter().enumerate()
-///         .filter(|(t, &k)| !p.access(&Access::read(k, *t as u64)).0)
-///         .count()
-/// });
-/// assert_eq!(misses, 4);
-/// ```
-#[macro_export]
-macro_rules! with_replacement {
-    ($kind:expr, $capacity:expr, |$p:ident| $body:expr) => {{
-        use $crate::replacement as __r;
-        let __capacity: usize = $capacity;
-        match $kind {
-            // A state beyond the caches: LRU as a log of accesses (the same decisions).
-            __r::Kind::Lru if __r::LruLog::preferred(__capacity) => {
-                #[allow(unused_mut)]
-                let mut $p = __r::LruLog::new(__capacity);
-                $body
-            }
-            __r::Kind::Lru => {
-                #[allow(unused_mut)]
-                let mut $p = __r::Lru::new(__capacity);
-                $body
-            }
-            __r::Kind::Fifo => {
-                #[allow(unused_mut)]
-                let mut $p = __r::Fifo::new(__capacity);
-                $body
-            }
-            __r::Kind::Clock => {
-                #[allow(unused_mut)]
-                let mut $p = __r::Clock::new(__capacity);
-                $body
-            }
-            __r::Kind::Sieve => {
-                #[allow(unused_mut)]
-                let mut $p = __r::Sieve::new(__capacity);
-                $body
-            }
-            __r::Kind::Arc => {
-                #[allow(unused_mut)]
-                let mut $p = __r::Arc::new(__capacity);
-                $body
-            }
-            __r::Kind::Slru => {
-                #[allow(unused_mut)]
-                let mut $p = __r::Slru::new(__capacity);
-                $body
-            }
-            __r::Kind::TwoQ => {
-                #[allow(unused_mut)]
-                let mut $p = __r::TwoQ::new(__capacity);
-                $body
-            }
-            __r::Kind::S3Fifo => {
-                #[allow(unused_mut)]
-                let mut $p = __r::S3Fifo::new(__capacity);
-                $body
-            }
-            __r::Kind::Opt => {
-                #[allow(unused_mut)]
-                let mut $p = __r::Opt::new(__capacity);
-                $body
-            }
-        }
-    }};
-}
-
-#[cfg(test)]
-mod tests {
+/// The registry entry of `kind`.
+pub fn info(kind: Kind) -> &'static Info {
     use super::*;
-    use crate::Access;
-
-    #[test]
-    fn names_round_trip_and_aliases_parse() {
-        for k in Kind::ALL {
-            assert_eq!(k.name().parse::<Kind>(), Ok(k));
-            assert_eq!(build(k, 4).name(), k.name());
-            assert_eq!(build(k, 4).capacity(), 4);
-        }
-        assert_eq!("Belady".parse::<Kind>(), Ok(Kind::Opt));
-        assert_eq!("S3-FIFO".parse::<Kind>(), Ok(Kind::S3Fifo));
-        assert_eq!("twoq".parse::<Kind>(), Ok(Kind::TwoQ));
-        let err = "lfu".parse::<Kind>().unwrap_err();
-        assert!(err.to_string().contains("`lfu`"));
-        assert!(Kind::Opt.needs_oracle() && !Kind::Lru.needs_oracle());
-    }
-
-    #[test]
-    fn macro_and_boxed_agree_for_every_kind() {
-        // Skewed: squares of a scrambled counter favour small keys.
-        let keys: Vec<u64> = (0..3000u64)
-            .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 7) % 97)
-            .map(|r| r * r / 97)
-            .collect();
-        let next = crate::replacement::next_vtimes(&keys);
-        let accesses: Vec<Access> = keys
-            .iter()
-            .enumerate()
-            .map(|(t, &k)| Access { next_vtime: next[t], ..Access::read(k, t as u64) })
-            .collect();
-        for k in Kind::ALL {
-            let mut boxed = build(k, 30);
-            let a: usize = accesses.iter().filter(|x| !boxed.access(x).0).count();
-            let b: usize = crate::with_replacement!(k, 30, |p| accesses
-                .iter()
-                .filter(|x| !p.access(x).0)
-                .count());
-            assert_eq!(a, b, "{k}");
-            let distinct = keys.iter().collect::<std::collections::HashSet<_>>().len();
-            assert!(a >= distinct, "{k}: {a} misses, fewer than the distinct keys");
-            assert!(a < keys.len(), "{k}: no hits at all");
-        }
-    }
-
-    /// Every policy, under random accesses and removals: the resident set implied by the
-    /// reported hits, evictions and removals equals what `contains` and `len` say, and never
-    /// exceeds the capacity.
-    #[test]
-    fn resident_set_stays_consistent_under_removals() {
-        use std::collections::HashSet;
-        let mut x: u64 = 0xDEAD_BEEF_CAFE_F00D;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let keys: Vec<u64> = (0..6_000).map(|_| rnd() % 300).collect();
-        let next = crate::replacement::next_vtimes(&keys);
-        for k in Kind::ALL {
-            for capacity in [1usize, 5, 64] {
-                let mut p = build(k, capacity);
-                let mut resident: HashSet<u64> = HashSet::new();
-                for (t, &key) in keys.iter().enumerate() {
-                    if rnd() % 7 == 0 {
-                        let victim = rnd() % 300;
-                        assert_eq!(
-                            p.remove(victim),
-                            resident.remove(&victim),
-                            "{k}@{capacity} t={t}"
-                        );
-                    }
-                    let a = Access { next_vtime: next[t], ..Access::read(key, t as u64) };
-                    let was = resident.contains(&key);
-                    assert_eq!(p.contains(key), was, "{k}@{capacity} t={t}");
-                    let (hit, evicted) = p.access(&a);
-                    assert_eq!(hit, was, "{k}@{capacity} t={t}");
-                    if let Some(e) = evicted {
-                        assert!(resident.remove(&e), "{k}@{capacity} t={t}: evicted absent {e}");
-                    }
-                    resident.insert(key);
-                    assert!(p.contains(key), "{k}@{capacity} t={t}: just accessed, not resident");
-                    assert_eq!(p.len(), resident.len(), "{k}@{capacity} t={t}");
-                    assert!(p.len() <= capacity);
-                }
-            }
-        }
+    match kind {
+        Kind::Lru => &Info {
+            name: "lru",
+            aliases: &[],
+            title: "least recently used",
+            citation: "the classic recency order",
+            params: &[],
+            libcachesim: "exact (LRU)",
+        },
+        Kind::Fifo => &Info {
+            name: "fifo",
+            aliases: &[],
+            title: "first in, first out",
+            citation: "the classic insertion order",
+            params: &[],
+            libcachesim: "exact (FIFO)",
+        },
+        Kind::Clock => &Info {
+            name: "clock",
+            aliases: &[],
+            title: "CLOCK, FIFO with a second chance and an n-bit counter",
+            citation: "Corbató, MIT Project MAC 1968",
+            params: clock::PARAMS,
+            libcachesim: "exact (Clock)",
+        },
+        Kind::Sieve => &Info {
+            name: "sieve",
+            aliases: &[],
+            title: "SIEVE",
+            citation: "Zhang et al., NSDI 2024",
+            params: &[],
+            libcachesim: "exact (Sieve)",
+        },
+        Kind::Arc => &Info {
+            name: "arc",
+            aliases: &[],
+            title: "ARC, the adaptive replacement cache",
+            citation: "Megiddo & Modha, FAST 2003",
+            params: &[],
+            libcachesim: "exact (ARC)",
+        },
+        Kind::Slru => &Info {
+            name: "slru",
+            aliases: &[],
+            title: "segmented LRU, probationary and protected",
+            citation: "Karedla, Love & Wherry, IEEE Computer 1994; Wong & Wilkes, ATC 2002",
+            params: slru::PARAMS,
+            libcachesim: "exact with slru:4:lcs at capacities divisible by 4 (SLRU)",
+        },
+        Kind::TwoQ => &Info {
+            name: "2q",
+            aliases: &["twoq"],
+            title: "2Q, full version (A1in, A1out, Am)",
+            citation: "Johnson & Shasha, VLDB 1994",
+            params: two_q::PARAMS,
+            libcachesim: "exact at 4 blocks and more (TwoQ)",
+        },
+        Kind::S3Fifo => &Info {
+            name: "s3fifo",
+            aliases: &["s3-fifo"],
+            title: "S3-FIFO, small, main and ghost FIFOs",
+            citation: "Yang et al., SOSP 2023",
+            params: s3fifo::PARAMS,
+            libcachesim: "exact at 20 blocks and more (S3FIFO)",
+        },
+        Kind::Opt => &Info {
+            name: "opt",
+            aliases: &["belady"],
+            title: "Belady's OPT (simulation only: it needs the future)",
+            citation: "Belady, IBM Systems Journal 1966",
+            params: &[],
+            libcachesim: "exact (Belady)",
+        },
+        Kind::Lfu => &Info {
+            name: "lfu",
+            aliases: &[],
+            title: "least frequently used, in-cache counts, FIFO among equal counts",
+            citation: "the classic frequency order; O(1) buckets of Shah, Mitra & Matani 2010",
+            params: &[],
+            libcachesim: "exact (LFU)",
+        },
+        Kind::LfuDa => &Info {
+            name: "lfuda",
+            aliases: &["lfu-da"],
+            title: "LFU with dynamic aging",
+            citation: "Arlitt, Cherkasova, Dilley, Friedrich & Jin, PER 27(4) 2000, section 3",
+            params: lfu_da::PARAMS,
+            libcachesim: "exact with lfuda:lcs (LFUDA); the paper's form (default) differs",
+        },
+        Kind::LruK => &Info {
+            name: "lruk",
+            aliases: &["lru-k"],
+            title: "LRU-K, the oldest K-th most recent access leaves",
+            citation: "O'Neil, O'Neil & Weikum, SIGMOD 1993, section 2",
+            params: lru_k::PARAMS,
+            libcachesim: "exact at k=2 (LRUK)",
+        },
     }
 }

@@ -1,26 +1,35 @@
 //! Replacement orders: which resident block to evict when room is needed.
 //!
 //! Every policy implements [`Replacement`] over uniform-size blocks with a capacity counted in
-//! blocks, so the simulator and the engine can use any of them. [`Kind`] names them all;
-//! [`build`] makes a boxed one and [`with_replacement!`](crate::with_replacement) a concrete one
-//! for a monomorphized hot loop.
+//! blocks, so the simulator and the engine can use any of them. [`Kind`] names them all and
+//! [`Spec`] adds a policy's parameters (`lruk:k=3`, checked against the table in the
+//! policy's file; [`catalog`] holds the citations); [`build`] makes a boxed one and
+//! [`with_replacement!`](crate::with_replacement) a concrete one for a monomorphized hot loop.
 //!
 //! All share one layout: a [`KeyMap`](crate::keymap::KeyMap) (key → `u32` slot) over a
 //! preallocated [`Slab`](crate::slab::Slab) of nodes linked into intrusive lists. Nothing
 //! allocates after construction.
 
 pub mod arc;
+pub mod catalog;
 pub mod clock;
 pub mod demote_outcome;
 pub mod fifo;
 pub mod kind;
+pub mod lfu;
+pub mod lfu_da;
 pub mod lru;
+pub mod lru_k;
 pub mod lru_log;
 pub mod opt;
+pub mod params;
+mod priority_buckets;
 mod queue;
+pub mod registry;
 pub mod s3fifo;
 pub mod sieve;
 pub mod slru;
+pub mod spec;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod two_q;
@@ -29,13 +38,19 @@ pub use arc::Arc;
 pub use clock::Clock;
 pub use demote_outcome::DemoteOutcome;
 pub use fifo::Fifo;
-pub use kind::{build, Kind, UnknownKind};
+pub use kind::{Info, Kind, UnknownKind};
+pub use lfu::Lfu;
+pub use lfu_da::LfuDa;
 pub use lru::Lru;
+pub use lru_k::LruK;
 pub use lru_log::LruLog;
 pub use opt::Opt;
+pub use params::{Domain, Param};
+pub use registry::build;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
 pub use slru::{Slru, SlruInsert};
+pub use spec::{FromSpec, Spec, SpecError};
 pub use two_q::TwoQ;
 
 /// A replacement policy over a fixed number of block slots.

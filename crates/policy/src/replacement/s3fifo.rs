@@ -20,12 +20,48 @@
 //! - As for ARC, the ghost is consulted at insertion, so a ghost hit that admission refuses
 //!   stays in `G` (libCacheSim drops it during lookup).
 
+use super::params::{Domain, Param};
+use super::spec::{FromSpec, Spec};
 use super::Replacement;
 use crate::ghost::GhostFifo;
 use crate::keymap::{fingerprint, Bucket, KeyMap};
 use crate::node_ring::NodeRing;
 use crate::slab::{Slab, NIL};
 use crate::Access;
+
+/// S3-FIFO's parameters (libCacheSim's `small-size-ratio`, `ghost-size-ratio` and
+/// `move-to-main-threshold`).
+pub const PARAMS: &[Param] = &[
+    Param {
+        name: "small",
+        domain: Domain::Share { min: 0.0, max: 1.0 },
+        default: 0.10,
+        help: "size of the small FIFO S",
+    },
+    Param {
+        name: "ghost",
+        domain: Domain::Share { min: 0.0, max: 10.0 },
+        default: 0.90,
+        help: "keys the ghost FIFO G remembers",
+    },
+    Param {
+        name: "threshold",
+        domain: Domain::Int { min: 1, max: 127 },
+        default: 2.0,
+        help: "hits in S that move a block to M when it leaves S",
+    },
+];
+
+impl FromSpec for S3Fifo {
+    fn from_spec(capacity: usize, spec: &Spec) -> Self {
+        Self::with_params(
+            capacity,
+            spec.value("small", 0.10),
+            spec.value("ghost", 0.90),
+            spec.value("threshold", 2.0) as u8,
+        )
+    }
+}
 
 /// Metadata bit marking a block in `M` (clear: in `S`).
 const IN_MAIN: u8 = 0x80;

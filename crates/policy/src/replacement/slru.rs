@@ -27,10 +27,40 @@
 //! contract does not allow). And with `c < n` libCacheSim caches nothing (a block must fit
 //! segment 0's `floor(c/n) = 0`), where ember caches `c` blocks in segment 0.
 
+use super::params::{Domain, Param};
+use super::spec::{FromSpec, Spec};
 use super::Replacement;
 use crate::keymap::KeyMap;
 use crate::slab::{List, Slab};
 use crate::Access;
+
+/// SLRU's parameters: the number of segments and where a new block goes.
+pub const PARAMS: &[Param] = &[
+    Param {
+        name: "segments",
+        domain: Domain::Int { min: 1, max: 255 },
+        default: 2.0,
+        help: "segments, the first probationary (1 is LRU; libCacheSim's SLRU has 4)",
+    },
+    Param {
+        name: "insert",
+        domain: Domain::Choice(&["probationary", "lcs"]),
+        default: 0.0,
+        help: "a new block enters the probationary segment (the paper), or the lowest \
+               segment with room (`lcs`, libCacheSim's SLRU)",
+    },
+];
+
+impl FromSpec for Slru {
+    fn from_spec(capacity: usize, spec: &Spec) -> Self {
+        let insert = if spec.value("insert", 0.0) == 1.0 {
+            SlruInsert::LowestWithRoom
+        } else {
+            SlruInsert::Probationary
+        };
+        Self::with_insertion(capacity, spec.value("segments", 2.0) as usize, insert)
+    }
+}
 
 /// Where [`Slru`] puts a new block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

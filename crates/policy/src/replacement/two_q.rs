@@ -20,11 +20,36 @@
 //! - As for ARC, the `A1out` check happens at insertion, so a ghost hit that admission refuses
 //!   leaves `A1out` unchanged (libCacheSim drops it during lookup).
 
+use super::params::{Domain, Param};
+use super::spec::{FromSpec, Spec};
 use super::Replacement;
 use crate::ghost::GhostFifo;
 use crate::keymap::KeyMap;
 use crate::slab::{List, Slab};
 use crate::Access;
+
+/// 2Q's parameters: `Kin` and `Kout` as shares of the cache (the paper's and libCacheSim's
+/// `Ain-size-ratio` and `Aout-size-ratio`).
+pub const PARAMS: &[Param] = &[
+    Param {
+        name: "kin",
+        domain: Domain::Share { min: 0.0, max: 1.0 },
+        default: 0.25,
+        help: "Kin, the size of the FIFO A1in",
+    },
+    Param {
+        name: "kout",
+        domain: Domain::Share { min: 0.0, max: 10.0 },
+        default: 0.5,
+        help: "Kout, the keys the ghost A1out remembers",
+    },
+];
+
+impl FromSpec for TwoQ {
+    fn from_spec(capacity: usize, spec: &Spec) -> Self {
+        Self::with_ratios(capacity, spec.value("kin", 0.25), spec.value("kout", 0.5))
+    }
+}
 
 const AIN: u8 = 0;
 const AM: u8 = 1;

@@ -9,6 +9,8 @@ A spec is TOML or JSON (or a dict)::
     sieves   = ["aod", "sievestore-c"]      # optional; aod (admit on demand) is plain `ember sim`
     schemes  = ["demote", "demote-adapt-exp"]  # optional DEMOTE schemes: `ember demote` cells
     selectors = ["last-k", "top-k"]        # optional warmup selectors: `ember warmup run` cells
+    warmup_requests = 100000               # optional uncounted warm-up period of the sim,
+    # warmup_time = "1h"                   #   sieve and DEMOTE cells (one of the two)
     out = "results"                        # optional; default sweep-<spec name>
 
     [options]        # trace and sim flags for every cell: block_size, format, per_request, ...
@@ -93,7 +95,24 @@ def _table(spec: Dict[str, Any], key: str) -> Dict[str, Any]:
 
 
 KNOWN_KEYS = {"traces", "policies", "sizes", "sieves", "schemes", "selectors", "out",
-              "options", "demote", "warmup", "ship_below_bytes"}
+              "options", "demote", "warmup", "ship_below_bytes", "warmup_requests",
+              "warmup_time"}
+
+
+def _uncounted(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """The uncounted warm-up period of the sim, sieve and DEMOTE cells (`warmup_requests`
+    or `warmup_time`): flags of those commands. Not the `[warmup]` table, which holds the
+    flags of Bonfire's cache-warmup cells."""
+    out = {}
+    for key in ("warmup_requests", "warmup_time"):
+        if key in spec:
+            v = spec[key]
+            if not isinstance(v, (str, int)) or isinstance(v, bool):
+                raise SpecError(f"`{key}` must be a number of requests or a span such as \"1h\"")
+            out[key] = v
+    if len(out) > 1:
+        raise SpecError("give `warmup_requests` or `warmup_time`, not both")
+    return out
 
 
 def cells(spec: Dict[str, Any], base: Path) -> List[Dict[str, Any]]:
@@ -110,6 +129,7 @@ def cells(spec: Dict[str, Any], base: Path) -> List[Dict[str, Any]]:
     schemes = _list(spec, "schemes")
     selectors = _list(spec, "selectors")
     options = _table(spec, "options")
+    counted = {**options, **_uncounted(spec)}
     out: List[Dict[str, Any]] = []
     for t in traces:
         path = str((base / t).resolve()) if not os.path.isabs(t) else t
@@ -118,10 +138,10 @@ def cells(spec: Dict[str, Any], base: Path) -> List[Dict[str, Any]]:
                 for s in sizes:
                     kind = "sim" if sieve == "aod" else "sievestore"
                     out.append(dict(kind=kind, trace=path, policy=p, size=s, sieve=sieve,
-                                    options=options))
+                                    options=counted))
         for scheme in schemes:
             out.append(dict(kind="demote", trace=path, scheme=scheme,
-                            options={**options, **_table(spec, "demote")}))
+                            options={**counted, **_table(spec, "demote")}))
         for sel in selectors:
             out.append(dict(kind="warmup", trace=path, selector=sel,
                             options={**options, **_table(spec, "warmup")}))

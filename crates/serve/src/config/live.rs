@@ -5,22 +5,28 @@
 use ember_policy::admission::SieveParams;
 use serde::{Deserialize, Serialize};
 
+use super::units;
+
 /// What can change while serving.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct LiveSettings {
     /// Write policy (`--write-policy`): write-through, write-around, write-back-flush,
     /// write-back-persist, ordered-write-back or unsafe-write-back.
     pub write_policy: String,
-    /// Replacement policy (`--policy`): lru, fifo, clock, sieve, arc, slru, 2q, s3fifo.
+    /// Replacement policy (`--policy`) with its parameters, as `ember sim` spells it:
+    /// `NAME[:PARAM=VALUE]...` (`lru`, `arc`, `lruk:k=3`, `slru:4:lcs`; `ember sim
+    /// --policy help` lists them all). Every policy but the oracle OPT runs here.
     pub policy: String,
-    /// Admission sieve (`--admission`): aod, wmna, sievestore-c, randsieve-c, ocf-nhit, or a
-    /// batch sieve (sievestore-d, randsieve-blkd).
+    /// Admission sieve (`--admission`): aod, wmna, sievestore-c, randsieve-c, ocf-nhit, bloom,
+    /// prob, or a batch sieve (sievestore-d, randsieve-blkd).
     pub admission: String,
     /// Batch sieves: at most this many bytes of access counts per epoch
     /// (`--epoch-count-memory`).
+    #[serde(with = "units::size")]
     pub epoch_count_memory: u64,
-    /// The sieves' parameters.
+    /// The sieves' parameters (in a file, durations as "8h", "1d").
+    #[serde(with = "super::sieve_file")]
     pub sieve: SieveSettings,
     /// Write-back tuning.
     pub writeback: WritebackSettings,
@@ -48,12 +54,14 @@ pub type SieveSettings = SieveParams;
 
 /// Write-back tuning (Qin's thesis, 4.1 and 4.4).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct WritebackSettings {
     /// BLOCKS or PCT% at which writes fall back to write-through (`--max-dirty`; default
     /// 50%).
+    #[serde(skip_serializing_if = "Option::is_none", with = "units::opt_text")]
     pub max_dirty: Option<String>,
     /// BLOCKS or PCT% at or below which the flusher idles (`--min-dirty`; default 12.5%).
+    #[serde(skip_serializing_if = "Option::is_none", with = "units::opt_text")]
     pub min_dirty: Option<String>,
     /// Dirty epochs in flight at once under write-back flush (`--max-epochs`).
     pub max_epochs: usize,
@@ -74,18 +82,22 @@ impl Default for WritebackSettings {
 
 /// The NBD server's limits (docs/reference/limits.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct LimitSettings {
     /// Connections open at once (`--max-connections`).
     pub max_connections: usize,
     /// Bytes of READ replies and WRITE payloads all connections may hold
     /// (`--buffer-budget`).
+    #[serde(with = "units::size")]
     pub buffer_budget: u64,
     /// Largest READ/WRITE payload (`--max-payload`; at most 32M).
+    #[serde(with = "units::size")]
     pub max_payload: u64,
     /// Options one handshake may send (`--max-handshake-options`).
     pub max_handshake_options: usize,
-    /// Seconds a whole handshake may take (`--handshake-deadline`).
+    /// Seconds a whole handshake may take (`--handshake-deadline`; in a file
+    /// `handshake-deadline`, seconds or "10s").
+    #[serde(rename = "handshake-deadline", with = "units::secs")]
     pub handshake_deadline_secs: f64,
     /// Longest busy-poll after a reply, in microseconds (`--busy-poll-us`; 0: never).
     pub busy_poll_us: u64,

@@ -8,7 +8,12 @@
 //! Every group has the defaults `ember serve` has; only the cache device and the volumes must
 //! be given ([`ServeConfig::new`]).
 
+mod file;
+mod keys;
 mod live;
+mod save;
+mod sieve_file;
+mod units;
 mod warmup;
 
 use std::path::PathBuf;
@@ -16,22 +21,41 @@ use std::path::PathBuf;
 use ember_nbd::server::TlsMode;
 use serde::{Deserialize, Serialize};
 
+pub(crate) use file::{command_line, get as get_value, line_of_key, set as set_value};
+pub use file::{parse_with, ConfigError};
+pub use keys::{Key, KEYS};
 pub use live::{LimitSettings, LiveSettings, SieveSettings, WritebackSettings};
+pub use save::save_setting;
 pub use warmup::WarmupSettings;
 
-/// Everything a server is built from.
+/// Everything a server is built from. Its serde form is the config file's (TOML, keys in
+/// kebab-case, each volume a `[[volume]]` table; docs/reference/config.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ServeConfig {
+    /// The server's name (`--name`): names the default control socket,
+    /// `/run/ember/NAME.sock`. Default: the config file's stem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The control socket `ember ctl` talks to (`--control`). Default:
+    /// `$RUNTIME_DIRECTORY/ember.sock` under systemd, else `/run/ember/NAME.sock`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<PathBuf>,
+    /// How events are logged on stderr (`--log-format`): text or json.
+    #[serde(default = "default_log_format")]
+    pub log_format: String,
     /// Serve Prometheus metrics over HTTP on this address (`--metrics`; port 0 picks one).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<String>,
     /// Worker threads running requests (`--workers`; default four per CPU).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<usize>,
-    /// The cache device.
+    /// The cache device (required; [`ServeConfig::check`] refuses an empty path).
+    #[serde(default)]
     pub cache: CacheSettings,
-    /// The backing volumes, one export each, in this order (`--backing NAME=SPEC`).
+    /// The backing volumes, one export each, in this order (`--backing NAME=SPEC`; in a
+    /// file, one `[[volume]]` table each; at least one).
+    #[serde(rename = "volume", default)]
     pub volumes: Vec<BackingVolume>,
     /// Where the NBD server listens.
     #[serde(default)]
@@ -58,6 +82,9 @@ impl ServeConfig {
     /// defaults.
     pub fn new(device: impl Into<PathBuf>, volumes: Vec<BackingVolume>) -> ServeConfig {
         ServeConfig {
+            name: None,
+            control: None,
+            log_format: default_log_format(),
             metrics: None,
             workers: None,
             cache: CacheSettings::new(device),
@@ -72,15 +99,25 @@ impl ServeConfig {
     }
 }
 
+/// `config` as the config file would hold it (TOML).
+pub fn to_toml(config: &ServeConfig) -> anyhow::Result<String> {
+    toml::to_string(config).map_err(|e| anyhow::anyhow!("printing the configuration: {e}"))
+}
+
+fn default_log_format() -> String {
+    "text".into()
+}
+
 /// The cache device.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct CacheSettings {
     /// A file or a block device, or `mem:SIZE` for a cache in memory (formatted at every
     /// start; write-through, write-around, write-back-flush and ordered-write-back only).
+    #[serde(default)]
     pub device: PathBuf,
     /// Create the cache file with this many bytes if it does not exist (`--cache-size`).
-    #[serde(default)]
+    #[serde(default, with = "units::opt_size", skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// Format the device if it holds no ember superblock (`--format-if-needed`).
     #[serde(default)]
@@ -89,12 +126,19 @@ pub struct CacheSettings {
     #[serde(default)]
     pub direct: bool,
     /// Block size in bytes when formatting (`--block-size`; power of two, at least 4096).
-    #[serde(default = "default_block_size")]
+    #[serde(default = "default_block_size", with = "units::size")]
     pub block_size: u32,
 }
 
 fn default_block_size() -> u32 {
     4096
+}
+
+impl Default for CacheSettings {
+    /// No device yet (a config must name one).
+    fn default() -> Self {
+        CacheSettings::new(PathBuf::new())
+    }
 }
 
 impl CacheSettings {
@@ -112,7 +156,7 @@ impl CacheSettings {
 
 /// One backing volume, exported under `name`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct BackingVolume {
     /// Export name (1 to 64 bytes).
     pub name: String,
@@ -123,13 +167,17 @@ pub struct BackingVolume {
 
 /// Where the NBD server listens. With neither address, TCP 127.0.0.1:10809.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ListenSettings {
     /// TCP address (`--listen`; port 0 picks a free port).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp: Option<String>,
     /// Unix socket (`--unix`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub unix: Option<PathBuf>,
-    /// Permission bits of the Unix socket (`--unix-mode`; default owner-only).
+    /// Permission bits of the Unix socket (`--unix-mode`; default owner-only): an octal
+    /// string ("600") or a TOML octal integer (0o600).
+    #[serde(with = "units::mode")]
     pub unix_mode: u32,
 }
 
@@ -141,12 +189,13 @@ impl Default for ListenSettings {
 
 /// TLS of the NBD server (docs/reference/tls.md); off by default.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct TlsConfig {
     /// off, on (offered; plaintext clients still served) or require.
-    #[serde(with = "text")]
+    #[serde(with = "units::text")]
     pub mode: TlsMode,
     /// Directory of server-cert.pem, server-key.pem and (to verify peers) ca-cert.pem.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub certificates: Option<PathBuf>,
     /// Accept only clients presenting a certificate issued by the CA in ca-cert.pem.
     pub verify_peer: bool,
@@ -160,16 +209,18 @@ impl Default for TlsConfig {
 
 /// How NBD backings are trusted, reconnected and given up on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct NbdBackingSettings {
     /// Trust that only ember writes the NBD backings, so a restart after a clean shutdown
     /// keeps their cached blocks (`--trust-nbd-backing`).
     pub trust_unchanged: bool,
     /// Seconds a broken connection is reconnected and the request sent again before it
-    /// fails (`--nbd-reconnect`; 0: never).
+    /// fails (`--nbd-reconnect`; 0: never). In a file: `reconnect`, seconds or "30s".
+    #[serde(rename = "reconnect", with = "units::secs")]
     pub reconnect_secs: f64,
     /// Seconds of silence from the server's host before its connection fails
-    /// (`--nbd-dead-after`; at least 3; 0: never).
+    /// (`--nbd-dead-after`; at least 3; 0: never). In a file: `dead-after`.
+    #[serde(rename = "dead-after", with = "units::secs")]
     pub dead_after_secs: f64,
 }
 
@@ -181,7 +232,7 @@ impl Default for NbdBackingSettings {
 
 /// Wong & Wilkes' two tiers (docs/guide/demote.md).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct TierSettings {
     /// Client tier: hand evicted clean blocks to the NBD backing as DEMOTEs (`--demote`).
     pub demote: bool,
@@ -189,33 +240,13 @@ pub struct TierSettings {
     pub demote_queue: usize,
     /// Array tier: manage the cache as this scheme and take DEMOTEs (`--array-scheme`;
     /// replaces the replacement policy).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub array_scheme: Option<String>,
 }
 
 impl Default for TierSettings {
     fn default() -> Self {
         TierSettings { demote: false, demote_queue: 256, array_scheme: None }
-    }
-}
-
-/// A value kept as its text (`Display` and `FromStr`), as a file would hold it.
-mod text {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::fmt::Display;
-    use std::str::FromStr;
-
-    pub fn serialize<T: Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(value)
-    }
-
-    pub fn deserialize<'de, T, D>(d: D) -> Result<T, D::Error>
-    where
-        T: FromStr,
-        T::Err: Display,
-        D: Deserializer<'de>,
-    {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -237,10 +268,10 @@ mod tests {
         assert_eq!(back, c);
         // Only the cache device and the volumes are required.
         let minimal = r#"{"cache": {"device": "cache.img"},
-                          "volumes": [{"name": "web", "backing": "/dev/sdb"}]}"#;
+                          "volume": [{"name": "web", "backing": "/dev/sdb"}]}"#;
         let m: ServeConfig = serde_json::from_str(minimal).unwrap();
         assert_eq!(m, ServeConfig::new("cache.img", c.volumes.clone()));
-        let unknown = r#"{"cache": {"device": "c", "colour": 1}, "volumes": []}"#;
+        let unknown = r#"{"cache": {"device": "c", "colour": 1}, "volume": []}"#;
         let e = serde_json::from_str::<ServeConfig>(unknown).unwrap_err().to_string();
         assert!(e.contains("colour"), "{e}");
     }

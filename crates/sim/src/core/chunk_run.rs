@@ -1,12 +1,15 @@
 //! One cell of a streamed grid ([`ChunkRun`]): a replacement policy and a sieve fed chunk
 //! after chunk ([`PolicyRun`], monomorphized by [`policy_run`]), with its totals and, if asked,
-//! its timeline, cut by the [`Piece`]s of a [`super::cutter::Cutter`]. Chunks of oracleGeneral
-//! records can also be read in place ([`ChunkRun::run_records`]).
+//! its timeline, cut by the [`Piece`]s of a [`super::cutter::Cutter`] (the accesses of the
+//! uncounted warm-up period run but are not counted). Chunks of oracleGeneral records can
+//! also be read in place ([`ChunkRun::run_records`]).
 
 use super::cutter::{IntervalStart, Piece};
 use super::distinct::DistinctCounter;
 use super::simulate::{run_records, run_slices, Slices};
-use crate::{Counters, IntervalStats, SimResult};
+use super::tally::Tally;
+use super::warmup_period::CountStart;
+use crate::SimResult;
 use ember_policy::{Admission, Replacement};
 use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
 use ember_trace::{BlockChunk, FLAG_FIRST};
@@ -26,10 +29,19 @@ pub trait ChunkRun: Send {
     );
     /// Simulate oracleGeneral `records` read in place (whole records, each one read
     /// access; see [`ember_trace::BlockReader::next_records`]), the first at `vtime`, as
-    /// one stretch of the only timeline interval (no interval cut). With `wss`, the keys of the
-    /// run's misses are counted into it: a run that started empty misses every block's
-    /// first access, so that counts the trace's distinct blocks exactly.
-    fn run_records(&mut self, records: &[u8], vtime: u64, wss: Option<&mut DistinctCounter>);
+    /// one stretch of the only timeline interval (no interval cut); `counted` is false for
+    /// records of the uncounted warm-up period, and `count_start` is set on the stretch
+    /// counting starts with. With `wss`, the keys of the run's misses are counted into it: a
+    /// run that started empty misses every block's first access, so that counts the trace's
+    /// distinct blocks exactly.
+    fn run_records(
+        &mut self,
+        records: &[u8],
+        vtime: u64,
+        counted: bool,
+        count_start: Option<CountStart>,
+        wss: Option<&mut DistinctCounter>,
+    );
     /// The result so far (the open interval included).
     fn result(&self) -> SimResult;
 }
@@ -39,9 +51,7 @@ pub trait ChunkRun: Send {
 pub struct PolicyRun<R, A> {
     policy: R,
     admission: A,
-    totals: Counters,
-    timeline: Option<Vec<IntervalStats>>,
-    open: Option<IntervalStats>,
+    tally: Tally,
     /// Scratch of [`ChunkRun::run_records`]: the records as a chunk, for a sieve.
     scratch: BlockChunk,
 }
@@ -55,9 +65,7 @@ where
     Box::new(PolicyRun {
         policy,
         admission,
-        totals: Counters::default(),
-        timeline: timeline.then(Vec::new),
-        open: None,
+        tally: Tally::new(timeline),
         scratch: BlockChunk::default(),
     })
 }
@@ -71,17 +79,7 @@ impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
         mut wss: Option<&mut DistinctCounter>,
     ) {
         for p in pieces {
-            if let Some(start) = p.opens {
-                if let (Some(t), Some(done)) = (self.timeline.as_mut(), self.open.take()) {
-                    t.push(done);
-                }
-                self.open = Some(IntervalStats {
-                    index: start.index,
-                    start_ns: start.start_ns,
-                    start_request: start.start_request,
-                    counters: Counters::default(),
-                });
-            }
+            self.tally.begin(p);
             let r = p.range.clone();
             let c = run_slices(
                 &mut self.policy,
@@ -95,58 +93,49 @@ impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
                 },
                 wss.as_deref_mut(),
             );
-            self.totals += c;
-            if let Some(o) = self.open.as_mut() {
-                o.counters += c;
-            }
+            self.tally.add(p.counted, c);
         }
     }
 
-    fn run_records(&mut self, records: &[u8], vtime: u64, wss: Option<&mut DistinctCounter>) {
+    fn run_records(
+        &mut self,
+        records: &[u8],
+        vtime: u64,
+        counted: bool,
+        count_start: Option<CountStart>,
+        wss: Option<&mut DistinctCounter>,
+    ) {
         let n = records.len() / RECORD_SIZE;
         if n == 0 {
             return;
         }
         // The one interval of a run without cuts opens with its first access (as Cutter).
-        let open = IntervalStart { index: 0, start_ns: 0, start_request: 0 };
-        let opens = self.open.is_none().then_some(open);
+        let open = IntervalStart { index: 0, start_ns: 0, start_request: 0, warmup: !counted };
+        let opens = (vtime == 0).then_some(open);
+        let piece = Piece { range: 0..n, vtime, opens, counted, count_start };
         if !self.admission.admits_every_miss() {
             // A sieve decides each miss: the general loop, over the records as a chunk.
             let mut c = std::mem::take(&mut self.scratch);
             c.clear();
             c.keys.extend((0..n).filter_map(|j| record_key(records, j)));
             c.flags.resize(n, FLAG_FIRST);
-            self.run(&c, &[], &[Piece { range: 0..n, vtime, opens }], wss);
+            self.run(&c, &[], &[piece], wss);
             self.scratch = c;
             return;
         }
-        if opens.is_some() {
-            self.open = Some(IntervalStats {
-                index: open.index,
-                start_ns: open.start_ns,
-                start_request: open.start_request,
-                counters: Counters::default(),
-            });
-        }
+        self.tally.begin(&piece);
         let c = run_records(&mut self.policy, records, vtime, wss);
-        self.totals += c;
-        if let Some(o) = self.open.as_mut() {
-            o.counters += c;
-        }
+        self.tally.add(counted, c);
     }
 
     fn result(&self) -> SimResult {
-        let timeline = self.timeline.as_ref().map(|t| {
-            let mut t = t.clone();
-            t.extend(self.open);
-            t
-        });
         SimResult {
             policy: self.policy.name().to_owned(),
             admission: self.admission.name().to_owned(),
             capacity_blocks: self.policy.capacity() as u64,
-            totals: self.totals,
-            timeline,
+            totals: self.tally.totals(),
+            timeline: self.tally.timeline(),
+            counted_from: self.tally.count_start(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! allocation-writes and evictions.
 
 use serde::{Deserialize, Serialize};
-use std::ops::AddAssign;
+use std::ops::{AddAssign, Sub};
 
 /// Counters of one run or of one timeline interval.
 ///
@@ -76,6 +76,27 @@ impl AddAssign for Counters {
     }
 }
 
+impl Sub for Counters {
+    type Output = Counters;
+
+    /// The counters of what happened after `o` was taken, from a later snapshot of the same
+    /// run (each field saturates at 0).
+    fn sub(self, o: Counters) -> Counters {
+        Counters {
+            requests: self.requests.saturating_sub(o.requests),
+            block_accesses: self.block_accesses.saturating_sub(o.block_accesses),
+            reads: self.reads.saturating_sub(o.reads),
+            writes: self.writes.saturating_sub(o.writes),
+            read_hits: self.read_hits.saturating_sub(o.read_hits),
+            write_hits: self.write_hits.saturating_sub(o.write_hits),
+            read_misses: self.read_misses.saturating_sub(o.read_misses),
+            write_misses: self.write_misses.saturating_sub(o.write_misses),
+            allocation_writes: self.allocation_writes.saturating_sub(o.allocation_writes),
+            evictions: self.evictions.saturating_sub(o.evictions),
+        }
+    }
+}
+
 /// The counters of one timeline interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IntervalStats {
@@ -86,6 +107,11 @@ pub struct IntervalStats {
     pub start_ns: u64,
     /// Number of requests before the interval's first one.
     pub start_request: u64,
+    /// True if the interval lies in the uncounted warm-up period: its counters are not in the
+    /// run's totals. (The interval in which counting starts is cut in two: its warm-up part,
+    /// then its counted part, which starts at the first counted request.)
+    #[serde(default)]
+    pub warmup: bool,
     /// What happened in the interval.
     #[serde(flatten)]
     pub counters: Counters,
@@ -110,9 +136,12 @@ mod tests {
         assert_eq!(a.misses(), 1);
         assert!((a.hit_ratio() - 0.75).abs() < 1e-12);
         assert!((a.read_hit_ratio() - 2.0 / 3.0).abs() < 1e-12);
+        let once = a;
         a += a;
         assert_eq!(a.block_accesses, 8);
         assert_eq!(a.read_hits, 4);
+        assert_eq!(a - once, once);
+        assert_eq!(once - a, Counters::default());
         assert_eq!(Counters::default().hit_ratio(), 0.0);
     }
 }

@@ -92,7 +92,7 @@ mod tests {
             .map(|i| ((i * 31) % 211 + (i % 7) * 3, if i % 4 == 0 { 'W' } else { 'R' }))
             .collect();
         let s = AccessStream::from_trace(&trace_of(&pattern), 4096, false).unwrap();
-        let cfg = RunConfig { interval: Some(Interval::Requests(500)) };
+        let cfg = RunConfig { interval: Some(Interval::Requests(500)), ..RunConfig::default() };
         let cells: Vec<usize> = vec![1, 5, 20, 50, 100, 150, 200, 300];
         let seen = Mutex::new(Vec::new());
         let par: Vec<SimResult> = run_grid(

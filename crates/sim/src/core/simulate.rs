@@ -2,9 +2,13 @@
 //!
 //! Per block access: [`Replacement::lookup`]; then [`Admission::observe`] with the outcome;
 //! on a miss, [`Admission::admit`] decides whether the block is inserted (an
-//! allocation-write, which may evict).
+//! allocation-write, which may evict). The accesses of the uncounted warm-up period
+//! ([`RunConfig::warmup`]) run the same way; only the counters leave them out.
 
+use super::cutter::Cutter;
 use super::distinct::DistinctCounter;
+use super::tally::Tally;
+use super::warmup_period::{CountStart, WarmupPeriod};
 use crate::{AccessStream, Counters, Interval, IntervalStats};
 use ember_policy::{Access, Admission, Replacement, NEVER};
 use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
@@ -19,6 +23,8 @@ const PROGRESS_CHUNK: usize = 1 << 20;
 pub struct RunConfig {
     /// Cut the run into a timeline of intervals; `None` gives totals only.
     pub interval: Option<Interval>,
+    /// The uncounted warm-up period: its requests run, but the counters start after it.
+    pub warmup: WarmupPeriod,
 }
 
 /// The outcome of one run.
@@ -30,11 +36,15 @@ pub struct SimResult {
     pub admission: String,
     /// Cache capacity in blocks.
     pub capacity_blocks: u64,
-    /// Totals over the whole stream.
+    /// Totals over the whole stream, after the uncounted warm-up period if there was one.
     pub totals: Counters,
     /// Per-interval counters when [`RunConfig::interval`] was set (intervals without any access
-    /// are left out); their sum equals `totals`.
+    /// are left out); the sum of those not flagged [`IntervalStats::warmup`] equals `totals`.
     pub timeline: Option<Vec<IntervalStats>>,
+    /// Where counting started, after an uncounted warm-up period (`None` without one, or if
+    /// the trace ended within it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_from: Option<CountStart>,
 }
 
 /// Simulate `policy` with `admission` over `stream`.
@@ -67,33 +77,25 @@ where
     R: Replacement + ?Sized,
     A: Admission + ?Sized,
 {
-    let mut totals = Counters::default();
-    let mut timeline = config.interval.map(|_| Vec::new());
-    for span in stream.spans(config.interval) {
-        let mut c = Counters::default();
-        let mut lo = span.range.start;
-        while lo < span.range.end {
-            let hi = (lo + PROGRESS_CHUNK).min(span.range.end);
-            c += run_range(policy, admission, stream, lo, hi);
+    let mut tally = Tally::new(config.interval.is_some());
+    let mut cutter = Cutter::with_warmup(config.interval, config.warmup);
+    for piece in cutter.cut_slices(stream.flags(), stream.times()) {
+        tally.begin(&piece);
+        let mut lo = piece.range.start;
+        while lo < piece.range.end {
+            let hi = (lo + PROGRESS_CHUNK).min(piece.range.end);
+            tally.add(piece.counted, run_range(policy, admission, stream, lo, hi));
             progress((hi - lo) as u64);
             lo = hi;
-        }
-        totals += c;
-        if let Some(t) = timeline.as_mut() {
-            t.push(IntervalStats {
-                index: span.index,
-                start_ns: span.start_ns,
-                start_request: span.start_request,
-                counters: c,
-            });
         }
     }
     SimResult {
         policy: policy.name().to_owned(),
         admission: admission.name().to_owned(),
         capacity_blocks: policy.capacity() as u64,
-        totals,
-        timeline,
+        totals: tally.totals(),
+        timeline: tally.timeline(),
+        counted_from: tally.count_start(),
     }
 }
 
@@ -468,8 +470,12 @@ pub(crate) mod tests {
         let s = AccessStream::from_trace(&t, 4096, false).unwrap();
         let plain = simulate(&mut TinyLru::new(20), &mut Aod, &s, &RunConfig::default());
         for iv in [Interval::Requests(333), Interval::Time(777)] {
-            let r =
-                simulate(&mut TinyLru::new(20), &mut Aod, &s, &RunConfig { interval: Some(iv) });
+            let r = simulate(
+                &mut TinyLru::new(20),
+                &mut Aod,
+                &s,
+                &RunConfig { interval: Some(iv), ..RunConfig::default() },
+            );
             let tl = r.timeline.as_ref().unwrap();
             assert!(tl.len() > 5, "{iv}: {} intervals", tl.len());
             let mut sum = Counters::default();
@@ -483,12 +489,77 @@ pub(crate) mod tests {
             &mut TinyLru::new(20),
             &mut Aod,
             &s,
-            &RunConfig { interval: Some(Interval::Requests(1000)) },
+            &RunConfig { interval: Some(Interval::Requests(1000)), ..RunConfig::default() },
         );
         let tl = r.timeline.unwrap();
         assert_eq!(tl.len(), 5);
         assert!(tl.iter().all(|i| i.counters.requests == 1000));
         assert_eq!(tl[3].start_request, 3000);
+    }
+
+    /// The uncounted warm-up period: the counters of a run with it equal those of the run
+    /// without it less what the first timeline interval of the warm-up's length counted
+    /// (the same requests), for warm-ups by requests and by time; and the cache state evolves
+    /// during warm-up (the counted part of the run equals the whole run's tail, not a run
+    /// over the tail alone). With a timeline, the intervals not flagged as warm-up add up to
+    /// the totals, and the interval counting starts in is cut at the first counted request.
+    #[test]
+    fn warmup_counts_what_follows_it() {
+        // A hot set of 8 blocks between accesses to 300 others.
+        let pattern: Vec<(u64, char)> = (0..6000u64)
+            .map(|i| {
+                let b = if i % 2 == 0 { (i / 2) % 8 } else { 8 + (i * 7919) % 300 };
+                (b, if i % 3 == 0 { 'W' } else { 'R' })
+            })
+            .collect();
+        let t = trace_of(&pattern);
+        let s = AccessStream::from_trace(&t, 4096, false).unwrap();
+        let run = |cfg: RunConfig| simulate(&mut TinyLru::new(20), &mut Aod, &s, &cfg);
+        let whole = run(RunConfig::default());
+        assert_eq!(whole.counted_from, None);
+        for (warmup, first) in [
+            (WarmupPeriod::Requests(1234), Interval::Requests(1234)),
+            (WarmupPeriod::Time(2_000), Interval::Time(2_000)),
+        ] {
+            let cut = run(RunConfig { interval: Some(first), ..RunConfig::default() });
+            let head = cut.timeline.as_ref().unwrap()[0].counters;
+            let warm = run(RunConfig { warmup, ..RunConfig::default() });
+            assert_eq!(warm.totals, whole.totals - head, "{warmup}");
+            assert!(warm.totals.hits() > 0 && head.hits() > 0, "{warmup}");
+            let start = warm.counted_from.unwrap();
+            assert_eq!((start.request, start.access), (head.requests, head.block_accesses));
+            // A cold cache over the counted requests alone would miss more.
+            let tail = trace_of(&pattern[head.requests as usize..]);
+            let cold = simulate(
+                &mut TinyLru::new(20),
+                &mut Aod,
+                &AccessStream::from_trace(&tail, 4096, false).unwrap(),
+                &RunConfig::default(),
+            );
+            assert!(cold.totals.misses() > warm.totals.misses(), "{warmup}");
+            // With a timeline.
+            let tl = run(RunConfig { warmup, interval: Some(Interval::Requests(500)) });
+            assert_eq!(tl.totals, warm.totals);
+            let intervals = tl.timeline.unwrap();
+            let mut counted = Counters::default();
+            let mut all = Counters::default();
+            for i in &intervals {
+                all += i.counters;
+                if !i.warmup {
+                    counted += i.counters;
+                }
+            }
+            assert_eq!(counted, warm.totals);
+            assert_eq!(all, whole.totals);
+            let k = intervals.iter().position(|i| !i.warmup).unwrap();
+            assert!(intervals[..k].iter().all(|i| i.warmup) && k > 0);
+            assert_eq!(intervals[k].start_request, start.request, "{warmup}");
+        }
+        // A warm-up longer than the trace counts nothing.
+        let none =
+            run(RunConfig { warmup: WarmupPeriod::Requests(1 << 40), ..RunConfig::default() });
+        assert_eq!(none.totals, Counters::default());
+        assert_eq!(none.counted_from, None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! Virtual time (*vtime*) counts block accesses: the `i`-th block access of the stream (from 0)
 //! happens at vtime `i`. A request of three blocks advances vtime by three.
 
+use super::cutter::{Cutter, IntervalStart};
 use crate::{Interval, SimError};
 use ember_policy::{Access, NEVER};
 use ember_trace::{block_key, Op, Request, Trace};
@@ -174,37 +175,28 @@ impl AccessStream {
     /// are left out.
     pub fn spans(&self, interval: Option<Interval>) -> Vec<Span> {
         let n = self.keys.len();
-        let Some(interval) = interval else {
+        if interval.is_none() {
             return vec![Span { index: 0, start_ns: 0, start_request: 0, range: 0..n }];
-        };
-        let mut spans = Vec::new();
-        let mut cur = Span { index: 0, start_ns: 0, start_request: 0, range: 0..0 };
-        let mut request = 0u64;
-        for i in 0..n {
-            if !self.starts_request(i) {
-                continue;
-            }
-            let rel = self.time(i).saturating_sub(self.start_ns);
-            let index = match interval {
-                Interval::Time(span) => rel / span,
-                Interval::Requests(k) => request / k,
-            };
-            if index > cur.index || i == 0 {
-                if i > 0 {
-                    cur.range.end = i;
-                    spans.push(cur.clone());
-                }
-                let start_ns = match interval {
-                    Interval::Time(span) => index * span,
-                    Interval::Requests(_) => rel,
-                };
-                cur = Span { index, start_ns, start_request: request, range: i..i };
-            }
-            request += 1;
         }
-        if n > 0 {
-            cur.range.end = n;
-            spans.push(cur);
+        let mut spans: Vec<Span> = Vec::new();
+        for p in Cutter::new(interval).cut_slices(&self.flags, &self.times) {
+            match (p.opens, spans.last_mut()) {
+                (None, Some(last)) => last.range.end = p.range.end,
+                (opens, _) => {
+                    let o = opens.unwrap_or(IntervalStart {
+                        index: 0,
+                        start_ns: 0,
+                        start_request: 0,
+                        warmup: false,
+                    });
+                    spans.push(Span {
+                        index: o.index,
+                        start_ns: o.start_ns,
+                        start_request: o.start_request,
+                        range: p.range,
+                    });
+                }
+            }
         }
         spans
     }

@@ -19,6 +19,7 @@ use std::sync::Mutex;
 use super::chunk_run::ChunkRun;
 use super::cutter::Cutter;
 use super::distinct::DistinctCounter;
+use super::warmup_period::{CountStart, WarmupPeriod};
 use crate::{Interval, SimResult};
 use ember_trace::formats::oracle_general::{record_key, RECORD_SIZE};
 use ember_trace::{BlockChunk, BlockReader, TraceError};
@@ -35,18 +36,23 @@ pub struct StreamTotals {
     pub accesses: u64,
     /// Distinct blocks (the working-set size).
     pub wss: u64,
+    /// Where counting started after the uncounted warm-up period, if there was one and it
+    /// ended.
+    pub counted_from: Option<CountStart>,
 }
 
 /// Read the trace chunk by chunk with `next_chunk` (which clears and fills the chunk it is
 /// given, returning false at the end) and run every one of `runs` over it, on up to
-/// `threads` threads while the next chunk is read. `chunk_accesses` sizes the two chunks
-/// held at a time. `progress(n)` is called with the accesses read so far after each chunk.
-/// Returns each run's result, in order, and the trace's totals; the first error of
-/// `next_chunk` ends the pass.
+/// `threads` threads while the next chunk is read; the requests of the uncounted `warmup`
+/// period run but are not counted (the chunks must carry times for a warm-up by time).
+/// `progress(n)` is called with the accesses read so far after each chunk. Returns each
+/// run's result, in order, and the trace's totals; the first error of `next_chunk` ends the
+/// pass.
 pub fn run_streaming<E: Send>(
     next_chunk: &mut (dyn FnMut(&mut BlockChunk) -> Result<bool, E> + Send),
     runs: Vec<Box<dyn ChunkRun>>,
     interval: Option<Interval>,
+    warmup: WarmupPeriod,
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Vec<SimResult>, StreamTotals), E> {
@@ -54,6 +60,7 @@ pub fn run_streaming<E: Send>(
         &mut |c: &mut BlockChunk, _: &mut Vec<u64>| next_chunk(c),
         runs,
         interval,
+        warmup,
         threads,
         progress,
     )
@@ -71,11 +78,12 @@ pub fn run_streaming_with_next<E: Send>(
     next_chunk: &mut NextChunkWithFuture<'_, E>,
     runs: Vec<Box<dyn ChunkRun>>,
     interval: Option<Interval>,
+    warmup: WarmupPeriod,
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Vec<SimResult>, StreamTotals), E> {
     let runs: Vec<Mutex<Box<dyn ChunkRun>>> = runs.into_iter().map(Mutex::new).collect();
-    let mut cutter = Cutter::new(interval);
+    let mut cutter = Cutter::with_warmup(interval, warmup);
     let mut wss = DistinctCounter::new();
     let mut cur = BlockChunk::default();
     let mut spare = BlockChunk::default();
@@ -127,8 +135,12 @@ pub fn run_streaming_with_next<E: Send>(
         std::mem::swap(&mut cur_next, &mut spare_next);
     }
     let results = runs.iter().filter_map(|r| r.lock().ok().map(|r| r.result())).collect();
-    let totals =
-        StreamTotals { requests: cutter.requests(), accesses: cutter.accesses(), wss: wss.count() };
+    let totals = StreamTotals {
+        requests: cutter.requests(),
+        accesses: cutter.accesses(),
+        wss: wss.count(),
+        counted_from: cutter.count_start(),
+    };
     Ok((results, totals))
 }
 
@@ -136,14 +148,17 @@ pub fn run_streaming_with_next<E: Send>(
 /// ([`BlockReader::reads_records_in_place`]): zero-copy, no chunk is filled; each run reads
 /// the keys from the records (on up to `threads` threads), and the working set is counted
 /// from the first run's misses. Every run must start with an empty cache (as
-/// [`policy_run`](super::chunk_run::policy_run) makes them). Returns what [`run_streaming`]
-/// returns on the same trace.
+/// [`policy_run`](super::chunk_run::policy_run) makes them). The records of the uncounted
+/// `warmup` period run but are not counted. Returns what [`run_streaming`] returns on the
+/// same trace.
 pub fn run_streaming_records(
     reader: &mut BlockReader,
     runs: Vec<Box<dyn ChunkRun>>,
+    warmup: WarmupPeriod,
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Vec<SimResult>, StreamTotals), TraceError> {
+    let mut warm = RecordWarmup::new(warmup);
     let mut runs = runs;
     let mut wss = DistinctCounter::new();
     let mut vtime = 0u64;
@@ -155,13 +170,17 @@ pub fn run_streaming_records(
         if n == 0 {
             break;
         }
+        let parts = warm.parts(records, vtime);
         if runs.is_empty() {
             keys.clear();
             keys.extend((0..n).filter_map(|j| record_key(records, j)));
             wss.add_all(&keys);
         } else if workers <= 1 {
             for (i, r) in runs.iter_mut().enumerate() {
-                r.run_records(records, vtime, (i == 0).then_some(&mut wss));
+                let mut w = (i == 0).then_some(&mut wss);
+                for p in &parts {
+                    r.run_records(p.records, p.vtime, p.counted, p.start, w.as_deref_mut());
+                }
             }
         } else {
             let next = AtomicUsize::new(0);
@@ -170,18 +189,21 @@ pub fn run_streaming_records(
             let shared = Mutex::new(&mut wss);
             std::thread::scope(|s| {
                 for _ in 0..workers {
-                    let (next, cells, shared) = (&next, &cells, &shared);
+                    let (next, cells, shared, parts) = (&next, &cells, &shared, &parts);
                     s.spawn(move || loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(r) = cells.get(i) else { break };
                         // A poisoned lock means a run panicked; the scope re-raises it.
                         if let Ok(mut r) = r.lock() {
-                            if i == 0 {
-                                if let Ok(mut w) = shared.lock() {
-                                    r.run_records(records, vtime, Some(&mut **w));
+                            for p in parts {
+                                if i == 0 {
+                                    if let Ok(mut w) = shared.lock() {
+                                        let w = Some(&mut **w);
+                                        r.run_records(p.records, p.vtime, p.counted, p.start, w);
+                                    }
+                                } else {
+                                    r.run_records(p.records, p.vtime, p.counted, p.start, None);
                                 }
-                            } else {
-                                r.run_records(records, vtime, None);
                             }
                         }
                     });
@@ -192,7 +214,76 @@ pub fn run_streaming_records(
         progress(vtime);
     }
     let results = runs.iter().map(|r| r.result()).collect();
-    Ok((results, StreamTotals { requests: vtime, accesses: vtime, wss: wss.count() }))
+    let counted_from = warm.count_start();
+    let totals = StreamTotals { requests: vtime, accesses: vtime, wss: wss.count(), counted_from };
+    Ok((results, totals))
+}
+
+/// A stretch of records read in place, on one side of the warm-up's end.
+pub(crate) struct RecordPart<'a> {
+    /// The records.
+    pub records: &'a [u8],
+    /// The vtime of the first.
+    pub vtime: u64,
+    /// False in the warm-up period.
+    pub counted: bool,
+    /// Set on the stretch counting starts with.
+    pub start: Option<CountStart>,
+}
+
+/// Where the uncounted warm-up period ends in oracleGeneral records read in place (each
+/// record one request; its time is its `clock_time` in seconds), across reads.
+#[derive(Clone, Debug)]
+pub(crate) struct RecordWarmup {
+    warmup: WarmupPeriod,
+    counting: bool,
+    first_ns: Option<u64>,
+    start: Option<CountStart>,
+}
+
+impl RecordWarmup {
+    /// Nothing read yet.
+    pub(crate) fn new(warmup: WarmupPeriod) -> Self {
+        Self { warmup, counting: warmup.is_none(), first_ns: None, start: None }
+    }
+
+    /// Where counting started, once it has.
+    pub(crate) fn count_start(&self) -> Option<CountStart> {
+        self.start
+    }
+
+    /// `records`, the first at `vtime`, cut where the warm-up ends.
+    pub(crate) fn parts<'a>(&mut self, records: &'a [u8], vtime: u64) -> Vec<RecordPart<'a>> {
+        let n = records.len() / RECORD_SIZE;
+        let time = |j: usize| {
+            let mut t = [0u8; 4];
+            t.copy_from_slice(&records[j * RECORD_SIZE..j * RECORD_SIZE + 4]);
+            u64::from(u32::from_le_bytes(t)) * 1_000_000_000
+        };
+        if n > 0 && self.first_ns.is_none() {
+            self.first_ns = Some(time(0));
+        }
+        if self.counting {
+            return vec![RecordPart { records, vtime, counted: true, start: None }];
+        }
+        let first = self.first_ns.unwrap_or(0);
+        let k =
+            (0..n).find(|&j| self.warmup.over_at(vtime + j as u64, time(j).saturating_sub(first)));
+        let Some(k) = k else {
+            return vec![RecordPart { records, vtime, counted: false, start: None }];
+        };
+        self.counting = true;
+        let at = vtime + k as u64;
+        let start = CountStart { request: at, access: at, start_ns: time(k).saturating_sub(first) };
+        self.start = Some(start);
+        let (head, tail) = records.split_at(k * RECORD_SIZE);
+        let mut parts = Vec::with_capacity(2);
+        if k > 0 {
+            parts.push(RecordPart { records: head, vtime, counted: false, start: None });
+        }
+        parts.push(RecordPart { records: tail, vtime: at, counted: true, start: Some(start) });
+        parts
+    }
 }
 
 /// Count the requests, accesses and distinct blocks of a trace in one streamed pass, with
@@ -282,9 +373,14 @@ mod tests {
         let stream = whole(&reqs);
         let kinds: Vec<Kind> = Kind::ALL.iter().copied().filter(|k| !k.needs_oracle()).collect();
         assert!(kinds.len() >= 8);
-        for interval in [None, Some(Interval::Requests(1000)), Some(Interval::Time(60_000_000_000))]
+        let warmups =
+            [WarmupPeriod::None, WarmupPeriod::Requests(7777), WarmupPeriod::Time(9e12 as u64)];
+        for (interval, warmup) in
+            [None, Some(Interval::Requests(1000)), Some(Interval::Time(60_000_000_000))]
+                .into_iter()
+                .flat_map(|i| warmups.map(move |w| (i, w)))
         {
-            let cfg = RunConfig { interval };
+            let cfg = RunConfig { interval, warmup };
             let want: Vec<SimResult> = kinds
                 .iter()
                 .flat_map(|&k| [50usize, 2000].map(move |cap| (k, cap)))
@@ -292,6 +388,9 @@ mod tests {
                     with_replacement!(k, cap, |p| simulate(&mut p, &mut Aod, &stream, &cfg))
                 })
                 .collect();
+            if !warmup.is_none() {
+                assert!(want[0].counted_from.is_some_and(|s| s.request > 1000), "{warmup}");
+            }
             for (chunk, threads) in [(1usize, 1usize), (777, 2), (1 << 20, 3)] {
                 let runs: Vec<Box<dyn ChunkRun>> = kinds
                     .iter()
@@ -302,8 +401,13 @@ mod tests {
                     .collect();
                 let mut next = chunker(&reqs, chunk);
                 let (got, totals) =
-                    run_streaming(&mut next, runs, interval, threads, &|_| {}).expect("run");
-                assert_eq!(got, want, "{interval:?} chunks of {chunk} on {threads} threads");
+                    run_streaming(&mut next, runs, interval, warmup, threads, &|_| {})
+                        .expect("run");
+                assert_eq!(
+                    got, want,
+                    "{interval:?} {warmup} chunks of {chunk} on {threads} threads"
+                );
+                assert_eq!(totals.counted_from, want[0].counted_from);
                 assert_eq!(totals.accesses, stream.len() as u64);
                 assert_eq!(totals.requests, stream.requests());
                 assert_eq!(totals.wss, stream.wss());
@@ -332,7 +436,10 @@ mod tests {
                 b.push(r);
             }
             let stream = b.finish(true);
-            let cfg = RunConfig { interval };
+            // The longer traces after an uncounted warm-up period of a third of them.
+            let warmup =
+                if n > 10_000 { WarmupPeriod::Requests(n as u64 / 3) } else { WarmupPeriod::None };
+            let cfg = RunConfig { interval, warmup };
             let cells: Vec<(Kind, usize)> = [Kind::Opt, Kind::Lru, Kind::S3Fifo]
                 .iter()
                 .flat_map(|&k| [1usize, 64, 1500].map(move |cap| (k, cap)))
@@ -362,6 +469,7 @@ mod tests {
                 &mut |c, next| reader.next_chunk(c, next, chunk),
                 runs,
                 interval,
+                warmup,
                 2,
                 &|_| {},
             )
@@ -393,7 +501,11 @@ mod tests {
             let path = dir.path().join(name);
             write_trace(&path, Format::OracleGeneral, &trace, 4096).expect("write");
             let opts = ReadOptions::default();
-            for timeline in [false, true] {
+            let warmups =
+                [WarmupPeriod::None, WarmupPeriod::Requests(5000), WarmupPeriod::Time(3e12 as u64)];
+            for (timeline, warmup) in
+                [(false, warmups[0]), (true, warmups[0]), (false, warmups[1]), (true, warmups[2])]
+            {
                 for first in [0usize, kinds.len() - 1] {
                     let mut order = kinds.clone();
                     order.rotate_left(first);
@@ -409,24 +521,37 @@ mod tests {
                             })
                             .collect()
                     };
-                    let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
-                    let (want, want_t) =
-                        run_streaming(&mut |c| r.next_chunk(c, 4099), runs(), None, 1, &|_| {})
-                            .expect("chunks");
+                    let mut r =
+                        BlockReader::open(&path, &opts, false, !warmup.is_none()).expect("open");
+                    let (want, want_t) = run_streaming(
+                        &mut |c| r.next_chunk(c, 4099),
+                        runs(),
+                        None,
+                        warmup,
+                        1,
+                        &|_| {},
+                    )
+                    .expect("chunks");
+                    if !warmup.is_none() {
+                        assert!(want_t.counted_from.is_some_and(|s| s.request > 2000), "{warmup}");
+                    }
                     assert!(want_t.accesses > 20_000 && want_t.wss > 1000, "{want_t:?}");
                     for threads in [1usize, 3] {
                         let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
                         assert!(r.reads_records_in_place());
                         let (got, got_t) =
-                            run_streaming_records(&mut r, runs(), threads, &|_| {}).expect("run");
-                        assert_eq!(got, want, "{name} timeline {timeline} threads {threads}");
+                            run_streaming_records(&mut r, runs(), warmup, threads, &|_| {})
+                                .expect("run");
+                        assert_eq!(got, want, "{name} {timeline} {warmup} threads {threads}");
                         assert_eq!(got_t, want_t, "{name} first {:?}", order[0]);
                     }
                 }
             }
             // No run at all: the working set is still counted.
             let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
-            let (none, t) = run_streaming_records(&mut r, Vec::new(), 1, &|_| {}).expect("run");
+            let (none, t) =
+                run_streaming_records(&mut r, Vec::new(), WarmupPeriod::None, 1, &|_| {})
+                    .expect("run");
             assert!(none.is_empty());
             let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
             assert_eq!(t, count_pass(&mut |c| r.next_chunk(c, 1000)).expect("count"));
@@ -447,10 +572,17 @@ mod tests {
         let opts = ReadOptions::default();
         let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
         let runs = vec![policy_run(TinyLru::new(100), Wmna, false)];
-        let want = run_streaming(&mut |c| r.next_chunk(c, 777), runs, None, 1, &|_| {});
+        let want = run_streaming(
+            &mut |c| r.next_chunk(c, 777),
+            runs,
+            None,
+            WarmupPeriod::None,
+            1,
+            &|_| {},
+        );
         let mut r = BlockReader::open(&path, &opts, false, false).expect("open");
         let runs = vec![policy_run(TinyLru::new(100), Wmna, false)];
-        let got = run_streaming_records(&mut r, runs, 1, &|_| {}).expect("run");
+        let got = run_streaming_records(&mut r, runs, WarmupPeriod::None, 1, &|_| {}).expect("run");
         assert_eq!(got, want.expect("chunks"));
         assert!(got.0[0].totals.hits() > 0 && got.1.wss > 100, "{got:?}");
     }
@@ -462,7 +594,8 @@ mod tests {
         let want = simulate(&mut TinyLru::new(100), &mut Wmna, &stream, &RunConfig::default());
         let mut next = chunker(&reqs, 999);
         let runs = vec![policy_run(TinyLru::new(100), Wmna, false)];
-        let (got, _) = run_streaming(&mut next, runs, None, 2, &|_| {}).expect("run");
+        let (got, _) =
+            run_streaming(&mut next, runs, None, WarmupPeriod::None, 2, &|_| {}).expect("run");
         assert_eq!(got, vec![want]);
         assert!(got[0].totals.allocation_writes < got[0].totals.misses());
     }
@@ -488,7 +621,8 @@ mod tests {
             Ok(true)
         };
         let runs = vec![policy_run(TinyLru::new(10), Aod, false)];
-        let e = run_streaming(&mut failing, runs, None, 1, &|_| {}).expect_err("fails");
+        let e = run_streaming(&mut failing, runs, None, WarmupPeriod::None, 1, &|_| {})
+            .expect_err("fails");
         assert_eq!(e, "broken trace");
     }
 }

@@ -30,6 +30,11 @@ impl ContinuousState {
         }
     }
 
+    /// Count the coming requests (`on`), or let them run uncounted (the warm-up period).
+    pub fn set_counting(&mut self, on: bool) {
+        self.rec.counting = on;
+    }
+
     /// Every block access of `r`.
     #[inline]
     pub fn request(
@@ -67,6 +72,7 @@ impl ContinuousState {
             days: self.rec.days,
             minutes: self.rec.minutes,
             sieve_memory_bytes: self.peak_mem.max(sieve.memory_bytes()) as u64,
+            warmup_minutes: 0,
         }
     }
 }

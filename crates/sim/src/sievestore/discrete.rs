@@ -65,6 +65,13 @@ pub struct DiscreteState<S: EpochStore> {
     /// Virtual time within the epoch (it restarts at every epoch, as each epoch's accesses
     /// did when a run went over the trace's slices).
     vtime: u64,
+    /// Whether the coming requests are counted (off in the uncounted warm-up period).
+    counting: bool,
+    /// The oracle's epoch: how many of its first requests are uncounted (the warm-up period
+    /// is a prefix of the trace, so they come first).
+    epoch_uncounted: u64,
+    /// The oracle's epoch: whether its first request is counted (and its moves with it).
+    epoch_counted: bool,
 }
 
 impl<S: EpochStore> DiscreteState<S> {
@@ -88,7 +95,16 @@ impl<S: EpochStore> DiscreteState<S> {
             store,
             peak_mem: 0,
             vtime: 0,
+            counting: true,
+            epoch_uncounted: 0,
+            epoch_counted: true,
         }
+    }
+
+    /// Count the coming requests (`on`), or let them run uncounted (the warm-up period). An
+    /// epoch's moves are counted if its first request is.
+    pub fn set_counting(&mut self, on: bool) {
+        self.counting = on;
     }
 
     fn epoch_of(&self, t: u64) -> u64 {
@@ -120,15 +136,19 @@ impl<S: EpochStore> DiscreteState<S> {
         })?;
         self.peak_mem = self.peak_mem.max(sieve.memory_bytes());
         let chosen = sieve.end_epoch();
+        self.rec.counting = self.epoch_counted;
         self.install(chosen, current);
         let (store, rec, resident) = (&mut self.store, &mut self.rec, &self.resident);
-        let mut vtime = 0u64;
+        let (mut vtime, mut k, uncounted) = (0u64, 0u64, self.epoch_uncounted);
         store.for_each(&mut |r| {
+            rec.counting = k >= uncounted;
+            k += u64::from(r.length > 0);
             for key in r.block_keys(block_size) {
                 let a = access(r, key, &mut vtime);
                 rec.access(&a, resident.contains_key(&a.key), false);
             }
         })?;
+        self.epoch_uncounted = 0;
         store.clear()
     }
 
@@ -140,9 +160,12 @@ impl<S: EpochStore> DiscreteState<S> {
         sieve: &mut dyn EpochSieve,
     ) -> Result<(), S::Error> {
         let e = self.epoch_of(r.time_ns);
+        let new_epoch = self.current.is_none_or(|c| e > c);
         match self.current {
             None => self.current = Some(e),
             Some(current) if e > current => {
+                // The moves into the new epoch count if its first request does.
+                self.rec.counting = self.counting;
                 if self.oracle {
                     self.close_oracle_epoch(block_size, sieve)?;
                 } else {
@@ -161,8 +184,13 @@ impl<S: EpochStore> DiscreteState<S> {
             Some(_) => {}
         }
         if self.oracle {
+            if new_epoch {
+                self.epoch_counted = self.counting;
+            }
+            self.epoch_uncounted += u64::from(!self.counting && r.length > 0);
             self.store.push(r)
         } else {
+            self.rec.counting = self.counting;
             for key in r.block_keys(block_size) {
                 let a = access(r, key, &mut self.vtime);
                 sieve.observe(&a);
@@ -189,6 +217,7 @@ impl<S: EpochStore> DiscreteState<S> {
             days: self.rec.days,
             minutes: self.rec.minutes,
             sieve_memory_bytes: self.peak_mem as u64,
+            warmup_minutes: 0,
         })
     }
 }

@@ -68,9 +68,17 @@ pub struct SieveRun {
     pub minutes: Vec<MinuteOps>,
     /// Peak bytes of the sieve's own state (summed over partitions).
     pub sieve_memory_bytes: u64,
+    /// Leading minutes that lie wholly in the uncounted warm-up period (their counters are
+    /// zero and the cost model leaves them out; 0 without a warm-up).
+    pub warmup_minutes: usize,
 }
 
 impl SieveRun {
+    /// The minutes after the uncounted warm-up period: those the cost model counts.
+    pub fn counted_minutes(&self) -> &[MinuteOps] {
+        &self.minutes[self.warmup_minutes.min(self.minutes.len())..]
+    }
+
     /// All days added up.
     pub fn total(&self) -> DayStats {
         self.total_from(0)
@@ -122,16 +130,18 @@ pub fn day_origin(requests: &[Request]) -> u64 {
     requests.first().map(|r| r.time_ns / DAY_NS * DAY_NS).unwrap_or(0)
 }
 
-/// Grows per-day and per-minute counters on demand.
+/// Grows per-day and per-minute counters on demand; records nothing while `counting` is off
+/// (the uncounted warm-up period).
 pub(crate) struct Recorder {
     origin: u64,
     pub(crate) days: Vec<DayStats>,
     pub(crate) minutes: Vec<MinuteOps>,
+    pub(crate) counting: bool,
 }
 
 impl Recorder {
     pub(crate) fn new(origin: u64) -> Self {
-        Self { origin, days: Vec::new(), minutes: Vec::new() }
+        Self { origin, days: Vec::new(), minutes: Vec::new(), counting: true }
     }
 
     #[inline]
@@ -150,6 +160,9 @@ impl Recorder {
 
     #[inline]
     pub(crate) fn access(&mut self, a: &Access, hit: bool, allocated: bool) {
+        if !self.counting {
+            return;
+        }
         let write = a.op.is_write();
         let (d, m) = self.slots(a.time_ns);
         d.accesses += 1;
@@ -176,6 +189,9 @@ impl Recorder {
     /// Charge `moves` allocation-writes to the epoch `[start, end)`: to the day of `start`,
     /// spread evenly over the epoch's minutes.
     pub(crate) fn batch(&mut self, start: u64, end: u64, moves: u64, cancelled: u64) {
+        if !self.counting {
+            return;
+        }
         let (d, _) = self.slots(start);
         d.allocation_writes += moves;
         d.cancelled_moves += cancelled;

@@ -9,13 +9,15 @@
 //! simulated: a first pass ([`TraceCounts`]) counts them (and the working set, for sizes
 //! given as a percentage), so a partitioned or percentage-sized grid reads the trace twice.
 //! The results equal [`super::ensemble::run_partitioned_with`] over the same requests held in
-//! memory (tested below for every sieve and partitioning).
+//! memory (tested below for every sieve and partitioning). The requests of an uncounted
+//! warm-up period ([`WarmupPeriod`]) run through every cell but are not counted.
 
 use super::continuous::ContinuousState;
 use super::discrete::DiscreteState;
 use crate::sievestore::ensemble::{add_weight, capacities_from_weights, Partition};
 use crate::sievestore::epoch_spool::{EpochSpool, DEFAULT_LIMIT};
-use crate::sievestore::{CacheFactory, SieveRun, DAY_NS};
+use crate::sievestore::{CacheFactory, SieveRun, DAY_NS, MINUTE_NS};
+use crate::WarmupPeriod;
 use ember_policy::admission::{EpochSieve, Sieve, SieveConfigError, SieveSpec};
 use ember_policy::{Admission, Replacement};
 use ember_trace::Request;
@@ -121,6 +123,13 @@ impl Machine {
         }
     }
 
+    fn set_counting(&mut self, on: bool) {
+        match self {
+            Machine::Continuous { state, .. } => state.set_counting(on),
+            Machine::Discrete { state, .. } => state.set_counting(on),
+        }
+    }
+
     fn finish(self, block_size: u64) -> std::io::Result<SieveRun> {
         match self {
             Machine::Continuous { sieve, state, .. } => Ok(state.finish(sieve.as_ref())),
@@ -153,6 +162,25 @@ where
     E: std::error::Error + 'static,
     I: Iterator<Item = Result<Request, E>>,
 {
+    run_streamed_after(requests, block_size, cells, counts, spool_limit, WarmupPeriod::None)
+}
+
+/// [`run_streamed`] with an uncounted warm-up period: its requests (those touching a block,
+/// numbered from 0; times from the first of them) run through every cell, whose caches and
+/// sieves evolve, but the counters start after it. The minutes wholly within it are left
+/// out of the cost model ([`SieveRun::warmup_minutes`]).
+pub fn run_streamed_after<E, I>(
+    requests: I,
+    block_size: u64,
+    cells: &[StreamCell<'_>],
+    counts: Option<&TraceCounts>,
+    spool_limit: usize,
+    warmup: WarmupPeriod,
+) -> Result<Vec<SieveRun>, StreamError<E>>
+where
+    E: std::error::Error + 'static,
+    I: Iterator<Item = Result<Request, E>>,
+{
     let mut runs: Vec<CellRun<'_, '_>> = Vec::with_capacity(cells.len());
     for cell in cells {
         cell.spec.build()?;
@@ -174,9 +202,20 @@ where
     }
     // Days and minutes count from midnight of the first request's day, in every cell.
     let mut origin: Option<u64> = None;
+    let mut counting = warmup.is_none();
+    let (mut first_ns, mut seen) = (None::<u64>, 0u64);
+    let mut warmup_minutes = 0usize;
     for r in requests {
         let r = r.map_err(StreamError::Read)?;
         let origin = *origin.get_or_insert(r.time_ns / DAY_NS * DAY_NS);
+        if !counting && r.length > 0 {
+            let t0 = *first_ns.get_or_insert(r.time_ns);
+            if warmup.over_at(seen, r.time_ns.saturating_sub(t0)) {
+                counting = true;
+                warmup_minutes = (r.time_ns.saturating_sub(origin) / MINUTE_NS) as usize;
+            }
+            seen += 1;
+        }
         for run in &mut runs {
             let cell = run.cell;
             let machine = if cell.partition == Partition::Ensemble {
@@ -212,6 +251,7 @@ where
                 run.parts[v].as_mut()
             };
             if let Some(m) = machine {
+                m.set_counting(counting);
                 m.request(&r, block_size)?;
             }
         }
@@ -233,7 +273,8 @@ where
             }
             total
         };
-        out.push(result);
+        let warmup_minutes = if counting { warmup_minutes } else { result.minutes.len() };
+        out.push(SieveRun { warmup_minutes, ..result });
     }
     Ok(out)
 }
@@ -346,6 +387,69 @@ mod tests {
         // The runs are not all alike: the comparison had something to compare.
         let hits: HashSet<u64> = streamed.iter().map(|r| r.total().hits()).collect();
         assert!(hits.len() > cells.len() / 2, "{hits:?}");
+    }
+
+    /// The uncounted warm-up period: a cell's counters after it equal its counters over the
+    /// whole trace less those over the warm-up's requests alone (a prefix of the trace runs
+    /// the same decisions), for every sieve whose choice does not look ahead (the ideal
+    /// sieve's epoch is cut short by the prefix) and every partitioning; by time as by
+    /// requests; and the minutes wholly within the warm-up are left out of the cost model.
+    #[test]
+    fn warmup_counts_what_follows_it_for_every_sieve() {
+        let cfg =
+            EnsembleConfig { days: 3, accesses_per_day: 30_000, ..EnsembleConfig::with_volumes(4) };
+        let trace = generate(&cfg).expect("generate the ensemble");
+        let reqs = &trace.requests;
+        let counts = count(reqs.iter().copied().map(Ok::<_, std::io::Error>), 4096, true)
+            .expect("counting cannot fail");
+        let wss = counts.distinct_blocks.expect("asked for") as usize;
+        let lru: CacheFactory<'_> = &|c| build(Kind::Lru, c);
+        let mut cells = Vec::new();
+        for spec in SieveSpec::NAMES.iter().filter(|n| **n != "ideal") {
+            for partition in [Partition::Ensemble, Partition::Proportional] {
+                let spec: SieveSpec = spec.parse().expect("a sieve");
+                cells.push(StreamCell { spec, capacity: wss / 50, partition, make_cache: lru });
+            }
+        }
+        let t0 = reqs.iter().find(|r| r.length > 0).map_or(0, |r| r.time_ns);
+        let n = reqs.len() * 2 / 5;
+        let by_time = WarmupPeriod::Time(reqs[n].time_ns - t0);
+        for warmup in [WarmupPeriod::Requests(n as u64), by_time] {
+            let k = match warmup {
+                WarmupPeriod::Requests(_) => n,
+                _ => reqs.iter().position(|r| r.time_ns - t0 >= reqs[n].time_ns - t0).unwrap_or(n),
+            };
+            let it = |rs: &[Request]| {
+                rs.iter().copied().map(Ok::<_, std::io::Error>).collect::<Vec<_>>()
+            };
+            let run = |rs: &[Request], w| {
+                run_streamed_after(it(rs).into_iter(), 4096, &cells, Some(&counts), 100, w)
+                    .expect("run")
+            };
+            let (whole, head, after) = (
+                run(reqs, WarmupPeriod::None),
+                run(&reqs[..k], WarmupPeriod::None),
+                run(reqs, warmup),
+            );
+            for (i, cell) in cells.iter().enumerate() {
+                let (w, h, a) = (whole[i].total(), head[i].total(), after[i].total());
+                let what = format!("{} {} {warmup}", cell.spec.name(), cell.partition.name());
+                assert_eq!(a.accesses, w.accesses - h.accesses, "{what}");
+                assert_eq!(a.read_hits, w.read_hits - h.read_hits, "{what}");
+                assert_eq!(a.write_hits, w.write_hits - h.write_hits, "{what}");
+                assert_eq!(
+                    a.allocation_writes,
+                    w.allocation_writes - h.allocation_writes,
+                    "{what}"
+                );
+                assert_eq!(a.cancelled_moves, w.cancelled_moves - h.cancelled_moves, "{what}");
+                assert!(w.hits() > 0, "{what}");
+                let m = after[i].warmup_minutes;
+                let early = &after[i].minutes[..m.min(after[i].minutes.len())];
+                assert!(m > 1000 && early.iter().all(|x| x.read_hits == 0), "{what} {m}");
+                assert_eq!(after[i].counted_minutes().len(), after[i].minutes.len() - m);
+            }
+        }
     }
 
     #[test]

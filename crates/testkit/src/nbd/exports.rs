@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use ember_nbd::{Export, ExportError, MemExport, ReadStart};
+use ember_nbd::{Export, ExportError, MemExport, ReadBuf, ReadStart};
 
 /// The geometry of an `Export` (size, flags), forwarded to `self.inner`.
 #[macro_export]
@@ -48,7 +48,7 @@ macro_rules! reap_pending {
             &self,
             _wait: usize,
             _wake: Option<std::os::fd::RawFd>,
-            done: &mut dyn FnMut(u64, $crate::nbd::Outcome),
+            done: &mut dyn FnMut(u64, $crate::nbd::ember_nbd::ReadBuf, $crate::nbd::Outcome),
         ) -> usize {
             self.pending.reap(done)
         }
@@ -124,33 +124,21 @@ impl Export for FaultyExport {
 }
 
 /// READs a test export "starts" (`Export::start_read`): read at once from a RAM export, their
-/// tags reported by the next `Export::reap_reads`, and counted.
+/// buffers and tags handed back by the next `Export::reap_reads`, and counted.
 #[derive(Default)]
 pub struct PendingReads {
-    tags: Mutex<Vec<u64>>,
+    reads: Mutex<Vec<(u64, ReadBuf)>>,
     started: AtomicU64,
 }
 
 impl PendingReads {
-    /// Read `len` bytes at `offset` of `inner` into `buf` and keep `tag` for the next reap.
-    ///
-    /// # Safety
-    ///
-    /// `buf` must be valid for writes of `len` bytes.
-    pub unsafe fn start(
-        &self,
-        inner: &MemExport,
-        offset: u64,
-        buf: *mut u8,
-        len: usize,
-        tag: u64,
-    ) -> ReadStart {
-        // SAFETY: the caller's contract.
-        let buf = unsafe { std::slice::from_raw_parts_mut(buf, len) };
-        if inner.read(offset, buf).is_err() {
-            return ReadStart::Declined;
+    /// Read `buf.len()` bytes at `offset` of `inner` into `buf` and keep it, with `tag`, for
+    /// the next reap.
+    pub fn start(&self, inner: &MemExport, offset: u64, mut buf: ReadBuf, tag: u64) -> ReadStart {
+        if inner.read(offset, buf.as_mut_slice()).is_err() {
+            return ReadStart::Declined(buf);
         }
-        self.tags.lock().unwrap().push(tag);
+        self.reads.lock().unwrap().push((tag, buf));
         self.started.fetch_add(1, Ordering::SeqCst);
         ReadStart::Started
     }
@@ -160,12 +148,13 @@ impl PendingReads {
         self.started.load(Ordering::SeqCst)
     }
 
-    /// Report every READ started since the last reap; how many.
-    pub fn reap(&self, done: &mut dyn FnMut(u64, Result<(), ExportError>)) -> usize {
-        let tags: Vec<u64> = std::mem::take(&mut *self.tags.lock().unwrap());
-        for &tag in &tags {
-            done(tag, Ok(()));
+    /// Hand back every READ started since the last reap; how many.
+    pub fn reap(&self, done: &mut dyn FnMut(u64, ReadBuf, Result<(), ExportError>)) -> usize {
+        let reads: Vec<(u64, ReadBuf)> = std::mem::take(&mut *self.reads.lock().unwrap());
+        let n = reads.len();
+        for (tag, buf) in reads {
+            done(tag, buf, Ok(()));
         }
-        tags.len()
+        n
     }
 }

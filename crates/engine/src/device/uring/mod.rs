@@ -23,13 +23,23 @@
 //! read into with `IORING_OP_READ_FIXED` by [`start`]: its pages were pinned once, at
 //! registration, instead of on every read.
 //!
+//! The buffer of a read started with [`start`] is an owned [`ReadBuf`](ember_readbuf::ReadBuf),
+//! lent to the ring ([`Lent`](ember_readbuf::Lent)) until every one of its reads completed,
+//! then handed back by [`reap`]: nothing else can touch it meanwhile. A ring dropped with
+//! reads in flight (its thread ended) leaks their buffers, never frees them under the kernel.
+//! The `unsafe` of this module is where the kernel gets an address: the entries pushed (each
+//! inside a buffer its flight holds) and the registrations (of a buffer marked registered,
+//! which is never freed until the kernel's entry for it is emptied).
+//!
 //! - this file: the thread's ring, its constants and counters, and handing entries to the
 //!   kernel;
 //! - `register.rs`: registering a buffer with the thread's ring;
-//! - `started.rs`: reads that complete later ([`start`], [`reap`], [`room`]);
+//! - `started.rs`: reads that complete later ([`start`], [`reap`], [`room`]) and the flights
+//!   that hold their buffers;
 //! - `poll.rs`: the one-shot poll of a [`reap`]'s wake descriptor, armed and cancelled;
 //! - `read_many.rs`: reads waited for together ([`read_many`](fn@read_many)).
 
+mod flights;
 mod poll;
 mod read_many;
 mod register;
@@ -48,6 +58,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use io_uring::IoUring;
 
 use super::registered::{Registered, SLOTS};
+use flights::Flights;
 
 /// Reads completed through io_uring by this process.
 static URING_READS: AtomicU64 = AtomicU64::new(0);
@@ -79,25 +90,25 @@ pub fn read_handoffs_through_io_uring() -> u64 {
 /// Entries of a thread's ring: reads in flight at most.
 const ENTRIES: u32 = 64;
 
-/// The user-data bit of a read started with [`start`].
+/// The user-data bit of a read started with [`start`]: the bits at [`FLIGHT_SHIFT`] name its
+/// flight (the started read it is a part of), the bits under [`PART_MASK`] the part.
 const LATER: u64 = 1 << 63;
 /// The user data of the poll of a [`reap`]'s wake descriptor.
 const POLL: u64 = 1 << 62;
 /// The user data of the cancellation of that poll.
 const CANCEL: u64 = POLL | 1;
-/// The user-data bit of a read started with [`start`] into a registered buffer, whose table
-/// index is in the bits at [`INDEX_SHIFT`].
-const FIXED: u64 = 1 << 61;
-/// Where a fixed read's table index sits in its user data.
-const INDEX_SHIFT: u32 = 48;
-/// Tags of [`start`] are below this (the bits above carry the flags and the index).
-const TAG_LIMIT: u64 = 1 << INDEX_SHIFT;
+/// Where a started read's flight number sits in its parts' user data.
+const FLIGHT_SHIFT: u32 = 16;
+/// The part's number in a started read's user data.
+const PART_MASK: u64 = (1 << FLIGHT_SHIFT) - 1;
 
 /// A thread's ring and the reads started on it that complete later.
 struct Ring {
     ring: IoUring,
-    /// Reads started with [`start`] and not yet reaped.
+    /// Reads (parts) started with [`start`] and not yet reaped.
     later: usize,
+    /// The started reads in flight, each holding its buffer.
+    flights: Flights,
     /// Entries (reads, a poll, a cancellation) pushed but not yet submitted to the kernel.
     unsubmitted: usize,
     /// Of those, reads.
@@ -139,6 +150,7 @@ fn new_ring() -> Option<Ring> {
     Some(Ring {
         ring,
         later: 0,
+        flights: Flights::new(ENTRIES as usize),
         unsubmitted: 0,
         unsubmitted_reads: 0,
         polling: None,

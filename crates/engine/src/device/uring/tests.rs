@@ -1,6 +1,8 @@
 //! Tests of the thread's ring: started reads, the wake poll, registered buffers.
 
 use super::*;
+use crate::device::ReadPart;
+use ember_readbuf::ReadBuf;
 use std::fs::File;
 use std::io;
 use std::io::Write;
@@ -19,19 +21,30 @@ fn pipe() -> (File, File) {
     unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
 }
 
-/// Start a read of the pipe (at its current position) into `buf`, tag `tag`.
-fn start_pipe_read(r: &File, buf: &mut [u8; 8], tag: u64) {
-    // SAFETY: `buf` outlives the read: every test reaps it before `buf` goes.
-    assert!(unsafe { start(r, u64::MAX, buf.as_mut_ptr(), buf.len(), tag, true) });
+/// Start a read of 8 bytes of the pipe (at its current position) into a new buffer, tag
+/// `tag`.
+fn start_pipe_read(r: &File, tag: u64) {
+    start_pipe_read_into(r, ReadBuf::new(8), tag);
 }
 
-/// Reap until `tag` is reported; its outcome.
-fn reap_tag(tag: u64) -> io::Result<usize> {
+/// Start a read of 8 bytes of the pipe into `buf`, tag `tag`.
+fn start_pipe_read_into(r: &File, buf: ReadBuf, tag: u64) {
+    let part = ReadPart { offset: u64::MAX, at: 0, len: 8 };
+    assert!(start(r, buf, &[part], tag, true).is_ok());
+}
+
+/// Reap until `tag` is reported; its buffer and outcome.
+fn reap_tag(tag: u64) -> (ReadBuf, io::Result<usize>) {
     let mut out = None;
     while out.is_none() {
-        reap(1, None, &mut |t, o| {
+        reap(1, None, &mut |t, buf, outcomes| {
             assert_eq!(t, tag);
-            out = Some(o);
+            assert_eq!(outcomes.len(), 1, "one part");
+            let o = match &outcomes[0] {
+                Ok(n) => Ok(*n),
+                Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+            };
+            out = Some((buf, o));
         });
     }
     out.unwrap()
@@ -57,8 +70,7 @@ fn a_wait_with_a_socket_wakes_when_the_socket_is_readable() {
         return;
     }
     let (r, w) = pipe();
-    let mut buf = [0u8; 8];
-    start_pipe_read(&r, &mut buf, 7);
+    start_pipe_read(&r, 7);
     let (a, b) = UnixStream::pair().unwrap();
     let writer = write_later(w, Duration::from_secs(5));
     let sender = std::thread::spawn(move || {
@@ -67,7 +79,7 @@ fn a_wait_with_a_socket_wakes_when_the_socket_is_readable() {
         b
     });
     let t = Instant::now();
-    let n = reap(1, Some(a.as_raw_fd()), &mut |t, _| panic!("tag {t} reported early"));
+    let n = reap(1, Some(a.as_raw_fd()), &mut |t, _, _| panic!("tag {t} reported early"));
     let waited = t.elapsed();
     assert_eq!(n, 0, "the pipe read is still in flight");
     assert!(
@@ -76,8 +88,9 @@ fn a_wait_with_a_socket_wakes_when_the_socket_is_readable() {
     );
     assert_eq!(polling(), None, "the poll fired");
     // The read in flight is reaped normally once its data comes.
-    assert_eq!(reap_tag(7).unwrap(), 8);
-    assert_eq!(&buf, b"pipedata");
+    let (buf, n) = reap_tag(7);
+    assert_eq!(n.unwrap(), 8);
+    assert_eq!(buf.as_slice(), b"pipedata");
     writer.join().unwrap();
     drop(sender.join().unwrap());
 }
@@ -90,19 +103,21 @@ fn a_poll_left_armed_is_cancelled_before_its_socket_number_is_reused() {
     }
     // A wait on socket `a` ends with the read: the poll on `a` stays armed.
     let (r, w) = pipe();
-    let mut buf = [0u8; 8];
-    start_pipe_read(&r, &mut buf, 1);
+    start_pipe_read(&r, 1);
     let (a, a_peer) = UnixStream::pair().unwrap();
     let old = a.as_raw_fd();
     let first = write_later(w, Duration::from_millis(50));
     let mut got = 0;
     while got == 0 {
-        got = reap(1, Some(old), &mut |t, o| assert_eq!((t, o.unwrap()), (1, 8)));
+        got = reap(1, Some(old), &mut |t, _, o| {
+            assert_eq!((t, o.len()), (1, 1));
+            assert_eq!(*o[0].as_ref().unwrap(), 8);
+        });
     }
     first.join().unwrap();
     assert_eq!(polling(), Some(old), "the poll on the first socket is still armed");
     // Done with the ring for now (no read in flight, no socket): the poll is dropped.
-    assert_eq!(reap(0, None, &mut |t, _| panic!("tag {t}")), 0);
+    assert_eq!(reap(0, None, &mut |t, _, _| panic!("tag {t}")), 0);
     assert_eq!(polling(), None, "the poll was cancelled");
     // A new socket takes the old one's number (the old one's peer stays open and quiet).
     let (c, d) = UnixStream::pair().unwrap();
@@ -113,8 +128,7 @@ fn a_poll_left_armed_is_cancelled_before_its_socket_number_is_reused() {
     // SAFETY: `old` now owns the copy of `c`'s socket made above.
     let c = unsafe { UnixStream::from_raw_fd(old) };
     let (r2, w2) = pipe();
-    let mut buf2 = [0u8; 8];
-    start_pipe_read(&r2, &mut buf2, 2);
+    start_pipe_read(&r2, 2);
     let writer = write_later(w2, Duration::from_secs(5));
     let sender = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(50));
@@ -122,11 +136,11 @@ fn a_poll_left_armed_is_cancelled_before_its_socket_number_is_reused() {
         d
     });
     let t = Instant::now();
-    let n = reap(1, Some(c.as_raw_fd()), &mut |t, _| panic!("tag {t} reported early"));
+    let n = reap(1, Some(c.as_raw_fd()), &mut |t, _, _| panic!("tag {t} reported early"));
     let waited = t.elapsed();
     assert_eq!(n, 0);
     assert!(waited < Duration::from_secs(3), "woken after {waited:?}: a stale poll");
-    assert_eq!(reap_tag(2).unwrap(), 8);
+    assert_eq!(reap_tag(2).1.unwrap(), 8);
     writer.join().unwrap();
     drop((sender.join().unwrap(), a_peer));
 }
@@ -138,64 +152,70 @@ fn a_wait_on_another_socket_cancels_the_armed_poll_first() {
         return;
     }
     let (r, w) = pipe();
-    let mut buf = [0u8; 8];
-    start_pipe_read(&r, &mut buf, 3);
+    start_pipe_read(&r, 3);
     let (a, _a_peer) = UnixStream::pair().unwrap();
     let first = write_later(w, Duration::from_millis(50));
     let mut got = 0;
     while got == 0 {
-        got = reap(1, Some(a.as_raw_fd()), &mut |t, _| assert_eq!(t, 3));
+        got = reap(1, Some(a.as_raw_fd()), &mut |t, _, _| assert_eq!(t, 3));
     }
     first.join().unwrap();
     assert_eq!(polling(), Some(a.as_raw_fd()));
     let (r2, w2) = pipe();
-    let mut buf2 = [0u8; 8];
-    start_pipe_read(&r2, &mut buf2, 4);
+    start_pipe_read(&r2, 4);
     let (c, d) = UnixStream::pair().unwrap();
     let writer = write_later(w2, Duration::from_secs(5));
     (&d).write_all(b"x").unwrap();
     let t = Instant::now();
-    assert_eq!(reap(1, Some(c.as_raw_fd()), &mut |t, _| panic!("tag {t}")), 0);
+    assert_eq!(reap(1, Some(c.as_raw_fd()), &mut |t, _, _| panic!("tag {t}")), 0);
     assert!(t.elapsed() < Duration::from_secs(3));
-    assert_eq!(reap_tag(4).unwrap(), 8);
+    assert_eq!(reap_tag(4).1.unwrap(), 8);
     writer.join().unwrap();
 }
 
 #[test]
-fn a_registered_buffer_is_read_fixed_and_not_let_go_while_read_into() {
+fn a_registered_buffer_is_read_fixed_and_let_go_only_by_its_ring() {
     if room() == 0 {
         eprintln!("no io_uring here: nothing to test");
         return;
     }
-    let mut buf = Box::new([0u8; 8]);
-    let p = buf.as_mut_ptr();
-    // SAFETY: `buf` lives until after it is unregistered below.
-    assert!(unsafe { register(p, 8) });
-    // SAFETY: as above (refused, so nothing is registered twice).
-    assert!(!unsafe { register(p.wrapping_add(4), 8) }, "an overlapping range");
+    let mut buf = ReadBuf::new(8);
+    assert!(register(&mut buf));
+    assert!(buf.is_registered(), "marked: dropping it would leak it");
+    assert!(!register(&mut buf), "registered already");
+    let at = buf.as_ptr();
     let (r, w) = pipe();
     let fixed_before = fixed_reads_through_io_uring();
-    start_pipe_read(&r, &mut buf, 6);
-    assert!(!unregister(p), "let go while a read into it is in flight");
+    // While its read is in flight the buffer is the ring's: nothing else holds it to ask for
+    // it to be let go (the table's own refusal is tested in `registered.rs`).
+    start_pipe_read_into(&r, buf, 6);
     let writer = write_later(w, Duration::from_millis(20));
-    assert_eq!(reap_tag(6).unwrap(), 8, "the tag comes back without the index bits");
+    let (buf, n) = reap_tag(6);
+    assert_eq!(n.unwrap(), 8, "the tag comes back as given");
     writer.join().unwrap();
-    assert_eq!(&*buf, b"pipedata");
+    assert_eq!(buf.as_ptr(), at, "the same buffer back");
+    assert_eq!(buf.as_slice(), b"pipedata");
     // Only this test registers buffers in this binary.
     assert_eq!(fixed_reads_through_io_uring() - fixed_before, 1, "a fixed read");
-    let addr = p as usize;
-    let elsewhere = std::thread::spawn(move || unregister(addr as *mut u8)).join().unwrap();
+    let (mut buf, elsewhere) = std::thread::spawn(move || {
+        let mut buf = buf;
+        let ok = unregister(&mut buf);
+        (buf, ok)
+    })
+    .join()
+    .unwrap();
     assert!(!elsewhere, "another thread's ring does not hold it");
-    assert!(unregister(p));
-    assert!(!unregister(p), "already let go");
+    assert!(buf.is_registered(), "still marked");
+    assert!(unregister(&mut buf));
+    assert!(!buf.is_registered(), "let go: dropping it frees it");
+    assert!(!unregister(&mut buf), "already let go");
     // No longer registered: a plain read.
     let (r, w) = pipe();
-    start_pipe_read(&r, &mut buf, 7);
+    start_pipe_read_into(&r, buf, 7);
     let writer = write_later(w, Duration::from_millis(20));
-    assert_eq!(reap_tag(7).unwrap(), 8);
+    assert_eq!(reap_tag(7).1.unwrap(), 8);
     writer.join().unwrap();
     assert_eq!(fixed_reads_through_io_uring() - fixed_before, 1, "not a fixed read");
-    drop(buf);
 }
 
 #[test]
@@ -208,15 +228,73 @@ fn a_reap_that_does_not_wait_still_sees_completions() {
         return;
     }
     let (r, mut w) = pipe();
-    let mut buf = [0u8; 8];
-    start_pipe_read(&r, &mut buf, 5);
+    start_pipe_read(&r, 5);
     w.write_all(b"pipedata").unwrap();
     let mut seen = None;
     let t = Instant::now();
     while seen.is_none() && t.elapsed() < Duration::from_secs(3) {
-        reap(0, None, &mut |t, o| seen = Some((t, o.unwrap())));
+        reap(0, None, &mut |t, buf, o| {
+            seen = Some((t, *o[0].as_ref().unwrap(), buf.as_slice().to_vec()));
+        });
         std::thread::sleep(Duration::from_millis(1));
     }
-    assert_eq!(seen, Some((5, 8)), "a completed read never reported without waiting");
-    assert_eq!(&buf, b"pipedata");
+    let seen = seen.expect("a completed read never reported without waiting");
+    assert_eq!(seen, (5, 8, b"pipedata".to_vec()));
+}
+
+#[test]
+fn a_read_of_several_parts_comes_back_once_with_every_part_in_place() {
+    if room() == 0 {
+        eprintln!("no io_uring here: nothing to test");
+        return;
+    }
+    let mut f = tempfile::tempfile().unwrap();
+    let content: Vec<u8> = (0..3 * 4096).map(|i| (i / 4096 + 1) as u8 * 0x11).collect();
+    f.write_all(&content).unwrap();
+    let mut buf = ReadBuf::new(3 * 4096);
+    buf.as_mut_slice().fill(0xEE);
+    let at = buf.as_ptr();
+    // The file's third page into the buffer's first, its first into the second; the third
+    // is not read.
+    let parts = [
+        ReadPart { offset: 2 * 4096, at: 0, len: 4096 },
+        ReadPart { offset: 0, at: 4096, len: 4096 },
+    ];
+    assert!(start(&f, buf, &parts, 9, true).is_ok());
+    let mut back = None;
+    while back.is_none() {
+        reap(1, None, &mut |t, buf, o| {
+            assert_eq!(t, 9);
+            let o: Vec<usize> = o.iter().map(|x| *x.as_ref().unwrap()).collect();
+            back = Some((buf, o));
+        });
+    }
+    let (buf, outcomes) = back.unwrap();
+    assert_eq!(outcomes, vec![4096, 4096], "each part's outcome, in the parts' order");
+    assert_eq!(buf.as_ptr(), at, "the same buffer back");
+    let b = buf.as_slice();
+    assert!(b[..4096].iter().all(|&x| x == 0x33));
+    assert!(b[4096..8192].iter().all(|&x| x == 0x11));
+    assert!(b[8192..].iter().all(|&x| x == 0xEE), "untouched");
+}
+
+#[test]
+fn a_part_outside_the_buffer_starts_nothing_and_hands_the_buffer_back() {
+    let f = tempfile::tempfile().unwrap();
+    let buf = ReadBuf::new(4096);
+    let at = buf.as_ptr();
+    for part in [
+        ReadPart { offset: 0, at: 1, len: 4096 },
+        ReadPart { offset: 0, at: 0, len: 4097 },
+        ReadPart { offset: 0, at: usize::MAX, len: 2 },
+    ] {
+        let before = room();
+        let Err(back) = start(&f, ReadBuf::new(4096), &[part], 1, true) else {
+            panic!("{part:?} was started");
+        };
+        assert_eq!(back.len(), 4096);
+        assert_eq!(room(), before, "nothing in flight");
+    }
+    let Err(back) = start(&f, buf, &[], 1, true) else { panic!("no parts, started") };
+    assert_eq!(back.as_ptr(), at, "the buffer back");
 }

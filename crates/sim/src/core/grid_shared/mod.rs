@@ -16,7 +16,8 @@
 //! slab. Accesses are looked up a batch at a time, then each policy runs over the batch
 //! (`SharedGrid::run_batch`). [`SharedGrid::supports`] says which grids it takes: those four
 //! policies, at most [`MAX_SIZES`] sizes each, admission on every miss, no timeline and no
-//! oracle. `ember sim` sends any other grid to the per-cell path.
+//! oracle. `ember sim` sends any other grid to the per-cell path. An uncounted warm-up
+//! period is a snapshot of every cell's counters where it ends, subtracted at the end.
 
 mod entries;
 mod fifo_stamps;
@@ -24,8 +25,10 @@ mod lru_log;
 mod rings;
 mod s3fifo;
 
+use crate::core::cutter::Cutter;
 use crate::core::distinct::DistinctCounter;
-use crate::core::streaming::{StreamTotals, CHUNK_ACCESSES};
+use crate::core::streaming::{RecordWarmup, StreamTotals, CHUNK_ACCESSES};
+use crate::core::warmup_period::{CountStart, WarmupPeriod};
 use crate::{Counters, SimResult};
 use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
@@ -274,8 +277,13 @@ impl SharedGrid {
 
     /// Simulate the accesses of `chunk`.
     pub fn run_chunk(&mut self, chunk: &BlockChunk) {
-        for (j, (&k, &f)) in chunk.keys.iter().zip(&chunk.flags).enumerate() {
-            if let Some(&ahead) = chunk.keys.get(j + PREFETCH_AHEAD) {
+        self.run_accesses(&chunk.keys, &chunk.flags);
+    }
+
+    /// Simulate the accesses of `keys` with their `flags`.
+    fn run_accesses(&mut self, keys: &[u64], flags: &[u8]) {
+        for (j, (&k, &f)) in keys.iter().zip(flags).enumerate() {
+            if let Some(&ahead) = keys.get(j + PREFETCH_AHEAD) {
                 self.entries.prefetch(ahead);
             }
             self.resolve(k, f & 1 != 0);
@@ -290,7 +298,12 @@ impl SharedGrid {
 
     /// What the pass saw of the trace.
     pub fn totals(&self) -> StreamTotals {
-        StreamTotals { requests: self.requests, accesses: self.accesses, wss: self.wss.count() }
+        StreamTotals {
+            requests: self.requests,
+            accesses: self.accesses,
+            wss: self.wss.count(),
+            counted_from: None,
+        }
     }
 
     /// Every cell's result, in the order of [`SharedGrid::new`]'s `cells`: what
@@ -326,6 +339,7 @@ impl SharedGrid {
                         evictions: c.evictions,
                     },
                     timeline: None,
+                    counted_from: None,
                 }
             })
             .collect()
@@ -370,15 +384,41 @@ fn each_group(groups: &mut [(SharedGrid, Vec<usize>)], work: &(dyn Fn(&mut Share
     });
 }
 
-/// The cells' results in their order, and the first group's totals.
-fn collect(groups: &[(SharedGrid, Vec<usize>)], cells: usize) -> (Vec<SimResult>, StreamTotals) {
+/// Every group's results, in group order: a snapshot.
+fn snapshot(groups: &[(SharedGrid, Vec<usize>)]) -> Vec<Vec<SimResult>> {
+    groups.iter().map(|(g, _)| g.results()).collect()
+}
+
+/// Where the uncounted warm-up period ended in a shared pass: the counters of every cell
+/// then, and where counting started.
+struct WarmupEnd {
+    before: Vec<Vec<SimResult>>,
+    start: Option<CountStart>,
+}
+
+/// The cells' results in their order, and the first group's totals. With `warmup`, each
+/// cell's counters are those after it (all of them zero if the trace ended within it:
+/// `before` is `None`).
+fn collect(
+    groups: &[(SharedGrid, Vec<usize>)],
+    cells: usize,
+    warmup: Option<WarmupEnd>,
+) -> (Vec<SimResult>, StreamTotals) {
     let mut slots: Vec<Option<SimResult>> = (0..cells).map(|_| None).collect();
-    for (g, members) in groups {
-        for (r, &i) in g.results().into_iter().zip(members) {
+    let now = snapshot(groups);
+    for (gi, ((_, members), results)) in groups.iter().zip(&now).enumerate() {
+        for (j, (r, &i)) in results.iter().zip(members).enumerate() {
+            let mut r = r.clone();
+            if let Some(w) = &warmup {
+                let before = w.before.get(gi).and_then(|g| g.get(j)).map_or(r.totals, |b| b.totals);
+                r.totals = r.totals - before;
+                r.counted_from = w.start;
+            }
             slots[i] = Some(r);
         }
     }
-    let totals = groups.first().map(|g| g.0.totals()).unwrap_or_default();
+    let mut totals = groups.first().map(|g| g.0.totals()).unwrap_or_default();
+    totals.counted_from = warmup.and_then(|w| w.start);
     (slots.into_iter().flatten().collect(), totals)
 }
 
@@ -388,42 +428,63 @@ fn collect(groups: &[(SharedGrid, Vec<usize>)], cells: usize) -> (Vec<SimResult>
 pub fn run_shared_records(
     reader: &mut BlockReader,
     cells: &[(Kind, usize)],
+    warmup: WarmupPeriod,
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Vec<SimResult>, StreamTotals), TraceError> {
     let mut gs = groups(cells, threads);
     let mut vtime = 0u64;
+    let mut warm = RecordWarmup::new(warmup);
+    let mut before = None;
     loop {
         let records = reader.next_records(CHUNK_ACCESSES)?;
         if records.len() < RECORD_SIZE {
             break;
         }
+        for part in warm.parts(records, vtime) {
+            if part.start.is_some() {
+                before = Some(snapshot(&gs));
+            }
+            each_group(&mut gs, &|g| g.run_records(part.records));
+        }
         vtime += (records.len() / RECORD_SIZE) as u64;
-        each_group(&mut gs, &|g| g.run_records(records));
         progress(vtime);
     }
-    Ok(collect(&gs, cells.len()))
+    let end = (!warmup.is_none())
+        .then(|| WarmupEnd { before: before.unwrap_or_default(), start: warm.count_start() });
+    Ok(collect(&gs, cells.len(), end))
 }
 
 /// [`run_streaming`](crate::core::streaming::run_streaming) (no timeline) for a grid
-/// [`SharedGrid::supports`], over chunks from `next_chunk`, with each group of policies (up
-/// to `threads`) on its own thread.
+/// [`SharedGrid::supports`], over chunks from `next_chunk` (with times for a warm-up by
+/// time), with each group of policies (up to `threads`) on its own thread.
 pub fn run_shared_chunks<E>(
     next_chunk: &mut dyn FnMut(&mut BlockChunk) -> Result<bool, E>,
     cells: &[(Kind, usize)],
+    warmup: WarmupPeriod,
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Vec<SimResult>, StreamTotals), E> {
     let mut gs = groups(cells, threads);
     let mut chunk = BlockChunk::default();
     let mut done = 0u64;
+    let mut cutter = Cutter::with_warmup(None, warmup);
+    let mut before = None;
     while next_chunk(&mut chunk)? {
         done += chunk.len() as u64;
         let c = &chunk;
-        each_group(&mut gs, &|g| g.run_chunk(c));
+        for piece in cutter.cut(c) {
+            if piece.count_start.is_some() {
+                before = Some(snapshot(&gs));
+            }
+            let r = piece.range;
+            each_group(&mut gs, &|g| g.run_accesses(&c.keys[r.clone()], &c.flags[r.clone()]));
+        }
         progress(done);
     }
-    Ok(collect(&gs, cells.len()))
+    let end = (!warmup.is_none())
+        .then(|| WarmupEnd { before: before.unwrap_or_default(), start: cutter.count_start() });
+    Ok(collect(&gs, cells.len(), end))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The shared grid against the reference policies, cell by cell.
 
 use super::*;
+use crate::core::warmup_period::WarmupPeriod;
 use crate::{simulate, AccessStream, AccessStreamBuilder, RunConfig, Split};
 use ember_policy::admission::Aod;
 use ember_trace::{Op, Request};
@@ -63,11 +64,19 @@ fn stream(reqs: &[Request]) -> AccessStream {
 
 /// The reference: each cell simulated alone by its own policy.
 fn reference(s: &AccessStream, cells: &[(Kind, usize)]) -> Vec<SimResult> {
+    reference_after(s, cells, WarmupPeriod::None)
+}
+
+/// [`reference`] after an uncounted warm-up period.
+fn reference_after(
+    s: &AccessStream,
+    cells: &[(Kind, usize)],
+    warmup: WarmupPeriod,
+) -> Vec<SimResult> {
+    let cfg = RunConfig { warmup, ..RunConfig::default() };
     cells
         .iter()
-        .map(|&(k, cap)| {
-            with_replacement!(k, cap, |p| simulate(&mut p, &mut Aod, s, &RunConfig::default()))
-        })
+        .map(|&(k, cap)| with_replacement!(k, cap, |p| simulate(&mut p, &mut Aod, s, &cfg)))
         .collect()
 }
 
@@ -78,6 +87,17 @@ fn shared(
     chunk: usize,
     threads: usize,
 ) -> Vec<SimResult> {
+    shared_after(s, cells, chunk, threads, WarmupPeriod::None)
+}
+
+/// [`shared`] after an uncounted warm-up period.
+fn shared_after(
+    s: &AccessStream,
+    cells: &[(Kind, usize)],
+    chunk: usize,
+    threads: usize,
+    warmup: WarmupPeriod,
+) -> Vec<SimResult> {
     let keys = s.keys();
     let mut at = 0usize;
     let mut next = |c: &mut BlockChunk| -> Result<bool, ()> {
@@ -86,14 +106,16 @@ fn shared(
             c.keys.push(keys[at]);
             let w = u8::from(s.is_write(at));
             c.flags.push(if s.starts_request(at) { w | FLAG_FIRST } else { w });
+            c.times.push(s.time(at));
             at += 1;
         }
         Ok(!c.is_empty())
     };
-    let (got, totals) = run_shared_chunks(&mut next, cells, threads, &|_| {}).expect("run");
+    let (got, totals) = run_shared_chunks(&mut next, cells, warmup, threads, &|_| {}).expect("run");
     assert_eq!(totals.accesses, s.len() as u64);
     assert_eq!(totals.requests, s.requests());
     assert_eq!(totals.wss, s.wss());
+    assert_eq!(totals.counted_from, got.first().and_then(|r| r.counted_from));
     got
 }
 
@@ -124,8 +146,14 @@ fn random_traces_equal_single_runs_cell_by_cell() {
                 cells.push((k, cap));
             }
         }
-        let want = reference(&s, &cells);
-        let got = shared(&s, &cells, 1 + rng.below(700) as usize, 1 + round % 3);
+        // Every third round after an uncounted warm-up period, by requests or by time.
+        let warmup = match round % 6 {
+            2 => WarmupPeriod::Requests(rng.below(n as u64 + 10)),
+            5 => WarmupPeriod::Time(rng.below(n as u64 + 10)),
+            _ => WarmupPeriod::None,
+        };
+        let want = reference_after(&s, &cells, warmup);
+        let got = shared_after(&s, &cells, 1 + rng.below(700) as usize, 1 + round % 3, warmup);
         assert_eq!(got, want, "round {round}: {blocks} blocks, {n} requests, cells {cells:?}");
         hits_seen += got.iter().map(|r| r.totals.hits()).sum::<u64>();
     }
@@ -191,9 +219,27 @@ fn the_sixteen_cell_grid_equals_single_runs_on_records_and_chunks() {
     for threads in [1, 2, 4] {
         let mut r = BlockReader::open(&path, &ReadOptions::default(), false, false).expect("open");
         assert!(r.reads_records_in_place());
-        let (got, totals) = run_shared_records(&mut r, &cells, threads, &|_| {}).expect("run");
+        let (got, totals) =
+            run_shared_records(&mut r, &cells, WarmupPeriod::None, threads, &|_| {}).expect("run");
         assert_eq!(got, want, "{threads} threads");
         assert_eq!(totals.wss, s.wss());
+    }
+    // After an uncounted warm-up period, on records and on chunks.
+    {
+        let warmup = WarmupPeriod::Requests(70_001);
+        let want = reference_after(&s, &cells, warmup);
+        assert_eq!(shared_after(&s, &cells, 4099, 2, warmup), want, "{warmup}");
+        let mut r = BlockReader::open(&path, &ReadOptions::default(), false, false).expect("open");
+        let (got, _) = run_shared_records(&mut r, &cells, warmup, 2, &|_| {}).expect("run");
+        // oracleGeneral records keep whole seconds: counting starts at the second of its
+        // first counted request.
+        let whole_seconds = |mut r: SimResult| {
+            if let Some(c) = r.counted_from.as_mut() {
+                c.start_ns = c.start_ns / 1_000_000_000 * 1_000_000_000;
+            }
+            r
+        };
+        assert_eq!(got, want.into_iter().map(whole_seconds).collect::<Vec<_>>(), "{warmup}");
     }
     // The cells differ (so equality means something): misses fall with size per policy.
     for k in 0..4 {

@@ -25,7 +25,7 @@
 //! Every streamed driver reads the trace once, twice when a size is a percentage of the
 //! working set and no next-access pass counts it first ([`FirstPass::WorkingSet`]); memory is
 //! the policies' state and two chunks, whatever the trace's length. Every run admits every
-//! miss (AOD).
+//! miss (AOD). Every driver takes an uncounted warm-up period ([`PlanOptions::warmup`]).
 
 mod error;
 mod streamed;
@@ -35,8 +35,9 @@ pub use error::PlanError;
 
 use crate::core::capacity::Capacity;
 use crate::core::streaming::StreamTotals;
+use crate::core::warmup_period::WarmupPeriod;
 use crate::{Interval, SimResult};
-use ember_policy::replacement::Kind;
+use ember_policy::replacement::Spec;
 use ember_trace::ReadOptions;
 use std::fmt;
 use std::path::PathBuf;
@@ -64,13 +65,15 @@ pub struct PlanOptions {
     /// With an oracle policy, hold the whole trace in memory instead of spooling the
     /// next-access times to temporary files ([`Driver::Whole`]).
     pub whole_trace: bool,
+    /// The uncounted warm-up period: its requests run, the counters start after it.
+    pub warmup: WarmupPeriod,
 }
 
 /// One cell of the grid: a policy at a size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cell {
-    /// The replacement policy.
-    pub policy: Kind,
+    /// The replacement policy and its parameters.
+    pub policy: Spec,
     /// The size as the caller wrote it (`1%`, `64MiB`, `1000`).
     pub size: String,
     /// The capacity in blocks.
@@ -149,7 +152,8 @@ pub struct Timings {
 pub struct Outcome {
     /// Every cell with its result, in the plan's order.
     pub runs: Vec<(Cell, SimResult)>,
-    /// What the trace held: requests, block accesses, distinct blocks.
+    /// What the trace held: requests, block accesses, distinct blocks (all of them, the
+    /// warm-up's too), and where counting started after the warm-up period.
     pub totals: StreamTotals,
     /// Malformed records skipped while reading.
     pub skipped: u64,
@@ -167,21 +171,24 @@ pub struct Outcome {
 #[derive(Clone, Debug)]
 pub struct Plan {
     source: TraceSource,
-    policies: Vec<Kind>,
+    policies: Vec<Spec>,
     sizes: Vec<(String, Capacity)>,
     options: PlanOptions,
 }
 
 impl Plan {
-    /// A plan for every policy of `policies` at every size of `sizes` (each with the text the
-    /// caller wrote), policy-major, over `source`. At least one policy, one size and a
-    /// positive block size.
-    pub fn new(
+    /// A plan for every policy of `policies` (a [`Spec`], or a
+    /// [`Kind`](ember_policy::replacement::Kind) for its defaults) at every size of `sizes`
+    /// (each with the text the caller wrote), policy-major, over `source`. At least one
+    /// policy, one size and a positive block size. Each run's result is named by its spec
+    /// (`lruk:k=3`), so runs of one policy with different parameters stay apart.
+    pub fn new<P: Into<Spec>>(
         source: TraceSource,
-        policies: Vec<Kind>,
+        policies: Vec<P>,
         sizes: Vec<(String, Capacity)>,
         options: PlanOptions,
     ) -> Result<Self, PlanError> {
+        let policies: Vec<Spec> = policies.into_iter().map(Into::into).collect();
         if policies.is_empty() || sizes.is_empty() {
             return Err(PlanError::Invalid("a plan needs at least one policy and one size".into()));
         }
@@ -235,6 +242,19 @@ impl Plan {
             streamed::run(self, progress)
         }
     }
+}
+
+/// Each cell with its result, the result named by the cell's spec (a policy's own name does
+/// not show its parameters).
+fn named(cells: Vec<Cell>, results: Vec<SimResult>) -> Vec<(Cell, SimResult)> {
+    cells
+        .into_iter()
+        .zip(results)
+        .map(|(c, mut r)| {
+            r.policy = c.policy.to_string();
+            (c, r)
+        })
+        .collect()
 }
 
 /// `n` as a capacity in blocks for a policy in memory.

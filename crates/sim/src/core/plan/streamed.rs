@@ -10,9 +10,11 @@ use crate::core::streaming::{
     CHUNK_ACCESSES,
 };
 use ember_policy::admission::Aod;
-use ember_policy::replacement::Kind;
+use ember_policy::replacement::{Kind, Spec};
 use ember_policy::with_replacement;
-use ember_trace::{BlockChunk, BlockReader, NextAccess, Spool, TraceError};
+use ember_trace::{
+    format_from_name, BlockChunk, BlockReader, Format, NextAccess, Spool, TraceError,
+};
 use std::time::Instant;
 
 /// Run `plan` streamed: [`Driver::NextAccess`], [`Driver::Shared`], [`Driver::Records`] or
@@ -22,7 +24,14 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let source = &plan.source;
     let path = &source.path;
     let interval = plan.options.interval;
-    let keep_times = interval.is_some();
+    let warmup = plan.options.warmup;
+    // Times are kept for a timeline, and with a warm-up (to end it by time and to say when
+    // counting starts) except where oracleGeneral records are read in place: each record
+    // carries its own time, and keeping times would take that path away.
+    let in_place = source.read.block_size < 1 << 16
+        && source.read.format.or_else(|| format_from_name(path)) == Some(Format::OracleGeneral);
+    let keep_times =
+        interval.is_some() || (!warmup.is_none() && (!in_place || plan.needs_oracle()));
     let open = || {
         BlockReader::open(path, &source.read, source.per_request, keep_times)
             .map_err(|source| PlanError::Open { path: path.clone(), source })
@@ -38,7 +47,12 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
         None
     };
     let counted = if let Some(f) = &future {
-        Some(StreamTotals { requests: f.requests(), accesses: f.len(), wss: f.distinct() })
+        Some(StreamTotals {
+            requests: f.requests(),
+            accesses: f.len(),
+            wss: f.distinct(),
+            counted_from: None,
+        })
     } else if plan.needs_wss() {
         if !BlockReader::rereadable(path) {
             return Err(PlanError::Invalid(format!(
@@ -58,13 +72,15 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
         (None, None) => None,
     };
     let cells = plan.cells(counted.map_or(0, |t| t.wss));
-    let shared = shared_grid(&cells, keep_times || future.is_some());
+    let shared = shared_grid(&cells, interval.is_some() || future.is_some());
     let runs: Vec<Box<dyn ChunkRun>> = cells
         .iter()
         .filter(|_| shared.is_none())
         .map(|c| {
             with_replacement!(c.policy, usize_capacity(c.capacity), |p| policy_run(
-                p, Aod, keep_times
+                p,
+                Aod,
+                interval.is_some()
             ))
         })
         .collect();
@@ -78,6 +94,7 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
             &mut |c, next| reader.next_chunk(c, next, CHUNK_ACCESSES),
             runs,
             interval,
+            warmup,
             threads,
             &on_progress,
         )
@@ -87,24 +104,26 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
         let mut reader = open()?;
         let out = if let Some(grid) = &shared {
             let out = if reader.reads_records_in_place() {
-                run_shared_records(&mut reader, grid, threads, &on_progress)
+                run_shared_records(&mut reader, grid, warmup, threads, &on_progress)
             } else {
                 run_shared_chunks(
                     &mut |c| reader.next_chunk(c, CHUNK_ACCESSES),
                     grid,
+                    warmup,
                     threads,
                     &on_progress,
                 )
             };
             (Driver::Shared, out.map_err(reading)?)
         } else if reader.reads_records_in_place() && interval.is_none() {
-            let out = run_streaming_records(&mut reader, runs, threads, &on_progress);
+            let out = run_streaming_records(&mut reader, runs, warmup, threads, &on_progress);
             (Driver::Records, out.map_err(reading)?)
         } else {
             let out = run_streaming(
                 &mut |c| reader.next_chunk(c, CHUNK_ACCESSES),
                 runs,
                 interval,
+                warmup,
                 threads,
                 &on_progress,
             );
@@ -116,14 +135,14 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let simulate = sim_start.elapsed();
     let threads = match driver {
         Driver::Shared => {
-            let mut kinds: Vec<Kind> = cells.iter().map(|c| c.policy).collect();
+            let mut kinds: Vec<Spec> = cells.iter().map(|c| c.policy).collect();
             kinds.dedup();
             threads.min(kinds.len())
         }
         _ => threads.min(cells.len()),
     };
     Ok(Outcome {
-        runs: cells.into_iter().zip(results).collect(),
+        runs: super::named(cells, results),
         totals,
         skipped,
         driver,
@@ -133,13 +152,14 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     })
 }
 
-/// The cells as one shared grid, if there are several, no timeline or future is needed, and
-/// [`SharedGrid::supports`] them.
+/// The cells as one shared grid, if there are several, no timeline or future is needed, every
+/// policy has its default parameters, and [`SharedGrid::supports`] them (a warm-up period is no
+/// obstacle).
 fn shared_grid(cells: &[Cell], timeline_or_future: bool) -> Option<Vec<(Kind, usize)>> {
-    if cells.len() <= 1 || timeline_or_future {
+    if cells.len() <= 1 || timeline_or_future || cells.iter().any(|c| !c.policy.is_default()) {
         return None;
     }
-    let grid: Vec<(Kind, u64)> = cells.iter().map(|c| (c.policy, c.capacity)).collect();
+    let grid: Vec<(Kind, u64)> = cells.iter().map(|c| (c.policy.kind(), c.capacity)).collect();
     SharedGrid::supports(&grid).then(|| grid.into_iter().map(|(k, n)| (k, n as usize)).collect())
 }
 

@@ -4,6 +4,7 @@
 use super::*;
 use crate::{simulate, AccessStream, RunConfig};
 use ember_policy::admission::Aod;
+use ember_policy::replacement::Kind;
 use ember_policy::with_replacement;
 use ember_trace::{read_trace, write_trace, Format, Op, Request, Trace, VolumeTable};
 use std::path::Path;
@@ -44,9 +45,19 @@ fn sizes(texts: &[&str]) -> Vec<(String, Capacity)> {
 
 /// What [`crate::simulate`] gives for every cell over the trace at `path` held whole.
 fn reference(path: &Path, cells: &[Cell], interval: Option<Interval>) -> Vec<SimResult> {
+    reference_after(path, cells, interval, WarmupPeriod::None)
+}
+
+/// [`reference`] after an uncounted warm-up period.
+fn reference_after(
+    path: &Path,
+    cells: &[Cell],
+    interval: Option<Interval>,
+    warmup: WarmupPeriod,
+) -> Vec<SimResult> {
     let (t, _) = read_trace(path, &ReadOptions::default()).expect("read");
     let stream = AccessStream::from_trace(&t, 4096, true).expect("stream");
-    let cfg = RunConfig { interval };
+    let cfg = RunConfig { interval, warmup };
     cells
         .iter()
         .map(|c| {
@@ -108,19 +119,26 @@ fn every_driver_gives_the_whole_stream_results() {
         (&og, vec![Kind::Opt, Kind::Lru], minute, false, Driver::NextAccess),
         (&ember, vec![Kind::Opt, Kind::Lru], minute, true, Driver::Whole),
     ];
+    let warmups =
+        [WarmupPeriod::None, WarmupPeriod::Requests(5000), WarmupPeriod::Time(4e12 as u64)];
     for (path, policies, interval, whole_trace, driver) in cases {
-        for threads in [1usize, 3] {
-            let options = PlanOptions { interval, threads, whole_trace };
+        for (threads, warmup) in
+            [(1usize, warmups[0]), (3, warmups[0]), (1, warmups[1]), (3, warmups[2])]
+        {
+            let options = PlanOptions { interval, threads, whole_trace, warmup };
             let plan =
                 Plan::new(source(path), policies.clone(), sizes(&["1%", "50", "2000"]), options)
                     .expect("plan");
             let out = run(&plan);
-            let what = format!("{policies:?} {interval:?} over {} on {threads}", path.display());
+            let what =
+                format!("{policies:?} {interval:?} {warmup} over {} on {threads}", path.display());
             assert_eq!(out.driver, driver, "{what}");
             let cells: Vec<Cell> = out.runs.iter().map(|(c, _)| c.clone()).collect();
             assert_eq!(cells, plan.cells(out.totals.wss), "{what}");
             let got: Vec<SimResult> = out.runs.into_iter().map(|(_, r)| r).collect();
-            assert_eq!(got, reference(path, &cells, interval), "{what}");
+            assert_eq!(got, reference_after(path, &cells, interval, warmup), "{what}");
+            assert_eq!(out.totals.counted_from, got[0].counted_from, "{what}");
+            assert_eq!(warmup.is_none(), got[0].counted_from.is_none(), "{what}");
             let want_pass = match driver {
                 Driver::NextAccess => Some(FirstPass::NextAccess),
                 Driver::Whole => None,
@@ -155,7 +173,7 @@ fn a_bad_request_is_an_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("missing.ember");
     let o = PlanOptions::default();
-    let none = Plan::new(source(&path), Vec::new(), sizes(&["10"]), o);
+    let none = Plan::new(source(&path), Vec::<Kind>::new(), sizes(&["10"]), o);
     assert!(matches!(none, Err(PlanError::Invalid(_))));
     let none = Plan::new(source(&path), vec![Kind::Lru], Vec::new(), o);
     assert!(matches!(none, Err(PlanError::Invalid(_))));

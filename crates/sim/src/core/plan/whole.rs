@@ -19,14 +19,17 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let source = &plan.source;
     let path = &source.path;
     let interval = plan.options.interval;
+    let warmup = plan.options.warmup;
     let split = if source.per_request { Split::FirstBlock } else { Split::Blocks };
     // Stream the trace straight into the access stream: no intermediate Vec<Request>.
     let mut builder = AccessStreamBuilder::new(source.read.block_size, split)?;
-    if interval.is_none() {
+    // Times are kept for a timeline, and with a warm-up to say when counting starts.
+    let keep_times = interval.is_some() || !warmup.is_none();
+    if !keep_times {
         // No timeline, and plain runs use AOD, which ignores time: 8 bytes per access saved.
         builder = builder.without_times();
     }
-    let mut reader = BlockReader::open(path, &source.read, source.per_request, interval.is_some())
+    let mut reader = BlockReader::open(path, &source.read, source.per_request, keep_times)
         .map_err(|source| PlanError::Open { path: path.clone(), source })?;
     let mut chunk = BlockChunk::default();
     while reader
@@ -39,7 +42,7 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let read = started.elapsed();
     let stream = builder.finish(true);
     let cells = plan.cells(stream.wss());
-    let config = RunConfig { interval };
+    let config = RunConfig { interval, warmup };
     let threads = plan.options.threads.max(1);
     let accesses = stream.len() as u64;
     progress(Progress::Start { work: Some(accesses * cells.len() as u64), runs: cells.len() });
@@ -49,10 +52,16 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
             progress(Progress::Advance { done: p.done_accesses, runs_done: Some(p.done_runs) })
         });
     let simulate = sim_start.elapsed();
+    let counted_from = results.first().and_then(|r| r.counted_from);
     Ok(Outcome {
         threads: threads.min(cells.len()),
-        runs: cells.into_iter().zip(results).collect(),
-        totals: StreamTotals { requests: stream.requests(), accesses, wss: stream.wss() },
+        runs: super::named(cells, results),
+        totals: StreamTotals {
+            requests: stream.requests(),
+            accesses,
+            wss: stream.wss(),
+            counted_from,
+        },
         skipped,
         driver: Driver::Whole,
         first_pass: None,

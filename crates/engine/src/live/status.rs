@@ -1,0 +1,152 @@
+//! `Engine::status`: a serializable snapshot of the cache and each volume, cheap enough to
+//! take every 100 ms while serving at full rate. It reads the counters (atomics; the read
+//! path's per-thread shards folded), the write policy word, and under the state lock only
+//! a few fields the state keeps current (occupancy per volume, the dirty map's size, the
+//! names of the policies, the last flusher error): it never walks the index or the dirty map.
+
+use super::settings::{limits, WritebackLimits};
+use crate::core::Inner;
+use crate::layout::WriteMode;
+use crate::warmup::WarmupStats;
+use serde::Serialize;
+
+/// The whole cache, as of one moment.
+#[derive(Clone, Debug, Serialize)]
+pub struct Status {
+    /// The write policy new writes go through.
+    pub write_policy: WriteMode,
+    /// A switch whose drain runs: the former write-back policy whose dirty blocks are still
+    /// being written back, and how many are left.
+    pub draining: Option<Draining>,
+    /// The replacement policy.
+    pub replacement: String,
+    /// The admission sieve.
+    pub admission: String,
+    /// The write-back tuning in force.
+    pub limits: WritebackLimits,
+    /// Cache block size in bytes.
+    pub block_size: u32,
+    /// Cache blocks in the data region.
+    pub capacity_blocks: u64,
+    /// Cache blocks holding the newest version of a block.
+    pub resident_blocks: u64,
+    /// Dirty block versions (all epochs).
+    pub dirty_blocks: u64,
+    /// Epochs holding dirty versions.
+    pub dirty_epochs: u64,
+    /// Flusher batches that failed since the start (with the failures to end a switch).
+    pub flush_failures: u64,
+    /// The last flusher error (empty if none).
+    pub last_flush_error: String,
+    /// Bonfire's warmup: state and counters.
+    pub warmup: WarmupStats,
+    /// Each served volume, in configuration order.
+    pub volumes: Vec<VolumeStatus>,
+}
+
+/// A switch's drain in progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Draining {
+    /// The former write-back policy.
+    pub from: WriteMode,
+    /// Its dirty block versions still to write back.
+    pub blocks_left: u64,
+}
+
+/// One served volume.
+#[derive(Clone, Debug, Serialize)]
+pub struct VolumeStatus {
+    /// Export name.
+    pub name: String,
+    /// The backing device.
+    pub backing: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Cache blocks holding the newest version of one of its blocks.
+    pub resident_blocks: u64,
+    /// Its dirty block versions.
+    pub dirty_blocks: u64,
+    /// Block reads served from the cache device.
+    pub read_hits: u64,
+    /// Block reads served from backing.
+    pub read_misses: u64,
+    /// Read hits over block reads (0 when nothing was read).
+    pub read_hit_ratio: f64,
+    /// Block writes to a cached block.
+    pub write_hits: u64,
+    /// Block writes to an uncached block.
+    pub write_misses: u64,
+    /// Requests that failed with an I/O error.
+    pub io_errors: u64,
+    /// Flusher batches of its blocks that failed.
+    pub flush_errors: u64,
+}
+
+/// Take the snapshot.
+pub(crate) fn status(inner: &Inner) -> Status {
+    let policy = inner.policy.load();
+    struct Locked {
+        resident: u64,
+        dirty: u64,
+        epochs: u64,
+        drain_left: u64,
+        occupancy: Vec<(u64, u64)>,
+        replacement: &'static str,
+        admission: &'static str,
+        failures: u64,
+        error: String,
+    }
+    let l = {
+        let st = inner.state.lock();
+        Locked {
+            resident: st.len() as u64,
+            dirty: st.dirty_len() as u64,
+            epochs: st.dirty_epoch_count() as u64,
+            drain_left: st.drain_left(),
+            occupancy: inner.volumes.iter().map(|v| st.occupancy(v.id)).collect(),
+            replacement: st.replacement_name(),
+            admission: st.admission.name(),
+            failures: st.flush_error_gen,
+            error: st.last_flush_error.clone(),
+        }
+    };
+    let volumes = inner
+        .volumes
+        .iter()
+        .zip(&l.occupancy)
+        .map(|(v, &(resident_blocks, dirty_blocks))| {
+            let s = inner.counters[v.id as usize].snapshot();
+            let reads = s.read_hits + s.read_misses;
+            VolumeStatus {
+                name: v.name.clone(),
+                backing: v.backing.describe(),
+                size: v.size,
+                resident_blocks,
+                dirty_blocks,
+                read_hits: s.read_hits,
+                read_misses: s.read_misses,
+                read_hit_ratio: if reads == 0 { 0.0 } else { s.read_hits as f64 / reads as f64 },
+                write_hits: s.write_hits,
+                write_misses: s.write_misses,
+                io_errors: s.io_errors,
+                flush_errors: s.flush_errors,
+            }
+        })
+        .collect();
+    Status {
+        write_policy: policy.mode,
+        draining: policy.drain.map(|from| Draining { from, blocks_left: l.drain_left }),
+        replacement: l.replacement.into(),
+        admission: l.admission.into(),
+        limits: limits(inner),
+        block_size: inner.geometry.block_size,
+        capacity_blocks: inner.geometry.data_blocks,
+        resident_blocks: l.resident,
+        dirty_blocks: l.dirty,
+        dirty_epochs: l.epochs,
+        flush_failures: l.failures,
+        last_flush_error: l.error,
+        warmup: inner.warmup.stats(),
+        volumes,
+    }
+}

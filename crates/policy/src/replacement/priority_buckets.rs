@@ -1,0 +1,174 @@
+//! Resident blocks ordered by an integer priority, first in first out among equal
+//! priorities: the state of the frequency policies (LFU, LFU-DA).
+//!
+//! Each block is a slab node indexed by a [`KeyMap`]; the nodes of one priority form a
+//! bucket, a [`List`] whose tail is the block that entered the bucket first. The buckets in
+//! use are kept in a `BTreeMap` from priority to bucket, so the lowest priority and the next
+//! priority above a given one are found in `O(log b)` for `b` distinct priorities (at most
+//! one per resident block). Bucket lists come from a preallocated pool; the map's own nodes
+//! are the only allocation after construction (a few bytes per distinct priority).
+
+use crate::keymap::{Bucket, KeyMap};
+use crate::slab::{List, Slab, NIL};
+use std::collections::BTreeMap;
+
+/// What a node of [`PriorityBuckets`] carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Meta {
+    /// The block's priority (its bucket's).
+    pub(crate) priority: u64,
+    /// A per-policy count (LFU-DA's reference count).
+    pub(crate) count: u32,
+    /// The bucket's slot in the pool, or [`NIL`] while detached.
+    bucket: u32,
+}
+
+/// Resident blocks in priority buckets (see the module documentation).
+#[derive(Clone, Debug)]
+pub(crate) struct PriorityBuckets {
+    map: KeyMap,
+    slab: Slab<Meta>,
+    /// The pool of bucket lists; slots of unused buckets are on `free`.
+    lists: Vec<List>,
+    free: Vec<u32>,
+    /// Priority → bucket slot, for every non-empty bucket.
+    order: BTreeMap<u64, u32>,
+    len: usize,
+}
+
+impl PriorityBuckets {
+    /// Room for `capacity` blocks.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        let buckets = capacity.max(1);
+        Self {
+            map: KeyMap::with_entries(capacity),
+            slab: Slab::with_capacity(capacity),
+            lists: vec![List::new(); buckets],
+            free: (0..buckets as u32).rev().collect(),
+            order: BTreeMap::new(),
+            len: 0,
+        }
+    }
+
+    /// Blocks it holds at most.
+    pub(crate) fn capacity(&self) -> usize {
+        self.slab.capacity()
+    }
+
+    /// Blocks it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if it holds `capacity` blocks.
+    pub(crate) fn is_full(&self) -> bool {
+        self.len >= self.slab.capacity()
+    }
+
+    /// The slot of `key` if resident, else the index bucket to insert it at.
+    #[inline]
+    pub(crate) fn lookup(&self, key: u64) -> Result<u32, Bucket> {
+        let slab = &self.slab;
+        self.map.find(key, |s| slab.key(s))
+    }
+
+    /// The slot of `key`, if resident.
+    #[inline]
+    pub(crate) fn find(&self, key: u64) -> Option<u32> {
+        self.lookup(key).ok()
+    }
+
+    /// The metadata of resident slot `i`.
+    #[inline]
+    pub(crate) fn meta(&self, i: u32) -> Meta {
+        self.slab.node(i).meta
+    }
+
+    /// Take slot `i` out of its bucket (the bucket is dropped if it empties); the block stays
+    /// indexed. [`PriorityBuckets::attach`] puts it back.
+    pub(crate) fn detach(&mut self, i: u32) {
+        let Meta { priority, bucket, .. } = self.slab.node(i).meta;
+        if bucket == NIL {
+            return;
+        }
+        let list = &mut self.lists[bucket as usize];
+        list.unlink(self.slab.nodes_mut(), i);
+        if list.is_empty() {
+            self.order.remove(&priority);
+            self.free.push(bucket);
+        }
+        self.slab.node_mut(i).meta.bucket = NIL;
+    }
+
+    /// Put detached slot `i` at the newest end of the bucket of `priority`, with `count`.
+    pub(crate) fn attach(&mut self, i: u32, priority: u64, count: u32) {
+        let bucket = match self.order.get(&priority) {
+            Some(&b) => b,
+            None => {
+                // A bucket per distinct priority, each holding a block: the pool (one per
+                // block of capacity) cannot run out while the slab has room.
+                let b = self.free.pop().unwrap_or(NIL);
+                debug_assert!(b != NIL, "bucket pool exhausted");
+                self.lists[b as usize] = List::new();
+                self.order.insert(priority, b);
+                b
+            }
+        };
+        self.lists[bucket as usize].push_head(self.slab.nodes_mut(), i);
+        self.slab.node_mut(i).meta = Meta { priority, count, bucket };
+    }
+
+    /// Insert absent `key` (looked up into `at`) with `priority` and `count`; there must be
+    /// room. Returns its slot.
+    pub(crate) fn insert(&mut self, at: Bucket, key: u64, priority: u64, count: u32) -> u32 {
+        let i = self.slab.alloc(key, Meta { priority, count, bucket: NIL });
+        debug_assert!(i != NIL, "insert into a full PriorityBuckets");
+        self.map.insert_at(at, i);
+        self.attach(i, priority, count);
+        self.len += 1;
+        i
+    }
+
+    /// Remove resident slot `i`; returns its key.
+    pub(crate) fn remove(&mut self, i: u32) -> u64 {
+        self.detach(i);
+        let key = self.slab.key(i);
+        self.map.remove(key, i);
+        self.slab.release(i);
+        self.len -= 1;
+        key
+    }
+
+    /// The lowest priority of a resident block.
+    pub(crate) fn min_priority(&self) -> Option<u64> {
+        self.order.keys().next().copied()
+    }
+
+    /// True if some resident block has priority `p`.
+    pub(crate) fn has_priority(&self, p: u64) -> bool {
+        self.order.contains_key(&p)
+    }
+
+    /// The lowest priority of a resident block above `p` and at most `max`.
+    pub(crate) fn next_priority(&self, p: u64, max: u64) -> Option<u64> {
+        if max <= p {
+            return None;
+        }
+        self.order.range(p + 1..=max).next().map(|(&q, _)| q)
+    }
+
+    /// The slot of the block that entered the bucket of priority `p` first.
+    pub(crate) fn oldest(&self, p: u64) -> Option<u32> {
+        let &b = self.order.get(&p)?;
+        Some(self.lists[b as usize].tail).filter(|&t| t != NIL)
+    }
+
+    /// Bytes of the index, the nodes and the bucket pool (the map of priorities, at most one
+    /// entry per block, is counted at its typical 24 bytes an entry).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.map.memory_bytes()
+            + self.slab.memory_bytes()
+            + self.lists.len() * (std::mem::size_of::<List>() + 4)
+            + self.order.len() * 24
+    }
+}

@@ -1,0 +1,17 @@
+//! The control plane of a running server (docs/reference/control.md): the protocol
+//! (`protocol.rs`), the socket and its connections (`socket.rs`), what each command does
+//! (`commands.rs`), the status snapshot (`status.rs`), what the commands ask of the engine
+//! (`engine_live.rs`) and the client `ember ctl` uses (`client.rs`).
+
+mod client;
+mod commands;
+mod engine_live;
+pub mod protocol;
+mod socket;
+mod status;
+
+pub use client::{default_socket, find_socket, request, RUN_DIR};
+pub use commands::Control;
+pub use protocol::{parse_request, Command, Progress, Reply, Request, MAX_REQUEST, VERSION};
+pub use socket::{allowed, peer_credentials, ControlSocket, IDLE, MAX_CONNECTIONS};
+pub use status::{CacheStatus, Status, VolumeStatus, WarmupStatus};
