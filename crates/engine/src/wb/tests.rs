@@ -14,8 +14,8 @@ use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 
-pub(super) const BS: u64 = 4096;
-pub(super) const VOL: u64 = 64 * BS;
+pub(crate) const BS: u64 = 4096;
+pub(crate) const VOL: u64 = 64 * BS;
 
 /// `size`, `read_at`, `sync` and `trim` of a test device, passed to its device `$inner`.
 macro_rules! pass_through {
@@ -36,22 +36,24 @@ macro_rules! pass_through {
 }
 pub(super) use pass_through;
 
-/// Backing whose writes wait while the gate is closed (counting the writers that arrived).
-struct Gated {
+/// Backing whose writes wait while the gate is closed (counting the writes that arrived since
+/// it closed).
+pub(crate) struct Gated {
     inner: Arc<dyn Device>,
     closed: Mutex<bool>,
     cv: Condvar,
-    arrived: AtomicU64,
+    pub(crate) arrived: AtomicU64,
 }
 
 impl Gated {
-    fn new(inner: Arc<dyn Device>) -> Self {
+    pub(crate) fn new(inner: Arc<dyn Device>) -> Self {
         Self { inner, closed: Mutex::new(false), cv: Condvar::new(), arrived: AtomicU64::new(0) }
     }
-    fn close(&self) {
+    pub(crate) fn close(&self) {
+        self.arrived.store(0, SeqCst);
         *self.closed.lock() = true;
     }
-    fn open(&self) {
+    pub(crate) fn open(&self) {
         *self.closed.lock() = false;
         self.cv.notify_all();
     }
@@ -73,7 +75,7 @@ impl Device for Gated {
     }
 }
 
-pub(super) fn format(cache: &dyn Device) {
+pub(crate) fn format(cache: &dyn Device) {
     let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
     spec.journal_bytes = 8 * BS;
     Engine::format(cache, &spec).unwrap();
@@ -86,7 +88,7 @@ pub(super) fn devices() -> (Arc<MemDevice>, Arc<MemDevice>) {
     (cache, Arc::new(MemDevice::new(VOL)))
 }
 
-pub(super) fn open(
+pub(crate) fn open(
     cache: Arc<dyn Device>,
     backing: Arc<dyn Device>,
     mode: WriteMode,
@@ -115,7 +117,7 @@ fn lazy() -> WritebackConfig {
     }
 }
 
-pub(super) fn block(v: u8) -> Vec<u8> {
+pub(crate) fn block(v: u8) -> Vec<u8> {
     vec![v; BS as usize]
 }
 
