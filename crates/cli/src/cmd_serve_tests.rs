@@ -83,12 +83,10 @@ fn limits_and_tls_flags() {
     assert_eq!(parse(&["--busy-poll-us", "0"]).unwrap().spin, Duration::ZERO);
     let err = parse(&["--busy-poll-us", "20000"]).unwrap_err();
     assert!(err.contains("--busy-poll-us 20000: at most 10000"), "{err}");
-    assert_eq!(config.workers, 3);
-    assert_eq!(config.max_connections, 7);
-    assert_eq!(config.shared_budget, 64 << 20);
-    assert_eq!(config.max_payload, 1 << 20);
-    assert_eq!(config.max_handshake_options, 5);
-    assert_eq!(config.handshake_deadline, Some(Duration::from_millis(2500)));
+    let limits = (config.workers, config.max_connections, config.shared_budget);
+    assert_eq!(limits, (3, 7, 64 << 20));
+    let handshake = (config.max_payload, config.max_handshake_options, config.handshake_deadline);
+    assert_eq!(handshake, (1 << 20, 5, Some(Duration::from_millis(2500))));
     assert!(config.tls.is_none());
     let err = parse(&["--max-payload", "64M"]).unwrap_err();
     assert!(err.contains("at most 33554432"), "{err}");

@@ -8,37 +8,16 @@
 //! negative control).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
+use ember_testkit::{ember_on_trace, gen_trace, json_file, Output, TWO_CLIENTS_4M};
 use std::path::Path;
-use std::process::Command;
 
-const EMBER: &str = env!("CARGO_BIN_EXE_ember");
 /// Address space allowed to the limited runs, in KiB.
 const LIMIT_KIB: u64 = 64 * 1024;
 
-/// `ember ARGS` with the trace `input` (a path, or `/dev/stdin` for the file at `stdin_from`
-/// through a pipe) in place of `TRACE`, under the limit if `limited`; returns (success,
-/// stdout, stderr).
-fn ember(args: &str, input: &str, stdin_from: &Path, limited: bool) -> (bool, String, String) {
-    // `cat FILE |` makes stdin a pipe (a redirection would make /dev/stdin the file itself).
-    let cmd = format!(
-        "cat \"$2\" | {{ {}exec \"$0\" {}; }}",
-        if limited { format!("ulimit -v {LIMIT_KIB} && ") } else { String::new() },
-        args.replace("TRACE", "\"$1\"")
-    );
-    let out = Command::new("bash")
-        .args(["-c", &cmd, EMBER, input])
-        .arg(stdin_from)
-        .output()
-        .expect("run ember");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn json(p: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(p).expect("the JSON")).expect("JSON")
+/// `ember LINE` on `trace` (the first `{}`; through a pipe if `piped`), then `out`; under the
+/// limit if `limited`.
+fn ember(line: &str, trace: &Path, out: &[&Path], piped: bool, limited: bool) -> Output {
+    ember_on_trace(line, trace, out, piped, limited.then_some(LIMIT_KIB))
 }
 
 #[test]
@@ -47,27 +26,16 @@ fn analyze_and_advise_stream_four_million_requests_under_64_mib_with_the_whole_t
     let trace = dir.path().join("two.csv");
     // Two clients (volumes), Zipf 0.9 over 20,000 blocks each, 10 % writes, 10 requests a
     // second per client: 4 M requests over 2.3 days.
-    let gen = Command::new(EMBER)
-        .args(["trace", "gen", "multi-client", "--clients", "2", "--blocks-per-client", "20000"])
-        .args(["--pattern", "zipf", "--alpha", "0.9", "--warmup-per-client", "100000"])
-        .args(["--timed-per-client", "1900000", "--write-ratio", "0.1", "--seed", "3"])
-        .args(["--rate", "10", "--format", "msr", "-o"])
-        .arg(&trace)
-        .output()
-        .expect("ember trace gen");
-    assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
-    let path = trace.to_str().expect("utf-8");
+    gen_trace(&format!("{TWO_CLIENTS_4M} --rate 10"), &trace);
 
     // Every analysis, exact reuse distances and SHARDS beside them.
     let (limited, piped) = (dir.path().join("limited.json"), dir.path().join("piped.json"));
-    let args = |out: &Path| {
-        format!("analyze TRACE --format msr --shards 0.1 --bins 1000 -q --json {}", out.display())
-    };
-    let (ok, _, err) = ember(&args(&limited), path, &trace, true);
-    assert!(ok, "the streamed analysis failed under ulimit -v {LIMIT_KIB}: {err}");
-    let (ok, _, err) = ember(&args(&piped), "/dev/stdin", &trace, false);
-    assert!(ok, "the whole-trace analysis failed: {err}");
-    let (a, b) = (json(&limited), json(&piped));
+    let args = "analyze {} --format msr --shards 0.1 --bins 1000 -q --json {}";
+    let o = ember(args, &trace, &[&limited], false, true);
+    assert!(o.success(), "the streamed analysis failed under ulimit -v {LIMIT_KIB}: {}", o.stderr);
+    let o = ember(args, &trace, &[&piped], true, false);
+    assert!(o.success(), "the whole-trace analysis failed: {}", o.stderr);
+    let (a, b) = (json_file(&limited), json_file(&piped));
     assert_eq!(a["volumes"].as_array().map(Vec::len), Some(2));
     assert_eq!(a["whole"]["summary"]["block_accesses"], 4_000_000);
     assert_eq!(a["whole"]["popularity"]["days"].as_array().map(Vec::len), Some(3));
@@ -75,18 +43,19 @@ fn analyze_and_advise_stream_four_million_requests_under_64_mib_with_the_whole_t
     assert_eq!(a, b, "the streamed and whole-trace analyses differ");
 
     // `warmup advise`: the analysis, then every selector simulated (both stream).
-    let advise = "warmup advise TRACE --format msr --period 6h --interval 30m";
-    let (ok, limited, err) = ember(advise, path, &trace, true);
-    assert!(ok, "the streamed advice failed under ulimit -v {LIMIT_KIB}: {err}");
-    let (ok, piped, err) = ember(advise, "/dev/stdin", &trace, false);
-    assert!(ok, "the whole-trace advice failed: {err}");
+    let advise = "warmup advise {} --format msr --period 6h --interval 30m";
+    let o = ember(advise, &trace, &[], false, true);
+    assert!(o.success(), "the streamed advice failed under ulimit -v {LIMIT_KIB}: {}", o.stderr);
+    let limited = o.stdout;
+    let o = ember(advise, &trace, &[], true, false);
+    assert!(o.success(), "the whole-trace advice failed: {}", o.stderr);
+    let piped = o.stdout;
     assert!(limited.contains("medians over 18 volume-periods"), "{limited}");
     assert_eq!(limited, piped);
 
     let control = dir.path().join("control.json");
-    let (ok, _, _) = ember(&args(&control), "/dev/stdin", &trace, true);
     assert!(
-        !ok,
+        !ember(args, &trace, &[&control], true, true).success(),
         "the whole-trace path passed under ulimit -v {LIMIT_KIB}: the limit proves nothing"
     );
 }

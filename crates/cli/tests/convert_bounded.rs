@@ -6,33 +6,18 @@
 //! in-memory path dies under the same limit (the negative control).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
+use ember_testkit::{ember_on_trace, gen_trace};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-const EMBER: &str = env!("CARGO_BIN_EXE_ember");
 /// Address space allowed to the limited runs, in KiB.
 const LIMIT_KIB: u64 = 64 * 1024;
 
-/// `ember trace convert` of `input` (through `cat` if `pipe`) to `output`, under the limit
+/// `ember trace convert` of `input` (through a pipe if `pipe`) to `output`, under the limit
 /// if `limited`; returns (success, stderr).
 fn convert(input: &Path, output: &Path, to: &str, pipe: bool, limited: bool) -> (bool, String) {
-    let source = if pipe {
-        "cat \"$1\" | \"$0\" trace convert /dev/stdin"
-    } else {
-        "exec \"$0\" trace convert \"$1\""
-    };
-    let cmd = format!(
-        "{}{source} \"$2\" --format msr --to {to}",
-        if limited { format!("ulimit -v {LIMIT_KIB} && ") } else { String::new() }
-    );
-    let out = Command::new("bash")
-        .args(["-c", &cmd, EMBER])
-        .arg(input)
-        .arg(output)
-        .stdout(Stdio::null())
-        .output()
-        .expect("run ember trace convert");
-    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let line = format!("trace convert {{}} {{}} --format msr --to {to}");
+    let o = ember_on_trace(&line, input, &[output], pipe, limited.then_some(LIMIT_KIB));
+    (o.success(), o.stderr)
 }
 
 #[test]
@@ -40,14 +25,7 @@ fn four_million_csv_requests_convert_under_64_mib_as_the_in_memory_path_does() {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = |name: &str| dir.path().join(name);
     let csv = p("zipf.csv");
-    let status = Command::new(EMBER)
-        .args(["trace", "gen", "zipf", "--alpha", "0.9", "--blocks", "200000"])
-        .args(["--requests", "4000000", "--seed", "9", "-o"])
-        .arg(&csv)
-        .stdout(Stdio::null())
-        .status()
-        .expect("generate");
-    assert!(status.success());
+    gen_trace("zipf --alpha 0.9 --blocks 200000 --requests 4000000 --seed 9", &csv);
     for (to, name) in [("ember", "out.ember"), ("oracle-general", "out.oracleGeneral.bin")] {
         let (streamed, whole) = (p(&format!("streamed.{name}")), p(&format!("whole.{name}")));
         let (ok, err) = convert(&csv, &streamed, to, false, true);

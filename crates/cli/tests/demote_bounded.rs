@@ -8,35 +8,24 @@
 //! negative control: the limit is tight enough that holding the trace fails).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
+use ember_testkit::{ember_on_trace, gen_trace, json_file, TWO_CLIENTS_4M};
 use std::path::Path;
-use std::process::Command;
 
-const EMBER: &str = env!("CARGO_BIN_EXE_ember");
 /// Address space allowed to the limited runs, in KiB.
 const LIMIT_KIB: u64 = 96 * 1024;
 
-/// `ember demote` on `input` (a path, or `/dev/stdin` for the file at `stdin_from` through a pipe),
-/// under the limit if `limited`, writing `json`; returns (success, stderr).
-fn demote(input: &str, stdin_from: &Path, json: &Path, limited: bool) -> (bool, String) {
-    // `cat FILE |` makes stdin a pipe (a redirection would make /dev/stdin the file itself).
-    let cmd = format!(
-        "cat \"$3\" | {{ {}exec \"$0\" demote \"$1\" --format msr --client-size 2000 \
-         --array-size 4000 --threads 1 -q --json \"$2\"; }}",
-        if limited { format!("ulimit -v {LIMIT_KIB} && ") } else { String::new() }
-    );
-    let out = Command::new("bash")
-        .args(["-c", &cmd, EMBER, input])
-        .arg(json)
-        .arg(stdin_from)
-        .output()
-        .expect("run ember demote");
-    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+/// `ember demote` on `trace` (through a pipe if `piped`), under the limit if `limited`,
+/// writing `json`; returns (success, stderr).
+fn demote(trace: &Path, json: &Path, piped: bool, limited: bool) -> (bool, String) {
+    let line = "demote {} --format msr --client-size 2000 --array-size 4000 --threads 1 -q \
+                --json {}";
+    let o = ember_on_trace(line, trace, &[json], piped, limited.then_some(LIMIT_KIB));
+    (o.success(), o.stderr)
 }
 
 /// The report without the run times (wall and CPU seconds differ from run to run).
 fn counters(json: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(json).expect("demote.json");
-    let mut v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let mut v = json_file(json);
     for s in v["schemes"].as_array_mut().expect("schemes") {
         let s = s.as_object_mut().expect("a scheme");
         s.remove("run_seconds");
@@ -49,22 +38,14 @@ fn counters(json: &Path) -> serde_json::Value {
 fn demote_streams_four_million_requests_under_96_mib_with_the_whole_trace_counters() {
     let dir = tempfile::tempdir().expect("tempdir");
     let trace = dir.path().join("two.csv");
-    let gen = Command::new(EMBER)
-        .args(["trace", "gen", "multi-client", "--clients", "2", "--blocks-per-client", "20000"])
-        .args(["--pattern", "zipf", "--alpha", "0.9", "--warmup-per-client", "100000"])
-        .args(["--timed-per-client", "1900000", "--write-ratio", "0.1", "--seed", "3"])
-        .args(["--format", "msr", "-o"])
-        .arg(&trace)
-        .output()
-        .expect("ember trace gen");
-    assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
+    gen_trace(TWO_CLIENTS_4M, &trace);
 
     let limited = dir.path().join("limited.json");
-    let (ok, err) = demote(trace.to_str().expect("utf-8"), &trace, &limited, true);
+    let (ok, err) = demote(&trace, &limited, false, true);
     assert!(ok, "the streamed run failed under ulimit -v {LIMIT_KIB}: {err}");
 
     let piped = dir.path().join("piped.json");
-    let (ok, err) = demote("/dev/stdin", &trace, &piped, false);
+    let (ok, err) = demote(&trace, &piped, true, false);
     assert!(ok, "the whole-trace run failed: {err}");
     let (a, b) = (counters(&limited), counters(&piped));
     let schemes = a["schemes"].as_array().expect("schemes");
@@ -74,7 +55,7 @@ fn demote_streams_four_million_requests_under_96_mib_with_the_whole_trace_counte
     assert_eq!(a, b, "the streamed and whole-trace reports differ");
 
     let control = dir.path().join("control.json");
-    let (ok, _) = demote("/dev/stdin", &trace, &control, true);
+    let (ok, _) = demote(&trace, &control, true, true);
     assert!(
         !ok,
         "the whole-trace path passed under ulimit -v {LIMIT_KIB}: the limit proves nothing"

@@ -20,7 +20,7 @@
 mod serve_support;
 
 use serve_support::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -30,18 +30,13 @@ const CAP: u64 = 3044;
 const ARRAY: u64 = 6092;
 
 /// (client hits, reads, array hits) over both clients, live.
-fn live(dir: &Path, traces: &[std::path::PathBuf], scheme: &str) -> (f64, f64, f64) {
+fn live(dir: &Path, traces: &[PathBuf], scheme: &str) -> (f64, f64, f64) {
     let backing = dir.join("disk.img");
     sparse_file(&backing, 256 << 20);
-    let spec = format!("disk={}", backing.display());
-    let array = Serve::start(&["--cache", "mem:28M", "--backing", &spec, "--array-scheme", scheme]);
+    let array = array_tier(&backing, "28M", scheme, &[]);
     assert_eq!(metric(&scrape(&array.metrics), "ember_cache_capacity_blocks") as u64, ARRAY);
-    let clients: Vec<Serve> = (0..traces.len())
-        .map(|k| {
-            let up = format!("client{k}_0={}", array.uri("disk"));
-            Serve::start(&["--cache", "mem:16M", "--backing", &up, "--demote"])
-        })
-        .collect();
+    let clients: Vec<Serve> =
+        (0..traces.len()).map(|k| client_tier(&array, "16M", &format!("client{k}_0"))).collect();
     let replays: Vec<_> = clients
         .iter()
         .zip(traces)
@@ -80,23 +75,12 @@ fn live(dir: &Path, traces: &[std::path::PathBuf], scheme: &str) -> (f64, f64, f
 /// `ember demote` on the whole trace: (client hit %, array hit %) per scheme.
 fn simulated(dir: &Path, trace: &Path, scheme: &str) -> (f64, f64) {
     let json = dir.join("sim.json");
-    run(
-        Command::new(ember()).args(["demote", trace.to_str().unwrap(), "--scheme", scheme]).args([
-            "--client-size",
-            &CAP.to_string(),
-            "--array-size",
-            &ARRAY.to_string(),
-            "--warmup",
-            "none",
-            "--addressing",
-            "shared",
-            "--quiet",
-            "--json",
-            json.to_str().unwrap(),
-        ]),
-        Duration::from_secs(120),
+    let line = format!(
+        "demote {{}} --scheme {scheme} --client-size {CAP} --array-size {ARRAY} --warmup none \
+         --addressing shared --quiet --json {{}}"
     );
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    ember_ok(&cmdline(&line, &[trace, &json]));
+    let v = json_file(&json);
     let want = scheme.replace('-', "");
     let run = v["schemes"]
         .as_array()
@@ -114,41 +98,43 @@ fn simulated(dir: &Path, trace: &Path, scheme: &str) -> (f64, f64) {
     (100.0 * c_hits / reads, 100.0 * a_hits / reads)
 }
 
+/// `scheme` live over the clients' `traces` and simulated over the whole `trace`: the client
+/// hit rates within 0.5 points (client caches are private), the array's within 1.5. Returns
+/// (reads, live array hit %, simulated array hit %).
+fn follows(dir: &Path, traces: &[PathBuf], trace: &Path, scheme: &str) -> (f64, f64, f64) {
+    let (hits, reads, a_hits) = live(dir, traces, scheme);
+    let (sim_c, sim_a) = simulated(dir, trace, scheme);
+    let (live_c, live_a) = (100.0 * hits / reads, 100.0 * a_hits / reads);
+    let line = format!(
+        "{scheme}: client live {live_c:.2} % sim {sim_c:.2} %, array live {live_a:.2} % sim \
+         {sim_a:.2} %"
+    );
+    eprintln!("{line}");
+    assert!((live_c - sim_c).abs() <= 0.5, "client caches are private: {line}");
+    assert!((live_a - sim_a).abs() <= 1.5, "{line}");
+    (reads, live_a, sim_a)
+}
+
 /// Section 5's sharing at different times (the simulator's `lagged_half_shared`, two
 /// clients): MSR CSV lines, one request every 0.25 ms, clients alternating.
 fn lagged_trace(dir: &Path) -> Vec<(usize, String)> {
     let (n, w, lag) = (2usize, 12288u64, 1000usize);
     let len = 3 * w as usize;
     let base_path = dir.join("base.csv");
-    run(
-        Command::new(ember()).args(["trace", "gen", "zipf", "--blocks", &w.to_string()]).args([
-            "--requests",
-            &(len + n * lag).to_string(),
-            "--seed",
-            "3",
-            "-o",
-            base_path.to_str().unwrap(),
-        ]),
-        Duration::from_secs(60),
-    );
+    gen_trace(&format!("zipf --blocks {w} --requests {} --seed 3", len + n * lag), &base_path);
     let base: Vec<u64> = std::fs::read_to_string(&base_path)
         .unwrap()
         .lines()
         .map(|l| l.split(',').nth(4).unwrap().parse::<u64>().unwrap() / 4096)
         .collect();
-    let mut out = Vec::with_capacity(len * n);
-    for t in 0..len {
-        for k in 0..n {
-            let block = if t % 2 == 0 {
-                base[t + (n - 1 - k) * lag]
-            } else {
-                base[(t * 7919 + k * 104_729) % len] + (k as u64 + 1) * w
-            };
-            let time = 116_444_736_000_000_000u64 + ((t * n + k) as u64) * 2500;
-            out.push((k, format!("{time},client{k},0,Read,{},4096,0\n", block * 4096)));
-        }
-    }
-    out
+    lagged_blocks(&base, n, w, lag, len)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (k, block))| {
+            let time = 116_444_736_000_000_000u64 + i as u64 * 2500;
+            (k, format!("{time},client{k},0,Read,{},4096,0\n", block * 4096))
+        })
+        .collect()
 }
 
 #[test]
@@ -167,16 +153,8 @@ fn two_client_tiers_over_one_array_follow_the_simulator() {
         .collect();
     let mut array = std::collections::HashMap::new();
     for scheme in ["none-lru", "demote", "demote-adapt-exp"] {
-        let (hits, reads, a_hits) = live(dir.path(), &traces, scheme);
-        let (sim_c, sim_a) = simulated(dir.path(), &trace, scheme);
-        let (live_c, live_a) = (100.0 * hits / reads, 100.0 * a_hits / reads);
-        let line = format!(
-            "{scheme}: client live {live_c:.2} % sim {sim_c:.2} %, array live {live_a:.2} % sim {sim_a:.2} %"
-        );
-        eprintln!("{line}");
-        assert_eq!(reads, lines.len() as f64, "{line}");
-        assert!((live_c - sim_c).abs() <= 0.5, "client caches are private: {line}");
-        assert!((live_a - sim_a).abs() <= 1.5, "{line}");
+        let (reads, live_a, sim_a) = follows(dir.path(), &traces, &trace, scheme);
+        assert_eq!(reads, lines.len() as f64, "{scheme}");
         array.insert(scheme, (live_a, sim_a));
     }
     // Section 5: DEMOTE loses array hits on data shared at different times, DEMOTE-ADAPT-EXP
@@ -195,13 +173,9 @@ fn two_client_tiers_over_one_array_follow_the_simulator() {
 fn the_generators_partly_shared_workload_follows_the_simulator() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("mc.csv");
-    run(
-        Command::new(ember())
-            .args(["trace", "gen", "multi-client", "--clients", "2", "--blocks-per-client"])
-            .args(["8192", "--sharing", "partial", "--pattern", "zipf", "--timed-per-client"])
-            .args(["16384", "--rate", "4000", "--seed", "5", "-o", trace.to_str().unwrap()]),
-        Duration::from_secs(60),
-    );
+    let gen = "multi-client --clients 2 --blocks-per-client 8192 --sharing partial --pattern zipf \
+               --timed-per-client 16384 --rate 4000 --seed 5";
+    gen_trace(gen, &trace);
     let text = std::fs::read_to_string(&trace).unwrap();
     let traces: Vec<_> = (0..2)
         .map(|k| {
@@ -215,15 +189,7 @@ fn the_generators_partly_shared_workload_follows_the_simulator() {
         })
         .collect();
     for scheme in ["none-lru", "demote", "demote-adapt-exp"] {
-        let (hits, reads, a_hits) = live(dir.path(), &traces, scheme);
-        let (sim_c, sim_a) = simulated(dir.path(), &trace, scheme);
-        let (live_c, live_a) = (100.0 * hits / reads, 100.0 * a_hits / reads);
-        let line = format!(
-            "{scheme}: client live {live_c:.2} % sim {sim_c:.2} %, array live {live_a:.2} % sim {sim_a:.2} %"
-        );
-        eprintln!("{line}");
-        assert_eq!(reads, 2.0 * (8192.0 + 16384.0), "{line}");
-        assert!((live_c - sim_c).abs() <= 0.5, "client caches are private: {line}");
-        assert!((live_a - sim_a).abs() <= 1.5, "{line}");
+        let (reads, _, _) = follows(dir.path(), &traces, &trace, scheme);
+        assert_eq!(reads, 2.0 * (8192.0 + 16384.0), "{scheme}");
     }
 }

@@ -30,19 +30,9 @@ fn a_demote_of_a_copy_older_than_another_clients_write_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let backing = dir.path().join("disk.img");
     sparse_file(&backing, 64 << 20);
-    let spec = format!("disk={}", backing.display());
     // DEMOTE-LRU: plain LRU for read and demoted blocks, so B's reads push A's blocks out.
     // Write-around: B's write of a block the array does not hold goes to backing only.
-    let array = Serve::start(&[
-        "--cache",
-        "mem:16M",
-        "--backing",
-        &spec,
-        "--array-scheme",
-        "demote-lru",
-        "--write-policy",
-        "write-around",
-    ]);
+    let array = array_tier(&backing, "16M", "demote-lru", &["--write-policy", "write-around"]);
     let a = client(&array, true);
     let b = client(&array, true);
     let c = client(&array, false);

@@ -11,8 +11,6 @@ mod serve_support;
 
 use serve_support::*;
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
 
 const SCHEMES: [&str; 6] =
     ["none-lru", "demote-lru", "demote", "demote-slru", "demote-adapt-uni", "demote-adapt-exp"];
@@ -35,24 +33,12 @@ struct Live {
 fn live(dir: &Path, trace: &Path, scheme: &str) -> Live {
     let backing = dir.join("disk.img");
     sparse_file(&backing, 64 << 20);
-    let spec = format!("disk={}", backing.display());
-    let array = Serve::start(&["--cache", "mem:16M", "--backing", &spec, "--array-scheme", scheme]);
-    let up = format!("client0_0={}", array.uri("disk"));
-    let client = Serve::start(&["--cache", "mem:16M", "--backing", &up, "--demote"]);
+    let array = array_tier(&backing, "16M", scheme, &[]);
+    let client = client_tier(&array, "16M", "client0_0");
     for s in [&array, &client] {
         assert_eq!(metric(&scrape(&s.metrics), "ember_cache_capacity_blocks") as u64, CAP);
     }
-    let server = format!("nbd://{}", client.nbd);
-    let r = replay_json(&[
-        trace.to_str().unwrap(),
-        "--server",
-        &server,
-        "--queue-depth",
-        "1",
-        "--connections",
-        "1",
-    ]);
-    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
+    replay_qd1(trace, &client, "");
     let c = scrape(&client.metrics);
     let a = scrape(&array.metrics);
     let live = Live {
@@ -76,23 +62,12 @@ fn live(dir: &Path, trace: &Path, scheme: &str) -> Live {
 /// per scheme (reads, client hits, array hits, stored DEMOTEs, aborted DEMOTEs).
 fn simulated(dir: &Path, trace: &Path) -> Vec<(String, [f64; 5])> {
     let json = dir.join("sim.json");
-    run(
-        Command::new(ember()).args(["demote", trace.to_str().unwrap()]).args([
-            "--scheme",
-            "all",
-            "--client-size",
-            &CAP.to_string(),
-            "--array-size",
-            &CAP.to_string(),
-            "--warmup",
-            "none",
-            "--quiet",
-            "--json",
-            json.to_str().unwrap(),
-        ]),
-        Duration::from_secs(120),
+    let line = format!(
+        "demote {{}} --scheme all --client-size {CAP} --array-size {CAP} --warmup none --quiet \
+         --json {{}}"
     );
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    ember_ok(&cmdline(&line, &[trace, &json]));
+    let v = json_file(&json);
     let sum = |x: &serde_json::Value| {
         x.as_array().unwrap().iter().map(|n| n.as_f64().unwrap()).sum::<f64>()
     };
@@ -124,19 +99,8 @@ fn simulated(dir: &Path, trace: &Path) -> Vec<(String, [f64; 5])> {
 fn agree(workload: &str) {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.csv");
-    run(
-        Command::new(ember()).args(["trace", "gen", workload]).args([
-            "--client-blocks",
-            &CAP.to_string(),
-            "--array-blocks",
-            &CAP.to_string(),
-            "--timed-multiplier",
-            "2",
-            "-o",
-            trace.to_str().unwrap(),
-        ]),
-        Duration::from_secs(60),
-    );
+    let gen = format!("{workload} --client-blocks {CAP} --array-blocks {CAP} --timed-multiplier 2");
+    gen_trace(&gen, &trace);
     let sim = simulated(dir.path(), &trace);
     assert_eq!(sim.len(), SCHEMES.len());
     let mut table = String::new();
@@ -197,11 +161,8 @@ fn write_misses_demote_their_clean_victims() {
     let dir = tempfile::tempdir().unwrap();
     let backing = dir.path().join("disk.img");
     sparse_file(&backing, 64 << 20);
-    let spec = format!("disk={}", backing.display());
-    let array =
-        Serve::start(&["--cache", "mem:16M", "--backing", &spec, "--array-scheme", "demote-lru"]);
-    let up = format!("disk={}", array.uri("disk"));
-    let client = Serve::start(&["--cache", "mem:32M", "--backing", &up, "--demote"]);
+    let array = array_tier(&backing, "16M", "demote-lru", &[]);
+    let client = client_tier(&array, "32M", "disk");
     assert_eq!(metric(&scrape(&client.metrics), "ember_cache_capacity_blocks"), 7108.0);
     let mut reqs = Vec::new();
     for b in 0..7108u64 {
@@ -216,19 +177,7 @@ fn write_misses_demote_their_clean_victims() {
     }
     let trace = dir.path().join("rw.csv");
     write_csv_trace(&trace, &reqs);
-    let server = format!("nbd://{}", client.nbd);
-    let r = replay_json(&[
-        trace.to_str().unwrap(),
-        "--format",
-        "csv",
-        "--server",
-        &server,
-        "--queue-depth",
-        "1",
-        "--connections",
-        "1",
-    ]);
-    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
+    replay_qd1(&trace, &client, "--format csv");
     let c = scrape(&client.metrics);
     let a = scrape(&array.metrics);
     let (sent, dropped) = (

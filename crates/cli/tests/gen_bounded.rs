@@ -14,6 +14,7 @@
 //! every output format are pinned to what the held generators wrote.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
+use ember_testkit::fnv;
 use std::io::Read;
 use std::process::{Command, Stdio};
 
@@ -131,13 +132,6 @@ fn ensemble_stream_writes_the_whole_trace_byte_for_byte() {
     assert!(a == b, "the streamed trace differs from the whole trace");
 }
 
-/// FNV-1a over bytes.
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
-}
-
 /// The generators whose length is set by the cache sizes they model, with small sizes, an
 /// awkward rate and writes: `ember trace gen` arguments and a file stem.
 const SIZED: [(&str, &str); 6] = [
@@ -191,60 +185,16 @@ fn sized_generators_write_the_pinned_bytes() {
             got.push((format!("{stem}.{ext}"), fnv(&bytes), bytes.len(), fnv(said.as_bytes())));
         }
     }
-    let want: Vec<(&str, u64, usize, u64)> = vec![
-        ("ww-random.ember", 812_554_899_565_139_871, 48039, 14_429_298_176_546_633_375),
-        ("ww-random.csv", 4_592_049_108_616_860_752, 97418, 6_940_238_839_158_603_542),
-        (
-            "ww-random.oracleGeneral.bin",
-            14_335_486_938_441_230_627,
-            48000,
-            6_314_146_636_585_154_201,
-        ),
-        ("ww-random.ember.zst", 1_720_701_132_885_056_709, 15099, 14_429_298_176_546_633_375),
-        ("ww-random.pipe", 812_554_899_565_139_871, 48039, 3_093_532_743_306_131_397),
-        ("ww-seq.ember", 14_291_192_376_636_730_111, 47943, 7_419_956_189_295_132_239),
-        ("ww-seq.csv", 12_108_806_995_329_633_874, 97258, 17_304_562_055_255_530_162),
-        ("ww-seq.oracleGeneral.bin", 8_323_296_308_536_468_009, 47904, 3_833_544_927_390_909_771),
-        ("ww-seq.ember.zst", 12_514_600_823_130_618_119, 10739, 7_419_956_189_295_132_239),
-        ("ww-seq.pipe", 14_291_192_376_636_730_111, 47943, 9_594_711_451_775_184_589),
-        ("ww-zipf.ember", 1_703_542_248_919_079_850, 72039, 3_105_462_693_762_092_497),
-        ("ww-zipf.csv", 2_576_834_369_227_622_461, 143368, 2_871_329_903_966_911_468),
-        ("ww-zipf.oracleGeneral.bin", 12_351_454_055_160_432_258, 72000, 9_267_095_621_128_588_977),
-        ("ww-zipf.ember.zst", 3_860_225_631_210_168_463, 22151, 3_105_462_693_762_092_497),
-        ("ww-zipf.pipe", 1_703_542_248_919_079_850, 72039, 5_973_855_531_482_802_331),
-        ("mc-disjoint.ember", 15_427_618_423_188_215_208, 61261, 3_722_090_594_186_831_970),
-        ("mc-disjoint.csv", 3_746_454_836_056_981_725, 124613, 378_433_813_602_245_779),
-        (
-            "mc-disjoint.oracleGeneral.bin",
-            11_515_978_313_158_201_772,
-            61200,
-            8_735_057_389_938_793_986,
-        ),
-        ("mc-disjoint.ember.zst", 18_101_347_752_725_248_670, 18057, 3_722_090_594_186_831_970),
-        ("mc-disjoint.pipe", 15_427_618_423_188_215_208, 61261, 15_678_689_644_720_575_044),
-        ("mc-conjoint.ember", 10_542_978_240_200_134_121, 61261, 17_231_772_619_792_080_191),
-        ("mc-conjoint.csv", 16_235_877_590_555_587_555, 122604, 4_347_942_376_103_036_114),
-        (
-            "mc-conjoint.oracleGeneral.bin",
-            14_991_539_689_509_284_658,
-            61200,
-            12_256_553_205_997_031_661,
-        ),
-        ("mc-conjoint.ember.zst", 17_729_191_224_249_678_021, 9376, 17_231_772_619_792_080_191),
-        ("mc-conjoint.pipe", 10_542_978_240_200_134_121, 61261, 2_160_106_538_248_504_633),
-        ("mc-partial.ember", 324_199_306_130_527_966, 61261, 6_172_839_100_068_367_643),
-        ("mc-partial.csv", 6_995_996_829_494_074_972, 123724, 14_167_252_141_173_342_694),
-        (
-            "mc-partial.oracleGeneral.bin",
-            15_736_060_775_295_554_181,
-            61200,
-            1_916_180_041_622_923_579,
-        ),
-        ("mc-partial.ember.zst", 15_476_118_173_947_288_456, 13525, 6_172_839_100_068_367_643),
-        ("mc-partial.pipe", 324_199_306_130_527_966, 61261, 6_297_846_074_439_857_937),
-    ];
-    let want: Vec<(String, u64, usize, u64)> =
-        want.into_iter().map(|(n, h, l, s)| (n.to_string(), h, l, s)).collect();
+    let want: Vec<(String, u64, usize, u64)> = include_str!("data/sized_generators.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let n = |i: usize| w[i].parse::<u64>().unwrap_or_else(|e| panic!("{l}: {e}"));
+            (w[0].to_string(), n(1), n(2) as usize, n(3))
+        })
+        .collect();
+    assert_eq!(want.len(), SIZED.len() * 5);
     assert_eq!(got, want);
 }
 

@@ -14,15 +14,7 @@ use serve_support::*;
 fn serve_file(dir: &std::path::Path, size: u64, cache: &str) -> Serve {
     let backing = dir.join("disk.img");
     sparse_file(&backing, size);
-    Serve::start(&[
-        "--cache",
-        dir.join("cache.img").to_str().unwrap(),
-        "--cache-size",
-        cache,
-        "--format-if-needed",
-        "--backing",
-        &format!("disk={}", backing.display()),
-    ])
+    ServeArgs::file_cache(dir.join("cache.img"), cache).backing("disk", backing.display()).start()
 }
 
 /// A mixed trace on volumes "a" and "b": 30% writes, 1-16 KiB, some unaligned, some past
@@ -58,25 +50,15 @@ fn every_read_verifies_after_prefill_pipelined() {
     let trace = dir.path().join("mixed.csv");
     let (reqs, reads, unaligned, beyond) = mixed_trace(3000, 11);
     write_csv_trace(&trace, &reqs);
-    let server = format!("nbd://{}", serve.nbd);
-    let r = replay_json(&[
-        trace.to_str().unwrap(),
-        "--format",
-        "csv",
-        "--server",
-        &server,
-        "--export",
-        "disk",
-        "--prefill",
-        "--queue-depth",
-        "8",
-        "--connections",
-        "2",
-        "--metrics-url",
-        &serve.metrics,
-        "--metrics-interval",
-        "0.1",
-    ]);
+    let replay = format!(
+        "{} --format csv --server nbd://{} --export disk --prefill",
+        trace.display(),
+        serve.nbd
+    );
+    let r = replay_json(&words(&format!(
+        "{replay} --queue-depth 8 --connections 2 --metrics-url {} --metrics-interval 0.1",
+        serve.metrics
+    )));
     let v = &r["verification"];
     assert_eq!(v["reads_failed"], 0, "{r:#}");
     assert_eq!(v["reads_verified"], reads as u64, "every read fully verified: {r:#}");
@@ -117,22 +99,7 @@ fn every_read_verifies_after_prefill_pipelined() {
 
     // Again, synchronously, at the trace's timing (1 ms apart) 100 times faster: the writes
     // of the first replay are overwritten by this one's own writes before they are read.
-    let r = replay_json(&[
-        trace.to_str().unwrap(),
-        "--format",
-        "csv",
-        "--server",
-        &server,
-        "--export",
-        "disk",
-        "--prefill",
-        "--timing",
-        "trace",
-        "--speed",
-        "100",
-        "--max-requests",
-        "500",
-    ]);
+    let r = replay_json(&words(&format!("{replay} --timing trace --speed 100 --max-requests 500")));
     assert_eq!(r["timing"], "trace x100");
     assert_eq!(r["verification"]["reads_failed"], 0);
     // The last request is due 499 ms / 100 after the first: the replay cannot be shorter.

@@ -7,34 +7,14 @@
 
 mod serve_support;
 
-use std::os::unix::fs::FileExt;
-use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
-
 use serve_support::*;
 
 const BLOCK: u64 = 4096;
 
 /// qemu-io: read `len` bytes at `offset` and check every byte is `byte`.
 fn read_pattern(uri: &str, byte: u8, offset: u64, len: u64) {
-    let cmd = format!("read -P {byte:#x} {offset} {len}");
-    let out =
-        run(Command::new("qemu-io").args(["-f", "raw", uri, "-c", &cmd]), Duration::from_secs(60));
-    assert!(
-        out.contains("read ") && !out.contains("Pattern verification failed"),
-        "qemu-io {cmd} on {uri}: {out}"
-    );
-}
-
-fn filled(path: &Path, size: u64, byte: u8) {
-    std::fs::write(path, vec![byte; size as usize]).unwrap();
-}
-
-fn overwrite_block(path: &Path, block: u64, byte: u8) {
-    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
-    f.write_all_at(&vec![byte; BLOCK as usize], block * BLOCK).unwrap();
-    f.sync_all().unwrap();
+    let out = qemu_io(uri, &format!("read -P {byte:#x} {offset} {len}"));
+    assert!(out.contains("read "), "qemu-io on {uri}: {out}");
 }
 
 fn start_line(log: &str) -> String {
@@ -45,16 +25,8 @@ fn start_line(log: &str) -> String {
 fn a_file_backing_overwritten_while_stopped_is_read_fresh() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("disk.img"));
-    filled(&backing, 1 << 20, 0x11);
-    let args = [
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "16M",
-        "--format-if-needed",
-        "--backing",
-        &format!("disk={}", backing.display()),
-    ];
+    filled_file(&backing, 1 << 20, 0x11);
+    let args = ServeArgs::file_cache(&cache, "16M").backing("disk", backing.display());
     let serve = Serve::start(&args);
     read_pattern(&serve.uri("disk"), 0x11, 3 * BLOCK, BLOCK); // block 3 is cached now
     read_pattern(&serve.uri("disk"), 0x11, 3 * BLOCK, BLOCK);
@@ -62,7 +34,7 @@ fn a_file_backing_overwritten_while_stopped_is_read_fresh() {
     assert!(log.contains("clean shutdown: 1 blocks persisted"), "{log}");
 
     // Behind ember's back: block 3 gets other bytes.
-    overwrite_block(&backing, 3, 0x22);
+    write_at(&backing, 3 * BLOCK, &[0x22; BLOCK as usize]);
     let serve = Serve::start(&args);
     let log = serve.lines.lock().unwrap().join("\n");
     let line = start_line(&log);
@@ -84,18 +56,9 @@ fn a_file_backing_overwritten_while_stopped_is_read_fresh() {
 fn an_nbd_backing_starts_cold_unless_trusted() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("disk.img"));
-    filled(&backing, 1 << 20, 0x33);
+    filled_file(&backing, 1 << 20, 0x33);
     let nbdkit = Nbdkit::start(dir.path(), &["file", backing.to_str().unwrap()]);
-    let spec = format!("disk={}", nbdkit.uri());
-    let args = [
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "16M",
-        "--format-if-needed",
-        "--backing",
-        &spec,
-    ];
+    let args = ServeArgs::file_cache(&cache, "16M").backing("disk", nbdkit.uri());
     let serve = Serve::start(&args);
     read_pattern(&serve.uri("disk"), 0x33, 3 * BLOCK, BLOCK);
     serve.stop();
@@ -110,7 +73,7 @@ fn an_nbd_backing_starts_cold_unless_trusted() {
 
     // Told the export is ember's alone: a run that trusted it records its identity, and the
     // next trusting start keeps the map of that run's clean shutdown.
-    let trusted = [&args[..], &["--trust-nbd-backing"]].concat();
+    let trusted = args.clone().arg("--trust-nbd-backing");
     let serve = Serve::start(&trusted);
     read_pattern(&serve.uri("disk"), 0x33, 3 * BLOCK, BLOCK);
     serve.stop();

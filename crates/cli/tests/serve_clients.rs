@@ -10,55 +10,23 @@ use std::time::Duration;
 
 use serve_support::*;
 
-const MIN: Duration = Duration::from_secs(60);
-
 #[test]
 fn qemu_io_patterns_reach_the_backing_file() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("disk.img"));
     sparse_file(&backing, 16 << 20);
-    let serve = Serve::start(&[
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "8M",
-        "--format-if-needed",
-        "--backing",
-        &format!("disk={}", backing.display()),
-    ]);
+    let serve = ServeArgs::file_cache(&cache, "8M").backing("disk", backing.display()).start();
     let uri = serve.uri("disk");
-    let out = run(
-        Command::new("qemu-io").args(["-f", "raw", &uri]).args([
-            "-c",
-            "write -P 0xab 0 1M",
-            "-c",
-            "read -P 0xab 0 1M",
-            "-c",
-            "write -P 0x11 1000 3000",
-            "-c",
-            "flush",
-            "-c",
-            "write -z 2M 64k",
-            "-c",
-            "read -P 0x11 1000 3000",
-            "-c",
-            "read -P 0 2M 64k",
-            "-c",
-            "read -P 0xab 4000 4096",
-            "-c",
-            "read -P 0xab 1000000 48576",
-        ]),
-        MIN,
+    let out = qemu_io(
+        &uri,
+        "write -P 0xab 0 1M; read -P 0xab 0 1M; write -P 0x11 1000 3000; flush; \
+         write -z 2M 64k; read -P 0x11 1000 3000; read -P 0 2M 64k; read -P 0xab 4000 4096; \
+         read -P 0xab 1000000 48576",
     );
-    assert!(!out.contains("Pattern verification failed"), "{out}");
     assert!(out.contains("read 1048576/1048576 bytes at offset 0"), "{out}");
     assert!(out.contains("read 65536/65536 bytes at offset 2097152"), "{out}");
     // Read again: now from the cache (the first 1 MiB was allocated by the writes).
-    let out = run(
-        Command::new("qemu-io").args(["-f", "raw", &uri]).args(["-c", "read -P 0xab 8192 1040384"]),
-        MIN,
-    );
-    assert!(!out.contains("Pattern verification failed"), "{out}");
+    qemu_io(&uri, "read -P 0xab 8192 1040384");
     let samples = scrape(&serve.metrics);
     assert!(metric(&samples, "ember_cache_read_hits_total") > 0.0);
     let log = serve.stop();
@@ -76,17 +44,9 @@ fn qemu_img_convert_and_compare() {
     let (src, dst) = (dir.path().join("src.img"), dir.path().join("dst.img"));
     sparse_file(&backing, 8 << 20);
     let mut rng = Rng::new(42);
-    let data: Vec<u8> = (0..8 << 20).map(|_| rng.next() as u8).collect();
+    let data: Vec<u8> = (0..8 << 20).map(|_| rng.next_u64() as u8).collect();
     std::fs::write(&src, &data).unwrap();
-    let serve = Serve::start(&[
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "8M",
-        "--format-if-needed",
-        "--backing",
-        &format!("img={}", backing.display()),
-    ]);
+    let serve = ServeArgs::file_cache(&cache, "8M").backing("img", backing.display()).start();
     let uri = serve.uri("img");
     run(
         Command::new("qemu-img")
@@ -130,7 +90,7 @@ fn nbdcopy_256_mib_in_and_out_with_checksums() {
         use std::io::Write;
         let mut f = std::io::BufWriter::new(std::fs::File::create(&src).unwrap());
         let mut rng = Rng::new(7);
-        let body: Vec<u8> = (0..4096).map(|_| rng.next() as u8 | 1).collect();
+        let body: Vec<u8> = (0..4096).map(|_| rng.next_u64() as u8 | 1).collect();
         for block in 0..SIZE / 4096 {
             f.write_all(&block.to_le_bytes()).unwrap();
             f.write_all(&body[8..]).unwrap();
@@ -138,15 +98,7 @@ fn nbdcopy_256_mib_in_and_out_with_checksums() {
         f.flush().unwrap();
     }
     // A 96 MiB cache: the copy evicts most of what it allocates.
-    let serve = Serve::start(&[
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "96M",
-        "--format-if-needed",
-        "--backing",
-        &format!("big={}", backing.display()),
-    ]);
+    let serve = ServeArgs::file_cache(&cache, "96M").backing("big", backing.display()).start();
     let uri = serve.uri("big");
     run(Command::new("nbdcopy").arg(&src).arg(&uri), Duration::from_secs(300));
     run(Command::new("nbdcopy").arg(&uri).arg(&dst), Duration::from_secs(300));
@@ -171,17 +123,10 @@ fn nbdinfo_flags_and_list() {
     let (a, b) = (dir.path().join("a.img"), dir.path().join("b.img"));
     sparse_file(&a, 4 << 20);
     sparse_file(&b, (3 << 20) + 512);
-    let serve = Serve::start(&[
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "8M",
-        "--format-if-needed",
-        "--backing",
-        &format!("alpha={}", a.display()),
-        "--backing",
-        &format!("beta={}", b.display()),
-    ]);
+    let serve = ServeArgs::file_cache(&cache, "8M")
+        .backing("alpha", a.display())
+        .backing("beta", b.display())
+        .start();
     let out = run(Command::new("nbdinfo").arg("--json").arg(serve.uri("beta")), MIN);
     let info: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
@@ -202,47 +147,8 @@ fn nbdinfo_flags_and_list() {
 
 #[test]
 fn fio_nbd_randrw_with_crc32c_verify() {
-    let dir = tempfile::tempdir().unwrap();
-    let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("fio.img"));
-    sparse_file(&backing, 64 << 20);
     // The cache holds the 32 MiB working set, so fio's verification reads hit.
-    let serve = Serve::start(&[
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "40M",
-        "--format-if-needed",
-        "--backing",
-        &format!("fio={}", backing.display()),
-    ]);
-    let out = run(
-        Command::new("fio")
-            .current_dir(dir.path())
-            .args([
-                "--name=randrw",
-                "--ioengine=nbd",
-                "--rw=randrw",
-                "--bs=4k",
-                "--size=32M",
-                "--iodepth=16",
-                "--verify=crc32c",
-                "--verify_fatal=1",
-                "--verify_state_save=0",
-                "--output-format=json",
-            ])
-            .arg(format!("--uri={}", serve.uri("fio"))),
-        Duration::from_secs(300),
-    );
-    let json = &out[out.find('{').unwrap_or(0)..];
-    let report: serde_json::Value =
-        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {out}"));
-    let job = &report["jobs"][0];
-    assert_eq!(job["error"], 0, "{out}");
-    assert!(job["write"]["io_bytes"].as_u64().unwrap_or(0) > 0, "{out}");
-    assert!(job["read"]["io_bytes"].as_u64().unwrap_or(0) > 0, "{out}");
-    let samples = scrape(&serve.metrics);
-    let errors = metric(&samples, "ember_nbd_errors_total");
-    assert_eq!(errors, 0.0);
+    let samples = fio_through_serve(&[], "32M", 16);
+    assert_eq!(metric(&samples, "ember_nbd_errors_total"), 0.0);
     assert!(metric(&samples, "ember_cache_read_hits_total") > 0.0);
-    serve.stop();
 }

@@ -53,7 +53,7 @@ fn ctl_json(dir: &Path, args: &[&str]) -> serde_json::Value {
 /// Random non-zero bytes (nbdcopy skips zeros).
 fn data_file(path: &Path, seed: u64) -> Vec<u8> {
     let mut rng = Rng::new(seed);
-    let data: Vec<u8> = (0..SIZE).map(|_| rng.next() as u8 | 1).collect();
+    let data: Vec<u8> = (0..SIZE).map(|_| rng.next_u64() as u8 | 1).collect();
     std::fs::write(path, &data).unwrap();
     data
 }

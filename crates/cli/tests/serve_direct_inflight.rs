@@ -35,16 +35,9 @@ fn version_of(b: u64, data: &[u8]) -> Option<u64> {
 fn start_direct(dir: &std::path::Path) -> Serve {
     let (cache, backing) = (dir.join("cache.img"), dir.join("disk.img"));
     sparse_file(&backing, 16 << 20);
-    Serve::start(&[
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "40M",
-        "--format-if-needed",
-        "--direct",
-        "--backing",
-        &format!("disk={}", backing.display()),
-    ])
+    ServeArgs::file_cache(&cache, "40M")
+        .args(["--direct", "--backing", &format!("disk={}", backing.display())])
+        .start()
 }
 
 /// A client of `serve`'s export that wrote version `v` of every block, through: all

@@ -17,15 +17,7 @@ fn a_cache_device_in_use_is_refused() {
     patterned_backing(&backing, 4 << 20, 3);
     let (c, b) = (cache.to_str().unwrap(), backing.to_str().unwrap());
     let disk = format!("disk={b}");
-    let first = Serve::start(&[
-        "--cache",
-        c,
-        "--cache-size",
-        "16M",
-        "--format-if-needed",
-        "--backing",
-        &disk,
-    ]);
+    let first = ServeArgs::file_cache(c, "16M").args(["--backing", &disk]).start();
     let before = sha256(&cache);
 
     for (what, args) in [

@@ -54,7 +54,7 @@ impl Drop for Teardown {
 
 fn file_content(i: usize) -> Vec<u8> {
     let mut rng = Rng::new(1000 + i as u64);
-    (0..(64 << 10) * (i + 1)).map(|_| rng.next() as u8).collect()
+    (0..(64 << 10) * (i + 1)).map(|_| rng.next_u64() as u8).collect()
 }
 
 fn write_files(dir: &Path) {
@@ -77,15 +77,7 @@ fn ext4_on_nbdfuse_and_a_loop_device() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("fs.img"));
     sparse_file(&backing, 128 << 20);
-    let serve = Serve::start(&[
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "48M",
-        "--format-if-needed",
-        "--backing",
-        &format!("fs={}", backing.display()),
-    ]);
+    let serve = ServeArgs::file_cache(&cache, "48M").backing("fs", backing.display()).start();
     let fuse_dir = dir.path().join("fuse");
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&fuse_dir).unwrap();

@@ -19,19 +19,10 @@ fn write_back_flush_over_a_backing_that_fails_writes_errors_and_stops_on_sigterm
         &["--filter=error", "memory", "16M", "error-pwrite=EIO", "error-pwrite-rate=100%"],
     );
     let cache = dir.path().join("cache.img");
-    let backing_arg = format!("disk={}", kit.uri());
-    let cache_arg = cache.display().to_string();
-    let serve = Serve::start(&[
-        "--cache",
-        &cache_arg,
-        "--cache-size",
-        "32M",
-        "--format-if-needed",
-        "--backing",
-        &backing_arg,
-        "--write-policy",
-        "write-back-flush",
-    ]);
+    let serve = ServeArgs::file_cache(&cache, "32M")
+        .backing("disk", kit.uri())
+        .args(["--write-policy", "write-back-flush"])
+        .start();
     // Four epochs made dirty (each FLUSH fails: the flusher cannot write them), then a fifth
     // write past the cap of four dirty epochs.
     let mut cmds = Vec::new();

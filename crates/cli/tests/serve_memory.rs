@@ -5,21 +5,11 @@
 
 mod serve_support;
 
-use std::process::Command;
-use std::time::Duration;
-
 use serve_support::*;
 
-const MIN: Duration = Duration::from_secs(60);
-
-fn qemu_io(uri: &str, cmds: &[&str]) -> String {
-    let mut c = Command::new("qemu-io");
-    c.args(["-f", "raw", uri]);
-    for cmd in cmds {
-        c.args(["-c", cmd]);
-    }
-    let out = run(&mut c, MIN);
-    assert!(!out.contains("Pattern verification failed"), "{out}");
+/// qemu-io's `;`-separated commands on `uri`, which must print no error.
+fn qemu_io_clean(uri: &str, script: &str) -> String {
+    let out = qemu_io(uri, script);
     assert!(!out.contains("error"), "{out}");
     out
 }
@@ -30,14 +20,10 @@ fn memory_cache_round_trip_with_qemu_io() {
     let backing = dir.path().join("disk.img");
     sparse_file(&backing, 32 << 20);
     for policy in ["write-through", "write-around", "write-back-flush"] {
-        let serve = Serve::start(&[
-            "--cache",
-            "mem:32M",
-            "--write-policy",
-            policy,
-            "--backing",
-            &format!("disk={}", backing.display()),
-        ]);
+        let serve = ServeArgs::mem_cache("32M")
+            .args(["--write-policy", policy])
+            .backing("disk", backing.display())
+            .start();
         let log = serve.output();
         assert!(log.contains("memory cache of 33554432 bytes"), "{log}");
         assert!(log.contains("start Fresh"), "{log}");
@@ -47,15 +33,10 @@ fn memory_cache_round_trip_with_qemu_io() {
             "write-around" => 0x6b,
             _ => 0x7c,
         };
-        qemu_io(
+        let read = format!("read -P {p:#x} 1M 2M");
+        qemu_io_clean(
             &uri,
-            &[
-                &format!("write -P {p:#x} 1M 2M"),
-                "flush",
-                &format!("read -P {p:#x} 1M 2M"),
-                &format!("read -P {p:#x} 1M 2M"),
-                "read -P 0 0 1M",
-            ],
+            &format!("write -P {p:#x} 1M 2M; flush; {read}; {read}; read -P 0 0 1M"),
         );
         let samples = scrape(&serve.metrics);
         // The second read of the 2 MiB hits under every policy (write-around's first read
@@ -69,14 +50,9 @@ fn memory_cache_round_trip_with_qemu_io() {
         );
         assert!(bytes[..1 << 20].iter().all(|&b| b == 0), "{policy}: backing changed elsewhere");
         // A restart is empty again (memory), and still serves what backing holds.
-        let serve = Serve::start(&[
-            "--cache",
-            "mem:32M",
-            "--backing",
-            &format!("disk={}", backing.display()),
-        ]);
+        let serve = ServeArgs::mem_cache("32M").backing("disk", backing.display()).start();
         assert!(serve.output().contains("start Fresh"), "{}", serve.output());
-        qemu_io(&serve.uri("disk"), &[&format!("read -P {p:#x} 1M 2M")]);
+        qemu_io_clean(&serve.uri("disk"), &read);
         let samples = scrape(&serve.metrics);
         assert_eq!(
             metric(&samples, "ember_cache_read_hits_total"),
@@ -104,16 +80,7 @@ fn memory_cache_refuses_unsafe_policies_and_bad_sizes() {
         (vec!["--cache", "mem:32M", "--cache-size", "32M"], "drop --cache-size"),
         (vec!["--cache", "mem:32M", "--direct"], "drop --cache-size and --direct"),
     ] {
-        let o = run_status(
-            Command::new(ember()).arg("serve").args(&args).args([
-                "--backing",
-                &b,
-                "--listen",
-                "127.0.0.1:0",
-            ]),
-            MIN,
-        );
-        assert!(!o.status.success(), "{args:?} must be refused");
-        assert!(o.stderr.contains(want), "{args:?}: {}", o.stderr);
+        let stderr = serve_fails(&[&args[..], &["--backing", &b]].concat());
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
 }

@@ -27,15 +27,7 @@ fn a_closed_connection_gives_its_write_buffers_back() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("disk.img"));
     sparse_file(&backing, 256 << 20);
-    let serve = Serve::start(&[
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "320M",
-        "--format-if-needed",
-        "--backing",
-        &format!("disk={}", backing.display()),
-    ]);
+    let serve = ServeArgs::file_cache(&cache, "320M").backing("disk", backing.display()).start();
     let ready = rss_anon(serve.pid());
     // Three bursts with different request sizes (glibc raises its mmap threshold after a
     // large buffer is freed, so later buffers come from the arenas), each on its own connection.

@@ -9,79 +9,38 @@
 
 mod serve_support;
 
-use std::process::Command;
-use std::time::Duration;
-
 use serve_support::*;
 
 const SEED: &str = "77";
 
-fn pass(trace: &std::path::Path, server: &str, metrics: &str) -> serde_json::Value {
-    let r = replay_json(&[
-        trace.to_str().unwrap(),
-        "--format",
-        "csv",
-        "--server",
-        server,
-        "--assume-prefilled",
-        "--seed",
-        SEED,
-        "--metrics-url",
-        metrics,
-    ]);
-    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
-    assert_eq!(r["verification"]["reads_unverifiable"], 0, "{r:#}");
-    r
-}
-
-fn hits_misses(r: &serde_json::Value) -> (u64, u64) {
-    let s = &r["server_metrics"];
-    (s["hits"].as_u64().unwrap(), s["misses"].as_u64().unwrap())
+fn pass(trace: &std::path::Path, serve: &Serve, export: &str) -> serde_json::Value {
+    replay_checked(trace, "csv", serve, export, SEED)
 }
 
 #[test]
 fn warm_restart_keeps_the_first_pass_hits() {
-    let dir = tempfile::tempdir().unwrap();
-    let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("disk.img"));
-    patterned_backing(&backing, 16 << 20, 77);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 9));
-    let args = [
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "16M",
-        "--format-if-needed",
-        "--backing",
-        &format!("disk={}", backing.display()),
-    ];
+    let (dir, backing, trace) = patterned_disk(77, 300, 9);
+    let cache = dir.path().join("cache.img");
+    let args = ServeArgs::file_cache(&cache, "16M").backing("disk", backing.display());
     let serve = Serve::start(&args);
-    let uri = serve.uri("disk");
-    assert_eq!(hits_misses(&pass(&trace, &uri, &serve.metrics)), (0, 300), "first pass misses");
-    assert_eq!(hits_misses(&pass(&trace, &uri, &serve.metrics)), (300, 0), "second pass hits");
+    assert_eq!(hits_misses(&pass(&trace, &serve, "disk")), (0, 300), "first pass misses");
+    assert_eq!(hits_misses(&pass(&trace, &serve, "disk")), (300, 0), "second pass hits");
     let log = serve.stop();
     assert!(log.contains("clean shutdown: 300 blocks persisted"), "{log}");
 
     let serve = Serve::start(&args);
-    let log = serve.lines.lock().unwrap().join("\n");
+    let log = serve.output();
     assert!(log.contains("start Warm (300 blocks loaded"), "{log}");
-    assert_eq!(hits_misses(&pass(&trace, &serve.uri("disk"), &serve.metrics)), (300, 0));
+    assert_eq!(hits_misses(&pass(&trace, &serve, "disk")), (300, 0));
     let samples = scrape(&serve.metrics);
     assert_eq!(metric(&samples, "ember_cache_read_hits_total"), 300.0);
     assert_eq!(metric(&samples, "ember_cache_read_misses_total"), 0.0);
     assert_eq!(metric(&samples, "ember_cache_resident_blocks"), 300.0);
-    let stats = run(
-        Command::new(ember()).args(["stats", "--json", "--metrics", &serve.metrics]),
-        Duration::from_secs(30),
-    );
-    let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    let stats = serve_stats(&serve);
     assert_eq!(stats["volumes"]["disk"]["read_hits"], 300, "{stats:#}");
     assert_eq!(stats["volumes"]["disk"]["read_misses"], 0);
     assert_eq!(stats["nbd"]["read"]["count"], 300);
-    let table = run(
-        Command::new(ember()).args(["stats", "--metrics", &serve.metrics]),
-        Duration::from_secs(30),
-    );
+    let table = serve_stats_table(&serve);
     assert!(table.contains("read hit ratio") && table.contains("100.00%"), "{table}");
     serve.stop();
 }
@@ -98,29 +57,21 @@ fn slow_backing_second_pass_and_a_pass_after_restart_hit_every_block() {
     let trace = dir.path().join("reads.csv");
     // 400 distinct blocks: ≥ 2 s of backing delay in the first pass; all fit the cache.
     write_csv_trace(&trace, &random_block_reads("slow", 400, 4096, 21));
-    let args = [
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "16M",
-        "--format-if-needed",
-        "--backing",
-        &format!("slow={}", nbdkit.uri()),
-        // Only ember writes this export: keep its map across the restart.
-        "--trust-nbd-backing",
-    ];
+    // Only ember writes this export: keep its map across the restart.
+    let args = ServeArgs::file_cache(&cache, "16M")
+        .backing("slow", nbdkit.uri())
+        .arg("--trust-nbd-backing");
     let serve = Serve::start(&args);
-    let uri = serve.uri("slow");
-    let first = pass(&trace, &uri, &serve.metrics);
+    let first = pass(&trace, &serve, "slow");
     assert_eq!(hits_misses(&first), (0, 400), "first pass: every block from the slow backing");
-    let second = pass(&trace, &uri, &serve.metrics);
+    let second = pass(&trace, &serve, "slow");
     assert_eq!(hits_misses(&second), (400, 0), "second pass: every block a hit");
     serve.stop();
 
     let serve = Serve::start(&args);
-    let log = serve.lines.lock().unwrap().join("\n");
+    let log = serve.output();
     assert!(log.contains("start Warm (400 blocks loaded"), "{log}");
-    let third = pass(&trace, &serve.uri("slow"), &serve.metrics);
+    let third = pass(&trace, &serve, "slow");
     assert_eq!(hits_misses(&third), (400, 0), "after a clean restart: every block a hit");
     eprintln!(
         "slow backing: first pass {} s, second {} s, after restart {} s (not asserted)",

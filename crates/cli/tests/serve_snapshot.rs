@@ -10,81 +10,38 @@
 mod serve_support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serve_support::*;
 
-const MIN: Duration = Duration::from_secs(60);
 const SEED: &str = "31";
 
 fn warmup_stats(serve: &Serve) -> serde_json::Value {
-    let out =
-        run(Command::new(ember()).args(["stats", "--json", "--metrics", &serve.metrics]), MIN);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    v["warmup"].clone()
-}
-
-fn qemu_io(uri: &str, cmds: &[String]) -> String {
-    let mut c = Command::new("qemu-io");
-    c.args(["-f", "raw", uri]);
-    for cmd in cmds {
-        c.args(["-c", cmd]);
-    }
-    let out = run(&mut c, MIN);
-    assert!(!out.contains("Pattern verification failed"), "{out}");
-    out
-}
-
-fn debian_path() -> String {
-    format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default())
+    serve_stats(serve)["warmup"].clone()
 }
 
 /// The memory cache of these tests, with a snapshot of 16-block segments.
-fn snap_args(backing: &Path, log: &Path, extra: &[&str]) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "--cache",
-        "mem:32M",
-        "--backing",
-        &format!("disk={}", backing.display()),
-        "--warmup-log",
-        log.to_str().unwrap(),
-        "--warmup-region",
-        "4K",
-        "--warmup-snapshot",
-        "--warmup-snapshot-staging",
-        "64K",
-        "--warmup-snapshot-size",
-        "4M",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    a.extend(extra.iter().map(|s| s.to_string()));
-    a
-}
-
-fn start(args: &[String]) -> Serve {
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    Serve::start(&a)
+fn snap_args(backing: &Path, log: &Path, extra: &[&str]) -> ServeArgs {
+    ServeArgs::mem_cache("32M")
+        .backing("disk", backing.display())
+        .args(["--warmup-log", log.to_str().unwrap(), "--warmup-region", "4K"])
+        .args(["--warmup-snapshot", "--warmup-snapshot-staging", "64K"])
+        .args(["--warmup-snapshot-size", "4M"])
+        .args(extra)
 }
 
 #[test]
 fn restart_preloads_from_the_snapshot_and_counts_hits_on_preloaded_blocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
+    let (dir, backing, trace) = patterned_disk(31, 300, 5);
     let log = dir.path().join("warmup.wlog");
-    patterned_backing(&backing, 16 << 20, 31);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 5));
     let args = snap_args(&backing, &log, &[]);
-    let serve = start(&args);
+    let serve = Serve::start(&args);
     assert_eq!(replay_verified(&trace, "csv", &serve, SEED), (0, 300));
     serve.stop();
     let snap = dir.path().join("warmup.wlog.snapshot");
     assert!(snap.exists());
 
-    let serve = start(&args);
+    let serve = Serve::start(&args);
     let out = serve.output();
     assert!(
         out.contains("preloading 300 blocks")
@@ -106,7 +63,7 @@ fn restart_preloads_from_the_snapshot_and_counts_hits_on_preloaded_blocks() {
     let w = warmup_stats(&serve);
     assert_eq!(w["preloaded_hits"], 300.0, "{w:#}");
     assert!(w["snapshot_bytes_written"].as_f64().unwrap() > 0.0, "{w:#}");
-    let table = run(Command::new(ember()).args(["stats", "--metrics", &serve.metrics]), MIN);
+    let table = serve_stats_table(&serve);
     assert!(table.contains("warmup: 300 hits on preloaded blocks"), "{table}");
     assert!(table.contains("preloaded 300 from the snapshot, 0 from backing"), "{table}");
     let out = serve.stop();
@@ -120,17 +77,13 @@ fn restart_preloads_from_the_snapshot_and_counts_hits_on_preloaded_blocks() {
         .find_map(|l| l.split(',').nth(3).and_then(|o| o.trim().parse::<u64>().ok()))
         .map(|off| off / 4096)
         .expect("a read in the trace");
-    {
-        use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new().write(true).open(&backing).unwrap();
-        f.write_all_at(&[0x5a; 4096], block * 4096).unwrap();
-    }
-    let serve = start(&args);
+    write_at(&backing, block * 4096, &[0x5a; 4096]);
+    let serve = Serve::start(&args);
     let out = serve.output();
     assert!(out.contains("its backing was modified while ember was down"), "{out}");
     assert!(out.contains("0 of them from the performance snapshot"), "{out}");
     wait_warmup_state(&serve, 3.0);
-    qemu_io(&serve.uri("disk"), &[format!("read -P 0x5a {} 4096", block * 4096)]);
+    qemu_io(&serve.uri("disk"), &format!("read -P 0x5a {} 4096", block * 4096));
     let w = warmup_stats(&serve);
     assert_eq!(w["preloaded_from_snapshot_blocks"], 0.0, "{w:#}");
     assert!(w["preloaded_from_backing_blocks"].as_f64().unwrap() >= 299.0, "{w:#}");
@@ -139,7 +92,7 @@ fn restart_preloads_from_the_snapshot_and_counts_hits_on_preloaded_blocks() {
 
 #[test]
 fn a_snapshot_older_than_a_later_flushed_write_is_not_used() {
-    if !Path::new("/usr/bin/nbdsh").exists() && skip_or_fail("nbdsh is not installed") {
+    if !have_nbdsh() && skip_or_fail("nbdsh is not installed") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -149,10 +102,10 @@ fn a_snapshot_older_than_a_later_flushed_write_is_not_used() {
     // The writer drains the metadata staging buffer every 2 s only: a write's record stays
     // staged (in memory) for up to 2 s unless a FLUSH drains it.
     let args = snap_args(&backing, &log, &["--warmup-log-interval", "2s"]);
-    let serve = start(&args);
+    let serve = Serve::start(&args);
     // A: 16 blocks of 0xaa, written and read (cached), then copied into the snapshot: one
     // full 16-block segment.
-    qemu_io(&serve.uri("disk"), &["write -P 0xaa 0 64K".into(), "read -P 0xaa 0 64K".into()]);
+    qemu_io(&serve.uri("disk"), "write -P 0xaa 0 64K; read -P 0xaa 0 64K");
     let t = Instant::now();
     while metric(&scrape(&serve.metrics), "ember_warmup_snapshot_bytes_written_total") == 0.0 {
         assert!(t.elapsed() < MIN, "no snapshot segment written:\n{}", serve.output());
@@ -165,20 +118,15 @@ fn a_snapshot_older_than_a_later_flushed_write_is_not_used() {
         "import os\nh.pwrite(b'\\xbb' * 16384, 0)\nh.flush()\nos.kill({}, 9)\n",
         serve.pid()
     );
-    let out = Command::new("/usr/bin/nbdsh")
-        .env("PATH", debian_path())
-        .args(["-u", &uri, "-c", &script])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run(nbdsh().args(["-u", &uri, "-c", &script]), MIN);
     let _ = serve.kill();
 
-    let serve = start(&args);
+    let serve = Serve::start(&args);
     let out = serve.output();
     assert!(out.contains("12 of them from the performance snapshot"), "{out}");
     assert!(out.contains("4 copies older than a logged write"), "{out}");
     wait_warmup_state(&serve, 3.0);
-    qemu_io(&serve.uri("disk"), &["read -P 0xbb 0 16K".into(), "read -P 0xaa 16K 48K".into()]);
+    qemu_io(&serve.uri("disk"), "read -P 0xbb 0 16K; read -P 0xaa 16K 48K");
     let w = warmup_stats(&serve);
     assert_eq!(w["preloaded_from_snapshot_blocks"], 12.0, "{w:#}");
     serve.stop();
@@ -186,18 +134,14 @@ fn a_snapshot_older_than_a_later_flushed_write_is_not_used() {
 
 #[test]
 fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
+    let (dir, backing, trace) = patterned_disk(31, 100, 9);
     let log = dir.path().join("warmup.wlog");
-    patterned_backing(&backing, 16 << 20, 31);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 100, 4096, 9));
     let args = snap_args(&backing, &log, &[]);
     let snap = dir.path().join("warmup.wlog.snapshot");
     // Each case starts from a fresh history: one run that reads the 100 blocks.
     let history = || {
         let _ = std::fs::remove_file(&log);
-        let serve = start(&args);
+        let serve = Serve::start(&args);
         replay_verified(&trace, "csv", &serve, SEED);
         serve.stop();
         std::fs::read(&snap).unwrap()
@@ -207,7 +151,7 @@ fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
     let mut bad = good.clone();
     bad[40] ^= 1;
     std::fs::write(&snap, &bad).unwrap();
-    let serve = start(&args);
+    let serve = Serve::start(&args);
     let out = serve.output();
     assert!(
         out.contains("is unusable (its header is damaged (checksum))")
@@ -228,7 +172,7 @@ fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
     let good = history();
     let seg = 4096 + 16 * 4096; // index + data of a 64K slot
     std::fs::write(&snap, &good[..4096 + seg + 4096 + 1000]).unwrap();
-    let serve = start(&args);
+    let serve = Serve::start(&args);
     let out = serve.output();
     assert!(out.contains("16 of them from the performance snapshot"), "{out}");
     assert!(out.contains("unreadable or torn"), "{out}");
@@ -247,7 +191,7 @@ fn a_damaged_or_truncated_snapshot_falls_back_to_backing() {
     let mut bad = good.clone();
     bad[4096 + 4096 + 100] ^= 0xff; // first copy of the first segment
     std::fs::write(&snap, &bad).unwrap();
-    let serve = start(&args);
+    let serve = Serve::start(&args);
     wait_warmup_state(&serve, 3.0);
     assert_eq!(replay_verified(&trace, "csv", &serve, SEED), (100, 0));
     let w = warmup_stats(&serve);

@@ -16,7 +16,7 @@ mod serve_support;
 
 use crash_model::*;
 use ember_nbd::ClientBuilder;
-use serve_support::{metric, scrape, Serve};
+use serve_support::{metric, scrape, Serve, ServeArgs};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -25,25 +25,13 @@ const VOL: u64 = BLOCKS * 4096;
 const OPS: u32 = 600;
 
 fn start(d: &Path, policy: &str) -> Serve {
-    let backing = format!("disk={}", d.join("backing.img").display());
     let log = d.join("w.log").display().to_string();
-    Serve::start(&[
-        "--cache",
-        "mem:32M",
-        "--backing",
-        &backing,
-        "--warmup-log",
-        &log,
-        "--warmup-region",
-        "4K",
-        "--warmup-snapshot",
-        "--warmup-snapshot-staging",
-        "64K",
-        "--warmup-snapshot-size",
-        "8M",
-        "--write-policy",
-        policy,
-    ])
+    ServeArgs::mem_cache("32M")
+        .backing("disk", d.join("backing.img").display())
+        .args(["--warmup-log", &log, "--warmup-region", "4K", "--warmup-snapshot"])
+        .args(["--warmup-snapshot-staging", "64K", "--warmup-snapshot-size", "8M"])
+        .args(["--write-policy", policy])
+        .start()
 }
 
 struct Outcome {

@@ -76,21 +76,17 @@ fn tls_required_with_real_clients() {
     let (cache, backing) = (dir.path().join("cache.img"), dir.path().join("disk.img"));
     sparse_file(&backing, 8 << 20);
     let socket = dir.path().join("ember.sock");
-    let serve = Serve::start(&[
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "8M",
-        "--format-if-needed",
-        "--backing",
-        &format!("disk={}", backing.display()),
-        "--unix",
-        socket.to_str().unwrap(),
-        "--tls",
-        "require",
-        "--tls-certificates",
-        certs.to_str().unwrap(),
-    ]);
+    let serve = ServeArgs::file_cache(&cache, "8M")
+        .backing("disk", backing.display())
+        .args([
+            "--unix",
+            socket.to_str().unwrap(),
+            "--tls",
+            "require",
+            "--tls-certificates",
+            certs.to_str().unwrap(),
+        ])
+        .start();
     let printed = serve.lines.lock().unwrap().join("\n");
     assert!(printed.contains("TLS required (no client certificates verified)"), "{printed}");
     let port = printed

@@ -6,48 +6,22 @@
 
 mod serve_support;
 
-use std::process::Command;
 use std::time::Duration;
 
 use serve_support::*;
 
-const MIN: Duration = Duration::from_secs(60);
 const SEED: &str = "31";
-
-fn ember_ok(args: &[&str]) -> String {
-    run(Command::new(ember()).args(args), MIN)
-}
-
-fn qemu_io(uri: &str, cmds: &[String]) -> String {
-    let mut c = Command::new("qemu-io");
-    c.args(["-f", "raw", uri]);
-    for cmd in cmds {
-        c.args(["-c", cmd]);
-    }
-    let out = run(&mut c, MIN);
-    assert!(!out.contains("Pattern verification failed"), "{out}");
-    out
-}
 
 #[test]
 fn memory_cache_restart_preloads_the_logged_blocks_and_they_hit() {
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
+    let (dir, backing, trace) = patterned_disk(31, 300, 5);
     let log = dir.path().join("warmup.wlog");
-    patterned_backing(&backing, 16 << 20, 31);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 5));
-    let b = format!("disk={}", backing.display());
-    let args = [
-        "--cache",
-        "mem:32M",
-        "--backing",
-        &b,
+    let args = ServeArgs::mem_cache("32M").backing("disk", backing.display()).args([
         "--warmup-log",
         log.to_str().unwrap(),
         "--warmup-region",
         "4K",
-    ];
+    ]);
     let serve = Serve::start(&args);
     assert!(serve.output().contains("no warmup log at"), "{}", serve.output());
     assert_eq!(replay_verified(&trace, "csv", &serve, SEED), (0, 300));
@@ -57,7 +31,7 @@ fn memory_cache_restart_preloads_the_logged_blocks_and_they_hit() {
 
     // The laboratory reads the log as a trace: 300 reads of one block each.
     let info: serde_json::Value =
-        serde_json::from_str(&ember_ok(&["trace", "info", "--json", log.to_str().unwrap()]))
+        serde_json::from_str(&ember_stdout(&["trace", "info", "--json", log.to_str().unwrap()]))
             .unwrap();
     assert_eq!(info["format"], "warmup-log");
     assert_eq!(info["requests"], 300);
@@ -65,10 +39,9 @@ fn memory_cache_restart_preloads_the_logged_blocks_and_they_hit() {
     assert_eq!(info["wss_blocks"], 300);
     assert_eq!(info["volumes"][0]["name"], "disk");
     let csv = dir.path().join("log.csv");
-    ember_ok(&["trace", "convert", log.to_str().unwrap(), csv.to_str().unwrap(), "--to", "msr"]);
-    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 300);
+    assert_eq!(convert_trace(&log, &csv, "msr").len(), 300);
     let out = dir.path().join("analysis");
-    ember_ok(&["analyze", log.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    ember_stdout(&["analyze", log.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert!(out.join("analyze.json").exists());
 
     // A restart: the memory cache is empty, the preload brings the 300 blocks back.
@@ -80,22 +53,21 @@ fn memory_cache_restart_preloads_the_logged_blocks_and_they_hit() {
         (300, 0),
         "every preloaded block hits"
     );
-    let stats: serde_json::Value =
-        serde_json::from_str(&ember_ok(&["stats", "--json", "--metrics", &serve.metrics])).unwrap();
+    let stats = serve_stats(&serve);
     assert_eq!(stats["warmup"]["preloaded_blocks"], 300.0, "{stats:#}");
     assert_eq!(stats["warmup"]["preloaded_bytes"], 300.0 * 4096.0);
     assert!(stats["warmup"]["log_bytes_written"].as_f64().unwrap() >= 300.0 * 32.0);
-    let table = ember_ok(&["stats", "--metrics", &serve.metrics]);
+    let table = serve_stats_table(&serve);
     assert!(table.contains("warmup: preload done; preloaded 300 of 300 planned blocks"), "{table}");
     let log_out = serve.stop();
     assert!(log_out.contains("warmup: preload done: 300 blocks preloaded"), "{log_out}");
     // The log continued across the restart: 600 reads, each block read twice within the
     // hour, which `ember warmup advise` classifies as hourly reaccesses (Bonfire Figure 8).
     let info: serde_json::Value =
-        serde_json::from_str(&ember_ok(&["trace", "info", "--json", log.to_str().unwrap()]))
+        serde_json::from_str(&ember_stdout(&["trace", "info", "--json", log.to_str().unwrap()]))
             .unwrap();
     assert_eq!((info["requests"].as_u64(), info["wss_blocks"].as_u64()), (Some(600), Some(300)));
-    let advice = ember_ok(&["warmup", "advise", log.to_str().unwrap()]);
+    let advice = ember_stdout(&["warmup", "advise", log.to_str().unwrap()]);
     assert!(advice.contains("disk: Last-K") && advice.contains("hourly 100.0 %"), "{advice}");
 }
 
@@ -107,13 +79,8 @@ fn writes_during_preload_win_and_a_kill_during_preload_loses_nothing() {
     sparse_file(&backing, 32 << 20);
     // Backing content: 0x11 over the first 8 MiB.
     {
-        let serve = Serve::start(&[
-            "--cache",
-            "mem:32M",
-            "--backing",
-            &format!("disk={}", backing.display()),
-        ]);
-        qemu_io(&serve.uri("disk"), &["write -P 0x11 0 8M".into()]);
+        let serve = ServeArgs::mem_cache("32M").backing("disk", backing.display()).start();
+        qemu_io(&serve.uri("disk"), "write -P 0x11 0 8M");
         serve.stop();
     }
     // 100 ms per backing read: the preload of 8 MiB (32 reads of 256 KiB) takes ≥ 3.2 s.
@@ -125,7 +92,7 @@ fn writes_during_preload_win_and_a_kill_during_preload_loses_nothing() {
     let mem = ["--cache", "mem:32M", "--backing", &b, "--warmup-log", log.to_str().unwrap()];
     // History: the 8 MiB read once.
     let serve = Serve::start(&mem);
-    qemu_io(&serve.uri("disk"), &["read -P 0x11 0 8M".into()]);
+    qemu_io(&serve.uri("disk"), "read -P 0x11 0 8M");
     serve.stop();
 
     // Restart: preload; a client writes 16 pieces spread over the preloaded range meanwhile.
@@ -133,7 +100,7 @@ fn writes_during_preload_win_and_a_kill_during_preload_loses_nothing() {
     assert!(serve.output().contains("preloading 2048 blocks"), "{}", serve.output());
     let writes: Vec<String> =
         (0..16u64).map(|i| format!("write -P 0x33 {} 12288", i * (512 << 10) + 4096)).collect();
-    qemu_io(&serve.uri("disk"), &writes);
+    qemu_io(&serve.uri("disk"), &writes.join(";"));
     assert_eq!(
         metric(&scrape(&serve.metrics), "ember_warmup_state"),
         2.0,
@@ -147,7 +114,7 @@ fn writes_during_preload_win_and_a_kill_during_preload_loses_nothing() {
         checks.push(format!("read -P 0x33 {} 12288", at + 4096));
         checks.push(format!("read -P 0x11 {} {}", at + 16384, (512 << 10) - 16384));
     }
-    qemu_io(&serve.uri("disk"), &checks);
+    qemu_io(&serve.uri("disk"), &checks.join(";"));
     let samples = scrape(&serve.metrics);
     assert!(metric(&samples, "ember_warmup_preloaded_blocks_total") > 0.0);
     serve.stop();
@@ -155,17 +122,12 @@ fn writes_during_preload_win_and_a_kill_during_preload_loses_nothing() {
     // A file cache under write-through, killed during its preload, restarted: cold after
     // the crash, preloads again, and every byte is still right.
     let cache = dir.path().join("cache.img");
-    let file = [
-        "--cache",
-        cache.to_str().unwrap(),
-        "--cache-size",
-        "32M",
-        "--format-if-needed",
+    let file = ServeArgs::file_cache(&cache, "32M").args([
         "--backing",
         &b,
         "--warmup-log",
         log.to_str().unwrap(),
-    ];
+    ]);
     let serve = Serve::start(&file);
     assert!(serve.output().contains("preloading"), "{}", serve.output());
     std::thread::sleep(Duration::from_millis(300));
@@ -176,29 +138,19 @@ fn writes_during_preload_win_and_a_kill_during_preload_loses_nothing() {
     assert!(out.contains("start Cold") && out.contains("not clean"), "{out}");
     assert!(out.contains("preloading"), "{out}");
     wait_warmup_state(&serve, 3.0);
-    qemu_io(&serve.uri("disk"), &checks);
+    qemu_io(&serve.uri("disk"), &checks.join(";"));
     serve.stop();
 }
 
 #[test]
 fn damaged_truncated_or_foreign_logs_fall_back_to_cold() {
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
+    let (dir, backing, trace) = patterned_disk(31, 50, 8);
     let log = dir.path().join("warmup.wlog");
-    patterned_backing(&backing, 16 << 20, 31);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 50, 4096, 8));
     let run_with = |name: &str| {
-        Serve::start(&[
-            "--cache",
-            "mem:32M",
-            "--backing",
-            &format!("{name}={}", backing.display()),
-            "--warmup-log",
-            log.to_str().unwrap(),
-            "--warmup-log-size",
-            "64K",
-        ])
+        ServeArgs::mem_cache("32M")
+            .backing(name, backing.display())
+            .args(["--warmup-log", log.to_str().unwrap(), "--warmup-log-size", "64K"])
+            .start()
     };
     let serve = run_with("disk");
     replay_verified(&trace, "csv", &serve, SEED);

@@ -49,11 +49,7 @@ fn a_loop_device_holds_the_warmup_log() {
             return;
         }
     }
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
-    patterned_backing(&backing, 16 << 20, 41);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 7));
+    let (dir, backing, trace) = patterned_disk(41, 300, 7);
     let image = dir.path().join("logdev.img");
     // A used device: a blank first block, 0xab in what becomes the record area.
     let mut bytes = vec![0xabu8; 8 << 20];
@@ -61,19 +57,14 @@ fn a_loop_device_holds_the_warmup_log() {
     std::fs::write(&image, &bytes).unwrap();
     let dev = Loop::attach(&image).expect("losetup");
     let devpath = dev.0.clone();
-    let b = format!("disk={}", backing.display());
-    let args = [
-        "--cache",
-        "mem:32M",
-        "--backing",
-        &b,
+    let args = ServeArgs::mem_cache("32M").backing("disk", backing.display()).args([
         "--warmup-log",
         &devpath,
         "--warmup-log-size",
         "1M",
         "--warmup-region",
         "4K",
-    ];
+    ]);
     let serve = Serve::start(&args);
     assert!(serve.output().contains("no warmup log at"), "{}", serve.output());
     assert_eq!(replay_verified(&trace, "csv", &serve, "41"), (0, 300));
@@ -105,12 +96,12 @@ fn a_loop_device_holds_the_warmup_log() {
 
     // Too small for the log asked for: refused, with the sizes.
     let mut small = args.to_vec();
-    small[7] = "64M";
+    small[7] = "64M".into();
     let err = serve_fails(&small);
     assert!(err.contains("too few for a log of"), "{err}");
     // The snapshot is a file beside the log: a device has no beside.
     let mut snap = args.to_vec();
-    snap.push("--warmup-snapshot");
+    snap.push("--warmup-snapshot".into());
     let err = serve_fails(&snap);
     assert!(err.contains("--warmup-snapshot with a warmup log on a block device"), "{err}");
     drop(dev);
@@ -121,7 +112,7 @@ fn a_loop_device_holds_the_warmup_log() {
     std::fs::write(&other, vec![0x5au8; 4 << 20]).unwrap();
     let dev = Loop::attach(&other).expect("losetup");
     let mut foreign = args.to_vec();
-    foreign[5] = dev.0.as_str();
+    foreign[5] = dev.0.clone();
     let err = serve_fails(&foreign);
     assert!(err.contains("holds something other than a warmup log"), "{err}");
     drop(dev);

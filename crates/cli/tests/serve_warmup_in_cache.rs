@@ -9,26 +9,17 @@ mod serve_support;
 
 use serve_support::*;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const MIN: Duration = Duration::from_secs(60);
 
-fn ember_ok(args: &[&str]) -> String {
-    run(Command::new(ember()).args(args), MIN)
-}
-
 #[test]
 fn the_cache_device_holds_the_warmup_log_and_a_killed_server_preloads_from_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let backing = dir.path().join("disk.img");
-    patterned_backing(&backing, 16 << 20, 43);
-    let trace = dir.path().join("reads.csv");
-    write_csv_trace(&trace, &random_block_reads("disk", 300, 4096, 9));
+    let (dir, backing, trace) = patterned_disk(43, 300, 9);
     let cache = dir.path().join("cache.img");
     let (c, b) = (cache.to_str().unwrap(), format!("disk={}", backing.display()));
     let vol = format!("disk={}", backing.display());
-    ember_ok(&[
+    ember_stdout(&[
         "cache",
         "format",
         "--cache",
@@ -54,7 +45,7 @@ fn the_cache_device_holds_the_warmup_log_and_a_killed_server_preloads_from_it() 
 
     // The laboratory reads the log from the cache file.
     let info: serde_json::Value =
-        serde_json::from_str(&ember_ok(&["trace", "info", "--json", c])).unwrap();
+        serde_json::from_str(&ember_stdout(&["trace", "info", "--json", c])).unwrap();
     assert_eq!(info["format"], "warmup-log", "{info:#}");
     assert_eq!((info["requests"].as_u64(), info["reads"].as_u64()), (Some(300), Some(300)));
 
@@ -72,7 +63,7 @@ fn the_cache_device_holds_the_warmup_log_and_a_killed_server_preloads_from_it() 
     // No region reserved: refused, saying how to get one; a memory cache has none either.
     let plain = dir.path().join("plain.img");
     let p = plain.to_str().unwrap();
-    ember_ok(&["cache", "format", "--cache", p, "--size", "40M", "--volume", &vol]);
+    ember_stdout(&["cache", "format", "--cache", p, "--size", "40M", "--volume", &vol]);
     let mut no_region = args.to_vec();
     no_region[1] = p;
     let err = serve_fails(&no_region);

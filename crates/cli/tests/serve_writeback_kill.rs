@@ -61,19 +61,9 @@ fn trial(policy: &str, seed: u64) {
     let backing = dir.path().join("backing.img");
     let cache = dir.path().join("cache.img");
     std::fs::write(&backing, vec![0u8; 16 << 20]).expect("backing file");
-    let backing_arg = format!("disk={}", backing.display());
-    let cache_arg = cache.display().to_string();
-    let args = [
-        "--cache",
-        &cache_arg,
-        "--cache-size",
-        "32M",
-        "--format-if-needed",
-        "--backing",
-        &backing_arg,
-        "--write-policy",
-        policy,
-    ];
+    let args = ServeArgs::file_cache(&cache, "32M")
+        .backing("disk", backing.display())
+        .args(["--write-policy", policy]);
     let serve = Serve::start(&args);
     for i in 0..ROUNDS {
         write_and_flush(&serve.uri("disk"), seed, i);

@@ -17,17 +17,18 @@
 //! runs for every sieve and partitioning.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
+use ember_testkit::{ember_cmd, ember_limited, ember_on_trace, gen_trace, json_file};
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
-const EMBER: &str = env!("CARGO_BIN_EXE_ember");
 const REQUESTS: &str = "10000000";
 /// Address space allowed to the limited runs, in KiB.
 const LIMIT_KIB: u64 = 128 * 1024;
 
 fn generate(out: &Path) -> Child {
-    Command::new(EMBER)
-        .args(["trace", "gen", "zipf", "--alpha", "0.9", "--blocks", "200000", "--requests"])
+    ember_cmd(&["trace", "gen"])
+        .args(["zipf", "--alpha", "0.9", "--blocks", "200000", "--requests"])
         .arg(REQUESTS)
         .args(["--seed", "5", "--format", "ember", "-o"])
         .arg(out)
@@ -40,31 +41,21 @@ fn generate(out: &Path) -> Child {
 /// `ember sievestore TRACE --format ember ARGS...`, under the limit if `limited`; returns
 /// (success, stdout or stderr).
 fn sievestore(trace: &Path, args: &[&str], limited: bool) -> (bool, String) {
-    let cmd = format!(
-        "{}exec \"$0\" sievestore \"$1\" --format ember \"${{@:2}}\"",
-        if limited { format!("ulimit -v {LIMIT_KIB} && ") } else { String::new() }
-    );
-    let out = Command::new("bash")
-        .args(["-c", &cmd, EMBER])
-        .arg(trace)
-        .args(args)
-        .output()
-        .expect("run ember sievestore");
-    let ok = out.status.success();
-    (ok, String::from_utf8_lossy(if ok { &out.stdout } else { &out.stderr }).into_owned())
+    let mut all = vec![OsStr::new("sievestore"), trace.as_os_str(), OsStr::new("--format")];
+    all.extend(["ember"].iter().chain(args).map(OsStr::new));
+    let o = ember_limited(&all, limited.then_some(LIMIT_KIB));
+    (o.success(), if o.success() { o.stdout } else { o.stderr })
 }
 
 fn rows(json: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(json).expect("the JSON rows");
-    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-    v.as_array().expect("an array of rows").clone()
+    json_file(json).as_array().expect("an array of rows").clone()
 }
 
 #[test]
 fn sieve_runs_stream_ten_million_requests_under_128_mib_and_match_a_regular_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fifo = dir.path().join("zipf.fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    ember_testkit::mkfifo(&fifo);
     let sieves = ["--admission", "aod,sievestore-c,ideal", "--policy", "lru", "--size", "2000"];
 
     let limited_json = dir.path().join("limited.json");
@@ -114,7 +105,7 @@ fn sieve_runs_stream_ten_million_requests_under_128_mib_and_match_a_regular_file
 fn a_partitioned_grid_on_a_fifo_says_it_needs_two_passes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fifo = dir.path().join("zipf.fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    ember_testkit::mkfifo(&fifo);
     let mut gen = generate(&fifo);
     let (ok, err) = sievestore(&fifo, &["--partition", "proportional", "--size", "1000"], false);
     let _ = gen.kill();
@@ -128,36 +119,16 @@ fn the_experiment_streams_a_regular_file_under_96_mib_and_equals_the_in_memory_r
     const LIMIT: u64 = 96 * 1024;
     let dir = tempfile::tempdir().expect("tempdir");
     let csv = dir.path().join("zipf.csv");
-    let status = Command::new(EMBER)
-        .args(["trace", "gen", "zipf", "--alpha", "0.9", "--blocks", "200000"])
-        .args(["--requests", "4000000", "--seed", "5", "-o"])
-        .arg(&csv)
-        .stdout(Stdio::null())
-        .status()
-        .expect("generate");
-    assert!(status.success());
+    gen_trace("zipf --alpha 0.9 --blocks 200000 --requests 4000000 --seed 5", &csv);
     // `pipe`: the file through `cat` (the whole-trace path); otherwise the file itself. One
     // thread: every further thread may get its own malloc arena, 64 MiB of address space
     // reserved at once, which made the limit fail by chance (seen in CI with two threads:
     // "memory allocation of 270352 bytes failed").
     let run = |pipe: bool, out: &Path, limit: Option<u64>| -> (bool, String) {
-        let input = if pipe {
-            "cat \"$2\" | \"$0\" sievestore /dev/stdin"
-        } else {
-            "exec \"$0\" sievestore \"$2\""
-        };
-        let cmd = format!(
-            "{}{input} --format msr --experiment --admission aod,sievestore-c,ideal -q \
-             --threads 1 --out \"$1\"",
-            limit.map_or(String::new(), |l| format!("ulimit -v {l} && "))
-        );
-        let out = Command::new("bash")
-            .args(["-c", &cmd, EMBER])
-            .arg(out)
-            .arg(&csv)
-            .output()
-            .expect("run ember sievestore");
-        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+        let line = "sievestore {} --format msr --experiment --admission aod,sievestore-c,ideal -q \
+                    --threads 1 --out {}";
+        let o = ember_on_trace(line, &csv, &[out], pipe, limit);
+        (o.success(), o.stderr)
     };
     let streamed = dir.path().join("streamed");
     let (ok, err) = run(false, &streamed, Some(LIMIT));

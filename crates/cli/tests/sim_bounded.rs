@@ -24,6 +24,7 @@
 //! and dies making under the limit (the negative control).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
+use ember_testkit::{cmdline, ember_cmd, ember_limited, ember_limited_cmd, ember_on_trace};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
@@ -40,8 +41,8 @@ fn generate(fifo: &Path) -> Child {
 
 /// Start `ember trace gen zipf` writing `requests` requests into the FIFO `fifo`.
 fn generate_n(fifo: &Path, requests: u64) -> Child {
-    Command::new(EMBER)
-        .args(["trace", "gen", "zipf", "--alpha", "0.9", "--blocks", "200000", "--requests"])
+    ember_cmd(&["trace", "gen"])
+        .args(["zipf", "--alpha", "0.9", "--blocks", "200000", "--requests"])
         .arg(requests.to_string())
         .args(["--seed", "7", "-o"])
         .arg(fifo)
@@ -55,13 +56,9 @@ fn generate_n(fifo: &Path, requests: u64) -> Child {
 /// whole-trace path if `whole`; returns (success, JSON report or stderr).
 fn sim(fifo: &Path, policies: &str, limit_kib: Option<u64>, whole: bool) -> (bool, String) {
     let mut gen = generate(fifo);
-    let cmd = format!(
-        "{}exec \"$0\" sim \"$1\" --threads 1 --policy {policies} --size 2000 -q --json /dev/stdout",
-        limit_kib.map_or(String::new(), |l| format!("ulimit -v {l} && "))
-    );
-    let out = Command::new("bash")
-        .args(["-c", &cmd, EMBER])
-        .arg(fifo)
+    let line =
+        format!("sim {{}} --threads 1 --policy {policies} --size 2000 -q --json /dev/stdout");
+    let out = ember_limited_cmd(&cmdline(&line, &[fifo]), limit_kib)
         .env("EMBER_SIM_WHOLE_TRACE", if whole { "1" } else { "0" })
         .output()
         .expect("run ember sim");
@@ -86,8 +83,7 @@ fn misses(report: &str, policy: &str) -> u64 {
 fn twenty_million_requests_stream_under_a_64_mib_address_space_with_exact_misses() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fifo = dir.path().join("zipf.ember");
-    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
-    assert!(made.success());
+    ember_testkit::mkfifo(&fifo);
 
     let (ok, limited) = sim(&fifo, "lru,s3fifo", Some(LIMIT_KIB), false);
     assert!(ok, "streamed ember sim failed under ulimit -v {LIMIT_KIB}: {limited}");
@@ -121,8 +117,7 @@ fn two_hundred_million_requests_stream_under_a_64_mib_address_space_and_match_th
     const LONG: u64 = 200_000_000;
     let dir = tempfile::tempdir().expect("tempdir");
     let fifo = dir.path().join("zipf.ember");
-    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
-    assert!(made.success());
+    ember_testkit::mkfifo(&fifo);
 
     let mut gen = generate_n(&fifo, LONG);
     let cmd = format!(
@@ -161,17 +156,8 @@ fn two_hundred_million_requests_stream_under_a_64_mib_address_space_and_match_th
 
 /// Run `ember ARGS...` under `ulimit -v limit_kib` if given; returns (success, stderr).
 fn ember<S: AsRef<std::ffi::OsStr>>(args: &[S], limit_kib: Option<u64>) -> (bool, String) {
-    let cmd = format!(
-        "{}exec \"$0\" \"$@\"",
-        limit_kib.map_or(String::new(), |l| format!("ulimit -v {l} && "))
-    );
-    let out = Command::new("bash")
-        .args(["-c", &cmd, EMBER])
-        .args(args)
-        .stdout(Stdio::null())
-        .output()
-        .expect("run ember");
-    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let o = ember_limited(args, limit_kib);
+    (o.success(), o.stderr)
 }
 
 #[test]
@@ -204,18 +190,8 @@ fn trace_gen_writes_ten_million_oracle_general_records_under_a_64_mib_address_sp
     // Through a pipe, `ember trace convert` reads the whole trace into memory (a regular file
     // streams: convert_bounded.rs).
     let convert = |limit: Option<u64>| -> bool {
-        let cmd = format!(
-            "{}cat \"$1\" | \"$0\" trace convert /dev/stdin \"$2\" --format ember",
-            limit.map_or(String::new(), |l| format!("ulimit -v {l} && "))
-        );
-        Command::new("bash")
-            .args(["-c", &cmd, EMBER])
-            .arg(&ember_trace)
-            .arg(&whole)
-            .stderr(Stdio::null())
-            .status()
-            .expect("run ember trace convert")
-            .success()
+        let line = "trace convert {} {} --format ember";
+        ember_on_trace(line, &ember_trace, &[&whole], true, limit).success()
     };
     assert!(convert(None), "the in-memory convert failed");
     let (a, b) = (std::fs::read(&limited).expect("read"), std::fs::read(&whole).expect("read"));
@@ -248,7 +224,7 @@ fn opt_takes_percent_sizes_from_a_fifo_and_names_a_bad_tmpdir() {
         .output()
         .expect("gen");
     assert!(made.status.success());
-    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    ember_testkit::mkfifo(&fifo);
     let run = |trace: &Path, tmp: Option<&Path>| {
         let mut c = Command::new(EMBER);
         c.arg("sim").arg(trace).args(["--policy", "opt,lru", "--size", "1%,10%", "-q"]);

@@ -2,27 +2,19 @@
 //! CSV and PNG it writes.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-use std::path::Path;
-use std::process::Command;
-
-/// Windows filetime of an arbitrary second in 2008.
-const T0: u64 = 128_166_372_000_000_000;
+use ember_testkit::trace::MsrRow;
+use ember_testkit::MSR_T0;
+use ember_testkit::{cmdline, ember_fails, ember_ok, ember_stdout, json_file, write_msr_trace};
+use std::path::{Path, PathBuf};
 
 /// a(R) b(W) a(R) c(R) b(W), one second apart, 4 KiB blocks 0, 1, 0, 2, 1 of volume hm_0.
-fn write_trace(dir: &Path) -> std::path::PathBuf {
-    let rows = [("Read", 0), ("Write", 4096), ("Read", 0), ("Read", 8192), ("Write", 4096)];
-    let text: String = rows
-        .iter()
-        .enumerate()
-        .map(|(i, (op, off))| format!("{},hm,0,{op},{off},4096,100\n", T0 + i as u64 * 10_000_000))
+fn write_trace(dir: &Path) -> PathBuf {
+    let rows = [(false, 0), (true, 4096), (false, 0), (false, 8192), (true, 4096)];
+    let rows: Vec<MsrRow> = (0..)
+        .zip(rows)
+        .map(|(i, (write, off))| (MSR_T0 + i * 10_000_000, write, off, 4096))
         .collect();
-    let p = dir.join("hm_0.csv");
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn ember(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ember")).args(args).output().unwrap()
+    write_msr_trace(dir, &rows)
 }
 
 #[test]
@@ -30,28 +22,12 @@ fn sim_writes_exact_counters() {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path());
     let out = dir.path().join("out");
-    let o = ember(&[
-        "sim",
-        trace.to_str().unwrap(),
-        "--format",
-        "msr",
-        "--policy",
-        "lru,fifo",
-        "--size",
-        "2,100%",
-        "--interval",
-        "2s",
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    let line = "sim {} --format msr --policy lru,fifo --size 2,100% --interval 2s --out {} --quiet";
+    let stdout = ember_stdout(&cmdline(line, &[&trace, &out]));
     assert!(stdout.contains("working set 3 blocks"), "{stdout}");
     assert_eq!(stdout.lines().filter(|l| l.starts_with("lru") || l.starts_with("fifo")).count(), 4);
 
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("sim.json")).unwrap()).unwrap();
+    let j = json_file(&out.join("sim.json"));
     assert_eq!(j["requests"], 5);
     assert_eq!(j["block_accesses"], 5);
     assert_eq!(j["wss_blocks"], 3);
@@ -110,22 +86,8 @@ fn explicit_paths_and_oracle_policy() {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path());
     let json = dir.path().join("r.json");
-    let o = ember(&[
-        "sim",
-        trace.to_str().unwrap(),
-        "--format",
-        "msr",
-        "--policy",
-        "opt",
-        "--size",
-        "2",
-        "--json",
-        json.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "stderr: {}", String::from_utf8_lossy(&o.stderr));
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    ember_ok(&cmdline("sim {} --format msr --policy opt --size 2 --json {} -q", &[&trace, &json]));
+    let j = json_file(&json);
     // OPT, 2 blocks: a, b miss; a hits; c misses and evicts a (never used again), so b hits.
     let r = &j["runs"][0];
     assert_eq!(r["policy"], "opt");
@@ -147,9 +109,7 @@ fn bad_arguments_are_errors_not_panics() {
         (vec!["sim", t, "--format", "msr", "--interval", "0s"], "0s"),
         (vec!["sim", "/nonexistent/trace.csv", "--format", "msr"], "nonexistent"),
     ] {
-        let o = ember(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = ember_fails(&args);
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }

@@ -9,11 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-fn ember(args: &[&str]) -> std::process::Output {
-    let o = Command::new(env!("CARGO_BIN_EXE_ember")).args(args).output().expect("run ember");
-    assert!(o.status.success(), "ember {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    o
-}
+use ember_testkit::{ember, ember_ok, ember_run};
 
 /// `(policy, size) -> miss ratio` of `ember sim` on `trace` with extra `args`, and the
 /// seconds and peak resident kilobytes the run took (from `/usr/bin/time`, when present).
@@ -26,11 +22,14 @@ fn miss_ratios(trace: &Path, args: &[&str]) -> (Vec<(String, String, f64)>, f64,
     let started = Instant::now();
     let timer = Path::new("/usr/bin/time");
     let o = if timer.exists() {
-        let mut a = vec!["-f", "maxrss_kb=%M", env!("CARGO_BIN_EXE_ember")];
-        a.extend_from_slice(&all);
-        Command::new(timer).args(&a).output().expect("run ember under time")
+        Command::new(timer)
+            .args(["-f", "maxrss_kb=%M"])
+            .arg(ember())
+            .args(&all)
+            .output()
+            .expect("run ember under time")
     } else {
-        Command::new(env!("CARGO_BIN_EXE_ember")).args(&all).output().expect("run ember")
+        Command::new(ember()).args(&all).output().expect("run ember")
     };
     let secs = started.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -58,7 +57,7 @@ fn miss_ratios(trace: &Path, args: &[&str]) -> (Vec<(String, String, f64)>, f64,
 fn zipf(dir: &Path, requests: u64, blocks: u64) -> PathBuf {
     let path = dir.join("zipf.oracleGeneral.bin");
     let (r, b) = (requests.to_string(), blocks.to_string());
-    ember(
+    ember_ok(
         &["trace", "gen", "zipf", "--alpha", "0.8", "--blocks", &b, "--requests", &r]
             .into_iter()
             .chain(["--seed", "5", "-o", path.to_str().expect("path")])
@@ -96,8 +95,7 @@ fn minisim_at_rate_one_is_the_exact_sweep() {
     {
         let mut a = vec!["sim", trace.to_str().expect("path"), "--quiet"];
         a.extend_from_slice(bad);
-        let o = Command::new(env!("CARGO_BIN_EXE_ember")).args(&a).output().expect("run");
-        assert!(!o.status.success(), "{bad:?} was accepted");
+        assert!(!ember_run(&a).success(), "{bad:?} was accepted");
     }
 }
 

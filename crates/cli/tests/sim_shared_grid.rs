@@ -3,14 +3,9 @@
 //! implementations, the reference), on several traces, formats and size sets.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
+use ember_testkit::trace::MsrRow;
+use ember_testkit::{cmdline, ember_ok, json_file, write_msr_trace, MSR_T0};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn ember(args: &[&str]) -> std::process::Output {
-    let o = Command::new(env!("CARGO_BIN_EXE_ember")).args(args).output().expect("run ember");
-    assert!(o.status.success(), "ember {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    o
-}
 
 /// The JSON report of `ember sim` on `trace` with extra `args`; and its stderr.
 fn sim(trace: &Path, args: &[&str]) -> (serde_json::Value, String) {
@@ -18,32 +13,30 @@ fn sim(trace: &Path, args: &[&str]) -> (serde_json::Value, String) {
     let json = dir.path().join("sim.json");
     let mut all = vec!["sim", trace.to_str().expect("path"), "--json", json.to_str().expect("p")];
     all.extend_from_slice(args);
-    let o = ember(&all);
-    let text = std::fs::read_to_string(&json).expect("json");
-    (serde_json::from_str(&text).expect("parse"), String::from_utf8_lossy(&o.stderr).into_owned())
+    let o = ember_ok(&all);
+    (json_file(&json), o.stderr)
 }
 
 /// An MSR-Cambridge CSV of `n` requests with writes and requests over 1-3 blocks, some not
 /// block-aligned (a pseudo-random skewed pattern over `blocks` blocks).
 fn msr_trace(dir: &Path, n: u64, blocks: u64) -> PathBuf {
     let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut text = String::new();
-    for i in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let b = if x.is_multiple_of(3) { (x >> 8) % blocks } else { (x >> 8) % (blocks / 8 + 1) };
-        let op = if (x >> 30).is_multiple_of(4) { "Write" } else { "Read" };
-        let (off, len) = match (x >> 40) % 6 {
-            0 => (b * 4096 + 512, 4096),
-            1 => (b * 4096, 12288),
-            _ => (b * 4096, 4096),
-        };
-        text.push_str(&format!("{},hm,0,{op},{off},{len},100\n", 128_166_372_000_000_000 + i));
-    }
-    let p = dir.join("hm_0.csv");
-    std::fs::write(&p, text).expect("write");
-    p
+    let rows: Vec<MsrRow> = (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let b =
+                if x.is_multiple_of(3) { (x >> 8) % blocks } else { (x >> 8) % (blocks / 8 + 1) };
+            let (off, len) = match (x >> 40) % 6 {
+                0 => (b * 4096 + 512, 4096),
+                1 => (b * 4096, 12288),
+                _ => (b * 4096, 4096),
+            };
+            (MSR_T0 + i, (x >> 30).is_multiple_of(4), off, len)
+        })
+        .collect();
+    write_msr_trace(dir, &rows)
 }
 
 /// Every cell of the grid run equals its single run, all counters.
@@ -78,22 +71,8 @@ fn check_grid(trace: &Path, extra: &[&str], sizes: &[&str]) {
 fn grid_cells_equal_single_runs_on_oracle_general_records() {
     let dir = tempfile::tempdir().expect("tempdir");
     let t = dir.path().join("z.oracleGeneral.bin");
-    let t_s = t.to_str().expect("path");
-    ember(&[
-        "trace",
-        "gen",
-        "zipf",
-        "--alpha",
-        "0.9",
-        "--blocks",
-        "20000",
-        "--requests",
-        "150000",
-        "--seed",
-        "7",
-        "-o",
-        t_s,
-    ]);
+    let gen = "trace gen zipf --alpha 0.9 --blocks 20000 --requests 150000 --seed 7 -o {}";
+    ember_ok(&cmdline(gen, &[&t]));
     check_grid(&t, &[], &["0.5%", "1%", "5%", "10%"]);
     check_grid(&t, &[], &["100", "1", "30000", "2000", "2000"]);
 }
@@ -102,24 +81,9 @@ fn grid_cells_equal_single_runs_on_oracle_general_records() {
 fn grid_cells_equal_single_runs_on_chunks_with_writes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let t = dir.path().join("w.csv");
-    let t_s = t.to_str().expect("path");
-    ember(&[
-        "trace",
-        "gen",
-        "zipf",
-        "--alpha",
-        "0.7",
-        "--blocks",
-        "5000",
-        "--requests",
-        "80000",
-        "--write-ratio",
-        "0.3",
-        "--seed",
-        "3",
-        "-o",
-        t_s,
-    ]);
+    let gen = "trace gen zipf --alpha 0.7 --blocks 5000 --requests 80000 --write-ratio 0.3 \
+               --seed 3 -o {}";
+    ember_ok(&cmdline(gen, &[&t]));
     check_grid(&t, &["--format", "msr"], &["1%", "7%", "20%", "60%"]);
     let msr = msr_trace(dir.path(), 40_000, 3000);
     check_grid(&msr, &["--format", "msr"], &["10", "3", "250", "1200", "5000"]);
@@ -151,22 +115,8 @@ fn other_grids_take_the_per_cell_path() {
 fn fifo_grid_swept_many_times_equals_single_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let t = dir.path().join("s.oracleGeneral.bin");
-    let t_s = t.to_str().expect("path");
-    ember(&[
-        "trace",
-        "gen",
-        "zipf",
-        "--alpha",
-        "0.6",
-        "--blocks",
-        "400000",
-        "--requests",
-        "600000",
-        "--seed",
-        "11",
-        "-o",
-        t_s,
-    ]);
+    let gen = "trace gen zipf --alpha 0.6 --blocks 400000 --requests 600000 --seed 11 -o {}";
+    ember_ok(&cmdline(gen, &[&t]));
     let sizes = ["1", "64", "3000"];
     let (grid, stderr) =
         sim(&t, &["--threads", "1", "--policy", "fifo", "--size", &sizes.join(",")]);

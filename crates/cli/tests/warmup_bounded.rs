@@ -8,55 +8,25 @@
 //! under the limit dies (the negative control: holding the trace does not fit).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
+use ember_testkit::{ember_ok, ember_on_trace, gen_trace, json_file, TWO_CLIENTS_4M};
 use std::path::Path;
-use std::process::Command;
 
-const EMBER: &str = env!("CARGO_BIN_EXE_ember");
 /// Address space allowed to the limited runs, in KiB.
 const LIMIT_KIB: u64 = 64 * 1024;
 
-/// `ember warmup ARGS` on `input` (a path, or `/dev/stdin` for the file at `stdin_from`
-/// through a pipe), under the limit if `limited`, writing `--json json`; returns (success,
-/// stderr).
-fn warmup(
-    args: &str,
-    input: &str,
-    stdin_from: &Path,
-    json: &Path,
-    limited: bool,
-) -> (bool, String) {
-    // `cat FILE |` makes stdin a pipe (a redirection would make /dev/stdin the file itself).
-    let cmd = format!(
-        "cat \"$3\" | {{ {}exec \"$0\" warmup {args} \"$1\" --format msr --period 6h \
-         --interval 30m --json \"$2\" > /dev/null; }}",
-        if limited { format!("ulimit -v {LIMIT_KIB} && ") } else { String::new() }
-    );
-    let out = Command::new("bash")
-        .args(["-c", &cmd, EMBER, input])
-        .arg(json)
-        .arg(stdin_from)
-        .output()
-        .expect("run ember warmup");
-    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
-
-fn json(p: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(p).expect("the JSON")).expect("JSON")
+/// `ember warmup ARGS` on `trace` (through a pipe if `piped`), under the limit if `limited`,
+/// writing `--json json`; returns (success, stderr).
+fn warmup(args: &str, trace: &Path, json: &Path, piped: bool, limited: bool) -> (bool, String) {
+    let line = format!("warmup {args} {{}} --format msr --period 6h --interval 30m --json {{}}");
+    let o = ember_on_trace(&line, trace, &[json], piped, limited.then_some(LIMIT_KIB));
+    (o.success(), o.stderr)
 }
 
 /// Two clients (volumes), Zipf 0.9 over 20,000 blocks each, 10 % writes, 10 requests a
 /// second per client: 4 M requests over 200,000 s, 9 periods of 6 h.
 fn generate(dir: &Path) -> std::path::PathBuf {
     let trace = dir.join("two.csv");
-    let gen = Command::new(EMBER)
-        .args(["trace", "gen", "multi-client", "--clients", "2", "--blocks-per-client", "20000"])
-        .args(["--pattern", "zipf", "--alpha", "0.9", "--warmup-per-client", "100000"])
-        .args(["--timed-per-client", "1900000", "--write-ratio", "0.1", "--seed", "3"])
-        .args(["--rate", "10", "--format", "msr", "-o"])
-        .arg(&trace)
-        .output()
-        .expect("ember trace gen");
-    assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
+    gen_trace(&format!("{TWO_CLIENTS_4M} --rate 10"), &trace);
     trace
 }
 
@@ -64,16 +34,15 @@ fn generate(dir: &Path) -> std::path::PathBuf {
 fn warmup_run_and_sweep_stream_four_million_requests_under_64_mib_with_the_whole_trace_json() {
     let dir = tempfile::tempdir().expect("tempdir");
     let trace = generate(dir.path());
-    let path = trace.to_str().expect("utf-8");
 
     // `run`: every scheme on every period of both volumes.
     let limited = dir.path().join("run_limited.json");
-    let (ok, err) = warmup("run -q", path, &trace, &limited, true);
+    let (ok, err) = warmup("run -q", &trace, &limited, false, true);
     assert!(ok, "the streamed run failed under ulimit -v {LIMIT_KIB}: {err}");
     let piped = dir.path().join("run_piped.json");
-    let (ok, err) = warmup("run -q", "/dev/stdin", &trace, &piped, false);
+    let (ok, err) = warmup("run -q", &trace, &piped, true, false);
     assert!(ok, "the whole-trace run failed: {err}");
-    let (a, b) = (json(&limited), json(&piped));
+    let (a, b) = (json_file(&limited), json_file(&piped));
     let periods = a["periods"].as_array().expect("periods");
     // Periods 1 to 9 of each volume (period 9 is the last 3,200 s).
     assert_eq!(periods.len(), 18, "both volumes' periods after the first");
@@ -91,19 +60,19 @@ fn warmup_run_and_sweep_stream_four_million_requests_under_64_mib_with_the_whole
     // `sweep`: two configurations, a pass each.
     let grid = "sweep --cache 25,50 --warmup 10 --region 1MiB --th-v 0.9 --th-n 0.05";
     let limited = dir.path().join("sweep_limited.json");
-    let (ok, err) = warmup(grid, path, &trace, &limited, true);
+    let (ok, err) = warmup(grid, &trace, &limited, false, true);
     assert!(ok, "the streamed sweep failed under ulimit -v {LIMIT_KIB}: {err}");
     let piped = dir.path().join("sweep_piped.json");
-    let (ok, err) = warmup(grid, "/dev/stdin", &trace, &piped, false);
+    let (ok, err) = warmup(grid, &trace, &piped, true, false);
     assert!(ok, "the whole-trace sweep failed: {err}");
-    let (a, b) = (json(&limited), json(&piped));
+    let (a, b) = (json_file(&limited), json_file(&piped));
     let rows = a.as_array().expect("rows");
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0]["samples"], 18);
     assert_eq!(a, b, "the streamed and whole-trace `warmup sweep` tables differ");
 
     let control = dir.path().join("control.json");
-    let (ok, _) = warmup("run -q", "/dev/stdin", &trace, &control, true);
+    let (ok, _) = warmup("run -q", &trace, &control, true, true);
     assert!(
         !ok,
         "the whole-trace path passed under ulimit -v {LIMIT_KIB}: the limit proves nothing"
@@ -134,15 +103,9 @@ fn a_trace_out_of_time_order_gives_the_sorted_result() {
     std::fs::write(&s, sorted).expect("write");
     std::fs::write(&u, shuffled.concat()).expect("write");
     let run = |p: &Path, out: &Path| {
-        let o = Command::new(EMBER)
-            .args(["warmup", "run"])
-            .arg(p)
-            .args(["--format", "msr", "--period", "1h", "--interval", "10m", "-q", "--json"])
-            .arg(out)
-            .output()
-            .expect("ember warmup run");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        json(out)
+        let line = "warmup run {} --format msr --period 1h --interval 10m -q --json {}";
+        ember_ok(&ember_testkit::cmdline(line, &[p, out]));
+        json_file(out)
     };
     let a = run(&s, &dir.path().join("a.json"));
     let b = run(&u, &dir.path().join("b.json"));

@@ -12,50 +12,19 @@
 mod serve_support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serve_support::*;
 
-const MIN: Duration = Duration::from_secs(60);
 const SEED: &str = "41";
 /// Backing volume: 64 MiB, 16384 blocks.
 const VOLUME_BLOCKS: u64 = 16384;
 
-fn ember_ok(args: &[&str]) -> String {
-    run(Command::new(ember()).args(args), Duration::from_secs(120))
-}
-
 /// Replay `trace` (MSR CSV) onto export `disk`, every read verified; returns (hits, misses).
 fn replay(trace: &Path, serve: &Serve) -> (u64, u64) {
-    let r = replay_json(&[
-        trace.to_str().unwrap(),
-        "--format",
-        "msr",
-        "--server",
-        &serve.uri("disk"),
-        "--assume-prefilled",
-        "--seed",
-        SEED,
-        "--metrics-url",
-        &serve.metrics,
-    ]);
-    assert_eq!(r["verification"]["reads_failed"], 0, "{r:#}");
-    assert_eq!(r["verification"]["reads_unverifiable"], 0, "{r:#}");
+    let r = replay_checked(trace, "msr", serve, "disk", SEED);
     assert_eq!(r["queue_depth"], 1);
-    let s = &r["server_metrics"];
-    (s["hits"].as_u64().unwrap(), s["misses"].as_u64().unwrap())
-}
-
-fn wait_preload_done(serve: &Serve) {
-    let t = Instant::now();
-    loop {
-        if metric(&scrape(&serve.metrics), "ember_warmup_state") == 3.0 {
-            return;
-        }
-        assert!(t.elapsed() < MIN, "the preload did not finish:\n{}", serve.output());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    hits_misses(&r)
 }
 
 /// Read hit percent of `scheme` in `ember warmup run`'s JSON, and its period's reads.
@@ -82,7 +51,7 @@ fn warmup_run_on_the_live_log_predicts_the_post_restart_hit_ratio() {
     // 16,000 reads: 60 % hourly reaccesses (mean age 60 s of trace time, 6,000 reads), 40 %
     // one-offs over the volume: about 6,400 distinct blocks, more than the cache (5,076) holds.
     let trace = dir.path().join("trace.csv");
-    ember_ok(&[
+    ember_stdout(&[
         "trace",
         "gen",
         "bonfire",
@@ -155,7 +124,7 @@ fn warmup_run_on_the_live_log_predicts_the_post_restart_hit_ratio() {
         .and_then(|s| s.split(' ').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no preload line:\n{out}"));
     assert!(warmup_blocks > capacity / 2 && warmup_blocks <= capacity, "{out}");
-    wait_preload_done(&serve);
+    wait_warmup_state(&serve, 3.0);
     let (hits, misses) = replay(&second, &serve);
     assert_eq!(hits + misses, half as u64);
     serve.stop();
@@ -170,10 +139,8 @@ fn warmup_run_on_the_live_log_predicts_the_post_restart_hit_ratio() {
     // The log as a trace: both halves (the log continued after the restart), with the
     // restart as the widest gap between two requests.
     let csv = dir.path().join("log.csv");
-    ember_ok(&["trace", "convert", log.to_str().unwrap(), csv.to_str().unwrap(), "--to", "csv"]);
-    let times: Vec<u64> = std::fs::read_to_string(&csv)
-        .unwrap()
-        .lines()
+    let times: Vec<u64> = convert_trace(&log, &csv, "csv")
+        .iter()
         .filter_map(|l| l.split(',').next()?.trim().parse().ok())
         .collect();
     assert_eq!(times.len(), 2 * half, "every request of both halves is in the log");
@@ -183,13 +150,13 @@ fn warmup_run_on_the_live_log_predicts_the_post_restart_hit_ratio() {
     let period = times[half] - times[0];
     assert!(times[times.len() - 1] - times[half] < period, "the second half fits one period");
     let info: serde_json::Value =
-        serde_json::from_str(&ember_ok(&["trace", "info", "--json", log.to_str().unwrap()]))
+        serde_json::from_str(&ember_stdout(&["trace", "info", "--json", log.to_str().unwrap()]))
             .unwrap();
     let wss = info["wss_blocks"].as_u64().unwrap();
     assert!(wss > capacity, "the working set ({wss}) exceeds the cache ({capacity})");
     let pct = |blocks: u64| format!("{:.6}", 100.0 * blocks as f64 / wss as f64);
     let json = dir.path().join("lab.json");
-    ember_ok(&[
+    ember_stdout(&[
         "warmup",
         "run",
         log.to_str().unwrap(),

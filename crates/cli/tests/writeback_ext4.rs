@@ -19,7 +19,7 @@
 
 mod serve_support;
 
-use serve_support::{Rng, Serve};
+use serve_support::{serve_on_unix, Rng, Serve};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -155,28 +155,6 @@ impl Drop for Stack {
     }
 }
 
-/// `ember serve` on the trial's cache file and backing, listening on a Unix socket only.
-fn start_ember(d: &Path, policy: &str) -> Serve {
-    let sock = d.join("ember.sock");
-    let _ = std::fs::remove_file(&sock);
-    let cache = d.join("cache.img").display().to_string();
-    let backing = format!("disk={}", d.join("backing.img").display());
-    let sock = sock.display().to_string();
-    Serve::start_exact(&[
-        "--cache",
-        &cache,
-        "--cache-size",
-        "48M",
-        "--format-if-needed",
-        "--backing",
-        &backing,
-        "--unix",
-        &sock,
-        "--write-policy",
-        policy,
-    ])
-}
-
 fn start_fuse(d: &Path) -> (Child, PathBuf) {
     let mnt = d.join("fuse");
     std::fs::create_dir_all(&mnt).unwrap();
@@ -221,7 +199,7 @@ fn trial(policy: &str, seed: u64) -> Result<usize, String> {
     std::fs::write(d.join("checker.py"), CHECKER).unwrap();
 
     let mut s = Stack { ember: None, fuse: None, fuse_dir: None, loopdev: None, mounted: None };
-    s.ember = Some(start_ember(d, policy));
+    s.ember = Some(serve_on_unix(d, "48M", policy));
     let (fuse, file) = start_fuse(d);
     s.fuse = Some(fuse);
     s.fuse_dir = Some(d.join("fuse"));
@@ -270,7 +248,7 @@ fn trial(policy: &str, seed: u64) -> Result<usize, String> {
 
     // Recovery.
     let image: PathBuf = if policy == "write-back-persist" {
-        s.ember = Some(start_ember(d, policy));
+        s.ember = Some(serve_on_unix(d, "48M", policy));
         let (fuse, file) = start_fuse(d);
         s.fuse = Some(fuse);
         s.fuse_dir = Some(d.join("fuse"));

@@ -33,9 +33,8 @@ mod serve_support;
 use crash_model::*;
 
 use ember_nbd::ClientBuilder;
-use serve_support::Serve;
+use serve_support::serve_on_unix;
 use std::io::Write;
-use std::path::Path;
 
 const BS: u64 = 4096;
 const BLOCKS: u64 = 2048;
@@ -44,28 +43,6 @@ const VOL: u64 = BLOCKS * BS;
 /// blocks, so eviction, max_dirty fallbacks and the flusher all run.
 const CACHE: &str = "6M";
 const OPS: u32 = 600;
-
-/// `ember serve` on the trial's cache file and backing, listening on a Unix socket only.
-fn start(dir: &Path, policy: &str) -> Serve {
-    let sock = dir.join("ember.sock");
-    let _ = std::fs::remove_file(&sock);
-    let cache = dir.join("cache.img").display().to_string();
-    let backing = format!("disk={}", dir.join("backing.img").display());
-    let sock = sock.display().to_string();
-    Serve::start_exact(&[
-        "--cache",
-        &cache,
-        "--cache-size",
-        CACHE,
-        "--format-if-needed",
-        "--backing",
-        &backing,
-        "--unix",
-        &sock,
-        "--write-policy",
-        policy,
-    ])
-}
 
 struct Outcome {
     violations: Option<(u64, usize)>,
@@ -89,7 +66,7 @@ fn trial(policy: &str, check: Check, seed: u64) -> Outcome {
     let d = dir.path();
     let init: Vec<u8> = (0..VOL).map(|p| content_byte(0, p)).collect();
     std::fs::write(d.join("backing.img"), &init).unwrap();
-    let ember = start(d, policy);
+    let ember = serve_on_unix(d, CACHE, policy);
     let uri = format!("nbd+unix:///disk?socket={}", d.join("ember.sock").display());
     let trial = format!("seed {seed} ({policy})");
     let log = write_then_kill(d, ember, &uri, seed, BLOCKS, OPS, &trial);
@@ -97,7 +74,7 @@ fn trial(policy: &str, check: Check, seed: u64) -> Outcome {
     let mut recovered_dirty = 0;
     let got = if policy == "write-back-persist" {
         // Recoverable failure: the same cache file.
-        let ember = start(d, policy);
+        let ember = serve_on_unix(d, CACHE, policy);
         let c = ClientBuilder::new()
             .export("disk")
             .connect_unix(d.join("ember.sock"))
@@ -116,7 +93,7 @@ fn trial(policy: &str, check: Check, seed: u64) -> Outcome {
         // Recoverable failure: restarted on the same cache file, the cache starts cold and
         // serves what backing holds; that is also what losing the cache file leaves.
         let backing = std::fs::read(d.join("backing.img")).unwrap();
-        let ember = start(d, policy);
+        let ember = serve_on_unix(d, CACHE, policy);
         let c = ClientBuilder::new()
             .export("disk")
             .connect_unix(d.join("ember.sock"))
@@ -205,54 +182,54 @@ fn sigkill_write_back_persist_recovers_from_the_cache_file() {
     assert!(recovered > 0, "no trial had dirty blocks to recover");
 }
 
-#[test]
-fn sigkill_write_back_flush_loses_nothing_flushed_with_the_cache_thrown_away() {
+/// Kill `ember serve` under `policy` during writes, `trials()` times: `check` finds nothing
+/// wrong, and FLUSHes were acknowledged before the kills.
+fn loses_nothing(policy: &str, check: Check) {
     if skip() {
         return;
     }
-    let (bad, flushes, _, sample) = run("write-back-flush", Check::Durable, trials());
+    let (bad, flushes, _, sample) = run(policy, check, trials());
     assert_eq!(bad, 0, "{sample:?}");
     assert!(flushes > 0);
 }
 
-#[test]
-fn sigkill_write_through_loses_nothing_flushed_with_the_cache_thrown_away() {
+ember_testkit::test_cases!(loses_nothing {
+    sigkill_write_back_flush_loses_nothing_flushed_with_the_cache_thrown_away: (
+        "write-back-flush",
+        Check::Durable
+    ),
+    sigkill_write_through_loses_nothing_flushed_with_the_cache_thrown_away: (
+        "write-through",
+        Check::Durable
+    ),
+    sigkill_ordered_write_back_leaves_backing_a_consistent_older_state: (
+        "ordered-write-back",
+        Check::Prefix
+    ),
+});
+
+/// The negative controls: `check` must catch unsafe write-back (which ignores FLUSH) in
+/// `trials` kills; `blind` says what it means when it does not.
+fn catches_unsafe_write_back(check: Check, trials: u64, blind: &str) {
     if skip() {
         return;
     }
-    let (bad, flushes, _, sample) = run("write-through", Check::Durable, trials());
-    assert_eq!(bad, 0, "{sample:?}");
-    assert!(flushes > 0);
+    let (bad, _, _, _) = run("unsafe-write-back", check, trials);
+    assert!(bad > 0, "{blind}");
 }
 
-#[test]
-fn sigkill_unsafe_write_back_is_caught_losing_acknowledged_writes() {
-    if skip() {
-        return;
-    }
-    // The negative control: the same check must fail on the policy that ignores FLUSH.
-    let (bad, _, _, _) = run("unsafe-write-back", Check::Durable, 3);
-    assert!(bad > 0, "unsafe write-back lost nothing: the check is blind");
-}
-
-#[test]
-fn sigkill_ordered_write_back_leaves_backing_a_consistent_older_state() {
-    if skip() {
-        return;
-    }
-    let (bad, flushes, _, sample) = run("ordered-write-back", Check::Prefix, trials());
-    assert_eq!(bad, 0, "{sample:?}");
-    assert!(flushes > 0);
-}
-
-#[test]
-fn sigkill_unsafe_write_back_is_caught_breaking_epoch_order() {
-    if skip() {
-        return;
-    }
-    // The negative control of the prefix check: ascending-order flushing across the
-    // writer's epochs and write-through fallbacks past older dirty blocks.
-    // Caught in 19 of 30 trials when measured, so 8 trials miss it with odds of 3 in 10,000.
-    let (bad, _, _, _) = run("unsafe-write-back", Check::Prefix, 8);
-    assert!(bad > 0, "unsafe write-back kept epoch order: the prefix check is blind");
-}
+ember_testkit::test_cases!(catches_unsafe_write_back {
+    sigkill_unsafe_write_back_is_caught_losing_acknowledged_writes: (
+        Check::Durable,
+        3,
+        "unsafe write-back lost nothing: the check is blind"
+    ),
+    // Ascending-order flushing across the writer's epochs and write-through fallbacks past
+    // older dirty blocks. Caught in 19 of 30 trials when measured, so 8 trials miss it with
+    // odds of 3 in 10,000.
+    sigkill_unsafe_write_back_is_caught_breaking_epoch_order: (
+        Check::Prefix,
+        8,
+        "unsafe write-back kept epoch order: the prefix check is blind"
+    ),
+});

@@ -8,11 +8,9 @@
 //! older than a racing write would be caught when the owner reads its block back.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::*;
 use ember_engine::device::MemDevice;
 use ember_engine::{StartKind, WriteMode};
+use ember_testkit::engine::*;
 use rand::Rng;
 use std::sync::{Arc, Mutex};
 

@@ -5,12 +5,10 @@
 //! stale), and every acknowledged write must be there.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::*;
 use ember_engine::device::fault::PowerCut;
 use ember_engine::device::{FaultDevice, MemDevice};
 use ember_engine::{StartKind, WriteMode};
+use ember_testkit::engine::*;
 use std::sync::Arc;
 
 const BLOCKS: u64 = 64;

@@ -1,11 +1,9 @@
 //! The engine on an O_DIRECT cache file: a random workload checked against the model, a
 //! clean shutdown, and a warm restart that reads everything back.
 
-mod common;
-
-use common::*;
 use ember_engine::device::{FileDevice, FileOptions};
 use ember_engine::{Device, StartKind, WriteMode};
+use ember_testkit::engine::*;
 use std::sync::Arc;
 
 #[test]

@@ -7,9 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::MemDevice;
-use ember_engine::{Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};
-use ember_policy::admission::Aod;
-use ember_policy::replacement::Lru;
+use ember_engine::{Device, WriteMode, WritebackConfig};
+use ember_testkit::engine::{format, open_lru};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io;
@@ -86,17 +85,10 @@ impl Device for SlowDisk {
 fn run(mode: WriteMode, zeroes: bool) {
     let backing = Arc::new(SlowDisk::default());
     let cache: Arc<dyn Device> = Arc::new(MemDevice::new(8 << 20));
-    let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
-    spec.journal_bytes = if mode == WriteMode::WriteBackPersist { 1 << 20 } else { 0 };
-    Engine::format(cache.as_ref(), &spec).unwrap();
-    let engine = Engine::open(EngineConfig {
-        cache,
-        volumes: vec![VolumeConfig { name: "v".into(), backing: backing.clone() }],
-        write_mode: mode,
-        replacement: Box::new(|cap| Box::new(Lru::new(cap))),
-        admission: Box::new(Aod),
-    })
-    .unwrap();
+    let journal = if mode == WriteMode::WriteBackPersist { 1 << 20 } else { 0 };
+    format(cache.as_ref(), &[("v", VOL)], Some(journal));
+    let volumes: Vec<(&str, Arc<dyn Device>)> = vec![("v", backing.clone())];
+    let engine = open_lru(cache, volumes, mode, WritebackConfig::default()).unwrap();
     let v = engine.volume("v").unwrap();
     // Data in the range to zero, and outside it; the block outside is cached (dirty under
     // the write-back policies, then read once more so it is a hit either way).
@@ -165,17 +157,14 @@ fn run(mode: WriteMode, zeroes: bool) {
     assert_eq!(raw, vec![0u8; BS as usize], "backing zeroed inside");
 }
 
-#[test]
-fn write_zeroes_of_a_gib_does_not_block_a_cached_read_write_through() {
-    run(WriteMode::WriteThrough, true);
-}
-
-#[test]
-fn trim_of_a_gib_does_not_block_a_cached_read_write_back_flush() {
-    run(WriteMode::WriteBackFlush, false);
-}
-
-#[test]
-fn write_zeroes_of_a_gib_does_not_block_a_cached_read_write_back_persist() {
-    run(WriteMode::WriteBackPersist, true);
-}
+ember_testkit::test_cases!(run {
+    write_zeroes_of_a_gib_does_not_block_a_cached_read_write_through: (
+        WriteMode::WriteThrough,
+        true
+    ),
+    trim_of_a_gib_does_not_block_a_cached_read_write_back_flush: (WriteMode::WriteBackFlush, false),
+    write_zeroes_of_a_gib_does_not_block_a_cached_read_write_back_persist: (
+        WriteMode::WriteBackPersist,
+        true
+    ),
+});

@@ -13,9 +13,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::MemDevice;
-use ember_engine::{Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};
-use ember_policy::admission::Aod;
-use ember_policy::replacement::Lru;
+use ember_engine::{Device, WriteMode, WritebackConfig};
+use ember_testkit::devices::{Wrap, Wrapper};
+use ember_testkit::engine::{format, open_lru};
 use std::io;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -43,18 +43,9 @@ impl HoldingDisk {
     }
 }
 
-impl Device for HoldingDisk {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> io::Result<()> {
-        self.inner.sync()
+impl Wrapper for HoldingDisk {
+    fn inner(&self) -> &dyn Device {
+        &self.inner
     }
     fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
         self.inner.write_zeroes(offset, len)?;
@@ -74,23 +65,16 @@ impl Device for HoldingDisk {
 fn run(mode: WriteMode, zeroes: bool) {
     let (zeroed_tx, zeroed_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel();
-    let backing = Arc::new(HoldingDisk {
+    let backing = Arc::new(Wrap(HoldingDisk {
         inner: MemDevice::new(64 * BS as u64),
         zeroed: Mutex::new(Some(zeroed_tx)),
         release: Mutex::new(Some(release_rx)),
-    });
+    }));
     let cache: Arc<dyn Device> = Arc::new(MemDevice::new(4 << 20));
-    let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: 64 * BS as u64 }]);
-    spec.journal_bytes = if mode == WriteMode::WriteBackPersist { 1 << 20 } else { 0 };
-    Engine::format(cache.as_ref(), &spec).unwrap();
-    let engine = Engine::open(EngineConfig {
-        cache,
-        volumes: vec![VolumeConfig { name: "v".into(), backing: backing.clone() }],
-        write_mode: mode,
-        replacement: Box::new(|cap| Box::new(Lru::new(cap))),
-        admission: Box::new(Aod),
-    })
-    .unwrap();
+    let journal = if mode == WriteMode::WriteBackPersist { 1 << 20 } else { 0 };
+    format(cache.as_ref(), &[("v", 64 * BS as u64)], Some(journal));
+    let volumes: Vec<(&str, Arc<dyn Device>)> = vec![("v", backing.clone())];
+    let engine = open_lru(cache, volumes, mode, WritebackConfig::default()).unwrap();
     let v = engine.volume("v").unwrap();
     // Block 5 gets a dirty version: 0xAA throughout.
     let block = 5 * BS as u64;
@@ -148,17 +132,17 @@ fn run(mode: WriteMode, zeroes: bool) {
     }
 }
 
-#[test]
-fn write_zeroes_and_a_write_on_one_block_both_take_effect_write_back_persist() {
-    run(WriteMode::WriteBackPersist, true);
-}
-
-#[test]
-fn write_zeroes_and_a_write_on_one_block_both_take_effect_write_back_flush() {
-    run(WriteMode::WriteBackFlush, true);
-}
-
-#[test]
-fn write_zeroes_and_a_write_on_one_block_both_take_effect_ordered_write_back() {
-    run(WriteMode::OrderedWriteBack, true);
-}
+ember_testkit::test_cases!(run {
+    write_zeroes_and_a_write_on_one_block_both_take_effect_write_back_persist: (
+        WriteMode::WriteBackPersist,
+        true
+    ),
+    write_zeroes_and_a_write_on_one_block_both_take_effect_write_back_flush: (
+        WriteMode::WriteBackFlush,
+        true
+    ),
+    write_zeroes_and_a_write_on_one_block_both_take_effect_ordered_write_back: (
+        WriteMode::OrderedWriteBack,
+        true
+    ),
+});

@@ -13,9 +13,8 @@ use std::sync::Arc;
 
 use ember_engine::device::MemDevice;
 use ember_engine::fuzz_entry::{decode_layout, input_from_device};
-use ember_engine::{Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};
-use ember_policy::admission::Aod;
-use ember_policy::replacement::{build, Kind};
+use ember_engine::{Device, Engine, WriteMode, WritebackConfig};
+use ember_testkit::engine::open_lru;
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/layout")
@@ -61,31 +60,16 @@ fn format(journal_bytes: u64) -> (Arc<MemDevice>, Vec<Arc<MemDevice>>) {
             Arc::new(MemDevice::from_bytes(bytes))
         })
         .collect();
-    let mut spec = FormatSpec::new(
-        (0..2).map(|v| VolumeSpec { name: format!("vol{v}"), size: VOLUME_BLOCKS * BS }).collect(),
-    );
-    spec.journal_bytes = journal_bytes;
-    Engine::format(cache.as_ref(), &spec).expect("format");
+    let volumes = [("vol0", VOLUME_BLOCKS * BS), ("vol1", VOLUME_BLOCKS * BS)];
+    ember_testkit::engine::format(cache.as_ref(), &volumes, Some(journal_bytes));
     (cache, backing)
 }
 
 fn open(cache: &Arc<MemDevice>, backing: &[Arc<MemDevice>], mode: WriteMode) -> Engine {
-    let cache: Arc<dyn Device> = cache.clone();
-    Engine::open(EngineConfig {
-        cache,
-        volumes: backing
-            .iter()
-            .enumerate()
-            .map(|(v, b)| {
-                let backing: Arc<dyn Device> = b.clone();
-                VolumeConfig { name: format!("vol{v}"), backing }
-            })
-            .collect(),
-        write_mode: mode,
-        replacement: Box::new(|cap| build(Kind::Lru, cap)),
-        admission: Box::new(Aod),
-    })
-    .expect("open")
+    let names = ["vol0", "vol1"];
+    let volumes: Vec<(&str, Arc<dyn Device>)> =
+        backing.iter().zip(names).map(|(b, n)| (n, b.clone() as Arc<dyn Device>)).collect();
+    open_lru(cache.clone(), volumes, mode, WritebackConfig::default()).expect("open")
 }
 
 fn save(name: &str, bytes: &[u8]) {

@@ -11,11 +11,9 @@
 //! (24,571 in 4,000: the plan, dirty, filled and bad vectors, the run lists, the stripe
 //! index and guard vectors).
 
-mod common;
-
-use common::*;
 use ember_engine::device::MemDevice;
 use ember_engine::WriteMode;
+use ember_testkit::engine::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Arc;

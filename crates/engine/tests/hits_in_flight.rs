@@ -9,32 +9,19 @@
 //! READ's buffer is handed in by value and comes back, the same buffer, with its outcome.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::*;
 use ember_engine::device::{
-    fixed_reads_through_io_uring, reads_through_io_uring, FileDevice, FileOptions, ReadBuf,
-    ReadPart, ReadsDone,
+    fixed_reads_through_io_uring, reads_through_io_uring, FileDevice, FileOptions, Identity,
+    ReadBuf,
 };
 use ember_engine::{Device, EngineError, HitStart, Volume, WriteMode};
+use ember_testkit::devices::{Wrap, Wrapper};
+use ember_testkit::engine::*;
+use ember_testkit::io_uring_available;
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Whether this process may set up an io_uring (a sandbox may forbid it).
-fn io_uring_available() -> bool {
-    // SAFETY: io_uring_setup with a zeroed parameter block; a ring made here is closed.
-    let mut params = [0u8; 120];
-    let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, 4, params.as_mut_ptr()) };
-    if fd >= 0 {
-        // SAFETY: `fd` was just returned to us.
-        unsafe { libc::close(fd as i32) };
-    }
-    fd >= 0
-}
 
 /// An O_DIRECT cache file whose ring reads can be made to fail: with `ring_fails` each read
 /// started on the ring completes (the kernel did read it) but is reported with EIO, as a
@@ -45,9 +32,12 @@ struct FlakyRing {
     reads_fail: AtomicBool,
 }
 
-impl Device for FlakyRing {
-    fn size(&self) -> u64 {
-        self.inner.size()
+impl Wrapper for FlakyRing {
+    fn inner(&self) -> &dyn Device {
+        &self.inner
+    }
+    fn describe(&self) -> String {
+        "flaky ring".into()
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         if self.reads_fail.load(Ordering::SeqCst) {
@@ -55,64 +45,29 @@ impl Device for FlakyRing {
         }
         self.inner.read_at(offset, buf)
     }
-    fn start_read(
-        &self,
-        buf: ReadBuf,
-        parts: &[ReadPart],
-        tag: u64,
-        now: bool,
-    ) -> Result<(), ReadBuf> {
-        self.inner.start_read(buf, parts, tag, now)
+    fn starts_reads(&self) -> bool {
+        true
     }
-    fn read_room(&self) -> usize {
-        self.inner.read_room()
+    fn reaped(&self, outcomes: &[io::Result<usize>]) -> Option<Vec<io::Result<usize>>> {
+        let eio = || Err(io::Error::from_raw_os_error(libc::EIO));
+        self.ring_fails.load(Ordering::SeqCst).then(|| outcomes.iter().map(|_| eio()).collect())
     }
-    fn register_read_buffer(&self, buf: &mut ReadBuf) -> bool {
-        self.inner.register_read_buffer(buf)
-    }
-    fn unregister_read_buffer(&self, buf: &mut ReadBuf) -> bool {
-        self.inner.unregister_read_buffer(buf)
-    }
-    fn reap_reads(&self, wait: usize, wake: Option<RawFd>, done: &mut ReadsDone<'_>) -> usize {
-        let fail = self.ring_fails.load(Ordering::SeqCst);
-        self.inner.reap_reads(wait, wake, &mut |tag, buf, outcomes| {
-            if fail {
-                let eio: Vec<io::Result<usize>> =
-                    outcomes.iter().map(|_| Err(io::Error::from_raw_os_error(libc::EIO))).collect();
-                done(tag, buf, &eio)
-            } else {
-                done(tag, buf, outcomes)
-            }
-        })
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.inner.trim(offset, len)
-    }
-    fn describe(&self) -> String {
-        "flaky ring".into()
-    }
-    fn identity(&self) -> io::Result<ember_engine::device::Identity> {
+    fn identity(&self) -> io::Result<Identity> {
         self.inner.identity()
     }
 }
 
-fn flaky(dir: &std::path::Path) -> Arc<FlakyRing> {
+fn flaky(dir: &std::path::Path) -> Arc<Wrap<FlakyRing>> {
     let inner = FileDevice::open(
         &dir.join("cache.img"),
         FileOptions { direct: true, create_size: Some(2 << 20), exclusive: false },
     )
     .expect("O_DIRECT cache file");
-    Arc::new(FlakyRing {
+    Arc::new(Wrap(FlakyRing {
         inner,
         ring_fails: AtomicBool::new(false),
         reads_fail: AtomicBool::new(false),
-    })
+    }))
 }
 
 /// Reap until every tag of `want` is reported; the buffers and outcomes by tag.

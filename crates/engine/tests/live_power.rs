@@ -1,7 +1,7 @@
 //! Power-cut trials of the changes made while serving: a flush on demand
 //! (`Engine::flush_all`), a switch of the write policy (`Engine::set_write_mode`) and a
 //! settings change (write-back tuning, replacement policy, admission sieve), each under the
-//! load of the power-cut harness's client (`common/power.rs`: random writes, partial
+//! load of the power-cut harness's client (`ember_testkit::power`: random writes, partial
 //! writes, FUA, TRIM, WRITE_ZEROES, reads checked against the model, FLUSHes).
 //!
 //! The power fails on the cache device and backing together at a random I/O, so it lands
@@ -25,14 +25,12 @@
 //! policy and switch to random targets back to back.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::power::{Bench, Model, Power, BLOCKS, MAX_OPS, OPS, VOL};
-use common::{rng, BS};
 use ember_engine::device::fault::PowerCut;
 use ember_engine::{DirtyLimit, Engine, EngineError, WriteMode, WritebackConfig};
 use ember_policy::admission::{Aod, Sieve, Wmna};
 use ember_policy::replacement::Kind;
+use ember_testkit::engine::{rng, BS};
+use ember_testkit::power::{Bench, Model, Power, BLOCKS, MAX_OPS, OPS, VOL};
 use parking_lot::Mutex;
 use rand::Rng;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -94,7 +92,7 @@ impl Track {
     }
 }
 
-/// The client of `common::power`'s trials, with the durability rule above and, for
+/// The client of `ember_testkit::power`'s trials, with the durability rule above and, for
 /// [`Live::FlushAll`], a `flush_all` at random between requests. Returns the model, how
 /// many `flush_all` calls completed and how many the power cut ended.
 fn client(

@@ -6,73 +6,32 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::MemDevice;
-use ember_engine::{
-    Device, Engine, EngineConfig, FormatSpec, StartKind, VolumeConfig, VolumeSpec, WriteMode,
-};
-use ember_policy::admission::Aod;
-use ember_policy::replacement::Lru;
-use std::io;
+use ember_engine::{Device, Engine, StartKind, WriteMode, WritebackConfig};
+use ember_testkit::devices::{PanicOnce, Wrap};
+use ember_testkit::engine::{format, open_lru};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 
 const BS: u64 = 4096;
 const VOL: u64 = 1024 * BS;
-
-/// Memory device whose next write panics once armed (a faulting driver, a bug).
-struct PanicOnce {
-    inner: MemDevice,
-    armed: AtomicBool,
-}
-
-impl Device for PanicOnce {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        if self.armed.swap(false, SeqCst) {
-            panic!("injected panic in a cache write at {offset}");
-        }
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.inner.trim(offset, len)
-    }
-    fn describe(&self) -> String {
-        "panicking memory".into()
-    }
-}
 
 /// Block `b`'s bytes on the backing volume: every byte names its block.
 fn block(b: u64) -> Vec<u8> {
     (0..BS).map(|i| (b as u8).wrapping_mul(37).wrapping_add((i % 251) as u8)).collect()
 }
 
-fn open(cache: Arc<PanicOnce>, backing: Arc<MemDevice>, mode: WriteMode) -> Engine {
-    Engine::open(EngineConfig {
-        cache,
-        volumes: vec![VolumeConfig { name: "v".into(), backing }],
-        write_mode: mode,
-        replacement: Box::new(|cap| Box::new(Lru::new(cap))),
-        admission: Box::new(Aod),
-    })
-    .unwrap()
+/// An engine over a cache device that panics once armed (a faulting driver, a bug).
+fn open(cache: Arc<Wrap<PanicOnce>>, backing: Arc<MemDevice>, mode: WriteMode) -> Engine {
+    let volumes: Vec<(&str, Arc<dyn Device>)> = vec![("v", backing)];
+    open_lru(cache, volumes, mode, WritebackConfig::default()).unwrap()
 }
 
 fn panic_in_a_fill_then_read(mode: WriteMode) {
     let bytes: Vec<u8> = (0..VOL / BS).flat_map(block).collect();
     let backing = Arc::new(MemDevice::from_bytes(bytes));
-    let cache =
-        Arc::new(PanicOnce { inner: MemDevice::new(1 << 20), armed: AtomicBool::new(false) });
-    let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
-    spec.journal_bytes = 0;
-    let g = Engine::format(cache.as_ref(), &spec).unwrap().geometry;
+    let cache = Arc::new(PanicOnce::new(MemDevice::new(1 << 20)));
+    let g = format(cache.as_ref(), &[("v", VOL)], Some(0)).geometry;
     let cap = g.data_blocks;
     assert!(cap + 1 < VOL / BS, "the volume must be larger than the cache");
     let engine = open(cache.clone(), backing.clone(), mode);
@@ -86,7 +45,7 @@ fn panic_in_a_fill_then_read(mode: WriteMode) {
     // The next miss evicts block 0 (LRU) and reuses its cache block, which still holds block
     // 0's bytes; the allocation-write of the new block panics.
     let key = cap;
-    cache.armed.store(true, SeqCst);
+    cache.arm();
     let r = catch_unwind(AssertUnwindSafe(|| {
         let mut b = vec![0u8; BS as usize];
         v.read(key * BS, &mut b)
@@ -121,12 +80,7 @@ fn panic_in_a_fill_then_read(mode: WriteMode) {
     engine.shutdown().unwrap();
 }
 
-#[test]
-fn a_panic_in_a_fill_never_serves_another_blocks_bytes_write_through() {
-    panic_in_a_fill_then_read(WriteMode::WriteThrough);
-}
-
-#[test]
-fn a_panic_in_a_fill_never_serves_another_blocks_bytes_write_back() {
-    panic_in_a_fill_then_read(WriteMode::WriteBackPersist);
-}
+ember_testkit::test_cases!(panic_in_a_fill_then_read {
+    a_panic_in_a_fill_never_serves_another_blocks_bytes_write_through: (WriteMode::WriteThrough),
+    a_panic_in_a_fill_never_serves_another_blocks_bytes_write_back: (WriteMode::WriteBackPersist),
+});

@@ -6,13 +6,13 @@
 //! acknowledged before it was issued.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::*;
 use ember_engine::device::{
     reads_through_io_uring, AlignedBuf, FileDevice, FileOptions, MemDevice,
 };
 use ember_engine::{Device, HitRead, WriteMode};
+use ember_testkit::devices::{Wrap, Wrapper};
+use ember_testkit::engine::*;
+use ember_testkit::io_uring_available;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -94,18 +94,6 @@ fn a_run_of_hits_on_an_o_direct_file_is_served_byte_exact_and_misses_are_decline
     }
 }
 
-/// Whether this process may set up an io_uring (a sandbox may forbid it).
-fn io_uring_available() -> bool {
-    // SAFETY: io_uring_setup with a zeroed parameter block; a ring made here is closed.
-    let mut params = [0u8; 120];
-    let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, 4, params.as_mut_ptr()) };
-    if fd >= 0 {
-        // SAFETY: `fd` was just returned to us.
-        unsafe { libc::close(fd as i32) };
-    }
-    fd >= 0
-}
-
 /// A device whose `read_many` waits at a gate (reads in flight that have not completed).
 struct Gated {
     inner: MemDevice,
@@ -121,12 +109,9 @@ impl Gated {
     }
 }
 
-impl Device for Gated {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.inner.read_at(offset, buf)
+impl Wrapper for Gated {
+    fn inner(&self) -> &dyn Device {
+        &self.inner
     }
     fn read_many(
         &self,
@@ -144,15 +129,6 @@ impl Device for Gated {
             done(i, r);
         }
     }
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.inner.trim(offset, len)
-    }
     fn describe(&self) -> String {
         "gated".into()
     }
@@ -164,12 +140,12 @@ impl Device for Gated {
 #[test]
 fn a_write_waits_for_the_batched_read_in_flight_on_its_block() {
     for mode in [WriteMode::WriteThrough, WriteMode::WriteBackFlush] {
-        let dev = Arc::new(Gated {
+        let dev = Arc::new(Wrap(Gated {
             inner: MemDevice::new(1 << 20),
             gate: Mutex::new(true),
             changed: Condvar::new(),
             entered: AtomicBool::new(false),
-        });
+        }));
         let rig = Rig::new(dev.clone(), 1, 64, 3);
         let engine = rig.open(mode).unwrap();
         let v = exports(&engine, &rig).remove(0);

@@ -1,11 +1,10 @@
 //! `Volume::resident`, the probe the NBD server uses to run cache hits on the connection's own
 //! thread: true exactly when every block of the range is cached, and it changes nothing.
 
-mod common;
-
-use common::*;
 use ember_engine::device::MemDevice;
 use ember_engine::WriteMode;
+use ember_testkit::devices::OnTheMedium;
+use ember_testkit::engine::*;
 use std::sync::Arc;
 
 #[test]
@@ -32,37 +31,9 @@ fn resident_says_whether_every_block_is_cached_and_changes_nothing() {
     assert_eq!(after.resident_blocks, 2);
 }
 
-/// A cache device read with O_DIRECT waits on the medium for every hit: nothing is resident
-/// in the sense of "served at once", so the NBD server keeps such reads on its workers.
-struct OnTheMedium(MemDevice);
-
-impl ember_engine::Device for OnTheMedium {
-    fn size(&self) -> u64 {
-        self.0.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.0.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.0.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.0.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.0.trim(offset, len)
-    }
-    fn describe(&self) -> String {
-        "memory read as if O_DIRECT".into()
-    }
-    fn reads_from_memory(&self) -> bool {
-        false
-    }
-}
-
 #[test]
 fn hits_on_a_device_read_from_the_medium_are_not_fast() {
-    let rig = Rig::new(Arc::new(OnTheMedium(MemDevice::new(1 << 20))), 1, 64, 7);
+    let rig = Rig::new(Arc::new(OnTheMedium::new(1 << 20)), 1, 64, 7);
     let engine = rig.open(WriteMode::WriteThrough).unwrap();
     let v = exports(&engine, &rig).remove(0);
     let mut buf = vec![0u8; 4096];

@@ -5,12 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::{FaultDevice, IoKind, MemDevice};
-use ember_engine::{
-    Device, DirtyLimit, Engine, EngineConfig, EngineError, FormatSpec, VolumeConfig, VolumeSpec,
-    WriteMode, WritebackConfig,
-};
-use ember_policy::admission::Aod;
-use ember_policy::replacement::Lru;
+use ember_engine::{Device, DirtyLimit, Engine, EngineError, WriteMode, WritebackConfig};
+use ember_testkit::devices::PanicOnce;
+use ember_testkit::engine::{format, open_lru};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,22 +25,11 @@ fn open(backing: Arc<FaultDevice>) -> Engine {
     )
 }
 
-fn open_mode(backing: Arc<FaultDevice>, mode: WriteMode, wb: WritebackConfig) -> Engine {
+/// An engine over a 2 MiB memory cache (no journal) and `backing`.
+fn open_mode(backing: Arc<dyn Device>, mode: WriteMode, wb: WritebackConfig) -> Engine {
     let cache: Arc<dyn Device> = Arc::new(MemDevice::new(2 << 20));
-    let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
-    spec.journal_bytes = 0;
-    Engine::format(cache.as_ref(), &spec).unwrap();
-    Engine::open_with(
-        EngineConfig {
-            cache,
-            volumes: vec![VolumeConfig { name: "v".into(), backing }],
-            write_mode: mode,
-            replacement: Box::new(|cap| Box::new(Lru::new(cap))),
-            admission: Box::new(Aod),
-        },
-        wb,
-    )
-    .unwrap()
+    format(cache.as_ref(), &[("v", VOL)], Some(0));
+    open_lru(cache, vec![("v", backing)], mode, wb).unwrap()
 }
 
 /// Run `f` on a thread; its result, or None if it did not return within `bound`.
@@ -156,59 +142,17 @@ fn ordered_write_back_waits_end_when_flushing_fails_and_shutdown_returns() {
     assert!(down.is_err(), "a shutdown that cannot write dirty blocks reports it: {down:?}");
 }
 
-/// Backing whose next write panics once armed.
-struct PanicOnce {
-    inner: MemDevice,
-    armed: std::sync::atomic::AtomicBool,
-}
-
-impl Device for PanicOnce {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            panic!("injected panic in a backing write at {offset}");
-        }
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.trim(offset, len)
-    }
-    fn describe(&self) -> String {
-        "panicking memory".into()
-    }
-}
-
 #[test]
 fn a_panic_in_the_flusher_ends_every_wait() {
-    let backing = Arc::new(PanicOnce { inner: MemDevice::new(VOL), armed: Default::default() });
-    let cache: Arc<dyn Device> = Arc::new(MemDevice::new(2 << 20));
-    let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
-    spec.journal_bytes = 0;
-    Engine::format(cache.as_ref(), &spec).unwrap();
-    let engine = Arc::new(
-        Engine::open_with(
-            EngineConfig {
-                cache,
-                volumes: vec![VolumeConfig { name: "v".into(), backing: backing.clone() }],
-                write_mode: WriteMode::WriteBackFlush,
-                replacement: Box::new(|cap| Box::new(Lru::new(cap))),
-                admission: Box::new(Aod),
-            },
-            WritebackConfig { max_epochs: 1, ..WritebackConfig::default() },
-        )
-        .unwrap(),
-    );
+    let backing = Arc::new(PanicOnce::new(MemDevice::new(VOL)));
+    let engine = Arc::new(open_mode(
+        backing.clone(),
+        WriteMode::WriteBackFlush,
+        WritebackConfig { max_epochs: 1, ..WritebackConfig::default() },
+    ));
     let v = engine.volume("v").unwrap();
     v.write(0, &[7u8; BS as usize], false).unwrap();
-    backing.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    backing.arm();
     // The flusher's backing write panics: the FLUSH waiting for it fails, and so does
     // everything after (the engine stopped serving), in bounded time.
     let v2 = v.clone();

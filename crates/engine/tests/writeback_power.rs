@@ -27,12 +27,10 @@
 //! `EMBER_POWER_TRIALS=N` sets the trials per safe policy (CI default 150; unsafe: 40).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::power::{Bench, Model, Power, BLOCKS, MAX_OPS, OPS, VOL};
-use common::{rng, BS};
 use ember_engine::device::fault::PowerCut;
 use ember_engine::{Engine, VolumeStats, WriteMode};
+use ember_testkit::engine::{rng, BS};
+use ember_testkit::power::{Bench, Model, Power, BLOCKS, MAX_OPS, OPS, VOL};
 use rand::Rng;
 use std::sync::atomic::Ordering::SeqCst;
 

@@ -5,11 +5,10 @@
 //! allocation, never aligned. Batched replies (the next request already received) are not
 //! aligned, and need not be: the server batches only hits served from memory.
 
-mod common;
-
-use common::*;
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{Export, ExportError, ExportMap, MemExport};
+use ember_testkit::nbd::*;
+use ember_testkit::{forward_geometry, forward_writes};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 

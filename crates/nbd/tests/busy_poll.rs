@@ -4,11 +4,9 @@
 //! normally), and an idle connection costs at most one poll of CPU, not a busy core.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::*;
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{Export, ExportMap, MemExport};
+use ember_testkit::nbd::*;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,8 +57,11 @@ fn late_requests_are_served_and_an_idle_connection_does_not_keep_polling() {
     // A WRITE after a pause longer than the budget, read back at once.
     std::thread::sleep(Duration::from_millis(40));
     let data = pattern(99, BS as usize);
-    raw.request(0, 1, 500, 8 * u64::from(BS), BS, &data);
-    assert_eq!(raw.simple_reply(), (0, 500), "the late WRITE is answered");
+    assert_eq!(
+        raw.ask(0, 1, 500, 8 * u64::from(BS), BS, &data),
+        (0, 500),
+        "the late WRITE is answered"
+    );
     let mut now = content.clone();
     now[8 * BS as usize..9 * BS as usize].copy_from_slice(&data);
     read_block(&mut raw, 501, 8, &now);

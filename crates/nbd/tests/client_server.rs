@@ -1,15 +1,14 @@
 //! ember's client against ember's server, in process, over TCP and Unix sockets.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{
     proto, Client, ClientBuilder, ClientError, Command, Errno, ExportFlags, ExportMap, MemExport,
 };
+use ember_testkit::nbd::*;
+use ember_testkit::{forward_geometry, forward_writes};
 
 #[test]
 fn round_trip_over_tcp_and_unix_with_both_reply_kinds() {

@@ -16,28 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ember_nbd::fuzz_entry::{self, HandshakeOutcome};
-
-fn corpus(target: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target)
-}
-
-/// Every file of a corpus, sorted; the corpus must not be empty.
-fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = corpus(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "{}: empty corpus", dir.display());
-    files
-        .into_iter()
-        .map(|p| {
-            let name = p.file_name().expect("file name").to_string_lossy().into_owned();
-            (name, std::fs::read(&p).expect("read corpus file"))
-        })
-        .collect()
-}
+use ember_testkit::{fuzz_corpus as corpus, fuzz_inputs as inputs};
 
 static CURRENT: Mutex<String> = Mutex::new(String::new());
 
@@ -220,19 +199,11 @@ fn record_ember_client(dir: &Path, upstream: &Path, tag: &str) -> (Vec<u8>, Vec<
 fn write_seeds() {
     let dir = tempfile::tempdir().unwrap();
     // ember's own server, serving the fuzzing export.
-    let ember_sock = dir.path().join("ember.sock");
-    let exports = ember_nbd::ExportMap::new().with(
-        fuzz_entry::EXPORT_NAME,
-        "fuzzing export",
-        Arc::new(ember_nbd::MemExport::new(fuzz_entry::EXPORT_SIZE)),
-    );
-    let _server = ember_nbd::Server::builder(Arc::new(exports))
-        .listen_unix(&ember_sock)
-        .unwrap()
-        .build()
-        .unwrap()
-        .spawn()
-        .unwrap();
+    let export = Arc::new(ember_nbd::MemExport::new(fuzz_entry::EXPORT_SIZE));
+    let exports =
+        ember_nbd::ExportMap::new().with(fuzz_entry::EXPORT_NAME, "fuzzing export", export);
+    let server = ember_testkit::nbd::serve_with(exports, Default::default());
+    let ember_sock = server.unix.clone();
 
     let (to_server, to_client) = record_ember_client(dir.path(), &ember_sock, "ember");
     save("nbd_server", "seed-ember-client", &to_server);

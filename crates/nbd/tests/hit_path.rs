@@ -6,9 +6,7 @@
 //! byte, with simple and structured replies, one request at a time and pipelined.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::*;
+use ember_testkit::nbd::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,13 +1,11 @@
 //! Hostile and broken clients over raw sockets. Each gets the answer `doc/proto.md`
 //! prescribes, while another, well-behaved client stays connected and keeps working.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{proto, Command, ExportMap, MemExport};
+use ember_testkit::nbd::*;
 
 const SIZE: u64 = 1 << 20;
 const MAX_PAYLOAD: u32 = 64 * 1024;
@@ -156,8 +154,7 @@ fn option_haggling_answers_every_option() {
     assert_eq!(tx & proto::TX_HAS_FLAGS, 1);
     assert_eq!(tx & proto::TX_SEND_DF, 0, "no DF without structured replies");
     assert_eq!(raw.bytes(124), vec![0u8; 124]);
-    raw.request(0, proto::CMD_READ, 5, 0, 512, &[]);
-    assert_eq!(raw.simple_reply(), (0, 5));
+    assert_eq!(raw.ask(0, proto::CMD_READ, 5, 0, 512, &[]), (0, 5));
     assert_eq!(raw.bytes(512), vec![0u8; 512]);
 
     // NBD_OPT_ABORT is acknowledged, then the server closes.
@@ -178,8 +175,7 @@ fn bad_request_magic_closes_the_connection() {
     let server = server();
     let good = server.client("good");
     let (mut raw, _, _) = Raw::go(server.tcp, "d", false);
-    raw.request(0, proto::CMD_READ, 1, 0, 512, &[]);
-    assert_eq!(raw.simple_reply(), (0, 1));
+    assert_eq!(raw.ask(0, proto::CMD_READ, 1, 0, 512, &[]), (0, 1));
     raw.bytes(512);
     let mut bad = vec![0x12, 0x34, 0x56, 0x78];
     bad.extend_from_slice(&[0u8; 24]);
@@ -197,19 +193,26 @@ fn requests_past_the_end_get_einval_or_enospc() {
     // Simple replies.
     let (mut raw, size, _) = Raw::go(server.tcp, "d", false);
     assert_eq!(size, SIZE);
-    raw.request(0, proto::CMD_READ, 1, SIZE - 100, 512, &[]);
-    assert_eq!(raw.simple_reply(), (22, 1), "read past the end: NBD_EINVAL, no payload");
+    assert_eq!(
+        raw.ask(0, proto::CMD_READ, 1, SIZE - 100, 512, &[]),
+        (22, 1),
+        "read past the end: NBD_EINVAL, no payload"
+    );
     raw.request(0, proto::CMD_WRITE, 2, SIZE - 100, 512, &[0xaa; 512]);
     assert_eq!(raw.simple_reply(), (28, 2), "write past the end: NBD_ENOSPC");
-    raw.request(0, proto::CMD_TRIM, 3, SIZE, 1, &[]);
-    assert_eq!(raw.simple_reply(), (22, 3), "trim past the end: NBD_EINVAL");
-    raw.request(0, proto::CMD_WRITE_ZEROES, 4, u64::MAX - 1, 4096, &[]);
-    assert_eq!(raw.simple_reply(), (28, 4), "write-zeroes past the end: NBD_ENOSPC");
+    assert_eq!(
+        raw.ask(0, proto::CMD_TRIM, 3, SIZE, 1, &[]),
+        (22, 3),
+        "trim past the end: NBD_EINVAL"
+    );
+    assert_eq!(
+        raw.ask(0, proto::CMD_WRITE_ZEROES, 4, u64::MAX - 1, 4096, &[]),
+        (28, 4),
+        "write-zeroes past the end: NBD_ENOSPC"
+    );
     // The payload of the refused write was consumed: the stream is still in step.
-    raw.request(0, proto::CMD_WRITE, 5, 0, 4, &[1, 2, 3, 4]);
-    assert_eq!(raw.simple_reply(), (0, 5));
-    raw.request(0, proto::CMD_READ, 6, 0, 4, &[]);
-    assert_eq!(raw.simple_reply(), (0, 6));
+    assert_eq!(raw.ask(0, proto::CMD_WRITE, 5, 0, 4, &[1, 2, 3, 4]), (0, 5));
+    assert_eq!(raw.ask(0, proto::CMD_READ, 6, 0, 4, &[]), (0, 6));
     assert_eq!(raw.bytes(4), vec![1, 2, 3, 4]);
     assert_works(&good, 1);
 
@@ -237,18 +240,22 @@ fn oversized_lengths_are_refused_and_huge_writes_disconnect() {
     let server = server();
     let good = server.client("good");
     let (mut raw, _, _) = Raw::go(server.tcp, "d", false);
-    raw.request(0, proto::CMD_READ, 1, 0, MAX_PAYLOAD + 1, &[]);
-    assert_eq!(raw.simple_reply(), (22, 1), "oversized read, simple reply: NBD_EINVAL");
+    assert_eq!(
+        raw.ask(0, proto::CMD_READ, 1, 0, MAX_PAYLOAD + 1, &[]),
+        (22, 1),
+        "oversized read, simple reply: NBD_EINVAL"
+    );
     // An oversized write within the discard limit: payload skipped, NBD_EINVAL, in step.
     let big = vec![0x5au8; MAX_PAYLOAD as usize + 4096];
-    raw.request(0, proto::CMD_WRITE, 2, 0, big.len() as u32, &big);
-    assert_eq!(raw.simple_reply(), (22, 2), "oversized write: NBD_EINVAL");
-    raw.request(0, proto::CMD_READ, 3, 0, 16, &[]);
-    assert_eq!(raw.simple_reply(), (0, 3));
+    assert_eq!(
+        raw.ask(0, proto::CMD_WRITE, 2, 0, big.len() as u32, &big),
+        (22, 2),
+        "oversized write: NBD_EINVAL"
+    );
+    assert_eq!(raw.ask(0, proto::CMD_READ, 3, 0, 16, &[]), (0, 3));
     assert_eq!(raw.bytes(16), vec![0u8; 16], "the oversized write wrote nothing");
     // TRIM and WRITE_ZEROES carry no payload: any length within the export is fine.
-    raw.request(0, proto::CMD_WRITE_ZEROES, 4, 0, SIZE as u32, &[]);
-    assert_eq!(raw.simple_reply(), (0, 4));
+    assert_eq!(raw.ask(0, proto::CMD_WRITE_ZEROES, 4, 0, SIZE as u32, &[]), (0, 4));
     assert_works(&good, 1);
 
     let (mut structured, _, _) = Raw::go(server.tcp, "d", true);
@@ -273,13 +280,14 @@ fn unknown_commands_and_flags_get_einval() {
     for (cookie, command) in
         [(1u64, 42u16), (2, proto::CMD_CACHE), (3, proto::CMD_BLOCK_STATUS), (4, 0xffff)]
     {
-        raw.request(0, command, cookie, 0, 512, &[]);
-        assert_eq!(raw.simple_reply(), (22, cookie), "command {command}");
+        assert_eq!(raw.ask(0, command, cookie, 0, 512, &[]), (22, cookie), "command {command}");
     }
-    raw.request(1 << 9, proto::CMD_FLUSH, 5, 0, 0, &[]);
-    assert_eq!(raw.simple_reply(), (22, 5), "unknown command flag");
-    raw.request(proto::CMD_FLAG_FUA, proto::CMD_FLUSH, 6, 0, 0, &[]);
-    assert_eq!(raw.simple_reply(), (0, 6), "FUA is accepted on any command once advertised");
+    assert_eq!(raw.ask(1 << 9, proto::CMD_FLUSH, 5, 0, 0, &[]), (22, 5), "unknown command flag");
+    assert_eq!(
+        raw.ask(proto::CMD_FLAG_FUA, proto::CMD_FLUSH, 6, 0, 0, &[]),
+        (0, 6),
+        "FUA is accepted on any command once advertised"
+    );
     assert_works(&good, 1);
     good.disconnect().unwrap();
     let stats = server.stats.clone();
@@ -389,8 +397,11 @@ fn flush_with_an_offset_or_length_is_refused() {
                 assert_eq!(raw.simple_reply(), (22, cookie), "flush {offset}+{length}");
             }
         }
-        raw.request(0, proto::CMD_FLUSH, 4, 0, 0, &[]);
-        assert_eq!(raw.simple_reply(), (0, 4), "a well-formed flush still succeeds");
+        assert_eq!(
+            raw.ask(0, proto::CMD_FLUSH, 4, 0, 0, &[]),
+            (0, 4),
+            "a well-formed flush still succeeds"
+        );
     }
     assert_works(&good, 3);
     good.disconnect().unwrap();

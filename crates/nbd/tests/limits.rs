@@ -1,15 +1,13 @@
 //! Issue 10 item 5: limits a client cannot exceed (connections, handshake options, the
 //! whole-handshake deadline, the payload ceiling) and owner-only Unix sockets.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
 use ember_nbd::server::{ServerConfig, MAX_PAYLOAD_CEILING};
 use ember_nbd::{proto, ExportMap, MemExport, Server, ServerError};
+use ember_testkit::nbd::*;
 
 fn exports() -> ExportMap {
     ExportMap::new().with("d", "", Arc::new(MemExport::new(1 << 20)))

@@ -5,14 +5,12 @@
 //! process's RSS is the server's (plus the test's small clients).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{proto, ExportMap, MemExport};
+use ember_testkit::nbd::*;
 
 const MIB: u64 = 1 << 20;
 /// The shared budget this test configures.

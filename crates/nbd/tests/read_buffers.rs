@@ -8,9 +8,8 @@
 //! memory that holds one.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::*;
+use ember_testkit::nbd::*;
+use ember_testkit::{forward_geometry, forward_writes, reap_pending};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -167,14 +166,7 @@ impl Export for Registering {
         }
         self.pending.start(&self.inner, offset, buf, tag)
     }
-    fn reap_reads(
-        &self,
-        _wait: usize,
-        _wake: Option<std::os::fd::RawFd>,
-        done: &mut dyn FnMut(u64, ReadBuf, Result<(), ExportError>),
-    ) -> usize {
-        self.pending.reap(done)
-    }
+    reap_pending!();
     forward_writes!();
 }
 

@@ -1,55 +1,24 @@
 //! Real NBD clients (qemu-io, qemu-img, nbdcopy, nbdinfo, nbdsh, fio) against ember's server
 //! running in this process on loopback TCP and a Unix socket.
 
-mod common;
-
 use std::io::Write;
-use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use common::*;
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{Export, ExportFlags, ExportMap, MemExport};
+use ember_testkit::nbd::*;
+use ember_testkit::{fio_randrw_verify, nbdsh, qemu_io, sha256, MIN};
+use std::time::Duration;
 
-/// Run `command`; panic with its output unless it succeeds. Returns stdout.
 fn run(command: &mut Command) -> String {
-    let program = command.get_program().to_string_lossy().into_owned();
-    let output = command.output().unwrap_or_else(|e| {
-        panic!("cannot run {program} (install qemu-utils, libnbd-bin, fio): {e}")
-    });
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "{program} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
-    stdout
-}
-
-/// nbdsh is a Python program that needs Debian's python first on PATH.
-fn nbdsh() -> Command {
-    let mut command = Command::new("nbdsh");
-    let path = std::env::var("PATH").unwrap_or_default();
-    command.env("PATH", format!("/usr/bin:{path}"));
-    command
-}
-
-fn sha256(path: &Path) -> String {
-    let out = run(Command::new("sha256sum").arg(path));
-    out.split_whitespace().next().unwrap_or_default().to_string()
+    ember_testkit::run(command, MIN)
 }
 
 #[test]
 fn qemu_io_writes_and_verifies_a_pattern() {
     let (server, export) = serve_mem("disk", 4 << 20);
-    let out = run(Command::new("qemu-io").args(["-f", "raw", &server.uri("disk")]).args([
-        "-c",
-        "write -P 0xab 0 1M",
-        "-c",
-        "read -P 0xab 0 1M",
-    ]));
+    let out = qemu_io(&server.uri("disk"), "write -P 0xab 0 1M; read -P 0xab 0 1M");
     assert!(out.contains("wrote 1048576/1048576 bytes at offset 0"), "{out}");
     assert!(out.contains("read 1048576/1048576 bytes at offset 0"), "{out}");
     assert!(!out.contains("Pattern verification failed"), "{out}");
@@ -58,21 +27,11 @@ fn qemu_io_writes_and_verifies_a_pattern() {
     assert!(check.iter().all(|&b| b == 0xab));
     // Over the Unix socket, with a flush, a zeroed range and an unaligned write.
     let unix = format!("nbd+unix:///disk?socket={}", server.unix.display());
-    let out = run(Command::new("qemu-io").args(["-f", "raw", &unix]).args([
-        "-c",
-        "write -P 0x11 1000 3000",
-        "-c",
-        "flush",
-        "-c",
-        "write -z 2M 64k",
-        "-c",
-        "read -P 0x11 1000 3000",
-        "-c",
-        "read -P 0 2M 64k",
-        "-c",
-        "read -P 0xab 4000 4096",
-    ]));
-    assert!(!out.contains("Pattern verification failed"), "{out}");
+    let out = qemu_io(
+        &unix,
+        "write -P 0x11 1000 3000; flush; write -z 2M 64k; read -P 0x11 1000 3000; \
+         read -P 0 2M 64k; read -P 0xab 4000 4096",
+    );
     assert!(out.contains("read 65536/65536 bytes at offset 2097152"), "{out}");
     assert!(export.flushes() >= 1);
     server.stop();
@@ -299,27 +258,8 @@ fn fio_nbd_engine_randrw_with_crc32c_verify() {
     let enghelp = run(Command::new("fio").arg("--enghelp"));
     assert!(enghelp.lines().any(|l| l.trim() == "nbd"), "fio lacks the nbd engine:\n{enghelp}");
     let (server, _export) = serve_mem("fio", 64 << 20);
-    let out = run(Command::new("fio")
-        .args([
-            "--name=randrw",
-            "--ioengine=nbd",
-            "--rw=randrw",
-            "--bs=4k",
-            "--size=32M",
-            "--iodepth=16",
-            "--verify=crc32c",
-            "--verify_fatal=1",
-            // No verify-state file left in the working directory.
-            "--verify_state_save=0",
-            "--output-format=json",
-        ])
-        .arg(format!("--uri={}", server.uri("fio"))));
-    let json_start = out.find('{').expect("fio printed JSON");
-    let report: serde_json::Value = serde_json::from_str(&out[json_start..]).expect("fio JSON");
-    let job = &report["jobs"][0];
-    assert_eq!(job["error"], 0, "{out}");
-    assert!(job["write"]["io_bytes"].as_u64().unwrap() > 0);
-    assert!(job["read"]["io_bytes"].as_u64().unwrap() > 0);
+    let dir = tempfile::tempdir().unwrap();
+    fio_randrw_verify(dir.path(), &server.uri("fio"), "32M", 16, Duration::from_secs(300));
     let stats = server.stats.clone();
     server.stop();
     assert_eq!(stats.command(ember_nbd::Command::Read).errors(), 0);

@@ -8,9 +8,8 @@
 //! requests sat in the socket (issue 14, docs/design/nbd-internals.md).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
-use common::*;
+use ember_testkit::nbd::*;
+use ember_testkit::{forward_geometry, forward_writes, reap_pending};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -54,14 +53,7 @@ impl Export for Starting {
     fn start_read(&self, offset: u64, buf: ReadBuf, tag: u64) -> ReadStart {
         self.pending.start(&self.inner, offset, buf, tag)
     }
-    fn reap_reads(
-        &self,
-        _wait: usize,
-        _wake: Option<std::os::fd::RawFd>,
-        done: &mut dyn FnMut(u64, ReadBuf, Result<(), ExportError>),
-    ) -> usize {
-        self.pending.reap(done)
-    }
+    reap_pending!();
     forward_writes!();
 }
 

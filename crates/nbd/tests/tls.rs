@@ -5,17 +5,15 @@
 //! names qemu and nbdkit use.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-mod common;
-
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use common::*;
 use ember_nbd::server::{ServerConfig, TlsMode, TlsSettings};
 use ember_nbd::{proto, Export, ExportMap, MemExport};
+use ember_testkit::nbd::*;
 use rcgen::{
     BasicConstraints, Certificate, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose, SanType,

@@ -4,8 +4,18 @@ conftest too, and both suites may run in one pytest session)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
+
+
+def ember_binary(root: Path) -> Path:
+    """The ember binary: $EMBER, else the release build under `root`, built if missing."""
+    path = Path(os.environ.get("EMBER", root / "target" / "release" / "ember"))
+    if not path.exists():
+        subprocess.run(["cargo", "build", "--release", "--bin", "ember"], cwd=root, check=True)
+    assert path.exists(), f"{path} missing after cargo build"
+    return path
 
 
 def run(ember: Path, *args: str) -> subprocess.CompletedProcess:

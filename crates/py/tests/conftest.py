@@ -3,24 +3,18 @@ generates. `make test` builds the binary and installs the wheel first."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from cli_helpers import run
+from cli_helpers import ember_binary, run
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="session")
 def ember() -> Path:
-    path = Path(os.environ.get("EMBER", ROOT / "target" / "release" / "ember"))
-    if not path.exists():
-        subprocess.run(["cargo", "build", "--release", "--bin", "ember"], cwd=ROOT, check=True)
-    assert path.exists(), f"{path} missing after cargo build"
-    return path
+    return ember_binary(ROOT)
 
 
 @pytest.fixture(scope="session")

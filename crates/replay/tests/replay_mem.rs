@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use ember_nbd::client::Endpoint;
-use ember_nbd::{Export, ExportMap, MemExport, Server};
+use ember_nbd::{Export, ExportMap, MemExport};
 use ember_replay::pattern::{fill_sector, Stamp};
 use ember_replay::{plan, replay, ExportTarget, ReplayConfig, Session};
+use ember_testkit::nbd::serve_with;
 use ember_trace::{Op, Request, Trace, VolumeTable};
 
 fn trace(n: u64) -> Trace {
@@ -28,14 +29,8 @@ fn trace(n: u64) -> Trace {
 #[test]
 fn pipelined_replay_verifies_then_catches_corruption() {
     let export = Arc::new(MemExport::new(1 << 20));
-    let running = Server::builder(Arc::new(ExportMap::new().with("m", "test", export.clone())))
-        .listen_tcp("127.0.0.1:0")
-        .unwrap()
-        .build()
-        .unwrap()
-        .spawn()
-        .unwrap();
-    let endpoint = Endpoint::Tcp(running.tcp_addr().unwrap().to_string());
+    let server = serve_with(ExportMap::new().with("m", "test", export.clone()), Default::default());
+    let endpoint = Endpoint::Tcp(server.tcp.to_string());
     let session = Session::connect(&endpoint, &["m".to_string()], 3).unwrap();
     assert_eq!(session.targets(), &[ExportTarget { name: "m".into(), size: 1 << 20 }]);
     let p = plan(&trace(600), &[Some(0)], session.targets().to_vec()).unwrap();
@@ -81,23 +76,18 @@ fn pipelined_replay_verifies_then_catches_corruption() {
     assert_eq!(f[1].offset, 140 * 4096);
     assert!(f[1].found.starts_with("sector 1121 generation 0"), "{}", f[1].found);
     session.close().unwrap();
-    running.shutdown().unwrap();
+    server.stop();
 }
 
 #[test]
 fn several_connections_need_multi_conn() {
     let single = MemExport::with_flags(1 << 20, ember_nbd::ExportFlags::default());
-    let running = Server::builder(Arc::new(ExportMap::new().with("s", "test", Arc::new(single))))
-        .listen_tcp("127.0.0.1:0")
-        .unwrap()
-        .build()
-        .unwrap()
-        .spawn()
-        .unwrap();
-    let endpoint = Endpoint::Tcp(running.tcp_addr().unwrap().to_string());
+    let server =
+        serve_with(ExportMap::new().with("s", "test", Arc::new(single)), Default::default());
+    let endpoint = Endpoint::Tcp(server.tcp.to_string());
     let err = Session::connect(&endpoint, &["s".to_string()], 2).err().map(|e| e.to_string());
     assert!(err.as_deref().unwrap_or("").contains("MULTI_CONN"), "{err:?}");
     let one = Session::connect(&endpoint, &["s".to_string()], 1).unwrap();
     one.close().unwrap();
-    running.shutdown().unwrap();
+    server.stop();
 }

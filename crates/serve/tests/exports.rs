@@ -3,11 +3,11 @@
 //! client sees (EINVAL for a request beyond the end, ESHUTDOWN after shutdown).
 
 use ember_engine::device::MemDevice;
-use ember_engine::{Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};
+use ember_engine::{Device, WriteMode, WritebackConfig};
 use ember_nbd::{ExportError, ExportSet};
-use ember_policy::admission::Aod;
-use ember_policy::replacement::{build, Kind};
 use ember_serve::EngineExports;
+use ember_testkit::devices::OnTheMedium;
+use ember_testkit::engine::{format, open_lru};
 use std::sync::Arc;
 
 const MIB: u64 = 1 << 20;
@@ -15,25 +15,12 @@ const MIB: u64 = 1 << 20;
 #[test]
 fn export_set_names_volumes_and_maps_errors() {
     let cache: Arc<dyn Device> = Arc::new(MemDevice::new(16 * MIB));
-    let spec = FormatSpec::new(vec![
-        VolumeSpec { name: "a".into(), size: MIB },
-        VolumeSpec { name: "b".into(), size: 2 * MIB },
-    ]);
-    Engine::format(cache.as_ref(), &spec).unwrap();
-    let a = Arc::new(MemDevice::from_bytes(vec![7u8; MIB as usize]));
-    let b = Arc::new(MemDevice::new(2 * MIB));
+    format(cache.as_ref(), &[("a", MIB), ("b", 2 * MIB)], None);
+    let a: Arc<dyn Device> = Arc::new(MemDevice::from_bytes(vec![7u8; MIB as usize]));
+    let b: Arc<dyn Device> = Arc::new(MemDevice::new(2 * MIB));
     let engine = Arc::new(
-        Engine::open(EngineConfig {
-            cache,
-            volumes: vec![
-                VolumeConfig { name: "a".into(), backing: a },
-                VolumeConfig { name: "b".into(), backing: b },
-            ],
-            write_mode: WriteMode::WriteThrough,
-            replacement: Box::new(|cap| build(Kind::Lru, cap)),
-            admission: Box::new(Aod),
-        })
-        .unwrap(),
+        open_lru(cache, vec![("a", a), ("b", b)], WriteMode::WriteThrough, Default::default())
+            .unwrap(),
     );
     let set = EngineExports::new(engine.clone());
     let first = set.get("").expect("the empty name selects the first volume");
@@ -53,33 +40,6 @@ fn export_set_names_volumes_and_maps_errors() {
     assert!(matches!(e, ExportError::Shutdown), "{e}");
 }
 
-/// A cache device read as if with O_DIRECT: a hit waits on the medium.
-struct OnTheMedium(MemDevice);
-
-impl Device for OnTheMedium {
-    fn size(&self) -> u64 {
-        self.0.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.0.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.0.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.0.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.0.trim(offset, len)
-    }
-    fn describe(&self) -> String {
-        "memory read as if O_DIRECT".into()
-    }
-    fn reads_from_memory(&self) -> bool {
-        false
-    }
-}
-
 /// `read_if_fast`, the server's hit path: a hit is served at once (with the backing's bytes),
 /// a miss declined; on an O_DIRECT-like cache device only for an idle connection, since
 /// there a hit waits on the device.
@@ -89,27 +49,14 @@ fn read_if_fast_serves_hits_and_respects_the_direct_rule() {
         let cache: Arc<dyn Device> = if memory {
             Arc::new(MemDevice::new(16 * MIB))
         } else {
-            Arc::new(OnTheMedium(MemDevice::new(16 * MIB)))
+            Arc::new(OnTheMedium::new(16 * MIB))
         };
-        Engine::format(
-            cache.as_ref(),
-            &FormatSpec::new(vec![VolumeSpec { name: "a".into(), size: MIB }]),
-        )
-        .unwrap();
+        format(cache.as_ref(), &[("a", MIB)], None);
         let content: Vec<u8> = (0..MIB).map(|i| (i % 253) as u8).collect();
-        let engine = Arc::new(
-            Engine::open(EngineConfig {
-                cache,
-                volumes: vec![VolumeConfig {
-                    name: "a".into(),
-                    backing: Arc::new(MemDevice::from_bytes(content.clone())),
-                }],
-                write_mode: WriteMode::WriteThrough,
-                replacement: Box::new(|cap| build(Kind::Lru, cap)),
-                admission: Box::new(Aod),
-            })
-            .unwrap(),
-        );
+        let backing: Arc<dyn Device> = Arc::new(MemDevice::from_bytes(content.clone()));
+        let wb = WritebackConfig::default();
+        let engine =
+            Arc::new(open_lru(cache, vec![("a", backing)], WriteMode::WriteThrough, wb).unwrap());
         let export = EngineExports::new(engine.clone()).get("a").unwrap();
         let mut buf = vec![0u8; 4096];
         assert!(export.read_if_fast(8192, &mut buf, true).is_none(), "a miss is declined");

@@ -5,31 +5,10 @@
 //! seed parses; files named `bad-*` must be refused.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ember_serve::fuzz_entry::{config_file, control_session, LineOutcome};
-
-fn corpus(target: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target)
-}
-
-/// Every file of a corpus, sorted; the corpus must not be empty.
-fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = corpus(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "{}: empty corpus", dir.display());
-    files
-        .into_iter()
-        .map(|p| {
-            let name = p.file_name().expect("file name").to_string_lossy().into_owned();
-            (name, std::fs::read(&p).expect("read corpus file"))
-        })
-        .collect()
-}
+use ember_testkit::{fuzz_corpus as corpus, fuzz_inputs as inputs};
 
 fn named<T>(name: &str, run: impl FnOnce() -> T + std::panic::UnwindSafe) -> T {
     std::panic::catch_unwind(run).unwrap_or_else(|_| panic!("fuzz corpus input {name} panicked"))

@@ -3,57 +3,26 @@
 //! (`make setup` installs both).
 
 use ember_engine::device::MemDevice;
-use ember_engine::{Device, Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode};
+use ember_engine::{Device, WriteMode, WritebackConfig};
 use ember_nbd::Server;
-use ember_policy::admission::Aod;
-use ember_policy::replacement::{build, Kind};
 use ember_serve::{EngineExports, NbdDevice};
-use std::process::{Child, Command};
+use ember_testkit::engine::{format, open_lru};
+use ember_testkit::{qemu_io, Nbdkit};
 use std::sync::Arc;
-
-/// nbdkit in the foreground, killed on drop.
-struct Nbdkit(Child);
-
-impl Drop for Nbdkit {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn qemu_io_through_ember_to_nbdkit_with_a_delay_filter() {
     let dir = tempfile::tempdir().unwrap();
-    let hdd = dir.path().join("hdd.sock");
-    let child = Command::new("nbdkit")
-        .args(["-f", "-U"])
-        .arg(&hdd)
-        .args(["--filter=delay", "memory", "16M", "rdelay=1ms", "wdelay=1ms"])
-        .spawn()
-        .expect("nbdkit (installed by `make setup`)");
-    let _nbdkit = Nbdkit(child);
-    for _ in 0..100 {
-        if hdd.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let up = format!("nbd+unix:///?socket={}", hdd.display());
-    let backing = Arc::new(NbdDevice::connect(&up).expect("connect to nbdkit"));
+    let nbdkit =
+        Nbdkit::start(dir.path(), &["--filter=delay", "memory", "16M", "rdelay=1ms", "wdelay=1ms"]);
+    let up = nbdkit.uri();
+    let backing: Arc<dyn Device> = Arc::new(NbdDevice::connect(&up).expect("connect to nbdkit"));
     assert_eq!(backing.size(), 16 << 20);
     let cache: Arc<dyn Device> = Arc::new(MemDevice::new(8 << 20));
-    let spec = FormatSpec::new(vec![VolumeSpec { name: "disk".into(), size: 16 << 20 }]);
-    Engine::format(cache.as_ref(), &spec).unwrap();
-    let engine = Arc::new(
-        Engine::open(EngineConfig {
-            cache,
-            volumes: vec![VolumeConfig { name: "disk".into(), backing }],
-            write_mode: WriteMode::WriteThrough,
-            replacement: Box::new(|cap| build(Kind::Lru, cap)),
-            admission: Box::new(Aod),
-        })
-        .unwrap(),
-    );
+    format(cache.as_ref(), &[("disk", 16 << 20)], None);
+    let wb = WritebackConfig::default();
+    let engine =
+        Arc::new(open_lru(cache, vec![("disk", backing)], WriteMode::WriteThrough, wb).unwrap());
     let sock = dir.path().join("ember.sock");
     let running = Server::builder(Arc::new(EngineExports::new(engine.clone())))
         .listen_unix(&sock)
@@ -62,14 +31,7 @@ fn qemu_io_through_ember_to_nbdkit_with_a_delay_filter() {
         .unwrap();
     let running = running.spawn().unwrap();
     let uri = format!("nbd+unix:///disk?socket={}", sock.display());
-    let out = Command::new("qemu-io")
-        .args(["-f", "raw", "-c", "write -P 0xab 0 1M", "-c", "read -P 0xab 0 1M"])
-        .args(["-c", "read -P 0xab 512k 4k", "-c", "flush", &uri])
-        .output()
-        .expect("qemu-io (installed by `make setup`)");
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "qemu-io failed: {text}");
+    let text = qemu_io(&uri, "write -P 0xab 0 1M; read -P 0xab 0 1M; read -P 0xab 512k 4k; flush");
     assert!(!text.contains("verification failed") && text.contains("read 4096/4096"), "{text}");
     let s = engine.stats();
     assert_eq!(s.total.write_misses, 256, "{:?}", s.total);

@@ -3,13 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::{FileDevice, FileOptions};
-use ember_engine::{
-    Device, Engine, EngineConfig, FormatSpec, StartKind, VolumeConfig, VolumeSpec, WriteMode,
-};
+use ember_engine::{Device, Engine, StartKind, WriteMode};
+use ember_nbd::server::ServerConfig;
 use ember_nbd::{Client, ClientBuilder, Export, ExportMap, MemExport, Server};
-use ember_policy::admission::Aod;
-use ember_policy::replacement::{build, Kind};
 use ember_serve::{EngineExports, NbdDevice};
+use ember_testkit::engine::lru_config;
+use ember_testkit::nbd::serve_with;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -18,18 +17,10 @@ const MIB: u64 = 1 << 20;
 fn open_engine(cache: &Path, upstream: &str) -> Engine {
     let cache: Arc<dyn Device> =
         Arc::new(FileDevice::open(cache, FileOptions::default()).expect("cache file"));
-    Engine::open(EngineConfig {
-        cache,
-        volumes: vec![VolumeConfig {
-            name: "disk".into(),
-            // Only ember writes the upstream export here: trust it across the restart.
-            backing: Arc::new(NbdDevice::connect(upstream).expect("upstream").trust_unchanged()),
-        }],
-        write_mode: WriteMode::WriteThrough,
-        replacement: Box::new(|cap| build(Kind::Lru, cap)),
-        admission: Box::new(Aod),
-    })
-    .expect("open")
+    // Only ember writes the upstream export here: trust it across the restart.
+    let backing: Arc<dyn Device> =
+        Arc::new(NbdDevice::connect(upstream).expect("upstream").trust_unchanged());
+    Engine::open(lru_config(cache, vec![("disk", backing)], WriteMode::WriteThrough)).expect("open")
 }
 
 fn connect(sock: &Path) -> Client {
@@ -39,30 +30,19 @@ fn connect(sock: &Path) -> Client {
 #[test]
 fn a_client_through_ember_to_an_upstream_server_and_a_warm_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let up_sock = dir.path().join("upstream.sock");
     let ember_sock = dir.path().join("ember.sock");
     let cache_path = dir.path().join("cache.img");
     let upstream_disk = Arc::new(MemExport::new(8 * MIB));
-    let upstream =
-        Server::builder(Arc::new(ExportMap::new().with("disk", "hdd", upstream_disk.clone())))
-            .listen_unix(&up_sock)
-            .unwrap()
-            .build()
-            .unwrap()
-            .spawn()
-            .unwrap();
-    let up_uri = format!("nbd+unix:///disk?socket={}", up_sock.display());
+    let exports = ExportMap::new().with("disk", "hdd", upstream_disk.clone());
+    let upstream = serve_with(exports, ServerConfig::default());
+    let up_uri = upstream.unix_uri("disk");
 
     let cache = FileDevice::open(
         &cache_path,
         FileOptions { direct: false, create_size: Some(8 * MIB), exclusive: false },
     )
     .unwrap();
-    Engine::format(
-        &cache,
-        &FormatSpec::new(vec![VolumeSpec { name: "disk".into(), size: 8 * MIB }]),
-    )
-    .unwrap();
+    ember_testkit::engine::format(&cache, &[("disk", 8 * MIB)], None);
     drop(cache);
 
     let engine = Arc::new(open_engine(&cache_path, &up_uri));
@@ -122,5 +102,5 @@ fn a_client_through_ember_to_an_upstream_server_and_a_warm_restart() {
     client.disconnect().unwrap();
     running.shutdown().unwrap();
     engine.shutdown().unwrap();
-    upstream.shutdown().unwrap();
+    upstream.stop();
 }

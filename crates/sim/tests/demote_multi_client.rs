@@ -8,6 +8,7 @@ use ember_policy::demote::{ArrayConfig, Scheme};
 use ember_sim::demote::experiment::{DemoteExperiment, DemoteReport};
 use ember_sim::demote::latency_model::PAPER_REAL;
 use ember_sim::demote::topology::{ArrayAddressing, ClientOf, DemoteConfig};
+use ember_testkit::lagged_blocks;
 use ember_trace::gen::multi_client::{MultiClientConfig, Pattern, Sharing};
 use ember_trace::gen::{Common, ZipfConfig};
 use ember_trace::{Op, Request};
@@ -107,25 +108,17 @@ fn lagged_half_shared(lag: usize) -> (Vec<Request>, usize) {
     let common = Common { seed: 3, block_size: 4096, ..Common::default() };
     let z = ZipfConfig::new(1.0, w, (len + n * lag) as u64, common).trace().unwrap();
     let base: Vec<u64> = z.requests.iter().map(|r| r.offset / 4096).collect();
-    let mut reqs = Vec::with_capacity(len * n);
-    for t in 0..len {
-        for k in 0..n {
-            let block = if t % 2 == 0 {
-                base[t + (n - 1 - k) * lag]
-            } else {
-                // A private block: the same popularity law, decorrelated in time, in client
-                // k's own region above the shared one.
-                base[(t * 7919 + k * 104_729) % len] + (k as u64 + 1) * w
-            };
-            reqs.push(Request {
-                time_ns: t as u64,
-                volume: k as u32,
-                op: Op::Read,
-                offset: block * 4096,
-                length: 4096,
-            });
-        }
-    }
+    let reqs = lagged_blocks(&base, n, w, lag, len)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (k, block))| Request {
+            time_ns: (i / n) as u64,
+            volume: k as u32,
+            op: Op::Read,
+            offset: block * 4096,
+            length: 4096,
+        })
+        .collect();
     (reqs, n * w as usize)
 }
 

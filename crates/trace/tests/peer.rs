@@ -98,18 +98,10 @@ fn vscsi_matches_libcachesim_and_the_csv_rendition() {
     assert_eq!(v.requests.len(), CLOUDPHYSICS_REQUESTS);
     assert_eq!(v.requests.len() as u64, size / 32, "version 1 records are 32 bytes");
     // cloudPhysicsIO.csv is the same trace: version,time(s),op(hex SCSI),size,lbn.
-    let cols = CsvColumns {
-        time: Some(2),
-        op: Some(3),
-        size: Some(4),
-        offset: 5,
-        volume: None,
-        time_unit: TimeUnit::S,
-        offset_unit: OffsetUnit::Sectors,
-        read_values: vec!["28".into()],
-        write_values: vec!["2a".into()],
-        ..CsvColumns::default()
-    };
+    let mut cols = CsvColumns { offset: 5, volume: None, ..CsvColumns::default() };
+    (cols.time, cols.op, cols.size) = (Some(2), Some(3), Some(4));
+    (cols.time_unit, cols.offset_unit) = (TimeUnit::S, OffsetUnit::Sectors);
+    (cols.read_values, cols.write_values) = (vec!["28".into()], vec!["2a".into()]);
     let opts = ReadOptions { format: Some(Format::Csv), csv: cols, ..ReadOptions::default() };
     let c = read(&peer("cloudPhysicsIO.csv"), &opts);
     assert_eq!(c.requests.len(), v.requests.len());

@@ -7,7 +7,8 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-use crate::serve_support::{Rng, Serve};
+pub use crate::serve_support::have_nbdsh;
+use crate::serve_support::{debian_path, Rng, Serve};
 use std::path::Path;
 use std::process::ExitStatus;
 use std::process::{Command, Stdio};
@@ -68,18 +69,6 @@ pub fn content_byte(i: u32, p: u64) -> u8 {
     } else {
         w[k - 4]
     }
-}
-
-pub fn debian_path() -> String {
-    format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default())
-}
-
-pub fn have_nbdsh() -> bool {
-    Command::new("/usr/bin/nbdsh")
-        .env("PATH", debian_path())
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// Wait for `child` at most `timeout`, then SIGKILL it; returns its status.

@@ -3,46 +3,17 @@
 //! during a flush and a switch, crashes around a switch into and out of write-back persist,
 //! the other settings and the status snapshot.
 
-use crate::config::{EngineConfig, FormatSpec, VolumeConfig, VolumeSpec};
 use crate::device::{FaultDevice, IoKind, MemDevice};
-use crate::{
-    Device, DirtyLimit, Engine, EngineError, Progress, StartKind, WriteMode, WritebackConfig,
-};
+use crate::wb::tests::{block, format, open, Gated, BS, VOL};
+use crate::{DirtyLimit, Engine, EngineError, Progress, StartKind, WriteMode, WritebackConfig};
 use ember_policy::admission::{Aod, Sieve, SieveSpec, Wmna};
-use ember_policy::replacement::{build, Kind};
-use parking_lot::{Condvar, Mutex};
+use ember_policy::replacement::Kind;
 use rand::{Rng, SeedableRng};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const BS: u64 = 4096;
-const BLOCKS: u64 = 64;
-const VOL: u64 = BLOCKS * BS;
-
-fn format(cache: &dyn Device) {
-    let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
-    spec.journal_bytes = 8 * BS;
-    Engine::format(cache, &spec).unwrap();
-}
-
-fn open(
-    cache: Arc<dyn Device>,
-    backing: Arc<dyn Device>,
-    mode: WriteMode,
-    wb: WritebackConfig,
-) -> Result<Engine, EngineError> {
-    Engine::open_with(
-        EngineConfig {
-            cache,
-            volumes: vec![VolumeConfig { name: "v".into(), backing }],
-            write_mode: mode,
-            replacement: Box::new(|cap| build(Kind::Lru, cap)),
-            admission: Box::new(Aod),
-        },
-        wb,
-    )
-}
+const BLOCKS: u64 = VOL / BS;
 
 /// The flusher idles (min_dirty above anything these tests write) until someone waits.
 fn lazy() -> WritebackConfig {
@@ -53,10 +24,6 @@ fn lazy() -> WritebackConfig {
         batch_blocks: 4,
         lru_flush_order: false,
     }
-}
-
-fn block(v: u8) -> Vec<u8> {
-    vec![v; BS as usize]
 }
 
 fn read_all(e: &Engine) -> Vec<u8> {
@@ -200,55 +167,6 @@ fn flush_all_is_not_cheated_by_a_rewrite_during_the_call() {
         assert_eq!(got, block(8), "{mode}");
         drop(v);
         drop(e);
-    }
-}
-
-/// Backing whose writes wait while closed (counting the writes that arrived).
-struct Gated {
-    inner: Arc<dyn Device>,
-    closed: Mutex<bool>,
-    cv: Condvar,
-    arrived: AtomicU64,
-}
-
-impl Gated {
-    fn new(inner: Arc<dyn Device>) -> Self {
-        Self { inner, closed: Mutex::new(false), cv: Condvar::new(), arrived: AtomicU64::new(0) }
-    }
-    fn close(&self) {
-        self.arrived.store(0, SeqCst);
-        *self.closed.lock() = true;
-    }
-    fn open(&self) {
-        *self.closed.lock() = false;
-        self.cv.notify_all();
-    }
-}
-
-impl Device for Gated {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.arrived.fetch_add(1, SeqCst);
-        let mut c = self.closed.lock();
-        while *c {
-            self.cv.wait(&mut c);
-        }
-        drop(c);
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.trim(offset, len)
-    }
-    fn describe(&self) -> String {
-        "gated".into()
     }
 }
 

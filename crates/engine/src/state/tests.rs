@@ -263,34 +263,30 @@ fn fences_cover_their_key_range_until_lowered() {
 /// was written long ago and then flushed is next in line for eviction, not the newest.
 #[test]
 fn a_flushed_block_keeps_its_last_access_time() {
-    let mut st = state(3);
-    let w = st.access(1, Op::Write, 0);
-    let c1 = st.reserve().unwrap();
-    st.commit_dirty(w.key, c1, 0, false);
-    for k in [2, 3] {
-        let r = st.access(k, Op::Read, 0);
-        let c = st.allocate(&r).cache_block.unwrap();
-        st.unpin(c);
-    }
-    let epoch = st.current_epoch;
-    st.pin(c1);
-    st.flushed(epoch, 1, c1, 0);
-    st.unpin(c1);
+    // Key 1 written dirty, then keys `reads` read (each allocated and unpinned), then key 1
+    // flushed: its last access is still before the reads.
+    let flushed_after_reads = |capacity: u32, reads: &[u64]| {
+        let mut st = state(capacity);
+        let w = st.access(1, Op::Write, 0);
+        let c1 = st.reserve().unwrap();
+        st.commit_dirty(w.key, c1, 0, false);
+        for &k in reads {
+            let r = st.access(k, Op::Read, 0);
+            let c = st.allocate(&r).cache_block.unwrap();
+            st.unpin(c);
+        }
+        let epoch = st.current_epoch;
+        st.pin(c1);
+        st.flushed(epoch, 1, c1, 0);
+        st.unpin(c1);
+        st
+    };
+    let mut st = flushed_after_reads(3, &[2, 3]);
     let r = st.access(4, Op::Read, 0);
     let a = st.allocate(&r);
     assert_eq!(a.evicted, Some(1), "key 1 was accessed before keys 2 and 3");
     // The fallback path (no free block) evicts in the same order.
-    let mut st = state(2);
-    let w = st.access(1, Op::Write, 0);
-    let c1 = st.reserve().unwrap();
-    st.commit_dirty(w.key, c1, 0, false);
-    let r = st.access(2, Op::Read, 0);
-    let c = st.allocate(&r).cache_block.unwrap();
-    st.unpin(c);
-    let epoch = st.current_epoch;
-    st.pin(c1);
-    st.flushed(epoch, 1, c1, 0);
-    st.unpin(c1);
+    let mut st = flushed_after_reads(2, &[2]);
     assert_eq!(st.evict_clean(1), 1);
     assert!(st.get(1).is_none() && st.get(2).is_some(), "the oldest access leaves first");
 }

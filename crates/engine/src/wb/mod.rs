@@ -32,4 +32,4 @@ pub use config::WritebackConfig;
 #[cfg(test)]
 mod race_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

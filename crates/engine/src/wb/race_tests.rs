@@ -6,10 +6,10 @@
 //! copy never lands after them; and a version rewritten while in flight stays dirty and is
 //! flushed again. Each test checks every byte of backing and of the volume.
 
-use super::tests::{backing_block, block, format, open, BS, VOL};
+use super::tests::{backing_block, block, devices, format, open, pass_through, BS, VOL};
 use crate::device::fault::PowerCut;
 use crate::device::{FaultDevice, MemDevice};
-use crate::{Device, DirtyLimit, WriteMode, WritebackConfig};
+use crate::{Device, DirtyLimit, Engine, Volume, WriteMode, WritebackConfig};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
@@ -54,12 +54,7 @@ impl Latch {
 }
 
 impl Device for Latch {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.inner.read_at(offset, buf)
-    }
+    pass_through!(inner);
     fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
         if self.armed.swap(false, SeqCst) {
             self.caught.fetch_add(1, SeqCst);
@@ -69,12 +64,6 @@ impl Device for Latch {
             }
         }
         self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.trim(offset, len)
     }
     fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
         self.inner.write_zeroes(offset, len)
@@ -92,6 +81,38 @@ fn eager(max_dirty: u64) -> WritebackConfig {
         max_epochs: 4,
         batch_blocks: 64,
         lru_flush_order: false,
+    }
+}
+
+/// An engine under write-back flush over a [`Latch`]ed memory backing, whose flusher is
+/// stuck in its backing write of `data` (written at `offset`): (backing memory, latch,
+/// engine, volume).
+fn stuck_flush(offset: u64, data: &[u8]) -> (Arc<MemDevice>, Arc<Latch>, Engine, Volume) {
+    let (cache, mem) = devices();
+    let latch = Arc::new(Latch::new(mem.clone()));
+    let e = open(cache, latch.clone(), WriteMode::WriteBackFlush, eager(200)).unwrap();
+    let v = e.volume("v").unwrap();
+    latch.arm();
+    v.write(offset, data, false).unwrap();
+    latch.wait_caught();
+    (mem, latch, e, v)
+}
+
+/// A volume's bytes with block `b` filled with `x` for each (b, x), zeros elsewhere.
+fn volume_with(blocks: &[(u64, u8)]) -> Vec<u8> {
+    let mut want = vec![0u8; VOL as usize];
+    for &(b, x) in blocks {
+        want[(b * BS) as usize..((b + 1) * BS) as usize].fill(x);
+    }
+    want
+}
+
+/// The outcome of `f` run by [`within`]: at once if it finished, else waited for (at most
+/// 10 s more; `what` names it in the panic).
+fn finished<T>(done: Option<T>, rx: &mpsc::Receiver<T>, what: &str) -> T {
+    match done {
+        Some(r) => r,
+        None => rx.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("{what}")),
     }
 }
 
@@ -135,15 +156,7 @@ fn within<T: Send + 'static>(
 /// at the next FLUSH.
 #[test]
 fn a_write_to_a_block_being_flushed_completes_while_backing_is_stuck() {
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
-    let latch = Arc::new(Latch::new(mem.clone()));
-    let e = open(cache, latch.clone(), WriteMode::WriteBackFlush, eager(200)).unwrap();
-    let v = e.volume("v").unwrap();
-    latch.arm();
-    v.write(0, &four_blocks(), false).unwrap();
-    latch.wait_caught();
+    let (mem, latch, e, v) = stuck_flush(0, &four_blocks());
     // The batch (blocks 0..4) is stuck in its backing write. Rewrite block 1 and write
     // block 2's neighbour in the same chunk.
     let v2 = v.clone();
@@ -158,10 +171,7 @@ fn a_write_to_a_block_being_flushed_completes_while_backing_is_stuck() {
     done.unwrap().unwrap();
     v.flush().unwrap();
     assert_eq!(e.dirty_stats().dirty_blocks, 0);
-    let mut want = vec![0u8; VOL as usize];
-    for (b, x) in [(0u64, 1u8), (1, 21), (2, 22), (3, 4)] {
-        want[(b * BS) as usize..((b + 1) * BS) as usize].fill(x);
-    }
+    let want = volume_with(&[(0, 1), (1, 21), (2, 22), (3, 4)]);
     assert_bytes(&mem.snapshot(), &want, "backing after the FLUSH");
     let mut got = vec![0u8; VOL as usize];
     v.read(0, &mut got).unwrap();
@@ -189,11 +199,7 @@ fn a_write_through_fallback_is_not_overtaken_by_the_flushers_older_copy() {
     let v2 = v.clone();
     let (done, rx) = within(1, move || v2.write(2 * BS, &block(33), false));
     latch.release();
-    let r = match done {
-        Some(r) => r,
-        None => rx.recv_timeout(Duration::from_secs(10)).expect("the write never finished"),
-    };
-    r.unwrap();
+    finished(done, &rx, "the write never finished").unwrap();
     assert_eq!(e.stats().total.write_through_fallbacks, before + 1, "it was written through");
     // The flusher's batch ends (blocks 0, 1 and 3 flushed, block 2 dropped by the write).
     let t0 = std::time::Instant::now();
@@ -201,10 +207,7 @@ fn a_write_through_fallback_is_not_overtaken_by_the_flushers_older_copy() {
         assert!(t0.elapsed() < Duration::from_secs(10), "the flusher's batch never ended");
         std::thread::sleep(Duration::from_millis(1));
     }
-    let mut want = vec![0u8; VOL as usize];
-    for (b, x) in [(0u64, 1u8), (1, 2), (2, 33), (3, 4)] {
-        want[(b * BS) as usize..((b + 1) * BS) as usize].fill(x);
-    }
+    let want = volume_with(&[(0, 1), (1, 2), (2, 33), (3, 4)]);
     v.flush().unwrap();
     let mut got = vec![0u8; VOL as usize];
     v.read(0, &mut got).unwrap();
@@ -234,30 +237,15 @@ fn a_write_through_fallback_is_not_overtaken_by_the_flushers_older_copy() {
 /// next one) waits for that backing write: the flusher's copy must not land after the zeros.
 #[test]
 fn write_zeroes_racing_a_flush_of_its_blocks_leaves_zeros_on_backing() {
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
-    let latch = Arc::new(Latch::new(mem.clone()));
-    let e = open(cache, latch.clone(), WriteMode::WriteBackFlush, eager(200)).unwrap();
-    let v = e.volume("v").unwrap();
-    latch.arm();
-    v.write(0, &four_blocks(), false).unwrap();
-    latch.wait_caught();
+    let (mem, latch, e, v) = stuck_flush(0, &four_blocks());
     // All of block 2 and the first 1000 bytes of block 3.
     let v2 = v.clone();
     let (done, rx) = within(1, move || v2.write_zeroes(2 * BS, BS + 1000, false, true));
     latch.release();
-    let r = match done {
-        Some(r) => r,
-        None => rx.recv_timeout(Duration::from_secs(10)).expect("WRITE_ZEROES never finished"),
-    };
-    r.unwrap();
+    finished(done, &rx, "WRITE_ZEROES never finished").unwrap();
     v.flush().unwrap();
     assert_eq!(e.dirty_stats().dirty_blocks, 0);
-    let mut want = vec![0u8; VOL as usize];
-    for (b, x) in [(0u64, 1u8), (1, 2), (3, 4)] {
-        want[(b * BS) as usize..((b + 1) * BS) as usize].fill(x);
-    }
+    let mut want = volume_with(&[(0, 1), (1, 2), (3, 4)]);
     want[(3 * BS) as usize..(3 * BS + 1000) as usize].fill(0);
     assert_bytes(&mem.snapshot(), &want, "backing after the FLUSH");
     let mut got = vec![0u8; VOL as usize];
@@ -272,23 +260,14 @@ fn write_zeroes_racing_a_flush_of_its_blocks_leaves_zeros_on_backing() {
 /// leave it dirty: after the FLUSH, backing holds the last write.
 #[test]
 fn a_version_replaced_in_its_own_cache_block_while_in_flight_stays_dirty() {
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
-    let latch = Arc::new(Latch::new(mem.clone()));
-    let e = open(cache, latch.clone(), WriteMode::WriteBackFlush, eager(200)).unwrap();
-    let v = e.volume("v").unwrap();
-    latch.arm();
-    v.write(5 * BS, &block(1), false).unwrap();
-    latch.wait_caught();
+    let (mem, latch, e, v) = stuck_flush(5 * BS, &block(1));
     // Block 5's version 1 is in flight. Two rewrites in the same epoch (no FLUSH between).
     v.write(5 * BS, &block(2), false).unwrap();
     v.write(5 * BS, &block(3), false).unwrap();
     latch.release();
     v.flush().unwrap();
     assert_eq!(e.dirty_stats().dirty_blocks, 0);
-    let mut want = vec![0u8; VOL as usize];
-    want[(5 * BS) as usize..(6 * BS) as usize].fill(3);
+    let want = volume_with(&[(5, 3)]);
     assert_bytes(&mem.snapshot(), &want, "backing after the FLUSH");
     let mut got = vec![0u8; VOL as usize];
     v.read(0, &mut got).unwrap();

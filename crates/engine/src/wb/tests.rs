@@ -14,37 +14,53 @@ use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 
-pub(super) const BS: u64 = 4096;
-pub(super) const VOL: u64 = 64 * BS;
+pub(crate) const BS: u64 = 4096;
+pub(crate) const VOL: u64 = 64 * BS;
 
-/// Backing whose writes wait while the gate is closed (counting the writers that arrived).
-struct Gated {
+/// `size`, `read_at`, `sync` and `trim` of a test device, passed to its device `$inner`.
+macro_rules! pass_through {
+    ($inner:tt) => {
+        fn size(&self) -> u64 {
+            self.$inner.size()
+        }
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            self.$inner.read_at(offset, buf)
+        }
+        fn sync(&self) -> std::io::Result<()> {
+            self.$inner.sync()
+        }
+        fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
+            self.$inner.trim(offset, len)
+        }
+    };
+}
+pub(super) use pass_through;
+
+/// Backing whose writes wait while the gate is closed (counting the writes that arrived since
+/// it closed).
+pub(crate) struct Gated {
     inner: Arc<dyn Device>,
     closed: Mutex<bool>,
     cv: Condvar,
-    arrived: AtomicU64,
+    pub(crate) arrived: AtomicU64,
 }
 
 impl Gated {
-    fn new(inner: Arc<dyn Device>) -> Self {
+    pub(crate) fn new(inner: Arc<dyn Device>) -> Self {
         Self { inner, closed: Mutex::new(false), cv: Condvar::new(), arrived: AtomicU64::new(0) }
     }
-    fn close(&self) {
+    pub(crate) fn close(&self) {
+        self.arrived.store(0, SeqCst);
         *self.closed.lock() = true;
     }
-    fn open(&self) {
+    pub(crate) fn open(&self) {
         *self.closed.lock() = false;
         self.cv.notify_all();
     }
 }
 
 impl Device for Gated {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.inner.read_at(offset, buf)
-    }
+    pass_through!(inner);
     fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
         self.arrived.fetch_add(1, SeqCst);
         let mut c = self.closed.lock();
@@ -54,24 +70,25 @@ impl Device for Gated {
         drop(c);
         self.inner.write_at(offset, data)
     }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.trim(offset, len)
-    }
     fn describe(&self) -> String {
         "gated".into()
     }
 }
 
-pub(super) fn format(cache: &dyn Device) {
+pub(crate) fn format(cache: &dyn Device) {
     let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
     spec.journal_bytes = 8 * BS;
     Engine::format(cache, &spec).unwrap();
 }
 
-pub(super) fn open(
+/// A formatted 1 MiB memory cache ([`format`]) and a memory backing of [`VOL`] bytes.
+pub(super) fn devices() -> (Arc<MemDevice>, Arc<MemDevice>) {
+    let cache = Arc::new(MemDevice::new(1 << 20));
+    format(cache.as_ref());
+    (cache, Arc::new(MemDevice::new(VOL)))
+}
+
+pub(crate) fn open(
     cache: Arc<dyn Device>,
     backing: Arc<dyn Device>,
     mode: WriteMode,
@@ -100,7 +117,7 @@ fn lazy() -> WritebackConfig {
     }
 }
 
-pub(super) fn block(v: u8) -> Vec<u8> {
+pub(crate) fn block(v: u8) -> Vec<u8> {
     vec![v; BS as usize]
 }
 
@@ -121,9 +138,7 @@ fn write_policy_names_parse() {
 fn a_write_during_a_flush_is_not_held_and_the_closed_epoch_still_reaches_backing() {
     // Thesis 4.4.2: a FLUSH closes its epoch; a write issued meanwhile goes to the next epoch
     // at once, and the closed epoch's older version of the same block is still flushed.
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     let gated = Arc::new(Gated::new(mem.clone()));
     let e = open(cache, gated.clone(), WriteMode::WriteBackFlush, lazy()).unwrap();
     let v = e.volume("v").unwrap();
@@ -160,9 +175,7 @@ fn a_write_during_a_flush_is_not_held_and_the_closed_epoch_still_reaches_backing
 /// min_dirty (the TRIM asks for them) and backing is slow.
 #[test]
 fn ordered_flush_returns_at_once_and_a_later_trim_waits_for_the_older_epoch() {
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     mem.write_at(3 * BS, &block(9)).unwrap();
     let gated = Arc::new(Gated::new(mem.clone()));
     let e = open(cache, gated.clone(), WriteMode::OrderedWriteBack, lazy()).unwrap();
@@ -196,9 +209,7 @@ fn ordered_flush_returns_at_once_and_a_later_trim_waits_for_the_older_epoch() {
 
 #[test]
 fn a_backing_error_while_flushing_fails_the_flush_keeps_the_data_and_is_retried() {
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     let backing = Arc::new(FaultDevice::new(mem.clone()).unwrap());
     let e = open(cache, backing.clone(), WriteMode::WriteBackFlush, lazy()).unwrap();
     let v = e.volume("v").unwrap();
@@ -288,9 +299,7 @@ fn write_back_persist_recovers_after_a_crash_and_inspect_shows_epochs_and_genera
 
 #[test]
 fn a_clean_stop_under_write_back_flush_writes_everything_to_backing() {
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackFlush, lazy()).unwrap();
     let v = e.volume("v").unwrap();
     for b in 0..10u64 {
@@ -333,9 +342,7 @@ fn a_fua_write_of_many_chunks_is_durable_under_write_back_flush() {
 
 #[test]
 fn over_max_dirty_writes_fall_through_and_fua_is_durable() {
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     let backing = Arc::new(FaultDevice::new(mem.clone()).unwrap());
     let wb = WritebackConfig {
         max_dirty: Some(DirtyLimit::Blocks(8)),
@@ -356,9 +363,7 @@ fn over_max_dirty_writes_fall_through_and_fua_is_durable() {
 
 #[test]
 fn a_partial_write_merges_with_the_dirty_version() {
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     for mode in [WriteMode::WriteBackFlush, WriteMode::WriteBackPersist] {
         let e = open(cache.clone(), mem.clone(), mode, lazy()).unwrap();
         let v = e.volume("v").unwrap();
@@ -447,21 +452,10 @@ impl Recorder {
 }
 
 impl Device for Recorder {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.inner.read_at(offset, buf)
-    }
+    pass_through!(inner);
     fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
         self.writes.lock().extend((offset / BS)..(offset + data.len() as u64).div_ceil(BS));
         self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.trim(offset, len)
     }
     fn describe(&self) -> String {
         "recorder".into()
@@ -485,9 +479,7 @@ fn epochs_past_the_16_bit_wrap_are_recovered_oldest_first() {
     // Issue 10 item 3: epochs are persisted in 16 bits (checkpoint flags, journal entries),
     // so they wrap after 65,536 barriers. Block 9 is written in epoch 65,531, block 2 in
     // epoch 65,542 (6 in 16 bits); after a crash, block 9 must still be the older one.
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
     let v = e.volume("v").unwrap();
     for _ in 0..65_530 {
@@ -515,9 +507,7 @@ fn a_dirty_block_older_than_half_the_epoch_space_keeps_recovery_ordered() {
     // than half of the 16-bit epoch space, where wrap-aware ordering alone would call it the
     // newer one. The engine keeps every persisted dirty epoch within a window of the current
     // one, so recovery still orders it first.
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     let backing = Arc::new(FaultDevice::new(mem.clone()).unwrap());
     backing.fail_nth(1, &[IoKind::Write], true);
     let e = open(cache.clone(), backing.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
@@ -540,9 +530,7 @@ fn the_flusher_writes_back_a_block_half_a_window_old() {
     // The flusher idles below min_dirty, but a dirty block whose epoch falls half the epoch
     // window behind the current one is flushed anyway (so its stored 16-bit epoch stays
     // ordered); nothing else asks for it here.
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
     let v = e.volume("v").unwrap();
     v.write(9 * BS, &block(9), false).unwrap();
@@ -568,9 +556,7 @@ fn dirty_blocks_over_a_backing_modified_while_stopped_refuse_the_start() {
     // Issue 10 item 1: a clean shutdown under write-back persist keeps dirty blocks in the
     // checkpoint; if the backing is written behind ember's back meanwhile, they must not be
     // mixed with it.
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
     e.volume("v").unwrap().write(5 * BS, &block(5), false).unwrap();
     e.volume("v").unwrap().flush().unwrap();
@@ -592,9 +578,7 @@ fn dirty_blocks_over_a_backing_modified_while_stopped_refuse_the_start() {
 
 #[test]
 fn dirty_blocks_recovered_after_a_crash_refuse_another_backing() {
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
     e.volume("v").unwrap().write(5 * BS, &block(5), false).unwrap();
     e.volume("v").unwrap().flush().unwrap();
@@ -617,20 +601,9 @@ fn dirty_blocks_recovered_after_a_crash_refuse_another_backing() {
 struct Anonymous(Arc<MemDevice>);
 
 impl Device for Anonymous {
-    fn size(&self) -> u64 {
-        self.0.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.0.read_at(offset, buf)
-    }
+    pass_through!(0);
     fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
         self.0.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.0.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.0.trim(offset, len)
     }
     fn describe(&self) -> String {
         "anonymous".into()
@@ -639,9 +612,7 @@ impl Device for Anonymous {
 
 #[test]
 fn an_unidentifiable_backing_starts_cold_but_keeps_its_dirty_blocks() {
-    let cache = Arc::new(MemDevice::new(1 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
+    let (cache, mem) = devices();
     let anon = || Arc::new(Anonymous(mem.clone())) as Arc<dyn Device>;
     let e = open(cache.clone(), anon(), WriteMode::WriteBackPersist, lazy()).unwrap();
     let v = e.volume("v").unwrap();
@@ -668,9 +639,7 @@ fn an_unidentifiable_backing_starts_cold_but_keeps_its_dirty_blocks() {
 fn a_persisted_dirty_map_naming_a_key_twice_or_unknown_flags_is_refused() {
     use crate::layout::{Checkpoint, Superblock};
     for case in ["duplicate key", "unknown flags"] {
-        let cache = Arc::new(MemDevice::new(1 << 20));
-        format(cache.as_ref());
-        let mem = Arc::new(MemDevice::new(VOL));
+        let (cache, mem) = devices();
         let e = open(cache.clone(), mem.clone(), WriteMode::WriteBackPersist, lazy()).unwrap();
         let v = e.volume("v").unwrap();
         for b in 0..6u64 {

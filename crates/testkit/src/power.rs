@@ -1,9 +1,8 @@
-//! The power-cut harness of the write-policy trials (`writeback_power.rs`, `live_power.rs`):
-//! one power supply for the cache device and backing (the n-th I/O over both cuts both,
-//! dropping every unsynced write, or tearing it), a small volume over it, and the model of
-//! what each byte may hold after the cut.
+//! The power-cut harness of the engine's write-policy trials (`writeback_power.rs`,
+//! `live_power.rs`): one power supply for the cache device and backing (the n-th I/O over
+//! both cuts both, dropping every unsynced write, or tearing it), a small volume over it,
+//! and the model of what each byte may hold after the cut.
 
-use super::{rng, BS};
 use ember_engine::device::fault::PowerCut;
 use ember_engine::device::{FaultDevice, MemDevice};
 use ember_engine::{
@@ -16,6 +15,9 @@ use parking_lot::Mutex;
 use rand::Rng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
+
+use crate::devices::{Wrap, Wrapper};
+use crate::engine::{rng, BS};
 
 pub const BLOCKS: u64 = 48;
 pub const VOL: u64 = BLOCKS * BS;
@@ -68,12 +70,15 @@ impl Power {
     }
 }
 
-/// A device on the shared power supply.
+/// A device on the shared power supply: every I/O through it counts toward the cut.
 pub struct Rail(pub Arc<FaultDevice>, pub Arc<Power>);
 
-impl Device for Rail {
-    fn size(&self) -> u64 {
-        self.0.size()
+impl Wrapper for Rail {
+    fn inner(&self) -> &dyn Device {
+        self.0.as_ref()
+    }
+    fn describe(&self) -> String {
+        self.0.describe()
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
         self.1.tick();
@@ -94,9 +99,6 @@ impl Device for Rail {
     fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
         self.1.tick();
         self.0.write_zeroes(offset, len)
-    }
-    fn describe(&self) -> String {
-        self.0.describe()
     }
 }
 
@@ -134,10 +136,10 @@ impl Bench {
     pub fn open(&self, mode: WriteMode) -> Result<Engine, ember_engine::EngineError> {
         Engine::open_with(
             EngineConfig {
-                cache: Arc::new(Rail(self.cache.clone(), self.power.clone())),
+                cache: Arc::new(Wrap(Rail(self.cache.clone(), self.power.clone()))),
                 volumes: vec![VolumeConfig {
                     name: "v".into(),
-                    backing: Arc::new(Rail(self.backing.clone(), self.power.clone())),
+                    backing: Arc::new(Wrap(Rail(self.backing.clone(), self.power.clone()))),
                 }],
                 write_mode: mode,
                 replacement: Box::new(|cap| build(Kind::Lru, cap)),

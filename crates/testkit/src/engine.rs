@@ -1,14 +1,12 @@
-//! Shared by the end-to-end tests: a rig of volumes over memory, a reference model of every
-//! acknowledged byte, and a seeded random workload.
-
-#![allow(dead_code)]
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
-
-pub mod power;
+//! The engine under test: formatting a cache and opening an engine with LRU and
+//! admit-on-demand, a rig of volumes over memory, a reference model of every acknowledged
+//! byte, and a seeded random workload.
 
 use ember_engine::device::MemDevice;
+use ember_engine::layout::Superblock;
 use ember_engine::{
-    Device, Engine, EngineConfig, FormatSpec, Volume, VolumeConfig, VolumeSpec, WriteMode,
+    Device, Engine, EngineConfig, EngineError, FormatSpec, Volume, VolumeConfig, VolumeSpec,
+    WriteMode, WritebackConfig,
 };
 use ember_policy::admission::Aod;
 use ember_policy::replacement::{build, Kind};
@@ -16,64 +14,71 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::sync::Arc;
 
+use crate::devices::Jitter;
+
+/// The block size the tests use.
 pub const BS: u64 = 4096;
 
+/// A seeded generator.
 pub fn rng(seed: u64) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(seed)
 }
 
+/// Format `cache` for one volume per (name, size); `journal_bytes` of journal (`None`: the
+/// default). Panics on failure; returns the superblock.
+pub fn format(
+    cache: &dyn Device,
+    volumes: &[(&str, u64)],
+    journal_bytes: Option<u64>,
+) -> Superblock {
+    let mut spec = FormatSpec::new(
+        volumes.iter().map(|&(name, size)| VolumeSpec { name: name.into(), size }).collect(),
+    );
+    if let Some(j) = journal_bytes {
+        spec.journal_bytes = j;
+    }
+    Engine::format(cache, &spec).unwrap_or_else(|e| panic!("format: {e}"))
+}
+
+/// The configuration of an engine over `cache` with one volume per (name, backing), LRU
+/// replacement and admit-on-demand (Aod).
+pub fn lru_config(
+    cache: Arc<dyn Device>,
+    volumes: Vec<(&str, Arc<dyn Device>)>,
+    mode: WriteMode,
+) -> EngineConfig {
+    EngineConfig {
+        cache,
+        volumes: volumes
+            .into_iter()
+            .map(|(name, backing)| VolumeConfig { name: name.into(), backing })
+            .collect(),
+        write_mode: mode,
+        replacement: Box::new(|cap| build(Kind::Lru, cap)),
+        admission: Box::new(Aod),
+    }
+}
+
+/// [`Engine::open_with`] of [`lru_config`].
+pub fn open_lru(
+    cache: Arc<dyn Device>,
+    volumes: Vec<(&str, Arc<dyn Device>)>,
+    mode: WriteMode,
+    wb: WritebackConfig,
+) -> Result<Engine, EngineError> {
+    Engine::open_with(lru_config(cache, volumes, mode), wb)
+}
+
 /// Volumes over memory (their content is the truth a crash never loses) and a cache device.
 pub struct Rig {
+    /// The cache device.
     pub cache: Arc<dyn Device>,
+    /// The volumes' names: vol0, vol1, …
     pub names: Vec<String>,
+    /// The volumes' backing memory.
     pub backing: Vec<Arc<MemDevice>>,
     /// Serve the backing through [`Jitter`] (widens race windows).
     pub jitter: bool,
-}
-
-/// Sleeps up to 100 µs after about one read or write in three of the device it wraps, so
-/// requests racing on a block overlap in every possible order.
-pub struct Jitter(pub Arc<dyn Device>, pub std::sync::atomic::AtomicU64);
-
-impl Jitter {
-    fn pause(&self) {
-        let n = self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-        if h.is_multiple_of(3) {
-            std::thread::sleep(std::time::Duration::from_micros(h % 100));
-        }
-    }
-}
-
-impl Device for Jitter {
-    fn size(&self) -> u64 {
-        self.0.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.0.read_at(offset, buf)?;
-        self.pause();
-        Ok(())
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.pause();
-        self.0.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.0.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.pause();
-        self.0.trim(offset, len)
-    }
-    fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.0.write_zeroes(offset, len)
-    }
-    fn describe(&self) -> String {
-        format!("jittery {}", self.0.describe())
-    }
-    fn identity(&self) -> std::io::Result<ember_engine::device::Identity> {
-        self.0.identity()
-    }
 }
 
 impl Rig {
@@ -88,34 +93,24 @@ impl Rig {
             })
             .collect();
         let names: Vec<String> = (0..volumes).map(|i| format!("vol{i}")).collect();
-        let mut spec = FormatSpec::new(
-            names.iter().map(|n| VolumeSpec { name: n.clone(), size: blocks * BS }).collect(),
-        );
-        spec.journal_bytes = 0;
-        Engine::format(cache.as_ref(), &spec).expect("format");
+        let sizes: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), blocks * BS)).collect();
+        format(cache.as_ref(), &sizes, Some(0));
         Self { cache, names, backing, jitter: false }
     }
 
-    pub fn open(&self, mode: WriteMode) -> Result<Engine, ember_engine::EngineError> {
-        Engine::open(EngineConfig {
-            cache: self.cache.clone(),
-            volumes: self
-                .names
-                .iter()
-                .zip(&self.backing)
-                .map(|(n, b)| {
-                    let backing: Arc<dyn Device> = if self.jitter {
-                        Arc::new(Jitter(b.clone(), Default::default()))
-                    } else {
-                        b.clone()
-                    };
-                    VolumeConfig { name: n.clone(), backing }
-                })
-                .collect(),
-            write_mode: mode,
-            replacement: Box::new(|cap| build(Kind::Lru, cap)),
-            admission: Box::new(Aod),
-        })
+    /// Open an engine over the rig (LRU, admit-on-demand) with `mode`.
+    pub fn open(&self, mode: WriteMode) -> Result<Engine, EngineError> {
+        let volumes = self
+            .names
+            .iter()
+            .zip(&self.backing)
+            .map(|(n, b)| {
+                let backing: Arc<dyn Device> =
+                    if self.jitter { Arc::new(Jitter::new(b.clone())) } else { b.clone() };
+                (n.as_str(), backing)
+            })
+            .collect();
+        open_lru(self.cache.clone(), volumes, mode, WritebackConfig::default())
     }
 
     /// The reference: what every volume must read as (the backing content, which receives
@@ -127,6 +122,7 @@ impl Rig {
 
 /// One client request.
 #[derive(Clone, Debug)]
+#[allow(missing_docs)]
 pub enum Req {
     Read { vol: usize, off: u64, len: usize },
     Write { vol: usize, off: u64, data: Vec<u8>, fua: bool },
@@ -175,7 +171,7 @@ pub fn apply(model: &mut [Vec<u8>], req: &Req) {
 }
 
 /// Issue a request; a read's bytes come back.
-pub fn issue(exports: &[Volume], req: &Req) -> Result<Option<Vec<u8>>, ember_engine::EngineError> {
+pub fn issue(exports: &[Volume], req: &Req) -> Result<Option<Vec<u8>>, EngineError> {
     match req {
         Req::Read { vol, off, len } => {
             let mut b = vec![0u8; *len];
@@ -191,6 +187,7 @@ pub fn issue(exports: &[Volume], req: &Req) -> Result<Option<Vec<u8>>, ember_eng
     }
 }
 
+/// The rig's volumes in `e`, in order.
 pub fn exports(e: &Engine, rig: &Rig) -> Vec<Volume> {
     rig.names.iter().map(|n| e.volume(n).expect("volume")).collect()
 }
