@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/demote-live: Wong & Wilkes' DEMOTE between two real `ember serve` tiers (issue 12).
+"""bench/demote-live: Wong & Wilkes' DEMOTE between two real `ember serve` tiers.
 
 Part 1, Table 2 live: for RANDOM and ZIPF (`ember trace gen ww-random|ww-zipf`, N_c = N_a =
 the capacity of a `mem:MEM` cache), schemes NONE-LRU, DEMOTE-LRU and DEMOTE: a client tier

@@ -2,7 +2,7 @@
 through ember's own Python package (`emberlab.sim`, the same code as the `ember sim` command;
 crates/py/tests checks that the two give the same numbers).
 
-Issue 2, "Exactness against a real peer": count-based capacity (libCacheSim with
+Exactness against a real peer: count-based capacity (libCacheSim with
 `ignore_obj_size=True`, so every object is one unit; ember with capacity in blocks), on
 (a) a synthetic Zipf trace and (b) a uniform trace, both generated and written as
 oracleGeneral by ember and read by both tools from the same file, and (c) libCacheSim's real

@@ -1,4 +1,4 @@
-//! `ember analyze`'s report over a trace that streams past (issue 17): the same document as
+//! `ember analyze`'s report over a trace that streams past: the same document as
 //! [`crate::report::analyze`] over the held trace, in memory per distinct block, not per
 //! request.
 //!

@@ -162,7 +162,7 @@ pub fn run(cmd: WarmupCommand) -> anyhow::Result<()> {
 }
 
 /// The trace of an experiment: held in memory (a pipe, or a regular file whose volumes are
-/// not in time order), or streamed from a regular file, a pass per experiment run (issue 17).
+/// not in time order), or streamed from a regular file, a pass per experiment run.
 enum Source<'a> {
     /// Every volume's accesses, sorted by time, and the trace's first time.
     Held(Vec<VolumeAccesses>, u64),

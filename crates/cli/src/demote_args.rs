@@ -1,4 +1,4 @@
-//! `ember serve`'s flags for Wong & Wilkes' two tiers (issue 12, docs/guide/demote.md "Two real
+//! `ember serve`'s flags for Wong & Wilkes' two tiers (docs/guide/demote.md "Two real
 //! tiers"): `--demote` makes a client tier, `--array-scheme` an array tier.
 
 use clap::Args;

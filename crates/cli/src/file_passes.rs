@@ -1,6 +1,6 @@
 //! A regular trace file read in passes, each from the start and from any thread: how the
 //! experiments that need several passes (`ember sievestore --experiment`, `ember demote`)
-//! stream a trace instead of holding it (issue 17). A pipe cannot be read twice; its callers
+//! stream a trace instead of holding it. A pipe cannot be read twice; its callers
 //! read it into memory instead.
 
 use ember_trace::{ReadOptions, Request, TraceError};

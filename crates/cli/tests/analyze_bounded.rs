@@ -1,4 +1,4 @@
-//! `ember analyze` and `ember warmup advise` stream a regular trace file (issue 17): a census
+//! `ember analyze` and `ember warmup advise` stream a regular trace file: a census
 //! pass (each volume's block range and accesses), then one analysis pass feeding the whole
 //! trace's analyses and each volume's at once, so memory is per distinct block, not per
 //! request. 4 million generated requests over two volumes (MSR CSV, 200 MB; the whole-trace

@@ -125,7 +125,7 @@ fn analyze_then_warmup_on_a_generated_msr_trace() {
     assert!(text.contains("First-K") && text.contains("02:00"), "{text}");
 }
 
-/// Issue 11 item 6: `advise` decides from evidence. On `make demo`'s Bonfire week, Figure 8's
+/// `advise` decides from evidence. On `make demo`'s Bonfire week, Figure 8's
 /// tree says Last-K (hourly reaccesses dominate), but simulating every selector on the trace
 /// shows Top-K ahead; the recommendation follows the simulation, and its table agrees with
 /// `ember warmup run` on the same trace.

@@ -1,4 +1,4 @@
-//! `ember trace convert` streams a regular file (issue 17): a first pass reads the volume
+//! `ember trace convert` streams a regular file: a first pass reads the volume
 //! names, a second writes request by request (oracleGeneral through temporary files), so
 //! the trace is never held. 4 million requests of MSR-Cambridge CSV (128 MB as requests in
 //! memory) convert to ember's format and to oracleGeneral under `ulimit -v` 64 MiB, byte for

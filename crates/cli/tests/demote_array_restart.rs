@@ -1,4 +1,4 @@
-//! Issue 12, faults: the array tier restarts (SIGKILL, then started again on the same port,
+//! Faults: the array tier restarts (SIGKILL, then started again on the same port,
 //! cold) while a client tier with `--demote --nbd-reconnect` serves `ember replay`. The
 //! replay sees no error and every read verified correct; the client tier reconnects and its
 //! DEMOTEs resume: the new array receives and stores some (blocks read from it after the

@@ -1,4 +1,4 @@
-//! `ember demote` streams a regular trace file (issue 17): a counting pass (requests, volumes,
+//! `ember demote` streams a regular trace file: a counting pass (requests, volumes,
 //! the working set), a pass for the `wss` warm-up, then one pass per hierarchy run, so memory
 //! is the caches' state and the working set's block set, not the trace. 4 million generated
 //! requests as MSR CSV (128 MB held in memory, 32 bytes a request) run every scheme under an

@@ -1,4 +1,4 @@
-//! Issue 12, several clients: two client tiers (`ember serve --demote`, one memory cache
+//! Several clients: two client tiers (`ember serve --demote`, one memory cache
 //! each, 3044 blocks) over one array tier (`--array-scheme`, 6092 blocks), each client's
 //! requests replayed by its own `ember replay` at the trace's timestamps, both at once. The
 //! workload is section 5's sharing at different times, as `crates/sim/tests/

@@ -1,4 +1,4 @@
-//! Issue 12, "never stale, with several clients" (docs/design/architecture.md, "The stale rule"):
+//! DEMOTE never stale, with several clients (docs/design/architecture.md, "The stale rule"):
 //! client A
 //! reads a block, client B writes it, then A DEMOTEs its old copy. The array tier (a real
 //! `ember serve --array-scheme`) must refuse that DEMOTE, or it would serve A's old data to

@@ -1,4 +1,4 @@
-//! Issue 12: Wong & Wilkes' DEMOTE between two real `ember serve` tiers (docs/guide/demote.md, "Two
+//! Wong & Wilkes' DEMOTE between two real `ember serve` tiers (docs/guide/demote.md, "Two
 //! real tiers"). A client tier (`--demote`, memory cache) over an array tier
 //! (`--array-scheme`, memory cache) over a file backing; Wong & Wilkes' RANDOM and ZIPF
 //! workloads replayed with `ember replay` at queue depth 1 give the client and array hit rates

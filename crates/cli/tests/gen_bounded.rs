@@ -1,4 +1,4 @@
-//! `ember trace gen bonfire` writes its trace in bounded memory (issue 17: "`ember trace gen`
+//! `ember trace gen bonfire` writes its trace in bounded memory ("`ember trace gen`
 //! writes billion-request traces in bounded memory"): 21.6 million requests (2.5 days at 100
 //! requests a second, and the daily job) go to a pipe under an address-space limit
 //! (`ulimit -v`) of 64 MiB. The generator that held the whole trace needed 32 bytes a request

@@ -1,4 +1,4 @@
-//! Issue 10 item 1, through the built `ember serve` and qemu-io: a backing changed while ember
+//! Through the built `ember serve` and qemu-io: a backing changed while ember
 //! was stopped must never be served from the old cached copies. A file backing is checked
 //! (identity, size, modification and change times) and starts cold with a line saying why;
 //! an NBD backing cannot be checked, so its clean map is dropped unless `--trust-nbd-backing`

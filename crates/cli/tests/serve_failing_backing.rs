@@ -1,4 +1,5 @@
-//! Issue 10 item 7 through the real command: `ember serve --write-policy write-back-flush`
+//! Every wait ends on a failing backing, through the real command: `ember serve
+//! --write-policy write-back-flush`
 //! over an nbdkit backing that fails every write (its error filter). qemu-io writes and
 //! FLUSHes until the dirty epochs reach the cap (4); the next write used to wait forever for a
 //! flusher that can never succeed, and SIGTERM then hung (the server waits for requests in

@@ -1,4 +1,4 @@
-//! `ember serve --cache mem:SIZE` (issue 11 item 1): a cache in memory, formatted at every
+//! `ember serve --cache mem:SIZE`: a cache in memory, formatted at every
 //! start. qemu-io writes and reads patterns through it (a second read hits, the backing file
 //! holds every written byte once the server stops), a restart starts cold, and the write
 //! policies a memory cache cannot keep safe are refused with a reason.

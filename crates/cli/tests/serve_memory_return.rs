@@ -1,5 +1,5 @@
 //! A burst of large writes must not leave its buffers in the server's RSS after the client
-//! leaves (issue 17: RAM per cached block is the engine's state, not what a fill left behind).
+//! leaves (RAM per cached block is the engine's state, not what a fill left behind).
 //! fio writes 256 MiB through `ember serve` three times, in 8 MiB, 2 MiB and 512 KiB requests,
 //! 8 in flight (up to 64 MiB of payload buffers at once), each on its own connection; once the
 //! last has closed, the server's anonymous RSS may exceed what it was at ready by the engine's

@@ -1,4 +1,4 @@
-//! One brain (the house's rule 7, issue 13): a block-aligned trace replayed through the real
+//! One brain (the house's rule 7): a block-aligned trace replayed through the real
 //! `ember serve` at queue depth 1 gives exactly the read hits, write hits and
 //! allocation-writes that the laboratory (`ember sievestore`, which runs the same policy code
 //! as `ember sim`) predicts for the same replacement policy, sieve and capacity.
@@ -127,7 +127,7 @@ fn serve_at_queue_depth_1_gives_the_simulators_counters() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("skewed.csv");
     write_csv_trace(&trace, &skewed_trace(3000, 13));
-    // SieveStore-C with lower thresholds than the paper's (issue 13 item 6: the parameters
+    // SieveStore-C with lower thresholds than the paper's (the parameters
     // are flags of both): more blocks pass the sieve.
     let low: &[&str] = &["--sieve-t1", "2", "--sieve-t2", "1", "--sieve-window", "1h"];
     // libCacheSim's admission filters: the doorkeeper as a Bloom filter and as an exact set,
@@ -268,7 +268,7 @@ fn frequency_and_lru_k_policies_agree_with_the_simulator() {
     eprintln!("{}", report.join("\n"));
 }
 
-/// A trace for SieveStore-D with 4-second epochs (issue 13 item 5): in each of 4 epochs a
+/// A trace for SieveStore-D with 4-second epochs: in each of 4 epochs a
 /// hot set of 20 blocks (drifting by 5 an epoch) read 12 times each and 60 cold single
 /// reads and writes, all between 0.5 s and 2 s into the epoch (one request at 0 s starts the
 /// clock). The 2 s before the next epoch's first request cover a replayer running late under
@@ -301,7 +301,7 @@ fn epoch_trace(path: &std::path::Path) {
     std::fs::write(path, f).unwrap();
 }
 
-/// SieveStore-D live (issue 13 item 5): replayed at the trace's timing through `ember serve
+/// SieveStore-D live: replayed at the trace's timing through `ember serve
 /// --admission sievestore-d --epoch 4s`, the real cache's batch allocation gives the read
 /// hits, write hits and allocation-writes (moves) of `ember sievestore` with the same epoch.
 /// Exact, because the trace leaves 2 s between an epoch's last request and the next
@@ -324,7 +324,7 @@ fn sievestore_d_batches_live_give_the_simulators_counters() {
     assert_eq!(got, want, "read hits, write hits, allocation-writes");
 }
 
-/// Issue 13 item 3: real block traces are full of 512-byte and unaligned requests. The rule
+/// Real block traces are full of 512-byte and unaligned requests. The rule
 /// both sides follow: a request touching part of a block is one access to that block, like
 /// a whole-block one (a read miss fills the whole block; a write to a cached block updates
 /// it and a write miss the sieve admits allocates it, read-modify-write, under every write

@@ -1,4 +1,4 @@
-//! Bonfire's performance snapshot in `ember serve` (issue 11, `--warmup-snapshot`) with real
+//! Bonfire's performance snapshot in `ember serve` (`--warmup-snapshot`) with real
 //! clients: a restarted memory cache preloads the blocks `ember replay` read from the
 //! snapshot, not from backing, and exactly those hit once each (`preloaded_hits`); a snapshot
 //! copy older than a later flushed write is not used (nbdsh writes, flushes and kills the

@@ -1,4 +1,4 @@
-//! Crash trials of the performance snapshot (issue 11): a memory cache under write-through
+//! Crash trials of the performance snapshot: a memory cache under write-through
 //! with `--warmup-snapshot` (16-block segments, so segments are written all through the
 //! run) serves a backing file; `nbdsh` issues random writes with unique content, some FUA,
 //! and FLUSHes (the writer of `crash_model`); ember is killed with SIGKILL at a random

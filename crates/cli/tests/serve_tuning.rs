@@ -1,4 +1,4 @@
-//! The write-back tuning flags of `ember serve` (issue 13 item 6) reach the engine, and bad
+//! The write-back tuning flags of `ember serve` reach the engine, and bad
 //! values are refused with a reason before anything is opened.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 

@@ -1,4 +1,4 @@
-//! Bonfire in `ember serve` (issue 11) with real clients: the warmup log of a memory cache
+//! Bonfire in `ember serve` with real clients: the warmup log of a memory cache
 //! read as a trace by the laboratory; a restarted memory cache preloads and every logged
 //! block hits (`ember replay`, every read verified); qemu-io writes during a preload over a
 //! slow backing (nbdkit's delay filter) win over the preload's older data; kill -9 during a

@@ -1,4 +1,4 @@
-//! `ember serve --warmup auto` (issue 11 item 6): the selector is chosen by simulating the
+//! `ember serve --warmup auto`: the selector is chosen by simulating the
 //! candidates on the warmup log's history with the laboratory's code. A log whose every
 //! period rereads a hot set early and then reads one-off blocks must pick Top-K (Last-K
 //! would preload the one-offs); a log too short to decide falls back to Last-K with a line

@@ -1,4 +1,4 @@
-//! Bonfire's logging volume as a real block device (issue 11 item 2: "a separate file or
+//! Bonfire's logging volume as a real block device ("a separate file or
 //! device"): `ember serve --warmup-log /dev/loopN` on a loop device. The device's leftovers
 //! (bytes an earlier user left in the record area) must not make the new log read as damaged;
 //! the trace commands read the log straight off the device, only its own extent; a restarted

@@ -1,4 +1,4 @@
-//! Bonfire's warmup log in the cache device's own layout (issue 11 item 2: "or the region
+//! Bonfire's warmup log in the cache device's own layout ("or the region
 //! reserved in the cache layout"): `ember cache format --warmup-log 1M` reserves it,
 //! `ember serve --warmup-log cache:` logs into it; after `kill -9` under write-through the
 //! cache starts cold (its map is not trusted) and preloads from the region, and every logged

@@ -1,4 +1,4 @@
-//! `ember sievestore`'s sieve runs stream the trace (issue 17): a generated trace of 10
+//! `ember sievestore`'s sieve runs stream the trace: a generated trace of 10
 //! million requests, written by `ember trace gen` into a FIFO and never stored, runs AOD,
 //! SieveStore-C and the ideal sieve under an address-space limit (`ulimit -v`) of 128 MiB.
 //! Held in memory the trace takes 320 MB (32 bytes a request), so a whole-trace design

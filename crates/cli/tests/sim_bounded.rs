@@ -1,4 +1,4 @@
-//! `ember sim` streams a trace in bounded memory (issue 17): a generator-backed trace of 20
+//! `ember sim` streams a trace in bounded memory: a generator-backed trace of 20
 //! million requests, written by `ember trace gen` into a FIFO and never stored, is simulated
 //! under an address-space limit (`ulimit -v`) of 64 MiB. Holding the trace as block accesses
 //! (keys and flags, 9 bytes each; 17 with OPT's next-access times) needs 180 MB for it (340
@@ -12,7 +12,7 @@
 //! - Reference: that whole-trace path, unlimited, on the same generated trace: the limited
 //!   runs' LRU and OPT misses must equal it exactly.
 //!
-//! - Issue 17's length: 200 million generated requests (1.8 GB as block accesses) stream
+//! - The full length: 200 million generated requests (1.8 GB as block accesses) stream
 //!   under the same limit, with a timeline every 20 million requests; the first interval's
 //!   misses equal an unlimited whole-trace run on the 20-million-request prefix (the generator
 //!   writes the same requests for the same seed whatever the length).
@@ -109,7 +109,7 @@ fn twenty_million_requests_stream_under_a_64_mib_address_space_with_exact_misses
     assert!(opt < streamed, "OPT {opt} must miss less than LRU {streamed}");
 }
 
-/// Issue 17: "a generator-backed trace of 200 M requests through `ember sim` under an
+/// The bound: "a generator-backed trace of 200 M requests through `ember sim` under an
 /// address-space limit that a whole-trace design exceeds, with the same misses as an
 /// unlimited run on a shorter prefix".
 #[test]

@@ -1,4 +1,4 @@
-//! The one-minute soak (issue 10 item 12; `make soak DURATION=…` runs it at length): the real
+//! The one-minute soak (`make soak DURATION=…` runs it at length): the real
 //! `ember serve` under write-back-persist and write-through, each with a volume on nbdkit's file
 //! plugin behind its `error` (1 % EIO) and `delay` filters and a plain file volume; 8 verifying
 //! python3-libnbd clients with reads, writes, FUA, FLUSH, TRIM and WRITE_ZEROES; abrupt

@@ -1,4 +1,4 @@
-//! `ember warmup run` and `ember warmup sweep` stream a regular trace file (issue 17): a
+//! `ember warmup run` and `ember warmup sweep` stream a regular trace file: a
 //! census pass (first time, each volume's working set and time order), then one pass per
 //! experiment run running every volume's caches and selectors at once, so memory is their
 //! state, not the trace. 4 million generated requests over two volumes and 2.3 days (MSR CSV,

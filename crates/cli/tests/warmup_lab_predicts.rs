@@ -1,4 +1,4 @@
-//! The laboratory predicts the real cache (issue 11, "What it must show"): a small version of
+//! The laboratory predicts the real cache: a small version of
 //! bench/warmup-live at queue depth 1. `ember serve` on a memory cache with a warmup log
 //! serves the first half of a Bonfire trace (`ember trace gen bonfire`: hourly reaccesses and
 //! one-offs) through `ember replay` (every read verified), is killed with SIGKILL, restarts,

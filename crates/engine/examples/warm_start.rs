@@ -1,5 +1,5 @@
 //! Warm start and clean stop of the engine alone (no process start, no NBD, no data I/O),
-//! per million cached blocks (issue 17's target: under 1 s each).
+//! per million cached blocks (target: under 1 s each).
 //!
 //! `cargo run --release -p ember-engine --example warm_start -- BLOCKS [DIR]`: formats a
 //! sparse cache file in DIR (default: a temporary directory) in front of a sparse backing

@@ -1,4 +1,4 @@
-//! Is a backing volume what the cache last saw? Checked at open (issue 10 item 1): a warm
+//! Is a backing volume what the cache last saw? Checked at open: a warm
 //! start keeps a volume's clean cached blocks only if its backing is the same medium in the
 //! same state as at the last clean shutdown (its [`Identity`]) and its first block has the
 //! same CRC (the fingerprint); dirty blocks are never written over a backing that changed.

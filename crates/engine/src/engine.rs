@@ -389,7 +389,7 @@ impl Engine {
         report
     }
 
-    /// Start Bonfire's warmup (issue 11): monitor every request into the warmup log
+    /// Start Bonfire's warmup: monitor every request into the warmup log
     /// `opts.log`, and, if this start loaded no map (cold or fresh), preload from the log
     /// in the background. A log that is missing, damaged, truncated or from another cache
     /// means no preload (the returned line says why), never an error; an error means the

@@ -199,7 +199,7 @@ fn sieves_from_the_policy_crate_decide_allocation() {
     assert_eq!((s.total.read_misses, s.total.read_hits), (13, 7));
 }
 
-/// Issue 13 item 1: under write-back the admission sieve decides write misses too (as in
+/// Under write-back the admission sieve decides write misses too (as in
 /// `ember sim` and SieveStore): a refused miss goes around the cache to backing; hits and
 /// admitted misses in the same request still become dirty cache blocks.
 #[test]
@@ -393,7 +393,7 @@ fn clean_shutdown_makes_the_next_start_warm() {
     assert!(r.to_string().contains("NOT clean"));
 }
 
-/// Issue 17: a clean stop does not rewrite a map that has not changed since the warm start
+/// A clean stop does not rewrite a map that has not changed since the warm start
 /// loaded it (the checkpoint keeps its generation and the next start is warm with the same
 /// blocks), and rewrites it after any change: a hit reorders the map, a TRIM unmaps.
 #[test]

@@ -367,7 +367,7 @@ fn validate(
         detail: format!("#{i}: {detail}"),
     };
     // Keys sorted once and one bit per cache block: no per-entry allocation or hashing (a
-    // warm start of millions of entries, issue 17).
+    // warm start of millions of entries).
     if let Some(i) = duplicate_key(&cp.entries) {
         return Err(corrupt(i, DUPLICATE.into()));
     }

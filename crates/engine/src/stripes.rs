@@ -20,7 +20,7 @@ pub const STRIPES: usize = 1024;
 /// thread panics while holding stripe locks (or inside a request, see `io::ctx`). A panic can
 /// leave a cache block mapped but never filled, or a backing write done without the cache
 /// update that goes with it; so from then on every lock attempt fails and the engine serves
-/// nothing more (issue 10 item 2). The next start is cold.
+/// nothing more. The next start is cold.
 pub(crate) struct Stripes {
     locks: Vec<Mutex<()>>,
     poisoned: AtomicBool,

@@ -1,4 +1,4 @@
-//! Issue 10 item 6: one WRITE_ZEROES (or TRIM) of a gigabyte on a slow backing must not hold
+//! One WRITE_ZEROES (or TRIM) of a gigabyte on a slow backing must not hold
 //! up a cached read of another block. Before the fix the request held every stripe lock for
 //! the whole backing call, so the read waited for the zeroing to finish.
 //!

@@ -1,6 +1,6 @@
 //! The hit path allocates (almost) nothing: a 4 KiB read hit through `Volume::read` and
 //! through `Volume::read_if_resident` (the NBD server's hit path) makes no heap allocation of
-//! its own (issue 14: "no per-request Vec", fixed-size arrays, no allocation in the stripe
+//! its own ("no per-request Vec", fixed-size arrays, no allocation in the stripe
 //! locks). Counted by a global allocator that counts only on the test's thread, while that
 //! thread reads.
 //!

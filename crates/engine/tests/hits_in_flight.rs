@@ -1,4 +1,4 @@
-//! `Volume::start_hit` / `Volume::reap_hits` (issue 14, `ember serve --direct` at depth):
+//! `Volume::start_hit` / `Volume::reap_hits` (`ember serve --direct` at depth):
 //! READ hits whose io_uring reads complete later. Served byte-exact; a write to a block
 //! whose READ is in flight waits until that READ is reaped (its stripe and pin are held
 //! across the reader's loop); a second READ of a block in flight is refused as busy, never

@@ -1,4 +1,4 @@
-//! Issue 10 item 2: a panic inside a request (here: a cache device that panics once, in the
+//! A panic inside a request (here: a cache device that panics once, in the
 //! allocation-write of a read miss) must never leave a mapped-but-unfilled cache block
 //! readable. Before the fix the read miss had mapped the key to a reused cache block (still
 //! holding the evicted block's bytes) and the unwind skipped the cleanup, so the next read of

@@ -1,4 +1,4 @@
-//! `Volume::read_hits` (issue 14, `ember serve --direct` at depth): a run of READs whose
+//! `Volume::read_hits` (`ember serve --direct` at depth): a run of READs whose
 //! blocks are resident is served with every cache-device read in flight at once (io_uring
 //! on an O_DIRECT file), byte-exact; the others are declined having done nothing; and a
 //! write to a block whose batched read is in flight waits for that read (the stripe locks

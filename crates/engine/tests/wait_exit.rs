@@ -1,4 +1,4 @@
-//! Issue 10 item 7: every wait in the engine has an exit on error and on shutdown. Under
+//! Every wait in the engine has an exit on error and on shutdown. Under
 //! write-back flush, a write past the epoch cap waits for the flusher; with a backing that
 //! fails every write the flusher never succeeds, and that wait used to loop forever (and with
 //! it the clean shutdown, which drains the requests in flight).

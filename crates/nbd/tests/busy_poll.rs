@@ -1,4 +1,4 @@
-//! The reader's busy-poll (server/spin.rs, issue 14): after a reply, with nothing in flight,
+//! The reader's busy-poll (server/spin.rs): after a reply, with nothing in flight,
 //! the reader polls its socket for a bounded, adaptive time before it blocks. A request that
 //! arrives after the poll gave up is still read and answered (the reader then blocks
 //! normally), and an idle connection costs at most one poll of CPU, not a busy core.

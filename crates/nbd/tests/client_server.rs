@@ -392,7 +392,7 @@ impl ember_nbd::Export for ThreadRecorder {
     forward_writes!();
 }
 
-/// Issue 14 (the hit path): a read the export calls fast runs on the connection's own thread
+/// The hit path: a read the export calls fast runs on the connection's own thread
 /// (no hand-off to the worker pool), one at a time or pipelined; a read it does not call fast
 /// always goes to a worker, so a slow read never holds up the reading of later requests.
 #[test]

@@ -1,4 +1,4 @@
-//! The server's hit path (issue 14): a READ the export serves at once is read into the
+//! The server's hit path: a READ the export serves at once is read into the
 //! connection reader's reusable reply buffer and sent from it, so a stream of 4 KiB reads
 //! makes no heap allocation in the server (before: the reply `Vec` of every READ, zeroed,
 //! 1.0 allocations per request or more). Counted by a global allocator over the whole process

@@ -1,4 +1,4 @@
-//! Issue 10 item 5: limits a client cannot exceed (connections, handshake options, the
+//! Limits a client cannot exceed (connections, handshake options, the
 //! whole-handshake deadline, the payload ceiling) and owner-only Unix sockets.
 
 use std::os::unix::fs::PermissionsExt;

@@ -1,4 +1,4 @@
-//! Issue 10 item 5: clients cannot exhaust the server's memory. 32 raw clients each send four
+//! Clients cannot exhaust the server's memory. 32 raw clients each send four
 //! 32 MiB READs and never read a byte of the replies (4 GiB asked for). The server holds no
 //! more than its shared budget of reply buffers, a well-behaved client is still served, and
 //! the memory comes back when the hostile clients go. Alone in its test binary, so the

@@ -1,6 +1,6 @@
 //! The buffers a connection starts READs into are registered with the export
-//! (`Export::register_read_buffer`: ember's O_DIRECT cache registers them with its io_uring,
-//! issue 14) when they are allocated, on the reader's thread, and unregistered there before
+//! (`Export::register_read_buffer`: ember's O_DIRECT cache registers them with its io_uring)
+//! when they are allocated, on the reader's thread, and unregistered there before
 //! they are freed. A buffer the export does not let go of is never freed: its registration
 //! could still let a device write into it, and a freed buffer's pages go to someone else.
 //!

@@ -5,7 +5,7 @@
 //! arrives alone after all its READs completed, is started (`Export::start_read`), so the
 //! reader goes on parsing the rest of the burst while the device reads it. Before this rule
 //! that READ was read at once: the reader waited on the device while the client's next
-//! requests sat in the socket (issue 14, docs/design/nbd-internals.md).
+//! requests sat in the socket (docs/design/nbd-internals.md).
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_testkit::nbd::*;

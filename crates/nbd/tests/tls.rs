@@ -1,4 +1,4 @@
-//! Issue 10 item 11: NBD over TLS (STARTTLS) with real clients: nbdinfo and nbdcopy over
+//! NBD over TLS (STARTTLS) with real clients: nbdinfo and nbdcopy over
 //! `nbds://` (libnbd's `tls-certificates=` query parameter), qemu-img with
 //! `--object tls-creds-x509`; plaintext clients refused under `require`; client certificates
 //! verified with `verify_peer`. The certificates are made here with rcgen, under the file

@@ -1,4 +1,4 @@
-//! The stale rule of DEMOTE with several clients (issue 12; docs/design/architecture.md, "The stale
+//! The stale rule of DEMOTE with several clients (docs/design/architecture.md, "The stale
 //! rule").
 //!
 //! A DEMOTE carries a client's clean copy of a block. If another client wrote the block after

@@ -1,5 +1,5 @@
 //! What identifies the medium behind a device, so a warm start can tell whether a backing
-//! volume was replaced or modified while ember was stopped (issue 10 item 1).
+//! volume was replaced or modified while ember was stopped.
 //!
 //! Both digests are stored in the superblock (`VolumeRecord::backing_medium`,
 //! `backing_state`), so they are computed with a fixed function ([`digest`], FNV-1a over

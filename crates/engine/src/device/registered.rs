@@ -1,4 +1,4 @@
-//! The buffers registered with a thread's io_uring (`uring.rs`), by address (issue 14). A
+//! The buffers registered with a thread's io_uring (`uring.rs`), by address. A
 //! read into a registered buffer (`IORING_OP_READ_FIXED`) skips pinning and unpinning its
 //! pages on every read: the kernel pinned them once, when the buffer was registered.
 //!

@@ -136,7 +136,7 @@ pub(super) fn adjacent(a: Plan, b: Plan) -> bool {
 
 /// A request inside the drain gate (leaves on drop). A panic anywhere in the request (a
 /// device, the engine, a barrier) poisons the engine as it unwinds: the request may have
-/// left the map or the journal cursor half updated (issue 10 item 2).
+/// left the map or the journal cursor half updated.
 pub(super) struct Entered<'a> {
     _pass: crate::gate::Pass<'a>,
     stripes: &'a crate::stripes::Stripes,

@@ -1,4 +1,4 @@
-//! Wong & Wilkes' DEMOTE in the real cache (issue 12, docs/guide/demote.md "Two real tiers"):
+//! Wong & Wilkes' DEMOTE in the real cache (docs/guide/demote.md "Two real tiers"):
 //!
 //! - the **client tier** ([`Volume::send_demote`]): a clean block the replacement policy
 //!   evicts to make room for a read miss or a write-through write miss is handed to backing

@@ -1,4 +1,4 @@
-//! READ hits whose cache-device reads complete later (issue 14, `ember serve --direct` at
+//! READ hits whose cache-device reads complete later (`ember serve --direct` at
 //! depth): [`Volume::start_hit`] checks and pins a READ's blocks and starts their device
 //! reads on the calling thread's ring ([`crate::device::Device::start_read`]) and returns;
 //! [`Volume::reap_hits`] reports the READs whose reads completed. A connection's reader

@@ -99,7 +99,7 @@ impl Volume {
     /// (before taking any block lock, so the flusher can always proceed). The wait ends with
     /// an error when a flusher batch fails meanwhile (backing refuses the writes: the client
     /// gets EIO instead of waiting forever), when a shutdown begins, or when a panic poisoned
-    /// the engine (issue 10 item 7).
+    /// the engine.
     fn wait_for_epochs(&self) -> Result<(), EngineError> {
         let inner = &self.inner;
         let mut st = inner.state.lock();

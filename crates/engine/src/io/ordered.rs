@@ -43,7 +43,7 @@ impl Drop for Hold<'_> {
 impl Volume {
     /// Hold the current epoch and wait, holding no stripe lock, until every older epoch
     /// reached backing. The wait ends with an error when a flusher batch fails meanwhile,
-    /// when a shutdown begins, or when a panic poisoned the engine (issue 10 item 7).
+    /// when a shutdown begins, or when a panic poisoned the engine.
     pub(super) fn hold_ordered(&self) -> Result<Hold<'_>, EngineError> {
         let inner = &*self.inner;
         let direct = inner.ordered_direct.lock();

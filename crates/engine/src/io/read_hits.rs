@@ -1,4 +1,4 @@
-//! Several READ hits at once (issue 14, `ember serve --direct` at depth): the hits of a run
+//! Several READ hits at once (`ember serve --direct` at depth): the hits of a run
 //! of requests a connection's reader already holds are checked and pinned in one state-lock
 //! section, under the stripe locks of all their blocks, and their cache-device reads go out
 //! together ([`crate::device::Device::read_many`]: io_uring on an O_DIRECT file), so a

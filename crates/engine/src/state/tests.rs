@@ -417,7 +417,7 @@ fn the_recency_list_evicts_as_the_simulators_lru() {
     }
 }
 
-/// Issue 17: the engine's state per cache block, index and policy included, is at most 48
+/// The engine's state per cache block, index and policy included, is at most 48
 /// bytes under LRU (43: 16 of index, 8 of key, 12 of lists and stamp, 3 of flags and
 /// counts, 4 of pins; it was 169 to 175 in RSS before the recency list replaced the hash
 /// map, the clean LRU tree and the policy's own index).

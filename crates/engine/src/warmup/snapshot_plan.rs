@@ -1,4 +1,4 @@
-//! Which of a preload's blocks come from the performance snapshot (issue 11 item 5: "the
+//! Which of a preload's blocks come from the performance snapshot ("the
 //! snapshot's copy of a block is used only if no later write to that block was logged").
 //!
 //! A copy carries a tag: the warmup log's sequence number it is at least as new as (the

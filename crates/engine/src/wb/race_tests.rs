@@ -1,5 +1,5 @@
 //! The flusher against foreground requests on the blocks of the batch it is writing
-//! (open-work issue 14): the flusher holds no stripe lock across its backing writes and
+//!: the flusher holds no stripe lock across its backing writes and
 //! sync, so a write to a block of the batch completes while the batch's backing write is
 //! stuck; a write that goes to backing directly (write-through fallback at max_dirty) and a
 //! WRITE_ZEROES of a block being flushed wait for its in-flight mark, so the flusher's older
@@ -151,8 +151,8 @@ fn within<T: Send + 'static>(
 }
 
 /// A foreground write to a block of the batch the flusher is writing completes while the
-/// batch's backing write is stuck (the flusher held the batch's stripe locks across it,
-/// issue 14), and its newer version is not marked clean by the old batch: it reaches backing
+/// batch's backing write is stuck (the flusher once held the batch's stripe locks across
+/// it), and its newer version is not marked clean by the old batch: it reaches backing
 /// at the next FLUSH.
 #[test]
 fn a_write_to_a_block_being_flushed_completes_while_backing_is_stuck() {

@@ -317,8 +317,7 @@ fn a_clean_stop_under_write_back_flush_writes_everything_to_backing() {
 }
 
 /// A FUA write longer than one chunk (64 blocks) under write-back flush: every chunk, not
-/// only the last, is on backing durably when the write is acknowledged. (Found by the
-/// issue 13 helper; ported alone from its branch.)
+/// only the last, is on backing durably when the write is acknowledged.
 #[test]
 fn a_fua_write_of_many_chunks_is_durable_under_write_back_flush() {
     const BIG: u64 = 256 * BS;
@@ -476,7 +475,7 @@ fn recovered_flush_order(cache: Arc<dyn Device>, mem: Arc<MemDevice>) -> Vec<u64
 
 #[test]
 fn epochs_past_the_16_bit_wrap_are_recovered_oldest_first() {
-    // Issue 10 item 3: epochs are persisted in 16 bits (checkpoint flags, journal entries),
+    // Epochs are persisted in 16 bits (checkpoint flags, journal entries),
     // so they wrap after 65,536 barriers. Block 9 is written in epoch 65,531, block 2 in
     // epoch 65,542 (6 in 16 bits); after a crash, block 9 must still be the older one.
     let (cache, mem) = devices();
@@ -553,7 +552,7 @@ fn the_flusher_writes_back_a_block_half_a_window_old() {
 
 #[test]
 fn dirty_blocks_over_a_backing_modified_while_stopped_refuse_the_start() {
-    // Issue 10 item 1: a clean shutdown under write-back persist keeps dirty blocks in the
+    // A clean shutdown under write-back persist keeps dirty blocks in the
     // checkpoint; if the backing is written behind ember's back meanwhile, they must not be
     // mixed with it.
     let (cache, mem) = devices();

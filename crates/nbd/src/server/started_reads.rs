@@ -2,7 +2,7 @@
 //! serve --direct`, whose hits wait on the O_DIRECT cache device): each READ hit is started
 //! as soon as it is parsed, and the reader reaps completions and sends their replies while
 //! it keeps parsing, so about as many device reads stay in flight as the client keeps
-//! requests (issue 14: the device queue no longer drains between runs of requests, as it did
+//! requests (the device queue no longer drains between runs of requests, as it did
 //! when a run was read, waited for and answered before the next was parsed; `read_run.rs`).
 //!
 //! Each READ in flight has a slot, whose buffer ([`ReadBuf`]: 4 KiB-aligned, as O_DIRECT
