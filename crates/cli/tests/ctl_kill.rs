@@ -27,9 +27,9 @@
 //!   command was sent, under every policy.
 //!
 //! A command that fails while the server runs fails the trial, as does any error the writer
-//! sees before the kill. The negative control counts every acknowledged write under
-//! write-back flush as required, which a crash must break (the flusher idles below the dirty
-//! thresholds): the check can fail.
+//! sees before the kill. The negative control counts every acknowledged write under unsafe
+//! write-back as required, which a crash must break (its FLUSH writes nothing back and the
+//! flusher idles below the dirty thresholds): the check can fail.
 //!
 //! `EMBER_CTL_TRIALS=N` sets the trials per operation (default 20; `make crash-long` runs
 //! 200, which covers every pair of write policies several times). Needs nbdsh (libnbd-bin,
@@ -434,14 +434,15 @@ ember_testkit::test_cases!(loses_nothing {
     sigkill_during_ctl_reload_loses_nothing_flushed: (Op::Reload, 39_200_000),
 });
 
-/// The negative control: counting write-back flush's acknowledged but unflushed writes as
-/// required must find them lost.
+/// The negative control: counting unsafe write-back's acknowledged but unflushed writes as
+/// required must find them lost (its FLUSH writes nothing back, and the flusher idles below
+/// the dirty thresholds).
 #[test]
 fn sigkill_check_catches_acknowledged_but_unflushed_writes_counted_as_required() {
     if skip() {
         return;
     }
-    let wbf = ("write-back-flush", "write-back-flush");
-    let bad = run(Op::Flush, Check::Blind, &[wbf; 3], 39_300_000);
+    let unsafe_wb = ("unsafe-write-back", "unsafe-write-back");
+    let bad = run(Op::Flush, Check::Blind, &[unsafe_wb; 3], 39_300_000);
     assert!(bad > 0, "no acknowledged-but-unflushed write was lost: the check is blind");
 }
