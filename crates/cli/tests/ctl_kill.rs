@@ -332,6 +332,7 @@ fn trial(op: Op, from: &'static str, to: &'static str, check: Check, seed: u64) 
     } else {
         Landed::During
     };
+    println!("{name}: the kill landed {landed:?}");
     let window = Window { from, to, sent, returned };
     let model = Model::from_log(&rewrite(&log, &window, op, check), VOL);
     let mut violations = None;
@@ -344,7 +345,7 @@ fn trial(op: Op, from: &'static str, to: &'static str, check: Check, seed: u64) 
         violations = model.violations(&read_after_restart(d, &name));
     }
     if let (Some((off, words)), Check::Contract) = (violations, check) {
-        println!("{name}: {words} words wrong from byte {off} (kill landed {landed:?})");
+        println!("{name}: {words} words wrong from byte {off}");
     }
     Outcome {
         landed,
