@@ -66,11 +66,15 @@ figures:
 	for f in docs/design/*.dot; do dot -Tsvg "$$f" -o "$${f%.dot}.svg"; done
 
 ## Crash trials at length (thesis chapter 3 guarantees): 1000 SIGKILL trials through nbdsh,
-## 1000 power cuts per write policy, and 200 power cuts per change made while serving (flush
-## on demand, write-policy switch, settings change). `make test` runs a short version.
+## 200 SIGKILL trials per control command (ctl flush, set write-policy over every pair of
+## policies, reload), 1000 power cuts per write policy, and 200 power cuts per change made
+## while serving (flush on demand, write-policy switch, settings change). `make test` runs a
+## short version.
 crash-long: setup
 	EMBER_REQUIRE_TOOLS=1 EMBER_CRASH_TRIALS=1000 $(CARGO) test --release -p ember-cli \
 	    --test writeback_kill -- --nocapture --test-threads=2
+	EMBER_REQUIRE_TOOLS=1 EMBER_CTL_TRIALS=200 $(CARGO) test --release -p ember-cli \
+	    --test ctl_kill -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
 	    --test writeback_power -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=200 $(CARGO) test --release -p ember-engine \

@@ -35,10 +35,11 @@ pub enum CtlCommand {
     /// Every volume (backing, policies, occupancy, dirty blocks, hit ratio, warmup,
     /// errors) and the server's limits and connections.
     Status,
-    /// Write back every dirty block now (of VOLUME, or of all), with a progress line;
-    /// returns when what was dirty at the call is durable on backing.
+    /// Write back every dirty block now, with a progress line; returns when what was dirty
+    /// at the call is durable on backing. Naming a VOLUME flushes every volume too.
     Flush {
-        /// One volume.
+        /// A volume that must exist; every volume is flushed (the volumes share the cache's
+        /// epochs, which are written back oldest first across volumes).
         volume: Option<String>,
     },
     /// The value in force of a setting (named as its `ember serve` flag: write-policy,

@@ -86,6 +86,34 @@ pub fn reap(child: &mut std::process::Child, timeout: Duration) -> ExitStatus {
     }
 }
 
+/// [`WRITER`] (seeded by `seed`, over `blocks` blocks, `ops` operations) started under
+/// `nbdsh` against `uri`, in `dir`: it logs to `dir/writer.log`, its stderr goes to
+/// `dir/writer.err`.
+pub fn spawn_writer(
+    dir: &Path,
+    uri: &str,
+    seed: u64,
+    blocks: u64,
+    ops: u32,
+) -> std::process::Child {
+    let script = WRITER
+        .replace("SEED", &seed.to_string())
+        .replace("BLOCKS", &blocks.to_string())
+        .replace("OPS", &ops.to_string())
+        .replace("LOG", &format!("{:?}", dir.join("writer.log").display().to_string()));
+    std::fs::write(dir.join("writer.py"), script).unwrap();
+    Command::new("/usr/bin/nbdsh")
+        .env("PATH", debian_path())
+        .arg("-u")
+        .arg(uri)
+        .arg("-c")
+        .arg(format!("exec(open({:?}).read())", dir.join("writer.py").display().to_string()))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("writer.err")).unwrap())
+        .spawn()
+        .expect("spawn nbdsh")
+}
+
 /// The writer's run and the SIGKILL of one trial (seeded by `seed`, named `trial` in a
 /// panic): [`WRITER`] over `blocks` blocks, `ops` operations, runs under `nbdsh` against
 /// `uri`, in `dir`; `ember` is killed after a random number of the writer's log lines
@@ -101,22 +129,7 @@ pub fn write_then_kill(
     ops: u32,
     trial: &str,
 ) -> String {
-    let script = WRITER
-        .replace("SEED", &seed.to_string())
-        .replace("BLOCKS", &blocks.to_string())
-        .replace("OPS", &ops.to_string())
-        .replace("LOG", &format!("{:?}", dir.join("writer.log").display().to_string()));
-    std::fs::write(dir.join("writer.py"), script).unwrap();
-    let mut writer = Command::new("/usr/bin/nbdsh")
-        .env("PATH", debian_path())
-        .arg("-u")
-        .arg(uri)
-        .arg("-c")
-        .arg(format!("exec(open({:?}).read())", dir.join("writer.py").display().to_string()))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("writer.err")).unwrap())
-        .spawn()
-        .expect("spawn nbdsh");
+    let mut writer = spawn_writer(dir, uri, seed, blocks, ops);
     let mut r = Rng::new(seed);
     let target = 4 + r.below(2 * ops as u64 - 4) as usize;
     let t0 = Instant::now();
@@ -182,6 +195,8 @@ pub struct Model {
     pending: Vec<(u32, u64, u64)>,
     floor: Vec<u32>,
     pub acked_flushes: u32,
+    /// `DP` lines replayed (durable points other than FLUSHes).
+    pub durable_points: u32,
     /// The writes issued in each epoch (between two FLUSHes), for ordered write-back's
     /// check: (write number, offset, length).
     epochs: Vec<Vec<(u32, u64, u64)>>,
@@ -197,6 +212,7 @@ impl Model {
             pending: Vec::new(),
             floor: vec![0; words],
             acked_flushes: 0,
+            durable_points: 0,
             epochs: vec![Vec::new()],
         };
         let mut issued: Option<(u32, u64, u64, bool)> = None;
@@ -231,10 +247,27 @@ impl Model {
                     m.floor.iter_mut().for_each(|x| *x = 0);
                     m.acked_flushes += 1;
                 }
+                // A durable point the writer did not ask for (a flush on demand that
+                // returned): every write acknowledged before it is required; a write in
+                // flight across it may or may not have landed.
+                ["DP"] => {
+                    m.base.copy_from_slice(&m.latest);
+                    m.pending.clear();
+                    if let Some((i, off, len, _)) = issued {
+                        m.pending.push((i, off, len));
+                    }
+                    m.floor.iter_mut().for_each(|x| *x = 0);
+                    m.durable_points += 1;
+                }
                 _ => {}
             }
         }
         m
+    }
+
+    /// Bytes a durable point requires to hold a written value (not the initial content).
+    pub fn required_bytes(&self) -> u64 {
+        self.base.iter().filter(|&&i| i != 0).count() as u64 * 8
     }
 
     /// Words holding none of their allowed values: (first byte offset, count).

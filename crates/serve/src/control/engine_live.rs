@@ -14,6 +14,8 @@ use ember_policy::replacement::Spec;
 /// Write back every block dirty at the call and return the number written once they are
 /// durable on backing (backing synced). The engine flushes every volume: naming `volume`
 /// flushes the others too, which keeps the promise (what was dirty at the call is durable).
+/// The volumes share the cache's epochs and the flusher writes them back oldest first
+/// across volumes, so one volume's dirty blocks are not written back apart from the others'.
 ///
 /// - MUST call `progress(done, total)` as blocks land, `total` the dirty blocks at the call.
 /// - MUST return an error in bounded time when backing fails writes or the server shuts

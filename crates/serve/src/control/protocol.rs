@@ -27,9 +27,10 @@ pub const MAX_REQUEST: usize = 64 << 10;
 pub enum Command {
     /// Every volume's state and the server's limits and connections.
     Status,
-    /// Write back every block dirty at the call (of one volume, or all), then sync backing.
+    /// Write back every block dirty at the call, then sync backing.
     Flush {
-        /// One volume's name; all volumes when absent.
+        /// A volume that must exist; every volume is flushed either way (the volumes share
+        /// the cache's epochs).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         volume: Option<String>,
     },

@@ -1,0 +1,449 @@
+//! Crash trials of the changes made through the control socket, with the real process:
+//! `ember serve` starts from a config file (a cache file, a backing file, a Unix socket and
+//! a control socket), the nbdsh writer of the SIGKILL trials (`crash_model`: random writes
+//! with unique content, some FUA, FLUSHes, each request logged before it is sent and each
+//! reply after) runs, and after a random number of its requests `ember ctl` runs one of
+//!
+//! - `flush` (under each of the six write policies in turn),
+//! - `set write-policy TO` (a pair of write policies: every pair in turn once the trials
+//!   outnumber the pairs, else pairs drawn at random),
+//! - `reload` after an edit of the file that changes the write policy (to a random one, the
+//!   same included), the dirty thresholds, the flusher's order and the connection limit;
+//!
+//! then the server is killed with SIGKILL a random time later (the seed, the delay and where
+//! the kill landed are printed when a trial fails): while the command runs, or after it
+//! returned. The server restarts from the same file on the same cache file (recovery), the
+//! whole volume is read through NBD, and every byte must hold its value at the last durable
+//! point, or the value of a write issued after it. When write-back persist was never in
+//! force, the backing file alone must hold the same (the cache thrown away). Durable points:
+//!
+//! - a FLUSH (or a FUA write) acknowledged while every policy that may have been in force
+//!   during it promises durability at a FLUSH (not ordered or unsafe write-back); a FLUSH
+//!   that overlaps the switch counts only when both sides promise it;
+//! - every acknowledged write while only write-through or write-around may have been in
+//!   force (they write backing before they acknowledge);
+//! - a `ctl flush` that returned, and a switch into write-through or write-around that
+//!   returned (its drain left nothing dirty): for every write acknowledged before the
+//!   command was sent, under every policy.
+//!
+//! A command that fails while the server runs fails the trial, as does any error the writer
+//! sees before the kill. The negative control counts every acknowledged write under unsafe
+//! write-back as required, which a crash must break (its FLUSH writes nothing back and the
+//! flusher idles below the dirty thresholds): the check can fail.
+//!
+//! `EMBER_CTL_TRIALS=N` sets the trials per operation (default 20; `make crash-long` runs
+//! 200, which covers every pair of write policies several times). Needs nbdsh (libnbd-bin,
+//! installed by `make setup`).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
+
+mod crash_model;
+mod serve_support;
+
+use crash_model::*;
+use ember_nbd::ClientBuilder;
+use serve_support::{ember, skip_or_fail, Rng, Serve};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BS: u64 = 4096;
+const BLOCKS: u64 = 2048;
+const VOL: u64 = BLOCKS * BS;
+/// 12 MiB of cache with the default 4 MiB journal: about 2000 data blocks for 2048 volume
+/// blocks; with the dirty thresholds at 80-90 % the flusher mostly idles, so a flush or a
+/// drain has hundreds of blocks to write back.
+const CACHE: &str = "12MiB";
+/// Enough requests that the writer still runs when the command and the kill come.
+const OPS: u32 = 3000;
+/// The latest kill, after the command was sent: flushes and drains of this cache take
+/// tens to a few hundred milliseconds, so kills land inside and after them.
+const MAX_DELAY_US: u64 = 400_000;
+
+const POLICIES: [&str; 6] = [
+    "write-through",
+    "write-around",
+    "write-back-flush",
+    "write-back-persist",
+    "ordered-write-back",
+    "unsafe-write-back",
+];
+
+/// Does a FLUSH (or FUA write) acknowledged under `policy` promise every acknowledged write?
+fn flush_durable(policy: &str) -> bool {
+    !matches!(policy, "ordered-write-back" | "unsafe-write-back")
+}
+
+/// Does `policy` write backing before it acknowledges a write?
+fn through(policy: &str) -> bool {
+    matches!(policy, "write-through" | "write-around")
+}
+
+/// The control command a trial runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    /// `ember ctl flush` under the policy in force.
+    Flush,
+    /// `ember ctl set write-policy TO`.
+    Set,
+    /// `ember ctl reload` after an edit of the file.
+    Reload,
+}
+
+/// What a trial checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Check {
+    /// The durable points of the module comment.
+    Contract,
+    /// The negative control: every acknowledged write counts as required.
+    Blind,
+}
+
+/// The config file of a trial in `dir`, under `policy`; `edited` changes what a reload
+/// changes besides the policy.
+fn config(dir: &Path, policy: &str, edited: bool) -> String {
+    let d = dir.display();
+    let (max, min, order, conns) =
+        if edited { ("95%", "85%", "lru", 64) } else { ("90%", "80%", "ascending", 128) };
+    format!(
+        "control = \"{d}/ctl.sock\"\n\n\
+         [cache]\ndevice = \"{d}/cache.img\"\nsize = \"{CACHE}\"\nformat-if-needed = true\n\n\
+         [[volume]]\nname = \"disk\"\nbacking = \"{d}/backing.img\"\n\n\
+         [listen]\nunix = \"{d}/ember.sock\"\n\n\
+         [live]\nwrite-policy = \"{policy}\"\n\n\
+         [live.writeback]\nmax-dirty = \"{max}\"\nmin-dirty = \"{min}\"\nflush-order = \"{order}\"\n\n\
+         [live.limits]\nmax-connections = {conns}\n"
+    )
+}
+
+/// Where the SIGKILL landed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Landed {
+    /// While `ember ctl` ran (sent, or on its way).
+    During,
+    /// After it returned.
+    After,
+    /// The writer had finished before the command was sent (no overlap with the writes).
+    WriterDone,
+}
+
+/// When the command ran, in lines of the writer's log: `sent` lines were there when it was
+/// sent, `returned` when its return was seen (`None`: the kill came first).
+struct Window {
+    from: &'static str,
+    to: &'static str,
+    sent: usize,
+    returned: Option<usize>,
+}
+
+impl Window {
+    /// The policies that may have been in force over the request logged at lines `a..=b`.
+    fn policies(&self, a: usize, b: usize) -> Vec<&'static str> {
+        let mut p = Vec::new();
+        if self.returned.is_none_or(|r| a < r) {
+            p.push(self.from);
+        }
+        if b >= self.sent {
+            p.push(self.to);
+        }
+        p
+    }
+
+    /// Write-back persist may have been in force.
+    fn persist(&self) -> bool {
+        self.from == "write-back-persist" || self.to == "write-back-persist"
+    }
+}
+
+/// The writer's log rewritten for the model: a FLUSH or FUA not durable under the policies
+/// that may have been in force loses its mark, a write under write-through or write-around
+/// alone is marked FUA (required once acknowledged), and a returned command that leaves
+/// nothing dirty adds a durable point (`DP`) where it was sent. `Check::Blind` marks every
+/// acknowledged write FUA.
+fn rewrite(log: &str, w: &Window, op: Op, check: Check) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    // Each request's lines: the answer's line for the issue's line, and back.
+    let mut answer = vec![None; lines.len()];
+    let mut open: Option<usize> = None;
+    for (n, l) in lines.iter().enumerate() {
+        if l.starts_with("WI ") || l.starts_with("FI ") {
+            open = Some(n);
+        } else if l.starts_with("WA ") || l.starts_with("FA ") {
+            if let Some(a) = open.take() {
+                answer[a] = Some(n);
+            }
+        }
+    }
+    let cleans = op == Op::Flush || through(w.to);
+    let mut out = String::new();
+    let mut issued_flush: Option<usize> = None;
+    for (n, l) in lines.iter().enumerate() {
+        if cleans && w.returned.is_some() && n == w.sent {
+            out.push_str("DP\n");
+        }
+        let f: Vec<&str> = l.split_whitespace().collect();
+        match f.as_slice() {
+            ["WI", i, off, len, fua] => {
+                let b = answer[n].unwrap_or(usize::MAX);
+                let ps = w.policies(n, b);
+                let required = check == Check::Blind || ps.iter().all(|p| through(p));
+                let fua_kept = *fua == "1" && ps.iter().all(|p| flush_durable(p));
+                let mark = if required || fua_kept { 1 } else { 0 };
+                out.push_str(&format!("WI {i} {off} {len} {mark}\n"));
+            }
+            ["FI", _] => {
+                issued_flush = Some(n);
+                out.push_str(l);
+                out.push('\n');
+            }
+            ["FA", _] => {
+                let a = issued_flush.take().unwrap_or(n);
+                if w.policies(a, n).iter().all(|p| flush_durable(p)) {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+            _ => {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+    }
+    if cleans && w.returned.is_some() && w.sent >= lines.len() {
+        out.push_str("DP\n");
+    }
+    out
+}
+
+fn log_lines(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("writer.log")).map_or(0, |s| s.lines().count())
+}
+
+/// One trial's outcome.
+struct Outcome {
+    landed: Landed,
+    violations: Option<(u64, usize)>,
+    flushes: u32,
+    durable_points: u32,
+    bytes_checked: u64,
+}
+
+/// `ember ctl --control DIR/ctl.sock ARGS`, started.
+fn spawn_ctl(dir: &Path, args: &[&str]) -> Child {
+    Command::new(ember())
+        .arg("ctl")
+        .arg("--control")
+        .arg(dir.join("ctl.sock"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(dir.join("ctl.out")).unwrap())
+        .stderr(std::fs::File::create(dir.join("ctl.err")).unwrap())
+        .spawn()
+        .expect("spawn ember ctl")
+}
+
+/// The whole volume read through a restarted server (from the same file, on the same cache
+/// file), stopped cleanly after.
+fn read_after_restart(dir: &Path, trial: &str) -> Vec<u8> {
+    let _ = std::fs::remove_file(dir.join("ember.sock"));
+    let _ = std::fs::remove_file(dir.join("ctl.sock"));
+    let cfg = dir.join("ember.toml");
+    let ember = Serve::start_exact(&["--config", cfg.to_str().unwrap()]);
+    let c = ClientBuilder::new()
+        .export("disk")
+        .connect_unix(dir.join("ember.sock"))
+        .unwrap_or_else(|e| panic!("{trial}: connect after the restart: {e}"));
+    let mut got = vec![0u8; VOL as usize];
+    for (i, piece) in got.chunks_mut(1 << 20).enumerate() {
+        c.read(i as u64 * (1 << 20), piece)
+            .unwrap_or_else(|e| panic!("{trial}: read after the restart: {e}"));
+    }
+    drop(c);
+    ember.stop();
+    got
+}
+
+fn trial(op: Op, from: &'static str, to: &'static str, check: Check, seed: u64) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let init: Vec<u8> = (0..VOL).map(|p| content_byte(0, p)).collect();
+    std::fs::write(d.join("backing.img"), &init).unwrap();
+    let cfg = d.join("ember.toml");
+    std::fs::write(&cfg, config(d, from, false)).unwrap();
+    let ember = Serve::start_exact(&["--config", cfg.to_str().unwrap()]);
+    let uri = format!("nbd+unix:///disk?socket={}", d.join("ember.sock").display());
+    let mut r = Rng::new(seed);
+    let start_at = 20 + r.below(1200) as usize;
+    let delay = Duration::from_micros(r.below(MAX_DELAY_US));
+    let name = format!("seed {seed}: {op:?} {from} -> {to}, kill {delay:?} after the command");
+
+    let mut writer = spawn_writer(d, &uri, seed, BLOCKS, OPS);
+    let t0 = Instant::now();
+    let writer_done = loop {
+        let exited = writer.try_wait().ok().flatten();
+        if log_lines(d) >= start_at || exited.is_some() || t0.elapsed() > Duration::from_secs(30) {
+            break exited;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    };
+    if op == Op::Reload {
+        std::fs::write(&cfg, config(d, to, true)).unwrap();
+    }
+    let sent = log_lines(d);
+    let args: Vec<&str> = match op {
+        Op::Flush => vec!["flush"],
+        Op::Set => vec!["set", "write-policy", to],
+        Op::Reload => vec!["reload"],
+    };
+    let mut ctl = spawn_ctl(d, &args);
+    let sent_at = Instant::now();
+    let mut returned = None;
+    while sent_at.elapsed() < delay {
+        if returned.is_none() {
+            if let Ok(Some(st)) = ctl.try_wait() {
+                let lines = log_lines(d);
+                let err = std::fs::read_to_string(d.join("ctl.err")).unwrap_or_default();
+                assert!(st.success(), "{name}: ember ctl failed ({st}) while serving:\n{err}");
+                returned = Some(lines);
+            }
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let before_kill = std::fs::read_to_string(d.join("writer.log")).unwrap_or_default();
+    let exited_early = writer.try_wait().ok().flatten().or(writer_done);
+    let served = ember.output();
+    if let Err(st) = ember.kill() {
+        panic!("{name}: ember serve exited by itself ({st}) before the SIGKILL:\n{served}");
+    }
+    let _ = reap(&mut ctl, Duration::from_secs(30));
+    let status = reap(&mut writer, Duration::from_secs(30));
+    let log = std::fs::read_to_string(d.join("writer.log")).unwrap_or_default();
+    let stderr = std::fs::read_to_string(d.join("writer.err")).unwrap_or_default();
+    if let Some(fault) = writer_fault(&log, &before_kill, exited_early, status, &stderr) {
+        panic!("{name}: {fault}\n{served}");
+    }
+    if op == Op::Reload && returned.is_some() {
+        let out = std::fs::read_to_string(d.join("ctl.out")).unwrap_or_default();
+        assert!(!out.contains("refused"), "{name}: the reload refused a change:\n{out}");
+    }
+    let landed = if writer_done.is_some() {
+        Landed::WriterDone
+    } else if returned.is_some() {
+        Landed::After
+    } else {
+        Landed::During
+    };
+    println!("{name}: the kill landed {landed:?}");
+    let window = Window { from, to, sent, returned };
+    let model = Model::from_log(&rewrite(&log, &window, op, check), VOL);
+    let mut violations = None;
+    if !window.persist() {
+        // The cache thrown away: backing alone.
+        let backing = std::fs::read(d.join("backing.img")).unwrap();
+        violations = model.violations(&backing);
+    }
+    if violations.is_none() {
+        violations = model.violations(&read_after_restart(d, &name));
+    }
+    if let (Some((off, words)), Check::Contract) = (violations, check) {
+        println!("{name}: {words} words wrong from byte {off}");
+    }
+    Outcome {
+        landed,
+        violations,
+        flushes: model.acked_flushes,
+        durable_points: model.durable_points,
+        bytes_checked: model.required_bytes(),
+    }
+}
+
+fn trials() -> u64 {
+    std::env::var("EMBER_CTL_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(20)
+}
+
+/// The (from, to) of each of `n` trials of `op`, drawn with `seed`.
+fn plan(op: Op, n: u64, seed: u64) -> Vec<(&'static str, &'static str)> {
+    let mut r = Rng::new(seed);
+    match op {
+        Op::Flush => (0..n).map(|t| POLICIES[t as usize % 6]).map(|p| (p, p)).collect(),
+        Op::Set => {
+            let mut pairs: Vec<_> = POLICIES
+                .iter()
+                .flat_map(|&a| POLICIES.iter().filter(move |&&b| b != a).map(move |&b| (a, b)))
+                .collect();
+            // A shuffle: fewer trials than pairs draw distinct pairs at random; more cover
+            // every pair in turn.
+            for i in (1..pairs.len()).rev() {
+                pairs.swap(i, r.below(i as u64 + 1) as usize);
+            }
+            (0..n as usize).map(|t| pairs[t % pairs.len()]).collect()
+        }
+        Op::Reload => {
+            (0..n).map(|_| (POLICIES[r.below(6) as usize], POLICIES[r.below(6) as usize])).collect()
+        }
+    }
+}
+
+/// Run a trial of `op` for each (from, to) of `plan`, seeded from `seed0` on; prints what
+/// they covered and returns the trials with violations.
+fn run(op: Op, check: Check, plan: &[(&'static str, &'static str)], seed0: u64) -> u64 {
+    let n = plan.len() as u64;
+    let mut bad = 0;
+    let (mut during, mut after, mut done) = (0, 0, 0);
+    let (mut flushes, mut points, mut bytes) = (0u64, 0u64, 0u64);
+    for (t, &(from, to)) in plan.iter().enumerate() {
+        let seed = seed0 + t as u64;
+        let o = trial(op, from, to, check, seed);
+        match o.landed {
+            Landed::During => during += 1,
+            Landed::After => after += 1,
+            Landed::WriterDone => done += 1,
+        }
+        flushes += u64::from(o.flushes);
+        points += u64::from(o.durable_points);
+        bytes += o.bytes_checked;
+        bad += u64::from(o.violations.is_some());
+    }
+    println!(
+        "ctl {op:?} ({check:?}, seeds {seed0}..{}): {n} SIGKILL trials; kills during the \
+         command {during}, after it returned {after}, after the writer finished {done}; \
+         {flushes} durable FLUSHes and {points} durable points checked, {bytes} bytes \
+         required; {bad} trials with violations",
+        seed0 + n
+    );
+    bad
+}
+
+fn skip() -> bool {
+    if have_nbdsh() {
+        return false;
+    }
+    skip_or_fail("nbdsh (libnbd-bin) is not installed")
+}
+
+/// Kill `ember serve` during or after `op`, `trials()` times: nothing acknowledged and
+/// durable is lost.
+fn loses_nothing(op: Op, seed0: u64) {
+    if skip() {
+        return;
+    }
+    assert_eq!(run(op, Check::Contract, &plan(op, trials(), seed0), seed0), 0);
+}
+
+ember_testkit::test_cases!(loses_nothing {
+    sigkill_during_ctl_flush_loses_nothing_flushed: (Op::Flush, 39_000_000),
+    sigkill_during_ctl_set_write_policy_loses_nothing_flushed: (Op::Set, 39_100_000),
+    sigkill_during_ctl_reload_loses_nothing_flushed: (Op::Reload, 39_200_000),
+});
+
+/// The negative control: counting unsafe write-back's acknowledged but unflushed writes as
+/// required must find them lost (its FLUSH writes nothing back, and the flusher idles below
+/// the dirty thresholds).
+#[test]
+fn sigkill_check_catches_acknowledged_but_unflushed_writes_counted_as_required() {
+    if skip() {
+        return;
+    }
+    let unsafe_wb = ("unsafe-write-back", "unsafe-write-back");
+    let bad = run(Op::Flush, Check::Blind, &[unsafe_wb; 3], 39_300_000);
+    assert!(bad > 0, "no acknowledged-but-unflushed write was lost: the check is blind");
+}
