@@ -57,6 +57,7 @@ pub struct SieveParams {
 }
 
 impl Default for SieveParams {
+    /// The papers' defaults, as [`admission::SieveParams`] has them.
     fn default() -> Self {
         let d = admission::SieveParams::default();
         SieveParams {
@@ -143,39 +144,77 @@ impl From<&WritebackArgs> for WritebackSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sieve: SieveParams,
+        #[command(flatten)]
+        writeback: WritebackArgs,
+    }
+
+    fn parse(flags: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("serve").chain(flags.iter().copied())).unwrap()
+    }
+
+    /// Every flag sets its own parameter, and the specs are built from those parameters
+    /// (`admission::SieveParams` checks each sieve's use of them).
     #[test]
-    fn sieve_parameters_reach_the_specs() {
-        let p = SieveParams {
-            sieve_t1: 3,
-            sieve_t2: 2,
-            sieve_window: 60_000_000_000,
-            sieve_threshold: 5,
-            epoch: 3_600_000_000_000,
-            sieve_fraction: 0.5,
-            ..SieveParams::default()
-        };
-        match p.spec("sievestore-c").unwrap() {
-            SieveSpec::SieveStoreC(c) => {
-                assert_eq!((c.t1, c.t2, c.window_ns, c.k), (3, 2, 60_000_000_000, 4))
+    fn sieve_flags_reach_the_parameters_and_the_specs() {
+        let c = parse(&[
+            "--sieve-t1",
+            "3",
+            "--sieve-t2",
+            "2",
+            "--sieve-window",
+            "1m",
+            "--sieve-subwindows",
+            "5",
+            "--sieve-imct",
+            "1024",
+            "--sieve-threshold",
+            "5",
+            "--epoch",
+            "1h",
+            "--sieve-fraction",
+            "0.5",
+            "--sieve-seed",
+            "7",
+            "--admit-probability",
+            "0.25",
+            "--bloom-keys",
+            "0",
+            "--bloom-fpr",
+            "0",
+        ]);
+        let p = admission::SieveParams::from(&c.sieve);
+        assert_eq!(
+            p,
+            admission::SieveParams {
+                t1: 3,
+                t2: 2,
+                window_ns: 60_000_000_000,
+                subwindows: 5,
+                imct: 1024,
+                threshold: 5,
+                epoch_ns: 3_600_000_000_000,
+                fraction: 0.5,
+                seed: 7,
+                probability: 0.25,
+                bloom_keys: 0,
+                bloom_fpr: 0.0,
             }
-            s => panic!("{s:?}"),
+        );
+        for name in ["sievestore-c", "sievestore-d", "randsieve-c", "prob", "bloom", "wmna"] {
+            assert_eq!(c.sieve.spec(name).unwrap(), p.spec(name).unwrap(), "{name}");
         }
         assert_eq!(
-            p.spec("sievestore-d").unwrap(),
+            c.sieve.spec("sievestore-d").unwrap(),
             SieveSpec::SieveStoreD { t: 5, epoch_ns: 3_600_000_000_000 }
         );
-        assert_eq!(
-            p.spec("randsieve-c").unwrap(),
-            SieveSpec::RandSieveC { fraction: 0.5, seed: 1 }
-        );
-        assert_eq!(p.spec("wmna").unwrap(), SieveSpec::Wmna);
-        // The defaults are the paper's.
-        let d = SieveParams::default();
-        assert_eq!(d.spec("sievestore-c").unwrap(), "sievestore-c".parse::<SieveSpec>().unwrap());
-        assert_eq!(d.spec("sievestore-d").unwrap(), "sievestore-d".parse::<SieveSpec>().unwrap());
-        let bad = SieveParams { sieve_fraction: 0.0, ..SieveParams::default() };
-        assert!(bad.spec("randsieve-c").is_err());
+        let bad = parse(&["--sieve-fraction", "0"]);
+        assert!(bad.sieve.spec("randsieve-c").is_err());
     }
 
     #[test]
@@ -184,15 +223,7 @@ mod tests {
             admission::SieveParams::from(&SieveParams::default()),
             admission::SieveParams::default()
         );
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            sieve: SieveParams,
-            #[command(flatten)]
-            writeback: WritebackArgs,
-        }
-        let c = Cli::try_parse_from(["serve"]).unwrap();
+        let c = parse(&[]);
         assert_eq!(admission::SieveParams::from(&c.sieve), admission::SieveParams::default());
         assert_eq!(WritebackSettings::from(&c.writeback), WritebackSettings::default());
     }

@@ -78,23 +78,35 @@ impl Stripes {
         (block.wrapping_add((volume as u64).wrapping_mul(0x9E37_79B9)) as usize) & (STRIPES - 1)
     }
 
-    /// The distinct stripes covering `blocks` of `volume`, ascending.
+    /// The distinct stripes covering `blocks` of `volume`, ascending. Consecutive blocks
+    /// land on consecutive stripes, so fewer than [`STRIPES`] blocks cover as many distinct
+    /// stripes, one run that may wrap past the last stripe: ascending, the wrapped part
+    /// comes first. Built with plain pushes (no sort, no collect): this runs on every request.
     fn covering(volume: u32, blocks: Range<u64>) -> SmallVec<[usize; INLINE]> {
         let n = blocks.end.saturating_sub(blocks.start);
+        let mut v = SmallVec::new();
         if n >= STRIPES as u64 {
-            return (0..STRIPES).collect();
+            for i in 0..STRIPES {
+                v.push(i);
+            }
+            return v;
         }
-        let mut v: SmallVec<[usize; INLINE]> = blocks.map(|b| Self::index(volume, b)).collect();
-        v.sort_unstable();
-        v.dedup();
+        let first = Self::index(volume, blocks.start);
+        let end = first + n as usize;
+        for i in 0..end.saturating_sub(STRIPES) {
+            v.push(i);
+        }
+        for i in first..end.min(STRIPES) {
+            v.push(i);
+        }
         v
     }
 
     fn take(&self, idx: impl IntoIterator<Item = usize>) -> io::Result<Held<'_>> {
-        let held = Held {
-            guards: idx.into_iter().map(|i| self.locks[i].lock()).collect(),
-            poisoned: &self.poisoned,
-        };
+        let mut held = Held { guards: SmallVec::new(), poisoned: &self.poisoned };
+        for i in idx {
+            held.guards.push(self.locks[i].lock());
+        }
         if self.is_poisoned() {
             return Err(poisoned_error());
         }
@@ -179,6 +191,25 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
+
+    /// The stripes of a range are those of its blocks, distinct and ascending, wrapping or
+    /// not, for every length up to past the whole table.
+    #[test]
+    fn covering_is_the_sorted_distinct_stripes_of_the_blocks() {
+        for volume in [0u32, 1, 7] {
+            for start in [0u64, 1, 1000, 1020, 1023, 5000, u64::MAX / 2] {
+                for n in [0u64, 1, 2, 3, 8, 9, 64, 1023, 1024, 1025, 3000] {
+                    let blocks = start..start + n;
+                    let mut want: Vec<usize> =
+                        blocks.clone().map(|b| Stripes::index(volume, b)).collect();
+                    want.sort_unstable();
+                    want.dedup();
+                    let got = Stripes::covering(volume, blocks);
+                    assert_eq!(&got[..], &want[..], "volume {volume} blocks {start}+{n}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn overlapping_ranges_exclude_each_other_and_never_deadlock() {

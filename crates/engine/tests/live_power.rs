@@ -30,7 +30,7 @@ use ember_engine::{DirtyLimit, Engine, EngineError, WriteMode, WritebackConfig};
 use ember_policy::admission::{Aod, Sieve, Wmna};
 use ember_policy::replacement::Kind;
 use ember_testkit::engine::{rng, BS};
-use ember_testkit::power::{Bench, Model, Power, BLOCKS, MAX_OPS, OPS, VOL};
+use ember_testkit::power::{self, Bench, Model, Power, Rules, VOL};
 use parking_lot::Mutex;
 use rand::Rng;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -92,9 +92,41 @@ impl Track {
     }
 }
 
-/// The client of `ember_testkit::power`'s trials, with the durability rule above and, for
-/// [`Live::FlushAll`], a `flush_all` at random between requests. Returns the model, how
-/// many `flush_all` calls completed and how many the power cut ended.
+/// The trial's rules for the client of `ember_testkit::power`: the durability rule above
+/// and, for [`Live::FlushAll`], a `flush_all` at random between requests, counting how many
+/// completed and how many the power cut ended.
+struct LiveRules<'a> {
+    e: &'a Engine,
+    live: Live,
+    power: &'a Power,
+    track: &'a Track,
+    made: u64,
+    cut_inside: u64,
+}
+
+impl Rules for LiveRules<'_> {
+    fn durable(&self) -> bool {
+        self.track.durable()
+    }
+    fn request(&mut self, x: u32, m: &mut Model) -> Option<Result<(), String>> {
+        if self.live != Live::FlushAll || x >= 92 {
+            return None;
+        }
+        let res = self.e.flush_all(&mut |_| {}).map_err(|e| format!("flush_all: {e}"));
+        match res {
+            Ok(_) => {
+                m.flushed();
+                self.made += 1;
+            }
+            Err(_) if self.power.fired() => self.cut_inside += 1,
+            Err(_) => {}
+        }
+        Some(res.map(|_| ()))
+    }
+}
+
+/// The client with the trial's rules. Returns the model, how many `flush_all` calls
+/// completed and how many the power cut ended.
 fn client(
     e: &Engine,
     live: Live,
@@ -103,82 +135,9 @@ fn client(
     power: &Power,
     track: &Track,
 ) -> Result<(Model, u64, u64), String> {
-    let v = e.volume("v").unwrap();
-    let mut r = rng(seed);
-    let mut m = Model::new(init);
-    let (mut made, mut cut_inside) = (0, 0);
-    for i in 0..MAX_OPS {
-        if i >= OPS && !power.pending() {
-            break;
-        }
-        let b = r.gen_range(0..BLOCKS);
-        let nb = r.gen_range(1..=4u64).min(BLOCKS - b);
-        let (off, len) = if r.gen_bool(0.8) {
-            (b * BS, nb * BS)
-        } else {
-            let off = b * BS + r.gen_range(0..BS);
-            (off, r.gen_range(1..=(nb * BS).min(VOL - off)))
-        };
-        let x = r.gen_range(0..100);
-        let res = if x < 55 {
-            let mut data = vec![0u8; len as usize];
-            r.fill(&mut data[..]);
-            let fua = r.gen_bool(0.05);
-            let before = track.durable();
-            m.issue(off, data.clone());
-            let res = v.write(off, &data, fua).map_err(|e| format!("write {off}+{len}: {e}"));
-            if res.is_ok() {
-                m.acked(fua && before && track.durable());
-            }
-            res
-        } else if x < 62 {
-            let zero = vec![0u8; len as usize];
-            m.issue(off, zero);
-            let res = if x < 59 {
-                v.write_zeroes(off, len, false, true)
-                    .map_err(|e| format!("write_zeroes {off}+{len}: {e}"))
-            } else {
-                v.trim(off, len, false).map_err(|e| format!("trim {off}+{len}: {e}"))
-            };
-            if res.is_ok() {
-                m.acked(false);
-            }
-            res
-        } else if x < 85 {
-            let mut got = vec![0u8; len as usize];
-            let res = v.read(off, &mut got).map_err(|e| format!("read {off}+{len}: {e}"));
-            if res.is_ok() {
-                let want = &m.latest[off as usize..(off + len) as usize];
-                assert!(got == want, "seed {seed}: a read returned other than the last write");
-            }
-            res
-        } else if live == Live::FlushAll && x < 92 {
-            let res = e.flush_all(&mut |_| {}).map_err(|e| format!("flush_all: {e}"));
-            match res {
-                Ok(_) => {
-                    m.flushed();
-                    made += 1;
-                }
-                Err(_) if power.fired() => cut_inside += 1,
-                Err(_) => {}
-            }
-            res.map(|_| ())
-        } else {
-            let before = track.durable();
-            let res = v.flush().map_err(|e| format!("flush: {e}"));
-            if res.is_ok() && before && track.durable() {
-                m.flushed();
-            }
-            res
-        };
-        if let Err(what) = res {
-            if power.fired() {
-                break; // the power failed: the client stops here
-            }
-            return Err(format!("request {i} failed before the power cut: {what}"));
-        }
-    }
-    Ok((m, made, cut_inside))
+    let mut rules = LiveRules { e, live, power, track, made: 0, cut_inside: 0 };
+    let (m, _) = power::client(e, seed, init, power, &mut rules)?;
+    Ok((m, rules.made, rules.cut_inside))
 }
 
 /// The operator of [`Live::Switch`] and [`Live::Settings`]: changes back to back, a short

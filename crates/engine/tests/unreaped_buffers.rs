@@ -6,52 +6,11 @@
 //! This binary's allocator counts frees of the memory that holds a watched address.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ember_engine::device::{FileDevice, FileOptions, ReadBuf, ReadPart};
 use ember_engine::Device;
-
-/// The address watched (0: none), and how many frees covered it.
-static WATCH: AtomicUsize = AtomicUsize::new(0);
-static FREED: AtomicUsize = AtomicUsize::new(0);
-/// The tests share the watch: one at a time.
-static ONE: Mutex<()> = Mutex::new(());
-
-/// The system allocator, counting frees of the block holding the watched address.
-struct Watching;
-
-fn covers(ptr: *mut u8, size: usize) -> bool {
-    let w = WATCH.load(Ordering::SeqCst);
-    w != 0 && (ptr as usize..ptr as usize + size).contains(&w)
-}
-
-// SAFETY: every call is forwarded to the system allocator unchanged.
-unsafe impl GlobalAlloc for Watching {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if covers(ptr, layout.size()) {
-            FREED.fetch_add(1, Ordering::SeqCst);
-        }
-        // SAFETY: forwarded.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if covers(ptr, layout.size()) {
-            FREED.fetch_add(1, Ordering::SeqCst);
-        }
-        // SAFETY: forwarded.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use ember_testkit::watching_alloc::{self, exclusive, Watching};
 
 #[global_allocator]
 static ALLOCATOR: Watching = Watching;
@@ -83,12 +42,12 @@ fn frees_across_thread(
     b: ReadBuf,
     on_thread: impl FnOnce(&FileDevice, ReadBuf) -> bool + Send + 'static,
 ) -> Option<usize> {
-    WATCH.store(b.as_ptr() as usize, Ordering::SeqCst);
-    FREED.store(0, Ordering::SeqCst);
     let dev = Arc::clone(dev);
-    let started = std::thread::spawn(move || on_thread(&dev, b)).join().unwrap();
-    WATCH.store(0, Ordering::SeqCst);
-    started.then(|| FREED.load(Ordering::SeqCst))
+    let mut started = false;
+    let freed = watching_alloc::frees_while(b.as_ptr() as usize, || {
+        started = std::thread::spawn(move || on_thread(&dev, b)).join().unwrap();
+    });
+    started.then_some(freed)
 }
 
 /// Start a read of block 3 into `buf`'s first block, tag 1; whether it started.
@@ -115,7 +74,7 @@ fn reap(dev: &FileDevice) -> ReadBuf {
 
 #[test]
 fn a_thread_that_ends_with_a_read_unreaped_leaks_its_buffer() {
-    let _one = ONE.lock().unwrap();
+    let _one = exclusive();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let Some(dev) = direct_device(&dir) else {
         eprintln!("no O_DIRECT here: nothing to test");
@@ -140,7 +99,7 @@ fn a_thread_that_ends_with_a_read_unreaped_leaks_its_buffer() {
 
 #[test]
 fn a_registered_buffer_is_freed_only_once_its_ring_let_go_of_it() {
-    let _one = ONE.lock().unwrap();
+    let _one = exclusive();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let Some(dev) = direct_device(&dir) else {
         eprintln!("no O_DIRECT here: nothing to test");

@@ -28,82 +28,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_engine::device::fault::PowerCut;
-use ember_engine::{Engine, VolumeStats, WriteMode};
+use ember_engine::{VolumeStats, WriteMode};
 use ember_testkit::engine::{rng, BS};
-use ember_testkit::power::{Bench, Model, Power, BLOCKS, MAX_OPS, OPS, VOL};
+use ember_testkit::power::{client, Bench, Model, Plain, OPS, VOL};
 use rand::Rng;
 use std::sync::atomic::Ordering::SeqCst;
-
-/// Run the client until the power fails: `OPS` requests, or more while a cut is armed and
-/// still to come (at most `MAX_OPS`). Returns the model and the requests completed, or what
-/// failed if a request failed before the power did.
-fn client(e: &Engine, seed: u64, init: Vec<u8>, power: &Power) -> Result<(Model, usize), String> {
-    let v = e.volume("v").unwrap();
-    let mut r = rng(seed);
-    let mut m = Model::new(init);
-    let mut done = 0;
-    for i in 0..MAX_OPS {
-        if i >= OPS && !power.pending() {
-            break;
-        }
-        let b = r.gen_range(0..BLOCKS);
-        let nb = r.gen_range(1..=4u64).min(BLOCKS - b);
-        let (off, len) = if r.gen_bool(0.8) {
-            (b * BS, nb * BS)
-        } else {
-            let off = b * BS + r.gen_range(0..BS);
-            (off, r.gen_range(1..=(nb * BS).min(VOL - off)))
-        };
-        let x = r.gen_range(0..100);
-        let res = if x < 55 {
-            let mut data = vec![0u8; len as usize];
-            r.fill(&mut data[..]);
-            let fua = r.gen_bool(0.05);
-            m.issue(off, data.clone());
-            let res = v.write(off, &data, fua).map_err(|e| format!("write {off}+{len}: {e}"));
-            if res.is_ok() {
-                m.acked(fua);
-            }
-            res
-        } else if x < 62 {
-            let zero = vec![0u8; len as usize];
-            m.issue(off, zero);
-            let res = if x < 59 {
-                v.write_zeroes(off, len, false, true)
-                    .map_err(|e| format!("write_zeroes {off}+{len}: {e}"))
-            } else {
-                v.trim(off, len, false).map_err(|e| format!("trim {off}+{len}: {e}"))
-            };
-            if res.is_ok() {
-                m.acked(false);
-            }
-            res
-        } else if x < 85 {
-            let mut got = vec![0u8; len as usize];
-            let res = v.read(off, &mut got).map_err(|e| format!("read {off}+{len}: {e}"));
-            if res.is_ok() {
-                let want = &m.latest[off as usize..(off + len) as usize];
-                assert!(got == want, "seed {seed}: a read returned other than the last write");
-            }
-            res
-        } else {
-            let res = v.flush().map_err(|e| format!("flush: {e}"));
-            if res.is_ok() {
-                // Acknowledged: the client may rely on it (unsafe write-back lies here).
-                m.flushed();
-            }
-            res
-        };
-        if let Err(what) = res {
-            if power.fired() {
-                break; // the power failed: the client stops here
-            }
-            return Err(format!("request {i} failed before the power cut: {what}"));
-        }
-        done += 1;
-    }
-    Ok((m, done))
-}
 
 /// What a trial checks after the cut.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -132,7 +61,7 @@ fn trial(
     bench.power.arm(cut_after, pc);
     let model = match bench.open(mode) {
         Ok(e) => {
-            let (model, _) = client(&e, seed, init, &bench.power)
+            let (model, _) = client(&e, seed, init, &bench.power, &mut Plain)
                 .unwrap_or_else(|err| panic!("seed {seed} ({}): {err}", mode.name()));
             seen.add(&e.stats().total);
             // Drop = crash: nothing more is written (the flusher stops).
@@ -220,7 +149,7 @@ fn run(mode: WriteMode, check: Check, n: u64) -> (u64, u64, Vec<String>, VolumeS
         let bench = Bench::new(1);
         let e = bench.open(mode).expect("open");
         let init = bench.backing_mem.snapshot();
-        let (_, done) = client(&e, 1, init, &bench.power)
+        let (_, done) = client(&e, 1, init, &bench.power, &mut Plain)
             .unwrap_or_else(|err| panic!("calibration run ({}): {err}", mode.name()));
         assert_eq!(done, OPS, "the calibration run ({}) completed {done} of {OPS}", mode.name());
         drop(e);

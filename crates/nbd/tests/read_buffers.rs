@@ -9,65 +9,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use ember_testkit::nbd::*;
+use ember_testkit::watching_alloc::{self, watch, Watching};
 use ember_testkit::{forward_geometry, forward_writes, reap_pending};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 
 use ember_nbd::server::ServerConfig;
 use ember_nbd::{Export, ExportError, ExportMap, MemExport, ReadBuf, ReadStart};
-
-/// Addresses that must never be freed (0: an empty place).
-static WATCH: [AtomicUsize; 256] = [const { AtomicUsize::new(0) }; 256];
-/// Frees of a watched address.
-static FREED_WATCHED: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether the `size` bytes at `ptr` hold a watched address.
-fn watched(ptr: *mut u8, size: usize) -> bool {
-    let range = ptr as usize..ptr as usize + size;
-    WATCH.iter().any(|w| {
-        let w = w.load(Ordering::SeqCst);
-        w != 0 && range.contains(&w)
-    })
-}
-
-fn watch(ptr: usize) {
-    let place = WATCH
-        .iter()
-        .find(|w| w.compare_exchange(0, ptr, Ordering::SeqCst, Ordering::SeqCst).is_ok());
-    assert!(place.is_some(), "room to watch every kept buffer");
-}
-
-/// The system allocator, counting frees of memory holding a watched address.
-struct Watching;
-
-// SAFETY: every call is forwarded to the system allocator unchanged.
-unsafe impl GlobalAlloc for Watching {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if watched(ptr, layout.size()) {
-            FREED_WATCHED.fetch_add(1, Ordering::SeqCst);
-        }
-        // SAFETY: forwarded.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if watched(ptr, layout.size()) {
-            FREED_WATCHED.fetch_add(1, Ordering::SeqCst);
-        }
-        // SAFETY: forwarded.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: Watching = Watching;
@@ -234,7 +184,7 @@ fn a_buffer_the_export_keeps_registered_is_never_freed() {
     assert!(kept >= 2, "buffers stayed registered ({kept})");
     assert_eq!(export.unregistrations.load(Ordering::SeqCst), 0);
     assert_eq!(
-        FREED_WATCHED.load(Ordering::SeqCst),
+        watching_alloc::freed(),
         0,
         "a buffer still registered was freed (a device could write into its reused pages)"
     );

@@ -31,6 +31,7 @@ pub mod process;
 pub mod serve;
 pub mod tools;
 pub mod trace;
+pub mod watching_alloc;
 
 pub use clients::{debian_path, fio_randrw_verify, have_nbdsh, nbdsh, qemu_io, sha256};
 pub use ember::{

@@ -267,3 +267,106 @@ impl Model {
         first.map(|f| (f, count))
     }
 }
+
+/// What a trial adds to the client of [`client`]: when an acknowledged FLUSH (or FUA write)
+/// counts as a durable point, and requests of its own.
+pub trait Rules {
+    /// Whether a FLUSH or FUA write acknowledged now promises durability; asked before the
+    /// request is sent and after it is acknowledged, and both must say yes.
+    fn durable(&self) -> bool {
+        true
+    }
+    /// A request of the trial's own in place of the FLUSH the draw `x` (85 to 99) would
+    /// send: its result, with the model updated, or `None` to send the FLUSH.
+    fn request(&mut self, _x: u32, _model: &mut Model) -> Option<Result<(), String>> {
+        None
+    }
+}
+
+/// Durable at every acknowledged FLUSH, no requests of its own.
+pub struct Plain;
+
+impl Rules for Plain {}
+
+/// The seeded client of the trials: random writes (unique random content, whole and partial
+/// blocks, some FUA), WRITE_ZEROES, TRIMs, reads checked against the model, and FLUSHes (or
+/// `rules`' own requests) to volume "v", until the power fails: `OPS` requests, or more
+/// while a cut is armed and still to come (at most `MAX_OPS`). Returns the model and the
+/// requests completed, or what failed if a request failed before the power did.
+pub fn client(
+    e: &Engine,
+    seed: u64,
+    init: Vec<u8>,
+    power: &Power,
+    rules: &mut impl Rules,
+) -> Result<(Model, usize), String> {
+    let v = e.volume("v").unwrap();
+    let mut r = rng(seed);
+    let mut m = Model::new(init);
+    let mut done = 0;
+    for i in 0..MAX_OPS {
+        if i >= OPS && !power.pending() {
+            break;
+        }
+        let b = r.gen_range(0..BLOCKS);
+        let nb = r.gen_range(1..=4u64).min(BLOCKS - b);
+        let (off, len) = if r.gen_bool(0.8) {
+            (b * BS, nb * BS)
+        } else {
+            let off = b * BS + r.gen_range(0..BS);
+            (off, r.gen_range(1..=(nb * BS).min(VOL - off)))
+        };
+        let x = r.gen_range(0..100);
+        let res = if x < 55 {
+            let mut data = vec![0u8; len as usize];
+            r.fill(&mut data[..]);
+            let fua = r.gen_bool(0.05);
+            let before = rules.durable();
+            m.issue(off, data.clone());
+            let res = v.write(off, &data, fua).map_err(|e| format!("write {off}+{len}: {e}"));
+            if res.is_ok() {
+                m.acked(fua && before && rules.durable());
+            }
+            res
+        } else if x < 62 {
+            let zero = vec![0u8; len as usize];
+            m.issue(off, zero);
+            let res = if x < 59 {
+                v.write_zeroes(off, len, false, true)
+                    .map_err(|e| format!("write_zeroes {off}+{len}: {e}"))
+            } else {
+                v.trim(off, len, false).map_err(|e| format!("trim {off}+{len}: {e}"))
+            };
+            if res.is_ok() {
+                m.acked(false);
+            }
+            res
+        } else if x < 85 {
+            let mut got = vec![0u8; len as usize];
+            let res = v.read(off, &mut got).map_err(|e| format!("read {off}+{len}: {e}"));
+            if res.is_ok() {
+                let want = &m.latest[off as usize..(off + len) as usize];
+                assert!(got == want, "seed {seed}: a read returned other than the last write");
+            }
+            res
+        } else if let Some(res) = rules.request(x, &mut m) {
+            res
+        } else {
+            let before = rules.durable();
+            let res = v.flush().map_err(|e| format!("flush: {e}"));
+            // Acknowledged: the client may rely on it (unsafe write-back lies here).
+            if res.is_ok() && before && rules.durable() {
+                m.flushed();
+            }
+            res
+        };
+        if let Err(what) = res {
+            if power.fired() {
+                break; // the power failed: the client stops here
+            }
+            return Err(format!("request {i} failed before the power cut: {what}"));
+        }
+        done += 1;
+    }
+    Ok((m, done))
+}

@@ -50,6 +50,33 @@ impl Reports {
     }
 }
 
+/// A formatted 2 MiB RAM cache over a gated RAM backing, opened under `mode` with `wb`: the
+/// engine, the gate and the backing's memory.
+fn gated_engine(mode: WriteMode, wb: WritebackConfig) -> (Arc<Engine>, Arc<Gated>, Arc<MemDevice>) {
+    let cache = Arc::new(MemDevice::new(2 << 20));
+    format(cache.as_ref());
+    let mem = Arc::new(MemDevice::new(VOL));
+    let gated = Arc::new(Gated::new(mem.clone()));
+    let e = Arc::new(open(cache, gated.clone(), mode, wb).unwrap());
+    (e, gated, mem)
+}
+
+/// Close the gate, run `f` on the engine on a new thread, and return once a backing write is
+/// stuck at the gate.
+fn stuck<T: Send + 'static>(
+    gated: &Gated,
+    e: &Arc<Engine>,
+    f: impl FnOnce(&Engine) -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    gated.close();
+    let e = e.clone();
+    let handle = std::thread::spawn(move || f(&e));
+    while gated.arrived.load(SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    handle
+}
+
 /// A seeded writer of whole blocks on its own thread, keeping the model of the volume (one
 /// writer: the model is exact), until told to stop.
 struct Writer {
@@ -138,22 +165,13 @@ fn flush_all_writes_back_what_was_dirty_under_every_write_back_policy() {
 #[test]
 fn flush_all_is_not_cheated_by_a_rewrite_during_the_call() {
     for mode in [WriteMode::WriteBackPersist, WriteMode::UnsafeWriteBack] {
-        let cache = Arc::new(MemDevice::new(2 << 20));
-        format(cache.as_ref());
-        let mem = Arc::new(MemDevice::new(VOL));
-        let gated = Arc::new(Gated::new(mem.clone()));
         // One block a batch, ascending: the flusher takes block 0 first.
         let wb = WritebackConfig { batch_blocks: 1, ..lazy() };
-        let e = Arc::new(open(cache, gated.clone(), mode, wb).unwrap());
+        let (e, gated, mem) = gated_engine(mode, wb);
         let v = e.volume("v").unwrap();
         v.write(0, &block(6), false).unwrap();
         v.write(5 * BS, &block(7), false).unwrap();
-        gated.close();
-        let e2 = e.clone();
-        let flush = std::thread::spawn(move || e2.flush_all(&mut |_| {}));
-        while gated.arrived.load(SeqCst) == 0 {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let flush = stuck(&gated, &e, |e| e.flush_all(&mut |_| {}));
         // The flusher's batch (block 0) is stuck; a rewrite of block 5, dirty at the call,
         // goes to a new epoch.
         v.write(5 * BS, &block(8), false).unwrap();
@@ -225,20 +243,10 @@ fn every_switch_completes_under_load_and_keeps_every_byte() {
 fn a_write_to_a_block_the_drain_is_writing_lands_after_the_older_copy() {
     for from in [WriteMode::WriteBackFlush, WriteMode::WriteBackPersist, WriteMode::UnsafeWriteBack]
     {
-        let cache = Arc::new(MemDevice::new(2 << 20));
-        format(cache.as_ref());
-        let mem = Arc::new(MemDevice::new(VOL));
-        let gated = Arc::new(Gated::new(mem.clone()));
-        let e = Arc::new(open(cache, gated.clone(), from, lazy()).unwrap());
+        let (e, gated, mem) = gated_engine(from, lazy());
         let v = e.volume("v").unwrap();
         v.write(0, &[block(1), block(2)].concat(), false).unwrap();
-        gated.close();
-        let e2 = e.clone();
-        let switch =
-            std::thread::spawn(move || e2.set_write_mode(WriteMode::WriteThrough, &mut |_| {}));
-        while gated.arrived.load(SeqCst) == 0 {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let switch = stuck(&gated, &e, |e| e.set_write_mode(WriteMode::WriteThrough, &mut |_| {}));
         // The drain's batch (blocks 0 and 1, old data) is stuck in its backing write.
         while e.write_mode() != WriteMode::WriteThrough {
             std::thread::sleep(Duration::from_millis(1));
@@ -265,22 +273,12 @@ fn a_write_to_a_block_the_drain_is_writing_lands_after_the_older_copy() {
 /// reached backing, so backing never holds it without them.
 #[test]
 fn leaving_ordered_write_back_keeps_backing_in_epoch_order() {
-    let cache = Arc::new(MemDevice::new(2 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
-    let gated = Arc::new(Gated::new(mem.clone()));
-    let e = Arc::new(open(cache, gated.clone(), WriteMode::OrderedWriteBack, lazy()).unwrap());
+    let (e, gated, mem) = gated_engine(WriteMode::OrderedWriteBack, lazy());
     let v = e.volume("v").unwrap();
     v.write(0, &block(1), false).unwrap();
     v.flush().unwrap();
     v.write(BS, &block(2), false).unwrap();
-    gated.close();
-    let e2 = e.clone();
-    let switch =
-        std::thread::spawn(move || e2.set_write_mode(WriteMode::WriteThrough, &mut |_| {}));
-    while gated.arrived.load(SeqCst) == 0 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let switch = stuck(&gated, &e, |e| e.set_write_mode(WriteMode::WriteThrough, &mut |_| {}));
     let v2 = v.clone();
     let write = std::thread::spawn(move || v2.write(2 * BS, &block(3), false));
     std::thread::sleep(Duration::from_millis(50));
@@ -374,18 +372,9 @@ fn a_failing_backing_fails_a_flush_and_a_switch_promptly_and_keeps_the_blocks_di
 /// A shutdown ends a flush on demand waiting for a stuck backing.
 #[test]
 fn a_shutdown_ends_a_flush_on_demand() {
-    let cache = Arc::new(MemDevice::new(2 << 20));
-    format(cache.as_ref());
-    let mem = Arc::new(MemDevice::new(VOL));
-    let gated = Arc::new(Gated::new(mem.clone()));
-    let e = Arc::new(open(cache, gated.clone(), WriteMode::WriteBackPersist, lazy()).unwrap());
+    let (e, gated, _) = gated_engine(WriteMode::WriteBackPersist, lazy());
     scribble(&e, vec![0; VOL as usize], 10, 6);
-    gated.close();
-    let e2 = e.clone();
-    let flush = std::thread::spawn(move || e2.flush_all(&mut |_| {}));
-    while gated.arrived.load(SeqCst) == 0 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let flush = stuck(&gated, &e, |e| e.flush_all(&mut |_| {}));
     let e3 = e.clone();
     let stop = std::thread::spawn(move || e3.shutdown());
     let t0 = Instant::now();

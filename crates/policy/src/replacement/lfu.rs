@@ -14,10 +14,9 @@
 //! block of capacity (68 in all), plus about 24 bytes per distinct count (at most one per
 //! resident block).
 
-use super::priority_buckets::PriorityBuckets;
+use super::priority_buckets::{ByPriority, PriorityBuckets};
 use super::spec::{FromSpec, Spec};
-use super::Replacement;
-use crate::Access;
+use crate::keymap::Bucket;
 
 /// Least-frequently-used replacement (in-cache counts, FIFO among equal counts).
 #[derive(Clone, Debug)]
@@ -38,69 +37,33 @@ impl FromSpec for Lfu {
     }
 }
 
-impl Replacement for Lfu {
-    fn name(&self) -> &'static str {
-        "lfu"
+impl ByPriority for Lfu {
+    const NAME: &'static str = "lfu";
+
+    fn buckets(&self) -> &PriorityBuckets {
+        &self.b
     }
 
-    fn capacity(&self) -> usize {
-        self.b.capacity()
+    fn buckets_mut(&mut self) -> &mut PriorityBuckets {
+        &mut self.b
     }
 
-    fn len(&self) -> usize {
-        self.b.len()
-    }
-
-    fn contains(&self, key: u64) -> bool {
-        self.b.find(key).is_some()
-    }
-
-    fn lookup(&mut self, access: &Access) -> bool {
-        let Some(i) = self.b.find(access.key) else {
-            return false;
-        };
+    fn hit(&mut self, i: u32) {
         let f = self.b.meta(i).priority;
         self.b.detach(i);
         self.b.attach(i, f + 1, 0);
-        true
     }
 
-    fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.b.capacity() == 0 {
-            return None;
-        }
-        let mut victim = None;
-        if self.b.is_full() {
-            let v = self.b.min_priority().and_then(|p| self.b.oldest(p));
-            victim = v.map(|i| self.b.remove(i));
-        }
-        match self.b.lookup(access.key) {
-            Err(at) => {
-                self.b.insert(at, access.key, 1, 0);
-            }
-            Ok(_) => debug_assert!(false, "insert of a resident block"),
-        }
-        victim
-    }
-
-    fn remove(&mut self, key: u64) -> bool {
-        match self.b.find(key) {
-            Some(i) => {
-                self.b.remove(i);
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.b.memory_bytes()
+    fn admit(&mut self, at: Bucket, key: u64) {
+        self.b.insert(at, key, 1, 0);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replacement::Replacement;
+    use crate::Access;
 
     fn run(p: &mut Lfu, keys: &[u64]) -> Vec<(bool, Option<u64>)> {
         keys.iter().enumerate().map(|(t, &k)| p.access(&Access::read(k, t as u64))).collect()

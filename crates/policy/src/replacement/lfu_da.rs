@@ -21,10 +21,9 @@
 //! Memory: as [LFU](super::Lfu), 68 bytes per block of capacity and about 24 per distinct key.
 
 use super::params::{Param, VARIANT};
-use super::priority_buckets::PriorityBuckets;
+use super::priority_buckets::{ByPriority, PriorityBuckets};
 use super::spec::{FromSpec, Spec};
-use super::Replacement;
-use crate::Access;
+use crate::keymap::Bucket;
 
 /// LFU-DA's parameters: the paper's form or libCacheSim's.
 pub const PARAMS: &[Param] = &[VARIANT];
@@ -79,27 +78,18 @@ impl FromSpec for LfuDa {
     }
 }
 
-impl Replacement for LfuDa {
-    fn name(&self) -> &'static str {
-        "lfuda"
+impl ByPriority for LfuDa {
+    const NAME: &'static str = "lfuda";
+
+    fn buckets(&self) -> &PriorityBuckets {
+        &self.b
     }
 
-    fn capacity(&self) -> usize {
-        self.b.capacity()
+    fn buckets_mut(&mut self) -> &mut PriorityBuckets {
+        &mut self.b
     }
 
-    fn len(&self) -> usize {
-        self.b.len()
-    }
-
-    fn contains(&self, key: u64) -> bool {
-        self.b.find(key).is_some()
-    }
-
-    fn lookup(&mut self, access: &Access) -> bool {
-        let Some(i) = self.b.find(access.key) else {
-            return false;
-        };
+    fn hit(&mut self, i: u32) {
         let m = self.b.meta(i);
         self.b.detach(i);
         if self.lcs {
@@ -113,54 +103,36 @@ impl Replacement for LfuDa {
             let count = m.count.saturating_add(1);
             self.b.attach(i, u64::from(count) + self.age, count);
         }
-        true
     }
 
-    fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.b.capacity() == 0 {
-            return None;
-        }
-        let mut victim = None;
-        if self.b.is_full() {
-            if let Some(k) = self.victim_key() {
-                if let Some(i) = self.b.oldest(k) {
-                    victim = Some(self.b.remove(i));
-                    self.age = k;
-                    if self.lcs && !self.b.has_priority(k) {
-                        self.lcs_raise_age();
-                    }
-                }
-            }
-        }
-        match self.b.lookup(access.key) {
-            Err(at) => {
-                self.b.insert(at, access.key, self.age + 1, 1);
-            }
-            Ok(_) => debug_assert!(false, "insert of a resident block"),
-        }
-        victim
+    fn admit(&mut self, at: Bucket, key: u64) {
+        self.b.insert(at, key, self.age + 1, 1);
     }
 
-    fn remove(&mut self, key: u64) -> bool {
-        let Some(i) = self.b.find(key) else {
-            return false;
-        };
-        let k = self.b.meta(i).priority;
-        self.b.remove(i);
+    /// The oldest block of the victim key leaves, and `L` becomes that key.
+    fn evict(&mut self) -> Option<u64> {
+        let k = self.victim_key()?;
+        let i = self.b.oldest(k)?;
+        let victim = self.b.remove(i);
+        self.age = k;
+        if self.lcs && !self.b.has_priority(k) {
+            self.lcs_raise_age();
+        }
+        Some(victim)
+    }
+
+    fn removed(&mut self, k: u64) {
         if self.lcs && k == self.age && !self.b.has_priority(k) {
             self.lcs_raise_age();
         }
-        true
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.b.memory_bytes()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replacement::Replacement;
+    use crate::Access;
 
     fn run(p: &mut LfuDa, keys: &[u64]) -> Vec<(bool, Option<u64>)> {
         keys.iter().enumerate().map(|(t, &k)| p.access(&Access::read(k, t as u64))).collect()

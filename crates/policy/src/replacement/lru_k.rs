@@ -19,10 +19,9 @@
 //! priority) plus K access times of 8 bytes per block.
 
 use super::params::{Domain, Param};
-use super::priority_buckets::PriorityBuckets;
+use super::priority_buckets::{ByPriority, PriorityBuckets};
 use super::spec::{FromSpec, Spec};
-use super::Replacement;
-use crate::Access;
+use crate::keymap::Bucket;
 
 /// LRU-K's parameters.
 pub const PARAMS: &[Param] = &[Param {
@@ -80,27 +79,18 @@ impl FromSpec for LruK {
     }
 }
 
-impl Replacement for LruK {
-    fn name(&self) -> &'static str {
-        "lruk"
+impl ByPriority for LruK {
+    const NAME: &'static str = "lruk";
+
+    fn buckets(&self) -> &PriorityBuckets {
+        &self.b
     }
 
-    fn capacity(&self) -> usize {
-        self.b.capacity()
+    fn buckets_mut(&mut self) -> &mut PriorityBuckets {
+        &mut self.b
     }
 
-    fn len(&self) -> usize {
-        self.b.len()
-    }
-
-    fn contains(&self, key: u64) -> bool {
-        self.b.find(key).is_some()
-    }
-
-    fn lookup(&mut self, access: &Access) -> bool {
-        let Some(i) = self.b.find(access.key) else {
-            return false;
-        };
+    fn hit(&mut self, i: u32) {
         self.now += 1;
         let m = self.b.meta(i);
         let count = m.count.saturating_add(1);
@@ -109,51 +99,28 @@ impl Replacement for LruK {
         let p = self.record(i, count, first);
         self.b.detach(i);
         self.b.attach(i, p, count);
-        true
     }
 
-    fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.b.capacity() == 0 {
-            return None;
-        }
+    fn admit(&mut self, at: Bucket, key: u64) {
         self.now += 1;
-        let mut victim = None;
-        if self.b.is_full() {
-            let v = self.b.min_priority().and_then(|p| self.b.oldest(p));
-            victim = v.map(|i| self.b.remove(i));
-        }
-        match self.b.lookup(access.key) {
-            Err(at) => {
-                let i = self.b.insert(at, access.key, self.now, 1);
-                let p = self.record(i, 1, self.now);
-                if p != self.now {
-                    self.b.detach(i);
-                    self.b.attach(i, p, 1);
-                }
-            }
-            Ok(_) => debug_assert!(false, "insert of a resident block"),
-        }
-        victim
-    }
-
-    fn remove(&mut self, key: u64) -> bool {
-        match self.b.find(key) {
-            Some(i) => {
-                self.b.remove(i);
-                true
-            }
-            None => false,
+        let i = self.b.insert(at, key, self.now, 1);
+        let p = self.record(i, 1, self.now);
+        if p != self.now {
+            self.b.detach(i);
+            self.b.attach(i, p, 1);
         }
     }
 
-    fn memory_bytes(&self) -> usize {
-        self.b.memory_bytes() + self.history.len() * 8
+    fn extra_memory_bytes(&self) -> usize {
+        self.history.len() * 8
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replacement::Replacement;
+    use crate::Access;
 
     fn run(p: &mut LruK, keys: &[u64]) -> Vec<(bool, Option<u64>)> {
         keys.iter().enumerate().map(|(t, &k)| p.access(&Access::read(k, t as u64))).collect()

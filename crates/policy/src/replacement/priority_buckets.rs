@@ -1,5 +1,6 @@
 //! Resident blocks ordered by an integer priority, first in first out among equal
-//! priorities: the state of the frequency policies (LFU, LFU-DA).
+//! priorities: the state of the priority policies (LFU, LFU-DA, LRU-K), and the one
+//! [`Replacement`] implementation they share ([`ByPriority`]).
 //!
 //! Each block is a slab node indexed by a [`KeyMap`]; the nodes of one priority form a
 //! bucket, a [`List`] whose tail is the block that entered the bucket first. The buckets in
@@ -8,6 +9,7 @@
 //! one per resident block). Bucket lists come from a preallocated pool; the map's own nodes
 //! are the only allocation after construction (a few bytes per distinct priority).
 
+use super::Replacement;
 use crate::keymap::{Bucket, KeyMap};
 use crate::slab::{List, Slab, NIL};
 use std::collections::BTreeMap;
@@ -170,5 +172,93 @@ impl PriorityBuckets {
             + self.slab.memory_bytes()
             + self.lists.len() * (std::mem::size_of::<List>() + 4)
             + self.order.len() * 24
+    }
+}
+
+/// A policy whose state is [`PriorityBuckets`]: it says how a hit and an insert set a
+/// block's priority (and, if it departs from the default, which block leaves), and gets its
+/// [`Replacement`] from here.
+pub(crate) trait ByPriority: Send {
+    /// The policy's name ([`Replacement::name`]).
+    const NAME: &'static str;
+
+    /// The blocks, in their buckets.
+    fn buckets(&self) -> &PriorityBuckets;
+
+    /// The blocks, to change.
+    fn buckets_mut(&mut self) -> &mut PriorityBuckets;
+
+    /// A hit on the resident block in slot `i`: give it its new priority.
+    fn hit(&mut self, i: u32);
+
+    /// Insert `key` (not resident, room made) at `at` with its first priority.
+    fn admit(&mut self, at: Bucket, key: u64);
+
+    /// Make room in a full cache: remove a block and return its key. By default the block
+    /// that entered the lowest priority's bucket first.
+    fn evict(&mut self) -> Option<u64> {
+        let b = self.buckets_mut();
+        let v = b.min_priority().and_then(|p| b.oldest(p));
+        v.map(|i| b.remove(i))
+    }
+
+    /// A block of priority `priority` was removed on request ([`Replacement::remove`]).
+    fn removed(&mut self, _priority: u64) {}
+
+    /// Bytes of the policy's own state beside the buckets.
+    fn extra_memory_bytes(&self) -> usize {
+        0
+    }
+}
+
+impl<P: ByPriority> Replacement for P {
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+
+    fn capacity(&self) -> usize {
+        self.buckets().capacity()
+    }
+
+    fn len(&self) -> usize {
+        self.buckets().len()
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.buckets().find(key).is_some()
+    }
+
+    fn lookup(&mut self, access: &crate::Access) -> bool {
+        let Some(i) = self.buckets().find(access.key) else {
+            return false;
+        };
+        self.hit(i);
+        true
+    }
+
+    fn insert(&mut self, access: &crate::Access) -> Option<u64> {
+        if self.buckets().capacity() == 0 {
+            return None;
+        }
+        let victim = if self.buckets().is_full() { self.evict() } else { None };
+        match self.buckets().lookup(access.key) {
+            Err(at) => self.admit(at, access.key),
+            Ok(_) => debug_assert!(false, "insert of a resident block"),
+        }
+        victim
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        let Some(i) = self.buckets().find(key) else {
+            return false;
+        };
+        let priority = self.buckets().meta(i).priority;
+        self.buckets_mut().remove(i);
+        self.removed(priority);
+        true
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.buckets().memory_bytes() + self.extra_memory_bytes()
     }
 }
