@@ -26,6 +26,11 @@ pub fn sim_plugin(
     name: String,
 ) -> PyResult<(String, Option<String>)> {
     let args: SimArgs = lab::parse("sim", &argv).map_err(crate::err)?;
+    if args.minisim.is_some() {
+        return Err(crate::err(anyhow::anyhow!(
+            "minisim runs ember's own policies; a policy written in Python runs exactly"
+        )));
+    }
     let sizes = ember_cli::grid_args::sizes(&args.size).map_err(crate::err)?;
     let warmup = args.uncounted.period().map_err(crate::err)?;
     let block_size = args.input.block_size;

@@ -95,3 +95,5 @@ def test_bad_policies_fail_clearly(traces):
         em.sim(traces["zipf"], policy="py:emberlab.plugin", size=["1%"])
     with pytest.raises(em.EmberError):
         em.sim(traces["zipf"], policy=Lru, size=["1%"], block_size=0)
+    with pytest.raises(em.EmberError, match="minisim runs ember's own policies"):
+        em.sim(traces["zipf"], policy=Lru, size=["1%"], minisim="1%")
