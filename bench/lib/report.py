@@ -33,6 +33,7 @@ BENCHES = {
     "serve-scale": "bench/serve-scale",
     "sieve-overhead": "bench/sieve-overhead",
     "sim-policies": "bench/sim-policies",
+    "sim-python": "bench/sim-python",
     "sim-scale": "bench/sim-scale",
     "sim-throughput": "bench/sim-throughput",
     "thesis-ch6": "bench/thesis-ch6",

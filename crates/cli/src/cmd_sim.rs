@@ -8,7 +8,7 @@ use crate::trace_args::TraceInput;
 use anyhow::{bail, Context};
 use clap::Args;
 use ember_policy::replacement::Spec;
-use ember_sim::core::minisim::{run_minis, SampledStream, SpatialSample};
+use ember_sim::core::minisim::{run_minis_floored, SampledStream, SpatialSample};
 use ember_sim::core::plan::{Driver, Outcome, PlanOptions, Progress, TraceSource};
 use ember_sim::{default_threads, Capacity, Interval, Plan};
 use ember_trace::{BlockChunk, BlockReader};
@@ -62,8 +62,9 @@ pub struct SimArgs {
     pub threads: Option<usize>,
     /// Miniature simulations (MINISIM, Waldspurger et al., ATC 2017), for miss-ratio curves
     /// of any policy at a fraction of the cost: only a spatial sample of the blocks (this
-    /// rate: 1%, 0.01) is simulated, at each size scaled by the rate. Counters are the
-    /// sample's; the miss ratios estimate the full caches'. Not with --interval or an
+    /// rate: 1%, 0.01) is simulated, at each size scaled by the rate (raised, up to 16 times,
+    /// for a small cache, so that its miniature holds at least 2,000 blocks). Counters are
+    /// the sample's; the miss ratios estimate the full caches'. Not with --interval or an
     /// uncounted warm-up period.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub minisim: Option<f64>,
@@ -100,7 +101,8 @@ fn compute_minisim(
     let context = || format!("reading trace {}", path.display());
     let mut reader =
         BlockReader::open(path, &source.read, source.per_request, false).with_context(context)?;
-    let mut sampled = SampledStream::new(sample, block_size)?;
+    let widest = sample.widest();
+    let mut sampled = SampledStream::new(widest, block_size)?;
     let mut chunk = BlockChunk::default();
     let started = std::time::Instant::now();
     while reader.next_chunk(&mut chunk, 1 << 18).with_context(context)? {
@@ -113,7 +115,10 @@ fn compute_minisim(
         .flat_map(|k| sizes.iter().map(move |(_, c)| (*k, c.blocks(block_size, wss))))
         .collect();
     let threads = args.threads.unwrap_or_else(default_threads);
-    let results = run_minis(&sample, &stream, accesses, &cells, threads);
+    let results: Vec<_> = run_minis_floored(&sample, &widest, &stream, accesses, &cells, threads)?
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect();
     if !args.output.quiet {
         eprintln!(
             "ember sim --minisim {rate}: sampled {} of {accesses} block accesses of {} in {:.2} s \

@@ -114,7 +114,9 @@ fn minisim_at_ten_percent_is_within_a_point() {
 }
 
 /// The full check: 10 million requests over 2 million blocks, within a point at 1 %
-/// sampling, and the cost of both against each other.
+/// sampling (the smallest sizes, whose miniatures would hold 75 to 150 blocks, run at a
+/// raised rate: see `ember_sim::core::minisim::MIN_MINI_BLOCKS`), and the cost of both
+/// against each other. About 3 minutes on two cores, most of it the exact sweep.
 #[test]
 #[ignore = "10 million requests: run with --ignored (prints the cost against the exact sweep)"]
 fn minisim_on_ten_million_requests() {

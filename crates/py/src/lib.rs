@@ -3,6 +3,9 @@
 //! (`ember_cli::lab`, `ember_trace`), with the GIL released while Rust runs. Errors become
 //! `emberlab.EmberError` carrying ember's message (with `file:line` for a bad trace record).
 
+mod plugin;
+mod plugin_run;
+
 use ember_cli::lab;
 use ember_trace::{Op, Request, Trace, VolumeTable};
 use pyo3::create_exception;
@@ -19,6 +22,7 @@ create_exception!(
      record (the message names the file and line)."
 );
 
+/// An ember error as `EmberError`, with its chain of context.
 fn err(e: anyhow::Error) -> PyErr {
     EmberError::new_err(format!("{e:#}"))
 }
@@ -184,6 +188,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EmberError", m.py().get_type::<EmberError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(sim, m)?)?;
+    m.add_function(wrap_pyfunction!(plugin_run::sim_plugin, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(warmup, m)?)?;
     m.add_function(wrap_pyfunction!(demote, m)?)?;

@@ -198,3 +198,20 @@ def test_python_sweep_twice_resumes(cluster, sweep_traces, tmp_path):
         pd.testing.assert_frame_equal(first, again)
     finally:
         ray.shutdown()
+
+
+def test_sweep_runs_a_policy_written_in_python(cluster, sweep_traces, tmp_path):
+    """A policy class in a sweep spec runs on the workers (by its `py:module:Class` name)
+    and gives the rows of its native twin."""
+    import emberlab as em
+    from emberlab.plugin import Lru
+
+    c, _ = cluster
+    spec = {"traces": [str(sweep_traces[0])], "policies": [Lru, "lru"], "sizes": ["1%"]}
+    try:
+        res = em.sweep(spec, out=tmp_path / "o", ray_address=c.address, progress=False)
+    finally:
+        ray.shutdown()
+    assert len(res.attrs["failures"]) == 0, res.attrs["failures"]
+    assert list(res["policy"]) == ["py-lru", "lru"]
+    assert res["hits"].iloc[0] == res["hits"].iloc[1] > 0

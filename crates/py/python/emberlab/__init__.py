@@ -173,18 +173,51 @@ def _quiet(options: Dict[str, Any]) -> Dict[str, Any]:
 
 def sim(
     trace: PathLike,
-    policy: Union[str, Sequence[str]] = "lru",
+    policy: Any = "lru",
     size: Union[str, Sequence[str]] = ("1%", "10%"),
     **options: Any,
 ) -> pd.DataFrame:
     """``ember sim``: every policy at every size; one row per run, the columns of
     ``ember sim --csv`` (policy, admission, size, capacity_blocks, ..., hit_ratio, ...).
 
-    ``options``: the flags of ``ember sim`` (``interval="1h"``, ``per_request=True``,
-    ``threads=2``, ``block_size=512``, ``format="oracle-general"``, ...). With ``interval``,
-    ``df.attrs["timeline"]`` holds the timeline as a DataFrame (see :func:`sim_timeline`).
+    ``policy``: names (``"lru"``, ``"arc"``, ``"lruk:k=3"``) and policies written in Python
+    (a class, or ``"py:module:Class"``; see :mod:`emberlab.plugin`), alone or in a list; the
+    rows follow the list's order. ``options``: the flags of ``ember sim``
+    (``interval="1h"``, ``per_request=True``, ``threads=2``, ``block_size=512``,
+    ``format="oracle-general"``, ...). With ``interval``, ``df.attrs["timeline"]`` holds the
+    timeline as a DataFrame (see :func:`sim_timeline`).
     """
-    csv, timeline = _native.sim(argv(trace, _quiet(dict(options, policy=policy, size=size))))
+    from . import plugin
+
+    policies = list(policy) if isinstance(policy, (list, tuple)) else [policy]
+    if not any(plugin.is_plugin(p) for p in policies):
+        return _sim_frames(_native.sim(argv(trace, _quiet(dict(options, policy=policies,
+                                                                    size=size)))))
+    # Consecutive names run as one `ember sim` grid; each Python policy runs on its own.
+    parts = []
+    i = 0
+    while i < len(policies):
+        if plugin.is_plugin(policies[i]):
+            cls = plugin.resolve(policies[i])
+            args = argv(trace, _quiet(dict(options, size=size)))
+            parts.append(_sim_frames(_native.sim_plugin(args, cls, plugin.column_name(cls))))
+            i += 1
+            continue
+        j = i
+        while j < len(policies) and not plugin.is_plugin(policies[j]):
+            j += 1
+        parts.append(_sim_frames(_native.sim(argv(trace, _quiet(dict(
+            options, policy=policies[i:j], size=size))))))
+        i = j
+    df = pd.concat(parts, ignore_index=True)
+    timelines = [p.attrs["timeline"] for p in parts if "timeline" in p.attrs]
+    if timelines:
+        df.attrs["timeline"] = pd.concat(timelines, ignore_index=True)
+    return df
+
+
+def _sim_frames(out) -> pd.DataFrame:
+    csv, timeline = out
     df = _csv_frame(csv)
     if timeline is not None:
         df.attrs["timeline"] = _csv_frame(timeline)

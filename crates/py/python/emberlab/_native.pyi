@@ -1,7 +1,7 @@
 """Type stubs of emberlab._native, the Rust extension (crates/py/src/lib.rs). Each function
 takes the argument list of its `ember` subcommand (without program and subcommand names)."""
 
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 __version__: str
 
@@ -11,6 +11,10 @@ class EmberError(Exception):
 
 def sim(argv: List[str]) -> Tuple[str, Optional[str]]:
     """`ember sim`: (the CSV `--csv` writes, the timeline CSV or None)."""
+
+def sim_plugin(argv: List[str], factory: Any, name: str) -> Tuple[str, Optional[str]]:
+    """`ember sim` with a policy class written in Python (called with the capacity in
+    blocks; see emberlab.plugin) named `name` in the policy column."""
 
 def analyze(argv: List[str]) -> str:
     """`ember analyze`: the JSON document `--json` writes."""

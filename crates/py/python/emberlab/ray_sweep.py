@@ -4,7 +4,7 @@ warmup selectors), each cell one Ray task running the same Rust code as ``ember 
 A spec is TOML or JSON (or a dict)::
 
     traces   = ["msr/web_0.csv.gz", "msr/prxy_0.csv.gz"]   # relative to the spec's folder
-    policies = ["lru", "arc", "s3fifo"]
+    policies = ["lru", "arc", "s3fifo", "py:mypolicies:Lfu"]  # py:module:Class: in Python
     sizes    = ["1%", "5%", "10%"]
     sieves   = ["aod", "sievestore-c"]      # optional; aod (admit on demand) is plain `ember sim`
     schemes  = ["demote", "demote-adapt-exp"]  # optional DEMOTE schemes: `ember demote` cells
@@ -115,6 +115,17 @@ def _uncounted(spec: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def _plugin_names(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """The spec with policy classes (written in Python, :mod:`emberlab.plugin`) given as
+    their ``py:module:Class`` names, which the workers import."""
+    from .plugin import spec_name
+
+    pols = spec.get("policies")
+    if isinstance(pols, list) and any(isinstance(p, type) for p in pols):
+        spec = dict(spec, policies=[spec_name(p) if isinstance(p, type) else p for p in pols])
+    return spec
+
+
 def cells(spec: Dict[str, Any], base: Path) -> List[Dict[str, Any]]:
     """Every cell of the grid, in a stable order, each with its ``cell`` id."""
     unknown = sorted(set(spec) - KNOWN_KEYS)
@@ -123,7 +134,7 @@ def cells(spec: Dict[str, Any], base: Path) -> List[Dict[str, Any]]:
     traces = _list(spec, "traces")
     if not traces:
         raise SpecError("`traces` must name at least one trace")
-    policies = _list(spec, "policies", ["lru"])
+    policies = _list(_plugin_names(spec), "policies", ["lru"])
     sizes = _list(spec, "sizes", ["1%", "10%"])
     sieves = _list(spec, "sieves", ["aod"])
     schemes = _list(spec, "schemes")

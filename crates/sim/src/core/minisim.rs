@@ -11,6 +11,16 @@
 //! every policy of the registry runs unchanged, through [`simulate`].
 //!
 //! At rate 1 every block is kept and the runs are those of `ember sim`, exactly.
+//!
+//! A miniature cache of a few hundred blocks estimates poorly: its miss ratio moves by
+//! whole points with which popular blocks the sample happens to hold. So, as SHARDS'
+//! fixed-size variant keeps a fixed number of sampled blocks rather than a fixed rate
+//! (Waldspurger et al., FAST 2015, section 3.3) and libCacheSim's mrcProfiler lets the rate
+//! follow the cache size, [`run_minis_floored`] raises the rate for a small cache so that its
+//! miniature holds at least [`MIN_MINI_BLOCKS`] blocks, up to [`MAX_RATE_BOOST`] times the
+//! requested rate. The samples are nested (a block kept at one threshold is kept at every
+//! higher one), so one pass keeps the widest sample ([`SpatialSample::widest`]) and each
+//! cache size filters its own from it.
 
 use crate::core::distinct::DistinctCounter;
 use crate::core::simulate::{simulate, RunConfig, SimResult};
@@ -22,6 +32,15 @@ use ember_trace::BlockChunk;
 
 /// The hash space of the spatial sample: a block is kept when `hash(key) % MODULUS < T`.
 pub const MODULUS: u64 = 1 << 24;
+
+/// The fewest blocks a miniature cache is given by raising the sampling rate for a small
+/// cache ([`run_minis_floored`]): below a few hundred blocks a miniature's miss ratio strays
+/// by more than a point from the full cache's.
+pub const MIN_MINI_BLOCKS: u64 = 2_000;
+
+/// The most the sampling rate of a small cache is raised above the requested rate
+/// ([`SpatialSample::widest`]): bounds the memory and time of the widest sample.
+pub const MAX_RATE_BOOST: u64 = 16;
 
 /// The spatial sample of MINISIM (and SHARDS): which blocks are kept, at what rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +70,22 @@ impl SpatialSample {
     #[inline]
     pub fn keeps(&self, key: u64) -> bool {
         self.threshold >= MODULUS || mix(key) % MODULUS < self.threshold
+    }
+
+    /// The widest sample a small cache may need: [`MAX_RATE_BOOST`] times this rate, at most
+    /// every block. It holds every sample [`SpatialSample::for_capacity`] returns.
+    pub fn widest(&self) -> Self {
+        Self { threshold: self.threshold.saturating_mul(MAX_RATE_BOOST).min(MODULUS) }
+    }
+
+    /// The sample for a cache of `blocks` blocks: this rate, raised so that the miniature
+    /// cache holds at least [`MIN_MINI_BLOCKS`] blocks, but not beyond `widest`'s rate (nor
+    /// below this one).
+    pub fn for_capacity(&self, widest: &SpatialSample, blocks: u64) -> Self {
+        let want = (MIN_MINI_BLOCKS as u128 * MODULUS as u128).div_ceil(blocks.max(1) as u128);
+        let want = u64::try_from(want).unwrap_or(u64::MAX);
+        let hi = widest.threshold.max(self.threshold);
+        Self { threshold: want.clamp(self.threshold, hi) }
     }
 
     /// The miniature cache standing for a cache of `blocks` blocks: `round(blocks * rate)`,
@@ -189,6 +224,54 @@ pub fn run_minis(
     out.into_iter().flatten().collect()
 }
 
+/// The accesses of `stream` (a sample at least as wide as `sample`) whose blocks `sample`
+/// keeps, each a request of its own (next-access times computed if `stream` has them).
+pub fn narrow(stream: &AccessStream, sample: &SpatialSample) -> Result<AccessStream, SimError> {
+    let mut b = AccessStreamBuilder::new(stream.block_size(), Split::Blocks)?.without_times();
+    for (i, &key) in stream.keys().iter().enumerate() {
+        if sample.keeps(key) {
+            b.push_block(key, 0, stream.is_write(i));
+        }
+    }
+    Ok(b.finish(stream.next_access().is_some()))
+}
+
+/// [`run_minis`] with a floor on the miniature cache size: `stream` is the sample `widest`
+/// (of `sample.widest()`), and each cell runs over its own sample,
+/// [`SpatialSample::for_capacity`], filtered from it ([`narrow`]) once per distinct rate.
+/// Returns the results in the order of `cells`, each with the rate it ran at.
+pub fn run_minis_floored(
+    sample: &SpatialSample,
+    widest: &SpatialSample,
+    stream: &AccessStream,
+    full_accesses: u64,
+    cells: &[(Spec, u64)],
+    threads: usize,
+) -> Result<Vec<(SimResult, f64)>, SimError> {
+    let own: Vec<SpatialSample> =
+        cells.iter().map(|&(_, cap)| sample.for_capacity(widest, cap)).collect();
+    let mut rates: Vec<SpatialSample> = own.clone();
+    rates.sort_by_key(|s| s.threshold);
+    rates.dedup();
+    let mut out: Vec<Option<(SimResult, f64)>> = vec![None; cells.len()];
+    for s in rates {
+        let narrowed;
+        let sub = if s == *widest {
+            stream
+        } else {
+            narrowed = narrow(stream, &s)?;
+            &narrowed
+        };
+        let idx: Vec<usize> = (0..cells.len()).filter(|&i| own[i] == s).collect();
+        let these: Vec<(Spec, u64)> = idx.iter().map(|&i| cells[i]).collect();
+        let results = run_minis(&s, sub, full_accesses, &these, threads);
+        for (i, r) in idx.into_iter().zip(results) {
+            out[i] = Some((r, s.rate()));
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,6 +362,57 @@ mod tests {
             let want = simulate(&mut *p, &mut Aod, &full, &RunConfig::default());
             let (a, b) = (1.0 - mini.totals.hit_ratio(), 1.0 - want.totals.hit_ratio());
             assert!((a - b).abs() < 0.02, "at {cap}: {a} against {b}");
+        }
+    }
+
+    #[test]
+    fn small_caches_get_a_higher_rate() {
+        let s = SpatialSample::new(0.01).unwrap();
+        let w = s.widest();
+        assert!((w.rate() - 0.16).abs() < 1e-6);
+        // Large caches keep the requested rate; small ones reach the floor, then the widest.
+        assert_eq!(s.for_capacity(&w, 10_000_000), s);
+        let mid = s.for_capacity(&w, 50_000);
+        assert!((mid.scaled(50_000) as i64 - MIN_MINI_BLOCKS as i64).abs() <= 1);
+        assert_eq!(s.for_capacity(&w, 1_000), w);
+        assert_eq!(SpatialSample::new(1.0).unwrap().widest(), SpatialSample::new(1.0).unwrap());
+        // Nested: whatever a narrower sample keeps, the wider one keeps.
+        assert!((0..100_000u64).all(|k| !mid.keeps(k) || w.keeps(k)));
+        assert!((0..100_000u64).all(|k| !s.keeps(k) || mid.keeps(k)));
+    }
+
+    /// With the floor, each cell equals a plain miniature run at its own rate, and at rate 1
+    /// the runs are the full ones.
+    #[test]
+    fn floored_runs_are_miniatures_at_their_own_rates() {
+        let k = keys(200_000, 100_000);
+        let base = SpatialSample::new(0.02).unwrap();
+        let widest = base.widest();
+        let mut s = SampledStream::new(widest, 4096).unwrap();
+        s.push_chunk(&chunk(&k));
+        let stream = s.finish(true);
+        let cells = [(Kind::Lru, 500), (Kind::Arc, 20_000), (Kind::Opt, 200_000)]
+            .map(|(k, n)| (Spec::from(k), n));
+        let got = run_minis_floored(&base, &widest, &stream, 200_000, &cells, 2).unwrap();
+        assert_eq!(got.len(), 3);
+        for ((r, rate), &(kind, cap)) in got.iter().zip(&cells) {
+            let own = base.for_capacity(&widest, cap);
+            assert_eq!(*rate, own.rate());
+            let mut only = SampledStream::new(own, 4096).unwrap();
+            only.push_chunk(&chunk(&k));
+            let want = run_mini(&own, &only.finish(true), 200_000, &kind, cap);
+            assert_eq!(r.totals, want.totals, "{kind:?} at {cap}");
+        }
+        assert_eq!(got[0].1, widest.rate());
+        assert_eq!(got[2].1, base.rate());
+        let one = SpatialSample::new(1.0).unwrap();
+        let mut all = SampledStream::new(one, 4096).unwrap();
+        all.push_chunk(&chunk(&k));
+        let all = all.finish(true);
+        let exact = run_minis(&one, &all, 200_000, &cells, 2);
+        let floored = run_minis_floored(&one, &one, &all, 200_000, &cells, 2).unwrap();
+        for (a, (b, _)) in exact.iter().zip(&floored) {
+            assert_eq!(a.totals, b.totals);
         }
     }
 }
