@@ -4,7 +4,7 @@
 //! estimate the recent frequency and old popularity fades.
 //!
 //! Four rows of `width` 4-bit counters (kept one a byte, saturating at 15 as in the paper's
-//! Caffeine implementation), `width` the power of two at or above the capacity in blocks, so
+//! Caffeine implementation, or at 255 for libCacheSim's reading), `width` the power of two at or above the capacity in blocks, so
 //! memory is bounded by the capacity: 4 bytes a block. Each row hashes the key with its own
 //! seed, drawn from the policy's seed: the same seed gives the same estimates.
 
@@ -13,8 +13,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Rows of the sketch.
 const DEPTH: usize = 4;
-/// A counter's largest value (4 bits).
-const MAX: u8 = 15;
+/// A counter's largest value in the paper (4 bits).
+pub(crate) const MAX: u8 = 15;
 
 /// A count-min sketch with periodic halving (see the module documentation).
 #[derive(Clone, Debug)]
@@ -25,6 +25,8 @@ pub(crate) struct CountMin {
     /// Increments since the last halving, and how many trigger one.
     added: u64,
     sample: u64,
+    /// A counter's largest value.
+    max: u8,
 }
 
 /// splitmix64's finalizer: block keys are dense, the counters' positions must not be.
@@ -36,8 +38,8 @@ fn mix(mut x: u64) -> u64 {
 
 impl CountMin {
     /// A sketch for a cache of `capacity` blocks, halved every `sample` increments, its
-    /// hashes drawn from `seed`.
-    pub(crate) fn new(capacity: usize, sample: u64, seed: u64) -> Self {
+    /// counters saturating at `max`, its hashes drawn from `seed`.
+    pub(crate) fn new(capacity: usize, sample: u64, max: u8, seed: u64) -> Self {
         let width = capacity.max(16).next_power_of_two();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         Self {
@@ -46,6 +48,7 @@ impl CountMin {
             seeds: std::array::from_fn(|_| rng.gen()),
             added: 0,
             sample: sample.max(1),
+            max,
         }
     }
 
@@ -63,16 +66,26 @@ impl CountMin {
     /// Count one access to `key` (its counters below the maximum grow by one), halving every
     /// counter when the sample is complete.
     pub(crate) fn increment(&mut self, key: u64) {
-        for i in self.slots(key) {
-            let c = &mut self.counters[i];
-            *c = (*c + 1).min(MAX);
-        }
+        self.add(key);
         self.added += 1;
         if self.added >= self.sample {
             self.added = 0;
-            for c in &mut self.counters {
-                *c >>= 1;
-            }
+            self.halve();
+        }
+    }
+
+    /// Count one access to `key`, outside the sample (the caller halves).
+    pub(crate) fn add(&mut self, key: u64) {
+        for i in self.slots(key) {
+            let c = &mut self.counters[i];
+            *c = c.saturating_add(1).min(self.max);
+        }
+    }
+
+    /// Halve every counter.
+    pub(crate) fn halve(&mut self) {
+        for c in &mut self.counters {
+            *c >>= 1;
         }
     }
 
@@ -88,7 +101,7 @@ mod tests {
 
     #[test]
     fn estimates_never_undercount_and_halve_after_the_sample() {
-        let mut s = CountMin::new(4096, 1000, 1);
+        let mut s = CountMin::new(4096, 1000, MAX, 1);
         for _ in 0..5 {
             s.increment(7);
         }
