@@ -52,7 +52,7 @@ pub struct Hyperbolic {
     q: Queue<Meta>,
     samples: usize,
     rng: Xoshiro256PlusPlus,
-    /// Accesses so far (every lookup).
+    /// Accesses so far (hits and insertions).
     now: u64,
 }
 
@@ -112,9 +112,9 @@ impl Replacement for Hyperbolic {
     }
 
     fn lookup(&mut self, access: &Access) -> bool {
-        self.now += 1;
         match self.q.find(access.key) {
             Some(i) => {
+                self.now += 1;
                 self.q.node_mut(i).meta.n += 1;
                 true
             }
@@ -130,6 +130,7 @@ impl Replacement for Hyperbolic {
             debug_assert!(false, "insert of a resident block");
             return None;
         };
+        self.now += 1;
         let meta = Meta { n: 1, entered: self.now };
         if self.q.is_full() {
             let victim = self.victim();

@@ -62,7 +62,8 @@ pub struct LeCaR {
     /// The discount `d` of the regret.
     discount: f64,
     rng: Xoshiro256PlusPlus,
-    /// Accesses so far.
+    /// Accesses so far (hits and insertions: a miss reaches the policy when it is inserted,
+    /// in the simulator as in the real cache).
     now: u64,
 }
 
@@ -168,10 +169,10 @@ impl Replacement for LeCaR {
     }
 
     fn lookup(&mut self, access: &Access) -> bool {
-        self.now += 1;
         let Some(i) = self.b.find(access.key) else {
             return false;
         };
+        self.now += 1;
         self.lru.move_to_head(&mut self.lru_nodes, i);
         let count = self.b.meta(i).count.saturating_add(1);
         self.b.detach(i);
@@ -183,6 +184,7 @@ impl Replacement for LeCaR {
         if self.b.capacity() == 0 {
             return None;
         }
+        self.now += 1;
         self.learn(access.key);
         let victim = if self.b.is_full() { self.evict() } else { None };
         match self.b.lookup(access.key) {

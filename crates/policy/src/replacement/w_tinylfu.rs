@@ -12,7 +12,9 @@
 //!   protected, whose overflow returns to probation; the victim is probation's LRU block
 //!   (protected's when probation is empty).
 //! - Frequencies: a count-min sketch ([`CountMin`]) of 4-bit counters sized from the capacity,
-//!   counting every access, every counter halved after `sample=` times the capacity accesses
+//!   counting every access (a hit at its lookup, a miss at its insertion, so the simulator
+//!   and the real cache, which looks up only its own index on a miss, count alike), every
+//!   counter halved after `sample=` times the capacity accesses
 //!   (the paper's reset, default 10). The sketch's hashes come from `seed=` (default 1): the
 //!   same seed makes the same decisions in the simulator and in the real cache. The paper's
 //!   doorkeeper (a Bloom filter in front of the sketch that saves memory) is left out: it
@@ -238,12 +240,12 @@ impl Replacement for WTinyLfu {
     }
 
     fn lookup(&mut self, access: &Access) -> bool {
-        if !self.lcs {
-            self.sketch.increment(access.key);
-        }
         let Some(i) = self.find(access.key) else {
             return false;
         };
+        if !self.lcs {
+            self.sketch.increment(access.key);
+        }
         if self.lcs && self.slab.node(i).meta != WINDOW {
             // libCacheSim counts main-cache hits only, and halves after a period of them.
             self.sketch.add(access.key);
@@ -284,6 +286,7 @@ impl Replacement for WTinyLfu {
             self.sketch.add(access.key);
             return left;
         }
+        self.sketch.increment(access.key);
         if full {
             // Room first (the slab holds one node per block of capacity). With the window
             // at its size, its LRU block is the candidate the new block pushes out.
