@@ -34,11 +34,19 @@ pub enum Kind {
     LfuDa,
     /// LRU-K ([`LruK`](super::LruK)).
     LruK,
+    /// Random replacement ([`Random`](super::Random)).
+    Random,
+    /// Hyperbolic caching ([`Hyperbolic`](super::Hyperbolic)).
+    Hyperbolic,
+    /// LeCaR, LRU and LFU experts weighted by regret ([`LeCaR`](super::LeCaR)).
+    LeCaR,
+    /// W-TinyLFU, window LRU, TinyLFU admission, SLRU main ([`WTinyLfu`](super::WTinyLfu)).
+    WTinyLfu,
 }
 
 impl Kind {
     /// All policies, in a stable order.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Lru,
         Kind::Fifo,
         Kind::Clock,
@@ -51,6 +59,10 @@ impl Kind {
         Kind::Lfu,
         Kind::LfuDa,
         Kind::LruK,
+        Kind::Random,
+        Kind::Hyperbolic,
+        Kind::LeCaR,
+        Kind::WTinyLfu,
     ];
 
     /// The command-line name (`lru`, `fifo`, `clock`, `sieve`, `arc`, `slru`, `2q`, `s3fifo`,
@@ -214,6 +226,38 @@ pub fn info(kind: Kind) -> &'static Info {
             citation: "O'Neil, O'Neil & Weikum, SIGMOD 1993, section 2",
             params: lru_k::PARAMS,
             libcachesim: "exact at k=2 (LRUK)",
+        },
+        Kind::Random => &Info {
+            name: "random",
+            aliases: &["rand"],
+            title: "random replacement, a uniform resident block leaves",
+            citation: "Belady, IBM Systems Journal 1966 (RAND)",
+            params: random::PARAMS,
+            libcachesim: "statistical: mean over 5 seeds within max(0.5 points, 3 SE) (Random)",
+        },
+        Kind::Hyperbolic => &Info {
+            name: "hyperbolic",
+            aliases: &[],
+            title: "hyperbolic caching, the lowest hits / time in cache of a sample leaves",
+            citation: "Blankstein, Sen & Freedman, USENIX ATC 2017",
+            params: hyperbolic::PARAMS,
+            libcachesim: "statistical: mean over 5 seeds within max(0.5 points, 3 SE) (Hyperbolic)",
+        },
+        Kind::LeCaR => &Info {
+            name: "lecar",
+            aliases: &[],
+            title: "LeCaR, LRU and LFU experts followed by learned weights",
+            citation: "Vietri et al., HotStorage 2018",
+            params: lecar::PARAMS,
+            libcachesim: "statistical: mean over 5 seeds within max(0.5 points, 3 SE) (LeCaR)",
+        },
+        Kind::WTinyLfu => &Info {
+            name: "wtinylfu",
+            aliases: &["w-tinylfu", "tinylfu"],
+            title: "W-TinyLFU, window LRU, TinyLFU admission by a count-min sketch, SLRU main",
+            citation: "Einziger, Friedman & Manes, ACM ToS 13(4) 2017",
+            params: w_tinylfu::PARAMS,
+            libcachesim: "statistical: mean over 5 seeds within max(0.5 points, 3 SE) (WTinyLFU)",
         },
     }
 }

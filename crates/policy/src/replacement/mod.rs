@@ -13,9 +13,12 @@
 pub mod arc;
 pub mod catalog;
 pub mod clock;
+mod count_min;
 pub mod demote_outcome;
 pub mod fifo;
+pub mod hyperbolic;
 pub mod kind;
+pub mod lecar;
 pub mod lfu;
 pub mod lfu_da;
 pub mod lru;
@@ -25,6 +28,7 @@ pub mod opt;
 pub mod params;
 mod priority_buckets;
 mod queue;
+pub mod random;
 pub mod registry;
 pub mod s3fifo;
 pub mod sieve;
@@ -33,12 +37,15 @@ pub mod spec;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod two_q;
+pub mod w_tinylfu;
 
 pub use arc::Arc;
 pub use clock::Clock;
 pub use demote_outcome::DemoteOutcome;
 pub use fifo::Fifo;
+pub use hyperbolic::Hyperbolic;
 pub use kind::{Info, Kind, UnknownKind};
+pub use lecar::LeCaR;
 pub use lfu::Lfu;
 pub use lfu_da::LfuDa;
 pub use lru::Lru;
@@ -46,12 +53,14 @@ pub use lru_k::LruK;
 pub use lru_log::LruLog;
 pub use opt::Opt;
 pub use params::{Domain, Param};
+pub use random::Random;
 pub use registry::build;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
 pub use slru::{Slru, SlruInsert};
 pub use spec::{FromSpec, Spec, SpecError};
 pub use two_q::TwoQ;
+pub use w_tinylfu::WTinyLfu;
 
 /// A replacement policy over a fixed number of block slots.
 ///

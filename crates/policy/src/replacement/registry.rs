@@ -109,6 +109,26 @@ macro_rules! with_replacement {
                 let mut $p = __r::LruK::from_spec(__capacity, &__spec);
                 $body
             }
+            __r::Kind::Random => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Random::from_spec(__capacity, &__spec);
+                $body
+            }
+            __r::Kind::Hyperbolic => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Hyperbolic::from_spec(__capacity, &__spec);
+                $body
+            }
+            __r::Kind::LeCaR => {
+                #[allow(unused_mut)]
+                let mut $p = __r::LeCaR::from_spec(__capacity, &__spec);
+                $body
+            }
+            __r::Kind::WTinyLfu => {
+                #[allow(unused_mut)]
+                let mut $p = __r::WTinyLfu::from_spec(__capacity, &__spec);
+                $body
+            }
         }
     }};
 }

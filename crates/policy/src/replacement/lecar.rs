@@ -1,0 +1,257 @@
+//! LeCaR, learning cache replacement (Vietri, Rodriguez, Martinez, Lyons, Liu, Rangaswami,
+//! Zhao & Narasimhan, "Driving cache replacement with ML-based LeCaR", HotStorage 2018): two
+//! experts, LRU and LFU, each proposes a victim, and the cache follows one at random with
+//! probabilities `w_LRU` and `w_LFU` that it learns by regret (section 3, Algorithm 1).
+//!
+//! Each expert has a history of the blocks evicted on its advice (a FIFO of `capacity / 2`
+//! blocks with their eviction times). A miss on a block in LRU's history means LRU was wrong:
+//! `w_LRU ← w_LRU · e^(−λ · d^t)`, then both weights are normalized (and the same for LFU),
+//! where `t` is the time since the eviction, the learning rate `λ = 0.45` and the discount
+//! `d = 0.005^(1 / capacity)`. When both experts name the same block it leaves without
+//! entering either history.
+//!
+//! The LFU expert counts accesses while a block is resident (a block returning from a
+//! history starts again at 1) and among equal counts names the block that reached its count
+//! first; the LRU expert names the least recently used block. This is libCacheSim's `LeCaR`
+//! (`LeCaR.c`, its defaults: `λ = 0.45`, `d = 0.005^(1/c)`, both weights 0.5 at the start,
+//! histories of `c / 2` blocks each, the draw `(rand() % 100) / 100 < w_LRU`). The draws come
+//! from a xoshiro256++ generator seeded with `seed=` (default 1): the same seed makes the same
+//! decisions in the simulator and in the real cache. libCacheSim's `LeCaR` takes no seed; the
+//! peer tests compare ember's mean miss ratio over five seeds with libCacheSim's.
+//!
+//! Memory: the [LFU](super::Lfu) layout (68 bytes per block plus about 24 per distinct count),
+//! 16 bytes of LRU links per block and two histories of `capacity / 2` entries (about 56
+//! bytes each).
+
+use super::params::{Param, SEED};
+use super::priority_buckets::PriorityBuckets;
+use super::queue::Queue;
+use super::spec::{FromSpec, Spec};
+use super::Replacement;
+use crate::slab::{List, Node, NIL};
+use crate::Access;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// LeCaR's parameters: the seed.
+pub const PARAMS: &[Param] = &[SEED];
+
+/// The learning rate λ of the paper and of libCacheSim.
+const LEARNING_RATE: f64 = 0.45;
+
+/// Which expert named an evicted block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expert {
+    Lru,
+    Lfu,
+}
+
+/// LeCaR replacement (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct LeCaR {
+    /// Resident blocks by access count (the LFU expert) and the index.
+    b: PriorityBuckets,
+    /// The LRU expert's order over the slots of `b`.
+    lru: List,
+    lru_nodes: Vec<Node<()>>,
+    /// The blocks each expert evicted, with their eviction times.
+    history_lru: Queue<u64>,
+    history_lfu: Queue<u64>,
+    /// The probability of following the LRU expert (LFU's is `1 − w_lru`).
+    w_lru: f64,
+    /// The discount `d` of the regret.
+    discount: f64,
+    rng: Xoshiro256PlusPlus,
+    /// Accesses so far (hits and insertions: a miss reaches the policy when it is inserted,
+    /// in the simulator as in the real cache).
+    now: u64,
+}
+
+impl LeCaR {
+    /// An empty cache of `capacity` blocks drawing with `seed`.
+    pub fn new(capacity: usize, seed: u64) -> Self {
+        Self {
+            b: PriorityBuckets::with_capacity(capacity),
+            lru: List::new(),
+            lru_nodes: vec![Node { key: 0, prev: NIL, next: NIL, meta: () }; capacity],
+            history_lru: Queue::with_capacity(capacity / 2),
+            history_lfu: Queue::with_capacity(capacity / 2),
+            w_lru: 0.5,
+            discount: 0.005f64.powf(1.0 / capacity.max(1) as f64),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            now: 0,
+        }
+    }
+
+    /// The probability of following the LRU expert.
+    pub fn lru_weight(&self) -> f64 {
+        self.w_lru
+    }
+
+    /// A miss on `key`: if an expert's history holds it, that expert is penalized and the
+    /// entry leaves the history.
+    fn learn(&mut self, key: u64) {
+        for expert in [Expert::Lru, Expert::Lfu] {
+            let h = match expert {
+                Expert::Lru => &mut self.history_lru,
+                Expert::Lfu => &mut self.history_lfu,
+            };
+            let Some(i) = h.find(key) else { continue };
+            let t = self.now.saturating_sub(h.node(i).meta);
+            h.remove_node(i);
+            let r = self.discount.powf(t as f64);
+            let (mut wrong, right) = match expert {
+                Expert::Lru => (self.w_lru, 1.0 - self.w_lru),
+                Expert::Lfu => (1.0 - self.w_lru, self.w_lru),
+            };
+            wrong = wrong * (-LEARNING_RATE * r).exp() + 1e-10;
+            let s = wrong + right + 2e-10;
+            self.w_lru = match expert {
+                Expert::Lru => wrong / s,
+                Expert::Lfu => (right + 1e-10) / s,
+            };
+            return;
+        }
+    }
+
+    /// Evict one resident block as the drawn expert says; returns its key.
+    fn evict(&mut self) -> Option<u64> {
+        let by_lru = self.lru.tail;
+        let by_lfu = self.b.min_priority().and_then(|p| self.b.oldest(p))?;
+        let (victim, expert) = if by_lru == by_lfu {
+            (by_lfu, None)
+        } else if (self.rng.gen_range(0..100u32) as f64 / 100.0) < self.w_lru {
+            (by_lru, Some(Expert::Lru))
+        } else {
+            (by_lfu, Some(Expert::Lfu))
+        };
+        self.lru.unlink(&mut self.lru_nodes, victim);
+        let key = self.b.remove(victim);
+        let h = match expert {
+            Some(Expert::Lru) => &mut self.history_lru,
+            Some(Expert::Lfu) => &mut self.history_lfu,
+            None => return Some(key),
+        };
+        if h.capacity() > 0 {
+            if h.is_full() {
+                let oldest = h.list.tail;
+                h.remove_node(oldest);
+            }
+            if let Err(at) = h.lookup(key) {
+                h.push_new_at(at, key, self.now);
+            }
+        }
+        Some(key)
+    }
+}
+
+impl FromSpec for LeCaR {
+    fn from_spec(capacity: usize, spec: &Spec) -> Self {
+        Self::new(capacity, spec.value("seed", SEED.default) as u64)
+    }
+}
+
+impl Replacement for LeCaR {
+    fn name(&self) -> &'static str {
+        "lecar"
+    }
+
+    fn capacity(&self) -> usize {
+        self.b.capacity()
+    }
+
+    fn len(&self) -> usize {
+        self.b.len()
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.b.find(key).is_some()
+    }
+
+    fn lookup(&mut self, access: &Access) -> bool {
+        let Some(i) = self.b.find(access.key) else {
+            return false;
+        };
+        self.now += 1;
+        self.lru.move_to_head(&mut self.lru_nodes, i);
+        let count = self.b.meta(i).count.saturating_add(1);
+        self.b.detach(i);
+        self.b.attach(i, u64::from(count), count);
+        true
+    }
+
+    fn insert(&mut self, access: &Access) -> Option<u64> {
+        if self.b.capacity() == 0 {
+            return None;
+        }
+        self.now += 1;
+        self.learn(access.key);
+        let victim = if self.b.is_full() { self.evict() } else { None };
+        match self.b.lookup(access.key) {
+            Err(at) => {
+                let i = self.b.insert(at, access.key, 1, 1);
+                self.lru.push_head(&mut self.lru_nodes, i);
+            }
+            Ok(_) => debug_assert!(false, "insert of a resident block"),
+        }
+        victim
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        match self.b.find(key) {
+            Some(i) => {
+                self.lru.unlink(&mut self.lru_nodes, i);
+                self.b.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.b.memory_bytes()
+            + std::mem::size_of_val(&*self.lru_nodes)
+            + self.history_lru.memory_bytes()
+            + self.history_lfu.memory_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replacement::testing::{run, skewed_keys};
+
+    #[test]
+    fn same_seed_same_decisions() {
+        let keys = skewed_keys(20_000, 400, 5);
+        let a = run(&mut LeCaR::new(50, 3), &keys);
+        assert_eq!(a, run(&mut LeCaR::new(50, 3), &keys));
+        assert_ne!(a, run(&mut LeCaR::new(50, 4), &keys));
+    }
+
+    #[test]
+    fn a_scan_over_a_hot_set_teaches_it_lfu() {
+        // 20 hot blocks read three times a round, then 100 new blocks: the LRU expert names
+        // hot blocks, which come back, so its weight falls; the LFU expert names scan blocks,
+        // which never do.
+        let mut p = LeCaR::new(100, 1);
+        let mut t = 0u64;
+        for round in 0..200u64 {
+            let hot = (0..3).flat_map(|_| 0..20u64);
+            for k in hot.chain((0..100).map(|s| 1_000_000 + round * 100 + s)) {
+                p.access(&Access::read(k, t));
+                t += 1;
+            }
+        }
+        assert!(p.lru_weight() < 0.1, "w_lru {}", p.lru_weight());
+    }
+
+    #[test]
+    fn agreeing_experts_leave_no_history() {
+        // Capacity 2, 1 then 2: LRU and LFU both name 1 (count 1, oldest).
+        let mut p = LeCaR::new(2, 1);
+        run(&mut p, &[1, 2, 3]);
+        assert!(!p.contains(1));
+        assert!(p.history_lru.find(1).is_none() && p.history_lfu.find(1).is_none());
+    }
+}
