@@ -31,6 +31,7 @@ pub use table::StreamTable;
 
 use crate::Access;
 use ember_trace::{key_block, key_volume, Op};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
@@ -42,7 +43,8 @@ pub const DEFAULT_STREAMS: usize = 128;
 pub const DEFAULT_THRESHOLD_BYTES: u64 = 1 << 20;
 
 /// When the cutoff acts (Open CAS's `seq-cutoff` policies).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CutoffPolicy {
     /// Whenever a stream passes its threshold.
     Always,
