@@ -81,6 +81,7 @@ pub(crate) fn validate(
         Command::Flush => tx_flags & proto::TX_SEND_FLUSH != 0,
         Command::Trim => tx_flags & proto::TX_SEND_TRIM != 0,
         Command::WriteZeroes => tx_flags & proto::TX_SEND_WRITE_ZEROES != 0,
+        Command::Cache => tx_flags & proto::TX_SEND_CACHE != 0,
         _ => false,
     };
     if !supported {
@@ -597,6 +598,19 @@ mod tests {
         );
         assert_eq!(
             errno(validate(&request(Command::Cache, 0, 0, 512), ALL, 1024, false, max)),
+            Some(Errno::Inval),
+            "CACHE not advertised"
+        );
+        // Advertised: any length within the export, not capped by the maximum payload, also
+        // on a read-only export (it changes no data); beyond the export, EINVAL.
+        let cache = ALL | proto::TX_SEND_CACHE;
+        assert!(
+            validate(&request(Command::Cache, 0, 0, 1 << 30), cache, 1 << 31, false, max).is_ok()
+        );
+        let ro = cache | proto::TX_READ_ONLY;
+        assert!(validate(&request(Command::Cache, 0, 0, 512), ro, 1024, false, max).is_ok());
+        assert_eq!(
+            errno(validate(&request(Command::Cache, 0, 512, 1024), cache, 1024, false, max)),
             Some(Errno::Inval)
         );
         // FLUSH not advertised.
