@@ -99,3 +99,41 @@ impl Volume {
         Ok(loaded)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::device::MemDevice;
+    use crate::wb::tests::{block, format, open, BS, VOL};
+    use crate::{DirtyLimit, WriteMode, WritebackConfig};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_load_fills_what_is_missing_and_never_replaces_a_newer_version() {
+        let cache = Arc::new(MemDevice::new(1 << 20));
+        format(cache.as_ref());
+        let backing = Arc::new(MemDevice::from_bytes(vec![7u8; VOL as usize]));
+        let wb = WritebackConfig {
+            max_dirty: Some(DirtyLimit::Blocks(200)),
+            min_dirty: Some(DirtyLimit::Blocks(100)),
+            max_epochs: 8,
+            batch_blocks: 4,
+            lru_flush_order: false,
+        };
+        let e = open(cache, backing, WriteMode::WriteBackFlush, wb).unwrap();
+        let v = e.volume("v").unwrap();
+        v.write(5 * BS, &block(9), false).unwrap();
+        // Not block-aligned: blocks 0..16 (the last one in part).
+        assert_eq!(v.load(100, 16 * BS - 200).unwrap(), 15, "block 5 was resident (dirty)");
+        assert_eq!(v.load(0, 16 * BS).unwrap(), 0, "nothing left to load");
+        let s = e.stats().total;
+        assert_eq!((s.cache_loads, s.read_hits, s.read_misses), (15, 0, 0));
+        let mut got = vec![0u8; (16 * BS) as usize];
+        v.read(0, &mut got).unwrap();
+        let mut want = vec![7u8; (16 * BS) as usize];
+        want[(5 * BS) as usize..(6 * BS) as usize].fill(9);
+        assert!(got == want, "the dirty block keeps its newer bytes");
+        let s = e.stats().total;
+        assert_eq!((s.read_hits, s.read_misses), (16, 0));
+        assert!(v.load(VOL, 1).is_err(), "beyond the volume");
+    }
+}
