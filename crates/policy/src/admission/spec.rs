@@ -11,11 +11,12 @@
 //! false-positive rate; the probabilistic filter 0.5 (libCacheSim's).
 
 use super::sievestore_d::DEFAULT_EPOCH_NS;
+use super::CutoffAdmission;
 use super::{
     doorkeeper, prob, Aod, Doorkeeper, Ideal, OcfNhit, OcfNhitConfig, Probabilistic, RandSieveBlkD,
     RandSieveC, Sieve, SieveConfigError, SieveStoreC, SieveStoreCConfig, SieveStoreD, Wmna,
 };
-use crate::seq_cutoff::{CutoffAdmission, SeqCutoffConfig};
+use crate::seq_cutoff::SeqCutoffConfig;
 use std::str::FromStr;
 
 /// Which sieve to run, with its parameters; [`SieveSpec::build`] makes a fresh instance (one
@@ -74,7 +75,7 @@ pub enum SieveSpec {
         /// The generator's seed (1: libCacheSim's).
         seed: u64,
     },
-    /// A per-miss sieve behind a sequential cutoff ([`crate::seq_cutoff::CutoffAdmission`]):
+    /// A per-miss sieve behind a sequential cutoff ([`super::CutoffAdmission`]):
     /// how the simulator runs `--seq-cutoff`. Named as its sieve.
     Cutoff {
         /// The cutoff's settings.

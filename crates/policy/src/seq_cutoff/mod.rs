@@ -16,17 +16,16 @@
 //! thresholds are set apart ([`SeqCutoffConfig`]); Open CAS's default threshold is 1 MiB
 //! ([`DEFAULT_THRESHOLD_BYTES`]).
 //!
-//! Rules for a caller (the simulator through [`CutoffAdmission`], the real cache directly):
+//! Rules for a caller (the simulator through [`crate::admission::CutoffAdmission`], the real
+//! cache directly):
 //! - it MUST call [`SeqCutoff::observe`] once for every client block access, hits included,
 //!   in request order (block by block within a request);
 //! - on a miss it asks [`SeqCutoff::cuts`] right after observing that access, with the
 //!   cache's occupancy, and MUST NOT allocate the block when the answer is true;
 //! - accesses that are not a client's (a preload, a DEMOTE) are not observed.
 
-mod admission;
 mod table;
 
-pub use admission::CutoffAdmission;
 pub use table::StreamTable;
 
 use crate::Access;

@@ -1,6 +1,4 @@
 use super::*;
-use crate::admission::Aod;
-use crate::Admission;
 use ember_trace::block_key;
 
 fn read(vol: u32, block: u64) -> Access {
@@ -128,27 +126,4 @@ fn policies_parse_by_name() {
     assert!("sometimes".parse::<CutoffPolicy>().is_err());
     let c = SeqCutoffConfig::from_bytes(CutoffPolicy::Full, 1 << 20, 5000, 4096);
     assert_eq!((c.read_blocks, c.write_blocks), (256, 2));
-}
-
-#[test]
-fn the_admission_wrapper_refuses_cut_misses_without_asking_the_sieve() {
-    let cfg = SeqCutoffConfig {
-        policy: CutoffPolicy::Always,
-        read_blocks: 2,
-        write_blocks: 2,
-        streams: 4,
-    };
-    let mut a = CutoffAdmission::new(cfg, Box::new(Aod));
-    assert!(!a.admits_every_miss());
-    let admitted: Vec<bool> = (0..4)
-        .map(|b| {
-            let acc = read(0, b);
-            a.observe(&acc, false);
-            a.admit(&acc)
-        })
-        .collect();
-    assert_eq!(admitted, [true, true, false, false]);
-    assert_eq!(a.cutoff().cut_total(), 2);
-    let off = CutoffAdmission::new(SeqCutoffConfig::default(), Box::new(Aod));
-    assert!(off.admits_every_miss(), "off: the simulator's fast path stays");
 }

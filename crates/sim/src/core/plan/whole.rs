@@ -8,8 +8,8 @@ use crate::core::streaming::{StreamTotals, CHUNK_ACCESSES};
 use crate::{
     simulate_with_progress, AccessStream, AccessStreamBuilder, RunConfig, SimResult, Split,
 };
-use ember_policy::admission::Aod;
-use ember_policy::seq_cutoff::{CutoffAdmission, SeqCutoffConfig};
+use ember_policy::admission::{Aod, CutoffAdmission};
+use ember_policy::seq_cutoff::SeqCutoffConfig;
 use ember_policy::with_replacement;
 use ember_trace::{BlockChunk, BlockReader};
 use std::time::Instant;

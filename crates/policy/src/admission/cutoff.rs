@@ -1,9 +1,11 @@
-//! The cutoff in front of a sieve, as one [`Admission`]: how the simulator runs it. Every
-//! access is observed by both; a miss the cutoff cuts is refused without asking the sieve
-//! (the real cache asks in the same order, `CacheState` in the engine).
+//! The sequential cutoff ([`crate::seq_cutoff`]) in front of a sieve, as one [`Admission`]:
+//! how the simulator runs it. Every access is observed by both; a miss the cutoff cuts is
+//! refused without asking the sieve (the real cache asks in the same order, `CacheState` in
+//! the engine).
 
-use super::{SeqCutoff, SeqCutoffConfig};
-use crate::{Access, Admission};
+use super::Admission;
+use crate::seq_cutoff::{SeqCutoff, SeqCutoffConfig};
+use crate::Access;
 
 /// A sieve behind a sequential cutoff.
 pub struct CutoffAdmission<A: ?Sized> {
@@ -66,5 +68,40 @@ impl<A: Admission + ?Sized> Admission for CutoffAdmission<A> {
 
     fn epoch_origin(&self) -> Option<u64> {
         self.inner.epoch_origin()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::Aod;
+    use crate::seq_cutoff::CutoffPolicy;
+    use ember_trace::{block_key, Op};
+
+    fn read(block: u64) -> Access {
+        Access { key: block_key(0, block), time_ns: 0, op: Op::Read, vtime: 0, next_vtime: 0 }
+    }
+
+    #[test]
+    fn the_admission_wrapper_refuses_cut_misses_without_asking_the_sieve() {
+        let cfg = SeqCutoffConfig {
+            policy: CutoffPolicy::Always,
+            read_blocks: 2,
+            write_blocks: 2,
+            streams: 4,
+        };
+        let mut a = CutoffAdmission::new(cfg, Box::new(Aod));
+        assert!(!a.admits_every_miss());
+        let admitted: Vec<bool> = (0..4)
+            .map(|b| {
+                let acc = read(b);
+                a.observe(&acc, false);
+                a.admit(&acc)
+            })
+            .collect();
+        assert_eq!(admitted, [true, true, false, false]);
+        assert_eq!(a.cutoff().cut_total(), 2);
+        let off = CutoffAdmission::new(SeqCutoffConfig::default(), Box::new(Aod));
+        assert!(off.admits_every_miss(), "off: the simulator's fast path stays");
     }
 }
