@@ -443,7 +443,7 @@ fn the_sequential_cutoff_agrees_with_the_simulator() {
     for cut in cases {
         let mut args = vec!["--write-policy", "write-through", "--admission", "aod"];
         args.extend_from_slice(cut);
-        let (got, cap, bypasses) = served_sized(dir.path(), &trace, "2M", &args, &[]);
+        let (got, cap, bypasses) = served_sized(dir.path(), &trace, "5M", &args, &[]);
         let out = run(
             Command::new(ember())
                 .args(["sim"])
