@@ -444,15 +444,19 @@ fn the_sequential_cutoff_agrees_with_the_simulator() {
         let mut args = vec!["--write-policy", "write-through", "--admission", "aod"];
         args.extend_from_slice(cut);
         let (got, cap, bypasses) = served_sized(dir.path(), &trace, "5M", &args, &[]);
-        let out = run(
+        let json = dir.path().join("sim.json");
+        run(
             Command::new(ember())
                 .args(["sim"])
                 .arg(&trace)
                 .args(["--format", "csv", "--policy", "lru", "--size", &cap.to_string()])
-                .args(["--json", "/dev/stdout", "-q"])
+                .arg("--json")
+                .arg(&json)
+                .arg("-q")
                 .args(cut),
             Duration::from_secs(60),
         );
+        let out = std::fs::read_to_string(&json).unwrap();
         let v: serde_json::Value =
             serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
         let r = &v["runs"][0];
