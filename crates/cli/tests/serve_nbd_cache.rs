@@ -32,11 +32,12 @@ fn nbdsh_cache_loads_the_range_and_a_later_read_hits() {
     ]);
     let uri = serve.uri("disk");
     // 1 MiB at 1 MiB: 256 blocks in one CACHE, sixteen times the maximum payload; then
-    // again (nothing to load), then a read of the range, a write inside it and its read.
+    // again (nothing to load), then a read of the range (in reads of the maximum payload), a
+    // write inside it, a third CACHE and a read of the written block.
     let script = "assert h.can_cache()\n\
                   h.cache(1 << 20, 1 << 20)\n\
                   h.cache(1 << 20, 1 << 20)\n\
-                  before = h.pread(1 << 20, 1 << 20)\n\
+                  before = b''.join(h.pread(65536, (1 << 20) + i * 65536) for i in range(16))\n\
                   h.pwrite(b'\\x5a' * 4096, (1 << 20) + 8192)\n\
                   h.cache(1 << 20, 1 << 20)\n\
                   got = h.pread(4096, (1 << 20) + 8192)\n\
