@@ -145,6 +145,10 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub writeback: WritebackArgs,
 
+    /// The sequential cutoff (--seq-cutoff, its read and write thresholds, policy, streams).
+    #[command(flatten)]
+    pub seq_cutoff: crate::seq_cutoff_args::SeqCutoffArgs,
+
     /// Wong & Wilkes' two tiers: --demote (client), --array-scheme (array).
     #[command(flatten)]
     pub demote: crate::demote_args::DemoteArgs,
@@ -244,6 +248,7 @@ impl ServeArgs {
                 epoch_count_memory: self.epoch_count_memory,
                 sieve: (&self.sieve).into(),
                 writeback: (&self.writeback).into(),
+                seq_cutoff: self.seq_cutoff.settings(),
                 limits: self.net.limits(),
             },
             warmup: self.warmup.settings(),
@@ -287,6 +292,11 @@ pub fn given_flags(matches: &ArgMatches) -> Vec<String> {
         .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
         .map(|id| id.as_str().replace('_', "-"))
         .filter(|f| !matches!(f.as_str(), "config" | "print-config" | "check"))
+        // --seq-cutoff sets the read and the write threshold (a key each in the file).
+        .flat_map(|f| match f.as_str() {
+            "seq-cutoff" => vec!["seq-cutoff-read".to_string(), "seq-cutoff-write".to_string()],
+            _ => vec![f],
+        })
         .collect()
 }
 

@@ -96,6 +96,10 @@ pub struct SieveArgs {
     /// the paper's defaults).
     #[command(flatten)]
     pub params: SieveParams,
+    /// The sequential cutoff in front of every sieve of the `--admission` runs (as
+    /// `ember serve --seq-cutoff` runs it; not with --experiment or --sensitivity).
+    #[command(flatten)]
+    pub seq_cutoff: crate::seq_cutoff_args::SeqCutoffArgs,
 }
 
 impl SieveArgs {
@@ -270,7 +274,9 @@ pub fn run_admissions(
     kinds: &[Spec],
     warmup: WarmupPeriod,
 ) -> anyhow::Result<Vec<AdmissionRow>> {
-    let sieves = args.sieves()?;
+    let cutoff = args.seq_cutoff.config(block_size);
+    let sieves: Vec<SieveSpec> =
+        args.sieves()?.into_iter().map(|s| s.with_cutoff(cutoff)).collect();
     let partition = args.partition()?;
     let device = args.device()?;
     if let Some(kind) = kinds.iter().find(|k| k.needs_oracle()) {

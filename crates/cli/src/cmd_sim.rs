@@ -68,6 +68,11 @@ pub struct SimArgs {
     /// uncounted warm-up period.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub minisim: Option<f64>,
+    /// The sequential cutoff in front of the cache, as `ember serve` runs it (with it the
+    /// trace is held in memory; not with --minisim). Each run's JSON then carries
+    /// `seq_cutoff_bypasses`.
+    #[command(flatten)]
+    pub seq_cutoff: crate::seq_cutoff_args::SeqCutoffArgs,
 }
 
 /// A sampling rate: a fraction (0.01) or a percentage (1%), above 0 and at most 1.
@@ -200,7 +205,13 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
         read: args.input.read_options(),
         per_request: args.per_request,
     };
+    let seq_cutoff = args.seq_cutoff.config(block_size);
     if let Some(rate) = args.minisim {
+        if seq_cutoff.is_active() {
+            bail!(
+                "--minisim samples blocks, which breaks sequential streams: not with --seq-cutoff"
+            );
+        }
         return compute_minisim(args, &source, &policies, &sizes, rate);
     }
     let warmup = args.uncounted.period()?;
@@ -209,6 +220,7 @@ pub fn compute(args: &SimArgs) -> anyhow::Result<Report> {
         threads: args.threads.unwrap_or_else(default_threads),
         whole_trace: std::env::var_os(WHOLE_TRACE_ENV).is_some_and(|v| v == "1"),
         warmup,
+        seq_cutoff,
     };
     let plan = Plan::new(source, policies, sizes, options)?;
     let bar: OnceLock<ProgressBar> = OnceLock::new();

@@ -30,6 +30,7 @@ pub mod plot_sensitivity;
 pub mod plot_sievestore;
 pub mod plot_sim;
 pub mod report;
+pub mod seq_cutoff_args;
 pub mod trace_args;
 pub mod tuning_args;
 pub mod write_stream;

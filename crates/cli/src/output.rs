@@ -351,6 +351,9 @@ impl Report {
             .iter()
             .map(|r| {
                 let mut v = serde_json::to_value(self.row_out(r)).unwrap_or_default();
+                if let (Some(n), Some(obj)) = (r.result.seq_cutoff_bypasses, v.as_object_mut()) {
+                    obj.insert("seq_cutoff_bypasses".into(), n.into());
+                }
                 if let (Some(tl), Some(obj)) = (&r.result.timeline, v.as_object_mut()) {
                     let t: Vec<IntervalOut> =
                         tl.iter().map(|i| self.interval_out(r, i, false)).collect();
@@ -459,6 +462,7 @@ pub(crate) mod tests {
             totals: ct,
             timeline: Some(half(ct)),
             counted_from: None,
+            seq_cutoff_bypasses: None,
         };
         Report {
             trace: "t.csv".into(),

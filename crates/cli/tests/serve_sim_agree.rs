@@ -39,6 +39,18 @@ fn served(
     args: &[&str],
     replay: &[&str],
 ) -> ([u64; 3], u64) {
+    let (got, cap, _) = served_sized(dir, trace, "5M", args, replay);
+    (got, cap)
+}
+
+/// [`served`] with a cache of `cache_size`; also the sequential cutoff's bypasses.
+fn served_sized(
+    dir: &std::path::Path,
+    trace: &std::path::Path,
+    cache_size: &str,
+    args: &[&str],
+    replay: &[&str],
+) -> ([u64; 3], u64, u64) {
     let backing = dir.join("disk.img");
     sparse_file(&backing, 4 << 20);
     let cache = dir.join("cache.img");
@@ -47,7 +59,7 @@ fn served(
         "--cache",
         cache.to_str().unwrap(),
         "--cache-size",
-        "5M",
+        cache_size,
         "--format-if-needed",
         "--backing",
     ];
@@ -85,8 +97,9 @@ fn served(
         metric(&s, "ember_cache_allocation_writes_total") as u64,
     ];
     let cap = metric(&s, "ember_cache_capacity_blocks") as u64;
+    let bypasses = metric(&s, "ember_cache_seq_cutoff_bypasses_total") as u64;
     serve.stop();
-    (got, cap)
+    (got, cap, bypasses)
 }
 
 /// (read hits, write hits, allocation-writes) that `ember sievestore` predicts.
@@ -399,6 +412,96 @@ fn sub_block_requests_give_the_simulators_counters() {
             got == want
         };
         assert!(agree, "serve and sim disagree:\n{}", report.join("\n"));
+    }
+    eprintln!("{}", report.join("\n"));
+}
+
+/// A hot set under scans: 80 % of the requests on 64 hot blocks (1-2 blocks, 30 % writes),
+/// the others continuing one of two sequential scans of 1-4 block requests (one reading, one
+/// writing) through the volume's other blocks, interleaved with the hot requests and with
+/// each other.
+fn scan_trace(n: usize, seed: u64) -> Vec<Req> {
+    let mut rng = Rng::new(seed);
+    let (mut read_at, mut write_at) = (100u64, 600u64);
+    (0..n)
+        .map(|_| {
+            if rng.below(10) < 8 {
+                let block = rng.below(64);
+                let len = 1 + rng.below(2);
+                return ("disk".to_string(), rng.below(10) < 3, block * 4096, (len * 4096) as u32);
+            }
+            let write = rng.below(2) == 0;
+            let at = if write { &mut write_at } else { &mut read_at };
+            let len = 1 + rng.below(4);
+            if *at + len > 1024 {
+                *at = 100;
+            }
+            let block = *at;
+            *at += len;
+            ("disk".to_string(), write, block * 4096, (len * 4096) as u32)
+        })
+        .collect()
+}
+
+/// The sequential cutoff decides the same in `ember sim --seq-cutoff` and in `ember serve
+/// --seq-cutoff` at queue depth 1: on a trace with scans through a cache smaller than the
+/// volume, the read hits, write hits, allocation-writes and the cutoff's bypasses are equal,
+/// under the `always` and `full` policies and with the read and write thresholds apart.
+#[test]
+fn the_sequential_cutoff_agrees_with_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("scans.csv");
+    write_csv_trace(&trace, &scan_trace(4000, 41));
+    let cases: [&[&str]; 4] = [
+        &["--seq-cutoff", "64K", "--seq-cutoff-policy", "always"],
+        &["--seq-cutoff", "64K"],
+        &[
+            "--seq-cutoff-read",
+            "32K",
+            "--seq-cutoff-write",
+            "128K",
+            "--seq-cutoff-policy",
+            "always",
+        ],
+        &["--seq-cutoff", "64K", "--seq-cutoff-policy", "never"],
+    ];
+    let mut report = Vec::new();
+    for cut in cases {
+        let mut args = vec!["--write-policy", "write-through", "--admission", "aod"];
+        args.extend_from_slice(cut);
+        let (got, cap, bypasses) = served_sized(dir.path(), &trace, "5M", &args, &[]);
+        let json = dir.path().join("sim.json");
+        run(
+            Command::new(ember())
+                .args(["sim"])
+                .arg(&trace)
+                .args(["--format", "csv", "--policy", "lru", "--size", &cap.to_string()])
+                .arg("--json")
+                .arg(&json)
+                .arg("-q")
+                .args(cut),
+            Duration::from_secs(60),
+        );
+        let out = std::fs::read_to_string(&json).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let r = &v["runs"][0];
+        let want = ["read_hits", "write_hits", "allocation_writes"].map(|k| r[k].as_u64().unwrap());
+        let want_bypasses = r["seq_cutoff_bypasses"].as_u64().unwrap_or(0);
+        report.push(format!(
+            "{cut:?} cap {cap}: serve {got:?} bypasses {bypasses}, sim {want:?} bypasses \
+             {want_bypasses}"
+        ));
+        assert!(
+            got == want && bypasses == want_bypasses,
+            "serve and sim disagree:\n{}",
+            report.join("\n")
+        );
+        if cut.contains(&"never") {
+            assert_eq!(bypasses, 0);
+        } else {
+            assert!(bypasses > 100, "the scans are cut: {}", report.join("\n"));
+        }
     }
     eprintln!("{}", report.join("\n"));
 }

@@ -346,6 +346,20 @@ impl Engine {
         live::settings::set_writeback(&self.inner, wb)
     }
 
+    /// Put a sequential cutoff in force (at start or while serving): from the next client
+    /// access, a miss that continues a stream past its threshold is not allocated. Returns
+    /// the settings now in force (thresholds rounded up to whole blocks).
+    ///
+    /// - MUST NOT change what is cached or dirty; only later allocations are decided anew.
+    pub fn set_seq_cutoff(&self, s: live::SeqCutoffSettings) -> live::SeqCutoffSettings {
+        live::seq_cutoff::set(&self.inner, s)
+    }
+
+    /// The sequential cutoff in force.
+    pub fn seq_cutoff(&self) -> live::SeqCutoffSettings {
+        live::seq_cutoff::get(&self.inner)
+    }
+
     /// The write-back tuning in force, in blocks.
     pub fn writeback_limits(&self) -> WritebackLimits {
         live::settings::limits(&self.inner)

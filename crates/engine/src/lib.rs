@@ -46,7 +46,8 @@ pub use error::EngineError;
 pub use io::{HitRead, HitStart, Volume, CHUNK_BLOCKS};
 pub use layout::WriteMode;
 pub use live::{
-    Draining, FlushReport, Progress, Status, SwitchReport, VolumeStatus, WritebackLimits,
+    Draining, FlushReport, Progress, SeqCutoffSettings, Status, SwitchReport, VolumeStatus,
+    WritebackLimits,
 };
 pub use open::{OpenReport, StartKind};
 pub use report::Report;

@@ -111,6 +111,11 @@ counters! {
     /// Write misses the admission sieve refused under a write-back policy (written around
     /// the cache, to backing).
     admission_refusals,
+    /// Missed blocks not allocated because they continued a sequential stream past the
+    /// sequential cutoff (read from backing, or written around the cache).
+    seq_cutoff_bypasses,
+    /// Blocks NBD_CMD_CACHE loaded into the cache (prefetches; not hits, not misses).
+    cache_loads,
     /// Blocks evicted by the replacement policy (or, under a discrete sieve, not chosen
     /// again at an epoch's end).
     evictions,

@@ -219,6 +219,22 @@ pub trait Export: Send + Sync {
     /// Discard `len` bytes at `offset`; with `fua`, durable before returning.
     fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ExportError>;
 
+    /// Whether the export takes NBD_CMD_CACHE ([`Export::cache`]); the server advertises
+    /// `NBD_FLAG_SEND_CACHE` exactly when it does. Default: no.
+    fn can_cache(&self) -> bool {
+        false
+    }
+
+    /// NBD_CMD_CACHE: load `len` bytes at `offset` into the cache, a prefetch.
+    ///
+    /// - MUST NOT change what any read returns (no data semantics);
+    /// - MUST NOT hold memory in proportion to `len` (the length is not capped by the
+    ///   maximum payload): load in bounded pieces;
+    /// - MUST NOT let a loaded copy overwrite data written after the load read it.
+    fn cache(&self, _offset: u64, _len: u64) -> Result<(), ExportError> {
+        Err(ExportError::NotSupported("NBD_CMD_CACHE"))
+    }
+
     /// Write `len` zero bytes at `offset`; with `fua`, durable before returning. `may_trim`
     /// is false when the client set NBD_CMD_FLAG_NO_HOLE.
     fn write_zeroes(

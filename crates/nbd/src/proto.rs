@@ -42,6 +42,8 @@ pub const TX_SEND_WRITE_ZEROES: u16 = 1 << 6;
 pub const TX_SEND_DF: u16 = 1 << 7;
 /// Transmission flag `NBD_FLAG_CAN_MULTI_CONN`.
 pub const TX_CAN_MULTI_CONN: u16 = 1 << 8;
+/// Transmission flag `NBD_FLAG_SEND_CACHE`.
+pub const TX_SEND_CACHE: u16 = 1 << 10;
 
 /// `NBD_OPT_EXPORT_NAME`.
 pub const OPT_EXPORT_NAME: u32 = 1;

@@ -16,7 +16,7 @@ pub enum Command {
     Flush,
     /// `NBD_CMD_TRIM`.
     Trim,
-    /// `NBD_CMD_CACHE` (not served by ember: answered `NBD_EINVAL`).
+    /// `NBD_CMD_CACHE` (a prefetch; `NBD_EINVAL` unless the export takes it).
     Cache,
     /// `NBD_CMD_WRITE_ZEROES`.
     WriteZeroes,

@@ -1,5 +1,6 @@
 //! ember's cache decisions, shared by the simulator (`ember sim`) and the real cache
-//! (`ember serve`): replacement orders ([`replacement`]) and admission sieves ([`admission`]). Nothing here does I/O, spawns
+//! (`ember serve`): replacement orders ([`replacement`]), admission sieves ([`admission`]) and
+//! the sequential cutoff ([`seq_cutoff`]). Nothing here does I/O, spawns
 //! threads or reads a clock: time arrives in each [`Access`].
 
 pub mod access;
@@ -12,6 +13,7 @@ pub mod node_ring;
 pub mod prefetch;
 pub mod replacement;
 pub mod ring;
+pub mod seq_cutoff;
 pub mod slab;
 pub mod warmup;
 

@@ -222,7 +222,15 @@ fn open_engine(
         volumes.push(VolumeConfig { name: b.name.clone(), backing });
     }
     let cache = open_cache(&config.cache, &specs, console)?;
-    let EnginePlan { write_mode, kind, array_scheme, admission, batch_epoch, writeback } = plan;
+    let EnginePlan {
+        write_mode,
+        kind,
+        array_scheme,
+        admission,
+        batch_epoch,
+        writeback,
+        seq_cutoff,
+    } = plan;
     let engine = Engine::open_with(
         EngineConfig {
             cache,
@@ -246,6 +254,7 @@ fn open_engine(
             if s.demotes() { "taken" } else { "refused" }
         ));
     }
+    engine.set_seq_cutoff(seq_cutoff);
     if let Some(epoch_ns) = batch_epoch {
         engine.start_batch_sieve(epoch_ns).context("starting the discrete sieve")?;
     }

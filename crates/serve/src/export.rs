@@ -203,6 +203,16 @@ impl Export for VolumeExport {
         self.0.flush().map_err(to_export_error)
     }
 
+    /// NBD_CMD_CACHE is taken: the range is loaded chunk by chunk before the reply
+    /// ([`Volume::load`]).
+    fn can_cache(&self) -> bool {
+        true
+    }
+
+    fn cache(&self, offset: u64, len: u64) -> Result<(), ExportError> {
+        self.0.load(offset, len).map(|_| ()).map_err(to_export_error)
+    }
+
     fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ExportError> {
         self.tracked(offset, len, false, || self.0.trim(offset, len, fua))
     }

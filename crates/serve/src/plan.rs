@@ -61,6 +61,8 @@ pub(crate) struct EnginePlan {
     pub batch_epoch: Option<u64>,
     /// The write-back tuning.
     pub writeback: WritebackConfig,
+    /// The sequential cutoff.
+    pub seq_cutoff: ember_engine::SeqCutoffSettings,
 }
 
 impl Plan {
@@ -90,6 +92,7 @@ impl Plan {
             );
         }
         let writeback = live.writeback.config()?;
+        let seq_cutoff = live.seq_cutoff.settings()?;
         let workers = config.workers.unwrap_or_else(default_workers).max(1);
         let net = server_config(&live.limits, &config.tls, workers)?;
         Ok(Plan {
@@ -100,6 +103,7 @@ impl Plan {
                 admission,
                 batch_epoch,
                 writeback,
+                seq_cutoff,
             },
             warmup,
             memory,

@@ -102,8 +102,14 @@ impl Volume {
                     ctr.write_misses.fetch_add(1, Relaxed);
                 }
                 let acc = st.access(key, Op::Write, now);
-                st.admission.observe(&acc, hit);
-                if !hit && self.cacheable(b) && !st.fenced(key) && !st.admit(&acc) {
+                st.observe(&acc, hit);
+                // A miss past the sequential cutoff goes around like a refused one: written
+                // through to backing, never left dirty.
+                if !hit
+                    && self.cacheable(b)
+                    && !st.fenced(key)
+                    && (self.cut(&mut st, &acc) || !st.admit(&acc))
+                {
                     around[(b - first) as usize] = true;
                 }
             }

@@ -214,6 +214,20 @@ impl Volume {
         io_context(self.vol().backing.as_ref(), op, off, len, e)
     }
 
+    /// On a miss of `acc`, under the state lock: does the sequential cutoff refuse it?
+    /// Counted as a bypass when it does.
+    pub(super) fn cut(
+        &self,
+        st: &mut crate::state::CacheState,
+        acc: &ember_policy::Access,
+    ) -> bool {
+        let cut = st.cut(acc);
+        if cut {
+            self.counters().seq_cutoff_bypasses.fetch_add(1, Relaxed);
+        }
+        cut
+    }
+
     /// Is block `b` of this volume cacheable (a whole block inside the volume)?
     pub(super) fn cacheable(&self, b: u64) -> bool {
         (b + 1) * self.inner.block_size() <= self.vol().size

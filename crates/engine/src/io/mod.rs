@@ -1,7 +1,7 @@
 //! The request flows of one volume, one file each: [`ctx`] (the handle and shared helpers),
 //! [`read`], [`through`] (write-through and write-around), [`back`] (write-back), [`discard`]
 //! (TRIM and WRITE_ZEROES), [`ordered`] (what ordered write-back adds), [`probe`] (residency,
-//! for a frontend's scheduling), [`fill`] (cache blocks allocated for a run filled in few I/Os)
+//! for a frontend's scheduling), [`load`] (NBD_CMD_CACHE's prefetch), [`fill`] (cache blocks allocated for a run filled in few I/Os)
 //! and `warmup_host` (the engine as the warmup threads' host: a preload run, a snapshot copy).
 //! This file holds the two entry points that dispatch by policy: `write` and `flush`.
 //!
@@ -15,6 +15,7 @@ mod demote;
 mod discard;
 pub(crate) mod fill;
 mod hits_in_flight;
+mod load;
 mod ordered;
 mod probe;
 mod read;

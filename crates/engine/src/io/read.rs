@@ -131,10 +131,11 @@ impl Volume {
                     plans[i] = Plan::Hit(c);
                     continue;
                 }
-                st.admission.observe(&acc, false);
+                st.observe(&acc, false);
                 // Inside a TRIM's fence nothing is allocated: the fill could hold the bytes
-                // backing is discarding.
-                if st.fenced(key) || !st.admit(&acc) {
+                // backing is discarding. A block past the sequential cutoff is read from
+                // backing only.
+                if st.fenced(key) || self.cut(&mut st, &acc) || !st.admit(&acc) {
                     plans[i] = Plan::Pass;
                     continue;
                 }
@@ -233,7 +234,7 @@ impl Volume {
     /// of `read_hits.rs`, so both count the same.
     pub(super) fn note_hit(&self, st: &mut CacheState, acc: &Access, c: u32) {
         let ctr = self.counters();
-        st.admission.observe(acc, true);
+        st.observe(acc, true);
         if st.take_preloaded(c) {
             self.inner.warmup.preloaded_hit();
         }

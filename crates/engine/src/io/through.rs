@@ -73,14 +73,18 @@ impl Volume {
                 // either way): a cached block is updated, an admitted miss allocated.
                 if let Some(c) = st.hit_pin(&acc) {
                     ctr.write_hits.fetch_add(1, Relaxed);
-                    st.admission.observe(&acc, true);
+                    st.observe(&acc, true);
                     own.push(c);
                     plans.push(Plan::Hit(c));
                     continue;
                 }
                 ctr.write_misses.fetch_add(1, Relaxed);
-                st.admission.observe(&acc, false);
-                if policy.mode != WriteMode::WriteThrough || st.fenced(key) || !st.admit(&acc) {
+                st.observe(&acc, false);
+                if policy.mode != WriteMode::WriteThrough
+                    || st.fenced(key)
+                    || self.cut(&mut st, &acc)
+                    || !st.admit(&acc)
+                {
                     plans.push(Plan::Pass);
                     continue;
                 }

@@ -4,6 +4,7 @@
 //! a few fields the state keeps current (occupancy per volume, the dirty map's size, the
 //! names of the policies, the last flusher error): it never walks the index or the dirty map.
 
+use super::seq_cutoff::{self, SeqCutoffSettings};
 use super::settings::{limits, WritebackLimits};
 use crate::core::Inner;
 use crate::layout::WriteMode;
@@ -24,6 +25,8 @@ pub struct Status {
     pub admission: String,
     /// The write-back tuning in force.
     pub limits: WritebackLimits,
+    /// The sequential cutoff in force.
+    pub seq_cutoff: SeqCutoffSettings,
     /// Cache block size in bytes.
     pub block_size: u32,
     /// Cache blocks in the data region.
@@ -80,6 +83,10 @@ pub struct VolumeStatus {
     pub io_errors: u64,
     /// Flusher batches of its blocks that failed.
     pub flush_errors: u64,
+    /// Missed blocks the sequential cutoff kept out of the cache.
+    pub seq_cutoff_bypasses: u64,
+    /// Blocks NBD_CMD_CACHE loaded into the cache.
+    pub cache_loads: u64,
 }
 
 /// Take the snapshot.
@@ -130,6 +137,8 @@ pub(crate) fn status(inner: &Inner) -> Status {
                 write_misses: s.write_misses,
                 io_errors: s.io_errors,
                 flush_errors: s.flush_errors,
+                seq_cutoff_bypasses: s.seq_cutoff_bypasses,
+                cache_loads: s.cache_loads,
             }
         })
         .collect();
@@ -139,6 +148,7 @@ pub(crate) fn status(inner: &Inner) -> Status {
         replacement: l.replacement.into(),
         admission: l.admission.into(),
         limits: limits(inner),
+        seq_cutoff: seq_cutoff::get(inner),
         block_size: inner.geometry.block_size,
         capacity_blocks: inner.geometry.data_blocks,
         resident_blocks: l.resident,

@@ -37,6 +37,20 @@ pub(crate) enum DemoteStep {
 }
 
 impl CacheState {
+    /// A client's block access and whether it hit, for the sequential cutoff and the
+    /// admission sieve (both see every client access, in request order, as in `ember sim`).
+    pub fn observe(&mut self, acc: &Access, hit: bool) {
+        self.seq_cutoff.observe(acc);
+        self.admission.observe(acc, hit);
+    }
+
+    /// On a miss, before the sieve: does the sequential cutoff refuse the block (it
+    /// continues a stream past its threshold)? Under the `full` policy only a full cache
+    /// cuts (every cache block holding a newest version).
+    pub fn cut(&mut self, acc: &Access) -> bool {
+        self.seq_cutoff.cuts(acc, self.index.len(), self.pins.len())
+    }
+
     /// On a miss: ask the admission sieve, telling it the occupancy first (OCF's nhit
     /// promotes everything below its trigger occupancy).
     pub fn admit(&mut self, acc: &Access) -> bool {

@@ -77,6 +77,7 @@ pub(crate) use persist::{Change, Persisted};
 use crate::layout::MAX_VOLUMES;
 use ember_policy::keymap::KeyMap;
 use ember_policy::replacement::Lru;
+use ember_policy::seq_cutoff::{SeqCutoff, SeqCutoffConfig};
 use ember_policy::{Admission, Replacement};
 use fences::Fences;
 use inflight::InFlight;
@@ -114,6 +115,8 @@ pub(crate) struct CacheState {
     pub replacement: Box<dyn Replacement>,
     /// The admission sieve.
     pub admission: Box<dyn Admission>,
+    /// The sequential cutoff, asked before the sieve on a miss (off until set).
+    pub seq_cutoff: SeqCutoff,
     vtime: u64,
     /// Epoch new writes join; a FLUSH closes it.
     pub current_epoch: u64,
@@ -189,6 +192,7 @@ impl CacheState {
             epochs: BTreeMap::new(),
             replacement,
             admission,
+            seq_cutoff: SeqCutoff::new(SeqCutoffConfig::default()),
             vtime: 0,
             current_epoch: 1,
             persisted: HashMap::new(),

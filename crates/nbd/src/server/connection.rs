@@ -81,6 +81,7 @@ pub(crate) fn validate(
         Command::Flush => tx_flags & proto::TX_SEND_FLUSH != 0,
         Command::Trim => tx_flags & proto::TX_SEND_TRIM != 0,
         Command::WriteZeroes => tx_flags & proto::TX_SEND_WRITE_ZEROES != 0,
+        Command::Cache => tx_flags & proto::TX_SEND_CACHE != 0,
         _ => false,
     };
     if !supported {
@@ -595,10 +596,15 @@ mod tests {
             errno(validate(&request(Command::Unknown(42), 0, 0, 0), ALL, 1024, false, max)),
             Some(Errno::Inval)
         );
-        assert_eq!(
-            errno(validate(&request(Command::Cache, 0, 0, 512), ALL, 1024, false, max)),
-            Some(Errno::Inval)
-        );
+        let cache = |tx, offset, length, size| {
+            errno(validate(&request(Command::Cache, 0, offset, length), tx, size, false, max))
+        };
+        assert_eq!(cache(ALL, 0, 512, 1024), Some(Errno::Inval), "CACHE not advertised");
+        // Advertised: any length in the export (not capped by max_payload), read-only too.
+        let tx = ALL | proto::TX_SEND_CACHE;
+        assert_eq!(cache(tx, 0, 1 << 30, 1 << 31), None);
+        assert_eq!(cache(tx | proto::TX_READ_ONLY, 0, 512, 1024), None);
+        assert_eq!(cache(tx, 512, 1024, 1024), Some(Errno::Inval));
         // FLUSH not advertised.
         assert_eq!(
             errno(validate(

@@ -44,6 +44,9 @@ pub(crate) fn transmission_flags(export: &dyn Export, structured: bool) -> u16 {
     if flags.can_multi_conn {
         tx |= proto::TX_CAN_MULTI_CONN;
     }
+    if export.can_cache() {
+        tx |= proto::TX_SEND_CACHE;
+    }
     if structured {
         tx |= proto::TX_SEND_DF;
     }

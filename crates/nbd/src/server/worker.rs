@@ -48,6 +48,8 @@ pub(crate) fn execute(job: Job) {
                 Command::Flush => guarded(|| export.flush()),
                 Command::Trim if length == 0 => Ok(()),
                 Command::Trim => guarded(|| export.trim(request.offset, length, fua)),
+                Command::Cache if length == 0 => Ok(()),
+                Command::Cache => guarded(|| export.cache(request.offset, length)),
                 Command::WriteZeroes if length == 0 => Ok(()),
                 Command::WriteZeroes => {
                     let may_trim = request.flags & proto::CMD_FLAG_NO_HOLE == 0;
@@ -70,7 +72,7 @@ pub(crate) fn execute(job: Job) {
     };
     drop(payload);
     let moved = match (request.command, error) {
-        (Command::Flush, _) | (_, Some(_)) => 0,
+        (Command::Flush | Command::Cache, _) | (_, Some(_)) => 0,
         _ => length,
     };
     conn.send(Outgoing {

@@ -13,6 +13,7 @@
 
 pub mod aod;
 pub mod config_error;
+pub mod cutoff;
 pub mod doorkeeper;
 pub mod epoch;
 pub mod epoch_admission;
@@ -34,6 +35,7 @@ pub mod wmna;
 
 pub use aod::Aod;
 pub use config_error::SieveConfigError;
+pub use cutoff::CutoffAdmission;
 pub use doorkeeper::Doorkeeper;
 pub use epoch::EpochSieve;
 pub use epoch_admission::EpochAdmission;

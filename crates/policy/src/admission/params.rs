@@ -119,6 +119,9 @@ impl SieveParams {
                 SieveSpec::Doorkeeper { keys: self.bloom_keys, fpr: self.bloom_fpr }
             }
             SieveSpec::Prob { .. } => SieveSpec::Prob { probability: self.probability, seed },
+            SieveSpec::Cutoff { cutoff, sieve } => {
+                SieveSpec::Cutoff { cutoff, sieve: Box::new(self.apply(*sieve)?) }
+            }
             other => other,
         })
     }

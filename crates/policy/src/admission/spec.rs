@@ -11,10 +11,12 @@
 //! false-positive rate; the probabilistic filter 0.5 (libCacheSim's).
 
 use super::sievestore_d::DEFAULT_EPOCH_NS;
+use super::CutoffAdmission;
 use super::{
     doorkeeper, prob, Aod, Doorkeeper, Ideal, OcfNhit, OcfNhitConfig, Probabilistic, RandSieveBlkD,
     RandSieveC, Sieve, SieveConfigError, SieveStoreC, SieveStoreCConfig, SieveStoreD, Wmna,
 };
+use crate::seq_cutoff::SeqCutoffConfig;
 use std::str::FromStr;
 
 /// Which sieve to run, with its parameters; [`SieveSpec::build`] makes a fresh instance (one
@@ -73,6 +75,14 @@ pub enum SieveSpec {
         /// The generator's seed (1: libCacheSim's).
         seed: u64,
     },
+    /// A per-miss sieve behind a sequential cutoff ([`super::CutoffAdmission`]):
+    /// how the simulator runs `--seq-cutoff`. Named as its sieve.
+    Cutoff {
+        /// The cutoff's settings.
+        cutoff: SeqCutoffConfig,
+        /// The sieve behind it (a per-miss one).
+        sieve: Box<SieveSpec>,
+    },
 }
 
 impl SieveSpec {
@@ -122,6 +132,7 @@ impl SieveSpec {
             SieveSpec::OcfNhit(_) => "ocf-nhit",
             SieveSpec::Doorkeeper { .. } => "bloom",
             SieveSpec::Prob { .. } => "prob",
+            SieveSpec::Cutoff { sieve, .. } => sieve.name(),
         }
     }
 
@@ -148,7 +159,20 @@ impl SieveSpec {
             SieveSpec::Doorkeeper { keys, fpr } if *keys > 0 => {
                 SieveSpec::Doorkeeper { keys: (scale(*keys as usize) as u64).min(*keys), fpr: *fpr }
             }
+            SieveSpec::Cutoff { cutoff, sieve } => SieveSpec::Cutoff {
+                cutoff: *cutoff,
+                sieve: Box::new(sieve.for_partition(fraction)),
+            },
             other => other.clone(),
+        }
+    }
+
+    /// This sieve behind the sequential cutoff `cutoff`, or itself when the cutoff is off.
+    pub fn with_cutoff(self, cutoff: SeqCutoffConfig) -> SieveSpec {
+        if cutoff.is_active() {
+            SieveSpec::Cutoff { cutoff, sieve: Box::new(self) }
+        } else {
+            self
         }
     }
 
@@ -178,6 +202,18 @@ impl SieveSpec {
             SieveSpec::Ideal { fraction, epoch_ns } => {
                 Sieve::Discrete(Box::new(Ideal::new(*fraction)?), check_epoch(*epoch_ns)?)
             }
+            SieveSpec::Cutoff { cutoff, sieve } => match sieve.build()? {
+                Sieve::Continuous(a) => {
+                    Sieve::Continuous(Box::new(CutoffAdmission::new(*cutoff, a)))
+                }
+                Sieve::Discrete(..) => {
+                    return Err(SieveConfigError::Unknown(format!(
+                        "{}: a discrete sieve allocates a batch at each epoch's end; the \
+                         sequential cutoff needs a per-miss sieve",
+                        sieve.name()
+                    )))
+                }
+            },
         })
     }
 }

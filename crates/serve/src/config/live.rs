@@ -1,10 +1,12 @@
 //! The settings a running server could apply again without a restart: write policy,
 //! replacement and admission (with the sieves' parameters), dirty thresholds and flush order,
+//! the sequential cutoff,
 //! and the NBD server's limits. Each has `ember serve`'s default.
 
 use ember_policy::admission::SieveParams;
 use serde::{Deserialize, Serialize};
 
+use super::seq_cutoff::SeqCutoffFileSettings;
 use super::units;
 
 /// What can change while serving.
@@ -30,6 +32,8 @@ pub struct LiveSettings {
     pub sieve: SieveSettings,
     /// Write-back tuning.
     pub writeback: WritebackSettings,
+    /// The sequential cutoff.
+    pub seq_cutoff: SeqCutoffFileSettings,
     /// The NBD server's limits.
     pub limits: LimitSettings,
 }
@@ -43,6 +47,7 @@ impl Default for LiveSettings {
             epoch_count_memory: 256 << 20,
             sieve: SieveSettings::default(),
             writeback: WritebackSettings::default(),
+            seq_cutoff: SeqCutoffFileSettings::default(),
             limits: LimitSettings::default(),
         }
     }

@@ -12,6 +12,7 @@ mod file;
 mod keys;
 mod live;
 mod save;
+mod seq_cutoff;
 mod sieve_file;
 mod units;
 mod warmup;
@@ -26,6 +27,7 @@ pub use file::{parse_with, ConfigError};
 pub use keys::{Key, KEYS};
 pub use live::{LimitSettings, LiveSettings, SieveSettings, WritebackSettings};
 pub use save::save_setting;
+pub use seq_cutoff::SeqCutoffFileSettings;
 pub use warmup::WarmupSettings;
 
 /// Everything a server is built from. Its serde form is the config file's (TOML, keys in

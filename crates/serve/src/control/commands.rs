@@ -50,6 +50,7 @@ enum Group {
     Replacement,
     Admission,
     WritePolicy,
+    SeqCutoff,
 }
 
 fn group(key: &Key) -> Option<Group> {
@@ -61,6 +62,7 @@ fn group(key: &Key) -> Option<Group> {
             Some(Group::Admission)
         }
         ["live", "write-policy"] => Some(Group::WritePolicy),
+        ["live", "seq-cutoff", ..] => Some(Group::SeqCutoff),
         _ => None,
     }
 }
@@ -312,6 +314,10 @@ impl Control {
                 engine_live::set_admission(&self.engine, &spec)
             }
             Group::WritePolicy => engine_live::set_write_mode(&self.engine, e.write_mode, progress),
+            Group::SeqCutoff => {
+                engine_live::set_seq_cutoff(&self.engine, e.seq_cutoff);
+                Ok(())
+            }
         }
     }
 

@@ -1,6 +1,6 @@
 //! What the control commands ask of the engine while it serves, in one place: flush every
 //! dirty block now, switch the write policy, replace the admission sieve, retune write-back,
-//! change the replacement policy. Each function is the whole contract the control plane
+//! change the replacement policy, set the sequential cutoff. Each function is the whole contract the control plane
 //! relies on, written as rules; the engine's live-change API carries them out.
 //!
 //! A change the engine cannot make live (a discrete sieve, a replacement policy that cannot
@@ -61,6 +61,12 @@ pub(crate) fn set_admission(engine: &Engine, spec: &SieveSpec) -> anyhow::Result
 pub(crate) fn set_writeback(engine: &Engine, writeback: WritebackConfig) -> anyhow::Result<()> {
     engine.set_writeback(&writeback)?;
     Ok(())
+}
+
+/// Put a sequential cutoff in force: from the next client access a miss continuing a
+/// stream past its threshold is not allocated; nothing cached or dirty changes.
+pub(crate) fn set_seq_cutoff(engine: &Engine, settings: ember_engine::SeqCutoffSettings) {
+    engine.set_seq_cutoff(settings);
 }
 
 /// Change the replacement policy to `kind`, keeping the cache's contents; a policy that

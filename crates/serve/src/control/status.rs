@@ -30,6 +30,9 @@ pub struct Status {
     pub policy: String,
     /// The admission sieve.
     pub admission: String,
+    /// The sequential cutoff in force: policy, thresholds in bytes, streams per volume.
+    #[serde(default)]
+    pub seq_cutoff: Option<serde_json::Value>,
     /// Bonfire's warmup: `off`, `monitoring`, `preloading` or `done`, with its counters.
     pub warmup: WarmupStatus,
     /// Connections open now and their limit.
@@ -95,6 +98,12 @@ pub struct VolumeStatus {
     pub flush_errors: u64,
     /// Cache-device read errors served from backing instead.
     pub cache_read_errors: u64,
+    /// Missed blocks the sequential cutoff kept out of the cache.
+    #[serde(default)]
+    pub seq_cutoff_bypasses: u64,
+    /// Blocks NBD_CMD_CACHE loaded into the cache (prefetches, not hits).
+    #[serde(default)]
+    pub cache: u64,
 }
 
 fn ratio(hits: u64, misses: u64) -> f64 {
@@ -117,6 +126,8 @@ impl VolumeStatus {
             io_errors: s.io_errors,
             flush_errors: s.flush_errors,
             cache_read_errors: s.cache_read_errors,
+            seq_cutoff_bypasses: s.seq_cutoff_bypasses,
+            cache: s.cache_loads,
         }
     }
 }
@@ -180,6 +191,7 @@ impl Status {
             write_policy: src.engine.write_mode().name().to_string(),
             policy: config.live.policy.clone(),
             admission: config.live.admission.clone(),
+            seq_cutoff: serde_json::to_value(src.engine.seq_cutoff()).ok(),
             warmup: WarmupStatus::new(&src.engine.warmup_stats()),
             connections: src.nbd.connections(),
             max_connections: config.live.limits.max_connections,

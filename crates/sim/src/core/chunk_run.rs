@@ -136,6 +136,7 @@ impl<R: Replacement, A: Admission> ChunkRun for PolicyRun<R, A> {
             totals: self.tally.totals(),
             timeline: self.tally.timeline(),
             counted_from: self.tally.count_start(),
+            seq_cutoff_bypasses: None,
         }
     }
 }

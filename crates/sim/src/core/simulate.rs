@@ -45,6 +45,10 @@ pub struct SimResult {
     /// the trace ended within it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted_from: Option<CountStart>,
+    /// With a sequential cutoff: the missed blocks it kept out of the cache (counted and
+    /// uncounted periods alike).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_cutoff_bypasses: Option<u64>,
 }
 
 /// Simulate `policy` with `admission` over `stream`.
@@ -96,6 +100,7 @@ where
         totals: tally.totals(),
         timeline: tally.timeline(),
         counted_from: tally.count_start(),
+        seq_cutoff_bypasses: None,
     }
 }
 
@@ -226,6 +231,9 @@ where
                 }
             } else {
                 write_misses += is_write as u64;
+                // Occupancy-triggered decisions (the sequential cutoff's `full` policy, OCF's
+                // nhit) see the cache as the real cache shows it to them.
+                admission.set_occupancy(policy.len(), policy.capacity());
                 if admission.admit(&access) {
                     allocation_writes += 1;
                     evictions += policy.insert(&access).is_some() as u64;

@@ -340,6 +340,7 @@ impl SharedGrid {
                     },
                     timeline: None,
                     counted_from: None,
+                    seq_cutoff_bypasses: None,
                 }
             })
             .collect()

@@ -38,6 +38,7 @@ use crate::core::streaming::StreamTotals;
 use crate::core::warmup_period::WarmupPeriod;
 use crate::{Interval, SimResult};
 use ember_policy::replacement::Spec;
+use ember_policy::seq_cutoff::SeqCutoffConfig;
 use ember_trace::ReadOptions;
 use std::fmt;
 use std::path::PathBuf;
@@ -67,6 +68,9 @@ pub struct PlanOptions {
     pub whole_trace: bool,
     /// The uncounted warm-up period: its requests run, the counters start after it.
     pub warmup: WarmupPeriod,
+    /// The sequential cutoff in front of the cache (off by default); with it the trace is
+    /// held whole ([`Driver::Whole`]).
+    pub seq_cutoff: SeqCutoffConfig,
 }
 
 /// One cell of the grid: a policy at a size.
@@ -236,7 +240,8 @@ impl Plan {
     /// Run the grid with the driver the request calls for (see the module documentation),
     /// reporting progress to `progress` (from worker threads too).
     pub fn run(&self, progress: &(dyn Fn(Progress) + Sync)) -> Result<Outcome, PlanError> {
-        if self.needs_oracle() && self.options.whole_trace {
+        if (self.needs_oracle() && self.options.whole_trace) || self.options.seq_cutoff.is_active()
+        {
             whole::run(self, progress)
         } else {
             streamed::run(self, progress)

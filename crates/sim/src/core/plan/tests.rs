@@ -125,7 +125,8 @@ fn every_driver_gives_the_whole_stream_results() {
         for (threads, warmup) in
             [(1usize, warmups[0]), (3, warmups[0]), (1, warmups[1]), (3, warmups[2])]
         {
-            let options = PlanOptions { interval, threads, whole_trace, warmup };
+            let options =
+                PlanOptions { interval, threads, whole_trace, warmup, ..PlanOptions::default() };
             let plan =
                 Plan::new(source(path), policies.clone(), sizes(&["1%", "50", "2000"]), options)
                     .expect("plan");

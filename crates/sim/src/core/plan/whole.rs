@@ -8,7 +8,8 @@ use crate::core::streaming::{StreamTotals, CHUNK_ACCESSES};
 use crate::{
     simulate_with_progress, AccessStream, AccessStreamBuilder, RunConfig, SimResult, Split,
 };
-use ember_policy::admission::Aod;
+use ember_policy::admission::{Aod, CutoffAdmission};
+use ember_policy::seq_cutoff::SeqCutoffConfig;
 use ember_policy::with_replacement;
 use ember_trace::{BlockChunk, BlockReader};
 use std::time::Instant;
@@ -47,10 +48,14 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     let accesses = stream.len() as u64;
     progress(Progress::Start { work: Some(accesses * cells.len() as u64), runs: cells.len() });
     let sim_start = Instant::now();
-    let results =
-        run_grid(&cells, accesses, threads, |c, tick| run_cell(c, &stream, &config, tick), &|p| {
-            progress(Progress::Advance { done: p.done_accesses, runs_done: Some(p.done_runs) })
-        });
+    let cutoff = plan.options.seq_cutoff;
+    let results = run_grid(
+        &cells,
+        accesses,
+        threads,
+        |c, tick| run_cell(c, &stream, &config, cutoff, tick),
+        &|p| progress(Progress::Advance { done: p.done_accesses, runs_done: Some(p.done_runs) }),
+    );
     let simulate = sim_start.elapsed();
     let counted_from = results.first().and_then(|r| r.counted_from);
     Ok(Outcome {
@@ -69,14 +74,25 @@ pub(super) fn run(plan: &Plan, progress: &(dyn Fn(Progress) + Sync)) -> Result<O
     })
 }
 
-/// Run one cell with a concrete policy type, so the hot loop is monomorphized.
+/// Run one cell with a concrete policy type, so the hot loop is monomorphized; behind the
+/// sequential cutoff `cutoff` when it is active.
 fn run_cell(
     cell: &Cell,
     stream: &AccessStream,
     config: &RunConfig,
+    cutoff: SeqCutoffConfig,
     tick: &mut dyn FnMut(u64),
 ) -> SimResult {
-    with_replacement!(cell.policy, usize_capacity(cell.capacity), |p| simulate_with_progress(
-        &mut p, &mut Aod, stream, config, tick
-    ))
+    let cap = usize_capacity(cell.capacity);
+    if !cutoff.is_active() {
+        return with_replacement!(cell.policy, cap, |p| simulate_with_progress(
+            &mut p, &mut Aod, stream, config, tick
+        ));
+    }
+    let mut sieve = CutoffAdmission::new(cutoff, Box::new(Aod));
+    let mut r = with_replacement!(cell.policy, cap, |p| simulate_with_progress(
+        &mut p, &mut sieve, stream, config, tick
+    ));
+    r.seq_cutoff_bypasses = Some(sieve.cutoff().cut_total());
+    r
 }

@@ -1,0 +1,129 @@
+use super::*;
+use ember_trace::block_key;
+
+fn read(vol: u32, block: u64) -> Access {
+    Access { key: block_key(vol, block), time_ns: 0, op: Op::Read, vtime: 0, next_vtime: 0 }
+}
+
+fn write(vol: u32, block: u64) -> Access {
+    Access { op: Op::Write, ..read(vol, block) }
+}
+
+fn always(read_blocks: u64, write_blocks: u64, streams: usize) -> SeqCutoff {
+    SeqCutoff::new(SeqCutoffConfig {
+        policy: CutoffPolicy::Always,
+        read_blocks,
+        write_blocks,
+        streams,
+    })
+}
+
+/// Observe `acc` and ask whether a miss of it is cut (in a full cache).
+fn miss(s: &mut SeqCutoff, acc: Access) -> bool {
+    s.observe(&acc);
+    s.cuts(&acc, 10, 10)
+}
+
+#[test]
+fn a_stream_is_cut_past_its_threshold() {
+    let mut s = always(4, 4, 8);
+    let cut: Vec<bool> = (0..6).map(|b| miss(&mut s, read(0, b))).collect();
+    assert_eq!(cut, [false, false, false, false, true, true]);
+    assert_eq!(s.cut_blocks(0), 2);
+}
+
+#[test]
+fn interleaved_streams_are_each_followed() {
+    let mut s = always(3, 3, 8);
+    let mut cut = Vec::new();
+    for i in 0..4 {
+        cut.push(miss(&mut s, read(0, i)));
+        cut.push(miss(&mut s, read(0, 1000 + i)));
+        cut.push(miss(&mut s, write(0, 500 + i)));
+    }
+    let expect = [false; 9].iter().chain(&[true; 3]).copied().collect::<Vec<_>>();
+    assert_eq!(cut, expect);
+}
+
+#[test]
+fn reads_and_writes_are_separate_streams_with_their_own_thresholds() {
+    let mut s = always(2, 0, 8);
+    assert!(!miss(&mut s, write(0, 0)));
+    assert!(!miss(&mut s, read(0, 1)), "a read does not continue a write stream");
+    for b in 2..10 {
+        assert!(!miss(&mut s, write(0, b + 100)), "write threshold 0: writes are never cut");
+    }
+    assert!(!miss(&mut s, read(0, 2)));
+    assert!(miss(&mut s, read(0, 3)));
+}
+
+#[test]
+fn the_least_recently_continued_stream_is_forgotten() {
+    let mut s = always(2, 2, 2);
+    for start in [0u64, 100] {
+        miss(&mut s, read(0, start));
+        miss(&mut s, read(0, start + 1));
+    }
+    // Streams at 0 and 100 are tracked; 100 was continued last, so a third replaces 0's.
+    miss(&mut s, read(0, 200));
+    assert!(!miss(&mut s, read(0, 2)), "the stream at 0 was evicted: a new stream");
+    let mut t = StreamTable::new(2);
+    assert_eq!(t.access(0, false), 0);
+    assert_eq!(t.access(100, false), 0);
+    assert_eq!(t.access(1, false), 1, "continues the stream at 0, now the most recent");
+    assert_eq!(t.access(200, false), 0, "replaces the stream at 100");
+    assert_eq!(t.access(101, false), 0, "the stream at 100 is gone");
+    assert_eq!(t.access(2, false), 0, "so is the one at 0, which 200's and 101's replaced");
+    assert_eq!(t.streams(), 2);
+}
+
+#[test]
+fn reverse_and_strided_accesses_are_not_sequential() {
+    let mut s = always(2, 2, 8);
+    for b in (0..50).rev() {
+        assert!(!miss(&mut s, read(0, b)), "reverse at {b}");
+    }
+    for b in (0..200).step_by(2) {
+        assert!(!miss(&mut s, read(0, 1000 + b)), "stride 2 at {b}");
+    }
+    assert_eq!(s.cut_total(), 0);
+}
+
+#[test]
+fn volumes_have_their_own_streams() {
+    let mut s = always(2, 2, 8);
+    assert!(!miss(&mut s, read(0, 0)));
+    assert!(!miss(&mut s, read(0, 1)));
+    assert!(!miss(&mut s, read(1, 2)), "block 2 of another volume starts a stream");
+    assert!(miss(&mut s, read(0, 2)));
+    assert_eq!((s.cut_blocks(0), s.cut_blocks(1)), (1, 0));
+}
+
+#[test]
+fn full_acts_only_in_a_full_cache_and_never_never() {
+    let cfg =
+        SeqCutoffConfig { policy: CutoffPolicy::Full, read_blocks: 1, write_blocks: 1, streams: 4 };
+    let mut s = SeqCutoff::new(cfg);
+    for b in 0..3 {
+        let acc = read(0, b);
+        s.observe(&acc);
+        assert!(!s.cuts(&acc, 5, 10), "room left: not cut");
+    }
+    let acc = read(0, 3);
+    s.observe(&acc);
+    assert!(s.cuts(&acc, 10, 10));
+    s.set_config(SeqCutoffConfig { policy: CutoffPolicy::Never, ..cfg });
+    let acc = read(0, 4);
+    s.observe(&acc);
+    assert!(!s.cuts(&acc, 10, 10));
+}
+
+#[test]
+fn policies_parse_by_name() {
+    for p in [CutoffPolicy::Always, CutoffPolicy::Full, CutoffPolicy::Never] {
+        assert_eq!(p.name().parse::<CutoffPolicy>(), Ok(p));
+    }
+    assert!("sometimes".parse::<CutoffPolicy>().is_err());
+    let c = SeqCutoffConfig::from_bytes(CutoffPolicy::Full, 1 << 20, 5000, 4096);
+    assert_eq!((c.read_blocks, c.write_blocks), (256, 2));
+}
