@@ -34,11 +34,19 @@ pub enum Kind {
     LfuDa,
     /// LRU-K ([`LruK`](super::LruK)).
     LruK,
+    /// LIRS ([`Lirs`](super::Lirs)).
+    Lirs,
+    /// CLOCK-Pro ([`ClockPro`](super::ClockPro)).
+    ClockPro,
+    /// Multi-Queue ([`Mq`](super::Mq)).
+    Mq,
+    /// Clock with Adaptive Replacement ([`Car`](super::Car)).
+    Car,
 }
 
 impl Kind {
     /// All policies, in a stable order.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Lru,
         Kind::Fifo,
         Kind::Clock,
@@ -51,6 +59,10 @@ impl Kind {
         Kind::Lfu,
         Kind::LfuDa,
         Kind::LruK,
+        Kind::Lirs,
+        Kind::ClockPro,
+        Kind::Mq,
+        Kind::Car,
     ];
 
     /// The command-line name (`lru`, `fifo`, `clock`, `sieve`, `arc`, `slru`, `2q`, `s3fifo`,
@@ -214,6 +226,39 @@ pub fn info(kind: Kind) -> &'static Info {
             citation: "O'Neil, O'Neil & Weikum, SIGMOD 1993, section 2",
             params: lru_k::PARAMS,
             libcachesim: "exact at k=2 (LRUK)",
+        },
+        Kind::Lirs => &Info {
+            name: "lirs",
+            aliases: &[],
+            title: "LIRS, the low inter-reference recency set",
+            citation: "Jiang & Zhang, SIGMETRICS 2002, section 3",
+            params: lirs::PARAMS,
+            libcachesim: "exact with lirs:lcs (LIRS); the paper's form (default) differs",
+        },
+        Kind::ClockPro => &Info {
+            name: "clockpro",
+            aliases: &["clock-pro"],
+            title: "CLOCK-Pro, hot and cold pages with test periods on one clock",
+            citation: "Jiang, Chen & Zhang, USENIX ATC 2005, sections 3 and 4",
+            params: clock_pro::PARAMS,
+            libcachesim: "differs from ClockPro, which departs from the paper; exact against a \
+                          reference from the paper",
+        },
+        Kind::Mq => &Info {
+            name: "mq",
+            aliases: &["multiqueue", "multi-queue"],
+            title: "Multi-Queue, LRU queues by access count with expiry and a history Qout",
+            citation: "Zhou, Philbin & Li, USENIX ATC 2001, section 4",
+            params: mq::PARAMS,
+            libcachesim: "exact with mq:lcs (MQ); the paper's order of a miss (default) differs",
+        },
+        Kind::Car => &Info {
+            name: "car",
+            aliases: &[],
+            title: "CAR, clock with adaptive replacement (ARC over two clocks)",
+            citation: "Bansal & Modha, FAST 2004, figure 2",
+            params: &[],
+            libcachesim: "not in libcachesim 0.3.x; exact against a reference from the paper",
         },
     }
 }

@@ -11,16 +11,21 @@
 //! allocates after construction.
 
 pub mod arc;
+pub mod car;
 pub mod catalog;
 pub mod clock;
+pub mod clock_pro;
 pub mod demote_outcome;
 pub mod fifo;
 pub mod kind;
 pub mod lfu;
 pub mod lfu_da;
+pub mod lirs;
 pub mod lru;
 pub mod lru_k;
 pub mod lru_log;
+pub mod mq;
+mod multi_list;
 pub mod opt;
 pub mod params;
 mod priority_buckets;
@@ -35,15 +40,19 @@ pub(crate) mod testing;
 pub mod two_q;
 
 pub use arc::Arc;
+pub use car::Car;
 pub use clock::Clock;
+pub use clock_pro::ClockPro;
 pub use demote_outcome::DemoteOutcome;
 pub use fifo::Fifo;
 pub use kind::{Info, Kind, UnknownKind};
 pub use lfu::Lfu;
 pub use lfu_da::LfuDa;
+pub use lirs::Lirs;
 pub use lru::Lru;
 pub use lru_k::LruK;
 pub use lru_log::LruLog;
+pub use mq::Mq;
 pub use opt::Opt;
 pub use params::{Domain, Param};
 pub use registry::build;
