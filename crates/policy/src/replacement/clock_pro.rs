@@ -190,11 +190,8 @@ impl ClockPro {
                     self.hand_hot = self.next(i);
                     return;
                 }
-                _ if p.test => {
-                    if self.end_test(i) {
-                        continue; // dropped: the hand is already on the next page
-                    }
-                }
+                // A dropped page: the hand is already on the next page.
+                _ if p.test && self.end_test(i) => continue,
                 _ => {}
             }
             self.hand_hot = self.next(i);
@@ -363,7 +360,7 @@ mod tests {
         // 1 is evicted and stays as a test page; its return makes it hot.
         run(&mut p, &[1, 2, 3, 4, 5]);
         assert!(!p.contains(1));
-        assert_eq!(run(&mut p, &[1])[0].0, false);
+        assert!(!run(&mut p, &[1])[0].0);
         assert_eq!(p.slab.node(p.find(1).unwrap_or(0)).meta.status, Status::Hot);
         // A scan of new pages evicts cold pages only while 1 keeps being hit.
         for k in 100..140 {
