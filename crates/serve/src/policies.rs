@@ -21,6 +21,9 @@ pub fn parse_policy(s: &str) -> anyhow::Result<Spec> {
     if spec.needs_oracle() {
         bail!("--policy {s}: an oracle policy needs the future and only runs in `ember sim`");
     }
+    if spec.evicts_on_hits() {
+        bail!("--policy {s}: this variant evicts blocks during hits and only runs in `ember sim`");
+    }
     Ok(spec)
 }
 
@@ -44,6 +47,7 @@ mod tests {
             Some("slru:segments=4:insert=lcs")
         );
         assert!(parse_policy("opt").is_err());
+        assert!(parse_policy("lirs").is_ok() && parse_policy("lirs:lcs").is_err());
         let e = parse_policy("slru:segments=0").unwrap_err().to_string();
         assert!(e.contains("--policy") && e.contains("segments"), "{e}");
     }

@@ -128,7 +128,11 @@ pub(crate) fn set_replacement(inner: &Inner, spec: Spec) -> Result<(), EngineErr
         | Kind::Random
         | Kind::Hyperbolic
         | Kind::LeCaR
-        | Kind::WTinyLfu => {
+        | Kind::WTinyLfu
+        | Kind::Lirs
+        | Kind::ClockPro
+        | Kind::Mq
+        | Kind::Car => {
             return Err(EngineError::Refused(format!(
                 "{kind} keeps history the resident blocks do not hold (ghost lists, the split \
                  between its queues, access counts), so it cannot take over the cache's contents \

@@ -42,11 +42,19 @@ pub enum Kind {
     LeCaR,
     /// W-TinyLFU, window LRU, TinyLFU admission, SLRU main ([`WTinyLfu`](super::WTinyLfu)).
     WTinyLfu,
+    /// LIRS ([`Lirs`](super::Lirs)).
+    Lirs,
+    /// CLOCK-Pro ([`ClockPro`](super::ClockPro)).
+    ClockPro,
+    /// Multi-Queue ([`Mq`](super::Mq)).
+    Mq,
+    /// Clock with Adaptive Replacement ([`Car`](super::Car)).
+    Car,
 }
 
 impl Kind {
     /// All policies, in a stable order.
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 20] = [
         Kind::Lru,
         Kind::Fifo,
         Kind::Clock,
@@ -63,6 +71,10 @@ impl Kind {
         Kind::Hyperbolic,
         Kind::LeCaR,
         Kind::WTinyLfu,
+        Kind::Lirs,
+        Kind::ClockPro,
+        Kind::Mq,
+        Kind::Car,
     ];
 
     /// The command-line name (`lru`, `fifo`, `clock`, `sieve`, `arc`, `slru`, `2q`, `s3fifo`,
@@ -258,6 +270,39 @@ pub fn info(kind: Kind) -> &'static Info {
             citation: "Einziger, Friedman & Manes, ACM ToS 13(4) 2017",
             params: w_tinylfu::PARAMS,
             libcachesim: "statistical: mean over 5 seeds within max(0.5 points, 3 SE) (WTinyLFU)",
+        },
+        Kind::Lirs => &Info {
+            name: "lirs",
+            aliases: &[],
+            title: "LIRS, the low inter-reference recency set",
+            citation: "Jiang & Zhang, SIGMETRICS 2002, section 3",
+            params: lirs::PARAMS,
+            libcachesim: "exact with lirs:lcs (LIRS); the paper's form (default) differs",
+        },
+        Kind::ClockPro => &Info {
+            name: "clockpro",
+            aliases: &["clock-pro"],
+            title: "CLOCK-Pro, hot and cold pages with test periods on one clock",
+            citation: "Jiang, Chen & Zhang, USENIX ATC 2005, sections 3 and 4",
+            params: clock_pro::PARAMS,
+            libcachesim: "differs from ClockPro, which departs from the paper; exact against a \
+                          reference from the paper",
+        },
+        Kind::Mq => &Info {
+            name: "mq",
+            aliases: &["multiqueue", "multi-queue"],
+            title: "Multi-Queue, LRU queues by access count with expiry and a history Qout",
+            citation: "Zhou, Philbin & Li, USENIX ATC 2001, section 4",
+            params: mq::PARAMS,
+            libcachesim: "exact with mq:lcs (MQ); the paper's order of a miss (default) differs",
+        },
+        Kind::Car => &Info {
+            name: "car",
+            aliases: &[],
+            title: "CAR, clock with adaptive replacement (ARC over two clocks)",
+            citation: "Bansal & Modha, FAST 2004, figure 2",
+            params: &[],
+            libcachesim: "not in libcachesim 0.3.x; exact against a reference from the paper",
         },
     }
 }

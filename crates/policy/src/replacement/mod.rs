@@ -11,9 +11,11 @@
 //! allocates after construction.
 
 pub mod arc;
+pub mod car;
 pub mod catalog;
 pub mod clock;
 mod count_min;
+pub mod clock_pro;
 pub mod demote_outcome;
 pub mod fifo;
 pub mod hyperbolic;
@@ -21,9 +23,12 @@ pub mod kind;
 pub mod lecar;
 pub mod lfu;
 pub mod lfu_da;
+pub mod lirs;
 pub mod lru;
 pub mod lru_k;
 pub mod lru_log;
+pub mod mq;
+mod multi_list;
 pub mod opt;
 pub mod params;
 mod priority_buckets;
@@ -40,7 +45,9 @@ pub mod two_q;
 pub mod w_tinylfu;
 
 pub use arc::Arc;
+pub use car::Car;
 pub use clock::Clock;
+pub use clock_pro::ClockPro;
 pub use demote_outcome::DemoteOutcome;
 pub use fifo::Fifo;
 pub use hyperbolic::Hyperbolic;
@@ -48,9 +55,11 @@ pub use kind::{Info, Kind, UnknownKind};
 pub use lecar::LeCaR;
 pub use lfu::Lfu;
 pub use lfu_da::LfuDa;
+pub use lirs::Lirs;
 pub use lru::Lru;
 pub use lru_k::LruK;
 pub use lru_log::LruLog;
+pub use mq::Mq;
 pub use opt::Opt;
 pub use params::{Domain, Param};
 pub use random::Random;

@@ -129,6 +129,26 @@ macro_rules! with_replacement {
                 let mut $p = __r::WTinyLfu::from_spec(__capacity, &__spec);
                 $body
             }
+            __r::Kind::Lirs => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Lirs::from_spec(__capacity, &__spec);
+                $body
+            }
+            __r::Kind::ClockPro => {
+                #[allow(unused_mut)]
+                let mut $p = __r::ClockPro::from_spec(__capacity, &__spec);
+                $body
+            }
+            __r::Kind::Mq => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Mq::from_spec(__capacity, &__spec);
+                $body
+            }
+            __r::Kind::Car => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Car::from_spec(__capacity, &__spec);
+                $body
+            }
         }
     }};
 }

@@ -142,6 +142,13 @@ impl Spec {
     pub fn needs_oracle(&self) -> bool {
         self.kind.needs_oracle()
     }
+
+    /// True if the policy with these parameters can evict a block during a hit, which the
+    /// [`Replacement`](super::Replacement) interface does not report: it runs in simulation
+    /// only (libCacheSim's LIRS, `lirs:variant=lcs`).
+    pub fn evicts_on_hits(&self) -> bool {
+        matches!(self.kind, Kind::Lirs) && self.value("variant", 0.0) == 1.0
+    }
 }
 
 impl From<Kind> for Spec {
