@@ -153,6 +153,34 @@ def compare(exe: Path, name: str, keys: np.ndarray, workdir: Path, capacities=CA
     return rows
 
 
+def compare_with_libcachesim(exe: Path, keys: np.ndarray, specs_by_lcs: dict) -> list[tuple]:
+    """(ember spec, capacity, ember's misses, libCacheSim's) for every ember spec of
+    `specs_by_lcs` (spec -> (libCacheSim class, capacities)) on `keys`."""
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        work = Path(d)
+        keys_file = work / "k.u64"
+        trace = work / "k.oracleGeneral.bin"
+        keys.astype("<u8").tofile(keys_file)
+        write_oracle_general(trace, keys)
+        specs = [f"{e}@{c}" for e, (_, caps) in specs_by_lcs.items() for c in caps]
+        ours = ember_misses(exe, keys_file, specs)
+        for e, (lcs_name, caps) in specs_by_lcs.items():
+            for c in caps:
+                theirs = libcachesim_misses(trace, lcs_name, c, len(keys))
+                rows.append((e, c, ours[f"{e}@{c}"], theirs))
+    return rows
+
+
+def assert_rows_equal(rows: list[tuple], label: str, n: int | None = None) -> None:
+    """Every row's misses equal libCacheSim's; with `n` (the trace's length), also some but not
+    all requests miss."""
+    for e, c, ours, theirs in rows:
+        assert ours == theirs, f"{label} {e}@{c}: ember {ours} != libCacheSim {theirs}"
+        if n is not None:
+            assert 0 < ours < n
+
+
 def check_rows(rows, n_by_seq) -> list[str]:
     problems = []
     for seq, pol, c, ours, theirs, exact in rows:

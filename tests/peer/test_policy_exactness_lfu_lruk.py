@@ -16,7 +16,6 @@ blocks on these sequences it runs for minutes. So LFU-DA is compared at 400 bloc
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,20 +32,7 @@ def exe() -> Path:
 
 
 def _compare(exe: Path, keys, specs_by_lcs: dict[str, tuple[str, list[int]]]) -> list[tuple]:
-    rows = []
-    with tempfile.TemporaryDirectory() as d:
-        work = Path(d)
-        keys_file = work / "k.u64"
-        trace = work / "k.oracleGeneral.bin"
-        keys.astype("<u8").tofile(keys_file)
-        peer.write_oracle_general(trace, keys)
-        specs = [f"{e}@{c}" for e, (_, caps) in specs_by_lcs.items() for c in caps]
-        ours = peer.ember_misses(exe, keys_file, specs)
-        for e, (lcs_name, caps) in specs_by_lcs.items():
-            for c in caps:
-                theirs = peer.libcachesim_misses(trace, lcs_name, c, len(keys))
-                rows.append((e, c, ours[f"{e}@{c}"], theirs))
-    return rows
+    return peer.compare_with_libcachesim(exe, keys, specs_by_lcs)
 
 
 def test_lfu_lfuda_lcs_and_lruk_equal_libcachesim_on_cloudphysics(exe: Path, peer_data: Path) -> None:
@@ -57,9 +43,7 @@ def test_lfu_lfuda_lcs_and_lruk_equal_libcachesim_on_cloudphysics(exe: Path, pee
         {"lfu": ("LFU", REAL_SIZES), "lfuda:lcs": ("LFUDA", LFUDA_SIZES), "lruk": ("LRUK", REAL_SIZES)},
     )
     assert len(rows) == 9
-    for e, c, ours, theirs in rows:
-        assert ours == theirs, f"cloudPhysicsIO {e}@{c}: ember {ours} != libCacheSim {theirs}"
-        assert 0 < ours < len(keys)
+    peer.assert_rows_equal(rows, "cloudPhysicsIO", len(keys))
 
 
 @pytest.mark.parametrize("seq", ["zipf0.9", "uniform", "hot+scan", "phases"])
@@ -69,8 +53,7 @@ def test_lfu_lfuda_lcs_and_lruk_equal_libcachesim_on_synthetic_sequences(exe: Pa
     rows = _compare(
         exe, keys, {"lfu": ("LFU", caps), "lfuda:lcs": ("LFUDA", [400, 1000]), "lruk": ("LRUK", caps)}
     )
-    for e, c, ours, theirs in rows:
-        assert ours == theirs, f"{seq} {e}@{c}: ember {ours} != libCacheSim {theirs}"
+    peer.assert_rows_equal(rows, seq)
 
 
 def test_paper_lfuda_differs_from_libcachesim(exe: Path) -> None:

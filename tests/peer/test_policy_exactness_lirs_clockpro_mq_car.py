@@ -96,41 +96,22 @@ def exe() -> Path:
     return peer.build_example()
 
 
-def libcachesim_misses(trace: Path, name: str, capacity: int, n: int) -> int:
-    return peer.libcachesim_misses(trace, name, capacity, n)
-
-
 def _compare(exe: Path, keys, specs: dict[str, str], caps: list[int]) -> list[tuple]:
-    rows = []
-    with tempfile.TemporaryDirectory() as d:
-        work = Path(d)
-        keys_file = work / "k.u64"
-        trace = work / "k.oracleGeneral.bin"
-        keys.astype("<u8").tofile(keys_file)
-        peer.write_oracle_general(trace, keys)
-        ours = peer.ember_misses(exe, keys_file, [f"{e}@{c}" for e in specs for c in caps])
-        for e, lcs_name in specs.items():
-            for c in caps:
-                theirs = libcachesim_misses(trace, lcs_name, c, len(keys))
-                rows.append((e, c, ours[f"{e}@{c}"], theirs))
-    return rows
+    return peer.compare_with_libcachesim(exe, keys, {e: (n, caps) for e, n in specs.items()})
 
 
 def test_equal_libcachesim_on_cloudphysics(exe: Path, peer_data: Path) -> None:
     keys = peer.read_oracle_general_keys(peer_data / "cloudPhysicsIO.oracleGeneral.bin")
     rows = _compare(exe, keys, EXACT, REAL_SIZES)
     assert len(rows) == len(EXACT) * len(REAL_SIZES)
-    for e, c, ours, theirs in rows:
-        assert ours == theirs, f"cloudPhysicsIO {e}@{c}: ember {ours} != libCacheSim {theirs}"
-        assert 0 < ours < len(keys)
+    peer.assert_rows_equal(rows, "cloudPhysicsIO", len(keys))
 
 
 @pytest.mark.parametrize("seq", ["zipf0.9", "uniform", "hot+scan", "phases"])
 def test_equal_libcachesim_on_synthetic_sequences(exe: Path, seq: str) -> None:
     keys = peer.sequences()[seq]
     rows = _compare(exe, keys, EXACT, peer.CAPACITIES)
-    for e, c, ours, theirs in rows:
-        assert ours == theirs, f"{seq} {e}@{c}: ember {ours} != libCacheSim {theirs}"
+    peer.assert_rows_equal(rows, seq)
 
 
 def test_paper_lirs_differs_from_libcachesim_by_little(exe: Path) -> None:

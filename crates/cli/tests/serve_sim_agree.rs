@@ -199,6 +199,10 @@ fn serve_at_queue_depth_1_gives_the_simulators_counters() {
     assert_ne!(report[3].split("serve").nth(1), report[4].split("serve").nth(1), "the flags act");
 }
 
+/// One agreement case: the write policy and sieve served, the sieve the simulator runs for
+/// them, and the replacement policy with its parameters.
+type Case<'a> = (&'a str, &'a str, &'a str, &'a str);
+
 /// Each replacement policy of `through` under write-through and of `around` under
 /// write-around (the simulator's WMNA sieve), all admitting every miss, on the skewed trace
 /// (1-4 blocks a request) and on the same trace with every request cut to one block, gives
@@ -209,28 +213,45 @@ fn agree_exactly(through: &[&str], around: &[&str]) {
         .map(|&p| ("write-through", "aod", "aod", p))
         .chain(around.iter().map(|&p| ("write-around", "aod", "wmna", p)))
         .collect::<Vec<_>>();
+    agree_on(&cases, &cases);
+}
+
+/// The `multi` cases on the skewed trace (1-4 blocks a request) and the `single` cases on
+/// the same trace with every request cut to one block give exactly the simulator's counters;
+/// every case is served and reported before the first disagreement fails the test.
+fn agree_on(multi: &[Case], single: &[Case]) {
     let dir = tempfile::tempdir().unwrap();
     let mut report = Vec::new();
-    for single in [false, true] {
+    for (one_block, cases) in [(false, multi), (true, single)] {
+        if cases.is_empty() {
+            continue;
+        }
         let trace = dir.path().join("skewed.csv");
         let mut reqs = skewed_trace(3000, 13);
-        if single {
+        if one_block {
             for r in &mut reqs {
                 r.3 = 4096;
             }
         }
         write_csv_trace(&trace, &reqs);
-        for &(mode, sieve, sim_sieve, policy) in &cases {
+        for &(mode, sieve, sim_sieve, policy) in cases {
             let args = ["--write-policy", mode, "--admission", sieve, "--policy", policy];
             let (got, cap) = served(dir.path(), &trace, &args, &[]);
             let want = predicted(&trace, sim_sieve, policy, cap, &[]);
             assert!(got[0] > 100 && got[1] > 100, "{mode} {policy}: the trace must hit: {got:?}");
-            let what = if single { "single-block" } else { "multi-block" };
-            report.push(format!("{what} {mode} {policy} cap {cap}: serve {got:?} sim {want:?}"));
-            assert_eq!(got, want, "serve and sim disagree:\n{}", report.join("\n"));
+            let what = if one_block { "single-block" } else { "multi-block" };
+            let verdict = if got == want { "" } else { "  DISAGREE" };
+            report.push(format!(
+                "{what} {mode} {policy} cap {cap}: serve {got:?} sim {want:?}{verdict}"
+            ));
         }
     }
     eprintln!("{}", report.join("\n"));
+    assert!(
+        report.iter().all(|r| !r.ends_with("DISAGREE")),
+        "serve and sim disagree:\n{}",
+        report.join("\n")
+    );
 }
 
 /// The policies other than LRU and ARC: FIFO, CLOCK, SIEVE, S3-FIFO and 2Q under
@@ -270,41 +291,21 @@ fn frequency_and_lru_k_policies_agree_with_the_simulator() {
 /// hits, allocations against sim [3886, 1535, 2013]).
 #[test]
 fn seeded_policies_agree_with_the_simulator() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut report = Vec::new();
-    for single in [true] {
-        let trace = dir.path().join("skewed.csv");
-        let mut reqs = skewed_trace(3000, 13);
-        if single {
-            for r in &mut reqs {
-                r.3 = 4096;
-            }
-        }
-        write_csv_trace(&trace, &reqs);
-        for (mode, sieve, sim_sieve, policy) in [
-            ("write-through", "aod", "aod", "random"),
-            ("write-through", "aod", "aod", "random:seed=9"),
-            ("write-around", "aod", "wmna", "random"),
-            ("write-through", "aod", "aod", "hyperbolic"),
-            ("write-through", "aod", "aod", "hyperbolic:samples=8:seed=9"),
-            ("write-around", "aod", "wmna", "hyperbolic"),
-            ("write-through", "aod", "aod", "lecar"),
-            ("write-through", "aod", "aod", "lecar:seed=9"),
-            ("write-around", "aod", "wmna", "lecar"),
-            ("write-through", "aod", "aod", "wtinylfu"),
-            ("write-through", "aod", "aod", "wtinylfu:window=10%:seed=9"),
-            ("write-around", "aod", "wmna", "wtinylfu"),
-        ] {
-            let args = ["--write-policy", mode, "--admission", sieve, "--policy", policy];
-            let (got, cap) = served(dir.path(), &trace, &args, &[]);
-            let want = predicted(&trace, sim_sieve, policy, cap, &[]);
-            assert!(got[0] > 100 && got[1] > 100, "{mode} {policy}: the trace must hit: {got:?}");
-            let what = if single { "single-block" } else { "multi-block" };
-            report.push(format!("{what} {mode} {policy} cap {cap}: serve {got:?} sim {want:?}"));
-            assert_eq!(got, want, "serve and sim disagree:\n{}", report.join("\n"));
-        }
-    }
-    eprintln!("{}", report.join("\n"));
+    let single_block = [
+        ("write-through", "aod", "aod", "random"),
+        ("write-through", "aod", "aod", "random:seed=9"),
+        ("write-around", "aod", "wmna", "random"),
+        ("write-through", "aod", "aod", "hyperbolic"),
+        ("write-through", "aod", "aod", "hyperbolic:samples=8:seed=9"),
+        ("write-around", "aod", "wmna", "hyperbolic"),
+        ("write-through", "aod", "aod", "lecar"),
+        ("write-through", "aod", "aod", "lecar:seed=9"),
+        ("write-around", "aod", "wmna", "lecar"),
+        ("write-through", "aod", "aod", "wtinylfu"),
+        ("write-through", "aod", "aod", "wtinylfu:window=10%:seed=9"),
+        ("write-around", "aod", "wmna", "wtinylfu"),
+    ];
+    agree_on(&[], &single_block);
 }
 
 /// LIRS (default and with a larger HIR share), CLOCK-Pro, MQ (the paper's order and
@@ -315,55 +316,25 @@ fn seeded_policies_agree_with_the_simulator() {
 /// allocate fewer blocks in the real cache than in the simulator on multi-block requests.)
 #[test]
 fn recency_set_clock_pro_mq_and_car_policies_agree_with_the_simulator() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut report = Vec::new();
-    for single in [false, true] {
-        let trace = dir.path().join("skewed.csv");
-        let mut reqs = skewed_trace(3000, 13);
-        if single {
-            for r in &mut reqs {
-                r.3 = 4096;
-            }
-        }
-        write_csv_trace(&trace, &reqs);
-        let multi_block_agrees = [
-            ("write-through", "aod", "aod", "lirs:hir=10%"),
-            ("write-through", "aod", "aod", "mq:lifetime=100:variant=lcs"),
-            ("write-through", "aod", "aod", "car"),
-            ("write-around", "aod", "wmna", "car"),
-        ];
-        let single_block = [
-            ("write-through", "aod", "aod", "lirs"),
-            ("write-through", "aod", "aod", "lirs:hir=10%"),
-            ("write-around", "aod", "wmna", "lirs"),
-            ("write-through", "aod", "aod", "clockpro"),
-            ("write-around", "aod", "wmna", "clockpro:cold=25%"),
-            ("write-through", "aod", "aod", "mq"),
-            ("write-through", "aod", "aod", "mq:lifetime=100:variant=lcs"),
-            ("write-around", "aod", "wmna", "mq"),
-            ("write-through", "aod", "aod", "car"),
-            ("write-around", "aod", "wmna", "car"),
-        ];
-        let cases: &[(&str, &str, &str, &str)] =
-            if single { &single_block } else { &multi_block_agrees };
-        for &(mode, sieve, sim_sieve, policy) in cases {
-            let args = ["--write-policy", mode, "--admission", sieve, "--policy", policy];
-            let (got, cap) = served(dir.path(), &trace, &args, &[]);
-            let want = predicted(&trace, sim_sieve, policy, cap, &[]);
-            assert!(got[0] > 100 && got[1] > 100, "{mode} {policy}: the trace must hit: {got:?}");
-            let what = if single { "single-block" } else { "multi-block" };
-            let verdict = if got == want { "" } else { "  DISAGREE" };
-            report.push(format!(
-                "{what} {mode} {policy} cap {cap}: serve {got:?} sim {want:?}{verdict}"
-            ));
-        }
-    }
-    eprintln!("{}", report.join("\n"));
-    assert!(
-        report.iter().all(|r| !r.ends_with("DISAGREE")),
-        "serve and sim disagree:\n{}",
-        report.join("\n")
-    );
+    let multi_block = [
+        ("write-through", "aod", "aod", "lirs:hir=10%"),
+        ("write-through", "aod", "aod", "mq:lifetime=100:variant=lcs"),
+        ("write-through", "aod", "aod", "car"),
+        ("write-around", "aod", "wmna", "car"),
+    ];
+    let single_block = [
+        ("write-through", "aod", "aod", "lirs"),
+        ("write-through", "aod", "aod", "lirs:hir=10%"),
+        ("write-around", "aod", "wmna", "lirs"),
+        ("write-through", "aod", "aod", "clockpro"),
+        ("write-around", "aod", "wmna", "clockpro:cold=25%"),
+        ("write-through", "aod", "aod", "mq"),
+        ("write-through", "aod", "aod", "mq:lifetime=100:variant=lcs"),
+        ("write-around", "aod", "wmna", "mq"),
+        ("write-through", "aod", "aod", "car"),
+        ("write-around", "aod", "wmna", "car"),
+    ];
+    agree_on(&multi_block, &single_block);
 }
 
 /// A trace for SieveStore-D with 4-second epochs: in each of 4 epochs a

@@ -58,26 +58,16 @@ pub(crate) fn set(inner: &Inner, s: SeqCutoffSettings) -> SeqCutoffSettings {
 mod tests {
     use super::*;
     use crate::device::MemDevice;
+    use crate::live::tests::lazy;
     use crate::wb::tests::{block, format, open, BS, VOL};
-    use crate::{DirtyLimit, Engine, WriteMode, WritebackConfig};
+    use crate::{Engine, WriteMode};
     use std::sync::Arc;
-
-    /// The flusher idles (min dirty above anything written here), so what is dirty stays.
-    fn idle_flusher() -> WritebackConfig {
-        WritebackConfig {
-            max_dirty: Some(DirtyLimit::Blocks(200)),
-            min_dirty: Some(DirtyLimit::Blocks(100)),
-            max_epochs: 8,
-            batch_blocks: 4,
-            lru_flush_order: false,
-        }
-    }
 
     fn engine(mode: WriteMode) -> (Engine, Arc<MemDevice>) {
         let cache = Arc::new(MemDevice::new(1 << 20));
         format(cache.as_ref());
         let backing = Arc::new(MemDevice::new(VOL));
-        (open(cache, backing.clone(), mode, idle_flusher()).unwrap(), backing)
+        (open(cache, backing.clone(), mode, lazy()).unwrap(), backing)
     }
 
     fn always(blocks: u64) -> SeqCutoffSettings {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 const BLOCKS: u64 = VOL / BS;
 
 /// The flusher idles (min_dirty above anything these tests write) until someone waits.
-fn lazy() -> WritebackConfig {
+pub(super) fn lazy() -> WritebackConfig {
     WritebackConfig {
         max_dirty: Some(DirtyLimit::Blocks(200)),
         min_dirty: Some(DirtyLimit::Blocks(100)),
