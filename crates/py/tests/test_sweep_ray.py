@@ -215,3 +215,31 @@ def test_sweep_runs_a_policy_written_in_python(cluster, sweep_traces, tmp_path):
     assert len(res.attrs["failures"]) == 0, res.attrs["failures"]
     assert list(res["policy"]) == ["py-lru", "lru"]
     assert res["hits"].iloc[0] == res["hits"].iloc[1] > 0
+
+
+def test_a_warm_up_period_in_a_sweep_is_the_one_ember_sim_applies(cluster, ember, sweep_traces,
+                                                                 tmp_path):
+    """`warmup_requests` in a sweep spec reaches every cell on the workers with the meaning
+    `ember sim --warmup-requests` gives it: the rows equal `ember sim`'s with the same flag,
+    and they count fewer requests than the rows without it."""
+    import emberlab as em
+
+    c, _ = cluster
+    trace = sweep_traces[0]
+    spec = {"traces": [str(trace)], "policies": ["lru", "arc"], "sizes": ["5%"],
+            "warmup_requests": 100000}
+    try:
+        res = em.sweep(spec, out=tmp_path / "o", ray_address=c.address, progress=False)
+    finally:
+        ray.shutdown()
+    assert len(res.attrs["failures"]) == 0, res.attrs["failures"]
+    csv = tmp_path / "warm.csv"
+    run(ember, "sim", trace, "--policy", "lru,arc", "--size", "5%", "--warmup-requests",
+        "100000", "--csv", csv, "-q", "--threads", "1")
+    want = pd.read_csv(csv, dtype={"size": str, "policy": str, "admission": str})
+    ours = res[want.columns].reset_index(drop=True)
+    pd.testing.assert_frame_equal(ours, want)
+    cold = ember_sim_rows(ember, trace, tmp_path)
+    lru_cold = cold[(cold["policy"] == "lru") & (cold["size"] == "5%")].iloc[0]
+    lru_warm = ours[ours["policy"] == "lru"].iloc[0]
+    assert lru_warm["requests"] == lru_cold["requests"] - 100000
