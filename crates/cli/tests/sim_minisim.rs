@@ -1,8 +1,9 @@
 //! `ember sim --minisim RATE`: miniature simulations (MINISIM) against the exact sweep of
 //! `ember sim` at the same sizes. At rate 1 the runs are the exact ones; at 1 % of the blocks
 //! of a Zipf trace of 10 million requests the miss ratios of LRU, ARC and S3-FIFO are
-//! within a point of the exact ones (a smaller trace at 10 %, within two points, by default). The full check (10 million requests) is ignored by default and prints its cost:
-//! `cargo test --release -p ember-cli --test sim_minisim -- --ignored --nocapture`.
+//! within a point of the exact ones, and a smaller trace at 10 % within two points. The
+//! 10-million-request check prints its cost against the exact sweep with
+//! `cargo test --release -p ember-cli --test sim_minisim -- --nocapture`.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::path::{Path, PathBuf};
@@ -116,9 +117,8 @@ fn minisim_at_ten_percent_is_within_a_point() {
 /// The full check: 10 million requests over 2 million blocks, within a point at 1 %
 /// sampling (the smallest sizes, whose miniatures would hold 75 to 150 blocks, run at a
 /// raised rate: see `ember_sim::core::minisim::MIN_MINI_BLOCKS`), and the cost of both
-/// against each other. About 3 minutes on two cores, most of it the exact sweep.
+/// against each other. About 15 s on two cores, most of it the exact sweep.
 #[test]
-#[ignore = "10 million requests: run with --ignored (prints the cost against the exact sweep)"]
 fn minisim_on_ten_million_requests() {
     let dir = tempfile::tempdir().expect("tempdir");
     let trace = zipf(dir.path(), 10_000_000, 2_000_000);
