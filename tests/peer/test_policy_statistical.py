@@ -11,6 +11,14 @@ libCacheSim's classes, with their defaults (read from its sources, `cache/evicti
   * `wtinylfu:lcs`     vs `WTinyLFU`    (main-cache=SLRU, window-size=0.01, SLRU seg-size 1:4,
                                          a counting Bloom filter for 0.1 % error halved after
                                          32 * main size main-cache hits).
+  * `cacheus:lcs`      vs `Cacheus`     (SR-LRU and CR-LFU experts, histories of size/2,
+                                         learning rate drawn in [0.001, 1) and updated every
+                                         size requests; its SR-LRU keeps SR at size/2).
+  * `lhd`              vs `LHD`         (the authors' code: 8 samples and the last 8
+                                         victim-like admissions per eviction, 16 hit-age
+                                         classes, explorers within 1 % of the size; the
+                                         model is first recomputed after 2^20 requests, beyond
+                                         this trace, so the authors' initial densities rank).
 ember's default `wtinylfu` is the paper's form (every access counted, a window kept at its
 share) and misses up to about a point less at 400 and 1000 blocks; the test checks that it
 is not worse than libCacheSim's by more than the tolerance.
@@ -33,6 +41,8 @@ POLICIES = [
     ("hyperbolic", "Hyperbolic"),
     ("lecar", "LeCaR"),
     ("wtinylfu:lcs", "WTinyLFU"),
+    ("cacheus:lcs", "Cacheus"),
+    ("lhd", "LHD"),
 ]
 
 
