@@ -170,11 +170,8 @@ impl Cacheus {
 
     /// Section 4: λ follows the gradient of the hit rate over the last window.
     fn update_rate(&mut self, window: u64) {
-        let hit_rate = if self.lcs {
-            (self.hits / window) as f64
-        } else {
-            self.hits as f64 / window as f64
-        };
+        let hit_rate =
+            if self.lcs { (self.hits / window) as f64 } else { self.hits as f64 / window as f64 };
         let d_hit = hit_rate - self.hit_rate_prev;
         let d_lr = self.lr - self.lr_prev;
         self.lr_prev = self.lr;
@@ -406,7 +403,8 @@ impl Replacement for Cacheus {
                 if h.new && !self.lcs {
                     // SR was too small: a new block left it before its reuse.
                     let delta = (self.c_demoted / (self.c_new + 1)).max(1) as usize;
-                    self.sr_target = (self.sr_target + delta).min(capacity.saturating_sub(1).max(1));
+                    self.sr_target =
+                        (self.sr_target + delta).min(capacity.saturating_sub(1).max(1));
                 }
                 self.fit_r();
             }
@@ -465,8 +463,7 @@ mod tests {
                 keys.extend((0..20).map(|s| 1_000_000 + round * 20 + s));
             }
             let out = run(&mut Cacheus::new(100, lcs, 1), &keys);
-            let hot_misses =
-                keys.iter().zip(&out).filter(|(&k, (hit, _))| k < 20 && !hit).count();
+            let hot_misses = keys.iter().zip(&out).filter(|(&k, (hit, _))| k < 20 && !hit).count();
             assert!(hot_misses < 200, "lcs {lcs}: {hot_misses} misses of the hot set");
             assert!(misses(&out) >= 10_000);
         }

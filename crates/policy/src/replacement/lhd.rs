@@ -188,8 +188,11 @@ impl Lhd {
     /// The victim: the lowest density among the drawn and the recently admitted blocks.
     fn rank(&mut self) -> u32 {
         let capacity = self.q.capacity() as u32;
-        let draws =
-            if self.reconfigurations > SETTLED { self.samples } else { EARLY_SAMPLES.min(self.samples) };
+        let draws = if self.reconfigurations > SETTLED {
+            self.samples
+        } else {
+            EARLY_SAMPLES.min(self.samples)
+        };
         let (mut victim, mut best) = (None, f32::MAX);
         for _ in 0..draws {
             let i = self.rng.gen_range(0..capacity);
