@@ -11,6 +11,16 @@ libCacheSim's classes, with their defaults (read from its sources, `cache/evicti
   * `wtinylfu:lcs`     vs `WTinyLFU`    (main-cache=SLRU, window-size=0.01, SLRU seg-size 1:4,
                                          a counting Bloom filter for 0.1 % error halved after
                                          32 * main size main-cache hits).
+  * `cacheus:lcs`      vs `Cacheus`     (SR-LRU and CR-LFU experts, histories of size/2,
+                                         learning rate drawn in [0.001, 1) and updated every
+                                         size requests; its SR-LRU keeps SR at size/2), both
+                                         averaged over five runs, within 0.75 points (see
+                                         CACHEUS_TOLERANCE for the gap and its cause).
+  * `lhd`              vs `LHD`         (the authors' code: 8 samples and the last 8
+                                         victim-like admissions per eviction, 16 hit-age
+                                         classes, explorers within 1 % of the size; the
+                                         model is first recomputed after 2^20 requests, beyond
+                                         this trace, so the authors' initial densities rank).
 ember's default `wtinylfu` is the paper's form (every access counted, a window kept at its
 share) and misses up to about a point less at 400 and 1000 blocks; the test checks that it
 is not worse than libCacheSim's by more than the tolerance.
@@ -33,7 +43,17 @@ POLICIES = [
     ("hyperbolic", "Hyperbolic"),
     ("lecar", "LeCaR"),
     ("wtinylfu:lcs", "WTinyLFU"),
+    ("lhd", "LHD"),
 ]
+# libCacheSim's Cacheus draws its learning rate unseeded, so its own miss ratio varies from
+# run to run (up to 0.5 points at 400 blocks): it is averaged over five runs too.
+CACHEUS = ("cacheus:lcs", "Cacheus")
+# ember's `cacheus:lcs` misses fewer than libCacheSim's Cacheus (seen: 0.52, 0.56 and 0.25
+# points at 100, 400 and 1000 blocks, against libCacheSim's mean over five runs, whose standard
+# error is 0.05 points): where an insertion makes libCacheSim's SR-LRU evict twice (the
+# expert's victim in R, then SR's overflow), its cache stays a block short until R refills;
+# ember's `Replacement` evicts at most one block per insertion and keeps that block.
+CACHEUS_TOLERANCE = 0.0075
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +100,25 @@ def test_randomized_policies_match_libcachesim_in_the_mean(exe: Path, peer_data:
     assert problems == []
 
 
+def test_cacheus_is_within_its_stated_gap_of_libcachesim(exe: Path, peer_data: Path) -> None:
+    trace = peer_data / "cloudPhysicsIO.oracleGeneral.bin"
+    keys = peer.read_oracle_general_keys(trace)
+    e, lcs_name = CACHEUS
+    ours = _ember_ratios(exe, keys, [f"{e}:seed={s}@{c}" for c in SIZES for s in SEEDS])
+    problems = []
+    for c in SIZES:
+        mine = [ours[f"{e}:seed={s}@{c}"] for s in SEEDS]
+        theirs = [peer.libcachesim_misses(trace, lcs_name, c, len(keys)) / len(keys) for _ in SEEDS]
+        gap = statistics.mean(mine) - statistics.mean(theirs)
+        if abs(gap) > CACHEUS_TOLERANCE:
+            problems.append(f"{e}@{c}: ember {statistics.mean(mine):.4f} vs libCacheSim "
+                            f"{statistics.mean(theirs):.4f} ({gap * 100:+.2f} points)")
+    assert problems == []
+
+
 def test_the_same_seed_repeats_and_seeds_differ(exe: Path, peer_data: Path) -> None:
     keys = peer.read_oracle_general_keys(peer_data / "cloudPhysicsIO.oracleGeneral.bin")
-    for e, _ in POLICIES:
+    for e, _ in [*POLICIES, CACHEUS]:
         specs = [f"{e}:seed=7@400", f"{e}:seed=8@400"]
         a = _ember_ratios(exe, keys, specs)
         b = _ember_ratios(exe, keys, specs)

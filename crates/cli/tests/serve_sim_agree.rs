@@ -254,18 +254,22 @@ fn agree_on(multi: &[Case], single: &[Case]) {
     );
 }
 
-/// The policies other than LRU and ARC: FIFO, CLOCK, SIEVE, S3-FIFO and 2Q under
-/// write-through, FIFO and 2Q under write-around, on the skewed trace (1-4 blocks a request)
-/// and on the same trace with every request cut to one block, give exactly the simulator's
-/// counters. FIFO's and 2Q's first queue do not move a block on a hit, so the victim of a
-/// request's miss can be a block the same request has just hit and pinned; the real cache
-/// hands that block to the miss at once, as the simulator does (`CacheState::allocate_within`).
-/// Before it did, the multi-block trace gave, for FIFO write-through, serve [3854, 1510,
-/// 2068] against sim [3854, 1512, 2068] (two allocations refused for want of a free block),
-/// for 2Q 4309 read hits against 4310, for FIFO write-around 3824 against 3826.
+/// The policies other than LRU and ARC: FIFO, CLOCK, SIEVE, S3-FIFO, 2Q and SLRU (the
+/// paper's insertion and libCacheSim's) under write-through, FIFO and 2Q under write-around,
+/// on the skewed trace (1-4 blocks a request) and on the same trace with every request cut
+/// to one block, give exactly the simulator's counters. FIFO's and 2Q's first queue do not
+/// move a block on a hit, so the victim of a request's miss can be a block the same request
+/// has just hit and pinned; the real cache hands that block to the miss at once, as the
+/// simulator does (`CacheState::allocate_within`). Before it did, the multi-block trace gave,
+/// for FIFO write-through, serve [3854, 1510, 2068] against sim [3854, 1512, 2068] (two
+/// allocations refused for want of a free block), for 2Q 4309 read hits against 4310, for
+/// FIFO write-around 3824 against 3826.
 #[test]
 fn every_policy_agrees_on_multi_and_single_block_requests() {
-    agree_exactly(&["fifo", "clock", "sieve", "s3fifo", "2q"], &["fifo", "2q"]);
+    agree_exactly(
+        &["fifo", "clock", "sieve", "s3fifo", "2q", "slru", "slru:4:lcs"],
+        &["fifo", "2q"],
+    );
 }
 
 /// LFU, LFU-DA (the paper's form and libCacheSim's) and LRU-K (K = 2 and 3), each with its
@@ -280,61 +284,49 @@ fn frequency_and_lru_k_policies_agree_with_the_simulator() {
     );
 }
 
-/// The randomized policies (Random, Hyperbolic, LeCaR, W-TinyLFU in the paper's form), each with its default seed and another, give exactly the simulator's
-/// counters at queue depth 1 on single-block requests: the same seed makes the same
-/// decisions in the real cache, under write-through and write-around.
-///
-/// Multi-block requests are not compared: the real cache looks up every block of a request
-/// before it allocates the misses, the simulator block by block, so a victim drawn among the
-/// request's own later blocks (likely for a uniform draw, rare for an order's tail) counts
-/// differently (Random, write-through, 250 blocks: serve [3850, 1536, 2046] read hits, write
-/// hits, allocations against sim [3886, 1535, 2013]).
+/// The randomized policies (Random, Hyperbolic, LeCaR, W-TinyLFU in the paper's form,
+/// CACHEUS in the paper's form and libCacheSim's, LHD), each with its default seed and another, give
+/// exactly the simulator's counters at queue depth 1 on multi-block and single-block
+/// requests: the same seed makes the same decisions in the real cache, under write-through
+/// and write-around. A victim drawn among the blocks a request has just allocated (likely
+/// for a uniform draw) takes its room at once, as in the simulator
+/// (`CacheState::allocate_within` with the request's own blocks); before it did, the real
+/// cache refused the allocation (Random, write-through: serve [3850, 1536, 2046] read hits,
+/// write hits, allocations against sim [3886, 1535, 2013]).
 #[test]
 fn seeded_policies_agree_with_the_simulator() {
-    let single_block = [
-        ("write-through", "aod", "aod", "random"),
-        ("write-through", "aod", "aod", "random:seed=9"),
-        ("write-around", "aod", "wmna", "random"),
-        ("write-through", "aod", "aod", "hyperbolic"),
-        ("write-through", "aod", "aod", "hyperbolic:samples=8:seed=9"),
-        ("write-around", "aod", "wmna", "hyperbolic"),
-        ("write-through", "aod", "aod", "lecar"),
-        ("write-through", "aod", "aod", "lecar:seed=9"),
-        ("write-around", "aod", "wmna", "lecar"),
-        ("write-through", "aod", "aod", "wtinylfu"),
-        ("write-through", "aod", "aod", "wtinylfu:window=10%:seed=9"),
-        ("write-around", "aod", "wmna", "wtinylfu"),
-    ];
-    agree_on(&[], &single_block);
+    agree_exactly(
+        &[
+            "random",
+            "random:seed=9",
+            "hyperbolic",
+            "hyperbolic:samples=8:seed=9",
+            "lecar",
+            "lecar:seed=9",
+            "wtinylfu",
+            "wtinylfu:window=10%:seed=9",
+            "cacheus",
+            "cacheus:seed=9",
+            "cacheus:lcs",
+            "lhd",
+            "lhd:samples=8:seed=9",
+        ],
+        &["random", "hyperbolic", "lecar", "wtinylfu", "cacheus", "lhd"],
+    );
 }
 
 /// LIRS (default and with a larger HIR share), CLOCK-Pro, MQ (the paper's order and
 /// libCacheSim's) and CAR, each with its parameters spelled as `ember sim` spells them, give
 /// exactly the simulator's counters at queue depth 1, under write-through and write-around,
-/// on single-block requests; on multi-block requests LIRS with a 10 % HIR share, MQ in
-/// libCacheSim's order and CAR do. (Default LIRS, CLOCK-Pro and MQ in the paper's order
-/// allocate fewer blocks in the real cache than in the simulator on multi-block requests.)
+/// on multi-block and single-block requests. LIRS's HIR queue of 1 % (2 blocks here),
+/// CLOCK-Pro's cold pages and MQ's lowest queue can evict a block the same request has just
+/// allocated; the real cache then gives its room to the miss at once, as the simulator does.
 #[test]
 fn recency_set_clock_pro_mq_and_car_policies_agree_with_the_simulator() {
-    let multi_block = [
-        ("write-through", "aod", "aod", "lirs:hir=10%"),
-        ("write-through", "aod", "aod", "mq:lifetime=100:variant=lcs"),
-        ("write-through", "aod", "aod", "car"),
-        ("write-around", "aod", "wmna", "car"),
-    ];
-    let single_block = [
-        ("write-through", "aod", "aod", "lirs"),
-        ("write-through", "aod", "aod", "lirs:hir=10%"),
-        ("write-around", "aod", "wmna", "lirs"),
-        ("write-through", "aod", "aod", "clockpro"),
-        ("write-around", "aod", "wmna", "clockpro:cold=25%"),
-        ("write-through", "aod", "aod", "mq"),
-        ("write-through", "aod", "aod", "mq:lifetime=100:variant=lcs"),
-        ("write-around", "aod", "wmna", "mq"),
-        ("write-through", "aod", "aod", "car"),
-        ("write-around", "aod", "wmna", "car"),
-    ];
-    agree_on(&multi_block, &single_block);
+    agree_exactly(
+        &["lirs", "lirs:hir=10%", "clockpro", "mq", "mq:lifetime=100:variant=lcs", "car"],
+        &["lirs", "clockpro:cold=25%", "mq", "car"],
+    );
 }
 
 /// A trace for SieveStore-D with 4-second epochs: in each of 4 epochs a

@@ -42,22 +42,38 @@ impl Plan {
     }
 }
 
-/// The cache blocks a chunk pinned as hits so far. The replacement policy may pick one of
-/// them as the victim of the same chunk's next miss; `CacheState::allocate_within` then hands
-/// that block to the miss at once (as `ember sim` reuses a victim's room), and [`OwnHits::adopted`]
-/// turns the earlier hit into a backing-only access. No allocation: a chunk has at most
-/// [`CHUNK_BLOCKS`] blocks.
-pub(super) struct OwnHits {
+/// The cache blocks a chunk pinned so far: its hits and the blocks it allocated for its
+/// misses. The replacement policy may pick one of them as the victim of the same chunk's next
+/// miss (a hit under a policy that does not move a block on a hit, such as FIFO; a block just
+/// allocated under one that can evict its newest blocks, such as Random, LIRS with a small
+/// HIR share or W-TinyLFU with a small window); `CacheState::allocate_within` then hands that
+/// block to the miss at once (as `ember sim` reuses a victim's room), and
+/// [`OwnBlocks::adopted`] turns the earlier access into a backing-only one. No allocation: a
+/// chunk has at most [`CHUNK_BLOCKS`] blocks.
+pub(super) struct OwnBlocks {
     blocks: [u32; CHUNK_BLOCKS as usize],
     len: usize,
 }
 
-impl OwnHits {
-    pub(super) fn new() -> OwnHits {
-        OwnHits { blocks: [0; CHUNK_BLOCKS as usize], len: 0 }
+/// What an adopted block held before the miss took it ([`OwnBlocks::adopted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Adopted {
+    /// The block was not one of the chunk's own.
+    No,
+    /// An earlier hit of the chunk: still counted a hit, served from backing.
+    Hit,
+    /// An earlier miss's allocation, evicted before its fill: still counted an
+    /// allocation-write (the policy allocated it, as `ember sim` counts), its data never
+    /// written to the cache device.
+    Fill,
+}
+
+impl OwnBlocks {
+    pub(super) fn new() -> OwnBlocks {
+        OwnBlocks { blocks: [0; CHUNK_BLOCKS as usize], len: 0 }
     }
 
-    /// A hit pinned cache block `c`.
+    /// The chunk pinned cache block `c` (a hit, or an allocation for a miss).
     pub(super) fn push(&mut self, c: u32) {
         self.blocks[self.len] = c;
         self.len += 1;
@@ -68,21 +84,25 @@ impl OwnHits {
         &self.blocks[..self.len]
     }
 
-    /// If the miss was given `allocated`, one of these blocks, the hit that held it is served
-    /// from backing instead: its plan becomes [`Plan::Pass`] (the block was clean, so backing
-    /// holds its data; a write-through write goes to backing anyway) and the block is no
-    /// longer the hit's. True if so.
-    pub(super) fn adopted(&mut self, allocated: Option<u32>, plans: &mut [Plan]) -> bool {
-        let Some(c) = allocated else { return false };
-        let Some(i) = self.as_slice().iter().position(|&o| o == c) else { return false };
+    /// If the miss was given `allocated`, one of these blocks, the access that held it is
+    /// served from backing instead: its plan becomes [`Plan::Pass`] (the block was clean, or
+    /// not yet filled, so backing holds its data; a write-through write goes to backing
+    /// anyway) and the block is no longer that access's. Says what the block was.
+    pub(super) fn adopted(&mut self, allocated: Option<u32>, plans: &mut [Plan]) -> Adopted {
+        let Some(c) = allocated else { return Adopted::No };
+        let Some(i) = self.as_slice().iter().position(|&o| o == c) else { return Adopted::No };
         self.len -= 1;
         self.blocks.swap(i, self.len);
+        let mut was = Adopted::No;
         for p in plans.iter_mut() {
-            if *p == Plan::Hit(c) {
-                *p = Plan::Pass;
+            match *p {
+                Plan::Hit(h) if h == c => was = Adopted::Hit,
+                Plan::Fill(f) if f == c => was = Adopted::Fill,
+                _ => continue,
             }
+            *p = Plan::Pass;
         }
-        true
+        was
     }
 }
 

@@ -2,7 +2,7 @@
 //! replacement policy picks the victims), then hits are read from the cache device, misses
 //! from backing, and the allocated blocks filled.
 
-use super::ctx::{adjacent, runs, OwnHits, Plan, Volume, CHUNK_BLOCKS};
+use super::ctx::{adjacent, runs, Adopted, OwnBlocks, Plan, Volume, CHUNK_BLOCKS};
 use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_volume};
@@ -101,9 +101,10 @@ impl Volume {
         let dirty = &mut dirty_buf[..nb];
         // Client tier: (evicted key, its cache block) to DEMOTE before reading backing.
         let mut demotes = Vec::new();
-        // Hits whose block a later miss of this request took (read from backing instead).
-        let mut adopted_hits = 0u64;
-        let mut own = OwnHits::new();
+        // Hits whose block a later miss of this request took (read from backing instead),
+        // and allocations a later miss took before their fill (see `OwnBlocks`).
+        let (mut adopted_hits, mut adopted_fills) = (0u64, 0u64);
+        let mut own = OwnBlocks::new();
         {
             let mut st = inner.state.lock();
             if only_hits {
@@ -139,12 +140,16 @@ impl Volume {
                     plans[i] = Plan::Pass;
                     continue;
                 }
-                // This request's hits so far: the policy may pick one as the victim (see
-                // `CacheState::allocate_within`); that block then takes this fill, and the
-                // hit is read from backing instead (it was clean) but still counted a hit.
+                // This request's hits and allocations so far: the policy may pick one as the
+                // victim (see `CacheState::allocate_within`); that block then takes this
+                // fill, and the earlier block is read from backing instead (it was clean, or
+                // not filled yet), still counted a hit or an allocation.
                 let a = st.allocate_within(&acc, own.as_slice());
-                if own.adopted(a.cache_block, &mut plans[..i]) {
-                    adopted_hits += 1;
+                let adopted = own.adopted(a.cache_block, &mut plans[..i]);
+                match adopted {
+                    Adopted::Hit => adopted_hits += 1,
+                    Adopted::Fill => adopted_fills += 1,
+                    Adopted::No => {}
                 }
                 if let Some(v) = a.evicted {
                     if let Some(c) = inner.counters.get(key_volume(v) as usize) {
@@ -154,13 +159,20 @@ impl Volume {
                 if let (Some(v), Some(c)) = (a.evicted, a.cache_block) {
                     // The victim's data is still in the block this fill reuses: DEMOTE it
                     // before the fill overwrites it. (A victim whose block a reader still
-                    // pins went elsewhere; it is not demoted.)
-                    if a.victim_block == Some(c) && self.demotes_to_backing(v) {
+                    // pins went elsewhere, and one this request allocated was never
+                    // filled; neither is demoted.)
+                    if a.victim_block == Some(c)
+                        && adopted != Adopted::Fill
+                        && self.demotes_to_backing(v)
+                    {
                         demotes.push((v, c));
                     }
                 }
                 match a.cache_block {
-                    Some(c) => plans[i] = Plan::Fill(c),
+                    Some(c) => {
+                        own.push(c);
+                        plans[i] = Plan::Fill(c);
+                    }
                     None => {
                         ctr.allocations_skipped.fetch_add(1, Relaxed);
                         plans[i] = Plan::Pass;
@@ -171,6 +183,9 @@ impl Volume {
         }
         if only_hits {
             self.count_read(start, out.len() as u64);
+        }
+        if adopted_fills > 0 {
+            ctr.allocation_writes.fetch_add(adopted_fills, Relaxed);
         }
         // Before the backing READ, as Wong & Wilkes' client does ("it first tries to return
         // the block to the array"): the DEMOTE goes out on the wire ahead of the READ.

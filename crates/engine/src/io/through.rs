@@ -4,7 +4,7 @@
 //! from the cache device, of a newly allocated one from backing).
 
 use super::back::RunTarget;
-use super::ctx::{adjacent, runs, OwnHits, Plan, Volume};
+use super::ctx::{adjacent, runs, Adopted, OwnBlocks, Plan, Volume};
 use crate::clock::now_ns;
 use crate::device::io_context;
 use crate::error::EngineError;
@@ -58,7 +58,9 @@ impl Volume {
         let mut plans = Vec::with_capacity(n as usize);
         // Client tier: (evicted key, its cache block) to DEMOTE before this write reuses it.
         let mut demotes = Vec::new();
-        let mut own = OwnHits::new();
+        let mut own = OwnBlocks::new();
+        // Allocations a later miss of this chunk took before the write (see `OwnBlocks`).
+        let mut adopted_fills = 0u64;
         {
             for b in first..first + n {
                 let key = block_key(vol.id, b);
@@ -89,9 +91,10 @@ impl Volume {
                     continue;
                 }
                 let a = st.allocate_within(&acc, own.as_slice());
-                // The victim may be this chunk's own hit: no DEMOTE of it then, this write
-                // rewrites it.
+                // The victim may be this chunk's own hit (this write rewrites it) or its own
+                // allocation (not written yet): no DEMOTE of it then.
                 let adopted = own.adopted(a.cache_block, &mut plans);
+                adopted_fills += u64::from(adopted == Adopted::Fill);
                 if let Some(v) = a.evicted {
                     if let Some(c) = inner.counters.get(key_volume(v) as usize) {
                         c.evictions.fetch_add(1, Relaxed);
@@ -100,12 +103,18 @@ impl Volume {
                 if let (Some(v), Some(c)) = (a.evicted, a.cache_block) {
                     // As on a read miss: the clean victim's data is still in the block this
                     // write reuses, so it goes down as a DEMOTE before the write lands.
-                    if a.victim_block == Some(c) && !adopted && self.demotes_to_backing(v) {
+                    if a.victim_block == Some(c)
+                        && adopted == Adopted::No
+                        && self.demotes_to_backing(v)
+                    {
                         demotes.push((v, c));
                     }
                 }
                 match a.cache_block {
-                    Some(c) => plans.push(Plan::Fill(c)),
+                    Some(c) => {
+                        own.push(c);
+                        plans.push(Plan::Fill(c));
+                    }
                     None => {
                         ctr.allocations_skipped.fetch_add(1, Relaxed);
                         plans.push(Plan::Pass);
@@ -113,6 +122,9 @@ impl Volume {
                 }
             }
             drop(st);
+        }
+        if adopted_fills > 0 {
+            ctr.allocation_writes.fetch_add(adopted_fills, Relaxed);
         }
         inner.count_evictions(&mut inner.state.lock());
         for (v, c) in demotes {

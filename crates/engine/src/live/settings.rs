@@ -132,7 +132,9 @@ pub(crate) fn set_replacement(inner: &Inner, spec: Spec) -> Result<(), EngineErr
         | Kind::Lirs
         | Kind::ClockPro
         | Kind::Mq
-        | Kind::Car => {
+        | Kind::Car
+        | Kind::Cacheus
+        | Kind::Lhd => {
             return Err(EngineError::Refused(format!(
                 "{kind} keeps history the resident blocks do not hold (ghost lists, the split \
                  between its queues, access counts), so it cannot take over the cache's contents \

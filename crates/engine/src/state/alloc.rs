@@ -110,11 +110,13 @@ impl CacheState {
     }
 
     /// [`CacheState::allocate`] for a request that holds `own`, the cache blocks it pinned
-    /// as hits. If the policy's victim is one of them, pinned by this request alone, its
-    /// block goes to `acc.key` at once (the caller then treats that earlier hit as not
-    /// cached: its data goes to backing only), as `ember sim`, which has no pins, reuses a
-    /// victim's room at once. Without it, a policy that does not move a block on a hit
-    /// (FIFO, 2Q's first queue) can pick a block the same request just hit, and the
+    /// (its hits, and the blocks allocated for its earlier misses). If the policy's victim is
+    /// one of them, pinned by this request alone, its block goes to `acc.key` at once (the
+    /// caller then treats that earlier access as not cached: its data goes to backing only),
+    /// as `ember sim`, which has no pins, reuses a victim's room at once. Without it, a
+    /// policy that does not move a block on a hit (FIFO, 2Q's first queue) can pick a block
+    /// the same request just hit, and one that can evict its newest block (Random, LIRS's
+    /// HIR queue, W-TinyLFU's window) a block the same request just allocated, and the
     /// allocation would be refused for want of a free block.
     pub fn allocate_within(&mut self, acc: &Access, own: &[u32]) -> Allocation {
         let evicted = if self.recency_policy {

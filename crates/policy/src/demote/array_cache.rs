@@ -328,6 +328,43 @@ mod tests {
         assert_eq!(a.demote_position(), Position::Keep(4)); // 50 / 125 -> segment 4
     }
 
+    /// The adaptive schemes' READ hits, DEMOTE outcomes and ejections on a seeded stream of
+    /// READs and DEMOTEs (a skewed key draw, one DEMOTE in three), as the queue with the
+    /// ghosts threaded through its nodes gives them: a change of the structure's layout must
+    /// leave every count as it is.
+    #[test]
+    fn adaptive_counts_on_a_seeded_stream_are_pinned() {
+        let mut got = Vec::new();
+        for scheme in [Scheme::DemoteAdaptExp, Scheme::DemoteAdaptUni] {
+            let mut a = array(2000, scheme);
+            let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+            let (mut hits, mut stored, mut ejected) = (0u64, 0u64, 0u64);
+            for _ in 0..400_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let key =
+                    if x & 3 == 0 { (x >> 8) % 20_000 } else { ((x >> 8) % 3000).pow(2) / 3000 };
+                if (x >> 40).is_multiple_of(3) {
+                    let (o, e) = a.demote_evicting(key);
+                    stored += u64::from(o == DemoteOutcome::Stored);
+                    ejected += u64::from(e.is_some());
+                } else {
+                    let (h, e) = a.read_evicting(key);
+                    hits += u64::from(h);
+                    ejected += u64::from(e.is_some());
+                }
+            }
+            got.push((hits, stored, ejected));
+        }
+        eprintln!("{got:?}");
+        assert_eq!(got, PINNED_ADAPTIVE_COUNTS);
+    }
+
+    /// [`adaptive_counts_on_a_seeded_stream_are_pinned`]'s counts (EXP, then UNI).
+    const PINNED_ADAPTIVE_COUNTS: [(u64, u64, u64); 2] =
+        [(140_168, 63_033, 187_352), (139_805, 63_310, 187_992)];
+
     #[test]
     fn zero_capacity_aborts_demotes() {
         let mut a = array(0, Scheme::Demote);

@@ -11,6 +11,7 @@
 //! allocates after construction.
 
 pub mod arc;
+pub mod cacheus;
 pub mod car;
 pub mod catalog;
 pub mod clock;
@@ -23,6 +24,7 @@ pub mod kind;
 pub mod lecar;
 pub mod lfu;
 pub mod lfu_da;
+pub mod lhd;
 pub mod lirs;
 pub mod lru;
 pub mod lru_k;
@@ -45,6 +47,7 @@ pub mod two_q;
 pub mod w_tinylfu;
 
 pub use arc::Arc;
+pub use cacheus::Cacheus;
 pub use car::Car;
 pub use clock::Clock;
 pub use clock_pro::ClockPro;
@@ -55,6 +58,7 @@ pub use kind::{Info, Kind, UnknownKind};
 pub use lecar::LeCaR;
 pub use lfu::Lfu;
 pub use lfu_da::LfuDa;
+pub use lhd::Lhd;
 pub use lirs::Lirs;
 pub use lru::Lru;
 pub use lru_k::LruK;

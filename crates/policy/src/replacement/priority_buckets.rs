@@ -165,6 +165,12 @@ impl PriorityBuckets {
         Some(self.lists[b as usize].tail).filter(|&t| t != NIL)
     }
 
+    /// The slot of the block that entered the bucket of priority `p` last.
+    pub(crate) fn newest(&self, p: u64) -> Option<u32> {
+        let &b = self.order.get(&p)?;
+        Some(self.lists[b as usize].head).filter(|&h| h != NIL)
+    }
+
     /// Bytes of the index, the nodes and the bucket pool (the map of priorities, at most one
     /// entry per block, is counted at its typical 24 bytes an entry).
     pub(crate) fn memory_bytes(&self) -> usize {

@@ -149,6 +149,16 @@ macro_rules! with_replacement {
                 let mut $p = __r::Car::from_spec(__capacity, &__spec);
                 $body
             }
+            __r::Kind::Cacheus => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Cacheus::from_spec(__capacity, &__spec);
+                $body
+            }
+            __r::Kind::Lhd => {
+                #[allow(unused_mut)]
+                let mut $p = __r::Lhd::from_spec(__capacity, &__spec);
+                $body
+            }
         }
     }};
 }
