@@ -1,6 +1,7 @@
 //! `ember ctl`: talk to a running `ember serve` through its control socket
 //! (docs/reference/control.md): `status`, `flush [VOLUME]`, `get KEY`, `set KEY VALUE [--save]`,
-//! `reload`, `stop`. Prints a table, or the server's JSON reply with `--json`; an error
+//! `reload`, `stop`, and the volume commands `attach NAME=BACKING`, `uncache VOLUME`,
+//! `recache VOLUME`, `remove VOLUME [--force]`. Prints a table, or the server's JSON reply with `--json`; an error
 //! reply is an error (exit status 1).
 
 use std::io::Write;
@@ -64,6 +65,38 @@ pub enum CtlCommand {
     Reload,
     /// Stop the server as SIGTERM does (drain the clients, clean shutdown).
     Stop,
+    /// Add an export while serving, with no reformat: the volume is recorded on the cache
+    /// device and served at once, its blocks cold. A restart serves it if its command line
+    /// or config file names it (the config file is not changed).
+    Attach {
+        /// NAME=BACKING: the export name and its backing (a path or an NBD URI), as
+        /// `ember serve --backing` takes them.
+        #[arg(value_name = "NAME=BACKING")]
+        volume: String,
+    },
+    /// Stop caching a volume while it stays exported: its dirty blocks are written back
+    /// (every volume's, with a progress line), its blocks dropped, and its requests served
+    /// from backing from then on. Recorded on the cache device: a restart keeps it so.
+    Uncache {
+        /// The volume.
+        volume: String,
+    },
+    /// Cache an uncached volume again (cold).
+    Recache {
+        /// The volume.
+        volume: String,
+    },
+    /// Stop a volume's export, write its dirty blocks back and give its room to the other
+    /// volumes. Refused while clients are connected to it, unless --force. A failure leaves
+    /// the volume exported as it was.
+    Remove {
+        /// The volume.
+        volume: String,
+        /// Remove it even with clients connected: their requests in flight finish, their
+        /// new ones fail with ESHUTDOWN.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 impl CtlCommand {
@@ -77,6 +110,15 @@ impl CtlCommand {
             }
             CtlCommand::Reload => Command::Reload,
             CtlCommand::Stop => Command::Stop,
+            CtlCommand::Attach { volume } => {
+                let (name, backing) = volume.split_once('=').unwrap_or((volume.as_str(), ""));
+                Command::Attach { volume: name.to_string(), backing: backing.to_string() }
+            }
+            CtlCommand::Uncache { volume } => Command::Uncache { volume: volume.clone() },
+            CtlCommand::Recache { volume } => Command::Recache { volume: volume.clone() },
+            CtlCommand::Remove { volume, force } => {
+                Command::Remove { volume: volume.clone(), force: *force }
+            }
         }
     }
 }
@@ -90,6 +132,8 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
     // A flush, and a write-policy switch draining dirty blocks, report their progress.
     let what = match args.command {
         CtlCommand::Flush { .. } => "flush",
+        CtlCommand::Uncache { .. } => "uncache",
+        CtlCommand::Remove { .. } => "remove",
         _ => "drain",
     };
     let show_progress = !args.json;
@@ -156,6 +200,27 @@ pub fn render(command: &CtlCommand, result: &Value) -> anyhow::Result<String> {
         }
         CtlCommand::Reload => reload_lines(result),
         CtlCommand::Stop => "stopping\n".into(),
+        CtlCommand::Attach { .. } => format!(
+            "attached {} ({}) in slot {}, cold\n",
+            s(&result["volume"]),
+            s(&result["backing"]),
+            s(&result["slot"])
+        ),
+        CtlCommand::Uncache { .. } => format!(
+            "uncached {}: {} dirty blocks written back, {} blocks dropped in {:.3} s\n",
+            s(&result["volume"]),
+            s(&result["written_back"]),
+            s(&result["dropped"]),
+            result["seconds"].as_f64().unwrap_or(0.0)
+        ),
+        CtlCommand::Recache { .. } => format!("caching {} again (cold)\n", s(&result["volume"])),
+        CtlCommand::Remove { .. } => format!(
+            "removed {}: {} dirty blocks written back, {} blocks dropped, slot {} free\n",
+            s(&result["volume"]),
+            s(&result["written_back"]),
+            s(&result["dropped"]),
+            s(&result["slot"])
+        ),
     })
 }
 
@@ -230,19 +295,20 @@ fn status_table(st: &Status) -> String {
         st.connections, st.max_connections, st.buffer_used, st.buffer_budget
     ));
     out.push_str(&format!(
-        "{:<16} {:<32} {:>12} {:>12} {:>8} {:>12} {:>8}\n",
-        "VOLUME", "BACKING", "READ HITS", "READ MISSES", "HIT %", "WRITES", "ERRORS"
+        "{:<16} {:<32} {:>12} {:>12} {:>8} {:>12} {:>8}  {}\n",
+        "VOLUME", "BACKING", "READ HITS", "READ MISSES", "HIT %", "WRITES", "ERRORS", "STATE"
     ));
     for v in &st.volumes {
         out.push_str(&format!(
-            "{:<16} {:<32} {:>12} {:>12} {:>8.2} {:>12} {:>8}\n",
+            "{:<16} {:<32} {:>12} {:>12} {:>8.2} {:>12} {:>8}  {}\n",
             v.name,
             v.backing,
             v.read_hits,
             v.read_misses,
             100.0 * v.hit_ratio,
             v.writes,
-            v.io_errors + v.flush_errors + v.cache_read_errors
+            v.io_errors + v.flush_errors + v.cache_read_errors,
+            v.state
         ));
     }
     out

@@ -37,13 +37,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod crash_model;
+mod ctl_trial;
 mod serve_support;
 
 use crash_model::*;
-use ember_nbd::ClientBuilder;
-use serve_support::{ember, skip_or_fail, Rng, Serve};
+use ctl_trial::*;
+use serve_support::{skip_or_fail, Rng, Serve};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BS: u64 = 4096;
@@ -59,25 +59,6 @@ const OPS: u32 = 3000;
 /// tens to a few hundred milliseconds, so kills land inside and after them.
 const MAX_DELAY_US: u64 = 400_000;
 
-const POLICIES: [&str; 6] = [
-    "write-through",
-    "write-around",
-    "write-back-flush",
-    "write-back-persist",
-    "ordered-write-back",
-    "unsafe-write-back",
-];
-
-/// Does a FLUSH (or FUA write) acknowledged under `policy` promise every acknowledged write?
-fn flush_durable(policy: &str) -> bool {
-    !matches!(policy, "ordered-write-back" | "unsafe-write-back")
-}
-
-/// Does `policy` write backing before it acknowledges a write?
-fn through(policy: &str) -> bool {
-    matches!(policy, "write-through" | "write-around")
-}
-
 /// The control command a trial runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
@@ -87,15 +68,6 @@ enum Op {
     Set,
     /// `ember ctl reload` after an edit of the file.
     Reload,
-}
-
-/// What a trial checks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Check {
-    /// The durable points of the module comment.
-    Contract,
-    /// The negative control: every acknowledged write counts as required.
-    Blind,
 }
 
 /// The config file of a trial in `dir`, under `policy`; `edited` changes what a reload
@@ -113,153 +85,6 @@ fn config(dir: &Path, policy: &str, edited: bool) -> String {
          [live.writeback]\nmax-dirty = \"{max}\"\nmin-dirty = \"{min}\"\nflush-order = \"{order}\"\n\n\
          [live.limits]\nmax-connections = {conns}\n"
     )
-}
-
-/// Where the SIGKILL landed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Landed {
-    /// While `ember ctl` ran (sent, or on its way).
-    During,
-    /// After it returned.
-    After,
-    /// The writer had finished before the command was sent (no overlap with the writes).
-    WriterDone,
-}
-
-/// When the command ran, in lines of the writer's log: `sent` lines were there when it was
-/// sent, `returned` when its return was seen (`None`: the kill came first).
-struct Window {
-    from: &'static str,
-    to: &'static str,
-    sent: usize,
-    returned: Option<usize>,
-}
-
-impl Window {
-    /// The policies that may have been in force over the request logged at lines `a..=b`.
-    fn policies(&self, a: usize, b: usize) -> Vec<&'static str> {
-        let mut p = Vec::new();
-        if self.returned.is_none_or(|r| a < r) {
-            p.push(self.from);
-        }
-        if b >= self.sent {
-            p.push(self.to);
-        }
-        p
-    }
-
-    /// Write-back persist may have been in force.
-    fn persist(&self) -> bool {
-        self.from == "write-back-persist" || self.to == "write-back-persist"
-    }
-}
-
-/// The writer's log rewritten for the model: a FLUSH or FUA not durable under the policies
-/// that may have been in force loses its mark, a write under write-through or write-around
-/// alone is marked FUA (required once acknowledged), and a returned command that leaves
-/// nothing dirty adds a durable point (`DP`) where it was sent. `Check::Blind` marks every
-/// acknowledged write FUA.
-fn rewrite(log: &str, w: &Window, op: Op, check: Check) -> String {
-    let lines: Vec<&str> = log.lines().collect();
-    // Each request's lines: the answer's line for the issue's line, and back.
-    let mut answer = vec![None; lines.len()];
-    let mut open: Option<usize> = None;
-    for (n, l) in lines.iter().enumerate() {
-        if l.starts_with("WI ") || l.starts_with("FI ") {
-            open = Some(n);
-        } else if l.starts_with("WA ") || l.starts_with("FA ") {
-            if let Some(a) = open.take() {
-                answer[a] = Some(n);
-            }
-        }
-    }
-    let cleans = op == Op::Flush || through(w.to);
-    let mut out = String::new();
-    let mut issued_flush: Option<usize> = None;
-    for (n, l) in lines.iter().enumerate() {
-        if cleans && w.returned.is_some() && n == w.sent {
-            out.push_str("DP\n");
-        }
-        let f: Vec<&str> = l.split_whitespace().collect();
-        match f.as_slice() {
-            ["WI", i, off, len, fua] => {
-                let b = answer[n].unwrap_or(usize::MAX);
-                let ps = w.policies(n, b);
-                let required = check == Check::Blind || ps.iter().all(|p| through(p));
-                let fua_kept = *fua == "1" && ps.iter().all(|p| flush_durable(p));
-                let mark = if required || fua_kept { 1 } else { 0 };
-                out.push_str(&format!("WI {i} {off} {len} {mark}\n"));
-            }
-            ["FI", _] => {
-                issued_flush = Some(n);
-                out.push_str(l);
-                out.push('\n');
-            }
-            ["FA", _] => {
-                let a = issued_flush.take().unwrap_or(n);
-                if w.policies(a, n).iter().all(|p| flush_durable(p)) {
-                    out.push_str(l);
-                    out.push('\n');
-                }
-            }
-            _ => {
-                out.push_str(l);
-                out.push('\n');
-            }
-        }
-    }
-    if cleans && w.returned.is_some() && w.sent >= lines.len() {
-        out.push_str("DP\n");
-    }
-    out
-}
-
-fn log_lines(dir: &Path) -> usize {
-    std::fs::read_to_string(dir.join("writer.log")).map_or(0, |s| s.lines().count())
-}
-
-/// One trial's outcome.
-struct Outcome {
-    landed: Landed,
-    violations: Option<(u64, usize)>,
-    flushes: u32,
-    durable_points: u32,
-    bytes_checked: u64,
-}
-
-/// `ember ctl --control DIR/ctl.sock ARGS`, started.
-fn spawn_ctl(dir: &Path, args: &[&str]) -> Child {
-    Command::new(ember())
-        .arg("ctl")
-        .arg("--control")
-        .arg(dir.join("ctl.sock"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(dir.join("ctl.out")).unwrap())
-        .stderr(std::fs::File::create(dir.join("ctl.err")).unwrap())
-        .spawn()
-        .expect("spawn ember ctl")
-}
-
-/// The whole volume read through a restarted server (from the same file, on the same cache
-/// file), stopped cleanly after.
-fn read_after_restart(dir: &Path, trial: &str) -> Vec<u8> {
-    let _ = std::fs::remove_file(dir.join("ember.sock"));
-    let _ = std::fs::remove_file(dir.join("ctl.sock"));
-    let cfg = dir.join("ember.toml");
-    let ember = Serve::start_exact(&["--config", cfg.to_str().unwrap()]);
-    let c = ClientBuilder::new()
-        .export("disk")
-        .connect_unix(dir.join("ember.sock"))
-        .unwrap_or_else(|e| panic!("{trial}: connect after the restart: {e}"));
-    let mut got = vec![0u8; VOL as usize];
-    for (i, piece) in got.chunks_mut(1 << 20).enumerate() {
-        c.read(i as u64 * (1 << 20), piece)
-            .unwrap_or_else(|e| panic!("{trial}: read after the restart: {e}"));
-    }
-    drop(c);
-    ember.stop();
-    got
 }
 
 fn trial(op: Op, from: &'static str, to: &'static str, check: Check, seed: u64) -> Outcome {
@@ -334,7 +159,7 @@ fn trial(op: Op, from: &'static str, to: &'static str, check: Check, seed: u64) 
     };
     println!("{name}: the kill landed {landed:?}");
     let window = Window { from, to, sent, returned };
-    let model = Model::from_log(&rewrite(&log, &window, op, check), VOL);
+    let model = Model::from_log(&rewrite(&log, &window, op == Op::Flush, check), VOL);
     let mut violations = None;
     if !window.persist() {
         // The cache thrown away: backing alone.
@@ -342,7 +167,7 @@ fn trial(op: Op, from: &'static str, to: &'static str, check: Check, seed: u64) 
         violations = model.violations(&backing);
     }
     if violations.is_none() {
-        violations = model.violations(&read_after_restart(d, &name));
+        violations = model.violations(&read_after_restart(d, &name, &["disk"], VOL)[0]);
     }
     if let (Some((off, words)), Check::Contract) = (violations, check) {
         println!("{name}: {words} words wrong from byte {off}");

@@ -11,7 +11,7 @@ use crate::layout::checkpoint::ENTRY_DIRTY;
 use crate::layout::superblock::{FLAG_CLEAN, NO_CHECKPOINT};
 use crate::layout::{
     epochs_of, key_volume, recover, unix_now, Checkpoint, Geometry, LayoutError, Superblock,
-    VolumeRecord, WriteMode, VERSION,
+    VolumeRecord, VolumeState, WriteMode, VERSION,
 };
 use crate::report::{Occupancy, Report, VolumeUsage};
 use crate::wb::flusher::drain;
@@ -75,6 +75,7 @@ pub(crate) fn format(cache: &dyn Device, spec: &FormatSpec) -> Result<Superblock
                 fingerprint: 0,
                 backing_medium: 0,
                 backing_state: 0,
+                state: VolumeState::Cached,
             })
             .collect(),
     };
@@ -194,6 +195,7 @@ pub(crate) fn inspect(cache: &dyn Device) -> Result<Report, EngineError> {
             .volumes
             .iter()
             .enumerate()
+            .filter(|(_, v)| v.in_use())
             .map(|(i, v)| VolumeUsage {
                 name: v.name.clone(),
                 uuid: v.uuid,

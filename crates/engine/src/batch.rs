@@ -123,7 +123,7 @@ fn move_run(inner: &Arc<Inner>, vol_id: u32, first: u64, n: u64) -> bool {
         let now = now_ns();
         for i in 0..n {
             let key = block_key(vol_id, first + i);
-            if st.get(key).is_some() || st.fenced(key) {
+            if !vol.caching() || st.get(key).is_some() || st.fenced(key) {
                 continue;
             }
             let acc = st.access(key, Op::Read, now);
@@ -131,7 +131,7 @@ fn move_run(inner: &Arc<Inner>, vol_id: u32, first: u64, n: u64) -> bool {
         }
         inner.count_evictions(&mut st);
     }
-    let result = crate::io::fill::fill(inner, vol, first, &fills, None);
+    let result = crate::io::fill::fill(inner, &vol, first, &fills, None);
     let mut st = inner.state.lock();
     for (i, f) in fills.iter().enumerate() {
         if let Some(cb) = *f {

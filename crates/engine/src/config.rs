@@ -11,7 +11,8 @@ pub type ReplacementFactory = Box<dyn FnOnce(usize) -> Box<dyn Replacement> + Se
 
 /// One backing volume to serve.
 pub struct VolumeConfig {
-    /// Export name; must match a volume the cache device was formatted with.
+    /// Export name. A name the cache device's volume table does not record is recorded at
+    /// open, in a free slot, and served cold (`OpenReport::attached`).
     pub name: String,
     /// The backing device.
     pub backing: Arc<dyn Device>,
@@ -21,7 +22,8 @@ pub struct VolumeConfig {
 pub struct EngineConfig {
     /// The cache device.
     pub cache: Arc<dyn Device>,
-    /// Backing volumes to serve (a subset of the formatted ones, any order).
+    /// Backing volumes to serve, any order: recorded ones, and new ones recorded at open; a
+    /// recorded volume not named stays recorded, unserved.
     pub volumes: Vec<VolumeConfig>,
     /// Write policy: write-through or write-around in this version.
     pub write_mode: WriteMode,

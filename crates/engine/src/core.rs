@@ -13,15 +13,17 @@ use crate::state::CacheState;
 use crate::stats::Counters;
 use crate::stripes::Stripes;
 use crate::volume_info::VolumeInfo;
+use crate::volume_set::VolumeSet;
 use crate::warmup::Hooks;
 use crate::write_policy::PolicyCell;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Shared by the engine handle and every volume handle.
 ///
-/// Lock order (a thread holding one of these takes only later ones): `switch` (a live policy
+/// Lock order (a thread holding one of these takes only later ones): `volume_change` (a
+/// change of the volume set) → `switch` (a live policy
 /// switch or its drain's end, `live/`) → `ordered_direct` (ordered write-back) → the stripe
 /// locks of a chunk (`stripes`, ascending) → `persist` (the journal cursor; a FUA write under
 /// write-back persist runs its barrier with its stripes held) → `state` → nothing else;
@@ -42,13 +44,17 @@ pub(crate) struct Inner {
     pub state: Mutex<CacheState>,
     pub stripes: Stripes,
     pub gate: Gate,
-    /// Served volumes, in configuration order.
-    pub volumes: Vec<VolumeInfo>,
-    /// Counters by superblock volume index.
+    /// Served volumes, in configuration and attach order (`volume_set.rs`).
+    pub volumes: VolumeSet,
+    /// Counters by superblock volume index, one for every slot of the table.
     pub counters: Vec<Counters>,
     pub superblock: Mutex<Superblock>,
-    /// Names of every volume of the superblock, by index (served or not).
-    pub volume_names: Vec<String>,
+    /// Names of every volume of the superblock, by slot (served or not; empty: a free slot),
+    /// kept beside the superblock so the counters are read without its lock.
+    pub volume_names: RwLock<Vec<String>>,
+    /// Serializes the changes of the volume set (`live/volumes.rs`): attach, uncache,
+    /// recache, remove. Taken before everything else, like `switch`.
+    pub volume_change: Mutex<()>,
     /// Write-back limits (max/min dirty, epochs, batch, flush order), changed while serving
     /// by `Engine::set_writeback`.
     pub limits: LiveLimits,
@@ -80,8 +86,8 @@ impl Inner {
     }
 
     /// The served volume with superblock index `id`.
-    pub fn volume_by_id(&self, id: u32) -> Option<&VolumeInfo> {
-        self.volumes.iter().find(|v| v.id == id)
+    pub fn volume_by_id(&self, id: u32) -> Option<Arc<VolumeInfo>> {
+        self.volumes.by_id(id)
     }
 }
 

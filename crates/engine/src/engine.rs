@@ -17,8 +17,10 @@ use crate::core::Inner;
 use crate::device::Device;
 use crate::error::EngineError;
 use crate::io::Volume;
-use crate::layout::{Geometry, Superblock, WriteMode};
-use crate::live::{self, FlushReport, Progress, Status, SwitchReport, WritebackLimits};
+use crate::layout::{Geometry, Superblock, VolumeState, WriteMode};
+use crate::live::{
+    self, FlushReport, Progress, Status, SwitchReport, VolumeChange, WritebackLimits,
+};
 use crate::open::{self, OpenReport};
 use crate::report::Report;
 use crate::stats::Stats;
@@ -87,6 +89,12 @@ impl Engine {
         if engine.inner.policy.load().write_back() {
             engine.ensure_flusher()?;
         }
+        if engine.inner.state.lock().dirty_len() > 0 {
+            engine.ensure_flusher()?;
+        }
+        // An uncached volume holds no block: what a crash left of it is written back and
+        // dropped now (best effort: it allocates nothing either way).
+        let _ = live::volumes::settle_uncached(&engine.inner);
         Ok(engine)
     }
 
@@ -173,13 +181,82 @@ impl Engine {
 
     /// The handle of volume `name` (cheap to clone; every clone serves the same volume).
     pub fn volume(&self, name: &str) -> Option<Volume> {
-        let index = self.inner.volumes.iter().position(|v| v.name == name)?;
-        Some(Volume::new(self.inner.clone(), index))
+        let vol = self.inner.volumes.by_name(name)?;
+        Some(Volume::new(self.inner.clone(), vol))
     }
 
-    /// Names of the served volumes, in configuration order.
+    /// Names of the served volumes, in configuration order, then in the order they were
+    /// attached.
     pub fn volume_names(&self) -> Vec<String> {
         self.inner.volumes.iter().map(|v| v.name.clone()).collect()
+    }
+
+    /// Attach `backing` as volume `name` while serving, with no reformat (`ember ctl
+    /// attach`): its blocks start cold. Returns its slot in the volume table.
+    ///
+    /// - The volume MUST be recorded in the superblock's volume table (a new superblock, so
+    ///   a crash leaves the table before or after) before it is served.
+    /// - MUST refuse ([`EngineError::Refused`], nothing changed) a name already recorded, a
+    ///   name longer than 64 bytes, an empty backing and a full table (32 volumes).
+    pub fn attach(
+        &self,
+        name: &str,
+        backing: Arc<dyn Device>,
+    ) -> Result<VolumeChange, EngineError> {
+        live::volumes::attach(&self.inner, name, backing)
+    }
+
+    /// Stop caching volume `name` while it stays served, from backing (`ember ctl uncache`):
+    /// write its dirty blocks back, drop its blocks, allocate none until
+    /// [`Engine::recache`]. Returns once it holds no block of the cache.
+    ///
+    /// - A read MUST never return bytes older than the last acknowledged write, at any point
+    ///   of the call (`live/volumes.rs` says why).
+    /// - The uncached state MUST be on the device before the call returns: a restart keeps it.
+    /// - MUST report progress as [`Engine::flush_all`] does, and fail in bounded time with
+    ///   the same exits; the volume then stays uncached, its dirty blocks dirty, and calling
+    ///   it again resumes.
+    pub fn uncache(
+        &self,
+        name: &str,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<VolumeChange, EngineError> {
+        if self.inner.state.lock().dirty_len() > 0 {
+            self.ensure_flusher()?;
+        }
+        live::volumes::uncache(&self.inner, name, progress)
+    }
+
+    /// Cache volume `name` again after [`Engine::uncache`] (cold); recorded on the device.
+    pub fn recache(&self, name: &str) -> Result<VolumeChange, EngineError> {
+        live::volumes::recache(&self.inner, name)
+    }
+
+    /// Remove volume `name` while serving (`ember ctl remove`): its requests end with
+    /// [`EngineError::ShutDown`] from now on (those in flight finish), its dirty blocks are
+    /// written back, its blocks dropped, and its slot freed; its room goes to the others.
+    ///
+    /// - The volume MUST be recorded as removing until its dirty blocks are on backing, and
+    ///   its slot freed only once no checkpoint, journal or persisted map names its keys.
+    /// - A failure MUST leave it recorded and served again as it was, and say why: never
+    ///   half removed.
+    /// - The caller decides whether clients may lose the volume (the engine does not know
+    ///   them).
+    pub fn remove(
+        &self,
+        name: &str,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<VolumeChange, EngineError> {
+        if self.inner.state.lock().dirty_len() > 0 {
+            self.ensure_flusher()?;
+        }
+        live::volumes::remove(&self.inner, name, progress)
+    }
+
+    /// What the cache does with served volume `name` now: cached or uncached.
+    pub fn volume_state(&self, name: &str) -> Option<VolumeState> {
+        let v = self.inner.volumes.by_name(name)?;
+        Some(if v.caching() { VolumeState::Cached } else { VolumeState::Uncached })
     }
 
     /// The cache's geometry.
@@ -207,15 +284,15 @@ impl Engine {
     pub fn stats(&self) -> Stats {
         let resident = self.inner.state.lock().len() as u64;
         let mut total = crate::stats::VolumeStats::default();
-        let volumes = self
-            .inner
-            .volume_names
-            .iter()
+        let names = self.inner.volume_names.read().clone();
+        let volumes = names
+            .into_iter()
             .zip(&self.inner.counters)
+            .filter(|(n, _)| !n.is_empty())
             .map(|(n, c)| {
                 let s = c.snapshot();
                 total.add(&s);
-                (n.clone(), s)
+                (n, s)
             })
             .collect();
         Stats {

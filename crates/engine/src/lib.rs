@@ -31,6 +31,7 @@ mod state;
 pub mod stats;
 mod stripes;
 mod volume_info;
+mod volume_set;
 pub mod warmup;
 pub mod wb;
 mod write_policy;
@@ -44,10 +45,10 @@ pub use device::Device;
 pub use engine::Engine;
 pub use error::EngineError;
 pub use io::{HitRead, HitStart, Volume, CHUNK_BLOCKS};
-pub use layout::WriteMode;
+pub use layout::{VolumeState, WriteMode};
 pub use live::{
-    Draining, FlushReport, Progress, SeqCutoffSettings, Status, SwitchReport, VolumeStatus,
-    WritebackLimits,
+    Draining, FlushReport, Progress, SeqCutoffSettings, Status, SwitchReport, VolumeChange,
+    VolumeStatus, WritebackLimits,
 };
 pub use open::{OpenReport, StartKind};
 pub use report::Report;

@@ -14,19 +14,22 @@ use crate::layout::checkpoint::ENTRY_DIRTY;
 use crate::layout::entry_check::{duplicate_key, EntryCheck, DUPLICATE};
 use crate::layout::superblock::{FLAG_CLEAN, NO_CHECKPOINT};
 use crate::layout::{
-    key_volume, recover, Checkpoint, LayoutError, MapEntry, Superblock, WriteMode,
+    key_volume, recover, Checkpoint, LayoutError, MapEntry, Superblock, VolumeState, WriteMode,
+    MAX_VOLUMES,
 };
 use crate::state::CacheState;
 use crate::stats::Counters;
 use crate::stripes::Stripes;
 use crate::volume_info::VolumeInfo;
+use crate::volume_set::VolumeSet;
 use crate::wb::barrier::write_checkpoint;
 use crate::wb::flusher::flush_all_now;
 use crate::wb::WritebackConfig;
 use crate::write_policy::{refused_on_volatile, PolicyCell};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use serde::Serialize;
 use std::collections::HashSet;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 
 /// How the cache started.
@@ -52,6 +55,12 @@ pub struct OpenReport {
     pub dropped_blocks: u64,
     /// Why the start is cold, or empty.
     pub reason: String,
+    /// Volumes this start named that the cache device did not record: recorded now (in a
+    /// free slot of the volume table) and served cold.
+    pub attached: Vec<String>,
+    /// Volumes the cache device records that this start did not name: kept recorded (their
+    /// slot, and any dirty block refuses the start as before), not served.
+    pub unserved: Vec<String>,
 }
 
 /// Open a formatted cache device for service: check the volumes; load the map if the
@@ -70,23 +79,38 @@ pub(crate) fn open(
             return Err(EngineError::Config(format!("{write_mode} on a memory cache: {why}")));
         }
     }
-    let sb = Superblock::read(cache.as_ref())?;
+    let mut sb = Superblock::read(cache.as_ref())?;
     let limits = wb.resolve(sb.geometry.data_blocks)?;
     if volumes.is_empty() {
         return Err(EngineError::Config("no volumes to serve".into()));
     }
+    // The recorded set is the cache's: a volume named now and not recorded is attached (a
+    // free slot, cold), as `ember ctl attach` would; one recorded and not named stays
+    // recorded, unserved.
+    let mut attached = Vec::new();
+    for v in &volumes {
+        if sb.slot_of(&v.name).is_none() && !attached.contains(&v.name) {
+            sb.place_volume(&v.name, v.backing.size()).map_err(|e| {
+                EngineError::Config(format!(
+                    "volume {:?} is not on cache device {} and cannot be recorded: {e}",
+                    v.name,
+                    cache.describe()
+                ))
+            })?;
+            attached.push(v.name.clone());
+        }
+    }
+    let unserved: Vec<String> = sb
+        .volumes
+        .iter()
+        .filter(|r| r.in_use() && !volumes.iter().any(|v| v.name == r.name))
+        .map(|r| r.name.clone())
+        .collect();
     let mut infos = Vec::with_capacity(volumes.len());
     let mut seen = HashSet::new();
     for v in volumes {
-        let Some(id) = sb.volumes.iter().position(|r| r.name == v.name) else {
-            let known: Vec<&str> = sb.volumes.iter().map(|r| r.name.as_str()).collect();
-            return Err(EngineError::Config(format!(
-                "volume {:?} is not on cache device {} (formatted for: {}); reformat with \
-                 `ember cache format` to add it",
-                v.name,
-                cache.describe(),
-                known.join(", ")
-            )));
+        let Some(id) = sb.slot_of(&v.name).map(|i| i as usize) else {
+            return Err(EngineError::Config(format!("volume {:?} is not recorded", v.name)));
         };
         if !seen.insert(id) {
             return Err(EngineError::Config(format!("volume {:?} given twice", v.name)));
@@ -105,7 +129,8 @@ pub(crate) fn open(
         // Barriers sync every backing; one nothing was written to since its last sync is
         // skipped (device/sync_skip.rs).
         let backing = Arc::new(crate::device::sync_skip::SyncSkip::new(v.backing));
-        infos.push(VolumeInfo { id: id as u32, name: v.name, size: rec.size, backing });
+        let caching = rec.state != VolumeState::Uncached;
+        infos.push(VolumeInfo::new(id as u32, v.name, rec.size, backing, caching));
     }
     let g = sb.geometry;
     let cap = g.data_blocks as usize;
@@ -117,13 +142,21 @@ pub(crate) fn open(
         ));
     }
     let mut state = CacheState::new(g.data_blocks as u32, replacement, admission);
-    let mut served: HashSet<u32> = infos.iter().map(|v| v.id).collect();
-    let all_served = served.clone();
+    let all_served: HashSet<u32> = infos.iter().map(|v| v.id).collect();
+    // The volumes whose clean blocks may stay: an uncached one keeps none (its dirty ones are
+    // kept, and written back).
+    let mut served: HashSet<u32> =
+        infos.iter().filter(|v| v.caching.load(SeqCst)).map(|v| v.id).collect();
     // A volume whose backing changed (or cannot be checked) since the last clean shutdown
     // is served cold; dirty blocks over a changed backing refuse the start.
     let mut stale: Vec<(u32, String, Stale)> = Vec::new();
     if sb.is_clean() && sb.checkpoint_slot != NO_CHECKPOINT {
         for v in &infos {
+            if attached.contains(&v.name) {
+                // Nothing of it is on the device: cold, with nothing to check.
+                served.remove(&v.id);
+                continue;
+            }
             let rec = &sb.volumes[v.id as usize];
             if let Some(why) = check_clean(v.backing.as_ref(), rec, g.block_size)? {
                 served.remove(&v.id);
@@ -133,7 +166,7 @@ pub(crate) fn open(
     }
     let crashed_persist = !sb.is_clean() && sb.write_mode == WriteMode::WriteBackPersist;
     let mut last_generation = sb.checkpoint_generation;
-    let open_report = if crashed_persist {
+    let mut open_report = if crashed_persist {
         // Thesis 5.3: the persisted dirty map is the checkpoint plus the journal; it must
         // be recovered in full, never dropped (it holds acknowledged writes).
         let rec = recover(cache.as_ref(), &sb).map_err(|e| {
@@ -158,6 +191,8 @@ pub(crate) fn open(
             start: StartKind::Cold,
             loaded_blocks: rec.dirty.len() as u64,
             dropped_blocks: 0,
+            attached: Vec::new(),
+            unserved: Vec::new(),
             reason: format!(
                 "recovered {} dirty blocks after a crash under write-back persist \
                  (checkpoint generation {}, {} journal commits replayed, last generation {})",
@@ -183,6 +218,8 @@ pub(crate) fn open(
             start: StartKind::Cold,
             loaded_blocks: 0,
             dropped_blocks: 0,
+            attached: Vec::new(),
+            unserved: Vec::new(),
             reason: format!("the last shutdown was not clean{lost}"),
         }
     } else if sb.checkpoint_slot == NO_CHECKPOINT {
@@ -190,6 +227,8 @@ pub(crate) fn open(
             start: StartKind::Fresh,
             loaded_blocks: 0,
             dropped_blocks: 0,
+            attached: Vec::new(),
+            unserved: Vec::new(),
             reason: "freshly formatted".into(),
         }
     } else {
@@ -233,6 +272,8 @@ pub(crate) fn open(
                     start: if warm { StartKind::Warm } else { StartKind::Cold },
                     loaded_blocks: entries.len() as u64,
                     dropped_blocks: dropped,
+                    attached: Vec::new(),
+                    unserved: Vec::new(),
                     reason,
                 }
             }
@@ -248,10 +289,14 @@ pub(crate) fn open(
                 start: StartKind::Cold,
                 loaded_blocks: 0,
                 dropped_blocks: 0,
+                attached: Vec::new(),
+                unserved: Vec::new(),
                 reason: format!("checkpoint unusable: {e}"),
             },
         }
     };
+    open_report.attached = attached;
+    open_report.unserved = unserved;
     state.persist_tracking = write_mode == WriteMode::WriteBackPersist;
     let mut running_sb = sb.clone();
     for v in &infos {
@@ -263,6 +308,10 @@ pub(crate) fn open(
         rec.backing_medium = id.medium_digest();
         // Unknown until a clean shutdown records it: this run writes the backing.
         rec.backing_state = 0;
+        // A removal the last run left unfinished ends here: the volume is served again.
+        if rec.state == VolumeState::Removing {
+            rec.state = VolumeState::Cached;
+        }
     }
     let inner = Arc::new(Inner {
         cache,
@@ -272,10 +321,11 @@ pub(crate) fn open(
         state: Mutex::new(state),
         stripes: Stripes::new(),
         gate: Gate::default(),
-        volumes: infos,
-        counters: (0..sb.volumes.len()).map(|_| Counters::default()).collect(),
-        volume_names: sb.volumes.iter().map(|v| v.name.clone()).collect(),
+        volumes: VolumeSet::new(infos),
+        counters: (0..MAX_VOLUMES).map(|_| Counters::default()).collect(),
+        volume_names: RwLock::new(running_sb.volumes.iter().map(|v| v.name.clone()).collect()),
         superblock: Mutex::new(running_sb),
+        volume_change: Mutex::new(()),
         limits: LiveLimits::new(limits),
         cv: Condvar::new(),
         persist: Mutex::new(Cursor::default()),

@@ -83,8 +83,9 @@ impl Server {
         }
 
         let stats = Arc::new(ServerStats::new());
-        let exports = Arc::new(EngineExports::new(engine.clone())) as Arc<dyn ExportSet>;
-        let builder = ember_nbd::Server::builder(exports)
+        let exports = Arc::new(EngineExports::new(engine.clone()));
+        let clients = exports.clients();
+        let builder = ember_nbd::Server::builder(exports as Arc<dyn ExportSet>)
             .observer(Arc::new(ReturnOnClose::new(stats.clone())));
         let builder = crate::net::listen(builder, &config.listen)?;
         let tls = net.tls.as_ref().map(|t| (t.mode(), t.verify_peer()));
@@ -120,6 +121,7 @@ impl Server {
         let control = Arc::new(Control::new(
             engine.clone(),
             server.shutdown_handle(),
+            clients,
             config,
             options.source,
             notify.clone(),
@@ -259,6 +261,17 @@ fn open_engine(
         engine.start_batch_sieve(epoch_ns).context("starting the discrete sieve")?;
     }
     let open = engine.open_report();
+    for name in &open.attached {
+        console.say(&format!(
+            "volume {name}: not recorded on the cache device: recorded now, cached cold"
+        ));
+    }
+    for name in &open.unserved {
+        console.say(&format!(
+            "volume {name}: recorded on the cache device but not named: kept recorded, not \
+             exported (name it again to serve it, or `ember ctl remove` it while it is served)"
+        ));
+    }
     let g = engine.geometry();
     console.say(&format!(
         "cache {} start {:?} ({} blocks loaded{}), {} blocks of {} bytes, policy {}, admission \

@@ -2,6 +2,7 @@
 //! [`ember_engine::Volume`], [`EngineExports`] implements [`ember_nbd::ExportSet`] over an
 //! engine (its volumes by name; the empty name is the first volume).
 
+use crate::clients::{ClientToken, Clients};
 use crate::stale::{Session, StaleGuard};
 use ember_engine::{Engine, EngineError, HitRead, HitStart, Volume};
 use ember_nbd::{Export, ExportError, ExportFlags, ExportSet, FastRead, ReadBuf, ReadStart};
@@ -24,14 +25,15 @@ pub fn to_export_error(e: EngineError) -> ExportError {
 /// One engine volume as an NBD export. Each connection gets its own (from
 /// [`EngineExports::get`]), with the connection's [`Session`] for the stale rule of DEMOTE.
 /// The third field says whether the volume takes DEMOTEs: only then are reads and writes
-/// tracked for the stale rule.
-pub struct VolumeExport(pub Volume, Session, bool);
+/// tracked for the stale rule. The fourth is the connection's hold on the export name
+/// ([`Clients`]), when the export set counts its clients.
+pub struct VolumeExport(pub Volume, Session, bool, Option<ClientToken>);
 
 impl VolumeExport {
     /// The volume as an export, with a session under `guard`.
     pub fn new(volume: Volume, guard: Arc<StaleGuard>) -> Self {
         let tracked = volume.accepts_demote();
-        Self(volume, Session::new(guard), tracked)
+        Self(volume, Session::new(guard), tracked, None)
     }
 
     /// The volume's blocks `offset..offset + len` touches.
@@ -229,13 +231,19 @@ impl Export for VolumeExport {
 }
 
 /// The volumes of an engine as the export set of an NBD server, with each volume's
-/// [`StaleGuard`].
-pub struct EngineExports(pub Arc<Engine>, Mutex<HashMap<String, Arc<StaleGuard>>>);
+/// [`StaleGuard`] and the connections to each ([`Clients`]). The set follows the engine's:
+/// a volume attached while serving is exported at once, a removed one is no longer found.
+pub struct EngineExports(pub Arc<Engine>, Mutex<HashMap<String, Arc<StaleGuard>>>, Arc<Clients>);
 
 impl EngineExports {
     /// The export set of `engine`.
     pub fn new(engine: Arc<Engine>) -> Self {
-        Self(engine, Mutex::new(HashMap::new()))
+        Self(engine, Mutex::new(HashMap::new()), Arc::new(Clients::default()))
+    }
+
+    /// The connections to each export.
+    pub fn clients(&self) -> Arc<Clients> {
+        self.2.clone()
     }
 }
 
@@ -249,7 +257,10 @@ impl ExportSet for EngineExports {
         };
         let guard =
             self.1.lock().entry(volume.name().to_string()).or_insert_with(StaleGuard::new).clone();
-        Some(Arc::new(VolumeExport::new(volume, guard)))
+        let token = self.2.join(volume.name());
+        let mut export = VolumeExport::new(volume, guard);
+        export.3 = Some(token);
+        Some(Arc::new(export))
     }
 
     fn list(&self) -> Vec<(String, String)> {

@@ -8,7 +8,8 @@
 //! The NBD adapter joins the engine (which speaks its own types, [`ember_engine::Volume`] and
 //! [`ember_engine::EngineError`]) to `ember-nbd`:
 //!
-//! - [`VolumeExport`] / [`EngineExports`]: engine volumes as NBD exports;
+//! - [`VolumeExport`] / [`EngineExports`]: engine volumes as NBD exports, and [`clients`]:
+//!   which export each connection holds;
 //! - [`NbdDevice`]: an export of an upstream NBD server as a backing (or cache) device;
 //! - [`open_spec`]: a device named on a command line (NBD URI or path).
 //!
@@ -27,6 +28,7 @@ mod admission;
 mod backing;
 mod build;
 mod cache_device;
+pub mod clients;
 pub mod config;
 mod config_source;
 pub mod console;

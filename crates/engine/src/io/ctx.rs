@@ -8,7 +8,7 @@ use crate::stats::Counters;
 use crate::volume_info::VolumeInfo;
 use crate::write_policy::{Policy, PolicyPass};
 use std::io;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::Arc;
 
 pub use crate::stripes::CHUNK_BLOCKS;
@@ -19,7 +19,7 @@ pub use crate::stripes::CHUNK_BLOCKS;
 #[derive(Clone)]
 pub struct Volume {
     pub(super) inner: Arc<Inner>,
-    index: usize,
+    vol: Arc<VolumeInfo>,
 }
 
 /// What a chunk does with one of its blocks.
@@ -160,10 +160,12 @@ pub(super) fn adjacent(a: Plan, b: Plan) -> bool {
 pub(super) struct Entered<'a> {
     _pass: crate::gate::Pass<'a>,
     stripes: &'a crate::stripes::Stripes,
+    vol: &'a VolumeInfo,
 }
 
 impl Drop for Entered<'_> {
     fn drop(&mut self) {
+        self.vol.active.fetch_sub(1, SeqCst);
         if std::thread::panicking() {
             self.stripes.poison();
         }
@@ -178,12 +180,12 @@ pub(super) struct Admitted<'a> {
 }
 
 impl Volume {
-    pub(crate) fn new(inner: Arc<Inner>, index: usize) -> Self {
-        Self { inner, index }
+    pub(crate) fn new(inner: Arc<Inner>, vol: Arc<VolumeInfo>) -> Self {
+        Self { inner, vol }
     }
 
     pub(super) fn vol(&self) -> &VolumeInfo {
-        &self.inner.volumes[self.index]
+        &self.vol
     }
 
     pub(super) fn counters(&self) -> &Counters {
@@ -194,10 +196,17 @@ impl Volume {
     /// engine. A panic that unwinds through the returned guard poisons it.
     pub(super) fn enter(&self) -> Result<Entered<'_>, EngineError> {
         let pass = self.inner.gate.enter().ok_or(EngineError::ShutDown)?;
+        // Counted before the check, so a removal that closed the volume and then sees no
+        // request active knows that none will run (`live/volumes.rs`).
+        self.vol.active.fetch_add(1, SeqCst);
+        let entered = Entered { _pass: pass, stripes: &self.inner.stripes, vol: &self.vol };
+        if self.vol.closed() {
+            return Err(EngineError::ShutDown);
+        }
         if self.inner.stripes.is_poisoned() {
             return Err(self.fail(crate::stripes::poisoned_error()));
         }
-        Ok(Entered { _pass: pass, stripes: &self.inner.stripes })
+        Ok(entered)
     }
 
     /// Enter the drain gate ([`Volume::enter`]) and read the write policy this request runs
@@ -241,6 +250,11 @@ impl Volume {
         st: &mut crate::state::CacheState,
         acc: &ember_policy::Access,
     ) -> bool {
+        // An uncached volume (or one being uncached or removed) allocates nothing: every
+        // miss is served from backing. Read under the state lock, as `uncache` stores it.
+        if !self.vol.caching() {
+            return true;
+        }
         let cut = st.cut(acc);
         if cut {
             self.counters().seq_cutoff_bypasses.fetch_add(1, Relaxed);

@@ -87,13 +87,18 @@ impl Volume {
             let key = block_key(vol.id, b);
             let step = {
                 let mut st = inner.state.lock();
-                let acc = st.access(key, Op::Read, now_ns());
-                let (step, evicted) = st.demote_install(&acc);
-                if evicted.is_some() {
-                    ctr.evictions.fetch_add(1, Relaxed);
+                if !vol.caching() {
+                    // Uncached (or being uncached): nothing is stored, as with no room.
+                    DemoteStep::NoRoom
+                } else {
+                    let acc = st.access(key, Op::Read, now_ns());
+                    let (step, evicted) = st.demote_install(&acc);
+                    if evicted.is_some() {
+                        ctr.evictions.fetch_add(1, Relaxed);
+                    }
+                    inner.count_evictions(&mut st);
+                    step
                 }
-                inner.count_evictions(&mut st);
-                step
             };
             match step {
                 DemoteStep::NotTaken => {

@@ -139,7 +139,8 @@ impl Volume {
                 HitStart::Declined(buf)
             };
         }
-        if !inner.gate.enter_raw() {
+        // A removed volume's READ goes the ordinary way, which answers ESHUTDOWN.
+        if self.vol().closed() || !inner.gate.enter_raw() {
             return HitStart::Declined(buf);
         }
         let leave = || inner.gate.leave_raw();

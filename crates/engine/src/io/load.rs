@@ -52,7 +52,7 @@ impl Volume {
             let mut st = inner.state.lock();
             for (i, b) in (first..first + n).enumerate() {
                 let key = block_key(vol.id, b);
-                if !self.cacheable(b) || st.get(key).is_some() || st.fenced(key) {
+                if !vol.caching() || !self.cacheable(b) || st.get(key).is_some() || st.fenced(key) {
                     continue;
                 }
                 let acc = st.access(key, Op::Read, now);

@@ -17,6 +17,7 @@ use crate::warmup::host::Host;
 use crate::warmup::Hooks;
 use ember_trace::Op;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 
 impl Host for Inner {
     fn hooks(&self) -> &Hooks {
@@ -27,8 +28,8 @@ impl Host for Inner {
         &self.geometry
     }
 
-    fn volumes(&self) -> &[VolumeInfo] {
-        &self.volumes
+    fn volumes(&self) -> Arc<Vec<Arc<VolumeInfo>>> {
+        self.volumes.snapshot()
     }
 
     fn requests_in_flight(&self) -> u64 {
@@ -77,7 +78,7 @@ fn preload_run(
         let now = now_ns();
         for i in 0..n {
             let key = block_key(vol_id, first + i);
-            if st.get(key).is_some() || st.fenced(key) {
+            if !vol.caching() || st.get(key).is_some() || st.fenced(key) {
                 c.skipped_blocks.fetch_add(1, Relaxed);
                 continue;
             }
@@ -96,7 +97,7 @@ fn preload_run(
         }
         inner.count_evictions(&mut st);
     }
-    let result = fill(inner, vol, first, &fills, data);
+    let result = fill(inner, &vol, first, &fills, data);
     let mut st = inner.state.lock();
     for (i, f) in fills.iter().enumerate() {
         if let Some(cb) = *f {

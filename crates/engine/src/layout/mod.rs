@@ -18,12 +18,15 @@ pub mod journal;
 pub mod key;
 pub mod recover;
 pub mod superblock;
+pub mod volume_state;
+pub mod volume_table;
 
 pub use checkpoint::{Checkpoint, MapEntry};
 pub use geometry::Geometry;
 pub use key::{block_key, key_block, key_volume};
 pub use recover::{epochs_of, recover, Recovered};
 pub use superblock::{Superblock, VolumeRecord, WriteMode};
+pub use volume_state::VolumeState;
 
 /// Layout version written by this code.
 pub const VERSION: u32 = 1;

@@ -3,6 +3,7 @@
 //! sequence number; the valid slot (magic, version, CRC-32C) with the highest sequence is
 //! current, so a torn superblock write leaves the previous one in force.
 
+use super::volume_state::{VolumeState, STATE_TABLE};
 use super::{
     put_u32, put_u64, Geometry, LayoutError, Le, MAX_NAME, MAX_VOLUMES, SUPERBLOCK_SIZE, VERSION,
 };
@@ -23,6 +24,7 @@ const VOLUME_RECORD: usize = 96;
 const IDENTITY_TABLE: usize = VOLUME_TABLE + MAX_VOLUMES * VOLUME_RECORD;
 const IDENTITY_RECORD: usize = 16;
 const _: () = assert!(IDENTITY_TABLE + MAX_VOLUMES * IDENTITY_RECORD <= CRC_AT);
+const _: () = assert!(STATE_TABLE + MAX_VOLUMES <= VOLUME_TABLE);
 const CRC_AT: usize = SUPERBLOCK_SIZE as usize - 4;
 
 /// The write policy a cache ran under (recorded so recovery knows whether dirty data may
@@ -161,6 +163,29 @@ pub struct VolumeRecord {
     /// modification and change times); 0 while the cache runs and when not identifiable. A
     /// warm start keeps a volume's cached blocks only if it is unchanged.
     pub backing_state: u64,
+    /// What the cache does with the volume (cached, uncached, being removed, or a free
+    /// slot, whose name is empty).
+    pub state: VolumeState,
+}
+
+impl VolumeRecord {
+    /// An unused slot of the table.
+    pub fn free() -> VolumeRecord {
+        VolumeRecord {
+            name: String::new(),
+            uuid: Uuid::nil(),
+            size: 0,
+            fingerprint: 0,
+            backing_medium: 0,
+            backing_state: 0,
+            state: VolumeState::Free,
+        }
+    }
+
+    /// True unless the slot is free.
+    pub fn in_use(&self) -> bool {
+        self.state != VolumeState::Free
+    }
 }
 
 /// The decoded superblock.
@@ -253,6 +278,10 @@ impl Superblock {
         put_u32(&mut b, 184, self.live_mode.map_or(0, |m| m.code() + 1));
         put_u32(&mut b, 188, self.draining.map_or(0, |m| m.code() + 1));
         for (i, v) in self.volumes.iter().enumerate() {
+            b[STATE_TABLE + i] = v.state.code();
+            if !v.in_use() {
+                continue;
+            }
             let at = VOLUME_TABLE + i * VOLUME_RECORD;
             let name = v.name.as_bytes();
             if name.is_empty() || name.len() > MAX_NAME {
@@ -331,6 +360,13 @@ impl Superblock {
         }
         let mut volumes = Vec::with_capacity(count);
         for i in 0..count {
+            let state = VolumeState::from_code(b[STATE_TABLE + i]).ok_or_else(|| {
+                SlotError::Invalid(format!("volume {i}: unknown state {}", b[STATE_TABLE + i]))
+            })?;
+            if state == VolumeState::Free {
+                volumes.push(VolumeRecord::free());
+                continue;
+            }
             let at = VOLUME_TABLE + i * VOLUME_RECORD;
             let len = le.u32(at + 24) as usize;
             if len == 0 || len > MAX_NAME {
@@ -346,6 +382,7 @@ impl Superblock {
                 fingerprint: le.u32(at + 28),
                 backing_medium: le.u64(IDENTITY_TABLE + i * IDENTITY_RECORD),
                 backing_state: le.u64(IDENTITY_TABLE + i * IDENTITY_RECORD + 8),
+                state,
             });
         }
         let checkpoint_slot = le.u32(152);
@@ -482,6 +519,7 @@ mod tests {
                     fingerprint: 0x1234_5678,
                     backing_medium: 0x0123_4567_89ab_cdef,
                     backing_state: u64::MAX,
+                    state: VolumeState::Cached,
                 },
                 VolumeRecord {
                     name: "web-1".into(),
@@ -490,6 +528,7 @@ mod tests {
                     fingerprint: 0,
                     backing_medium: 0,
                     backing_state: 7,
+                    state: VolumeState::Uncached,
                 },
             ],
         }
@@ -603,8 +642,34 @@ mod tests {
                 uuid: Uuid::nil(),
                 size: 1,
                 fingerprint: 0,
+                state: VolumeState::Cached,
             })
             .collect();
         assert!(sb.encode().is_err());
+    }
+
+    /// Each slot's state round-trips; a free slot keeps its number with an empty name; a
+    /// version-1 superblock (zeros at 192..224) reads every volume as cached; an unknown
+    /// state is refused like an unknown write mode.
+    #[test]
+    fn volume_states_round_trip_and_version_one_reads_as_cached() {
+        let mut sb = sample();
+        sb.volumes.push(VolumeRecord::free());
+        sb.volumes.push(VolumeRecord { state: VolumeState::Removing, ..sb.volumes[0].clone() });
+        sb.volumes[3].name = "old".into();
+        let img = sb.encode().unwrap();
+        let back = Superblock::decode(&img).unwrap();
+        assert_eq!(back, sb);
+        assert!(!back.volumes[2].in_use() && back.volumes[2].name.is_empty());
+        let mut cached = sample();
+        cached.volumes.iter_mut().for_each(|v| v.state = VolumeState::Cached);
+        let v1 = cached.encode().unwrap();
+        assert!(v1[192..224].iter().all(|&b| b == 0), "all cached: version 1's zeros");
+        let mut img = v1.clone();
+        img[193] = 9;
+        let crc = crc32c::crc32c(&img[..CRC_AT]);
+        put_u32(&mut img, CRC_AT, crc);
+        let e = Superblock::decode(&img).unwrap_err();
+        assert!(e.to_string().contains("volume 1: unknown state 9"), "{e}");
     }
 }

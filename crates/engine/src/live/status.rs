@@ -65,6 +65,8 @@ pub struct VolumeStatus {
     pub backing: String,
     /// Size in bytes.
     pub size: u64,
+    /// Cached, or uncached (served from backing, allocating nothing).
+    pub state: crate::layout::VolumeState,
     /// Cache blocks holding the newest version of one of its blocks.
     pub resident_blocks: u64,
     /// Its dirty block versions.
@@ -103,6 +105,7 @@ pub(crate) fn status(inner: &Inner) -> Status {
         failures: u64,
         error: String,
     }
+    let served = inner.volumes.snapshot();
     let l = {
         let st = inner.state.lock();
         Locked {
@@ -110,15 +113,14 @@ pub(crate) fn status(inner: &Inner) -> Status {
             dirty: st.dirty_len() as u64,
             epochs: st.dirty_epoch_count() as u64,
             drain_left: st.drain_left(),
-            occupancy: inner.volumes.iter().map(|v| st.occupancy(v.id)).collect(),
+            occupancy: served.iter().map(|v| st.occupancy(v.id)).collect(),
             replacement: st.replacement_name(),
             admission: st.admission.name(),
             failures: st.flush_error_gen,
             error: st.last_flush_error.clone(),
         }
     };
-    let volumes = inner
-        .volumes
+    let volumes = served
         .iter()
         .zip(&l.occupancy)
         .map(|(v, &(resident_blocks, dirty_blocks))| {
@@ -128,6 +130,11 @@ pub(crate) fn status(inner: &Inner) -> Status {
                 name: v.name.clone(),
                 backing: v.backing.describe(),
                 size: v.size,
+                state: if v.caching() {
+                    crate::layout::VolumeState::Cached
+                } else {
+                    crate::layout::VolumeState::Uncached
+                },
                 resident_blocks,
                 dirty_blocks,
                 read_hits: s.read_hits,

@@ -8,6 +8,7 @@
 use super::Hooks;
 use crate::layout::Geometry;
 use crate::volume_info::VolumeInfo;
+use std::sync::Arc;
 
 /// The engine as the warmup threads see it (the monitor, the log writer, the preloader).
 pub(crate) trait Host: Send + Sync + 'static {
@@ -17,8 +18,8 @@ pub(crate) trait Host: Send + Sync + 'static {
     /// The cache device's geometry.
     fn geometry(&self) -> &Geometry;
 
-    /// The served volumes, in configuration order.
-    fn volumes(&self) -> &[VolumeInfo];
+    /// The served volumes now, in configuration and attach order.
+    fn volumes(&self) -> Arc<Vec<Arc<VolumeInfo>>>;
 
     /// Client requests in flight now (the preload lets them finish first).
     fn requests_in_flight(&self) -> u64;
@@ -46,7 +47,7 @@ pub(crate) trait Host: Send + Sync + 'static {
     }
 
     /// The served volume with superblock index `id`.
-    fn volume_by_id(&self, id: u32) -> Option<&VolumeInfo> {
-        self.volumes().iter().find(|v| v.id == id)
+    fn volume_by_id(&self, id: u32) -> Option<Arc<VolumeInfo>> {
+        self.volumes().iter().find(|v| v.id == id).cloned()
     }
 }

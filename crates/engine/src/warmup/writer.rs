@@ -216,7 +216,7 @@ fn write_segment<H: Host>(host: &H, s: &mut Staging) {
     if s.is_empty() {
         return;
     }
-    for v in host.volumes() {
+    for v in host.volumes().iter() {
         if let Err(e) = v.backing.sync() {
             s.discard();
             c.set_reason(format!(

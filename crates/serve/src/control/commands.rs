@@ -1,5 +1,6 @@
 //! What each control command does ([`Control`]): `status`, `flush`, `get`, `set`,
-//! `reload` and `stop`, over the engine, the NBD server and the configuration in force.
+//! `reload` and `stop`, over the engine, the NBD server and the configuration in force; the
+//! volume commands (`attach`, `uncache`, `recache`, `remove`) are in `volume_commands.rs`.
 //!
 //! The configuration in force is the config file with the command line over it, and the
 //! `set` values over both until the server stops. `reload` reads the file again: the flags
@@ -19,6 +20,7 @@ use serde_json::{json, Value};
 use super::engine_live;
 use super::protocol::Command;
 use super::status::{Status, StatusSources};
+use crate::clients::Clients;
 use crate::config::{get_value, save_setting, set_value, Key, ServeConfig, KEYS};
 use crate::config_source::ConfigSource;
 use crate::notify::Notifier;
@@ -28,6 +30,8 @@ use crate::plan::Plan;
 pub struct Control {
     engine: Arc<Engine>,
     nbd: ShutdownHandle,
+    /// The connections to each export (`remove` refuses to stop one with clients).
+    clients: Arc<Clients>,
     source: Option<ConfigSource>,
     state: Mutex<State>,
     /// Held by `set` and `reload` while they change the server.
@@ -52,6 +56,9 @@ enum Group {
     WritePolicy,
     SeqCutoff,
 }
+
+#[path = "volume_commands.rs"]
+mod volume_commands;
 
 fn group(key: &Key) -> Option<Group> {
     match key.path {
@@ -97,6 +104,7 @@ impl Control {
     pub(crate) fn new(
         engine: Arc<Engine>,
         nbd: ShutdownHandle,
+        clients: Arc<Clients>,
         config: ServeConfig,
         source: Option<ConfigSource>,
         notify: Arc<Notifier>,
@@ -104,6 +112,7 @@ impl Control {
         Control {
             engine,
             nbd,
+            clients,
             source,
             state: Mutex::new(State { config, sets: BTreeMap::new() }),
             changing: Mutex::new(()),
@@ -126,6 +135,10 @@ impl Control {
             Command::Set { key, value, save } => self.set(key, value, *save, progress),
             Command::Reload => self.reload(progress),
             Command::Stop => Ok(json!({ "stopping": true })),
+            Command::Attach { volume, backing } => self.attach(volume, backing),
+            Command::Uncache { volume } => self.uncache(volume, progress),
+            Command::Recache { volume } => self.recache(volume),
+            Command::Remove { volume, force } => self.remove(volume, *force, progress),
         }
     }
 

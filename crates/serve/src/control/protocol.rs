@@ -4,8 +4,9 @@
 //! A request names its command in `cmd`, with the command's arguments beside it:
 //! `{"v":1,"cmd":"status"}`, `{"v":1,"cmd":"flush","volume":"web"}`,
 //! `{"v":1,"cmd":"set","key":"write-policy","value":"write-through","save":false}`. A
-//! command that acts on one volume takes it as `volume`, so the volume commands to come
-//! (attach, uncache, recache, remove, clear-lost) are variants of the same [`Command`].
+//! command that acts on one volume takes it as `volume`: `flush`, and the volume commands
+//! `{"v":1,"cmd":"attach","volume":"c","backing":"/srv/c.img"}`, `uncache`, `recache` and
+//! `{"v":1,"cmd":"remove","volume":"b","force":true}`.
 //!
 //! A reply is `{"v":1,"ok":true,"result":...}` or `{"v":1,"ok":false,"error":"..."}`; a
 //! long command (`flush`) may send `{"v":1,"progress":{"done":N,"total":M}}` lines before
@@ -54,6 +55,31 @@ pub enum Command {
     Reload,
     /// Stop as SIGTERM does: drain the clients, shut the cache down cleanly.
     Stop,
+    /// Add an export while serving: a new volume recorded on the cache device, cold.
+    Attach {
+        /// Its export name (1 to 64 bytes).
+        volume: String,
+        /// Its backing: a path or an NBD URI, as `--backing NAME=SPEC` takes it.
+        backing: String,
+    },
+    /// Write back and drop a volume's blocks; it stays exported, served from backing.
+    Uncache {
+        /// The volume.
+        volume: String,
+    },
+    /// Cache an uncached volume again (cold).
+    Recache {
+        /// The volume.
+        volume: String,
+    },
+    /// Stop a volume's export, write its dirty blocks back and free its slot.
+    Remove {
+        /// The volume.
+        volume: String,
+        /// Even with clients connected: their new requests fail with ESHUTDOWN.
+        #[serde(default)]
+        force: bool,
+    },
 }
 
 impl Command {
@@ -66,6 +92,10 @@ impl Command {
             Command::Set { .. } => "set",
             Command::Reload => "reload",
             Command::Stop => "stop",
+            Command::Attach { .. } => "attach",
+            Command::Uncache { .. } => "uncache",
+            Command::Recache { .. } => "recache",
+            Command::Remove { .. } => "remove",
         }
     }
 }
@@ -78,6 +108,9 @@ impl Command {
             Command::Flush { .. } => &["volume"],
             Command::Get { .. } => &["key"],
             Command::Set { .. } => &["key", "value", "save"],
+            Command::Attach { .. } => &["volume", "backing"],
+            Command::Uncache { .. } | Command::Recache { .. } => &["volume"],
+            Command::Remove { .. } => &["volume", "force"],
         }
     }
 }
@@ -216,6 +249,10 @@ mod tests {
             Command::Set { key: "max-dirty".into(), value: "30%".into(), save: true },
             Command::Reload,
             Command::Stop,
+            Command::Attach { volume: "c".into(), backing: "/srv/c.img".into() },
+            Command::Uncache { volume: "a".into() },
+            Command::Recache { volume: "a".into() },
+            Command::Remove { volume: "b".into(), force: true },
         ] {
             let line = Request::new(command.clone()).to_line();
             assert_eq!(parse_request(line.as_bytes()), Ok(Request::new(command)), "{line}");

@@ -84,6 +84,10 @@ pub struct VolumeStatus {
     pub name: String,
     /// Its backing (path or NBD URI).
     pub backing: String,
+    /// `cached`, `uncached` (served from backing, `ember ctl uncache`) or `not served` (the
+    /// cache device records it, this run does not export it).
+    #[serde(default)]
+    pub state: String,
     /// Block reads served from the cache.
     pub read_hits: u64,
     /// Block reads served from backing.
@@ -115,10 +119,11 @@ fn ratio(hits: u64, misses: u64) -> f64 {
 }
 
 impl VolumeStatus {
-    fn new(name: &str, backing: &str, s: &VolumeStats) -> VolumeStatus {
+    fn new(name: &str, backing: &str, state: &str, s: &VolumeStats) -> VolumeStatus {
         VolumeStatus {
             name: name.to_string(),
             backing: backing.to_string(),
+            state: state.to_string(),
             read_hits: s.read_hits,
             read_misses: s.read_misses,
             hit_ratio: ratio(s.read_hits, s.read_misses),
@@ -173,7 +178,8 @@ impl Status {
                     .find(|v| &v.name == name)
                     .map(|v| v.backing.as_str())
                     .unwrap_or("");
-                VolumeStatus::new(name, backing, s)
+                let state = src.engine.volume_state(name).map_or("not served", |s| s.name());
+                VolumeStatus::new(name, backing, state, s)
             })
             .collect();
         Status {

@@ -1,0 +1,200 @@
+//! What the SIGKILL trials of control commands share (`ctl_kill.rs`, `ctl_volume_kill.rs`):
+//! the six write policies and what each promises, the window in which a command ran, the
+//! writer's log rewritten into the durable points the model checks, `ember ctl` started
+//! against a trial's socket, and the volumes read back through a restarted server.
+#![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
+
+use crate::serve_support::{ember, Serve};
+use ember_nbd::ClientBuilder;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// The six write policies.
+pub const POLICIES: [&str; 6] = [
+    "write-through",
+    "write-around",
+    "write-back-flush",
+    "write-back-persist",
+    "ordered-write-back",
+    "unsafe-write-back",
+];
+
+/// Does a FLUSH (or FUA write) acknowledged under `policy` promise every acknowledged write?
+pub fn flush_durable(policy: &str) -> bool {
+    !matches!(policy, "ordered-write-back" | "unsafe-write-back")
+}
+
+/// Does `policy` write backing before it acknowledges a write?
+pub fn through(policy: &str) -> bool {
+    matches!(policy, "write-through" | "write-around")
+}
+
+/// What a trial checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// The durable points of the module comment.
+    Contract,
+    /// The negative control: every acknowledged write counts as required.
+    Blind,
+}
+
+/// Where the SIGKILL landed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Landed {
+    /// While `ember ctl` ran (sent, or on its way).
+    During,
+    /// After it returned.
+    After,
+    /// The writer had finished before the command was sent (no overlap with the writes).
+    WriterDone,
+}
+
+/// When the command ran, in lines of the writer's log: `sent` lines were there when it was
+/// sent, `returned` when its return was seen (`None`: the kill came first).
+pub struct Window {
+    /// The policy in force before the command.
+    pub from: &'static str,
+    /// The policy in force after it.
+    pub to: &'static str,
+    /// Log lines there when it was sent.
+    pub sent: usize,
+    /// Log lines there when its return was seen.
+    pub returned: Option<usize>,
+}
+
+impl Window {
+    /// The policies that may have been in force over the request logged at lines `a..=b`.
+    pub fn policies(&self, a: usize, b: usize) -> Vec<&'static str> {
+        let mut p = Vec::new();
+        if self.returned.is_none_or(|r| a < r) {
+            p.push(self.from);
+        }
+        if b >= self.sent {
+            p.push(self.to);
+        }
+        p
+    }
+
+    /// Write-back persist may have been in force.
+    pub fn persist(&self) -> bool {
+        self.from == "write-back-persist" || self.to == "write-back-persist"
+    }
+}
+
+/// The writer's log rewritten for the model: a FLUSH or FUA not durable under the policies
+/// that may have been in force loses its mark, a write under write-through or write-around
+/// alone is marked FUA (required once acknowledged), and a returned command that leaves
+/// nothing dirty adds a durable point (`DP`) where it was sent (`flushes`: the command writes
+/// back everything dirty at its call, as `flush` does; a switch into write-through or
+/// write-around does too). `Check::Blind` marks every acknowledged write FUA.
+pub fn rewrite(log: &str, w: &Window, flushes: bool, check: Check) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    // Each request's lines: the answer's line for the line, and back.
+    let mut answer = vec![None; lines.len()];
+    let mut open: Option<usize> = None;
+    for (n, l) in lines.iter().enumerate() {
+        if l.starts_with("WI ") || l.starts_with("FI ") {
+            open = Some(n);
+        } else if l.starts_with("WA ") || l.starts_with("FA ") {
+            if let Some(a) = open.take() {
+                answer[a] = Some(n);
+            }
+        }
+    }
+    let cleans = flushes || through(w.to);
+    let mut out = String::new();
+    let mut issued_flush: Option<usize> = None;
+    for (n, l) in lines.iter().enumerate() {
+        if cleans && w.returned.is_some() && n == w.sent {
+            out.push_str("DP\n");
+        }
+        let f: Vec<&str> = l.split_whitespace().collect();
+        match f.as_slice() {
+            ["WI", i, off, len, fua] => {
+                let b = answer[n].unwrap_or(usize::MAX);
+                let ps = w.policies(n, b);
+                let required = check == Check::Blind || ps.iter().all(|p| through(p));
+                let fua_kept = *fua == "1" && ps.iter().all(|p| flush_durable(p));
+                let mark = if required || fua_kept { 1 } else { 0 };
+                out.push_str(&format!("WI {i} {off} {len} {mark}\n"));
+            }
+            ["FI", _] => {
+                issued_flush = Some(n);
+                out.push_str(l);
+                out.push('\n');
+            }
+            ["FA", _] => {
+                let a = issued_flush.take().unwrap_or(n);
+                if w.policies(a, n).iter().all(|p| flush_durable(p)) {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+            _ => {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+    }
+    if cleans && w.returned.is_some() && w.sent >= lines.len() {
+        out.push_str("DP\n");
+    }
+    out
+}
+
+pub fn log_lines(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("writer.log")).map_or(0, |s| s.lines().count())
+}
+
+/// One trial's outcome.
+pub struct Outcome {
+    /// Where the kill landed.
+    pub landed: Landed,
+    /// The first wrong byte and the words wrong, if any.
+    pub violations: Option<(u64, usize)>,
+    /// Durable FLUSHes the model counted.
+    pub flushes: u32,
+    /// Durable points the model counted.
+    pub durable_points: u32,
+    /// Bytes the model required.
+    pub bytes_checked: u64,
+}
+
+/// `ember ctl --control DIR/ctl.sock ARGS`, started.
+pub fn spawn_ctl(dir: &Path, args: &[&str]) -> Child {
+    Command::new(ember())
+        .arg("ctl")
+        .arg("--control")
+        .arg(dir.join("ctl.sock"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(dir.join("ctl.out")).unwrap())
+        .stderr(std::fs::File::create(dir.join("ctl.err")).unwrap())
+        .spawn()
+        .expect("spawn ember ctl")
+}
+
+/// The whole of each of `exports` (`size` bytes each) read through a restarted server (from
+/// the same file, on the same cache file), stopped cleanly after.
+pub fn read_after_restart(dir: &Path, trial: &str, exports: &[&str], size: u64) -> Vec<Vec<u8>> {
+    let _ = std::fs::remove_file(dir.join("ember.sock"));
+    let _ = std::fs::remove_file(dir.join("ctl.sock"));
+    let cfg = dir.join("ember.toml");
+    let ember = Serve::start_exact(&["--config", cfg.to_str().unwrap()]);
+    let mut out = Vec::new();
+    for export in exports {
+        let c = ClientBuilder::new()
+            .export(export)
+            .connect_unix(dir.join("ember.sock"))
+            .unwrap_or_else(|e| panic!("{trial}: connect to {export} after the restart: {e}"));
+        let mut got = vec![0u8; size as usize];
+        for (i, piece) in got.chunks_mut(1 << 20).enumerate() {
+            c.read(i as u64 * (1 << 20), piece)
+                .unwrap_or_else(|e| panic!("{trial}: read {export} after the restart: {e}"));
+        }
+        out.push(got);
+    }
+    ember.stop();
+    out
+}

@@ -1,0 +1,180 @@
+//! The volume commands as a user runs them (docs/reference/control.md), with real clients:
+//! two volumes under write-back persist with dirty blocks; `ember ctl uncache a` while qemu-io
+//! reads `a` over and over (every read verifies its pattern, none fails); `ember ctl remove b`
+//! while nbdcopy writes to `b` (refused while it is connected, then `--force`: nbdcopy gets
+//! ESHUTDOWN, and `b`'s backing holds every byte written, old or new, none lost); `ember ctl
+//! attach c=PATH` (served at once from its backing); a clean restart naming `a` and `c`
+//! serves the recorded set, `a` still uncached, every byte intact.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
+
+mod serve_support;
+
+use serve_support::*;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SIZE: u64 = 4 << 20;
+
+fn ctl(sock: &Path, args: &[&str]) -> Output {
+    run_status(
+        Command::new(ember()).arg("ctl").arg("--control").arg(sock).args(args),
+        Duration::from_secs(120),
+    )
+}
+
+fn status(sock: &Path) -> serde_json::Value {
+    let out = ctl(sock, &["--json", "status"]);
+    assert!(out.status.success(), "{}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+/// Each volume of a status reply: (name, state).
+fn volumes(st: &serde_json::Value) -> Vec<(String, String)> {
+    st["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["name"].as_str().unwrap().into(), v["state"].as_str().unwrap().into()))
+        .collect()
+}
+
+fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+    p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+#[test]
+fn uncache_remove_attach_and_restart_with_real_clients() {
+    if !(have("qemu-io") && have("nbdcopy")) && skip_or_fail("qemu-io and nbdcopy are needed") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for v in ["a", "b"] {
+        sparse_file(&d.join(format!("{v}.img")), SIZE);
+    }
+    std::fs::write(d.join("c.img"), vec![0x64u8; SIZE as usize]).unwrap();
+    let sock = d.join("ctl.sock");
+    let cache = d.join("cache.img");
+    // The dirty thresholds above what is written: the flusher idles, the blocks stay dirty.
+    let common = |args: ServeArgs| {
+        args.args(["--write-policy", "write-back-persist", "--max-dirty", "90%"]).args([
+            "--min-dirty",
+            "80%",
+            "--control",
+            &sock.display().to_string(),
+        ])
+    };
+    let serve = common(
+        ServeArgs::file_cache(&cache, "32M")
+            .backing("a", d.join("a.img").display())
+            .backing("b", d.join("b.img").display()),
+    )
+    .start();
+    for (v, byte) in [("a", "0x61"), ("b", "0x62")] {
+        let out = qemu_io(&serve.uri(v), &format!("write -P {byte} 0 4M; flush"));
+        assert!(out.contains("wrote 4194304/4194304"), "{out}");
+    }
+    assert_eq!(status(&sock)["cache"]["dirty_blocks"], 2048, "4 MiB dirty on each volume");
+
+    // Uncache a while qemu-io reads it: every read verifies its pattern.
+    let mut reader = Command::new("qemu-io");
+    reader.args(["-f", "raw", &serve.uri("a")]);
+    for _ in 0..40 {
+        reader.args(["-c", "read -P 0x61 0 4M"]);
+    }
+    let reader = reader.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let out = ctl(&sock, &["--json", "uncache", "a"]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let read = reader.wait_with_output().unwrap();
+    let printed =
+        String::from_utf8_lossy(&read.stdout).to_string() + &String::from_utf8_lossy(&read.stderr);
+    assert!(read.status.success(), "{printed}");
+    assert!(!printed.contains("failed") && !printed.contains("error"), "{printed}");
+    assert_eq!(printed.matches("read 4194304/4194304").count(), 40, "{printed}");
+    let st = status(&sock);
+    assert_eq!(volumes(&st), pairs(&[("a", "uncached"), ("b", "cached")]));
+    assert!(std::fs::read(d.join("a.img")).unwrap().iter().all(|&x| x == 0x61));
+    let out = qemu_io(&serve.uri("a"), "read -P 0x61 0 4M");
+    assert!(out.contains("read 4194304/4194304"), "{out}");
+
+    // Remove b while nbdcopy writes to it, slowly, from a pipe.
+    let mut copy = Command::new("nbdcopy")
+        .args(["--synchronous", "--request-size=65536", "-", &serve.uri("b")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = copy.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let chunk = vec![0x63u8; 64 << 10];
+        for _ in 0..(SIZE / (64 << 10)) {
+            if pipe.write_all(&chunk).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    });
+    // Until nbdcopy's first writes are acknowledged (b had 1024 block writes before).
+    let writes_b = || {
+        let st = status(&sock);
+        st["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "b").unwrap()["writes"]
+            .as_u64()
+            .unwrap()
+    };
+    let t0 = Instant::now();
+    while writes_b() < 1024 + 32 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "nbdcopy never wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = ctl(&sock, &["remove", "b"]);
+    assert!(!out.status.success());
+    assert!(
+        out.stderr.contains("client connection") && out.stderr.contains("--force"),
+        "{}",
+        out.stderr
+    );
+    let out = ctl(&sock, &["--json", "remove", "--force", "b"]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let reply: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(reply["clients"], 1, "{reply}");
+    let copied = copy.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let said = String::from_utf8_lossy(&copied.stderr).to_lowercase();
+    assert!(!copied.status.success() && said.contains("shutdown"), "nbdcopy: {said}");
+    let b = std::fs::read(d.join("b.img")).unwrap();
+    assert!(b.iter().all(|&x| x == 0x62 || x == 0x63), "b.img holds only what was written");
+    assert!(b[..128 << 10].iter().all(|&x| x == 0x63), "nbdcopy's first writes are on backing");
+    assert_eq!(volumes(&status(&sock)), pairs(&[("a", "uncached")]));
+
+    // Attach c: served at once, from its backing.
+    let c = d.join("c.img").display().to_string();
+    let out = ctl(&sock, &["attach", &format!("c={c}")]);
+    assert!(out.status.success(), "{}", out.stderr);
+    assert!(out.stdout.contains("attached c"), "{}", out.stdout);
+    let out = qemu_io(&serve.uri("c"), "read -P 0x64 0 4M; write -P 0x66 0 1M; flush");
+    assert!(out.contains("wrote 1048576/1048576"), "{out}");
+    let out = qemu_io(&serve.uri("a"), "write -P 0x65 0 1M; flush");
+    assert!(out.contains("wrote 1048576/1048576"), "{out}");
+    serve.stop();
+
+    // The recorded set, named again: a (uncached) and c; every byte intact.
+    let serve = common(
+        ServeArgs::file_cache(&cache, "32M")
+            .backing("a", d.join("a.img").display())
+            .backing("c", &c),
+    )
+    .start();
+    assert!(!serve.output().contains("recorded now"), "{}", serve.output());
+    assert_eq!(volumes(&status(&sock)), pairs(&[("a", "uncached"), ("c", "cached")]));
+    qemu_io(&serve.uri("a"), "read -P 0x65 0 1M; read -P 0x61 1M 3M");
+    qemu_io(&serve.uri("c"), "read -P 0x66 0 1M; read -P 0x64 1M 3M");
+    serve.stop();
+}

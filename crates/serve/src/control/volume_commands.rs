@@ -1,0 +1,119 @@
+//! The volume commands of the control plane (docs/reference/control.md): `attach` opens a
+//! backing as `--backing NAME=SPEC` would and hands it to the engine, which records it on
+//! the cache device and serves it cold; `uncache` and `recache` turn a volume's caching off
+//! (its blocks written back and dropped, the export served from backing) and on again;
+//! `remove` stops an export, refused while clients are connected to it unless forced (their
+//! new requests then fail with ESHUTDOWN, the ones in flight finish first).
+//!
+//! Each runs under the lock `set` and `reload` hold, and keeps the configuration in force
+//! (`status`'s backings) in step: an attached volume joins its volumes, a removed one leaves
+//! them. Neither is written to the config file: a restart names its volumes, and the cache
+//! device's record decides what a difference means (docs/reference/layout.md).
+
+use super::Control;
+use crate::backing::open_backing;
+use crate::config::BackingVolume;
+use ember_engine::VolumeChange;
+use serde_json::{json, Value};
+
+fn reply(c: &VolumeChange) -> Value {
+    json!({
+        "volume": c.volume,
+        "slot": c.slot,
+        "written_back": c.written_back,
+        "dropped": c.dropped,
+        "seconds": c.took.as_secs_f64(),
+    })
+}
+
+impl Control {
+    pub(super) fn attach(&self, name: &str, backing: &str) -> Result<Value, String> {
+        let _changing = self.changing.lock();
+        let b = BackingVolume { name: name.to_string(), backing: backing.to_string() };
+        b.check().map_err(|e| format!("{e:#}"))?;
+        if self.engine.volume(name).is_some() {
+            return Err(format!("volume {name:?} is already exported"));
+        }
+        let config = self.state.lock().config.clone();
+        let dev = open_backing(&b, &config.nbd_backing, config.tiers.queue())
+            .map_err(|e| format!("{e:#}"))?;
+        let change = self.engine.attach(name, dev).map_err(|e| {
+            tracing::warn!(volume = name, error = %e, "attach refused");
+            e.to_string()
+        })?;
+        {
+            let mut state = self.state.lock();
+            state.config.volumes.retain(|v| v.name != name);
+            state.config.volumes.push(b);
+        }
+        tracing::info!(volume = name, backing, slot = change.slot, "volume attached");
+        let mut r = reply(&change);
+        r["backing"] = Value::from(backing);
+        Ok(r)
+    }
+
+    pub(super) fn uncache(
+        &self,
+        name: &str,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Value, String> {
+        let _changing = self.changing.lock();
+        tracing::info!(volume = name, "uncache started");
+        let change =
+            self.engine.uncache(name, &mut |p| progress(p.done, p.total)).map_err(|e| {
+                tracing::warn!(volume = name, error = %e, "uncache failed");
+                e.to_string()
+            })?;
+        tracing::info!(
+            volume = name,
+            written_back = change.written_back,
+            dropped = change.dropped,
+            "volume uncached"
+        );
+        Ok(reply(&change))
+    }
+
+    pub(super) fn recache(&self, name: &str) -> Result<Value, String> {
+        let _changing = self.changing.lock();
+        let change = self.engine.recache(name).map_err(|e| e.to_string())?;
+        tracing::info!(volume = name, "volume cached again");
+        Ok(reply(&change))
+    }
+
+    pub(super) fn remove(
+        &self,
+        name: &str,
+        force: bool,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Value, String> {
+        let _changing = self.changing.lock();
+        if self.engine.volume(name).is_none() {
+            return Err(format!(
+                "no volume {name:?} is exported (volumes: {})",
+                self.engine.volume_names().join(", ")
+            ));
+        }
+        let clients = self.clients.count(name);
+        if clients > 0 && !force {
+            return Err(format!(
+                "volume {name:?} has {clients} client connection(s): disconnect them first, or \
+                 use --force (their new requests then fail with ESHUTDOWN)"
+            ));
+        }
+        tracing::info!(volume = name, clients, force, "remove started");
+        let change = self.engine.remove(name, &mut |p| progress(p.done, p.total)).map_err(|e| {
+            tracing::warn!(volume = name, error = %e, "remove failed");
+            e.to_string()
+        })?;
+        self.state.lock().config.volumes.retain(|v| v.name != name);
+        tracing::info!(
+            volume = name,
+            slot = change.slot,
+            written_back = change.written_back,
+            "volume removed"
+        );
+        let mut r = reply(&change);
+        r["clients"] = Value::from(clients);
+        Ok(r)
+    }
+}
