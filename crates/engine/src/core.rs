@@ -14,6 +14,7 @@ use crate::stats::Counters;
 use crate::stripes::Stripes;
 use crate::volume_info::VolumeInfo;
 use crate::warmup::Hooks;
+use crate::wb::cleaning::LiveCleaning;
 use crate::write_policy::PolicyCell;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
@@ -52,6 +53,9 @@ pub(crate) struct Inner {
     /// Write-back limits (max/min dirty, epochs, batch, flush order), changed while serving
     /// by `Engine::set_writeback`.
     pub limits: LiveLimits,
+    /// Cleaning control (flush rate cap, idle policy), changed while serving by
+    /// `Engine::set_cleaning`; the flusher reports its rate here.
+    pub cleaning: LiveCleaning,
     /// Signals dirty-map progress: the flusher waits on it, FLUSH and writes over the epoch
     /// limit wait for the flusher.
     pub cv: Condvar,

@@ -53,4 +53,6 @@ pub use open::{OpenReport, StartKind};
 pub use report::Report;
 pub use stats::{DirtyStats, Stats, VolumeStats};
 pub use warmup::{SnapshotOptions, WarmupOptions, WarmupSize, WarmupStart, WarmupStats};
-pub use wb::WritebackConfig;
+pub use wb::{
+    CleaningConfig, CleaningError, CleaningState, CleaningStatus, WritebackConfig, DEFAULT_MIN_RATE,
+};

@@ -21,6 +21,7 @@ use crate::stats::Counters;
 use crate::stripes::Stripes;
 use crate::volume_info::VolumeInfo;
 use crate::wb::barrier::write_checkpoint;
+use crate::wb::cleaning::LiveCleaning;
 use crate::wb::flusher::flush_all_now;
 use crate::wb::WritebackConfig;
 use crate::write_policy::{refused_on_volatile, PolicyCell};
@@ -277,6 +278,7 @@ pub(crate) fn open(
         volume_names: sb.volumes.iter().map(|v| v.name.clone()).collect(),
         superblock: Mutex::new(running_sb),
         limits: LiveLimits::new(limits),
+        cleaning: LiveCleaning::new(g.data_blocks),
         cv: Condvar::new(),
         persist: Mutex::new(Cursor::default()),
         ordered_direct: Mutex::new(()),
