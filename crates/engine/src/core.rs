@@ -2,10 +2,12 @@
 //! hold (`Arc<Inner>`). It imports nothing above it, so every flow can import it: only the
 //! device, the layout, the cache state, the counters, the gate, the stripe locks, the write
 //! policy in force (`write_policy.rs`), the served volumes' record (`volume_info.rs`) and
-//! warmup's [`Hooks`]. Nothing in `warmup/` imports the
+//! warmup's [`Hooks`] and the cell of cleaning control (`cleaning_cell.rs`). Nothing in
+//! `warmup/` imports the
 //! core: the warmup threads reach the engine through `warmup::host::Host`, which the core
 //! implements beside the request flows (`io/warmup_host.rs`). `wb/` holds flows above it.
 
+use crate::cleaning_cell::LiveCleaning;
 use crate::device::Device;
 use crate::gate::Gate;
 use crate::layout::{key_volume, Geometry, Superblock};
@@ -14,7 +16,6 @@ use crate::stats::Counters;
 use crate::stripes::Stripes;
 use crate::volume_info::VolumeInfo;
 use crate::warmup::Hooks;
-use crate::wb::cleaning::LiveCleaning;
 use crate::write_policy::PolicyCell;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};

@@ -13,6 +13,7 @@
 mod admin;
 mod backing;
 mod batch;
+mod cleaning_cell;
 mod clock;
 pub mod config;
 mod core;
@@ -53,6 +54,5 @@ pub use open::{OpenReport, StartKind};
 pub use report::Report;
 pub use stats::{DirtyStats, Stats, VolumeStats};
 pub use warmup::{SnapshotOptions, WarmupOptions, WarmupSize, WarmupStart, WarmupStats};
-pub use wb::{
-    CleaningConfig, CleaningError, CleaningState, CleaningStatus, WritebackConfig, DEFAULT_MIN_RATE,
-};
+pub use cleaning_cell::{CleaningState, CleaningStatus, DEFAULT_MIN_RATE};
+pub use wb::{CleaningConfig, CleaningError, WritebackConfig};

@@ -4,6 +4,7 @@
 //! Hands the shared core back to [`crate::Engine`]; it does not know the engine handle.
 
 use crate::backing::{check_clean, check_replaced, Stale};
+use crate::cleaning_cell::LiveCleaning;
 use crate::clock::now_ns;
 use crate::config::EngineConfig;
 use crate::core::{Cursor, Inner, LiveLimits};
@@ -21,7 +22,6 @@ use crate::stats::Counters;
 use crate::stripes::Stripes;
 use crate::volume_info::VolumeInfo;
 use crate::wb::barrier::write_checkpoint;
-use crate::wb::cleaning::LiveCleaning;
 use crate::wb::flusher::flush_all_now;
 use crate::wb::WritebackConfig;
 use crate::write_policy::{refused_on_volatile, PolicyCell};

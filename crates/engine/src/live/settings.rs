@@ -24,7 +24,8 @@
 use crate::clock::now_ns;
 use crate::core::Inner;
 use crate::error::EngineError;
-use crate::wb::{CleaningConfig, CleaningError, CleaningStatus, WritebackConfig};
+use crate::cleaning_cell::CleaningStatus;
+use crate::wb::{CleaningConfig, CleaningError, WritebackConfig};
 use ember_policy::admission::Sieve;
 use ember_policy::replacement::{build, Kind, Spec};
 use serde::Serialize;

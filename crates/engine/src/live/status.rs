@@ -6,10 +6,10 @@
 
 use super::seq_cutoff::{self, SeqCutoffSettings};
 use super::settings::{limits, WritebackLimits};
+use crate::cleaning_cell::CleaningStatus;
 use crate::core::Inner;
 use crate::layout::WriteMode;
 use crate::warmup::WarmupStats;
-use crate::wb::CleaningStatus;
 use serde::Serialize;
 
 /// The whole cache, as of one moment.

@@ -2,9 +2,9 @@
 //! first, and marks them clean once backing has them durably; also the synchronous flushes
 //! of open (recovered dirty blocks under another policy) and of a clean stop.
 
-use super::cleaning::CleaningState;
 use super::flush_batch::{abandon, finish, flush_batch, prepare, write, Prepared};
 use super::pace::{batch_blocks, Load, Pacer};
+use crate::cleaning_cell::CleaningState;
 use crate::core::{Inner, Limits};
 use crate::device::io_context;
 use crate::state::CacheState;

@@ -34,9 +34,7 @@ pub(crate) mod flusher;
 pub(crate) mod pace;
 pub(crate) mod rate;
 
-pub use cleaning::{
-    CleaningConfig, CleaningError, CleaningState, CleaningStatus, DEFAULT_MIN_RATE,
-};
+pub use cleaning::{CleaningConfig, CleaningError};
 pub use config::WritebackConfig;
 
 #[cfg(test)]

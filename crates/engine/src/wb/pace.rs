@@ -11,8 +11,8 @@
 //! the schedule runs from there. The rate is read afresh for every batch, so a lower cap or
 //! a controller that lowers its rate slows the very next one.
 
-use super::cleaning::{Cleaning, CleaningState};
 use super::rate::{RateController, Steer};
+use crate::cleaning_cell::{Cleaning, CleaningState};
 use std::time::Duration;
 
 /// A batch under a rate covers about this much time, so the backing sees a steady trickle
@@ -123,12 +123,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn cleaning(cap: u64, idle_ms: u64) -> Cleaning {
-        Cleaning {
-            cap,
-            idle: Duration::from_millis(idle_ms),
-            target_blocks: 100,
-            min_rate: 4096,
-        }
+        Cleaning { cap, idle: Duration::from_millis(idle_ms), target_blocks: 100, min_rate: 4096 }
     }
 
     fn load(requests: u64, dirty_blocks: u64) -> Load {
@@ -191,6 +186,9 @@ mod tests {
         assert_eq!(batch_blocks(Some(4096.0), 4096, 64), 1);
         assert_eq!(batch_blocks(Some(409600.0 * 10.0), 4096, 64), 64);
         assert_eq!(batch_blocks(Some(40960.0 * 10.0), 4096, 64), 10);
-        assert_eq!(Pacer::tick(Duration::from_secs(5), &cleaning(0, 50)), Duration::from_millis(25));
+        assert_eq!(
+            Pacer::tick(Duration::from_secs(5), &cleaning(0, 50)),
+            Duration::from_millis(25)
+        );
     }
 }
