@@ -51,6 +51,7 @@ enum Group {
     Admission,
     WritePolicy,
     SeqCutoff,
+    Cleaning,
 }
 
 fn group(key: &Key) -> Option<Group> {
@@ -63,6 +64,7 @@ fn group(key: &Key) -> Option<Group> {
         }
         ["live", "write-policy"] => Some(Group::WritePolicy),
         ["live", "seq-cutoff", ..] => Some(Group::SeqCutoff),
+        ["live", "cleaning", ..] => Some(Group::Cleaning),
         _ => None,
     }
 }
@@ -318,6 +320,7 @@ impl Control {
                 engine_live::set_seq_cutoff(&self.engine, e.seq_cutoff);
                 Ok(())
             }
+            Group::Cleaning => engine_live::set_cleaning(&self.engine, &e.cleaning),
         }
     }
 
