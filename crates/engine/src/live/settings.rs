@@ -21,10 +21,10 @@
 //!   ARC's target), so switching to them is refused; OPT needs the future; an array tier's
 //!   DEMOTE scheme places what clients demote and changes only at a restart.
 
+use crate::cleaning_cell::CleaningStatus;
 use crate::clock::now_ns;
 use crate::core::Inner;
 use crate::error::EngineError;
-use crate::cleaning_cell::CleaningStatus;
 use crate::wb::{CleaningConfig, CleaningError, WritebackConfig};
 use ember_policy::admission::Sieve;
 use ember_policy::replacement::{build, Kind, Spec};
