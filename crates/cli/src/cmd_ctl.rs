@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
+use ember_engine::CleaningState;
 use ember_serve::control::{find_socket, request, Command, Progress, Status};
 use serde_json::Value;
 
@@ -52,7 +53,8 @@ pub enum CtlCommand {
     /// Change a setting while serving, until the server stops (or for good with --save).
     Set {
         /// The setting (write-policy, policy, admission, sieve-*, epoch, max-dirty,
-        /// min-dirty, max-epochs, flush-order, max-connections, buffer-budget).
+        /// min-dirty, max-epochs, flush-order, flush-rate, flush-idle, dirty-target,
+        /// flush-min-rate, seq-cutoff-*, max-connections, buffer-budget).
         key: String,
         /// The new value, as the flag takes it.
         value: String,
@@ -256,6 +258,30 @@ fn reload_lines(r: &Value) -> String {
     out
 }
 
+/// Cleaning control: what background cleaning does now, at what rate, under which settings.
+fn cleaning_line(c: &ember_engine::CleaningStatus) -> String {
+    let state = match c.state {
+        CleaningState::Resting => "resting",
+        CleaningState::Full => "full speed",
+        CleaningState::Steering => "steering",
+    };
+    let rate = |r: u64| if r == 0 { "no cap".to_string() } else { format!("{r} B/s") };
+    let now = match (c.state, c.rate) {
+        (CleaningState::Resting, _) => String::new(),
+        (_, None) => " (unlimited)".into(),
+        (_, Some(r)) => format!(" at {r} B/s"),
+    };
+    let idle = if c.flush_idle_ms == 0 {
+        "idle policy off".to_string()
+    } else {
+        format!(
+            "full speed after {} ms idle, else toward {} dirty blocks, at least {} B/s",
+            c.flush_idle_ms, c.dirty_target_blocks, c.min_rate
+        )
+    };
+    format!("cleaning {state}{now}; flush rate {}; {idle}\n", rate(c.flush_rate))
+}
+
 fn status_table(st: &Status) -> String {
     let mut out = String::new();
     let c = &st.cache;
@@ -290,6 +316,9 @@ fn status_table(st: &Status) -> String {
         },
         100.0 * st.hit_ratio
     ));
+    if let Some(cl) = &st.cleaning {
+        out.push_str(&cleaning_line(cl));
+    }
     out.push_str(&format!(
         "connections {} of {}; buffers {} of {} bytes\n\n",
         st.connections, st.max_connections, st.buffer_used, st.buffer_budget

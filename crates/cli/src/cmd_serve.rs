@@ -149,6 +149,10 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub seq_cutoff: crate::seq_cutoff_args::SeqCutoffArgs,
 
+    /// Cleaning control (--flush-rate, --flush-idle, --dirty-target, --flush-min-rate).
+    #[command(flatten)]
+    pub cleaning: crate::cleaning_args::CleaningArgs,
+
     /// Wong & Wilkes' two tiers: --demote (client), --array-scheme (array).
     #[command(flatten)]
     pub demote: crate::demote_args::DemoteArgs,
@@ -249,6 +253,7 @@ impl ServeArgs {
                 sieve: (&self.sieve).into(),
                 writeback: (&self.writeback).into(),
                 seq_cutoff: self.seq_cutoff.settings(),
+                cleaning: self.cleaning.settings(),
                 limits: self.net.limits(),
             },
             warmup: self.warmup.settings(),

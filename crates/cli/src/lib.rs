@@ -1,6 +1,7 @@
 //! The `ember` command as a library: every subcommand's arguments and runner, shared by the
 //! `ember` binary (`main.rs`) and the Python package (`crates/py`, through [`lab`]).
 
+pub mod cleaning_args;
 pub mod cli_markdown;
 pub mod cmd_analyze;
 pub mod cmd_cache;

@@ -80,6 +80,8 @@ pub enum DirtyThreshold {
     Max,
     /// `min_dirty`: the flusher idles at or below it.
     Min,
+    /// `dirty_target`: background cleaning steers toward it while requests come.
+    Target,
 }
 
 impl std::fmt::Display for DirtyThreshold {
@@ -87,6 +89,7 @@ impl std::fmt::Display for DirtyThreshold {
         f.write_str(match self {
             DirtyThreshold::Max => "max dirty",
             DirtyThreshold::Min => "min dirty",
+            DirtyThreshold::Target => "dirty target",
         })
     }
 }

@@ -2,10 +2,12 @@
 //! hold (`Arc<Inner>`). It imports nothing above it, so every flow can import it: only the
 //! device, the layout, the cache state, the counters, the gate, the stripe locks, the write
 //! policy in force (`write_policy.rs`), the served volumes' record (`volume_info.rs`) and
-//! warmup's [`Hooks`]. Nothing in `warmup/` imports the
+//! warmup's [`Hooks`] and the cell of cleaning control (`cleaning_cell.rs`). Nothing in
+//! `warmup/` imports the
 //! core: the warmup threads reach the engine through `warmup::host::Host`, which the core
 //! implements beside the request flows (`io/warmup_host.rs`). `wb/` holds flows above it.
 
+use crate::cleaning_cell::LiveCleaning;
 use crate::device::Device;
 use crate::gate::Gate;
 use crate::layout::{key_volume, Geometry, Superblock};
@@ -58,6 +60,9 @@ pub(crate) struct Inner {
     /// Write-back limits (max/min dirty, epochs, batch, flush order), changed while serving
     /// by `Engine::set_writeback`.
     pub limits: LiveLimits,
+    /// Cleaning control (flush rate cap, idle policy), changed while serving by
+    /// `Engine::set_cleaning`; the flusher reports its rate here.
+    pub cleaning: LiveCleaning,
     /// Signals dirty-map progress: the flusher waits on it, FLUSH and writes over the epoch
     /// limit wait for the flusher.
     pub cv: Condvar,

@@ -423,6 +423,27 @@ impl Engine {
         live::settings::set_writeback(&self.inner, wb)
     }
 
+    /// Put cleaning control in force (at start or while serving): a cap on the rate of
+    /// background cleaning and the idle policy ([`crate::CleaningConfig`]). Returns the
+    /// settings now in force.
+    ///
+    /// - MUST refuse a dirty target that does not fit the cache ([`EngineError::DirtyLimit`])
+    ///   or a minimum rate above the cap ([`EngineError::Config`]), changing nothing.
+    /// - The flusher's next background batch MUST follow the new settings.
+    /// - MUST NOT slow what someone waits for: a FLUSH, [`Engine::flush_all`], a switch's
+    ///   drain and a clean stop ignore the cap and the idle policy.
+    pub fn set_cleaning(
+        &self,
+        c: &crate::CleaningConfig,
+    ) -> Result<crate::CleaningStatus, EngineError> {
+        live::settings::set_cleaning(&self.inner, c)
+    }
+
+    /// Cleaning control in force, and what background cleaning does now.
+    pub fn cleaning(&self) -> crate::CleaningStatus {
+        self.inner.cleaning.status()
+    }
+
     /// Put a sequential cutoff in force (at start or while serving): from the next client
     /// access, a miss that continues a stream past its threshold is not allocated. Returns
     /// the settings now in force (thresholds rounded up to whole blocks).

@@ -13,6 +13,7 @@
 mod admin;
 mod backing;
 mod batch;
+mod cleaning_cell;
 mod clock;
 pub mod config;
 mod core;
@@ -37,6 +38,7 @@ pub mod wb;
 mod write_policy;
 
 pub use admin::ShutdownReport;
+pub use cleaning_cell::{CleaningState, CleaningStatus, DEFAULT_MIN_RATE};
 pub use config::{
     DirtyLimit, DirtyLimitError, DirtyThreshold, EngineConfig, FormatSpec, ReplacementFactory,
     VolumeConfig, VolumeSpec,
@@ -54,4 +56,4 @@ pub use open::{OpenReport, StartKind};
 pub use report::Report;
 pub use stats::{DirtyStats, Stats, VolumeStats};
 pub use warmup::{SnapshotOptions, WarmupOptions, WarmupSize, WarmupStart, WarmupStats};
-pub use wb::WritebackConfig;
+pub use wb::{CleaningConfig, CleaningError, WritebackConfig};

@@ -4,6 +4,7 @@
 //! Hands the shared core back to [`crate::Engine`]; it does not know the engine handle.
 
 use crate::backing::{check_clean, check_replaced, Stale};
+use crate::cleaning_cell::LiveCleaning;
 use crate::clock::now_ns;
 use crate::config::EngineConfig;
 use crate::core::{Cursor, Inner, LiveLimits};
@@ -327,6 +328,7 @@ pub(crate) fn open(
         superblock: Mutex::new(running_sb),
         volume_change: Mutex::new(()),
         limits: LiveLimits::new(limits),
+        cleaning: LiveCleaning::new(g.data_blocks),
         cv: Condvar::new(),
         persist: Mutex::new(Cursor::default()),
         ordered_direct: Mutex::new(()),

@@ -232,6 +232,7 @@ fn open_engine(
         batch_epoch,
         writeback,
         seq_cutoff,
+        cleaning,
     } = plan;
     let engine = Engine::open_with(
         EngineConfig {
@@ -257,6 +258,10 @@ fn open_engine(
         ));
     }
     engine.set_seq_cutoff(seq_cutoff);
+    engine.set_cleaning(&cleaning).map_err(|e| match e {
+        EngineError::DirtyLimit(e) => anyhow!(dirty_limit_message(&e)),
+        e => anyhow!(e),
+    })?;
     if let Some(epoch_ns) = batch_epoch {
         engine.start_batch_sieve(epoch_ns).context("starting the discrete sieve")?;
     }

@@ -63,6 +63,8 @@ pub(crate) struct EnginePlan {
     pub writeback: WritebackConfig,
     /// The sequential cutoff.
     pub seq_cutoff: ember_engine::SeqCutoffSettings,
+    /// Cleaning control.
+    pub cleaning: ember_engine::CleaningConfig,
 }
 
 impl Plan {
@@ -93,6 +95,7 @@ impl Plan {
         }
         let writeback = live.writeback.config()?;
         let seq_cutoff = live.seq_cutoff.settings()?;
+        let cleaning = live.cleaning.config()?;
         let workers = config.workers.unwrap_or_else(default_workers).max(1);
         let net = server_config(&live.limits, &config.tls, workers)?;
         Ok(Plan {
@@ -104,6 +107,7 @@ impl Plan {
                 batch_epoch,
                 writeback,
                 seq_cutoff,
+                cleaning,
             },
             warmup,
             memory,

@@ -2,23 +2,10 @@
 //! ([`ember_engine::WritebackConfig`]), which resolves its thresholds against the cache; and
 //! the engine's refusal of a threshold in the words of `ember serve`'s flags.
 
-use anyhow::{anyhow, bail};
-use ember_engine::{DirtyLimit, DirtyLimitError, DirtyThreshold, WritebackConfig};
+use anyhow::bail;
+use ember_engine::{DirtyLimitError, DirtyThreshold, WritebackConfig};
 
-use crate::config::WritebackSettings;
-use crate::size::parse_size;
-
-/// `BLOCKS` or `PCT%` (of the cache's data blocks, resolved by the engine).
-fn blocks_or_percent(flag: &str, s: &str) -> anyhow::Result<DirtyLimit> {
-    if let Some(p) = s.trim().strip_suffix('%') {
-        let p: f64 = p.trim().parse().map_err(|_| anyhow!("{flag} {s:?}: not a percentage"))?;
-        if !(0.0..=100.0).contains(&p) {
-            bail!("{flag} {s}: a percentage from 0 to 100");
-        }
-        return Ok(DirtyLimit::Percent(p));
-    }
-    Ok(DirtyLimit::Blocks(parse_size(s).map_err(|e| anyhow!("{flag}: {e}"))?))
-}
+use crate::config::{blocks_or_percent, WritebackSettings};
 
 impl WritebackSettings {
     /// The engine's write-back tuning; the engine resolves the thresholds against the cache.
@@ -53,6 +40,7 @@ pub fn dirty_limit_message(e: &DirtyLimitError) -> String {
     let flag = |t: DirtyThreshold| match t {
         DirtyThreshold::Max => "--max-dirty",
         DirtyThreshold::Min => "--min-dirty",
+        DirtyThreshold::Target => "--dirty-target",
     };
     match e {
         DirtyLimitError::Percent { threshold, percent } => {
@@ -73,6 +61,7 @@ pub fn dirty_limit_message(e: &DirtyLimitError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ember_engine::DirtyLimit;
 
     #[test]
     fn writeback_limits_in_blocks_or_percent() {

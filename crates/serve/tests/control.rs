@@ -310,3 +310,40 @@ fn systemd_is_notified_through_notify_socket() {
     assert_eq!(recv(&notify), "STOPPING=1");
     running.wait().unwrap();
 }
+
+/// Cleaning control changes while serving and shows in `status`; a value the cache cannot
+/// take is refused with nothing changed.
+#[test]
+fn cleaning_control_is_set_live_and_shown_in_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let (running, _file) = start(dir.path(), false);
+    let sock = dir.path().join("ctl.sock");
+    let cleaning = |sock: &Path| ok(sock, Command::Status)["cleaning"].clone();
+    let c = cleaning(&sock);
+    assert_eq!((c["flush_rate"].clone(), c["flush_idle_ms"].clone()), (0.into(), 0.into()), "{c}");
+    let set =
+        |key: &str, value: &str| Command::Set { key: key.into(), value: value.into(), save: false };
+    ok(&sock, set("flush-rate", "64M"));
+    ok(&sock, set("flush-idle", "100"));
+    ok(&sock, set("dirty-target", "20%"));
+    ok(&sock, set("flush-min-rate", "1M"));
+    let c = cleaning(&sock);
+    assert_eq!(c["flush_rate"], 64 * MIB, "{c}");
+    assert_eq!(c["flush_idle_ms"], 100, "{c}");
+    assert_eq!(c["min_rate"], MIB, "{c}");
+    let target = c["dirty_target_blocks"].as_u64().unwrap();
+    assert!(target > 0, "{c}");
+    let got = ok(&sock, Command::Get { key: "live.cleaning.flush-rate".into() });
+    assert_eq!(got["from"], "set", "{got}");
+    // A minimum above the cap, a target above the cache: refused, nothing changed.
+    let e = err(&sock, set("flush-min-rate", "128M"));
+    assert!(e.contains("above --flush-rate"), "{e}");
+    let e = err(&sock, set("dirty-target", "1000000"));
+    assert!(e.contains("--dirty-target"), "{e}");
+    let now = cleaning(&sock);
+    for k in ["flush_rate", "flush_idle_ms", "dirty_target_blocks", "min_rate"] {
+        assert_eq!(now[k], c[k], "{k}: {now}");
+    }
+    assert_eq!(ok(&sock, Command::Stop)["stopping"], true);
+    running.wait().unwrap();
+}

@@ -7,6 +7,8 @@
 //!   dropped with it, outside the lock, and the new one starts from nothing; the resident
 //!   blocks stay. A discrete sieve (SieveStore-D, RandSieve-BlkD) owns the cache's contents
 //!   epoch by epoch through its batch mover, so one cannot be put in or taken out live.
+//! - *Cleaning* (`wb/cleaning.rs`): the cap on background cleaning and the idle policy,
+//!   resolved against the cache and read by the flusher before each background batch.
 //! - *Write-back tuning*: resolved against the cache like at open and stored in the live
 //!   limits (`core.rs`); every later decision reads it: a lower max dirty sends writes
 //!   through (or, ordered write-back, makes them wait) until the flusher caught up, a lower
@@ -19,10 +21,11 @@
 //!   ARC's target), so switching to them is refused; OPT needs the future; an array tier's
 //!   DEMOTE scheme places what clients demote and changes only at a restart.
 
+use crate::cleaning_cell::CleaningStatus;
 use crate::clock::now_ns;
 use crate::core::Inner;
 use crate::error::EngineError;
-use crate::wb::WritebackConfig;
+use crate::wb::{CleaningConfig, CleaningError, WritebackConfig};
 use ember_policy::admission::Sieve;
 use ember_policy::replacement::{build, Kind, Spec};
 use serde::Serialize;
@@ -66,6 +69,22 @@ pub(crate) fn set_writeback(
     let _st = inner.state.lock();
     inner.cv.notify_all();
     Ok(limits(inner))
+}
+
+/// Put the cleaning settings `c` in force: the flusher reads them before its next
+/// background batch (a wait for its pace is cut short to look).
+pub(crate) fn set_cleaning(
+    inner: &Inner,
+    c: &CleaningConfig,
+) -> Result<CleaningStatus, EngineError> {
+    let resolved = c.resolve(inner.geometry.data_blocks).map_err(|e| match e {
+        CleaningError::Target(e) => EngineError::DirtyLimit(e),
+        other => EngineError::Config(other.to_string()),
+    })?;
+    inner.cleaning.set(resolved);
+    let _st = inner.state.lock();
+    inner.cv.notify_all();
+    Ok(inner.cleaning.status())
 }
 
 /// Put a fresh admission sieve in force (see the module comment). `batch_sieve`: a discrete

@@ -6,6 +6,7 @@
 
 use super::seq_cutoff::{self, SeqCutoffSettings};
 use super::settings::{limits, WritebackLimits};
+use crate::cleaning_cell::CleaningStatus;
 use crate::core::Inner;
 use crate::layout::WriteMode;
 use crate::warmup::WarmupStats;
@@ -27,6 +28,8 @@ pub struct Status {
     pub limits: WritebackLimits,
     /// The sequential cutoff in force.
     pub seq_cutoff: SeqCutoffSettings,
+    /// Cleaning control in force, and what background cleaning does now.
+    pub cleaning: CleaningStatus,
     /// Cache block size in bytes.
     pub block_size: u32,
     /// Cache blocks in the data region.
@@ -156,6 +159,7 @@ pub(crate) fn status(inner: &Inner) -> Status {
         admission: l.admission.into(),
         limits: limits(inner),
         seq_cutoff: seq_cutoff::get(inner),
+        cleaning: inner.cleaning.status(),
         block_size: inner.geometry.block_size,
         capacity_blocks: inner.geometry.data_blocks,
         resident_blocks: l.resident,

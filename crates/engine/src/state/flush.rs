@@ -93,13 +93,19 @@ impl CacheState {
     /// written versions of the epoch (thesis 4.4.1's LRU order; superseded versions first),
     /// otherwise the lowest blocks (ascending order).
     /// Nothing while a request holds an older epoch (ordered write-back), or a switch's drain
-    /// holds back the epochs after its own (`live.rs`).
+    /// holds back the epochs after its own (`live.rs`). Versions of keys the flusher has in
+    /// flight are left out: while a batch is written, the next one it reads holds other keys
+    /// of the same epoch (the epoch stays the oldest until that batch is marked clean).
     pub fn flush_batch(&self, max: usize, lru: bool) -> Vec<(u64, u64, u32)> {
         let Some((&e, _)) = self.epochs.first_key_value() else { return Vec::new() };
         if self.first_hold().is_some_and(|h| h < e) {
             return Vec::new();
         }
-        let versions = self.dirty.range((e, 0)..=(e, u64::MAX)).map(|(&(e, k), &c)| (e, k, c));
+        let versions = self
+            .dirty
+            .range((e, 0)..=(e, u64::MAX))
+            .map(|(&(e, k), &c)| (e, k, c))
+            .filter(|v| !self.in_flight.contains(v.1));
         if !lru {
             return versions.take(max).collect();
         }

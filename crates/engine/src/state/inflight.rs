@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 
 /// Keys being flushed, each with the epoch of the version being flushed and its superseded
-/// flag (at most one flusher batch: few).
+/// flag (at most two flusher batches, one written and the next read: few).
 #[derive(Default)]
 pub(super) struct InFlight {
     keys: BTreeMap<u64, (u64, bool)>,
@@ -48,6 +48,11 @@ impl InFlight {
     /// Forget every mark (the flusher panicked and the engine is poisoned).
     pub fn clear(&mut self) {
         self.keys.clear();
+    }
+
+    /// Is `key` being flushed?
+    pub fn contains(&self, key: u64) -> bool {
+        self.keys.contains_key(&key)
     }
 
     /// Is any key in `keys` being flushed?

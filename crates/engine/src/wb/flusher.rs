@@ -2,27 +2,25 @@
 //! first, and marks them clean once backing has them durably; also the synchronous flushes
 //! of open (recovered dirty blocks under another policy) and of a clean stop.
 
-use crate::clock::now_ns;
+use super::flush_batch::{abandon, finish, flush_batch, prepare, write, Prepared};
+use super::pace::{batch_blocks, Load, Pacer};
+use crate::cleaning_cell::CleaningState;
 use crate::core::{Inner, Limits};
-use crate::device::{io_context, AlignedBuf};
-use crate::layout::{key_block, key_volume};
+use crate::device::io_context;
 use crate::state::CacheState;
 use parking_lot::MutexGuard;
 use std::io;
-use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
-
-/// Backing writes a flusher batch has in flight at once.
-const FLUSH_LANES: usize = 8;
+use std::time::{Duration, Instant};
 
 /// Why the flusher writes now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Demand {
     /// Someone waits for it: a FLUSH or an ordered write-back request (`flush_target`), a
     /// flush on demand (`Engine::flush_all`), a policy switch's drain, a clean stop (`drain`).
-    /// Never slowed down.
+    /// Never slowed down: no cap, no pace.
     Waited,
-    /// Background cleaning: more dirty blocks than min_dirty, nobody waiting.
+    /// Background cleaning: more dirty blocks than min_dirty, nobody waiting. Paced by the
+    /// cleaning settings (`cleaning.rs`).
     Background,
 }
 
@@ -37,38 +35,181 @@ fn demand(st: &CacheState, lim: &Limits) -> Option<Demand> {
     }
 }
 
-/// The pace of a batch. A cap on the rate of background cleaning belongs here and applies to
-/// [`Demand::Background`] only: what someone waits for is never slowed by it. There is no
-/// cap yet.
-fn pace(_demand: Demand) {}
+/// Longest wait of an idle flusher before it looks again.
+const REST: Duration = Duration::from_millis(200);
+
+/// Foreground requests served so far, all volumes (the idle policy watches it grow).
+fn requests_seen(inner: &Inner) -> u64 {
+    inner
+        .counters
+        .iter()
+        .map(|c| {
+            let s = c.snapshot();
+            s.read_requests + s.write_requests + s.flushes + s.trims + s.write_zeroes
+        })
+        .sum()
+}
+
+/// The next background batch, paced (`pace.rs`): the batch, or how long to wait before
+/// asking again. What someone waits for ([`Demand::Waited`]) never comes here.
+fn background(
+    inner: &Inner,
+    st: &CacheState,
+    lim: &Limits,
+    pacer: &mut Pacer,
+    now_ns: u64,
+) -> Result<Vec<(u64, u64, u32)>, Duration> {
+    let c = inner.cleaning.get();
+    let bs = inner.block_size();
+    // The foreground is watched only under the idle policy.
+    let watch = !c.idle.is_zero();
+    let load = Load {
+        requests: if watch { requests_seen(inner) } else { 0 },
+        busy: watch && inner.gate.active() > 0,
+        dirty: st.dirty_len() as f64 * bs as f64,
+        block_size: bs,
+    };
+    let (state, rate) = pacer.rate(now_ns, &load, &c);
+    inner.cleaning.report(state, rate);
+    let batch = st.flush_batch(batch_blocks(rate, bs, lim.batch), lim.lru);
+    if batch.is_empty() {
+        return Err(REST);
+    }
+    match pacer.admit(now_ns, batch.len() as u64 * bs, rate) {
+        d if d.is_zero() => Ok(batch),
+        d => Err(Pacer::tick(d, &c)),
+    }
+}
+
+/// What the flusher does next.
+enum Next {
+    /// Write back this batch.
+    Batch(Vec<(u64, u64, u32)>),
+    /// Nothing now (asked not to wait).
+    Nothing,
+    /// The engine stops.
+    Stop,
+}
+
+/// The flusher's next batch: what someone waits for first, then paced background cleaning.
+/// With `wait`, waits (on the condition variable) until there is one or the engine stops;
+/// without, looks once. A batch holds no version the flusher has in flight: the one it
+/// reads while the previous is written is of the same epoch (`CacheState::flush_batch`).
+fn next(inner: &Inner, pacer: &mut Pacer, origin: Instant, wait: bool) -> Next {
+    let mut st = inner.state.lock();
+    loop {
+        if st.stop {
+            return Next::Stop;
+        }
+        let lim = inner.limits.get();
+        let pause = match demand(&st, &lim) {
+            Some(Demand::Waited) => {
+                let b = st.flush_batch(lim.batch, lim.lru);
+                if !b.is_empty() {
+                    return Next::Batch(b);
+                }
+                REST
+            }
+            Some(Demand::Background) => {
+                let now = origin.elapsed().as_nanos() as u64;
+                match background(inner, &st, &lim, pacer, now) {
+                    Ok(b) => return Next::Batch(b),
+                    Err(pause) => pause,
+                }
+            }
+            None => {
+                inner.cleaning.report(CleaningState::Resting, None);
+                REST
+            }
+        };
+        if !wait {
+            return Next::Nothing;
+        }
+        inner.cv.wait_for(&mut st, pause);
+    }
+}
+
+/// One step of the pipeline: write `pending` (read earlier) and mark it clean on a thread of
+/// its own while this one reads `batch`. Returns the outcome of the batch written, if one
+/// was, and the batch read, to be written at the next step. The written batch is finished
+/// (marked clean, its in-flight marks taken back) on the writer's thread, whatever the read
+/// waits for: a request holding the read batch's stripe locks may be waiting for those
+/// marks. A failed write drops the batch read ([`abandon`]): its versions stay dirty and are
+/// read again after the back-off, so no batch reaches backing after an older one failed. A
+/// panic on the writer's thread goes on on this one (the flusher then poisons the engine).
+fn step(
+    inner: &Inner,
+    pending: Option<Prepared>,
+    batch: Option<Vec<(u64, u64, u32)>>,
+) -> (Option<io::Result<usize>>, Option<Prepared>) {
+    match (pending, batch) {
+        (None, None) => (None, None),
+        (None, Some(b)) => match prepare(inner, &b) {
+            Ok(q) => (None, Some(q)),
+            Err(e) => (Some(Err(e)), None),
+        },
+        (Some(p), None) => {
+            let r = write(inner, &p);
+            (Some(finish(inner, p, r)), None)
+        }
+        (Some(p), Some(b)) => {
+            let (outcome, q) = std::thread::scope(|s| {
+                let writer = s.spawn(move || {
+                    let r = write(inner, &p);
+                    finish(inner, p, r)
+                });
+                let q = prepare(inner, &b);
+                match writer.join() {
+                    Ok(outcome) => (outcome, q),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            });
+            match q {
+                Ok(q) if outcome.is_ok() => (Some(outcome), Some(q)),
+                Ok(q) => {
+                    abandon(inner, q);
+                    (Some(outcome), None)
+                }
+                Err(e) => (Some(outcome.and(Err(e))), None),
+            }
+        }
+    }
+}
 
 /// The flusher thread: writes dirty blocks to backing, oldest epoch first, ascending block
 /// order within it, while there are more than min_dirty or a FLUSH, a flush on demand, a
-/// policy switch or a clean stop waits. The limits are read afresh for every batch (they
-/// change while serving).
+/// policy switch or a clean stop waits. The limits and the cleaning settings are read afresh
+/// for every batch (they change while serving). Background batches are paced (`pace.rs`);
+/// a wait for the pace ends at once when someone waits for the flusher (the condition
+/// variable wakes it and the demand is [`Demand::Waited`]).
+///
+/// Batches are pipelined two deep (`flush_batch.rs`): while one is written to backing and
+/// synced, the next is read from the cache device, so the cache device's reads and
+/// backing's writes overlap; batches are still written one after the other, each after the
+/// previous one's sync, and each is marked clean only once its sync returned.
 pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
+    let mut pacer = Pacer::default();
+    let origin = Instant::now();
+    let mut pending: Option<Prepared> = None;
     loop {
-        let (batch, why) = {
-            let mut st = inner.state.lock();
-            loop {
-                if st.stop {
-                    return;
+        let batch = match next(&inner, &mut pacer, origin, pending.is_none()) {
+            Next::Batch(b) => Some(b),
+            Next::Nothing => None,
+            Next::Stop => {
+                if let Some(p) = pending.take() {
+                    abandon(&inner, p);
                 }
-                let lim = inner.limits.get();
-                if let Some(why) = demand(&st, &lim) {
-                    let b = st.flush_batch(lim.batch, lim.lru);
-                    if !b.is_empty() {
-                        break (b, why);
-                    }
-                }
-                inner.cv.wait_for(&mut st, Duration::from_millis(200));
+                return;
             }
         };
-        pace(why);
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush_batch(&inner, &batch)));
-        let outcome = match outcome {
-            Ok(r) => r,
+        let held = pending.take();
+        let stepped =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| step(&inner, held, batch)));
+        let outcome = match stepped {
+            Ok((outcome, next_pending)) => {
+                pending = next_pending;
+                outcome
+            }
             Err(_) => {
                 // A device (or the engine) panicked during a batch: the table is poisoned,
                 // nothing is served any more; every waiter must learn it (the poison is
@@ -84,14 +225,14 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
         };
         match outcome {
             // Every version of the batch sits in a TRIM's fence: wait for it to end.
-            Ok(0) => {
+            Some(Ok(0)) => {
                 let mut st = inner.state.lock();
                 if !st.stop {
                     inner.cv.wait_for(&mut st, Duration::from_millis(10));
                 }
             }
-            Ok(_) => {}
-            Err(e) => {
+            Some(Ok(_)) | None => {}
+            Some(Err(e)) => {
                 let mut st = inner.state.lock();
                 st.flush_error_gen += 1;
                 st.last_flush_error = e.to_string();
@@ -105,73 +246,8 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
     }
 }
 
-/// Flush one batch (one epoch's versions, ascending by key). Under the blocks' stripe
-/// locks: pin the versions still dirty and not fenced, mark them in flight, read them from
-/// the cache device into the batch's buffer and unpin them. Then, holding no stripe lock and
-/// no pin (a foreground request on these blocks waits neither for backing nor for a cache
-/// block the flusher holds): write the buffer to backing, sync backing, and move each version
-/// out of the dirty map unless a newer version of its block in its epoch replaced it meanwhile
-/// (that one stays dirty and is flushed again, after this batch's copy landed: one batch at a
-/// time). A request that writes one of these blocks to backing directly waits for its
-/// in-flight mark ([`wait_not_flushing`]), so this batch's copy never lands after it. Returns
-/// how many versions were written.
-pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Result<usize> {
-    let mut live = Vec::with_capacity(batch.len());
-    let bs = inner.block_size() as usize;
-    let mut buf = AlignedBuf::new(batch.len().max(1) * bs);
-    let read = {
-        let _held = inner
-            .stripes
-            .lock_keys(batch.iter().map(|&(_, k, _)| (key_volume(k), key_block(k))))?;
-        {
-            let mut st = inner.state.lock();
-            for &(e, k, c) in batch {
-                if st.is_dirty_version(e, k, c) && !st.fenced_for_flush(k, e) {
-                    st.pin(c);
-                    st.mark_flushing(k, e);
-                    live.push((e, k, c));
-                }
-            }
-        }
-        let read = read_live(inner, &live, &mut buf.as_mut_slice()[..live.len() * bs]);
-        // The data is in the buffer: the pins go while the stripe locks still keep every
-        // version as it was (each stays referenced by the dirty map, so none is freed here).
-        let mut st = inner.state.lock();
-        for &(_, _, c) in &live {
-            st.unpin(c);
-        }
-        read
-    };
-    let result = read.and_then(|()| write_live(inner, &live, &buf.as_slice()[..live.len() * bs]));
-    let mut st = inner.state.lock();
-    let now = now_ns();
-    for &(e, k, c) in &live {
-        let superseded = st.unmark_flushing(k);
-        if result.is_ok() && !superseded {
-            st.flushed(e, k, c, now);
-        }
-    }
-    inner.count_evictions(&mut st);
-    for &(_, k, _) in &live {
-        if let Some(ctr) = inner.counters.get(key_volume(k) as usize) {
-            if result.is_ok() {
-                ctr.flushed_blocks.fetch_add(1, Relaxed);
-            }
-        }
-    }
-    if result.is_err() {
-        if let Some(&(_, k, _)) = live.first() {
-            if let Some(ctr) = inner.counters.get(key_volume(k) as usize) {
-                ctr.flush_errors.fetch_add(1, Relaxed);
-            }
-        }
-    }
-    inner.cv.notify_all();
-    result.map(|()| live.len())
-}
-
 /// Wait, on the state lock `st` (released while waiting), until the flusher writes none of
-/// `keys` to backing (see [`flush_batch`]). The caller holds the stripe locks of the keys (or
+/// `keys` to backing (see `flush_batch.rs`). The caller holds the stripe locks of the keys (or
 /// a fence over them), so no new mark appears among them once this returns. Fails once the
 /// engine is poisoned (a flusher panic).
 pub(crate) fn wait_not_flushing(
@@ -185,93 +261,6 @@ pub(crate) fn wait_not_flushing(
         }
         // The flusher wakes `cv` when its batch ends.
         inner.cv.wait_for(st, Duration::from_millis(10));
-    }
-    Ok(())
-}
-
-/// Read the batch's pinned versions from the cache device into `data` (runs of consecutive
-/// cache blocks, one read each).
-fn read_live(inner: &Inner, live: &[(u64, u64, u32)], data: &mut [u8]) -> io::Result<()> {
-    let bs = inner.block_size() as usize;
-    let mut i = 0;
-    while i < live.len() {
-        let mut j = i + 1;
-        while j < live.len() && live[j].2 == live[j - 1].2.wrapping_add(1) {
-            j += 1;
-        }
-        let off = inner.geometry.block_offset(live[i].2);
-        inner.cache.read_at(off, &mut data[i * bs..j * bs]).map_err(|e| {
-            io_context(inner.cache.as_ref(), "flusher read", off, ((j - i) * bs) as u64, e)
-        })?;
-        i = j;
-    }
-    Ok(())
-}
-
-/// Write the batch's data to backing (runs of consecutive blocks of one volume, one write
-/// each, several in flight) and sync every backing volume it touched.
-fn write_live(inner: &Inner, live: &[(u64, u64, u32)], data: &[u8]) -> io::Result<()> {
-    if live.is_empty() {
-        return Ok(());
-    }
-    let bs = inner.block_size() as usize;
-    // Runs of consecutive blocks of one volume, each one backing write.
-    let mut runs = Vec::new();
-    let mut i = 0;
-    while i < live.len() {
-        let (vid, b0) = (key_volume(live[i].1), key_block(live[i].1));
-        let mut j = i + 1;
-        while j < live.len()
-            && key_volume(live[j].1) == vid
-            && key_block(live[j].1) == b0 + (j - i) as u64
-        {
-            j += 1;
-        }
-        runs.push((vid, b0, i, j));
-        i = j;
-    }
-    // Issued concurrently (the thesis' flusher batches with asynchronous I/O): an upstream
-    // NBD server or a disk queue sees them together.
-    let write_run = |&(vid, b0, i, j): &(u32, u64, usize, usize)| -> io::Result<()> {
-        let vol = inner.volume_by_id(vid).ok_or_else(|| {
-            io::Error::other(format!("dirty block of volume #{vid}, which is not served"))
-        })?;
-        let off = b0 * bs as u64;
-        vol.backing.write_at(off, &data[i * bs..j * bs]).map_err(|e| {
-            io_context(vol.backing.as_ref(), "flusher write", off, ((j - i) * bs) as u64, e)
-        })?;
-        if let Some(ctr) = inner.counters.get(vid as usize) {
-            ctr.backing_write_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
-            ctr.cache_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
-        }
-        Ok(())
-    };
-    let lanes = runs.len().min(FLUSH_LANES);
-    if lanes <= 1 {
-        runs.iter().try_for_each(write_run)?;
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..lanes)
-                .map(|lane| {
-                    let runs = &runs;
-                    let write_run = &write_run;
-                    s.spawn(move || runs.iter().skip(lane).step_by(lanes).try_for_each(write_run))
-                })
-                .collect();
-            handles.into_iter().try_for_each(|h| {
-                h.join().unwrap_or_else(|_| Err(io::Error::other("flusher lane panicked")))
-            })
-        })?;
-    }
-    let mut touched: Vec<u32> = runs.iter().map(|r| r.0).collect();
-    touched.sort_unstable();
-    touched.dedup();
-    for vid in touched {
-        if let Some(vol) = inner.volume_by_id(vid) {
-            vol.backing
-                .sync()
-                .map_err(|e| io_context(vol.backing.as_ref(), "flusher sync", 0, 0, e))?;
-        }
     }
     Ok(())
 }

@@ -21,14 +21,24 @@
 //!   later commit no longer names them (the persist bitmap).
 //!
 //! The flusher and the barriers are flows above the engine's core (they take `Arc<Inner>`);
-//! [`config`] is the tuning, and imports only the core's `Limits` it resolves to.
+//! [`config`] is the tuning, and imports only the core's `Limits` it resolves to. Cleaning
+//! control ([`cleaning`]: a cap on background cleaning and the idle policy) paces the
+//! flusher's background batches ([`pace`]) with bcache's PI controller ([`rate`]); it never
+//! slows what someone waits for, and it never changes when a block is marked clean.
 
 pub(crate) mod barrier;
+pub mod cleaning;
 pub mod config;
+pub(crate) mod flush_batch;
 pub(crate) mod flusher;
+pub(crate) mod pace;
+pub(crate) mod rate;
 
+pub use cleaning::{CleaningConfig, CleaningError};
 pub use config::WritebackConfig;
 
+#[cfg(test)]
+mod cleaning_tests;
 #[cfg(test)]
 mod race_tests;
 #[cfg(test)]

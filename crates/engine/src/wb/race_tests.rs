@@ -273,3 +273,58 @@ fn a_version_replaced_in_its_own_cache_block_while_in_flight_stays_dirty() {
     v.read(0, &mut got).unwrap();
     assert_bytes(&got, &want, "the volume");
 }
+
+/// Backing that records its writes and syncs in order, each write taking a few
+/// milliseconds (so the flusher reads its next batch while one is written).
+struct Recorder {
+    inner: Arc<dyn Device>,
+    log: Mutex<Vec<Option<u64>>>,
+}
+
+impl Device for Recorder {
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        std::thread::sleep(Duration::from_millis(5));
+        self.log.lock().push(Some(offset / BS));
+        self.inner.write_at(offset, data)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.log.lock().push(None);
+        self.inner.sync()
+    }
+    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.inner.trim(offset, len)
+    }
+    fn describe(&self) -> String {
+        "recorder".into()
+    }
+}
+
+/// The flusher reads its next batch while one is written, but writes batches one after the
+/// other: each batch's backing write (one run of consecutive blocks) comes after the previous
+/// batch's sync, and each block is written once, in ascending order.
+#[test]
+fn batches_reach_backing_one_after_the_other_each_after_the_previous_sync() {
+    let (cache, mem) = devices();
+    let rec = Arc::new(Recorder { inner: mem.clone(), log: Mutex::new(Vec::new()) });
+    let wb = WritebackConfig { batch_blocks: 4, ..eager(200) };
+    let e = open(cache, rec.clone(), WriteMode::WriteBackFlush, wb).unwrap();
+    let v = e.volume("v").unwrap();
+    let data: Vec<u8> = (1..=32u8).flat_map(block).collect();
+    v.write(0, &data, false).unwrap();
+    v.flush().unwrap();
+    assert_eq!(e.dirty_stats().dirty_blocks, 0);
+    let log = rec.log.lock().clone();
+    let writes: Vec<u64> = log.iter().flatten().copied().collect();
+    assert!(writes.windows(2).all(|w| w[0] < w[1]), "ascending, each once: {log:?}");
+    for w in log.windows(2) {
+        assert!(w[0].is_none() || w[1].is_none(), "two batches' writes without a sync: {log:?}");
+    }
+    let want: Vec<(u64, u8)> = (0..32).map(|b| (b, b as u8 + 1)).collect();
+    assert_bytes(&mem.snapshot(), &volume_with(&want), "backing after the FLUSH");
+}

@@ -100,6 +100,10 @@ pub const KEYS: &[Key] = &[
     key("seq-cutoff-read", &["live", "seq-cutoff", "read"], true),
     key("seq-cutoff-write", &["live", "seq-cutoff", "write"], true),
     key("seq-cutoff-streams", &["live", "seq-cutoff", "streams"], true),
+    key("flush-rate", &["live", "cleaning", "flush-rate"], true),
+    key("flush-idle", &["live", "cleaning", "flush-idle"], true),
+    key("dirty-target", &["live", "cleaning", "dirty-target"], true),
+    key("flush-min-rate", &["live", "cleaning", "min-rate"], true),
     key("demote", &["tiers", "demote"], false),
     key("demote-queue", &["tiers", "demote-queue"], false),
     key("array-scheme", &["tiers", "array-scheme"], false),
@@ -131,6 +135,7 @@ mod tests {
         c.warmup.log = Some("w.log".into());
         c.live.writeback.max_dirty = Some("50%".into());
         c.live.writeback.min_dirty = Some("10".into());
+        c.live.cleaning.dirty_target = Some("5%".into());
         c.tiers.array_scheme = Some("demote-lru".into());
         let table = toml::Table::try_from(&c).unwrap();
         for k in KEYS {

@@ -1,11 +1,12 @@
 //! The settings a running server could apply again without a restart: write policy,
 //! replacement and admission (with the sieves' parameters), dirty thresholds and flush order,
-//! the sequential cutoff,
+//! the sequential cutoff, cleaning control,
 //! and the NBD server's limits. Each has `ember serve`'s default.
 
 use ember_policy::admission::SieveParams;
 use serde::{Deserialize, Serialize};
 
+use super::cleaning::CleaningFileSettings;
 use super::seq_cutoff::SeqCutoffFileSettings;
 use super::units;
 
@@ -34,6 +35,8 @@ pub struct LiveSettings {
     pub writeback: WritebackSettings,
     /// The sequential cutoff.
     pub seq_cutoff: SeqCutoffFileSettings,
+    /// Cleaning control: the cap on background cleaning and the idle policy.
+    pub cleaning: CleaningFileSettings,
     /// The NBD server's limits.
     pub limits: LimitSettings,
 }
@@ -48,6 +51,7 @@ impl Default for LiveSettings {
             sieve: SieveSettings::default(),
             writeback: WritebackSettings::default(),
             seq_cutoff: SeqCutoffFileSettings::default(),
+            cleaning: CleaningFileSettings::default(),
             limits: LimitSettings::default(),
         }
     }

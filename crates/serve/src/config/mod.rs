@@ -8,6 +8,8 @@
 //! Every group has the defaults `ember serve` has; only the cache device and the volumes must
 //! be given ([`ServeConfig::new`]).
 
+mod cleaning;
+mod dirty_limit;
 mod file;
 mod keys;
 mod live;
@@ -22,6 +24,8 @@ use std::path::PathBuf;
 use ember_nbd::server::TlsMode;
 use serde::{Deserialize, Serialize};
 
+pub use cleaning::CleaningFileSettings;
+pub(crate) use dirty_limit::blocks_or_percent;
 pub(crate) use file::{command_line, get as get_value, line_of_key, set as set_value};
 pub use file::{parse_with, ConfigError};
 pub use keys::{Key, KEYS};

@@ -55,6 +55,7 @@ enum Group {
     Admission,
     WritePolicy,
     SeqCutoff,
+    Cleaning,
 }
 
 #[path = "volume_commands.rs"]
@@ -70,6 +71,7 @@ fn group(key: &Key) -> Option<Group> {
         }
         ["live", "write-policy"] => Some(Group::WritePolicy),
         ["live", "seq-cutoff", ..] => Some(Group::SeqCutoff),
+        ["live", "cleaning", ..] => Some(Group::Cleaning),
         _ => None,
     }
 }
@@ -331,6 +333,7 @@ impl Control {
                 engine_live::set_seq_cutoff(&self.engine, e.seq_cutoff);
                 Ok(())
             }
+            Group::Cleaning => engine_live::set_cleaning(&self.engine, &e.cleaning),
         }
     }
 

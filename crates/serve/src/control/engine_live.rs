@@ -1,6 +1,6 @@
 //! What the control commands ask of the engine while it serves, in one place: flush every
 //! dirty block now, switch the write policy, replace the admission sieve, retune write-back,
-//! change the replacement policy, set the sequential cutoff. Each function is the whole contract the control plane
+//! change the replacement policy, set the sequential cutoff, set cleaning control. Each function is the whole contract the control plane
 //! relies on, written as rules; the engine's live-change API carries them out.
 //!
 //! A change the engine cannot make live (a discrete sieve, a replacement policy that cannot
@@ -67,6 +67,23 @@ pub(crate) fn set_writeback(engine: &Engine, writeback: WritebackConfig) -> anyh
 /// stream past its threshold is not allocated; nothing cached or dirty changes.
 pub(crate) fn set_seq_cutoff(engine: &Engine, settings: ember_engine::SeqCutoffSettings) {
     engine.set_seq_cutoff(settings);
+}
+
+/// Put cleaning control in force: the cap on background cleaning and the idle policy,
+/// from the flusher's next background batch. A dirty target that does not fit the cache
+/// MUST be refused with nothing changed; what someone waits for (a FLUSH, `ctl flush`, a
+/// switch's drain) MUST NOT be slowed by it.
+pub(crate) fn set_cleaning(
+    engine: &Engine,
+    cleaning: &ember_engine::CleaningConfig,
+) -> anyhow::Result<()> {
+    engine.set_cleaning(cleaning).map_err(|e| match e {
+        ember_engine::EngineError::DirtyLimit(e) => {
+            anyhow::anyhow!(crate::writeback::dirty_limit_message(&e))
+        }
+        e => anyhow::Error::from(e),
+    })?;
+    Ok(())
 }
 
 /// Change the replacement policy to `kind`, keeping the cache's contents; a policy that

@@ -33,6 +33,10 @@ pub struct Status {
     /// The sequential cutoff in force: policy, thresholds in bytes, streams per volume.
     #[serde(default)]
     pub seq_cutoff: Option<serde_json::Value>,
+    /// Cleaning control in force (flush rate cap, idle policy) and what background cleaning
+    /// does now.
+    #[serde(default)]
+    pub cleaning: Option<ember_engine::CleaningStatus>,
     /// Bonfire's warmup: `off`, `monitoring`, `preloading` or `done`, with its counters.
     pub warmup: WarmupStatus,
     /// Connections open now and their limit.
@@ -198,6 +202,7 @@ impl Status {
             policy: config.live.policy.clone(),
             admission: config.live.admission.clone(),
             seq_cutoff: serde_json::to_value(src.engine.seq_cutoff()).ok(),
+            cleaning: Some(src.engine.cleaning()),
             warmup: WarmupStatus::new(&src.engine.warmup_stats()),
             connections: src.nbd.connections(),
             max_connections: config.live.limits.max_connections,

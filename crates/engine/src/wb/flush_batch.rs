@@ -1,0 +1,214 @@
+//! One flusher batch (thesis 4.1, 4.4), in three phases the flusher can overlap between
+//! consecutive batches (`flusher.rs`):
+//!
+//! 1. [`prepare`]: under the blocks' stripe locks, pin the versions still dirty and not
+//!    fenced, mark them in flight, read them from the cache device into the batch's buffer
+//!    (runs of consecutive cache blocks, one read each) and unpin them;
+//! 2. [`write`]: holding no stripe lock and no pin (a foreground request on these blocks
+//!    waits neither for backing nor for a cache block the flusher holds), write the buffer to
+//!    backing (runs of consecutive blocks of a volume, one write each, several in flight) and
+//!    sync every backing volume it touched;
+//! 3. [`finish`]: move each version out of the dirty map, once backing holds it durably,
+//!    unless a newer version of its block in its epoch replaced it meanwhile (that one stays
+//!    dirty and is flushed again, after this batch's copy landed); or, if the batch failed,
+//!    leave every version dirty. Either way the in-flight marks go.
+//!
+//! A request that writes one of these blocks to backing directly waits for its in-flight mark
+//! (`flusher::wait_not_flushing`), so a batch's copy never lands after it. The flusher reads
+//! the next batch while this one is written, but writes batches one after the other, each
+//! after the previous one's sync: backing receives them in order, and a batch is never
+//! written after an older one failed ([`abandon`] drops a batch read but not written).
+
+use crate::clock::now_ns;
+use crate::core::Inner;
+use crate::device::{io_context, AlignedBuf};
+use crate::layout::{key_block, key_volume};
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Backing writes a flusher batch has in flight at once.
+const FLUSH_LANES: usize = 8;
+
+/// A batch read from the cache device (or whose read failed), its versions marked in flight,
+/// not yet on backing.
+pub(crate) struct Prepared {
+    /// (epoch, key, cache block) of each version marked, ascending by key.
+    live: Vec<(u64, u64, u32)>,
+    /// Their data, one block each, in the order of `live`.
+    buf: AlignedBuf,
+    /// The read failed: nothing is written, and [`finish`] fails the batch.
+    read_error: Option<io::Error>,
+}
+
+/// Phase 1 (see the module comment). Fails, marking nothing, only when the stripe locks
+/// cannot be taken (a poisoned engine).
+pub(crate) fn prepare(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Result<Prepared> {
+    let mut live = Vec::with_capacity(batch.len());
+    let bs = inner.block_size() as usize;
+    let mut buf = AlignedBuf::new(batch.len().max(1) * bs);
+    let _held =
+        inner.stripes.lock_keys(batch.iter().map(|&(_, k, _)| (key_volume(k), key_block(k))))?;
+    {
+        let mut st = inner.state.lock();
+        for &(e, k, c) in batch {
+            if st.is_dirty_version(e, k, c) && !st.fenced_for_flush(k, e) {
+                st.pin(c);
+                st.mark_flushing(k, e);
+                live.push((e, k, c));
+            }
+        }
+    }
+    let read = read_live(inner, &live, &mut buf.as_mut_slice()[..live.len() * bs]);
+    // The data is in the buffer: the pins go while the stripe locks still keep every
+    // version as it was (each stays referenced by the dirty map, so none is freed here).
+    let mut st = inner.state.lock();
+    for &(_, _, c) in &live {
+        st.unpin(c);
+    }
+    Ok(Prepared { live, buf, read_error: read.err() })
+}
+
+/// Phase 2 (see the module comment); may run on another thread than the other phases.
+pub(crate) fn write(inner: &Inner, p: &Prepared) -> io::Result<()> {
+    if let Some(e) = &p.read_error {
+        return Err(io::Error::new(e.kind(), e.to_string()));
+    }
+    let bs = inner.block_size() as usize;
+    write_live(inner, &p.live, &p.buf.as_slice()[..p.live.len() * bs])
+}
+
+/// Phase 3 (see the module comment), with the outcome of [`write`]. Returns how many
+/// versions were written.
+pub(crate) fn finish(inner: &Inner, p: Prepared, result: io::Result<()>) -> io::Result<usize> {
+    let live = p.live;
+    let mut st = inner.state.lock();
+    let now = now_ns();
+    for &(e, k, c) in &live {
+        let superseded = st.unmark_flushing(k);
+        if result.is_ok() && !superseded {
+            st.flushed(e, k, c, now);
+        }
+    }
+    inner.count_evictions(&mut st);
+    for &(_, k, _) in &live {
+        if let Some(ctr) = inner.counters.get(key_volume(k) as usize) {
+            if result.is_ok() {
+                ctr.flushed_blocks.fetch_add(1, Relaxed);
+            }
+        }
+    }
+    if result.is_err() {
+        if let Some(&(_, k, _)) = live.first() {
+            if let Some(ctr) = inner.counters.get(key_volume(k) as usize) {
+                ctr.flush_errors.fetch_add(1, Relaxed);
+            }
+        }
+    }
+    inner.cv.notify_all();
+    result.map(|()| live.len())
+}
+
+/// Drop a batch read but not written (an older batch failed, or the flusher stops): its
+/// versions stay dirty, its marks go.
+pub(crate) fn abandon(inner: &Inner, p: Prepared) {
+    let mut st = inner.state.lock();
+    for &(_, k, _) in &p.live {
+        st.unmark_flushing(k);
+    }
+    inner.cv.notify_all();
+}
+
+/// Flush one batch, its phases one after the other (see the module comment). Returns how
+/// many versions were written.
+pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Result<usize> {
+    let p = prepare(inner, batch)?;
+    let result = write(inner, &p);
+    finish(inner, p, result)
+}
+
+/// Read the batch's pinned versions from the cache device into `data` (runs of consecutive
+/// cache blocks, one read each).
+fn read_live(inner: &Inner, live: &[(u64, u64, u32)], data: &mut [u8]) -> io::Result<()> {
+    let bs = inner.block_size() as usize;
+    let mut i = 0;
+    while i < live.len() {
+        let mut j = i + 1;
+        while j < live.len() && live[j].2 == live[j - 1].2.wrapping_add(1) {
+            j += 1;
+        }
+        let off = inner.geometry.block_offset(live[i].2);
+        inner.cache.read_at(off, &mut data[i * bs..j * bs]).map_err(|e| {
+            io_context(inner.cache.as_ref(), "flusher read", off, ((j - i) * bs) as u64, e)
+        })?;
+        i = j;
+    }
+    Ok(())
+}
+
+/// Write the batch's data to backing (runs of consecutive blocks of one volume, one write
+/// each, several in flight) and sync every backing volume it touched.
+pub(crate) fn write_live(inner: &Inner, live: &[(u64, u64, u32)], data: &[u8]) -> io::Result<()> {
+    if live.is_empty() {
+        return Ok(());
+    }
+    let bs = inner.block_size() as usize;
+    // Runs of consecutive blocks of one volume, each one backing write.
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < live.len() {
+        let (vid, b0) = (key_volume(live[i].1), key_block(live[i].1));
+        let mut j = i + 1;
+        while j < live.len()
+            && key_volume(live[j].1) == vid
+            && key_block(live[j].1) == b0 + (j - i) as u64
+        {
+            j += 1;
+        }
+        runs.push((vid, b0, i, j));
+        i = j;
+    }
+    // Issued concurrently (the thesis' flusher batches with asynchronous I/O): an upstream
+    // NBD server or a disk queue sees them together.
+    let write_run = |&(vid, b0, i, j): &(u32, u64, usize, usize)| -> io::Result<()> {
+        let vol = inner.volume_by_id(vid).ok_or_else(|| {
+            io::Error::other(format!("dirty block of volume #{vid}, which is not served"))
+        })?;
+        let off = b0 * bs as u64;
+        vol.backing.write_at(off, &data[i * bs..j * bs]).map_err(|e| {
+            io_context(vol.backing.as_ref(), "flusher write", off, ((j - i) * bs) as u64, e)
+        })?;
+        if let Some(ctr) = inner.counters.get(vid as usize) {
+            ctr.backing_write_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+            ctr.cache_read_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);
+        }
+        Ok(())
+    };
+    let lanes = runs.len().min(FLUSH_LANES);
+    if lanes <= 1 {
+        runs.iter().try_for_each(write_run)?;
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..lanes)
+                .map(|lane| {
+                    let runs = &runs;
+                    let write_run = &write_run;
+                    s.spawn(move || runs.iter().skip(lane).step_by(lanes).try_for_each(write_run))
+                })
+                .collect();
+            handles.into_iter().try_for_each(|h| {
+                h.join().unwrap_or_else(|_| Err(io::Error::other("flusher lane panicked")))
+            })
+        })?;
+    }
+    let mut touched: Vec<u32> = runs.iter().map(|r| r.0).collect();
+    touched.sort_unstable();
+    touched.dedup();
+    for vid in touched {
+        if let Some(vol) = inner.volume_by_id(vid) {
+            vol.backing
+                .sync()
+                .map_err(|e| io_context(vol.backing.as_ref(), "flusher sync", 0, 0, e))?;
+        }
+    }
+    Ok(())
+}
