@@ -8,6 +8,7 @@
 
 use crate::device::Device;
 use crate::gate::Gate;
+use crate::health::Health;
 use crate::layout::{key_volume, Geometry, Superblock};
 use crate::state::CacheState;
 use crate::stats::Counters;
@@ -34,6 +35,9 @@ use std::sync::Arc;
 /// commits before its checkpoint; the old policy's requests never take it).
 pub(crate) struct Inner {
     pub cache: Arc<dyn Device>,
+    /// The cache device's health: its errors, degraded mode, the lost list
+    /// (`health/`, `io/degraded.rs`).
+    pub health: Arc<Health>,
     pub geometry: Geometry,
     /// The write policy in force, read by every write, FLUSH and discard.
     pub policy: PolicyCell,

@@ -18,10 +18,12 @@ pub mod config;
 mod core;
 pub mod device;
 mod engine;
+mod engine_health;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzz_entry;
 mod gate;
+pub mod health;
 mod io;
 pub mod layout;
 pub mod live;
@@ -43,6 +45,9 @@ pub use config::{
 pub use device::Device;
 pub use engine::Engine;
 pub use error::EngineError;
+pub use health::{
+    DegradeCause, DegradedRecord, DegradedSink, HealthConfig, HealthStatus,
+};
 pub use io::{HitRead, HitStart, Volume, CHUNK_BLOCKS};
 pub use layout::WriteMode;
 pub use live::{

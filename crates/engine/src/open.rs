@@ -7,9 +7,11 @@ use crate::backing::{check_clean, check_replaced, Stale};
 use crate::clock::now_ns;
 use crate::config::EngineConfig;
 use crate::core::{Cursor, Inner, LiveLimits};
-use crate::device::io_context;
+use crate::device::watched::Watched;
+use crate::device::{io_context, Device};
 use crate::error::EngineError;
 use crate::gate::Gate;
+use crate::health::Health;
 use crate::layout::checkpoint::ENTRY_DIRTY;
 use crate::layout::entry_check::{duplicate_key, EntryCheck, DUPLICATE};
 use crate::layout::superblock::{FLAG_CLEAN, NO_CHECKPOINT};
@@ -264,8 +266,12 @@ pub(crate) fn open(
         // Unknown until a clean shutdown records it: this run writes the backing.
         rec.backing_state = 0;
     }
+    // From here on every cache-device I/O is watched: its failures decide degraded mode.
+    let health = Arc::new(Health::default());
+    let cache: Arc<dyn Device> = Arc::new(Watched::new(cache, health.clone()));
     let inner = Arc::new(Inner {
         cache,
+        health,
         geometry: g,
         policy: PolicyCell::new(write_mode),
         switch: Mutex::new(()),

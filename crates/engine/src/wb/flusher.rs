@@ -55,7 +55,8 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
                     return;
                 }
                 let lim = inner.limits.get();
-                if let Some(why) = demand(&st, &lim) {
+                // A degraded cache's dirty blocks are lost with its device: nothing to flush.
+                if let Some(why) = demand(&st, &lim).filter(|_| inner.health.is_healthy()) {
                     let b = st.flush_batch(lim.batch, lim.lru);
                     if !b.is_empty() {
                         break (b, why);
