@@ -1,6 +1,6 @@
 //! `ember ctl`: talk to a running `ember serve` through its control socket
 //! (docs/reference/control.md): `status`, `flush [VOLUME]`, `get KEY`, `set KEY VALUE [--save]`,
-//! `reload`, `stop`. Prints a table, or the server's JSON reply with `--json`; an error
+//! `reload`, `stop`, `clear-lost VOLUME`. Prints a table, or the server's JSON reply with `--json`; an error
 //! reply is an error (exit status 1).
 
 use std::io::Write;
@@ -64,6 +64,14 @@ pub enum CtlCommand {
     Reload,
     /// Stop the server as SIGTERM does (drain the clients, clean shutdown).
     Stop,
+    /// Accept backing's version of every block of VOLUME that was lost with a failed cache
+    /// device (its only current copy was dirty there): backing's bytes, older than what
+    /// clients last wrote, become current; reads of them succeed again, and a volume refused
+    /// at start is served again (docs/reference/degraded.md).
+    ClearLost {
+        /// The volume.
+        volume: String,
+    },
 }
 
 impl CtlCommand {
@@ -77,6 +85,7 @@ impl CtlCommand {
             }
             CtlCommand::Reload => Command::Reload,
             CtlCommand::Stop => Command::Stop,
+            CtlCommand::ClearLost { volume } => Command::ClearLost { volume: volume.clone() },
         }
     }
 }
@@ -156,6 +165,12 @@ pub fn render(command: &CtlCommand, result: &Value) -> anyhow::Result<String> {
         }
         CtlCommand::Reload => reload_lines(result),
         CtlCommand::Stop => "stopping\n".into(),
+        CtlCommand::ClearLost { .. } => format!(
+            "volume {}: {} lost blocks cleared; backing's version of them is current{}\n",
+            s(&result["volume"]),
+            s(&result["cleared_blocks"]),
+            if result["was_refused"] == Value::Bool(true) { ", and it is served again" } else { "" }
+        ),
     })
 }
 
@@ -225,6 +240,7 @@ fn status_table(st: &Status) -> String {
         },
         100.0 * st.hit_ratio
     ));
+    out.push_str(&st.health.line());
     out.push_str(&format!(
         "connections {} of {}; buffers {} of {} bytes\n\n",
         st.connections, st.max_connections, st.buffer_used, st.buffer_budget

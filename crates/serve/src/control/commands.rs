@@ -126,6 +126,7 @@ impl Control {
             Command::Set { key, value, save } => self.set(key, value, *save, progress),
             Command::Reload => self.reload(progress),
             Command::Stop => Ok(json!({ "stopping": true })),
+            Command::ClearLost { volume } => super::clear_lost::clear_lost(&self.engine, volume),
         }
     }
 

@@ -54,6 +54,13 @@ pub enum Command {
     Reload,
     /// Stop as SIGTERM does: drain the clients, shut the cache down cleanly.
     Stop,
+    /// Accept backing's version of every block of a volume lost with a failed cache device
+    /// (docs/reference/degraded.md): the blocks leave the lost list, a refused volume is
+    /// served again.
+    ClearLost {
+        /// The volume.
+        volume: String,
+    },
 }
 
 impl Command {
@@ -66,6 +73,7 @@ impl Command {
             Command::Set { .. } => "set",
             Command::Reload => "reload",
             Command::Stop => "stop",
+            Command::ClearLost { .. } => "clear-lost",
         }
     }
 }
@@ -78,6 +86,7 @@ impl Command {
             Command::Flush { .. } => &["volume"],
             Command::Get { .. } => &["key"],
             Command::Set { .. } => &["key", "value", "save"],
+            Command::ClearLost { .. } => &["volume"],
         }
     }
 }
@@ -216,6 +225,7 @@ mod tests {
             Command::Set { key: "max-dirty".into(), value: "30%".into(), save: true },
             Command::Reload,
             Command::Stop,
+            Command::ClearLost { volume: "db".into() },
         ] {
             let line = Request::new(command.clone()).to_line();
             assert_eq!(parse_request(line.as_bytes()), Ok(Request::new(command)), "{line}");
