@@ -67,14 +67,15 @@ impl Engine {
     ) -> Result<u64, EngineError> {
         let id = self.volume_id(name)?;
         let bs = self.inner.block_size();
-        let mut lost = self.inner.health.lost.lock();
-        for &o in offsets {
-            for b in o / bs..(o + u64::from(block_size)).div_ceil(bs) {
-                lost.insert(id, b);
+        Ok(self.inner.health.lost_mut(|lost| {
+            for &o in offsets {
+                for b in o / bs..(o + u64::from(block_size)).div_ceil(bs) {
+                    lost.insert(id, b);
+                }
             }
-        }
-        lost.volumes.entry(id).or_default().refused = true;
-        Ok(lost.count(id))
+            lost.volumes.entry(id).or_default().refused = true;
+            lost.count(id)
+        }))
     }
 
     /// Accept backing's version of every listed block of volume `name` (the operator's
@@ -83,7 +84,7 @@ impl Engine {
     /// the sink is returned (the list is cleared in memory either way).
     pub fn clear_lost(&self, name: &str) -> Result<u64, EngineError> {
         let id = self.volume_id(name)?;
-        let n = self.inner.health.lost.lock().clear(id);
+        let n = self.inner.health.lost_mut(|l| l.clear(id));
         write_record(&self.inner).map_err(EngineError::Io)?;
         Ok(n)
     }

@@ -116,7 +116,11 @@ pub struct Health {
     errors_total: AtomicU64,
     count: Mutex<Decaying>,
     pub(crate) tripped: Mutex<Option<Tripped>>,
+    /// Read under its lock; changed only through [`Health::lost_mut`], which keeps
+    /// `lost_none` current.
     pub(crate) lost: Mutex<LostList>,
+    /// No block is listed: a degraded read skips the list's lock.
+    lost_none: std::sync::atomic::AtomicBool,
     pub(crate) sink: Mutex<Option<DegradedSink>>,
     /// Held while the switch is made; requests that find the cache tripped wait on it.
     pub(crate) switching: Mutex<()>,
@@ -141,6 +145,7 @@ impl Health {
             count: Mutex::new(Decaying::new()),
             tripped: Mutex::new(None),
             lost: Mutex::new(LostList::default()),
+            lost_none: std::sync::atomic::AtomicBool::new(true),
             sink: Mutex::new(None),
             switching: Mutex::new(()),
             record_failed: std::sync::atomic::AtomicBool::new(false),
@@ -234,6 +239,23 @@ impl Health {
         // Under the same lock as the record, so a reader that sees the state sees why.
         self.state.store(TRIPPED, SeqCst);
         true
+    }
+
+    /// Change the lost list with `f` (under its lock).
+    pub(crate) fn lost_mut<R>(&self, f: impl FnOnce(&mut LostList) -> R) -> R {
+        let mut l = self.lost.lock();
+        let r = f(&mut l);
+        self.lost_none.store(l.total() == 0, SeqCst);
+        r
+    }
+
+    /// The first listed block of volume `vol` in `blocks`, if any (no lock while the list
+    /// is empty).
+    pub(crate) fn first_lost(&self, vol: u32, blocks: std::ops::Range<u64>) -> Option<u64> {
+        if self.lost_none.load(SeqCst) {
+            return None;
+        }
+        self.lost.lock().first_in(vol, blocks)
     }
 
     /// The status now.

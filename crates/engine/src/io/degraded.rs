@@ -39,11 +39,11 @@ pub(crate) fn settle(inner: &Inner) {
         // commits after this sees the cache tripped (`io/back.rs`) and fails instead.
         let mut st = inner.state.lock();
         let keys = st.dirty_keys_in(0..u64::MAX);
-        let mut lost = h.lost.lock();
-        for k in keys {
-            lost.insert(key_volume(k), key_block(k));
-        }
-        drop(lost);
+        h.lost_mut(|lost| {
+            for k in keys {
+                lost.insert(key_volume(k), key_block(k));
+            }
+        });
         st.flush_error_gen += 1;
         st.last_flush_error = "the cache device failed (degraded mode)".into();
         inner.cv.notify_all();
@@ -137,7 +137,7 @@ impl Volume {
         ctr.degraded_requests.fetch_add(1, Relaxed);
         for (first, n, lo, hi) in self.degraded_chunks(offset, buf.len() as u64) {
             let _held = inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
-            if let Some(b) = inner.health.lost.lock().first_in(vol.id, first..first + n) {
+            if let Some(b) = inner.health.first_lost(vol.id, first..first + n) {
                 return Err(self.lost_error(b));
             }
             let out = &mut buf[(lo - offset) as usize..(hi - offset) as usize];
@@ -219,12 +219,12 @@ impl Volume {
         let bs = inner.block_size();
         let whole = lo.div_ceil(bs)..hi / bs;
         if whole.start >= whole.end
-            || inner.health.lost.lock().first_in(self.vol().id, whole.clone()).is_none()
+            || inner.health.first_lost(self.vol().id, whole.clone()).is_none()
         {
             return Ok(());
         }
         self.sync_backing_degraded("sync (lost blocks rewritten)")?;
-        let n = inner.health.lost.lock().remove_range(self.vol().id, whole);
+        let n = inner.health.lost_mut(|l| l.remove_range(self.vol().id, whole));
         if n > 0 {
             // Best effort: a record still naming them only refuses reads of good bytes.
             let _ = write_record(inner);
