@@ -152,3 +152,62 @@ pub(crate) fn state_file(
 ) -> Option<StateFile> {
     StateFile::locate(config.health.state_dir.as_deref(), config_file, control, name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BackingVolume;
+    use parking_lot::Mutex;
+
+    #[derive(Default)]
+    struct Lines(Mutex<Vec<String>>);
+
+    impl Console for Lines {
+        fn say(&self, line: &str) {
+            self.0.lock().push(line.to_string());
+        }
+        fn warn(&self, line: &str) {
+            self.0.lock().push(line.to_string());
+        }
+    }
+
+    fn config(device: &Path) -> ServeConfig {
+        ServeConfig::new(
+            device,
+            vec![BackingVolume { name: "db".into(), backing: "b.img".into() }],
+        )
+    }
+
+    #[test]
+    fn a_device_that_failed_is_refused_unless_reformatted_and_a_new_one_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let failed = dir.path().join("cache.img");
+        let file = StateFile::in_dir(dir.path(), None);
+        let mut rec = StateRecord { cache_device: failed.clone(), ..StateRecord::default() };
+        rec.record.degraded = true;
+        rec.record.reason = "EIO".into();
+        rec.record.block_size = 4096;
+        file.write(&rec).unwrap();
+        let lines = Lines::default();
+
+        let e = before_open(&config(&failed), Some(file.clone()), &lines).err().unwrap();
+        assert!(format!("{e:#}").contains("--reformat-failed-cache"), "{e:#}");
+
+        let mut c = config(&failed);
+        c.cache.reformat_failed = true;
+        let p = before_open(&c, Some(file.clone()), &lines).unwrap();
+        assert!(p.reformat);
+        assert_eq!(p.record, Some(rec.clone()));
+
+        let p = before_open(&config(&dir.path().join("new.img")), Some(file.clone()), &lines)
+            .unwrap();
+        assert!(!p.reformat, "a new device starts cold, it is not the failed one");
+
+        let p = before_open(&config(&failed), None, &lines).unwrap();
+        assert!(!p.reformat && p.record.is_none(), "no state directory: nothing known");
+
+        let mut bad = config(&failed);
+        bad.health.io_timeout = 0.001;
+        assert!(before_open(&bad, None, &lines).is_err());
+    }
+}
