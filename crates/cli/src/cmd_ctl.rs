@@ -169,7 +169,11 @@ pub fn render(command: &CtlCommand, result: &Value) -> anyhow::Result<String> {
             "volume {}: {} lost blocks cleared; backing's version of them is current{}\n",
             s(&result["volume"]),
             s(&result["cleared_blocks"]),
-            if result["was_refused"] == Value::Bool(true) { ", and it is served again" } else { "" }
+            if result["was_refused"] == Value::Bool(true) {
+                ", and it is served again"
+            } else {
+                ""
+            }
         ),
     })
 }

@@ -22,9 +22,10 @@ fn trials_script() -> PathBuf {
 /// nbdkit, nbdfuse and FUSE itself are there (else the test is skipped, or fails under
 /// `EMBER_REQUIRE_TOOLS=1`).
 fn have_fuse() -> bool {
-    let ok = ["nbdkit", "nbdfuse", "fusermount3"].iter().all(|t| {
-        Command::new(t).arg("--version").output().is_ok_and(|o| o.status.success())
-    }) && std::path::Path::new("/dev/fuse").exists();
+    let ok = ["nbdkit", "nbdfuse", "fusermount3"]
+        .iter()
+        .all(|t| Command::new(t).arg("--version").output().is_ok_and(|o| o.status.success()))
+        && std::path::Path::new("/dev/fuse").exists();
     if !ok && std::env::var_os("EMBER_REQUIRE_TOOLS").is_some() {
         panic!("nbdkit, nbdfuse or /dev/fuse is missing (EMBER_REQUIRE_TOOLS=1)");
     }

@@ -45,9 +45,7 @@ pub use config::{
 pub use device::Device;
 pub use engine::Engine;
 pub use error::EngineError;
-pub use health::{
-    DegradeCause, DegradedRecord, DegradedSink, HealthConfig, HealthStatus,
-};
+pub use health::{DegradeCause, DegradedRecord, DegradedSink, HealthConfig, HealthStatus};
 pub use io::{HitRead, HitStart, Volume, CHUNK_BLOCKS};
 pub use layout::WriteMode;
 pub use live::{

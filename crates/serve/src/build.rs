@@ -81,9 +81,10 @@ impl Server {
             Some(s) => s.name(&config),
             None => config.name.clone(),
         };
-        let control_path = config.control.clone().or_else(|| {
-            options.default_control.then(|| default_socket(name.as_deref()))
-        });
+        let control_path = config
+            .control
+            .clone()
+            .or_else(|| options.default_control.then(|| default_socket(name.as_deref())));
         let state = crate::degraded::state_file(
             &config,
             options.source.as_ref().and_then(|s| s.file()),
@@ -91,8 +92,7 @@ impl Server {
             name.as_deref(),
         );
         let prior = crate::degraded::before_open(&config, state, console.as_ref())?;
-        let engine =
-            Arc::new(open_engine(&config, engine, prior.reformat, console.as_ref())?);
+        let engine = Arc::new(open_engine(&config, engine, prior.reformat, console.as_ref())?);
         crate::degraded::after_open(&engine, &config, prior, console.clone())?;
         if let Some(w) = &warmup {
             crate::warmup::start(&engine, &config.warmup, w, &console)?;

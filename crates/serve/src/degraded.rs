@@ -101,7 +101,8 @@ pub(crate) fn after_open(
             ));
         }
         if let Some(f) = &prior.file {
-            let now = StateRecord { cache_device: device.clone(), record: engine.degraded_record() };
+            let now =
+                StateRecord { cache_device: device.clone(), record: engine.degraded_record() };
             if now != *r {
                 f.write(&now).context("rewriting the state file")?;
             }
@@ -172,10 +173,7 @@ mod tests {
     }
 
     fn config(device: &Path) -> ServeConfig {
-        ServeConfig::new(
-            device,
-            vec![BackingVolume { name: "db".into(), backing: "b.img".into() }],
-        )
+        ServeConfig::new(device, vec![BackingVolume { name: "db".into(), backing: "b.img".into() }])
     }
 
     #[test]
@@ -199,8 +197,8 @@ mod tests {
         assert!(p.reformat);
         assert_eq!(p.record, Some(rec.clone()));
 
-        let p = before_open(&config(&dir.path().join("new.img")), Some(file.clone()), &lines)
-            .unwrap();
+        let p =
+            before_open(&config(&dir.path().join("new.img")), Some(file.clone()), &lines).unwrap();
         assert!(!p.reformat, "a new device starts cold, it is not the failed one");
 
         let p = before_open(&config(&failed), None, &lines).unwrap();

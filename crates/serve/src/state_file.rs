@@ -71,9 +71,7 @@ impl StateFile {
         let text = match std::fs::read_to_string(&self.path) {
             Ok(t) => t,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(e).with_context(|| format!("reading {}", self.path.display()))
-            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", self.path.display())),
         };
         serde_json::from_str(&text)
             .map(Some)
@@ -117,8 +115,8 @@ mod tests {
     #[test]
     fn a_record_round_trips_and_an_empty_one_removes_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let f = StateFile::locate(None, Some(&dir.path().join("e.toml")), None, Some("web"))
-            .unwrap();
+        let f =
+            StateFile::locate(None, Some(&dir.path().join("e.toml")), None, Some("web")).unwrap();
         assert_eq!(f.path(), dir.path().join("web.state.json"));
         assert_eq!(f.read().unwrap(), None);
         let mut rec = StateRecord { cache_device: "/dev/sdz".into(), ..StateRecord::default() };

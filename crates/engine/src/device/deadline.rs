@@ -28,9 +28,8 @@ fn queue() -> Option<&'static Sender<Job>> {
             let mut started = 0;
             for i in 0..HELPERS {
                 let rx = rx.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("ember-io-{i}"))
-                    .spawn(move || {
+                let spawned =
+                    std::thread::Builder::new().name(format!("ember-io-{i}")).spawn(move || {
                         for job in rx.iter() {
                             job();
                         }

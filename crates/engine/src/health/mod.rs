@@ -47,11 +47,7 @@ pub struct HealthConfig {
 impl Default for HealthConfig {
     /// bcache's limit of 8 errors, a half-life of a minute, no timeout.
     fn default() -> Self {
-        HealthConfig {
-            error_limit: 8,
-            error_halflife: Duration::from_secs(60),
-            io_timeout: None,
-        }
+        HealthConfig { error_limit: 8, error_halflife: Duration::from_secs(60), io_timeout: None }
     }
 }
 
@@ -216,7 +212,9 @@ impl Health {
         let halflife = Duration::from_millis(self.halflife_ms.load(SeqCst));
         let n = self.count.lock().add(Instant::now(), halflife);
         let limit = self.error_limit.load(SeqCst);
-        if limit > 0 && n >= f64::from(limit) {
+        // Errors close together decay a little between them: within a thousandth of an
+        // error, the limit is reached.
+        if limit > 0 && n + 1e-3 >= f64::from(limit) {
             return self.trip(
                 DegradeCause::ErrorLimit,
                 format!("{n:.1} errors (limit {limit}); the last: {e}"),
@@ -232,9 +230,8 @@ impl Health {
         if t.is_some() {
             return false;
         }
-        let since_unix_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        let since_unix_ms =
+            SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         *t = Some(Tripped { cause, reason, since_unix_ms });
         // Under the same lock as the record, so a reader that sees the state sees why.
         self.state.store(TRIPPED, SeqCst);

@@ -48,7 +48,9 @@ pub(crate) fn settle(inner: &Inner) {
         st.last_flush_error = "the cache device failed (degraded mode)".into();
         inner.cv.notify_all();
     }
-    write_record(inner);
+    // A failure is kept for the status (`record_failed`) and said by the sink; degraded
+    // serving goes on either way: the device is gone.
+    let _ = write_record(inner);
     h.set_degraded();
 }
 
@@ -160,7 +162,8 @@ impl Volume {
         let ctr = self.counters();
         ctr.degraded_requests.fetch_add(1, Relaxed);
         for (first, n, lo, hi) in self.degraded_chunks(offset, data.len() as u64) {
-            let _held = self.inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
+            let _held =
+                self.inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
             let piece = &data[(lo - offset) as usize..(hi - offset) as usize];
             vol.backing
                 .write_at(lo, piece)
@@ -185,7 +188,8 @@ impl Volume {
         let vol = self.vol();
         self.counters().degraded_requests.fetch_add(1, Relaxed);
         for (first, n, lo, hi) in self.degraded_chunks(offset, len) {
-            let _held = self.inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
+            let _held =
+                self.inner.stripes.lock(vol.id, first..first + n).map_err(|e| self.fail(e))?;
             let r = if zeroes {
                 vol.backing.write_zeroes(lo, hi - lo)
             } else {

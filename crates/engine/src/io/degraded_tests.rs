@@ -100,7 +100,7 @@ fn a_failed_sync_degrades_at_once_and_the_flush_still_succeeds() {
     cache.fail_nth(1, &[IoKind::Sync], true);
     v.flush().unwrap();
     let h = e.health();
-    assert_eq!((h.state, h.cause), ("degraded", Some(DegradeCause::SyncFailed)));
+    assert_eq!((h.state, h.cause.clone()), ("degraded", Some(DegradeCause::SyncFailed)));
     assert_eq!(read_block(&v, 0).unwrap(), block(5));
 }
 
@@ -245,5 +245,5 @@ fn a_hung_cache_device_times_out_and_write_through_goes_on_from_backing() {
     assert_eq!(read_block(&v, 1).unwrap(), block(3));
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     let h = e.health();
-    assert_eq!((h.state, h.cause), ("degraded", Some(DegradeCause::Timeout)), "{h:?}");
+    assert_eq!((h.state, h.cause.clone()), ("degraded", Some(DegradeCause::Timeout)), "{h:?}");
 }

@@ -225,9 +225,9 @@ impl Volume {
                     ctr.cache_read_bytes.fetch_add(bs as u64, Relaxed);
                 }
                 _ => {
-                    vol.backing.read_at(b_lo, dst).map_err(|e| {
-                        self.backing_io_error("read (merge)", b_lo, bs as u64, e)
-                    })?;
+                    vol.backing
+                        .read_at(b_lo, dst)
+                        .map_err(|e| self.backing_io_error("read (merge)", b_lo, bs as u64, e))?;
                     ctr.backing_read_bytes.fetch_add(bs as u64, Relaxed);
                 }
             }

@@ -234,11 +234,12 @@ impl Status {
         } else {
             String::new()
         };
-        degraded + &format!(
-            "hit ratio {:.1}%, {} dirty blocks, warmup {}",
-            100.0 * self.hit_ratio,
-            self.cache.dirty_blocks,
-            self.warmup.state
-        )
+        degraded
+            + &format!(
+                "hit ratio {:.1}%, {} dirty blocks, warmup {}",
+                100.0 * self.hit_ratio,
+                self.cache.dirty_blocks,
+                self.warmup.state
+            )
     }
 }
