@@ -59,7 +59,7 @@ fn write_through_and_around_serve_every_request_after_the_cache_fails() {
         e.set_health(HealthConfig { error_limit: 3, ..HealthConfig::default() });
         let records = sink(&e);
         let v = e.volume("v").unwrap();
-        let mut model = vec![0u8; 16];
+        let mut model = [0u8; 16];
         for b in 0..16u64 {
             v.write(b * BS, &block(b as u8 + 1), false).unwrap();
             model[b as usize] = b as u8 + 1;
