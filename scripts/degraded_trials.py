@@ -366,8 +366,9 @@ class Trial:
         if wrong:
             self.problems.append(f"{wrong} wrong bytes")
         h.shutdown()
-        srv.stop()
+        # A hung device first resumes: a thread stuck in it would hold the process.
         self.heal()
+        srv.stop()
         self.restart(lost_now, model)
 
     def restart(self, lost_now: set[int], model: dict[int, set[int]]):
