@@ -80,7 +80,7 @@ crash-long: setup
 	EMBER_POWER_TRIALS=200 $(CARGO) test --release -p ember-engine \
 	    --test live_power -- --nocapture --test-threads=2
 	EMBER_REQUIRE_TOOLS=1 EMBER_DEGRADED_TRIALS=200 $(CARGO) test --release -p ember-cli \
-	    --test serve_cache_failure -- --nocapture
+	    --test serve_cache_failure -- --nocapture --include-ignored
 
 ## Coverage-guided fuzzing (AFL++ via cargo-afl, docs/design/testing.md): each target for FUZZ_TIME
 ## seconds. `make test` replays the stored corpora only (crates/*/tests/fuzz_corpus.rs).
