@@ -68,8 +68,8 @@ figures:
 ## Crash trials at length (thesis chapter 3 guarantees): 1000 SIGKILL trials through nbdsh,
 ## 200 SIGKILL trials per control command (ctl flush, set write-policy over every pair of
 ## policies, reload), 1000 power cuts per write policy, and 200 power cuts per change made
-## while serving (flush on demand, write-policy switch, settings change). `make test` runs a
-## short version.
+## while serving (flush on demand, write-policy switch, settings change), and 200 cache-device
+## failures (degraded mode). `make test` runs a short version.
 crash-long: setup
 	EMBER_REQUIRE_TOOLS=1 EMBER_CRASH_TRIALS=1000 $(CARGO) test --release -p ember-cli \
 	    --test writeback_kill -- --nocapture --test-threads=2
@@ -81,6 +81,8 @@ crash-long: setup
 	    --test writeback_power -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=200 $(CARGO) test --release -p ember-engine \
 	    --test live_power -- --nocapture --test-threads=2
+	EMBER_REQUIRE_TOOLS=1 EMBER_DEGRADED_TRIALS=200 $(CARGO) test --release -p ember-cli \
+	    --test serve_cache_failure -- --nocapture --include-ignored
 
 ## Coverage-guided fuzzing (AFL++ via cargo-afl, docs/design/testing.md): each target for FUZZ_TIME
 ## seconds. `make test` replays the stored corpora only (crates/*/tests/fuzz_corpus.rs).
@@ -91,13 +93,17 @@ fuzz:
 ## The soak (docs/design/testing.md): `ember serve` (write-back-persist and write-through)
 ## over a failing, delaying nbdkit backing and a plain file, 8 verifying clients with abrupt
 ## disconnects, a SIGKILL + restart of each server every RESTART_EVERY seconds. Fails on any lost
-## or wrong byte, unexpected error, or RSS/fd growth. `make test` runs a one-minute version
+## or wrong byte, unexpected error, or RSS/fd growth. Then DEGRADED_TRIALS cache-device failures
+## (scripts/degraded_trials.py: the cache file's file system fails or hangs under a verifying
+## client, every write policy). `make test` runs a one-minute version
 ## (crates/cli/tests/soak.rs). Example: make soak DURATION=1800
 DURATION ?= 1800
 RESTART_EVERY ?= 120-180
+DEGRADED_TRIALS ?= 50
 soak: setup build
 	scripts/soak.py --ember target/release/ember --duration $(DURATION) \
 	    --restart-every $(RESTART_EVERY) $(SOAK_ARGS)
+	scripts/degraded_trials.py --ember target/release/ember --trials $(DEGRADED_TRIALS)
 
 ## Install the binary, one man page per command (ember(1), ember-serve(1), ...) and the bash,
 ## zsh and fish completions under PREFIX (DESTDIR stages them elsewhere, as packagers do).

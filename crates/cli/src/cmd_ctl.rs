@@ -1,7 +1,7 @@
 //! `ember ctl`: talk to a running `ember serve` through its control socket
 //! (docs/reference/control.md): `status`, `flush [VOLUME]`, `get KEY`, `set KEY VALUE [--save]`,
-//! `reload`, `stop`, and the volume commands `attach NAME=BACKING`, `uncache VOLUME`,
-//! `recache VOLUME`, `remove VOLUME [--force]`. Prints a table, or the server's JSON reply with `--json`; an error
+//! `reload`, `stop`, `clear-lost VOLUME`, and the volume commands `attach NAME=BACKING`,
+//! `uncache VOLUME`, `recache VOLUME`, `remove VOLUME [--force]`. Prints a table, or the server's JSON reply with `--json`; an error
 //! reply is an error (exit status 1).
 
 use std::io::Write;
@@ -99,6 +99,14 @@ pub enum CtlCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Accept backing's version of every block of VOLUME that was lost with a failed cache
+    /// device (its only current copy was dirty there): backing's bytes, older than what
+    /// clients last wrote, become current; reads of them succeed again, and a volume refused
+    /// at start is served again (docs/reference/degraded.md).
+    ClearLost {
+        /// The volume.
+        volume: String,
+    },
 }
 
 impl CtlCommand {
@@ -121,6 +129,7 @@ impl CtlCommand {
             CtlCommand::Remove { volume, force } => {
                 Command::Remove { volume: volume.clone(), force: *force }
             }
+            CtlCommand::ClearLost { volume } => Command::ClearLost { volume: volume.clone() },
         }
     }
 }
@@ -223,6 +232,16 @@ pub fn render(command: &CtlCommand, result: &Value) -> anyhow::Result<String> {
             s(&result["dropped"]),
             s(&result["slot"])
         ),
+        CtlCommand::ClearLost { .. } => format!(
+            "volume {}: {} lost blocks cleared; backing's version of them is current{}\n",
+            s(&result["volume"]),
+            s(&result["cleared_blocks"]),
+            if result["was_refused"] == Value::Bool(true) {
+                ", and it is served again"
+            } else {
+                ""
+            }
+        ),
     })
 }
 
@@ -319,6 +338,7 @@ fn status_table(st: &Status) -> String {
     if let Some(cl) = &st.cleaning {
         out.push_str(&cleaning_line(cl));
     }
+    out.push_str(&st.health.line());
     out.push_str(&format!(
         "connections {} of {}; buffers {} of {} bytes\n\n",
         st.connections, st.max_connections, st.buffer_used, st.buffer_budget

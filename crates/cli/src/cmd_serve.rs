@@ -152,6 +152,10 @@ pub struct ServeArgs {
     /// Cleaning control (--flush-rate, --flush-idle, --dirty-target, --flush-min-rate).
     #[command(flatten)]
     pub cleaning: crate::cleaning_args::CleaningArgs,
+    /// When the cache device is given up (--io-error-limit, --io-error-halflife,
+    /// --io-timeout) and where the state file is kept (--state-dir).
+    #[command(flatten)]
+    pub health: crate::health_args::HealthArgs,
 
     /// Wong & Wilkes' two tiers: --demote (client), --array-scheme (array).
     #[command(flatten)]
@@ -237,6 +241,7 @@ impl ServeArgs {
                 format_if_needed: self.format_if_needed,
                 direct: self.direct,
                 block_size: self.block_size,
+                reformat_failed: self.health.reformat_failed_cache,
             },
             volumes,
             listen: ListenSettings {
@@ -259,6 +264,7 @@ impl ServeArgs {
             warmup: self.warmup.settings(),
             nbd_backing: self.demote.nbd_backing(self.trust_nbd_backing),
             tiers: self.demote.tiers(),
+            health: self.health.settings(),
         })
     }
 }

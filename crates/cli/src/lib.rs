@@ -20,6 +20,7 @@ pub mod cmd_warmup;
 pub mod demote_args;
 pub mod file_passes;
 pub mod grid_args;
+pub mod health_args;
 pub mod lab;
 pub mod legacy;
 pub mod net_args;

@@ -227,6 +227,19 @@ pub(crate) fn shutdown(
     if !inner.gate.close_and_drain() {
         return Err(EngineError::ShutDown);
     }
+    if !inner.health.is_healthy() {
+        // Degraded: the device is not written again, not even a superblock. Backing holds
+        // everything served since; the next start needs a new or reformatted device.
+        stop_flusher();
+        for v in &inner.volumes {
+            v.backing.sync().map_err(|e| io_context(v.backing.as_ref(), "sync", 0, 0, e))?;
+        }
+        return Err(EngineError::Io(std::io::Error::other(format!(
+            "not shut down cleanly: the cache device {} was given up (degraded mode); backing \
+             is synced, and the next start needs a new or reformatted cache device",
+            inner.cache.describe()
+        ))));
+    }
     if inner.stripes.is_poisoned() {
         // A request panicked: the map may name a block never filled. Leave the cache as a
         // crash would (clean flag clear): the next start is cold, or recovers the persisted

@@ -10,6 +10,7 @@
 use crate::cleaning_cell::LiveCleaning;
 use crate::device::Device;
 use crate::gate::Gate;
+use crate::health::Health;
 use crate::layout::{key_volume, Geometry, Superblock};
 use crate::state::CacheState;
 use crate::stats::Counters;
@@ -38,6 +39,9 @@ use std::sync::Arc;
 /// commits before its checkpoint; the old policy's requests never take it).
 pub(crate) struct Inner {
     pub cache: Arc<dyn Device>,
+    /// The cache device's health: its errors, degraded mode, the lost list
+    /// (`health/`, `io/degraded.rs`).
+    pub health: Arc<Health>,
     pub geometry: Geometry,
     /// The write policy in force, read by every write, FLUSH and discard.
     pub policy: PolicyCell,

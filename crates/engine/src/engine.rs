@@ -34,7 +34,7 @@ use std::sync::Arc;
 /// [`Engine::shutdown`] on SIGTERM/SIGINT. Dropping it without shutdown is a crash: the next
 /// start is cold.
 pub struct Engine {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     open_report: OpenReport,
     flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
     batch: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -324,10 +324,13 @@ impl Engine {
     /// - MUST NOT change what a FLUSH means under any policy: a client's FLUSH keeps its
     ///   policy's semantics (thesis table 3.1), before, during and after this call.
     /// - Under write-through and write-around (nothing dirty) it syncs backing and returns.
+    /// - MUST refuse ([`EngineError::Refused`]) once the cache is degraded: its dirty blocks
+    ///   went with the device (they are on the lost list).
     pub fn flush_all(
         &self,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<FlushReport, EngineError> {
+        self.refuse_degraded("flush the cache")?;
         if self.inner.state.lock().dirty_len() > 0 {
             self.ensure_flusher()?;
         }
@@ -363,7 +366,7 @@ impl Engine {
     ///   them ([`Engine::status`] shows it), and calling `set_write_mode(target)` again waits
     ///   for it.
     /// - MUST refuse ([`EngineError::Refused`], nothing changed) a switch the cache cannot
-    ///   make: write-back persist or unsafe write-back on a memory cache
+    ///   make: any switch once the cache is degraded; write-back persist or unsafe write-back on a memory cache
     ///   ([`crate::Device::volatile`]), a write-back policy while a discrete sieve runs,
     ///   another policy while an earlier switch's drain is pending, and any switch once a
     ///   shutdown began.
@@ -374,6 +377,7 @@ impl Engine {
         target: WriteMode,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<SwitchReport, EngineError> {
+        self.refuse_degraded("switch the write policy")?;
         let start = std::time::Instant::now();
         let before = self.inner.policy.load();
         let from = before.drain.unwrap_or(before.mode);
@@ -484,6 +488,7 @@ impl Engine {
     /// Cheap enough to call every 100 ms while serving at full rate: it reads counters and
     /// takes the state lock once for a few fields, never walking the map.
     pub fn status(&self) -> Status {
+        crate::io::settle(&self.inner);
         live::status::status(&self.inner)
     }
 

@@ -19,10 +19,12 @@ pub mod config;
 mod core;
 pub mod device;
 mod engine;
+mod engine_health;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzz_entry;
 mod gate;
+pub mod health;
 mod io;
 pub mod layout;
 pub mod live;
@@ -46,6 +48,7 @@ pub use config::{
 pub use device::Device;
 pub use engine::Engine;
 pub use error::EngineError;
+pub use health::{DegradeCause, DegradedRecord, DegradedSink, HealthConfig, HealthStatus};
 pub use io::{HitRead, HitStart, Volume, CHUNK_BLOCKS};
 pub use layout::{VolumeState, WriteMode};
 pub use live::{

@@ -8,9 +8,11 @@ use crate::cleaning_cell::LiveCleaning;
 use crate::clock::now_ns;
 use crate::config::EngineConfig;
 use crate::core::{Cursor, Inner, LiveLimits};
-use crate::device::io_context;
+use crate::device::watched::Watched;
+use crate::device::{io_context, Device};
 use crate::error::EngineError;
 use crate::gate::Gate;
+use crate::health::Health;
 use crate::layout::checkpoint::ENTRY_DIRTY;
 use crate::layout::entry_check::{duplicate_key, EntryCheck, DUPLICATE};
 use crate::layout::superblock::{FLAG_CLEAN, NO_CHECKPOINT};
@@ -314,8 +316,12 @@ pub(crate) fn open(
             rec.state = VolumeState::Cached;
         }
     }
+    // From here on every cache-device I/O is watched: its failures decide degraded mode.
+    let health = Arc::new(Health::default());
+    let cache: Arc<dyn Device> = Arc::new(Watched::new(cache, health.clone()));
     let inner = Arc::new(Inner {
         cache,
+        health,
         geometry: g,
         policy: PolicyCell::new(write_mode),
         switch: Mutex::new(()),

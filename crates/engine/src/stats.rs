@@ -152,6 +152,13 @@ counters! {
     flush_errors,
     /// Cache-device read errors on clean blocks, served from backing instead.
     cache_read_errors,
+    /// Cache-device write errors after backing had the data (a write-through update, an
+    /// allocation-write): the copy was dropped and the request succeeded from backing.
+    cache_write_errors,
+    /// Requests served in degraded mode, from backing only.
+    degraded_requests,
+    /// Reads refused with EIO because they touched a block on the lost list.
+    lost_reads,
     /// Write-back persist barriers committed to the journal.
     journal_commits,
     /// Write-back persist barriers that wrote a checkpoint instead.

@@ -77,7 +77,23 @@ impl Server {
     pub fn start_with(config: ServeConfig, options: Options) -> anyhow::Result<Running> {
         let console = options.console;
         let Plan { engine, warmup, memory, net } = Plan::check(&config)?;
-        let engine = Arc::new(open_engine(&config, engine, console.as_ref())?);
+        let name = match &options.source {
+            Some(s) => s.name(&config),
+            None => config.name.clone(),
+        };
+        let control_path = config
+            .control
+            .clone()
+            .or_else(|| options.default_control.then(|| default_socket(name.as_deref())));
+        let state = crate::degraded::state_file(
+            &config,
+            options.source.as_ref().and_then(|s| s.file()),
+            control_path.as_deref(),
+            name.as_deref(),
+        );
+        let prior = crate::degraded::before_open(&config, state, console.as_ref())?;
+        let engine = Arc::new(open_engine(&config, engine, prior.reformat, console.as_ref())?);
+        crate::degraded::after_open(&engine, &config, prior, console.clone())?;
         if let Some(w) = &warmup {
             crate::warmup::start(&engine, &config.warmup, w, &console)?;
         }
@@ -113,10 +129,6 @@ impl Server {
         }
 
         let notify = Arc::new(if options.notify { Notifier::from_env() } else { Notifier::none() });
-        let name = match &options.source {
-            Some(s) => s.name(&config),
-            None => config.name.clone(),
-        };
         let socket_path = config.control.clone();
         let control = Arc::new(Control::new(
             engine.clone(),
@@ -203,6 +215,7 @@ impl Server {
 fn open_engine(
     config: &ServeConfig,
     plan: EnginePlan,
+    reformat: bool,
     console: &dyn Console,
 ) -> anyhow::Result<Engine> {
     let mut volumes = Vec::new();
@@ -222,6 +235,9 @@ fn open_engine(
         }
         specs.push(VolumeSpec { name: b.name.clone(), size: backing.size() });
         volumes.push(VolumeConfig { name: b.name.clone(), backing });
+    }
+    if reformat {
+        crate::degraded::reformat(&config.cache, &specs)?;
     }
     let cache = open_cache(&config.cache, &specs, console)?;
     let EnginePlan {

@@ -255,6 +255,11 @@ impl ExportSet for EngineExports {
         } else {
             self.0.volume(name)?
         };
+        // A volume whose blocks were lost with a failed cache device, restored at start:
+        // refused until `ember ctl clear-lost`.
+        if self.0.is_refused(volume.name()) {
+            return None;
+        }
         let guard =
             self.1.lock().entry(volume.name().to_string()).or_insert_with(StaleGuard::new).clone();
         let token = self.2.join(volume.name());

@@ -33,6 +33,7 @@ pub mod config;
 mod config_source;
 pub mod console;
 pub mod control;
+mod degraded;
 mod demote_queue;
 mod export;
 #[doc(hidden)]
@@ -52,6 +53,7 @@ mod signals;
 mod size;
 mod spec;
 pub mod stale;
+pub mod state_file;
 mod status_ticker;
 mod tiers;
 pub mod warmup;

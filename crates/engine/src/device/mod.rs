@@ -6,6 +6,7 @@
 //! power cut, for tests). The NBD-backed device lives in the adapter
 //! crate `ember-serve`, so the engine does not depend on one frontend.
 
+mod deadline;
 pub mod fault;
 pub mod file;
 pub mod identity;
@@ -13,6 +14,7 @@ pub mod mem;
 mod registered;
 pub mod sync_skip;
 mod uring;
+pub(crate) mod watched;
 
 pub use ember_readbuf::ReadBuf;
 pub use fault::{FaultDevice, IoKind};

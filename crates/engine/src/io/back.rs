@@ -274,11 +274,16 @@ impl Volume {
             &sources,
             through.then_some(fua).ok_or(&reserved[..]),
         );
+        // The cache device was given up while this run was written to it: its dirty map is
+        // frozen into the lost list (`io/degraded.rs`), so nothing more is committed there.
+        // Checked under the state lock, which the freeze takes after the trip.
+        let frozen;
         {
             let mut st = inner.state.lock();
             for &(_, c) in &sources {
                 st.unpin(c);
             }
+            frozen = result.is_ok() && !through && !inner.health.is_healthy();
             match (&result, through) {
                 (Ok(()), true) => {
                     for b in first..first + n {
@@ -288,7 +293,7 @@ impl Volume {
                     }
                     inner.cv.notify_all();
                 }
-                (Ok(()), false) => {
+                (Ok(()), false) if !frozen => {
                     for (i, &c) in reserved.iter().enumerate() {
                         let key = block_key(vol.id, first + i as u64);
                         st.commit_dirty(key, c, now, policy.keeps_closed_epochs());
@@ -305,7 +310,7 @@ impl Volume {
                         }
                     }
                 }
-                (Err(_), false) => {
+                (_, false) => {
                     for &c in &reserved {
                         st.unpin(c);
                     }
@@ -313,6 +318,12 @@ impl Volume {
             }
         }
         result.map_err(|e| self.fail(e))?;
+        if frozen {
+            return Err(self.fail(io::Error::other(format!(
+                "{}: the cache device failed while this write was written to it (degraded mode)",
+                inner.cache.describe()
+            ))));
+        }
         // A FUA write is durable once the persisted dirty map no longer names an older
         // version of its blocks: under write-back persist and while it drains. (Not by the
         // policy in force now: a switch into write-back persist holds the journal cursor

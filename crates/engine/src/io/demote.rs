@@ -67,6 +67,10 @@ impl Volume {
     ) -> Result<(), EngineError> {
         let _pass = self.enter()?;
         self.check(offset, data.len() as u64)?;
+        // Degraded: nothing is placed (a DEMOTE is a hint; the data is on backing already).
+        if self.degraded() {
+            return Ok(());
+        }
         let inner = &self.inner;
         let bs = inner.block_size();
         let vol = self.vol();

@@ -160,6 +160,9 @@ impl Volume {
         if len == 0 {
             return Ok(());
         }
+        if self.degraded() {
+            return self.discard_degraded(offset, len, fua, zeroes);
+        }
         let end = offset + len;
         let first = offset / bs;
         let last = end.div_ceil(bs);

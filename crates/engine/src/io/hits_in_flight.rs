@@ -126,6 +126,7 @@ impl Volume {
             || len64 / bs > CHUNK_BLOCKS
             || offset.checked_add(len64).is_none_or(|e| e > size)
             || tag >= MAX_TAGS
+            || !inner.health.is_healthy()
         {
             return HitStart::Declined(buf);
         }

@@ -24,6 +24,10 @@ impl Volume {
     pub fn load(&self, offset: u64, len: u64) -> Result<u64, EngineError> {
         let _pass = self.enter()?;
         self.check(offset, len)?;
+        // Degraded: nothing is allocated; the prefetch is a no-op.
+        if self.degraded() {
+            return Ok(0);
+        }
         let bs = self.inner.block_size();
         let (first, stop) = (offset / bs, (offset + len).div_ceil(bs));
         let mut scratch = AlignedBuf::new((CHUNK_BLOCKS.min(stop - first) * bs) as usize);

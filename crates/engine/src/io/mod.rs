@@ -11,6 +11,7 @@
 
 mod back;
 mod ctx;
+mod degraded;
 mod demote;
 mod discard;
 pub(crate) mod fill;
@@ -24,6 +25,7 @@ mod through;
 mod warmup_host;
 
 pub use ctx::{Volume, CHUNK_BLOCKS};
+pub(crate) use degraded::{record as degraded_record, settle, write_record};
 pub use hits_in_flight::HitStart;
 pub use read_hits::HitRead;
 
@@ -43,6 +45,12 @@ impl Volume {
         let ctr = self.counters();
         ctr.write_requests.fetch_add(1, Relaxed);
         ctr.write_bytes.fetch_add(data.len() as u64, Relaxed);
+        if self.degraded() {
+            let bs = self.inner.block_size();
+            let result = self.write_degraded(offset, data, fua);
+            self.inner.warmup.record(self.vol().id, true, offset, data.len() as u64, bs);
+            return result;
+        }
         if policy.waits_for_drain() {
             self.wait_ordered_drain()?;
         }
@@ -141,6 +149,9 @@ impl Volume {
         let (_pass, policy) = self.enter_policy()?;
         self.counters().flushes.fetch_add(1, Relaxed);
         self.sync_warmup_log()?;
+        if self.degraded() {
+            return self.flush_degraded();
+        }
         let inner = &self.inner;
         if policy.flush_waits() {
             barrier_flush(inner, policy.persisting()).map_err(|e| self.fail(e))?;
@@ -160,7 +171,13 @@ impl Volume {
             .sync()
             .map_err(|e| self.fail(self.backing_io_error("sync (FLUSH)", 0, 0, e)))?;
         let cache = self.inner.cache.as_ref();
-        cache.sync().map_err(|e| self.fail(io_context(cache, "sync (FLUSH)", 0, 0, e)))
+        match cache.sync() {
+            Ok(()) => Ok(()),
+            // Backing holds every acknowledged write (the policy is not write-back): a cache
+            // device that cannot sync is given up (`health/`), the FLUSH still succeeds.
+            Err(_) if !self.inner.health.is_healthy() => Ok(()),
+            Err(e) => Err(self.fail(io_context(cache, "sync (FLUSH)", 0, 0, e))),
+        }
     }
 
     /// With a performance snapshot: every write completed so far is durably in the warmup

@@ -12,7 +12,7 @@ impl Volume {
     /// stale as soon as it is returned (a request that finds a block evicted simply misses).
     /// Ranges longer than one chunk answer `false`.
     pub fn resident(&self, offset: u64, len: u64) -> bool {
-        if !self.inner.cache.reads_from_memory() {
+        if !self.inner.cache.reads_from_memory() || !self.inner.health.is_healthy() {
             return false;
         }
         if len == 0 {

@@ -19,6 +19,9 @@ impl Volume {
         let _pass = self.enter()?;
         self.check(offset, buf.len() as u64)?;
         self.count_read(offset, buf.len() as u64);
+        if self.degraded() {
+            return self.read_degraded(offset, buf);
+        }
         let bs = self.inner.block_size();
         let end = offset + buf.len() as u64;
         let mut pos = offset;
@@ -47,7 +50,7 @@ impl Volume {
         }
         let first = offset / bs;
         let stop = end.div_ceil(bs);
-        if stop - first > CHUNK_BLOCKS {
+        if stop - first > CHUNK_BLOCKS || !self.inner.health.is_healthy() {
             return None;
         }
         let _pass = match self.enter() {
@@ -311,10 +314,12 @@ impl Volume {
         for (i, j) in runs(plans, adjacent, |p| matches!(p, Plan::Fill(_))) {
             let Some(c) = plans[i].cache_block() else { continue };
             let off = inner.geometry.block_offset(c);
-            inner
-                .cache
-                .write_at(off, &scratch[i * bs..j * bs])
-                .map_err(|e| self.cache_io_error("allocation-write", c, j - i, e))?;
+            if inner.cache.write_at(off, &scratch[i * bs..j * bs]).is_err() {
+                // The client's bytes came from backing: the blocks stay unfilled (and are
+                // dropped); the device's health counts the error.
+                ctr.cache_write_errors.fetch_add((j - i) as u64, Relaxed);
+                continue;
+            }
             filled[i..j].fill(true);
             ctr.allocation_writes.fetch_add((j - i) as u64, Relaxed);
             ctr.cache_write_bytes.fetch_add(((j - i) * bs) as u64, Relaxed);

@@ -56,6 +56,9 @@ impl Volume {
                 && len / bs <= CHUNK_BLOCKS
                 && offset.checked_add(len).is_some_and(|e| e <= size)
         };
+        if !inner.health.is_healthy() {
+            return;
+        }
         let Ok(_pass) = self.enter() else { return };
         let keys: Vec<(u32, u64)> = reads
             .iter()

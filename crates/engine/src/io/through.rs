@@ -6,7 +6,6 @@
 use super::back::RunTarget;
 use super::ctx::{adjacent, runs, Adopted, OwnBlocks, Plan, Volume};
 use crate::clock::now_ns;
-use crate::device::io_context;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_volume, WriteMode};
 use crate::wb::barrier::barrier_persist;
@@ -170,53 +169,12 @@ impl Volume {
             .map_err(|e| self.backing_io_error("write", start, data.len() as u64, e))?;
         ctr.backing_write_bytes.fetch_add(data.len() as u64, Relaxed);
         let mut cache_written = false;
-        let end = start + data.len() as u64;
         for (i, j) in runs(plans, adjacent, |p| p.cache_block().is_some()) {
-            let Some(c) = plans[i].cache_block() else { continue };
-            let (span_lo, span_hi) =
-                ((first + i as u64) * bs as u64, (first + j as u64) * bs as u64);
-            let off = inner.geometry.block_offset(c);
-            if span_lo >= start && span_hi <= end {
-                let lo = (span_lo - start) as usize;
-                inner
-                    .cache
-                    .write_at(off, &data[lo..lo + (j - i) * bs])
-                    .map_err(|e| self.cache_io_error("write", c, j - i, e))?;
-            } else {
-                // Read-modify-write of the run's partial edge blocks: a cached block's
-                // other bytes from the cache device, an allocated one's from backing (which
-                // already holds this write: the stripe locks keep everyone else out).
-                let mut buf = crate::device::AlignedBuf::new((j - i) * bs);
-                let b = buf.as_mut_slice();
-                for k in i..j {
-                    let b_lo = (first + k as u64) * bs as u64;
-                    if b_lo >= start && b_lo + bs as u64 <= end {
-                        continue;
-                    }
-                    let dst = &mut b[(k - i) * bs..(k - i + 1) * bs];
-                    match plans[k] {
-                        Plan::Hit(ck) => {
-                            inner
-                                .cache
-                                .read_at(inner.geometry.block_offset(ck), dst)
-                                .map_err(|e| self.cache_io_error("read (merge)", ck, 1, e))?;
-                            ctr.cache_read_bytes.fetch_add(bs as u64, Relaxed);
-                        }
-                        _ => {
-                            vol.backing.read_at(b_lo, dst).map_err(|e| {
-                                self.backing_io_error("read (merge)", b_lo, bs as u64, e)
-                            })?;
-                            ctr.backing_read_bytes.fetch_add(bs as u64, Relaxed);
-                        }
-                    }
-                }
-                let (lo, hi) = (span_lo.max(start), span_hi.min(end));
-                b[(lo - span_lo) as usize..(hi - span_lo) as usize]
-                    .copy_from_slice(&data[(lo - start) as usize..(hi - start) as usize]);
-                inner
-                    .cache
-                    .write_at(off, b)
-                    .map_err(|e| self.cache_io_error("write", c, j - i, e))?;
+            // Backing has the write: a cache-device error here only loses the copy (the
+            // blocks stay unwritten and are dropped), and the device's health counts it.
+            if self.write_run_cache(first, start, data, &plans[i..j], i).is_err() {
+                ctr.cache_write_errors.fetch_add((j - i) as u64, Relaxed);
+                continue;
             }
             written[i..j].fill(true);
             cache_written = true;
@@ -226,13 +184,69 @@ impl Volume {
         }
         if fua {
             vol.backing.sync().map_err(|e| self.backing_io_error("sync (FUA)", 0, 0, e))?;
-            if cache_written {
-                inner
-                    .cache
-                    .sync()
-                    .map_err(|e| io_context(inner.cache.as_ref(), "sync (FUA)", 0, 0, e))?;
+            // A failed sync gives the cache device up (`health/`); backing is durable.
+            if cache_written && inner.cache.sync().is_err() {
+                ctr.cache_write_errors.fetch_add(1, Relaxed);
             }
         }
         Ok(())
+    }
+
+    /// Write one run of the chunk's cache blocks (`run`, from index `i` of the chunk) with
+    /// the write's bytes: a run the write covers whole directly, else read-modify-written
+    /// (a cached block's other bytes from the cache device, an allocated one's from
+    /// backing, which already holds this write: the stripe locks keep everyone else out).
+    fn write_run_cache(
+        &self,
+        first: u64,
+        start: u64,
+        data: &[u8],
+        run: &[Plan],
+        i: usize,
+    ) -> io::Result<()> {
+        let inner = &self.inner;
+        let bs = inner.block_size() as usize;
+        let ctr = self.counters();
+        let vol = self.vol();
+        let j = i + run.len();
+        let Some(c) = run.first().and_then(|p| p.cache_block()) else { return Ok(()) };
+        let end = start + data.len() as u64;
+        let (span_lo, span_hi) = ((first + i as u64) * bs as u64, (first + j as u64) * bs as u64);
+        let off = inner.geometry.block_offset(c);
+        if span_lo >= start && span_hi <= end {
+            let lo = (span_lo - start) as usize;
+            return inner
+                .cache
+                .write_at(off, &data[lo..lo + (j - i) * bs])
+                .map_err(|e| self.cache_io_error("write", c, j - i, e));
+        }
+        let mut buf = crate::device::AlignedBuf::new((j - i) * bs);
+        let b = buf.as_mut_slice();
+        for k in i..j {
+            let b_lo = (first + k as u64) * bs as u64;
+            if b_lo >= start && b_lo + bs as u64 <= end {
+                continue;
+            }
+            let dst = &mut b[(k - i) * bs..(k - i + 1) * bs];
+            match run[k - i] {
+                Plan::Hit(ck) => {
+                    inner
+                        .cache
+                        .read_at(inner.geometry.block_offset(ck), dst)
+                        .map_err(|e| self.cache_io_error("read (merge)", ck, 1, e))?;
+                    ctr.cache_read_bytes.fetch_add(bs as u64, Relaxed);
+                }
+                _ => {
+                    vol.backing
+                        .read_at(b_lo, dst)
+                        .map_err(|e| self.backing_io_error("read (merge)", b_lo, bs as u64, e))?;
+                    ctr.backing_read_bytes.fetch_add(bs as u64, Relaxed);
+                }
+            }
+        }
+        let (lo, hi) = (span_lo.max(start), span_hi.min(end));
+        b[(lo - span_lo) as usize..(hi - span_lo) as usize]
+            .copy_from_slice(&data[(lo - start) as usize..(hi - start) as usize]);
+        inner.cache.write_at(off, b).map_err(|e| self.cache_io_error("write", c, j - i, e))
     }
 }

@@ -63,6 +63,9 @@ fn preload_run(
     let Some(_pass) = inner.gate.enter() else {
         return Err("the cache is shutting down".into());
     };
+    if !inner.health.is_healthy() {
+        return Err("the cache device was given up (degraded mode)".into());
+    }
     let Some(vol) = inner.volume_by_id(vol_id) else { return Ok(true) };
     let bs = inner.block_size();
     let n = n.min((vol.size / bs).saturating_sub(first));

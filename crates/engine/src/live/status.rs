@@ -8,6 +8,7 @@ use super::seq_cutoff::{self, SeqCutoffSettings};
 use super::settings::{limits, WritebackLimits};
 use crate::cleaning_cell::CleaningStatus;
 use crate::core::Inner;
+use crate::health::HealthStatus;
 use crate::layout::WriteMode;
 use crate::warmup::WarmupStats;
 use serde::Serialize;
@@ -46,6 +47,8 @@ pub struct Status {
     pub last_flush_error: String,
     /// Bonfire's warmup: state and counters.
     pub warmup: WarmupStats,
+    /// The cache device's health: errors, degraded mode, lost blocks.
+    pub health: HealthStatus,
     /// Each served volume, in configuration order.
     pub volumes: Vec<VolumeStatus>,
 }
@@ -92,6 +95,12 @@ pub struct VolumeStatus {
     pub seq_cutoff_bypasses: u64,
     /// Blocks NBD_CMD_CACHE loaded into the cache.
     pub cache_loads: u64,
+    /// Requests served in degraded mode (from backing only).
+    pub degraded_requests: u64,
+    /// Blocks on the lost list (their only current copy was on a failed cache device).
+    pub lost_blocks: u64,
+    /// Refused whole until `ember ctl clear-lost` (a lost list restored at start).
+    pub refused: bool,
 }
 
 /// Take the snapshot.
@@ -123,10 +132,15 @@ pub(crate) fn status(inner: &Inner) -> Status {
             error: st.last_flush_error.clone(),
         }
     };
+    let lost: Vec<(u64, bool)> = {
+        let l = inner.health.lost.lock();
+        served.iter().map(|v| (l.count(v.id), l.refused(v.id))).collect()
+    };
     let volumes = served
         .iter()
         .zip(&l.occupancy)
-        .map(|(v, &(resident_blocks, dirty_blocks))| {
+        .zip(&lost)
+        .map(|((v, &(resident_blocks, dirty_blocks)), &lost_of)| {
             let s = inner.counters[v.id as usize].snapshot();
             let reads = s.read_hits + s.read_misses;
             VolumeStatus {
@@ -149,6 +163,9 @@ pub(crate) fn status(inner: &Inner) -> Status {
                 flush_errors: s.flush_errors,
                 seq_cutoff_bypasses: s.seq_cutoff_bypasses,
                 cache_loads: s.cache_loads,
+                degraded_requests: s.degraded_requests,
+                lost_blocks: lost_of.0,
+                refused: lost_of.1,
             }
         })
         .collect();
@@ -168,6 +185,7 @@ pub(crate) fn status(inner: &Inner) -> Status {
         flush_failures: l.failures,
         last_flush_error: l.error,
         warmup: inner.warmup.stats(),
+        health: inner.health.status(),
         volumes,
     }
 }

@@ -102,7 +102,8 @@ fn next(inner: &Inner, pacer: &mut Pacer, origin: Instant, wait: bool) -> Next {
             return Next::Stop;
         }
         let lim = inner.limits.get();
-        let pause = match demand(&st, &lim) {
+        // A degraded cache's dirty blocks are lost with its device: nothing to flush.
+        let pause = match demand(&st, &lim).filter(|_| inner.health.is_healthy()) {
             Some(Demand::Waited) => {
                 let b = st.flush_batch(lim.batch, lim.lru);
                 if !b.is_empty() {

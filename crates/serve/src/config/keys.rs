@@ -109,6 +109,11 @@ pub const KEYS: &[Key] = &[
     key("array-scheme", &["tiers", "array-scheme"], false),
     key("nbd-reconnect", &["nbd-backing", "reconnect"], false),
     key("nbd-dead-after", &["nbd-backing", "dead-after"], false),
+    key("io-error-limit", &["health", "io-error-limit"], false),
+    key("io-error-halflife", &["health", "io-error-halflife"], false),
+    key("io-timeout", &["health", "io-timeout"], false),
+    key("state-dir", &["health", "state-dir"], false),
+    key("reformat-failed-cache", &["cache", "reformat-failed"], false),
 ];
 
 #[cfg(test)]
@@ -137,6 +142,7 @@ mod tests {
         c.live.writeback.min_dirty = Some("10".into());
         c.live.cleaning.dirty_target = Some("5%".into());
         c.tiers.array_scheme = Some("demote-lru".into());
+        c.health.state_dir = Some("state".into());
         let table = toml::Table::try_from(&c).unwrap();
         for k in KEYS {
             let mut item = toml::Value::Table(table.clone());

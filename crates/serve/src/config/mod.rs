@@ -11,6 +11,7 @@
 mod cleaning;
 mod dirty_limit;
 mod file;
+mod health;
 mod keys;
 mod live;
 mod save;
@@ -28,6 +29,7 @@ pub use cleaning::CleaningFileSettings;
 pub(crate) use dirty_limit::blocks_or_percent;
 pub(crate) use file::{command_line, get as get_value, line_of_key, set as set_value};
 pub use file::{parse_with, ConfigError};
+pub use health::HealthSettings;
 pub use keys::{Key, KEYS};
 pub use live::{LimitSettings, LiveSettings, SieveSettings, WritebackSettings};
 pub use save::save_setting;
@@ -81,6 +83,9 @@ pub struct ServeConfig {
     /// Wong & Wilkes' two tiers: client (`--demote`) or array (`--array-scheme`).
     #[serde(default)]
     pub tiers: TierSettings,
+    /// When the cache device is given up, and where degraded mode's record is kept.
+    #[serde(default)]
+    pub health: HealthSettings,
 }
 
 impl ServeConfig {
@@ -101,6 +106,7 @@ impl ServeConfig {
             warmup: WarmupSettings::default(),
             nbd_backing: NbdBackingSettings::default(),
             tiers: TierSettings::default(),
+            health: HealthSettings::default(),
         }
     }
 }
@@ -134,6 +140,10 @@ pub struct CacheSettings {
     /// Block size in bytes when formatting (`--block-size`; power of two, at least 4096).
     #[serde(default = "default_block_size", with = "units::size")]
     pub block_size: u32,
+    /// Reformat the device if the state file says it failed (`--reformat-failed-cache`): a
+    /// device that comes back is never used as it is.
+    #[serde(default)]
+    pub reformat_failed: bool,
 }
 
 fn default_block_size() -> u32 {
@@ -156,6 +166,7 @@ impl CacheSettings {
             format_if_needed: false,
             direct: false,
             block_size: default_block_size(),
+            reformat_failed: false,
         }
     }
 }

@@ -141,6 +141,7 @@ impl Control {
             Command::Uncache { volume } => self.uncache(volume, progress),
             Command::Recache { volume } => self.recache(volume),
             Command::Remove { volume, force } => self.remove(volume, *force, progress),
+            Command::ClearLost { volume } => super::clear_lost::clear_lost(&self.engine, volume),
         }
     }
 

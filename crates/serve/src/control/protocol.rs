@@ -80,6 +80,13 @@ pub enum Command {
         #[serde(default)]
         force: bool,
     },
+    /// Accept backing's version of every block of a volume lost with a failed cache device
+    /// (docs/reference/degraded.md): the blocks leave the lost list, a refused volume is
+    /// served again.
+    ClearLost {
+        /// The volume.
+        volume: String,
+    },
 }
 
 impl Command {
@@ -96,6 +103,7 @@ impl Command {
             Command::Uncache { .. } => "uncache",
             Command::Recache { .. } => "recache",
             Command::Remove { .. } => "remove",
+            Command::ClearLost { .. } => "clear-lost",
         }
     }
 }
@@ -111,6 +119,7 @@ impl Command {
             Command::Attach { .. } => &["volume", "backing"],
             Command::Uncache { .. } | Command::Recache { .. } => &["volume"],
             Command::Remove { .. } => &["volume", "force"],
+            Command::ClearLost { .. } => &["volume"],
         }
     }
 }
@@ -253,6 +262,7 @@ mod tests {
             Command::Uncache { volume: "a".into() },
             Command::Recache { volume: "a".into() },
             Command::Remove { volume: "b".into(), force: true },
+            Command::ClearLost { volume: "db".into() },
         ] {
             let line = Request::new(command.clone()).to_line();
             assert_eq!(parse_request(line.as_bytes()), Ok(Request::new(command)), "{line}");

@@ -9,6 +9,7 @@ use ember_engine::{Engine, VolumeStats, WarmupStats};
 use ember_nbd::server::ShutdownHandle;
 use serde::{Deserialize, Serialize};
 
+use super::health_view::HealthView;
 use crate::config::ServeConfig;
 
 /// The server and every volume.
@@ -39,6 +40,9 @@ pub struct Status {
     pub cleaning: Option<ember_engine::CleaningStatus>,
     /// Bonfire's warmup: `off`, `monitoring`, `preloading` or `done`, with its counters.
     pub warmup: WarmupStatus,
+    /// The cache device's health: errors, degraded mode, lost blocks.
+    #[serde(default)]
+    pub health: HealthView,
     /// Connections open now and their limit.
     pub connections: usize,
     /// The connection limit.
@@ -112,6 +116,15 @@ pub struct VolumeStatus {
     /// Blocks NBD_CMD_CACHE loaded into the cache (prefetches, not hits).
     #[serde(default)]
     pub cache: u64,
+    /// Requests served in degraded mode (from backing only).
+    #[serde(default)]
+    pub degraded_requests: u64,
+    /// Blocks lost with a failed cache device (reads of them fail until `clear-lost`).
+    #[serde(default)]
+    pub lost_blocks: u64,
+    /// Refused whole until `ember ctl clear-lost` (lost blocks restored at start).
+    #[serde(default)]
+    pub refused: bool,
 }
 
 fn ratio(hits: u64, misses: u64) -> f64 {
@@ -137,6 +150,9 @@ impl VolumeStatus {
             cache_read_errors: s.cache_read_errors,
             seq_cutoff_bypasses: s.seq_cutoff_bypasses,
             cache: s.cache_loads,
+            degraded_requests: s.degraded_requests,
+            lost_blocks: 0,
+            refused: false,
         }
     }
 }
@@ -183,7 +199,10 @@ impl Status {
                     .map(|v| v.backing.as_str())
                     .unwrap_or("");
                 let state = src.engine.volume_state(name).map_or("not served", |s| s.name());
-                VolumeStatus::new(name, backing, state, s)
+                let mut v = VolumeStatus::new(name, backing, state, s);
+                v.lost_blocks = src.engine.lost_blocks(name);
+                v.refused = src.engine.is_refused(name);
+                v
             })
             .collect();
         Status {
@@ -204,6 +223,7 @@ impl Status {
             seq_cutoff: serde_json::to_value(src.engine.seq_cutoff()).ok(),
             cleaning: Some(src.engine.cleaning()),
             warmup: WarmupStatus::new(&src.engine.warmup_stats()),
+            health: HealthView::new(&src.engine.health()),
             connections: src.nbd.connections(),
             max_connections: config.live.limits.max_connections,
             buffer_used: src.nbd.budget_used(),
@@ -213,13 +233,24 @@ impl Status {
         }
     }
 
-    /// The one-line summary systemd shows (`STATUS=`): hit ratio, dirty blocks, warmup.
+    /// The one-line summary systemd shows (`STATUS=`): hit ratio, dirty blocks, warmup;
+    /// first, when the cache device was given up, that it is degraded and what was lost.
     pub fn summary(&self) -> String {
-        format!(
-            "hit ratio {:.1}%, {} dirty blocks, warmup {}",
-            100.0 * self.hit_ratio,
-            self.cache.dirty_blocks,
-            self.warmup.state
-        )
+        let degraded = if self.health.degraded() {
+            format!(
+                "DEGRADED (cache device given up: {}), {} lost blocks; ",
+                self.health.cause.as_deref().unwrap_or("?"),
+                self.health.lost_blocks
+            )
+        } else {
+            String::new()
+        };
+        degraded
+            + &format!(
+                "hit ratio {:.1}%, {} dirty blocks, warmup {}",
+                100.0 * self.hit_ratio,
+                self.cache.dirty_blocks,
+                self.warmup.state
+            )
     }
 }

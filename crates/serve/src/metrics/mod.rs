@@ -3,6 +3,7 @@
 //! on each request ([`render`]) and served over HTTP ([`endpoint`]).
 
 pub mod endpoint;
+pub mod health;
 pub mod render;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ pub fn server_render(stats: Arc<ServerStats>, engine: Arc<Engine>) -> Render {
         let mut out = String::new();
         render_server(&stats, &mut out);
         render_engine(&engine.stats(), &mut out);
+        health::render_health(&engine, &mut out);
         out.push_str(&engine.dirty_stats().prometheus());
         out.push_str(&engine.warmup_stats().prometheus());
         out

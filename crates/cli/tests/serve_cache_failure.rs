@@ -1,0 +1,63 @@
+//! `ember serve` losing its cache device to real faults (docs/reference/degraded.md): the
+//! cache file on a file system that starts failing (nbdkit's `error` filter with
+//! `error-file`, exported through nbdfuse) or hangs (nbdkit's `pause` filter, with
+//! `--io-timeout`), at a random request of a writing and verifying client, under write policies
+//! drawn at random. `scripts/degraded_trials.py` holds the harness and the checks: no wrong
+//! byte, no client error after the switch (none at all under write-through and write-around),
+//! the lost list equal to the blocks dirty at the failure, and the restart rules. 20 trials
+//! here; `EMBER_DEGRADED_TRIALS=N` for more (`make crash-long`).
+
+mod serve_support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use serve_support::*;
+
+fn trials_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/degraded_trials.py")
+}
+
+/// nbdkit, nbdfuse and FUSE itself are there (else the test is skipped, or fails under
+/// `EMBER_REQUIRE_TOOLS=1`).
+fn have_fuse() -> bool {
+    let ok = ["nbdkit", "nbdfuse", "fusermount3"]
+        .iter()
+        .all(|t| Command::new(t).arg("--version").output().is_ok_and(|o| o.status.success()))
+        && std::path::Path::new("/dev/fuse").exists();
+    if !ok && std::env::var_os("EMBER_REQUIRE_TOOLS").is_some() {
+        panic!("nbdkit, nbdfuse or /dev/fuse is missing (EMBER_REQUIRE_TOOLS=1)");
+    }
+    ok
+}
+
+#[test]
+#[ignore = "the hang trials are not yet seen passing end to end; run with --ignored"]
+fn the_cache_device_fails_under_every_write_policy_and_no_byte_is_wrong() {
+    if !have_fuse() {
+        eprintln!("skipped: nbdkit, nbdfuse or /dev/fuse missing");
+        return;
+    }
+    let trials = std::env::var("EMBER_DEGRADED_TRIALS").unwrap_or_else(|_| "20".into());
+    let n: u64 = trials.parse().unwrap_or(20);
+    let out = run_status(
+        Command::new(trials_script())
+            .arg("--ember")
+            .arg(ember())
+            .args(["--trials", &trials, "--seed", "41"]),
+        Duration::from_secs(120 + 30 * n),
+    );
+    let text = format!("{}\n{}", out.stdout, out.stderr);
+    eprintln!("{text}");
+    let summary = text
+        .lines()
+        .find_map(|l| l.strip_prefix("degraded-json: "))
+        .unwrap_or_else(|| panic!("no degraded-json line:\n{text}"));
+    let j: serde_json::Value = serde_json::from_str(summary).expect("degraded-json");
+    assert_eq!(j["trials"].as_u64(), Some(n), "{text}");
+    assert_eq!(j["wrong_bytes"].as_u64(), Some(0), "{text}");
+    assert_eq!(j["errors_after_switch"].as_u64(), Some(0), "{text}");
+    assert_eq!(j["failed"].as_u64(), Some(0), "{text}");
+    assert!(out.status.success(), "{text}");
+}
