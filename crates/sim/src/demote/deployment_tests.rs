@@ -14,7 +14,8 @@ fn reads(n: u64) -> Vec<Request> {
             x ^= x >> 7;
             x ^= x << 17;
             let v = (i % 2) as u32;
-            let block = if x.is_multiple_of(3) { x % 300 } else { 1000 + v as u64 * 1000 + x % 400 };
+            let block =
+                if x.is_multiple_of(3) { x % 300 } else { 1000 + v as u64 * 1000 + x % 400 };
             req(v, block, Op::Read, i)
         })
         .collect()
