@@ -3,8 +3,8 @@
 //! tier (DEMOTE, a memory cache of about 15,200 blocks, libCacheSim's doorkeeper as its sieve,
 //! exact, DEMOTEs sieved), written as `ember serve` config files and a topology file.
 //! `ember sim --deployment` predicts every tier before `ember deploy up` starts them; each
-//! client's part of a `multi-client` trace (disjoint working sets of 6000 blocks, 10 %
-//! writes) is then replayed through its client tier by its own `ember replay` at queue depth
+//! client's part of a `multi-client` trace (disjoint working sets of 6000 blocks read at
+//! random, 10 % writes) is then replayed through its client tier by its own `ember replay` at queue depth
 //! 1, both at once; `ember deploy status` asks every tier and `ember deploy down` stops them.
 //!
 //! Equal, tier by tier: READ hits, write hits, allocation-writes, DEMOTEs sent (none
@@ -131,7 +131,7 @@ fn a_live_deployment_gives_the_counters_the_laboratory_predicted() {
     let topology = write_deployment(dir.path());
     let trace = dir.path().join("mc.csv");
     let gen = format!(
-        "multi-client --clients 2 --blocks-per-client {W} --sharing disjoint --pattern zipf \
+        "multi-client --clients 2 --blocks-per-client {W} --sharing disjoint --pattern random \
          --timed-per-client {W} --write-ratio 0.1 --seed 5"
     );
     gen_trace(&gen, &trace);
@@ -218,7 +218,10 @@ fn a_live_deployment_gives_the_counters_the_laboratory_predicted() {
     let sent = checks.iter().filter(|c| c.0.ends_with("demotes_sent")).map(|c| c.1).sum::<f64>();
     assert_eq!(received, sent);
     let get = |n: &str| checks.iter().find(|c| c.0 == n).unwrap().1;
-    assert!(get("array demotes_stored") > 0.0 && get("array demotes_refused") > 0.0);
+    // Every demoted block reached the client through the array, which counted that miss:
+    // the DEMOTE is the block's second miss at the doorkeeper, admitted. The sieve's
+    // refusals of DEMOTEs are the unit tests' (policy, engine state, sim deployment).
+    assert!(get("array demotes_stored") > 0.0 && get("array allocation_writes") > 0.0);
     assert!(get("array read_hits") > 0.0 && get("client0 read_hits") > 0.0);
 }
 
