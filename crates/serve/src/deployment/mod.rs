@@ -92,7 +92,11 @@ impl Deployment {
             .map_err(|e| error_at(path, "", None, format!("cannot read the topology file: {e}")))?;
         let parsed = file::parse(path, &text)?;
         let at = |offset: usize, message: String| error_at(path, &text, Some(offset), message);
-        let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        // A bare file name's parent is empty: the working directory.
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
         let dir = std::path::absolute(&parent).unwrap_or(parent);
         let mut names: Vec<&str> = Vec::new();
         for t in &parsed.tiers {
