@@ -73,6 +73,15 @@ pub struct SimArgs {
     /// `seq_cutoff_bypasses`.
     #[command(flatten)]
     pub seq_cutoff: crate::seq_cutoff_args::SeqCutoffArgs,
+    /// Simulate the deployment this topology file names instead of a grid: every tier
+    /// (docs/guide/deployment.md) from the config file its `ember serve` runs with, the
+    /// trace's volumes routed to client tiers. Prints a row per tier (hits, allocation-writes
+    /// admitted and refused, DEMOTEs sent, stored, aborted and refused, dirty blocks, backing
+    /// reads, mean READ latency); --json, --csv and --out write deployment.json and
+    /// deployment.csv; --warmup-requests N runs the first N requests uncounted. --policy,
+    /// --size and the grid's other flags do not apply.
+    #[arg(long, value_name = "TOPOLOGY")]
+    pub deployment: Option<PathBuf>,
 }
 
 /// A sampling rate: a fraction (0.01) or a percentage (1%), above 0 and at most 1.
@@ -311,6 +320,9 @@ fn timing_line(out: &Outcome, trace: &Path) -> String {
 
 /// Run `ember sim`: the grid, its table on stdout, and the files asked for.
 pub fn run(args: SimArgs) -> anyhow::Result<()> {
+    if let Some(topology) = &args.deployment {
+        return crate::sim_deployment::run(&args, topology);
+    }
     let report = compute(&args)?;
     print!("{}", report.table());
     let n_sizes = args.size.iter().filter(|s| !s.trim().is_empty()).count();

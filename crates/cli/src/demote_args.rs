@@ -5,7 +5,7 @@ use clap::Args;
 use ember_serve::config::{NbdBackingSettings, TierSettings};
 
 /// The client tier's and the array tier's flags.
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug)]
 pub struct DemoteArgs {
     /// Client tier: hand every clean block the replacement policy evicts to the NBD backing
     /// as a DEMOTE (ember's `x-ember:demote` extension, docs/reference/nbd.md), asynchronously. A
@@ -25,6 +25,13 @@ pub struct DemoteArgs {
     /// --policy.
     #[arg(long, value_name = "SCHEME")]
     pub array_scheme: Option<String>,
+
+    /// Array tier: `sieve` offers a DEMOTE of a block the cache does not hold to the
+    /// admission sieve (--admission) as an allocation-write, and drops it if refused
+    /// (`demotes_refused_sieve`); `all` lets the scheme place every DEMOTE. Under aod both
+    /// decide alike.
+    #[arg(long, value_name = "RULE", default_value = "sieve", value_parser = ["sieve", "all"])]
+    pub demote_admission: String,
 
     /// An NBD backing whose connection breaks (the array tier restarts) is reconnected and
     /// the request sent again, for at most this many seconds before it fails (0: never).
@@ -51,6 +58,7 @@ impl DemoteArgs {
             demote: self.demote,
             demote_queue: self.demote_queue,
             array_scheme: self.array_scheme.clone(),
+            demote_admission: self.demote_admission.clone(),
         }
     }
 

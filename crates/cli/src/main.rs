@@ -2,9 +2,9 @@
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use ember_cli::{
-    cmd_analyze, cmd_cache, cmd_ctl, cmd_demote, cmd_gen, cmd_generate, cmd_replay, cmd_serve,
-    cmd_sievestore, cmd_sim, cmd_stats, cmd_sweep, cmd_trace, cmd_warmup, grid_args, legacy,
-    report,
+    cmd_analyze, cmd_cache, cmd_ctl, cmd_demote, cmd_deploy, cmd_gen, cmd_generate, cmd_replay,
+    cmd_serve, cmd_sievestore, cmd_sim, cmd_stats, cmd_sweep, cmd_trace, cmd_warmup, grid_args,
+    legacy, report,
 };
 
 /// ember: a storage-level block cache (serve) and its laboratory (sim, trace).
@@ -25,6 +25,9 @@ enum Command {
     /// Operate a running server through its control socket: status, flush, get, set,
     /// reload, stop.
     Ctl(cmd_ctl::CtlArgs),
+    /// Start, stop and ask a deployment of `ember serve` tiers (client tiers over an array
+    /// tier) named in a topology file, on this machine.
+    Deploy(cmd_deploy::DeployArgs),
     /// Replay a trace against an NBD server, verifying every read.
     Replay(cmd_replay::ReplayArgs),
     /// Print a running server's statistics (from its --metrics address).
@@ -93,6 +96,7 @@ fn main() {
         Command::Trace(TraceCommand::Gen(c)) => cmd_gen::run(c),
         Command::Serve(a) => cmd_serve::run(*a, &given),
         Command::Ctl(a) => cmd_ctl::run(a),
+        Command::Deploy(a) => cmd_deploy::run(a),
         Command::Replay(a) => cmd_replay::run(a),
         Command::Stats(a) => cmd_stats::run(a),
         Command::Sim(a) => cmd_sim::run(*a),

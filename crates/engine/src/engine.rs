@@ -457,6 +457,17 @@ impl Engine {
         live::seq_cutoff::set(&self.inner, s)
     }
 
+    /// Array tier: whether the admission sieve decides on DEMOTEs of blocks the cache does
+    /// not hold (`ember_policy::demote::DemoteAdmission`); returns the rule it replaces.
+    ///
+    /// - MUST NOT change what is cached; only later DEMOTEs are decided by the new rule.
+    pub fn set_demote_admission(
+        &self,
+        rule: ember_policy::demote::DemoteAdmission,
+    ) -> ember_policy::demote::DemoteAdmission {
+        std::mem::replace(&mut self.inner.state.lock().demote_admission, rule)
+    }
+
     /// The sequential cutoff in force.
     pub fn seq_cutoff(&self) -> live::SeqCutoffSettings {
         live::seq_cutoff::get(&self.inner)

@@ -181,6 +181,9 @@ counters! {
     /// Array tier: DEMOTEs refused as stale: the array acknowledged a write to the block
     /// after the demoting client got its copy (docs/design/architecture.md, "The stale rule").
     demotes_refused_stale,
+    /// Array tier: DEMOTEs of absent blocks the admission sieve refused
+    /// (`--demote-admission sieve`, docs/guide/demote.md).
+    demotes_refused_sieve,
     /// Array tier: READ hits on blocks a DEMOTE stored.
     read_hits_demoted,
     /// Array tier: READ hits on blocks a READ (or a write) placed.

@@ -244,6 +244,7 @@ fn open_engine(
         write_mode,
         kind,
         array_scheme,
+        demote_admission,
         admission,
         batch_epoch,
         writeback,
@@ -267,10 +268,15 @@ fn open_engine(
         EngineError::DirtyLimit(e) => anyhow!(dirty_limit_message(&e)),
         e => anyhow!(e).context(format!("opening cache {}", config.cache.device.display())),
     })?;
+    engine.set_demote_admission(demote_admission);
     if let Some(s) = array_scheme {
         console.say(&format!(
-            "array tier, scheme {s} (Wong & Wilkes), DEMOTEs {}",
-            if s.demotes() { "taken" } else { "refused" }
+            "array tier, scheme {s} (Wong & Wilkes), DEMOTEs {}{}",
+            if s.demotes() { "taken" } else { "refused" },
+            match (s.demotes(), demote_admission) {
+                (false, _) => String::new(),
+                (true, d) => format!(", admission of DEMOTEs: {d}"),
+            }
         ));
     }
     engine.set_seq_cutoff(seq_cutoff);

@@ -23,6 +23,9 @@
 //! Operating it while it serves: `config/file.rs` and `config_source.rs` (the config file
 //! under the command line's flags), `control/` (the control socket and its commands, `ember ctl`'s protocol),
 //! `notify.rs` and `status_ticker.rs` (systemd's readiness protocol).
+//!
+//! Several servers as one deployment: `deployment/` (the topology file that names each
+//! tier's config file and which tier is whose backing).
 
 mod admission;
 mod backing;
@@ -35,6 +38,7 @@ pub mod console;
 pub mod control;
 mod degraded;
 mod demote_queue;
+pub mod deployment;
 mod export;
 #[doc(hidden)]
 pub mod fuzz_entry;

@@ -6,7 +6,7 @@
 use anyhow::bail;
 use ember_engine::{WarmupOptions, WriteMode, WritebackConfig};
 use ember_nbd::server::ServerConfig;
-use ember_policy::demote::Scheme;
+use ember_policy::demote::{DemoteAdmission, Scheme};
 use ember_policy::replacement::Spec;
 use ember_policy::Admission;
 
@@ -55,6 +55,8 @@ pub(crate) struct EnginePlan {
     pub kind: Spec,
     /// The array tier's scheme.
     pub array_scheme: Option<Scheme>,
+    /// Whether the array tier's sieve decides on DEMOTEs.
+    pub demote_admission: DemoteAdmission,
     /// The admission sieve.
     pub admission: Box<dyn Admission>,
     /// The epoch of a batch sieve.
@@ -84,6 +86,7 @@ impl Plan {
         }
         let kind = parse_policy(&live.policy)?;
         let array_scheme = config.tiers.scheme(&live.policy)?;
+        let demote_admission = config.tiers.demote_admission()?;
         let (admission, batch_epoch) =
             admission::admission(&live.admission, &live.sieve, live.epoch_count_memory)?;
         if batch_epoch.is_some() && write_mode.is_write_back() {
@@ -103,6 +106,7 @@ impl Plan {
                 write_mode,
                 kind,
                 array_scheme,
+                demote_admission,
                 admission,
                 batch_epoch,
                 writeback,

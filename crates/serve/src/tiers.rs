@@ -3,7 +3,7 @@
 //! (`--array-scheme`) manages its cache as a scheme of the paper and takes DEMOTEs.
 
 use anyhow::{anyhow, bail};
-use ember_policy::demote::{ArrayConfig, ArrayReplacement, Scheme};
+use ember_policy::demote::{ArrayConfig, ArrayReplacement, DemoteAdmission, Scheme};
 use ember_policy::Replacement;
 
 use crate::config::TierSettings;
@@ -18,6 +18,11 @@ impl TierSettings {
             bail!("--array-scheme {s} replaces the replacement policy: drop --policy {policy}");
         }
         Ok(Some(scheme))
+    }
+
+    /// Whether the array's sieve decides on DEMOTEs (`--demote-admission`).
+    pub fn demote_admission(&self) -> anyhow::Result<DemoteAdmission> {
+        self.demote_admission.parse().map_err(|e| anyhow!("--demote-admission: {e}"))
     }
 
     /// The DEMOTE queue's length, if the server is a client tier.
@@ -52,6 +57,12 @@ mod tests {
         assert!(t.scheme("lru").unwrap_err().to_string().contains("unknown scheme"));
         let t = TierSettings { demote: true, demote_queue: 0, ..Default::default() };
         assert_eq!(t.queue(), Some(1));
+        assert_eq!(t.demote_admission().unwrap(), DemoteAdmission::Sieve);
+        let t = TierSettings { demote_admission: "all".into(), ..Default::default() };
+        assert_eq!(t.demote_admission().unwrap(), DemoteAdmission::All);
+        let t = TierSettings { demote_admission: "most".into(), ..Default::default() };
+        let e = t.demote_admission().unwrap_err().to_string();
+        assert!(e.contains("--demote-admission") && e.contains("sieve, all"), "{e}");
         let r = array_replacement(Scheme::Demote, 8);
         assert!(r.takes_demotes() && r.capacity() == 8 && r.name() == "demote");
         assert!(!array_replacement(Scheme::NoneLru, 8).takes_demotes());

@@ -116,6 +116,9 @@ impl Volume {
                 DemoteStep::NoRoom => {
                     ctr.demotes_aborted_no_room.fetch_add(1, Relaxed);
                 }
+                DemoteStep::Refused => {
+                    ctr.demotes_refused_sieve.fetch_add(1, Relaxed);
+                }
                 DemoteStep::Stored(c) => {
                     let lo = (b * bs - offset) as usize;
                     let written = inner

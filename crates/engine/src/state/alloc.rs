@@ -31,6 +31,8 @@ pub(crate) enum DemoteStep {
     Cached,
     /// Aborted: no room (capacity 0, every reclaimable block pinned, a fence).
     NoRoom,
+    /// Refused by the admission sieve (`ember_policy::demote::DemoteAdmission::Sieve`).
+    Refused,
     /// Stored: the block is mapped clean in this cache block, pinned; the caller writes the
     /// data, then unpins (or invalidates on failure).
     Stored(u32),
@@ -197,6 +199,10 @@ impl CacheState {
         }
         if self.fenced(acc.key) {
             return (DemoteStep::NoRoom, None);
+        }
+        let (resident, capacity) = (self.index.len(), self.pins.len());
+        if !self.demote_admission.admits(self.admission.as_mut(), acc, resident, capacity) {
+            return (DemoteStep::Refused, None);
         }
         let Some((outcome, evicted)) = self.replacement.demote(acc) else {
             return (DemoteStep::NotTaken, None);

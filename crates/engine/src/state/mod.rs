@@ -75,6 +75,7 @@ pub(crate) use live::Drain;
 pub(crate) use persist::{Change, Persisted};
 
 use crate::layout::MAX_VOLUMES;
+use ember_policy::demote::DemoteAdmission;
 use ember_policy::keymap::KeyMap;
 use ember_policy::replacement::Lru;
 use ember_policy::seq_cutoff::{SeqCutoff, SeqCutoffConfig};
@@ -117,6 +118,8 @@ pub(crate) struct CacheState {
     pub admission: Box<dyn Admission>,
     /// The sequential cutoff, asked before the sieve on a miss (off until set).
     pub seq_cutoff: SeqCutoff,
+    /// Array tier: whether the sieve decides on DEMOTEs of absent blocks.
+    pub demote_admission: DemoteAdmission,
     vtime: u64,
     /// Epoch new writes join; a FLUSH closes it.
     pub current_epoch: u64,
@@ -193,6 +196,7 @@ impl CacheState {
             replacement,
             admission,
             seq_cutoff: SeqCutoff::new(SeqCutoffConfig::default()),
+            demote_admission: DemoteAdmission::default(),
             vtime: 0,
             current_epoch: 1,
             persisted: HashMap::new(),

@@ -471,3 +471,29 @@ fn a_requests_own_hit_block_is_reused_for_its_next_miss() {
         }
     }
 }
+
+/// A sieved array tier (`--demote-admission sieve`, the default): a DEMOTE of a block the
+/// cache does not hold is offered to the sieve, which refuses it at the exact doorkeeper's
+/// first miss and admits it at the second; a DEMOTE of a held block is aborted without
+/// asking; under `all` the scheme stores a first DEMOTE unasked.
+#[test]
+fn the_sieve_decides_on_demotes_of_absent_blocks() {
+    use ember_policy::admission::Doorkeeper;
+    use ember_policy::demote::{ArrayConfig, ArrayReplacement, DemoteAdmission, Scheme};
+    let array = |rule| {
+        let demote = ArrayReplacement::new(ArrayConfig::new(4, Scheme::Demote)).unwrap();
+        let sieve = Doorkeeper::new(0, 0.0).unwrap();
+        let mut st = CacheState::new(4, Box::new(demote), Box::new(sieve));
+        st.demote_admission = rule;
+        st
+    };
+    let mut st = array(DemoteAdmission::Sieve);
+    let a = st.access(7, Op::Read, 0);
+    assert!(matches!(st.demote_install(&a).0, DemoteStep::Refused));
+    let DemoteStep::Stored(c) = st.demote_install(&a).0 else { panic!("the second is stored") };
+    st.unpin(c);
+    assert!(matches!(st.demote_install(&a).0, DemoteStep::Cached));
+    let mut all = array(DemoteAdmission::All);
+    let b = all.access(9, Op::Read, 0);
+    assert!(matches!(all.demote_install(&b).0, DemoteStep::Stored(_)));
+}

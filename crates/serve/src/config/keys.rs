@@ -107,6 +107,7 @@ pub const KEYS: &[Key] = &[
     key("demote", &["tiers", "demote"], false),
     key("demote-queue", &["tiers", "demote-queue"], false),
     key("array-scheme", &["tiers", "array-scheme"], false),
+    key("demote-admission", &["tiers", "demote-admission"], false),
     key("nbd-reconnect", &["nbd-backing", "reconnect"], false),
     key("nbd-dead-after", &["nbd-backing", "dead-after"], false),
     key("io-error-limit", &["health", "io-error-limit"], false),

@@ -259,11 +259,20 @@ pub struct TierSettings {
     /// replaces the replacement policy).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub array_scheme: Option<String>,
+    /// Array tier: `sieve` offers a DEMOTE of a block the cache does not hold to the
+    /// admission sieve as an allocation-write, `all` stores every DEMOTE the scheme places
+    /// (`--demote-admission`; `ember_policy::demote::DemoteAdmission`).
+    pub demote_admission: String,
 }
 
 impl Default for TierSettings {
     fn default() -> Self {
-        TierSettings { demote: false, demote_queue: 256, array_scheme: None }
+        TierSettings {
+            demote: false,
+            demote_queue: 256,
+            array_scheme: None,
+            demote_admission: "sieve".into(),
+        }
     }
 }
 

@@ -28,10 +28,11 @@
 //! or [`ArrayAddressing::PerVolume`] (volume and block: a real trace's volumes are distinct
 //! disks behind the array).
 
+use crate::demote::client_cache::{ClientCache, ClientStep};
 use crate::SimError;
-use ember_policy::demote::{ArrayCache, ArrayConfig, DemoteOutcome, Scheme};
-use ember_policy::replacement::{Lru, Replacement};
-use ember_policy::Access;
+use ember_policy::demote::{ArrayCache, ArrayConfig, DemoteAdmission, DemoteOutcome, Scheme};
+use ember_policy::replacement::Lru;
+use ember_policy::{Access, Admission};
 use ember_trace::{block_key, Op, Request};
 
 /// Which client issues a request. With [`ClientOf::Single`] and
@@ -209,31 +210,104 @@ impl DemoteResult {
     }
 }
 
-/// N LRU clients over one array: the state of a DEMOTE run.
-#[derive(Clone, Debug)]
-pub struct DemoteTopology {
-    clients: Vec<Lru>,
-    array: ArrayCache,
-    demotes: bool,
+/// The array's admission sieve and whether it decides on DEMOTEs (a sieved array tier,
+/// `ember serve --array-scheme S --admission A --demote-admission D`).
+pub struct ArraySieve {
+    /// The sieve, asked on the array's READ and write misses.
+    pub sieve: Box<dyn Admission>,
+    /// Whether it decides on DEMOTEs too.
+    pub demotes: DemoteAdmission,
 }
 
-impl DemoteTopology {
+/// What the array did with the blocks it was sent, beside the clients' READ paths.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ArrayCounters {
+    /// READ misses the array allocated (allocation-writes).
+    pub read_allocations: u64,
+    /// Writes the array received.
+    pub writes: u64,
+    /// Writes that hit.
+    pub write_hits: u64,
+    /// Write misses the array allocated (allocation-writes).
+    pub write_allocations: u64,
+    /// READ and write misses the sieve refused.
+    pub refused: u64,
+    /// DEMOTEs of absent blocks the sieve refused.
+    pub demotes_refused: u64,
+    /// DEMOTEs the scheme stored.
+    pub demotes_stored: u64,
+    /// DEMOTEs the scheme aborted (held already, or no room).
+    pub demotes_aborted: u64,
+}
+
+impl ArrayCounters {
+    /// The counts since `before` (an earlier snapshot of the same run).
+    pub fn since(&self, before: &ArrayCounters) -> ArrayCounters {
+        ArrayCounters {
+            read_allocations: self.read_allocations - before.read_allocations,
+            writes: self.writes - before.writes,
+            write_hits: self.write_hits - before.write_hits,
+            write_allocations: self.write_allocations - before.write_allocations,
+            refused: self.refused - before.refused,
+            demotes_refused: self.demotes_refused - before.demotes_refused,
+            demotes_stored: self.demotes_stored - before.demotes_stored,
+            demotes_aborted: self.demotes_aborted - before.demotes_aborted,
+        }
+    }
+}
+
+/// N clients over one array: the state of a DEMOTE run. The clients are Wong & Wilkes' LRU
+/// caches unless the topology is built with others ([`DemoteTopology::with_clients`]); the
+/// array has no sieve unless given one ([`DemoteTopology::with_array_sieve`]).
+pub struct DemoteTopology<C: ClientCache = Lru> {
+    clients: Vec<C>,
+    array: ArrayCache,
+    demotes: bool,
+    sieve: Option<ArraySieve>,
+    counters: ArrayCounters,
+    last: ClientStep,
+}
+
+impl DemoteTopology<Lru> {
     /// Empty caches for `config`.
     pub fn new(config: &DemoteConfig) -> Result<Self, SimError> {
-        if config.clients == 0 {
+        let clients = (0..config.clients).map(|_| Lru::new(config.client_blocks)).collect();
+        Self::with_clients(clients, config.array)
+    }
+}
+
+impl<C: ClientCache> DemoteTopology<C> {
+    /// `clients` over an empty array of `array`.
+    pub fn with_clients(clients: Vec<C>, array: ArrayConfig) -> Result<Self, SimError> {
+        if clients.is_empty() {
             return Err(SimError::Invalid("a DEMOTE topology needs at least one client".into()));
         }
-        let array = ArrayCache::new(config.array).map_err(SimError::Invalid)?;
+        let demotes = array.scheme.demotes();
+        let array = ArrayCache::new(array).map_err(SimError::Invalid)?;
         Ok(Self {
-            clients: (0..config.clients).map(|_| Lru::new(config.client_blocks)).collect(),
+            clients,
             array,
-            demotes: config.array.scheme.demotes(),
+            demotes,
+            sieve: None,
+            counters: ArrayCounters::default(),
+            last: ClientStep::default(),
         })
+    }
+
+    /// The array sieves its misses (and DEMOTEs, as `sieve.demotes` says) with `sieve`.
+    pub fn with_array_sieve(mut self, sieve: ArraySieve) -> Self {
+        self.sieve = Some(sieve);
+        self
     }
 
     /// The array cache.
     pub fn array(&self) -> &ArrayCache {
         &self.array
+    }
+
+    /// What the array did besides serving READS.
+    pub fn array_counters(&self) -> ArrayCounters {
+        self.counters
     }
 
     /// Client `client` READs the block it keys `client_key`, which the array keys
@@ -246,26 +320,125 @@ impl DemoteTopology {
         array_key: u64,
         to_array: impl Fn(u64) -> u64,
     ) -> ReadPath {
-        let (hit, ejected) = self.clients[client].access(&Access::read(client_key, 0));
-        if hit {
+        self.read_at(client, &Access::read(client_key, 0), array_key, to_array)
+    }
+
+    /// [`DemoteTopology::read`] of the client access `access` (its key, time and virtual
+    /// time: a sieve reads them).
+    #[inline]
+    pub fn read_at(
+        &mut self,
+        client: usize,
+        access: &Access,
+        array_key: u64,
+        to_array: impl Fn(u64) -> u64,
+    ) -> ReadPath {
+        let step = self.clients[client].access(access);
+        self.last = step;
+        if step.hit {
             return ReadPath::ClientHit;
         }
-        let demote = match ejected {
+        let demote = match step.ejected {
             Some(victim) if self.demotes => {
                 // The READ follows the DEMOTE: overlap its index lookup with the DEMOTE's.
                 self.array.prefetch(array_key);
-                match self.array.demote(to_array(victim)) {
-                    DemoteOutcome::Stored => DemoteKind::Stored,
-                    DemoteOutcome::Aborted => DemoteKind::Aborted,
-                }
+                self.demote(&Access { key: to_array(victim), ..*access })
             }
             _ => DemoteKind::None,
         };
-        if self.array.read(array_key) {
+        if self.array_access(&Access { key: array_key, ..*access }) {
             ReadPath::ArrayHit(demote)
         } else {
             ReadPath::Miss(demote)
         }
+    }
+
+    /// Client `client` writes the block of `access`, which the array keys `array_key`: the
+    /// client allocates (or not) as its write policy says and DEMOTEs what it ejects, then
+    /// the array receives the write. Returns the client's step and what its DEMOTE did.
+    pub fn write_at(
+        &mut self,
+        client: usize,
+        access: &Access,
+        array_key: u64,
+        to_array: impl Fn(u64) -> u64,
+    ) -> (ClientStep, DemoteKind) {
+        let step = self.clients[client].access(access);
+        let demote = match step.ejected {
+            Some(victim) if self.demotes => {
+                self.demote(&Access { key: to_array(victim), ..*access })
+            }
+            _ => DemoteKind::None,
+        };
+        self.array_access(&Access { key: array_key, ..*access });
+        (step, demote)
+    }
+
+    /// The clients.
+    pub fn clients(&self) -> &[C] {
+        &self.clients
+    }
+
+    /// What the client did at the last [`DemoteTopology::read_at`].
+    pub fn last_step(&self) -> ClientStep {
+        self.last
+    }
+
+    /// A DEMOTE of `access.key` (the ejected block's array key) to the array.
+    fn demote(&mut self, access: &Access) -> DemoteKind {
+        if let Some(s) = &mut self.sieve {
+            let key = access.key;
+            let (len, cap) = (self.array.len(), self.array.config().capacity);
+            let demoted = Access { op: Op::Read, ..*access };
+            if !self.array.contains(key) && !s.demotes.admits(s.sieve.as_mut(), &demoted, len, cap)
+            {
+                self.counters.demotes_refused += 1;
+                return DemoteKind::Aborted;
+            }
+        }
+        match self.array.demote(access.key) {
+            DemoteOutcome::Stored => {
+                self.counters.demotes_stored += 1;
+                DemoteKind::Stored
+            }
+            DemoteOutcome::Aborted => {
+                self.counters.demotes_aborted += 1;
+                DemoteKind::Aborted
+            }
+        }
+    }
+
+    /// A READ or write of `access.key` at the array: a hit moves the block as the scheme
+    /// says; a miss is placed unless the array's sieve refuses it. Returns whether it hit.
+    #[inline]
+    fn array_access(&mut self, access: &Access) -> bool {
+        let write = access.op == Op::Write;
+        self.counters.writes += write as u64;
+        let Some(s) = &mut self.sieve else {
+            let hit = self.array.read(access.key);
+            self.counters.write_hits += (hit & write) as u64;
+            self.counters.write_allocations += (!hit & write) as u64;
+            self.counters.read_allocations += (!hit & !write) as u64;
+            return hit;
+        };
+        let hit = self.array.contains(access.key);
+        if hit {
+            self.array.read(access.key);
+        }
+        s.sieve.observe(access, hit);
+        if hit {
+            self.counters.write_hits += write as u64;
+            return true;
+        }
+        s.sieve.set_occupancy(self.array.len(), self.array.config().capacity);
+        if s.sieve.admit(access) {
+            self.array.read(access.key);
+            self.counters.write_allocations += write as u64;
+            self.counters.read_allocations += !write as u64;
+        } else {
+            self.counters.refused += 1;
+        }
+        false
     }
 }
 
