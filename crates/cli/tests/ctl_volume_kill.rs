@@ -97,7 +97,11 @@ fn fault(
     status: ExitStatus,
     stderr: &str,
 ) -> Option<String> {
-    let shut = |l: &str| l.starts_with("ERR ") && l.contains(" reply ") && l.contains("errno=108");
+    let shut = |l: &str| {
+        l.starts_with("ERR ")
+            && l.contains(" reply ")
+            && (l.contains("errno=ESHUTDOWN") || l.contains("errno=108"))
+    };
     if op == Op::Remove && log.lines().any(shut) {
         return log
             .lines()

@@ -33,7 +33,6 @@ fn have_fuse() -> bool {
 }
 
 #[test]
-#[ignore = "the hang trials are not yet seen passing end to end; run with --ignored"]
 fn the_cache_device_fails_under_every_write_policy_and_no_byte_is_wrong() {
     if !have_fuse() {
         eprintln!("skipped: nbdkit, nbdfuse or /dev/fuse missing");
