@@ -1,5 +1,5 @@
-//! One flusher batch (thesis 4.1, 4.4), in three phases the flusher can overlap between
-//! consecutive batches (`flusher.rs`):
+//! One flusher batch (thesis 4.1, 4.4), in three phases (`flusher.rs` reads the next batch
+//! right after the previous one is marked clean):
 //!
 //! 1. [`prepare`]: under the blocks' stripe locks, pin the versions still dirty and not
 //!    fenced, mark them in flight, read them from the cache device into the batch's buffer

@@ -130,14 +130,13 @@ fn next(inner: &Inner, pacer: &mut Pacer, origin: Instant, wait: bool) -> Next {
     }
 }
 
-/// One step of the pipeline: write `pending` (read earlier) and mark it clean on a thread of
-/// its own while this one reads `batch`. Returns the outcome of the batch written, if one
-/// was, and the batch read, to be written at the next step. The written batch is finished
-/// (marked clean, its in-flight marks taken back) on the writer's thread, whatever the read
-/// waits for: a request holding the read batch's stripe locks may be waiting for those
-/// marks. A failed write drops the batch read ([`abandon`]): its versions stay dirty and are
-/// read again after the back-off, so no batch reaches backing after an older one failed. A
-/// panic on the writer's thread goes on on this one (the flusher then poisons the engine).
+/// One step: write `pending` (read at the previous step) to backing, sync it and mark it
+/// clean, then read `batch` from the cache device. Returns the outcome of the batch written,
+/// if one was, and the batch read, to be written at the next step. A failed write drops the
+/// batch read ([`abandon`]): its versions stay dirty and are read again after the back-off,
+/// so no batch reaches backing after an older one failed. The steps run in turn: reading
+/// the next batch while the previous one is written and synced makes the two contend where
+/// the cache device and backing share a disk.
 fn step(
     inner: &Inner,
     pending: Option<Prepared>,
@@ -154,17 +153,9 @@ fn step(
             (Some(finish(inner, p, r)), None)
         }
         (Some(p), Some(b)) => {
-            let (outcome, q) = std::thread::scope(|s| {
-                let writer = s.spawn(move || {
-                    let r = write(inner, &p);
-                    finish(inner, p, r)
-                });
-                let q = prepare(inner, &b);
-                match writer.join() {
-                    Ok(outcome) => (outcome, q),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            });
+            let r = write(inner, &p);
+            let outcome = finish(inner, p, r);
+            let q = prepare(inner, &b);
             match q {
                 Ok(q) if outcome.is_ok() => (Some(outcome), Some(q)),
                 Ok(q) => {
@@ -184,10 +175,8 @@ fn step(
 /// a wait for the pace ends at once when someone waits for the flusher (the condition
 /// variable wakes it and the demand is [`Demand::Waited`]).
 ///
-/// Batches are pipelined two deep (`flush_batch.rs`): while one is written to backing and
-/// synced, the next is read from the cache device, so the cache device's reads and
-/// backing's writes overlap; batches are still written one after the other, each after the
-/// previous one's sync, and each is marked clean only once its sync returned.
+/// Batches (`flush_batch.rs`) are written one after the other, each after the previous one's
+/// sync, and each is marked clean only once its sync returned.
 pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
     let mut pacer = Pacer::default();
     let origin = Instant::now();
