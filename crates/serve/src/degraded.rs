@@ -109,7 +109,7 @@ pub(crate) fn after_open(
         }
     }
     let file = prior.file;
-    if file.is_none() {
+    if file.is_none() && engine.write_mode().is_write_back() {
         console.say(
             "no state directory (give --state-dir): if the cache device fails under a write-back \
              policy, the list of lost blocks lives only in memory",
