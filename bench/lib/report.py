@@ -24,12 +24,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Every bench, and how to run it (the lead runs them alone on the machine).
 BENCHES = {
+    "admin": "bench/admin",
     "analyze": "bench/analyze",
+    "clean": "bench/clean",
+    "degraded": "bench/degraded",
+    "deployment": "bench/deployment/run.sh",
     "demote-live": "bench/demote-live/run.sh",
     "flusher-stall": "bench/flusher-stall",
     "gen-zipf": "bench/gen_zipf.sh",
     "hierarchy": "bench/hierarchy/run.sh",
     "serve": "bench/serve",
+    "seq-cutoff": "bench/seq-cutoff",
     "serve-scale": "bench/serve-scale",
     "sieve-overhead": "bench/sieve-overhead",
     "sim-policies": "bench/sim-policies",
