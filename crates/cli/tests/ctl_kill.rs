@@ -44,7 +44,7 @@ use crash_model::*;
 use ctl_trial::*;
 use serve_support::{skip_or_fail, Rng, Serve};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BS: u64 = 4096;
 const BLOCKS: u64 = 2048;
@@ -102,14 +102,7 @@ fn trial(op: Op, from: &'static str, to: &'static str, check: Check, seed: u64) 
     let name = format!("seed {seed}: {op:?} {from} -> {to}, kill {delay:?} after the command");
 
     let mut writer = spawn_writer(d, &uri, seed, BLOCKS, OPS);
-    let t0 = Instant::now();
-    let writer_done = loop {
-        let exited = writer.try_wait().ok().flatten();
-        if log_lines(d) >= start_at || exited.is_some() || t0.elapsed() > Duration::from_secs(30) {
-            break exited;
-        }
-        std::thread::sleep(Duration::from_micros(500));
-    };
+    let writer_done = wait_for_writer(d, &mut writer, start_at);
     if op == Op::Reload {
         std::fs::write(&cfg, config(d, to, true)).unwrap();
     }
@@ -119,30 +112,8 @@ fn trial(op: Op, from: &'static str, to: &'static str, check: Check, seed: u64) 
         Op::Set => vec!["set", "write-policy", to],
         Op::Reload => vec!["reload"],
     };
-    let mut ctl = spawn_ctl(d, &args);
-    let sent_at = Instant::now();
-    let mut returned = None;
-    while sent_at.elapsed() < delay {
-        if returned.is_none() {
-            if let Ok(Some(st)) = ctl.try_wait() {
-                let lines = log_lines(d);
-                let err = std::fs::read_to_string(d.join("ctl.err")).unwrap_or_default();
-                assert!(st.success(), "{name}: ember ctl failed ({st}) while serving:\n{err}");
-                returned = Some(lines);
-            }
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    let before_kill = std::fs::read_to_string(d.join("writer.log")).unwrap_or_default();
-    let exited_early = writer.try_wait().ok().flatten().or(writer_done);
-    let served = ember.output();
-    if let Err(st) = ember.kill() {
-        panic!("{name}: ember serve exited by itself ({st}) before the SIGKILL:\n{served}");
-    }
-    let _ = reap(&mut ctl, Duration::from_secs(30));
-    let status = reap(&mut writer, Duration::from_secs(30));
-    let log = std::fs::read_to_string(d.join("writer.log")).unwrap_or_default();
-    let stderr = std::fs::read_to_string(d.join("writer.err")).unwrap_or_default();
+    let k = command_then_kill(d, ember, &mut writer, writer_done, &args, delay, &name);
+    let Killed { returned, before_kill, exited_early, served, status, log, stderr } = k;
     if let Some(fault) = writer_fault(&log, &before_kill, exited_early, status, &stderr) {
         panic!("{name}: {fault}\n{served}");
     }

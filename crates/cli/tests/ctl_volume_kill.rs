@@ -31,7 +31,7 @@ use ctl_trial::*;
 use serve_support::{skip_or_fail, Rng, Serve};
 use std::path::Path;
 use std::process::ExitStatus;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BLOCKS: u64 = 1024;
 const VOL: u64 = BLOCKS * 4096;
@@ -128,14 +128,7 @@ fn trial(op: Op, policy: &'static str, seed: u64) -> Outcome {
     let name = format!("seed {seed}: {op:?} under {policy}, kill {delay:?} after the command");
 
     let mut writer = spawn_writer(d, &uri, seed, BLOCKS, OPS);
-    let t0 = Instant::now();
-    let writer_done = loop {
-        let exited = writer.try_wait().ok().flatten();
-        if log_lines(d) >= start_at || exited.is_some() || t0.elapsed() > Duration::from_secs(30) {
-            break exited;
-        }
-        std::thread::sleep(Duration::from_micros(500));
-    };
+    let writer_done = wait_for_writer(d, &mut writer, start_at);
     let sent = log_lines(d);
     let third_arg = format!("third={}", d.join("third.img").display());
     let args: Vec<&str> = match op {
@@ -143,30 +136,8 @@ fn trial(op: Op, policy: &'static str, seed: u64) -> Outcome {
         Op::Remove => vec!["remove", "--force", "disk"],
         Op::Attach => vec!["attach", third_arg.as_str()],
     };
-    let mut ctl = spawn_ctl(d, &args);
-    let sent_at = Instant::now();
-    let mut returned = None;
-    while sent_at.elapsed() < delay {
-        if returned.is_none() {
-            if let Ok(Some(st)) = ctl.try_wait() {
-                let lines = log_lines(d);
-                let err = std::fs::read_to_string(d.join("ctl.err")).unwrap_or_default();
-                assert!(st.success(), "{name}: ember ctl failed ({st}) while serving:\n{err}");
-                returned = Some(lines);
-            }
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    let before_kill = std::fs::read_to_string(d.join("writer.log")).unwrap_or_default();
-    let exited_early = writer.try_wait().ok().flatten().or(writer_done);
-    let served = ember.output();
-    if let Err(st) = ember.kill() {
-        panic!("{name}: ember serve exited by itself ({st}) before the SIGKILL:\n{served}");
-    }
-    let _ = reap(&mut ctl, Duration::from_secs(30));
-    let status = reap(&mut writer, Duration::from_secs(30));
-    let log = std::fs::read_to_string(d.join("writer.log")).unwrap_or_default();
-    let stderr = std::fs::read_to_string(d.join("writer.err")).unwrap_or_default();
+    let k = command_then_kill(d, ember, &mut writer, writer_done, &args, delay, &name);
+    let Killed { returned, before_kill, exited_early, served, status, log, stderr } = k;
     if let Some(f) = fault(op, &log, &before_kill, exited_early, status, &stderr) {
         panic!("{name}: {f}\n{served}");
     }

@@ -8,7 +8,8 @@
 use crate::serve_support::{ember, Serve};
 use ember_nbd::ClientBuilder;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 /// The six write policies.
 pub const POLICIES: [&str; 6] = [
@@ -197,4 +198,82 @@ pub fn read_after_restart(dir: &Path, trial: &str, exports: &[&str], size: u64) 
     }
     ember.stop();
     out
+}
+
+/// Wait until the writer has logged `start_at` acknowledgements, ended, or 30 s passed;
+/// returns its exit status if it ended.
+pub fn wait_for_writer(dir: &Path, writer: &mut Child, start_at: usize) -> Option<ExitStatus> {
+    let t0 = Instant::now();
+    loop {
+        let exited = writer.try_wait().ok().flatten();
+        if log_lines(dir) >= start_at || exited.is_some() || t0.elapsed() > Duration::from_secs(30)
+        {
+            return exited;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+}
+
+/// What a trial saw from its command to the SIGKILL and the reaping of its processes.
+pub struct Killed {
+    /// The writer's logged acknowledgements when the command returned, if it returned (with
+    /// success: a failure panics) before the SIGKILL.
+    pub returned: Option<usize>,
+    /// The writer's log at the SIGKILL.
+    pub before_kill: String,
+    /// The writer's exit status, if it had ended by the SIGKILL.
+    pub exited_early: Option<ExitStatus>,
+    /// What the server printed.
+    pub served: String,
+    /// The writer's exit status once reaped.
+    pub status: ExitStatus,
+    /// The writer's whole log.
+    pub log: String,
+    /// The writer's stderr.
+    pub stderr: String,
+}
+
+/// Send `ember ctl ARGS`, SIGKILL the server `delay` later and reap the command and the
+/// writer. Panics (naming the trial `name`) if the command fails while the server runs or
+/// if the server exited by itself.
+pub fn command_then_kill(
+    dir: &Path,
+    ember: Serve,
+    writer: &mut Child,
+    writer_done: Option<ExitStatus>,
+    args: &[&str],
+    delay: Duration,
+    name: &str,
+) -> Killed {
+    let mut ctl = spawn_ctl(dir, args);
+    let sent_at = Instant::now();
+    let mut returned = None;
+    while sent_at.elapsed() < delay {
+        if returned.is_none() {
+            if let Ok(Some(st)) = ctl.try_wait() {
+                let lines = log_lines(dir);
+                let err = std::fs::read_to_string(dir.join("ctl.err")).unwrap_or_default();
+                assert!(st.success(), "{name}: ember ctl failed ({st}) while serving:\n{err}");
+                returned = Some(lines);
+            }
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let before_kill = std::fs::read_to_string(dir.join("writer.log")).unwrap_or_default();
+    let exited_early = writer.try_wait().ok().flatten().or(writer_done);
+    let served = ember.output();
+    if let Err(st) = ember.kill() {
+        panic!("{name}: ember serve exited by itself ({st}) before the SIGKILL:\n{served}");
+    }
+    let _ = crate::crash_model::reap(&mut ctl, Duration::from_secs(30));
+    let status = crate::crash_model::reap(writer, Duration::from_secs(30));
+    Killed {
+        returned,
+        before_kill,
+        exited_early,
+        served,
+        status,
+        log: std::fs::read_to_string(dir.join("writer.log")).unwrap_or_default(),
+        stderr: std::fs::read_to_string(dir.join("writer.err")).unwrap_or_default(),
+    }
 }
