@@ -26,12 +26,17 @@ lint:
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 	python3 scripts/check_layout.py
 
-## EMBER_REQUIRE_TOOLS=1: setup installed every tool, so a test that finds one missing fails
-## instead of skipping. scripts/hang_guard.sh stops a run that hangs after 18 minutes (it takes
-## about 9) and prints every process's stacks, so CI fails with the hang in its log.
+## The Rust tests through cargo-nextest (.config/nextest.toml: two tests at a time across every
+## test binary, a test killed by name after 10 minutes), then the doc tests, which nextest does
+## not run. EMBER_REQUIRE_TOOLS=1: setup installed every tool, so a test that finds one missing
+## fails instead of skipping. scripts/hang_guard.sh stops a run that hangs after 25 minutes (the
+## tests take about 10 on 2 cores, after the build) and prints every process's stacks, so CI
+## fails with the hang in its log.
 unit:
-	EMBER_REQUIRE_TOOLS=1 bash scripts/hang_guard.sh 1080 \
-	    $(CARGO) test --workspace --release --no-fail-fast
+	EMBER_REQUIRE_TOOLS=1 bash scripts/hang_guard.sh 1500 \
+	    $(CARGO) nextest run --workspace --release --no-fail-fast
+	EMBER_REQUIRE_TOOLS=1 bash scripts/hang_guard.sh 600 \
+	    $(CARGO) test --workspace --release --doc
 
 ## ember against libCacheSim (the libcachesim Python package) on the same traces. Guarded
 ## like unit: it takes about 30 s.

@@ -6,7 +6,8 @@
 # systemd is not PID 1 only adds its files, nothing starts), a Python virtual environment in .venv
 # with libcachesim (the peer simulator), pytest, pandas, pyarrow, Ray and maturin, the
 # libcachesim source distribution (its shipped cloudPhysicsIO traces), and ember's own Python
-# package (emberlab, crates/py) built as a wheel and installed into .venv.
+# package (emberlab, crates/py) built as a wheel and installed into .venv; and cargo-nextest
+# (which runs the Rust tests) where the machine lacks it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# cargo-nextest runs `make unit` (two tests at a time across the test binaries). Built from
+# source only when the machine does not already have it.
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "setup: installing cargo-nextest"
+  cargo install --locked --quiet cargo-nextest
 fi
 
 # Python: a project virtual environment in .venv, so nothing of the machine's Python is
