@@ -159,15 +159,15 @@ mod tests {
                                                          "demotes_refused_stale": 4}}
         });
         let dir = tempfile::tempdir().unwrap();
-        let sections = sections(&doc, dir.path()).unwrap();
-        assert_eq!(sections.len(), 2, "no live status: the prediction and the restart");
-        assert!(sections[0].body.contains("client0") && sections[0].body.contains("DEMOTE"));
-        assert!(sections[1].body.contains("request 60") && sections[1].body.contains("40 of 50"));
+        let found = sections(&doc, dir.path()).unwrap();
+        assert_eq!(found.len(), 2, "no live status: the prediction and the restart");
+        assert!(found[0].body.contains("client0") && found[0].body.contains("DEMOTE"));
+        assert!(found[1].body.contains("request 60") && found[1].body.contains("40 of 50"));
         let live = serde_json::json!([{"name": "client0", "status": {"volumes": [
             {"read_hits": 58, "read_misses": 42}]}}]);
         std::fs::write(dir.path().join(LIVE), live.to_string()).unwrap();
-        let sections = sections(&doc, dir.path()).unwrap();
-        assert_eq!(sections.len(), 3);
-        assert!(sections[2].body.contains("58"), "{}", sections[2].body);
+        let found = sections(&doc, dir.path()).unwrap();
+        assert_eq!(found.len(), 3);
+        assert!(found[2].body.contains("58"), "{}", found[2].body);
     }
 }
