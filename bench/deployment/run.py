@@ -12,7 +12,9 @@ tier (a cache file of ARRAY_SIZE) over a slow backing: a file behind nbdkit's de
 3. DEMOTE, sieved: as 2 with SieveStore-C (t1 = T1, t2 = T2) at the array, DEMOTEs sieved;
 4. DEMOTE, sieved, Bonfire after a crash: as 3 with a warmup log at the array; after the
    warm-up requests the array is killed (SIGKILL) and started again, warming from its log
-   (Last-K) while the clients reconnect.
+   (Last-K, 4 KiB regions) while the clients reconnect; the timed requests start once its
+   preload is done. The clients keep their caches: their DEMOTEs of blocks they read from
+   the old array are refused as stale.
 
 The trace: `ember trace gen multi-client`, two clients, BLOCKS blocks each (a fraction
 SHARED of them shared, Zipf), BLOCKS warm-up and TIMED timed requests per client. Each
@@ -20,11 +22,14 @@ client's requests are replayed by its own `ember replay` at queue depth 1, the w
 then the timed requests, both clients at once; the live mean READ latency is `ember
 replay`'s over the timed READs, the backing reads the array's, over the timed requests.
 `ember sim --deployment` over the same files and trace, the warm-up uncounted, gives the
-prediction (its latency from Wong & Wilkes' model with T_a = T_A ms and T_d = DELAY); the
-warm restart of configuration 4 is not simulated (its prediction is later work).
+prediction (its latency from Wong & Wilkes' model with T_a = T_A ms and T_d = DELAY); in
+configuration 4 the topology says `crash-after-requests` (the end of the warm-up), and the
+laboratory crashes its array there, restarts it from the warmup log it kept of the array's
+READs and writes, and applies the stale rule to the clients' DEMOTEs after the restart.
 
 Prints a table (configuration, live and simulated mean READ latency, live and simulated
-backing reads) and last `ratio: X` = the live mean READ latency of the inclusive
+backing reads, live and simulated array READ hit ratio over the timed requests) and last
+`ratio: X` = the live mean READ latency of the inclusive
 configuration over that of the best one. Records the result in bench/results/
 (bench/lib/record.py).
 
@@ -82,8 +87,9 @@ def write_config(d, c):
             f'name = "client{k}_0"\nbacking = "nbd+unix:///disk?socket=array.sock"\n\n'
             f'[listen]\nunix = "client{k}.sock"\n\n[nbd-backing]\nreconnect = "60s"\n\n'
             f'[tiers]\ndemote = {"true" if c["demote"] else "false"}\n')
+    crash = f'crash-after-requests = {2 * BLOCKS}\n' if c["bonfire"] else ""
     tiers = [f'[[tier]]\nname = "array"\nconfig = "array.toml"\nlatency-ms = {T_A}\n'
-             f'backing-latency-ms = {ms(DELAY)}\n']
+             f'backing-latency-ms = {ms(DELAY)}\n{crash}']
     for k in range(2):
         tiers.append(f'[[tier]]\nname = "client{k}"\nconfig = "client{k}.toml"\nbacking = "array"\n')
         tiers.append(f'[[route]]\ntrace-volume = "client{k}_0"\ntier = "client{k}"\n')
@@ -153,17 +159,25 @@ def run(name, c, trace):
             while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z":
                 time.sleep(0.05)
             ember("deploy", "up", topology, "--tier", "array")
+            deadline = time.time() + 600
+            while scrape(d, "array").get("ember_warmup_state") != 3.0:  # the preload is done
+                assert time.time() < deadline, "the array's preload did not finish"
+                time.sleep(0.05)
         before = scrape(d, "array")
         timed = replay_both(d, "timed")
         after = scrape(d, "array")
     finally:
         ember("deploy", "down", topology)
     key = "ember_cache_backing_read_bytes_total"
+    delta = lambda k: after.get(k, 0) - before.get(k, 0)
+    hits, misses = delta("ember_cache_read_hits_total"), delta("ember_cache_read_misses_total")
     return {
         "live_ms": read_latency(timed),
-        "sim_ms": None if c["bonfire"] else sim["mean_latency_ms"],
-        "live_backing": (after.get(key, 0) - before.get(key, 0)) / 4096,
-        "sim_backing": None if c["bonfire"] else sim["array"]["backing_reads"],
+        "sim_ms": sim["mean_latency_ms"],
+        "live_backing": delta(key) / 4096,
+        "sim_backing": sim["array"]["backing_reads"],
+        "live_hit": hits / (hits + misses) if hits + misses else 0.0,
+        "sim_hit": sim["array"]["hit_ratio"],
     }
 
 
@@ -187,7 +201,8 @@ def main():
     print(f"bench/deployment: 2 clients x mem:{CLIENT_MEM}, array {ARRAY_SIZE} file cache, backing "
           f"rdelay={DELAY}; {BLOCKS} blocks a client ({SHARED} shared), {BLOCKS} warm-up + {TIMED} timed "
           f"requests a client")
-    print(f"{'configuration':24} {'live ms':>9} {'sim ms':>9} {'live backing':>13} {'sim backing':>12}")
+    print(f"{'configuration':24} {'live ms':>9} {'sim ms':>9} {'live backing':>13} {'sim backing':>12} "
+          f"{'live hit%':>9} {'sim hit%':>9}")
     rows, results = [], {}
     try:
         for name, c in CONFIGS:
@@ -195,16 +210,18 @@ def main():
             results[name] = r
             fmt = lambda v, f: "-" if v is None else format(v, f)
             print(f"{name:24} {r['live_ms']:9.3f} {fmt(r['sim_ms'], '9.3f')} {r['live_backing']:13.0f} "
-                  f"{fmt(r['sim_backing'], '12.0f')}", flush=True)
+                  f"{fmt(r['sim_backing'], '12.0f')} {100 * r['live_hit']:9.2f} {100 * r['sim_hit']:9.2f}",
+                  flush=True)
             rows.append([name, f"{r['live_ms']:.3f}", fmt(r["sim_ms"], ".3f"), f"{r['live_backing']:.0f}",
-                         fmt(r["sim_backing"], ".0f")])
+                         fmt(r["sim_backing"], ".0f"), f"{100 * r['live_hit']:.2f}",
+                         f"{100 * r['sim_hit']:.2f}"])
             REC.figure(f"{name} live mean READ latency", [r["live_ms"]], unit="ms",
                        who="peer" if name == "inclusive" else "ember")
     finally:
         subprocess.run(["kill", open(pidf).read().strip()])
     REC.reproduces("Wong & Wilkes 2002, SieveStore 2010, Bonfire 2013", "a deployment, live and simulated",
                    ["configuration", "live mean READ ms", "sim mean READ ms", "live backing reads",
-                    "sim backing reads"], rows)
+                    "sim backing reads", "live array hit %", "sim array hit %"], rows)
     best = min(r["live_ms"] for n, r in results.items() if n != "inclusive")
     ratio = results["inclusive"]["live_ms"] / best if best > 0 else None
     REC.note(f"CLIENT_MEM {CLIENT_MEM}, ARRAY_SIZE {ARRAY_SIZE}, BLOCKS {BLOCKS}, TIMED {TIMED}, "

@@ -28,6 +28,7 @@ struct Row {
     demotes_stored: u64,
     demotes_aborted: u64,
     demotes_refused: u64,
+    demotes_refused_stale: u64,
     dirty_writes: u64,
     backing_reads: u64,
     mean_latency_ms: Option<f64>,
@@ -54,6 +55,7 @@ fn rows(d: &Deployment, r: &DeploymentReport) -> Vec<Row> {
             demotes_stored: 0,
             demotes_aborted: 0,
             demotes_refused: 0,
+            demotes_refused_stale: 0,
             dirty_writes: c.dirty_writes,
             backing_reads: c.backing_reads,
             mean_latency_ms: Some(c.mean_latency_ms),
@@ -75,6 +77,7 @@ fn rows(d: &Deployment, r: &DeploymentReport) -> Vec<Row> {
         demotes_stored: a.demotes_stored,
         demotes_aborted: a.demotes_aborted,
         demotes_refused: a.demotes_refused,
+        demotes_refused_stale: a.demotes_refused_stale,
         dirty_writes: 0,
         backing_reads: a.backing_reads,
         mean_latency_ms: None,
@@ -101,7 +104,7 @@ fn table(d: &Deployment, r: &DeploymentReport, rows: &[Row]) -> String {
     let _ = writeln!(
         s,
         "{:<10} {:>6} {:>8} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} \
-         {:>8} {:>8}",
+         {:>8} {:>8} {:>8}",
         "tier",
         "role",
         "blocks",
@@ -115,6 +118,7 @@ fn table(d: &Deployment, r: &DeploymentReport, rows: &[Row]) -> String {
         "stored",
         "aborted",
         "dem_ref",
+        "stale",
         "dirty",
         "back_rd",
         "lat_ms"
@@ -123,7 +127,7 @@ fn table(d: &Deployment, r: &DeploymentReport, rows: &[Row]) -> String {
         let _ = writeln!(
             s,
             "{:<10} {:>6} {:>8} {:>9} {:>7.2} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} \
-             {:>8} {:>8} {:>8}",
+             {:>8} {:>8} {:>8} {:>8}",
             x.tier,
             x.role,
             x.capacity_blocks,
@@ -137,6 +141,7 @@ fn table(d: &Deployment, r: &DeploymentReport, rows: &[Row]) -> String {
             x.demotes_stored,
             x.demotes_aborted,
             x.demotes_refused,
+            x.demotes_refused_stale,
             x.dirty_writes,
             x.backing_reads,
             x.mean_latency_ms.map_or("-".into(), |l| format!("{l:.3}"))
@@ -148,6 +153,31 @@ fn table(d: &Deployment, r: &DeploymentReport, rows: &[Row]) -> String {
          aborted DEMOTE {} ms)",
         r.mean_latency_ms, a.latency_ms, a.backing_latency_ms, a.aborted_demote_ms
     );
+    if let Some(x) = &r.restart {
+        let warm = match &x.crash.warmup {
+            Some(w) => format!(
+                "warm from its log by {} ({} of {} planned blocks preloaded)",
+                w.selector.name(),
+                x.preloaded_blocks,
+                x.planned_blocks
+            ),
+            None => "cold (no warmup log)".into(),
+        };
+        let y = &x.array;
+        let _ = writeln!(
+            s,
+            "array {} crashed after request {} and restarted {warm}; since then: {} READs, \
+             hit% {:.2}, {} backing reads, DEMOTEs {} received, {} stored, {} refused as stale",
+            a.name,
+            x.crash.after_requests,
+            y.reads,
+            100.0 * y.hit_ratio,
+            y.backing_reads,
+            y.demotes_received,
+            y.demotes_stored,
+            y.demotes_refused_stale
+        );
+    }
     s
 }
 

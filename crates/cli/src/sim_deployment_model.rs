@@ -7,14 +7,42 @@ use ember_engine::WriteMode;
 use ember_policy::demote::Scheme;
 use ember_serve::deployment::{Deployment, Tier};
 use ember_serve::{parse_policy, parse_write_mode};
+use ember_sim::demote::array_restart::{ArrayCrash, ArrayWarmup};
 use ember_sim::demote::client_cache::ClientWrites;
 use ember_sim::demote::deployment::{ArrayTierModel, ClientTierModel, DeploymentModel, Route};
+use ember_trace::formats::warmup_log::RECORD_SIZE;
 use ember_trace::VolumeTable;
 
 /// The sieve a tier runs, with its parameters.
 fn sieve(t: &Tier) -> anyhow::Result<ember_policy::admission::SieveSpec> {
     let live = &t.config.live;
     live.sieve.spec(&live.admission).map_err(|e| anyhow!("tier {}: --admission: {e}", t.name))
+}
+
+/// The array's crash (`crash-after-requests` in the topology) and its warmup from its config
+/// file's `[warmup]`: a log with a selector preloads; without one the array restarts cold.
+fn crash(a: &Tier, block_size: u64) -> anyhow::Result<Option<ArrayCrash>> {
+    let Some(after_requests) = a.crash_after_requests else { return Ok(None) };
+    let w = &a.config.warmup;
+    if w.selector == ember_serve::warmup::AUTO {
+        bail!(
+            "tier {}: `--warmup auto` is chosen at the restart from the logged history; name a \
+             selector (last-k, first-k, top-k, random-k) to predict its restart",
+            a.name
+        );
+    }
+    let options = w.options(&a.config.cache.device)?;
+    let warmup = match options {
+        Some(o) => o.selector.map(|selector| ArrayWarmup {
+            selector,
+            seed: o.seed,
+            budget_blocks: o.size.blocks(a.capacity_blocks, block_size),
+            region_blocks: (o.region_bytes / block_size).max(1),
+            log_records: usize::try_from(o.log_bytes / RECORD_SIZE as u64).unwrap_or(usize::MAX),
+        }),
+        None => None,
+    };
+    Ok(Some(ArrayCrash { after_requests, warmup }))
 }
 
 fn capacity(t: &Tier) -> anyhow::Result<usize> {
@@ -78,5 +106,5 @@ pub fn model(
             d.path.display()
         );
     }
-    Ok(DeploymentModel { clients, array, block_size, routes })
+    Ok(DeploymentModel { clients, array, block_size, routes, crash: crash(a, block_size)? })
 }

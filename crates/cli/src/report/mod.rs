@@ -1,11 +1,12 @@
-//! `ember report DIR -o report.html`: any experiment's output directory (`ember sim`,
-//! `sievestore`, `demote`, `analyze`, `warmup run` or `sweep` with `--out`) as one
+//! `ember report DIR -o report.html`: any experiment's output directory (`ember sim`, `sim
+//! --deployment`, `sievestore`, `demote`, `analyze`, `warmup run` or `sweep` with `--out`) as one
 //! self-contained HTML page: the configuration, the tables, the figures (inline SVG) and,
 //! where the experiment reproduces a paper, the paper's published numbers beside ember's.
 
 mod analyze;
 pub mod chart;
 mod demote;
+mod deployment;
 pub mod page;
 mod papers;
 mod sievestore;
@@ -35,8 +36,9 @@ pub struct ReportArgs {
 }
 
 /// The experiments a directory can hold: the file each writes, and its name.
-const KINDS: [(&str, &str); 6] = [
+const KINDS: [(&str, &str); 7] = [
     ("sim.json", "ember sim"),
+    ("deployment.json", "ember sim --deployment"),
     ("sievestore.json", "ember sievestore"),
     ("demote.json", "ember demote"),
     ("analyze.json", "ember analyze"),
@@ -64,6 +66,7 @@ pub fn build(dir: &Path, title: Option<&str>) -> anyhow::Result<Page> {
             "sim.json" => sim::sections(&read_json(&path)?)?,
             "sievestore.json" => sievestore::sections(&read_json(&path)?)?,
             "demote.json" => demote::sections(&read_json(&path)?)?,
+            "deployment.json" => deployment::sections(&read_json(&path)?, dir)?,
             "analyze.json" => analyze::sections(&read_json(&path)?)?,
             "warmup.json" => warmup::sections(&read_json(&path)?)?,
             _ => sweep::sections(dir)?,

@@ -49,6 +49,11 @@ pub struct TierEntry {
     /// The bottom tier: an aborted DEMOTE, ms (Wong & Wilkes section 4: 0.16).
     #[serde(default)]
     pub aborted_demote_ms: Option<f64>,
+    /// The bottom tier, in the laboratory only: it crashes (`kill -9`) after this many
+    /// requests of the trace and restarts, warm from its warmup log if its config file keeps
+    /// one. `ember deploy` ignores it.
+    #[serde(default)]
+    pub crash_after_requests: Option<Spanned<u64>>,
 }
 
 /// One `[[route]]`: a trace volume's requests go to a client tier's volume.

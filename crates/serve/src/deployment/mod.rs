@@ -54,6 +54,9 @@ pub struct Tier {
     pub array_volumes: Vec<u32>,
     /// Data blocks of its cache device, as formatting lays it out.
     pub capacity_blocks: u64,
+    /// The array tier, in the laboratory: it crashes after this many requests of the trace
+    /// and restarts from its warmup log (`crash-after-requests`).
+    pub crash_after_requests: Option<u64>,
 }
 
 /// Where a trace volume's requests go.
@@ -144,6 +147,7 @@ impl Deployment {
                 aborted_demote_ms: t.aborted_demote_ms.unwrap_or(DEFAULT_ABORTED_DEMOTE_MS),
                 array_volumes: Vec::new(),
                 capacity_blocks,
+                crash_after_requests: t.crash_after_requests.as_ref().map(|c| *c.get_ref()),
             })
         };
         let mut tiers = vec![load_tier(array, Role::Array)?];
@@ -157,6 +161,16 @@ impl Deployment {
                          deployment is client tiers over one array tier",
                         t.name.get_ref(),
                         backing.get_ref()
+                    ),
+                ));
+            }
+            if let Some(c) = &t.crash_after_requests {
+                return Err(at(
+                    c.span().start,
+                    format!(
+                        "tier {}: `crash-after-requests` is the array tier's (the laboratory \
+                         crashes the array only)",
+                        t.name.get_ref()
                     ),
                 ));
             }

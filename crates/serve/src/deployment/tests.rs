@@ -51,6 +51,13 @@ fn a_deployment_loads_its_tiers_config_files_and_checks_their_links() {
     assert_eq!(d.array().aborted_demote_ms, DEFAULT_ABORTED_DEMOTE_MS);
     assert_eq!(d.routes[1], Route { trace_volume: "client1".into(), tier: 2, volume: 0 });
     assert_eq!(d.state_dir, dir.path().join("deployment.state"));
+    assert_eq!(d.array().crash_after_requests, None);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "backing-latency-ms = 10\n",
+        "backing-latency-ms = 10\ncrash-after-requests = 500\n",
+    );
+    std::fs::write(&path, text).unwrap();
+    assert_eq!(Deployment::load(&path).unwrap().array().crash_after_requests, Some(500));
 }
 
 #[test]
@@ -69,6 +76,15 @@ fn a_broken_topology_names_the_file_and_the_line() {
     let e = Deployment::load(&path).unwrap_err();
     assert_eq!(e.line, Some(28), "{e}");
     assert!(e.to_string().contains("is the array tier"), "{e}");
+    // The laboratory crashes the array tier only.
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "config = \"client1.toml\"\n",
+        "config = \"client1.toml\"\ncrash-after-requests = 10\n",
+    );
+    std::fs::write(&path, text).unwrap();
+    let e = Deployment::load(&path).unwrap_err();
+    assert_eq!(e.line, Some(15), "{e}");
+    assert!(e.to_string().contains("the array tier's"), "{e}");
     // A config file's own error names that file and its line, as `ember serve` does.
     std::fs::write(
         dir.path().join("client0.toml"),

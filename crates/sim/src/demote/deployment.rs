@@ -13,11 +13,16 @@
 //! stored, aborted and refused, dirty blocks, backing reads and, per client, the mean READ
 //! latency of Wong and Wilkes' model ([`LatencyModel`]) with the tiers' latencies.
 //!
+//! The array applies the stale rule to DEMOTEs ([`super::stale_copies`]), and may crash after
+//! a given request and restart, cold or warm from its warmup log ([`super::array_restart`]):
+//! the report then has the array's counters from the restart on, beside the whole run's.
+//!
 //! What only a clock decides is modelled at its limit: a write-back client's write reaches
 //! the array at once (the flusher writes it later, live), every dirty block is flushed once
 //! (live, a rewrite before the flush coalesces), and a DEMOTE is never dropped (live, one is
 //! dropped when the client's DEMOTE queue is full, which queue depth 1 never fills).
 
+use crate::demote::array_restart::{ArrayCrash, WarmupLog};
 use crate::demote::client_cache::{ClientStep, ClientWrites, SievedClient};
 use crate::demote::latency_model::LatencyModel;
 use crate::demote::topology::{
@@ -92,6 +97,8 @@ pub struct DeploymentModel {
     pub block_size: u64,
     /// Per trace volume id, where its requests go (`None`: the trace volume is not served).
     pub routes: Vec<Option<Route>>,
+    /// The array crashes and restarts during the run (none: it runs throughout).
+    pub crash: Option<ArrayCrash>,
 }
 
 /// One client tier's counters.
@@ -150,6 +157,9 @@ pub struct ArrayTierReport {
     pub demotes_aborted: u64,
     /// DEMOTEs refused by the sieve.
     pub demotes_refused: u64,
+    /// DEMOTEs refused as stale (the client's copy is older than a write, or than the
+    /// array's restart).
+    pub demotes_refused_stale: u64,
     /// Blocks read from backing: its READ misses.
     pub backing_reads: u64,
     /// READ hit ratio.
@@ -169,6 +179,21 @@ pub struct DeploymentReport {
     pub mean_latency_ms: f64,
     /// Requests simulated.
     pub requests: u64,
+    /// The array's crash and what followed it, if it crashed.
+    pub restart: Option<RestartReport>,
+}
+
+/// The array from its restart to the end of the trace.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RestartReport {
+    /// The crash, as configured.
+    pub crash: ArrayCrash,
+    /// Blocks the warmup plan named.
+    pub planned_blocks: u64,
+    /// Blocks preloaded (at most the array's room).
+    pub preloaded_blocks: u64,
+    /// The array's counters from the restart on (every request after the crash).
+    pub array: ArrayTierReport,
 }
 
 impl ClientTierReport {
@@ -230,9 +255,16 @@ pub fn simulate_deployment(
         let s = sieve(&c.sieve, &c.name)?;
         clients.push(SievedClient::new(policy, s, c.writes).demoting(c.demotes));
     }
-    let array_sieve = ArraySieve { sieve: sieve(&a.sieve, &a.name)?, demotes: a.demote_admission };
-    let mut h = DemoteTopology::with_clients(clients, ArrayConfig::new(a.capacity, a.scheme))?
-        .with_array_sieve(array_sieve);
+    let array_sieve = || -> Result<ArraySieve, SimError> {
+        Ok(ArraySieve { sieve: sieve(&a.sieve, &a.name)?, demotes: a.demote_admission })
+    };
+    let array_config = ArrayConfig::new(a.capacity, a.scheme);
+    let mut h = DemoteTopology::with_clients(clients, array_config)?
+        .with_array_sieve(array_sieve()?)
+        .with_stale_rule();
+    let mut log = model.crash.and_then(|c| c.warmup).map(|w| WarmupLog::new(w.log_records));
+    // At the crash: the clients' and the array's counts, and the preload.
+    let mut at_crash: Option<(Vec<ClientTierReport>, ArrayCounters, u64, u64)> = None;
     let mut reports: Vec<ClientTierReport> = model
         .clients
         .iter()
@@ -247,6 +279,15 @@ pub fn simulate_deployment(
             // Counting starts here: what the warm-up counted is taken off at the end.
             uncounted = reports.clone();
             array_before = h.array_counters();
+        }
+        if let Some(c) = model.crash.filter(|c| c.after_requests == count && at_crash.is_none()) {
+            h.restart_array(array_config, Some(array_sieve()?))?;
+            let plan = match (c.warmup, &log) {
+                (Some(w), Some(l)) => l.plan(&w),
+                _ => Vec::new(),
+            };
+            let preloaded = h.preload(&plan);
+            at_crash = Some((reports.clone(), h.array_counters(), plan.len() as u64, preloaded));
         }
         count += 1;
         let Some(Some(route)) = model.routes.get(r.volume as usize).copied() else {
@@ -279,6 +320,9 @@ pub fn simulate_deployment(
             let array_key = block_key(array_volume, b);
             if r.op == Op::Write {
                 let (step, demote) = h.write_at(route.client, &access, array_key, to_array);
+                if let Some(l) = &mut log {
+                    l.record(array_key, r.time_ns);
+                }
                 report.writes += 1;
                 report.write_hits += step.hit as u64;
                 count_allocation(report, step, demote);
@@ -293,6 +337,9 @@ pub fn simulate_deployment(
             match path {
                 ReadPath::ClientHit => report.read_hits += 1,
                 ReadPath::ArrayHit(d) | ReadPath::Miss(d) => {
+                    if let Some(l) = &mut log {
+                        l.record(array_key, r.time_ns);
+                    }
                     report.backing_reads += 1;
                     let step = h.last_step();
                     count_allocation(report, step, d);
@@ -305,18 +352,38 @@ pub fn simulate_deployment(
         uncounted = reports.clone();
         array_before = h.array_counters();
     }
+    let restart = match (model.crash, at_crash) {
+        (None, _) => None,
+        (Some(c), None) => {
+            return Err(SimError::Invalid(format!(
+                "the array crashes after request {}, but the trace has {count} requests: \
+                 none follows the crash",
+                c.after_requests
+            )))
+        }
+        (Some(crash), Some((clients_then, array_then, planned, preloaded))) => {
+            let mut since = reports.clone();
+            for (r, u) in since.iter_mut().zip(&clients_then) {
+                r.take_off(u);
+            }
+            let ac = h.array_counters().since(&array_then);
+            Some(RestartReport {
+                crash,
+                planned_blocks: planned,
+                preloaded_blocks: preloaded,
+                array: array_report(&a.name, &since, &ac),
+            })
+        }
+    };
     for (r, u) in reports.iter_mut().zip(&uncounted) {
         r.take_off(u);
     }
     let ac = h.array_counters().since(&array_before);
-    let mut array = ArrayTierReport { name: a.name.clone(), ..ArrayTierReport::default() };
+    let array = array_report(&a.name, &reports, &ac);
     let mut latency_sum = 0.0;
     let mut reads = 0u64;
     for (c, m) in reports.iter_mut().zip(&model.clients) {
         let p = c.paths;
-        array.reads += p.reads - p.client_hits;
-        array.read_hits += p.array_hit_count();
-        array.demotes_received += c.demotes_sent;
         let lat = LatencyModel {
             t_c: m.latency_ms,
             t_a: a.latency_ms,
@@ -328,22 +395,37 @@ pub fn simulate_deployment(
         latency_sum += c.mean_latency_ms * p.reads as f64;
         reads += p.reads;
     }
-    array.writes = ac.writes;
-    array.write_hits = ac.write_hits;
-    array.allocation_writes = ac.read_allocations + ac.write_allocations;
-    array.allocations_refused = ac.refused;
-    array.demotes_refused = ac.demotes_refused;
-    array.demotes_stored = ac.demotes_stored;
-    array.demotes_aborted = ac.demotes_aborted;
-    array.backing_reads = array.reads - array.read_hits;
-    array.hit_ratio = ratio(array.read_hits, array.reads);
     Ok(DeploymentReport {
         clients: reports,
         array,
         scheme: a.scheme.to_string(),
         mean_latency_ms: if reads == 0 { 0.0 } else { latency_sum / reads as f64 },
         requests: count.saturating_sub(warmup_requests),
+        restart,
     })
+}
+
+/// The array tier's report from its clients' counts (their READ misses are its READS, their
+/// DEMOTEs sent what it received) and its own counters `ac`, over the same requests.
+fn array_report(name: &str, clients: &[ClientTierReport], ac: &ArrayCounters) -> ArrayTierReport {
+    let mut array = ArrayTierReport { name: name.to_string(), ..ArrayTierReport::default() };
+    for c in clients {
+        let p = c.paths;
+        array.reads += p.reads - p.client_hits;
+        array.read_hits += p.array_hit_count();
+        array.demotes_received += c.demotes_sent;
+    }
+    array.writes = ac.writes;
+    array.write_hits = ac.write_hits;
+    array.allocation_writes = ac.read_allocations + ac.write_allocations;
+    array.allocations_refused = ac.refused;
+    array.demotes_refused = ac.demotes_refused;
+    array.demotes_refused_stale = ac.demotes_refused_stale;
+    array.demotes_stored = ac.demotes_stored;
+    array.demotes_aborted = ac.demotes_aborted;
+    array.backing_reads = array.reads - array.read_hits;
+    array.hit_ratio = ratio(array.read_hits, array.reads);
+    array
 }
 
 /// Count what a client access allocated and what its DEMOTE did.

@@ -46,6 +46,7 @@ fn model(scheme: Scheme, array_sieve: SieveSpec, rule: DemoteAdmission) -> Deplo
         },
         block_size: 4096,
         routes: vec![Some(Route { client: 0, volume: 0 }), Some(Route { client: 1, volume: 0 })],
+        crash: None,
     }
 }
 
@@ -148,4 +149,42 @@ fn the_warm_up_is_run_but_not_counted() {
     }
     assert_eq!(tail.array.read_hits, whole.array.read_hits - head.array.read_hits);
     assert_eq!(tail.array.demotes_stored, whole.array.demotes_stored - head.array.demotes_stored);
+}
+
+/// The array crashes halfway: it restarts empty, its clients' DEMOTEs of blocks they got
+/// from the old array are refused as stale, and a warmup log preloads it so that more of its
+/// READS hit after the restart than after a cold one. A crash past the trace's end is an
+/// error.
+#[test]
+fn an_array_crash_restarts_it_cold_or_warm_from_its_log() {
+    use crate::demote::array_restart::{ArrayCrash, ArrayWarmup};
+    use ember_policy::warmup::SelectorKind;
+    let trace = reads(20_000);
+    let mut m = model(Scheme::DemoteLru, SieveSpec::Aod, DemoteAdmission::Sieve);
+    let whole = simulate_deployment(trace.iter().copied(), &m, 0).unwrap();
+    assert!(whole.restart.is_none());
+    assert_eq!(whole.array.demotes_refused_stale, 0, "reads only: every copy is fresh");
+    let warmup = ArrayWarmup {
+        selector: SelectorKind::LastK,
+        seed: 1,
+        budget_blocks: 128,
+        region_blocks: 1,
+        log_records: 1 << 20,
+    };
+    m.crash = Some(ArrayCrash { after_requests: 10_000, warmup: None });
+    let cold = simulate_deployment(trace.iter().copied(), &m, 0).unwrap();
+    m.crash = Some(ArrayCrash { after_requests: 10_000, warmup: Some(warmup) });
+    let warm = simulate_deployment(trace.iter().copied(), &m, 0).unwrap();
+    let (c, w) = (cold.restart.as_ref().unwrap(), warm.restart.as_ref().unwrap());
+    assert_eq!((c.planned_blocks, c.preloaded_blocks), (0, 0));
+    assert_eq!((w.planned_blocks, w.preloaded_blocks), (128, 128), "a full array's worth");
+    assert!(c.array.demotes_refused_stale > 0, "{:?}", c.array);
+    assert_eq!(c.array.demotes_refused_stale, cold.array.demotes_refused_stale);
+    assert!(c.array.reads > 0 && c.array.reads < cold.array.reads);
+    assert!(w.array.hit_ratio > c.array.hit_ratio, "warm {:?} cold {:?}", w.array, c.array);
+    // Before the crash both runs are the uncrashed one: the counts up to the crash agree.
+    assert_eq!(cold.array.reads - c.array.reads, warm.array.reads - w.array.reads);
+    m.crash = Some(ArrayCrash { after_requests: 30_000, warmup: None });
+    let late = simulate_deployment(trace.iter().copied(), &m, 0);
+    assert!(matches!(late, Err(SimError::Invalid(e)) if e.contains("after request 30000")));
 }

@@ -29,6 +29,7 @@
 //! disks behind the array).
 
 use crate::demote::client_cache::{ClientCache, ClientStep};
+use crate::demote::stale_copies::StaleCopies;
 use crate::SimError;
 use ember_policy::demote::{ArrayCache, ArrayConfig, DemoteAdmission, DemoteOutcome, Scheme};
 use ember_policy::replacement::Lru;
@@ -234,6 +235,8 @@ pub struct ArrayCounters {
     pub refused: u64,
     /// DEMOTEs of absent blocks the sieve refused.
     pub demotes_refused: u64,
+    /// DEMOTEs refused as stale ([`DemoteTopology::with_stale_rule`]).
+    pub demotes_refused_stale: u64,
     /// DEMOTEs the scheme stored.
     pub demotes_stored: u64,
     /// DEMOTEs the scheme aborted (held already, or no room).
@@ -250,6 +253,7 @@ impl ArrayCounters {
             write_allocations: self.write_allocations - before.write_allocations,
             refused: self.refused - before.refused,
             demotes_refused: self.demotes_refused - before.demotes_refused,
+            demotes_refused_stale: self.demotes_refused_stale - before.demotes_refused_stale,
             demotes_stored: self.demotes_stored - before.demotes_stored,
             demotes_aborted: self.demotes_aborted - before.demotes_aborted,
         }
@@ -258,12 +262,15 @@ impl ArrayCounters {
 
 /// N clients over one array: the state of a DEMOTE run. The clients are Wong & Wilkes' LRU
 /// caches unless the topology is built with others ([`DemoteTopology::with_clients`]); the
-/// array has no sieve unless given one ([`DemoteTopology::with_array_sieve`]).
+/// array has no sieve unless given one ([`DemoteTopology::with_array_sieve`]) and stores
+/// every DEMOTE its scheme places unless it applies the stale rule
+/// ([`DemoteTopology::with_stale_rule`]).
 pub struct DemoteTopology<C: ClientCache = Lru> {
     clients: Vec<C>,
     array: ArrayCache,
     demotes: bool,
     sieve: Option<ArraySieve>,
+    stale: Option<StaleCopies>,
     counters: ArrayCounters,
     last: ClientStep,
 }
@@ -289,6 +296,7 @@ impl<C: ClientCache> DemoteTopology<C> {
             array,
             demotes,
             sieve: None,
+            stale: None,
             counters: ArrayCounters::default(),
             last: ClientStep::default(),
         })
@@ -298,6 +306,45 @@ impl<C: ClientCache> DemoteTopology<C> {
     pub fn with_array_sieve(mut self, sieve: ArraySieve) -> Self {
         self.sieve = Some(sieve);
         self
+    }
+
+    /// The array refuses a DEMOTE whose client holds no copy of the block newer than its
+    /// last write, as the real array does ([`StaleCopies`]).
+    pub fn with_stale_rule(mut self) -> Self {
+        self.stale = Some(StaleCopies::new(self.clients.len()));
+        self
+    }
+
+    /// The array crashes and starts again with an empty cache of `array`, a fresh sieve (if
+    /// it has one) and new connections: every copy its clients got before is unknown.
+    pub fn restart_array(
+        &mut self,
+        array: ArrayConfig,
+        sieve: Option<ArraySieve>,
+    ) -> Result<(), SimError> {
+        self.array = ArrayCache::new(array).map_err(SimError::Invalid)?;
+        self.sieve = sieve;
+        if let Some(s) = &mut self.stale {
+            s.restart();
+        }
+        Ok(())
+    }
+
+    /// Preload the array with `keys`, in that order, each a READ of an absent block; blocks
+    /// cached already are skipped, and the preload stops when the array is full (it evicts
+    /// nothing). Returns the blocks preloaded.
+    pub fn preload(&mut self, keys: &[u64]) -> u64 {
+        let mut n = 0;
+        for &k in keys {
+            if self.array.len() >= self.array.config().capacity {
+                break;
+            }
+            if !self.array.contains(k) {
+                self.array.read(k);
+                n += 1;
+            }
+        }
+        n
     }
 
     /// The array cache.
@@ -342,10 +389,13 @@ impl<C: ClientCache> DemoteTopology<C> {
             Some(victim) if self.demotes => {
                 // The READ follows the DEMOTE: overlap its index lookup with the DEMOTE's.
                 self.array.prefetch(array_key);
-                self.demote(&Access { key: to_array(victim), ..*access })
+                self.demote(client, &Access { key: to_array(victim), ..*access })
             }
             _ => DemoteKind::None,
         };
+        if let Some(s) = &mut self.stale {
+            s.read(client, array_key);
+        }
         if self.array_access(&Access { key: array_key, ..*access }) {
             ReadPath::ArrayHit(demote)
         } else {
@@ -366,11 +416,14 @@ impl<C: ClientCache> DemoteTopology<C> {
         let step = self.clients[client].access(access);
         let demote = match step.ejected {
             Some(victim) if self.demotes => {
-                self.demote(&Access { key: to_array(victim), ..*access })
+                self.demote(client, &Access { key: to_array(victim), ..*access })
             }
             _ => DemoteKind::None,
         };
         self.array_access(&Access { key: array_key, ..*access });
+        if let Some(s) = &mut self.stale {
+            s.write(client, array_key);
+        }
         (step, demote)
     }
 
@@ -384,8 +437,15 @@ impl<C: ClientCache> DemoteTopology<C> {
         self.last
     }
 
-    /// A DEMOTE of `access.key` (the ejected block's array key) to the array.
-    fn demote(&mut self, access: &Access) -> DemoteKind {
+    /// A DEMOTE by `client` of `access.key` (the ejected block's array key) to the array:
+    /// the stale rule first, then the sieve, then the scheme.
+    fn demote(&mut self, client: usize, access: &Access) -> DemoteKind {
+        if let Some(s) = &mut self.stale {
+            if !s.demote_fresh(client, access.key) {
+                self.counters.demotes_refused_stale += 1;
+                return DemoteKind::Aborted;
+            }
+        }
         if let Some(s) = &mut self.sieve {
             let key = access.key;
             let (len, cap) = (self.array.len(), self.array.config().capacity);
