@@ -49,6 +49,10 @@ pub enum CtlCommand {
     Get {
         /// The setting.
         key: String,
+        /// One volume's own setting (write-policy, admission, sieve-*, seq-cutoff-policy,
+        /// seq-cutoff-read, seq-cutoff-write), or the cache-wide value it falls back to.
+        #[arg(long)]
+        volume: Option<String>,
     },
     /// Change a setting while serving, until the server stops (or for good with --save).
     Set {
@@ -61,6 +65,11 @@ pub enum CtlCommand {
         /// Also write it into the config file, atomically, keeping its comments.
         #[arg(long)]
         save: bool,
+        /// Set one volume's own setting (write-policy, admission, sieve-*,
+        /// seq-cutoff-policy, seq-cutoff-read, seq-cutoff-write); the value `default` makes
+        /// it take the cache-wide one again.
+        #[arg(long)]
+        volume: Option<String>,
     },
     /// Read the config file again: apply what can change live, report what needs a
     /// restart and which earlier `set` values the file replaced (also on SIGHUP).
@@ -69,12 +78,16 @@ pub enum CtlCommand {
     Stop,
     /// Add an export while serving, with no reformat: the volume is recorded on the cache
     /// device and served at once, its blocks cold. A restart serves it if its command line
-    /// or config file names it (the config file is not changed).
+    /// or config file names it (the config file is changed only with --save).
     Attach {
         /// NAME=BACKING: the export name and its backing (a path or an NBD URI), as
         /// `ember serve --backing` takes them.
         #[arg(value_name = "NAME=BACKING")]
         volume: String,
+        /// Also add its `[[volume]]` table to the config file, atomically, keeping its
+        /// comments, so that a restart serves it.
+        #[arg(long)]
+        save: bool,
     },
     /// Stop caching a volume while it stays exported: its dirty blocks are written back
     /// (every volume's, with a progress line), its blocks dropped, and its requests served
@@ -114,15 +127,24 @@ impl CtlCommand {
         match self {
             CtlCommand::Status => Command::Status,
             CtlCommand::Flush { volume } => Command::Flush { volume: volume.clone() },
-            CtlCommand::Get { key } => Command::Get { key: key.clone() },
-            CtlCommand::Set { key, value, save } => {
-                Command::Set { key: key.clone(), value: value.clone(), save: *save }
+            CtlCommand::Get { key, volume } => {
+                Command::Get { key: key.clone(), volume: volume.clone() }
             }
+            CtlCommand::Set { key, value, save, volume } => Command::Set {
+                key: key.clone(),
+                value: value.clone(),
+                save: *save,
+                volume: volume.clone(),
+            },
             CtlCommand::Reload => Command::Reload,
             CtlCommand::Stop => Command::Stop,
-            CtlCommand::Attach { volume } => {
+            CtlCommand::Attach { volume, save } => {
                 let (name, backing) = volume.split_once('=').unwrap_or((volume.as_str(), ""));
-                Command::Attach { volume: name.to_string(), backing: backing.to_string() }
+                Command::Attach {
+                    volume: name.to_string(),
+                    backing: backing.to_string(),
+                    save: *save,
+                }
             }
             CtlCommand::Uncache { volume } => Command::Uncache { volume: volume.clone() },
             CtlCommand::Recache { volume } => Command::Recache { volume: volume.clone() },
@@ -190,6 +212,12 @@ pub fn render(command: &CtlCommand, result: &Value) -> anyhow::Result<String> {
             "flushed {} blocks in {:.3} s\n",
             s(&result["blocks"]),
             result["seconds"].as_f64().unwrap_or(0.0)
+        ),
+        CtlCommand::Get { volume: Some(v), .. } => format!(
+            "{v}: {} = {} ({})\n",
+            s(&result["key"]),
+            s(&result["value"]),
+            s(&result["from"])
         ),
         CtlCommand::Get { .. } => format!("{} = {}\n", s(&result["key"]), s(&result["value"])),
         CtlCommand::Set { .. } => {
@@ -359,6 +387,30 @@ fn status_table(st: &Status) -> String {
             v.io_errors + v.flush_errors + v.cache_read_errors,
             v.state
         ));
+    }
+    for v in &st.volumes {
+        let mut own = Vec::new();
+        if let (Some(max), Some(held)) = (v.max_share_blocks, v.share_occupancy) {
+            let min = v.min_share_blocks.unwrap_or(0);
+            own.push(format!("{held} clean blocks against its share of {min} to {max}"));
+        }
+        if let Some(p) = &v.own_write_policy {
+            own.push(format!("write policy {p}"));
+        }
+        if let Some(a) = &v.own_admission {
+            own.push(format!("admission {a}"));
+        }
+        if let Some(c) = &v.own_seq_cutoff {
+            own.push(format!("sequential cutoff {c}"));
+        }
+        if !own.is_empty() {
+            out.push_str(&format!(
+                "{}: {} resident blocks; {}\n",
+                v.name,
+                v.resident_blocks,
+                own.join("; ")
+            ));
+        }
     }
     out
 }

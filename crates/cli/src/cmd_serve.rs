@@ -292,7 +292,7 @@ pub fn parse_backing(s: &str) -> anyhow::Result<BackingVolume> {
     let (name, backing) = s.split_once('=').ok_or_else(|| {
         anyhow!("--backing {s:?}: expected NAME=PATH or NAME=nbd://HOST:PORT/EXPORT")
     })?;
-    Ok(BackingVolume { name: name.to_string(), backing: backing.to_string() })
+    Ok(BackingVolume::new(name, backing))
 }
 
 /// The flags of `ember serve` given on the command line (not defaults), by their long

@@ -17,7 +17,7 @@ fn defaults_are_the_servers() {
     }
     let c =
         Cli::try_parse_from(["serve", "--cache", "c.img", "--backing", "web=/dev/sdb"]).unwrap();
-    let web = BackingVolume { name: "web".into(), backing: "/dev/sdb".into() };
+    let web = BackingVolume::new("web", "/dev/sdb");
     assert_eq!(c.serve.config().unwrap(), ServeConfig::new("c.img", vec![web]));
     let c = Cli::try_parse_from([
         "serve",
@@ -169,9 +169,9 @@ fn warmup_sizes_and_flags() {
 fn backings() {
     let parse =
         |s: &str| parse_backing(s).and_then(|b| b.check().map(|()| b)).map_err(|e| e.to_string());
-    let b = BackingVolume { name: "web".into(), backing: "/dev/sdb".into() };
+    let b = BackingVolume::new("web", "/dev/sdb");
     assert_eq!(parse("web=/dev/sdb"), Ok(b));
-    let b = BackingVolume { name: "db".into(), backing: "nbd://h:1/x=y".into() };
+    let b = BackingVolume::new("db", "nbd://h:1/x=y");
     assert_eq!(parse("db=nbd://h:1/x=y"), Ok(b));
     assert!(parse("/dev/sdb").is_err());
     assert!(parse("=x").is_err());

@@ -82,6 +82,13 @@ pub struct SimArgs {
     /// --size and the grid's other flags do not apply.
     #[arg(long, value_name = "TOPOLOGY")]
     pub deployment: Option<PathBuf>,
+    /// Simulate one cache over the trace's volumes with the settings of this `ember serve`
+    /// config file: the cache-wide `[live]` ones and each `[[volume]]` table's own (write
+    /// policy, sieve, sequential cutoff, min-share and max-share), the trace's volume names
+    /// being the tables' names; at each --size. --json writes {"runs": [...]}. --policy and
+    /// the sieve and cutoff flags do not apply (the file gives them).
+    #[arg(long, value_name = "FILE", conflicts_with = "deployment")]
+    pub config: Option<PathBuf>,
 }
 
 /// A sampling rate: a fraction (0.01) or a percentage (1%), above 0 and at most 1.
@@ -322,6 +329,9 @@ fn timing_line(out: &Outcome, trace: &Path) -> String {
 pub fn run(args: SimArgs) -> anyhow::Result<()> {
     if let Some(topology) = &args.deployment {
         return crate::sim_deployment::run(&args, topology);
+    }
+    if let Some(config) = &args.config {
+        return crate::sim_volumes::run(&args, config);
     }
     let report = compute(&args)?;
     print!("{}", report.table());

@@ -36,6 +36,7 @@ pub mod report;
 pub mod seq_cutoff_args;
 pub mod sim_deployment;
 pub mod sim_deployment_model;
+pub mod sim_volumes;
 pub mod trace_args;
 pub mod tuning_args;
 pub mod write_stream;

@@ -110,3 +110,79 @@ fn write_through_survives_sigkill_with_the_cache_device_thrown_away() {
 fn unsafe_write_back_is_caught_losing_flushed_writes() {
     trial("unsafe-write-back", 4);
 }
+
+fn check_regions(path: &Path, seed: u64, regions: std::ops::Range<u64>) {
+    let data = std::fs::read(path).expect("read backing");
+    for i in regions {
+        let lo = (i * REGION) as usize;
+        let want = pattern(seed, i);
+        let bad = data[lo..lo + REGION as usize].iter().position(|&b| b != want);
+        assert_eq!(bad, None, "region {i} of {} is not {want:#x} on backing", path.display());
+    }
+}
+
+/// One trial of a volume with a write policy of its own under a write-back persist cache:
+/// `wt` is written under write-back persist (its blocks dirty, committed), then given
+/// write-through while serving, then every region rewritten; `disk` stays write-back persist.
+/// After SIGKILL, `wt`'s backing holds every rewrite, and the restarted server (on the same
+/// cache device, without the setting) serves the rewrites of `wt`, never the dirty versions
+/// recovered from before, and every flushed byte of `disk`.
+fn own_write_policy_trial(seed: u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().display();
+    for name in ["disk", "wt"] {
+        std::fs::write(dir.path().join(format!("{name}.img")), vec![0u8; 16 << 20]).unwrap();
+    }
+    let config = dir.path().join("ember.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "control = \"{d}/ctl.sock\"\n\n[cache]\ndevice = \"{d}/cache.img\"\nsize = \"32M\"\n\
+             format-if-needed = true\n\n[live]\nwrite-policy = \"write-back-persist\"\n\n\
+             [[volume]]\nname = \"disk\"\nbacking = \"{d}/disk.img\"\n\n\
+             [[volume]]\nname = \"wt\"\nbacking = \"{d}/wt.img\"\n"
+        ),
+    )
+    .unwrap();
+    let args = ["--config", config.to_str().unwrap()];
+    let serve = Serve::start(&args);
+    for i in 0..ROUNDS / 2 {
+        write_and_flush(&serve.uri("disk"), seed, i);
+        write_and_flush(&serve.uri("wt"), seed, i);
+    }
+    let sock = dir.path().join("ctl.sock");
+    run(
+        Command::new(ember()).args(["ctl", "--control"]).arg(&sock).args([
+            "set",
+            "--volume",
+            "wt",
+            "write-policy",
+            "write-through",
+        ]),
+        Duration::from_secs(60),
+    );
+    let again = seed + 100;
+    for i in 0..ROUNDS {
+        write_and_flush(&serve.uri("wt"), again, i);
+    }
+    for i in ROUNDS / 2..ROUNDS {
+        write_and_flush(&serve.uri("disk"), seed, i);
+    }
+    check_regions(&dir.path().join("wt.img"), again, 0..ROUNDS);
+    // SIGKILL: no drain, no clean shutdown.
+    drop(serve);
+    check_regions(&dir.path().join("wt.img"), again, 0..ROUNDS);
+    let serve = Serve::start(&args);
+    for i in 0..ROUNDS {
+        read_back(&serve.uri("wt"), again, i);
+        read_back(&serve.uri("disk"), seed, i);
+    }
+    serve.stop();
+}
+
+#[test]
+fn a_write_through_volume_under_write_back_persist_survives_sigkill() {
+    for seed in 5..8 {
+        own_write_policy_trial(seed);
+    }
+}

@@ -23,6 +23,7 @@ use crate::clock::now_ns;
 use crate::core::Inner;
 use crate::layout::{block_key, key_block, key_volume};
 use ember_policy::admission;
+use ember_policy::Admission as _;
 use ember_trace::Op;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;

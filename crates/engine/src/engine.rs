@@ -457,6 +457,71 @@ impl Engine {
         live::seq_cutoff::set(&self.inner, s)
     }
 
+    /// Give volume `name` a write policy of its own (`None`: the cache-wide one again); returns
+    /// the own policy it had.
+    ///
+    /// - MUST refuse a write-back policy (the journal, epochs and flusher are the cache's),
+    ///   any own policy under ordered or unsafe write-back, and any change while a switch's
+    ///   drain runs (`live/volume_settings.rs`).
+    /// - MUST keep every acknowledged write as crash-safe as the cache-wide policy keeps it:
+    ///   the volume's requests run as during a switch out of it.
+    pub fn set_volume_write_mode(
+        &self,
+        name: &str,
+        mode: Option<WriteMode>,
+    ) -> Result<Option<WriteMode>, EngineError> {
+        live::volume_settings::set_write_mode(&self.inner, name, mode)
+    }
+
+    /// Give volume `name` a fresh admission sieve of its own (`None`: the cache-wide one).
+    ///
+    /// - MUST refuse a discrete sieve: it moves the whole cache's contents.
+    /// - MUST NOT change what is cached; only the volume's later misses are decided by it.
+    pub fn set_volume_admission(
+        &self,
+        name: &str,
+        sieve: Option<ember_policy::admission::Sieve>,
+    ) -> Result<(), EngineError> {
+        live::volume_settings::set_admission(&self.inner, name, sieve)
+    }
+
+    /// Give volume `name` a sequential cutoff of its own (`None`: the cache-wide one); returns
+    /// its own settings now.
+    pub fn set_volume_seq_cutoff(
+        &self,
+        name: &str,
+        s: Option<live::SeqCutoffSettings>,
+    ) -> Result<live::VolumeSettings, EngineError> {
+        live::volume_settings::set_seq_cutoff(&self.inner, name, s)
+    }
+
+    /// Volume `name`'s occupancy: cache blocks holding the newest version of one of its
+    /// blocks, and its dirty versions. `None` if it is not served.
+    pub fn volume_occupancy(&self, name: &str) -> Option<(u64, u64)> {
+        let v = self.inner.volumes.by_name(name)?;
+        Some(self.inner.state.lock().occupancy(v.id))
+    }
+
+    /// Give volume `name` a share of the cache (`None`: none): the replacement policy must
+    /// have been built under shares (`ember_policy::replacement::WithShares`, by the
+    /// `ReplacementFactory`).
+    ///
+    /// - MUST refuse, with nothing changed, limits that do not fit and a policy without
+    ///   shares.
+    /// - MUST NOT evict anything: later allocations respect the limits.
+    pub fn set_volume_shares(
+        &self,
+        name: &str,
+        limits: Option<ember_policy::shares::ShareLimits>,
+    ) -> Result<(), EngineError> {
+        live::volume_settings::set_shares(&self.inner, name, limits)
+    }
+
+    /// The settings volume `name` holds apart from the cache-wide ones.
+    pub fn volume_settings(&self, name: &str) -> Result<live::VolumeSettings, EngineError> {
+        live::volume_settings::get(&self.inner, name)
+    }
+
     /// Array tier: whether the admission sieve decides on DEMOTEs of blocks the cache does
     /// not hold (`ember_policy::demote::DemoteAdmission`); returns the rule it replaces.
     ///

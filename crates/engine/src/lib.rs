@@ -53,7 +53,7 @@ pub use io::{HitRead, HitStart, Volume, CHUNK_BLOCKS};
 pub use layout::{VolumeState, WriteMode};
 pub use live::{
     Draining, FlushReport, Progress, SeqCutoffSettings, Status, SwitchReport, VolumeChange,
-    VolumeStatus, WritebackLimits,
+    VolumeSettings, VolumeStatus, WritebackLimits,
 };
 pub use open::{OpenReport, StartKind};
 pub use report::Report;

@@ -1,7 +1,9 @@
-//! One served volume as the engine's core and its threads see it. Imports only the device.
+//! One served volume as the engine's core and its threads see it. Imports only the device
+//! and the layout's `WriteMode`.
 
 use crate::device::Device;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use crate::layout::WriteMode;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 /// One served volume.
@@ -18,6 +20,9 @@ pub(crate) struct VolumeInfo {
     pub closed: AtomicBool,
     /// Requests of this volume inside the gate now (`remove` waits for them to finish).
     pub active: AtomicUsize,
+    /// Its own write policy's code + 1 (0: the cache-wide one), read by every write, FLUSH
+    /// and discard (`live/volume_settings.rs`).
+    own_mode: AtomicU32,
 }
 
 impl VolumeInfo {
@@ -31,7 +36,21 @@ impl VolumeInfo {
             caching: AtomicBool::new(caching),
             closed: AtomicBool::new(false),
             active: AtomicUsize::new(0),
+            own_mode: AtomicU32::new(0),
         }
+    }
+
+    /// Its own write policy, if it has one.
+    pub fn own_mode(&self) -> Option<WriteMode> {
+        match self.own_mode.load(SeqCst) {
+            0 => None,
+            c => WriteMode::from_code(c - 1),
+        }
+    }
+
+    /// Give it the write policy `mode` of its own (`None`: the cache-wide one).
+    pub fn set_own_mode(&self, mode: Option<WriteMode>) {
+        self.own_mode.store(mode.map_or(0, |m| m.code() + 1), SeqCst);
     }
 
     /// Misses of this volume may be allocated.

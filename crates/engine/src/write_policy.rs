@@ -28,6 +28,24 @@ impl Policy {
         Policy { mode, drain: None }
     }
 
+    /// The policy of a volume whose own write policy is `own` (write-through or
+    /// write-around; `None`: the cache-wide one, `self`). Its writes go as `own` says, and
+    /// the cache-wide write-back policy is treated as a drain that never ends: the volume's
+    /// blocks still dirty from before are written through as during a switch, and its
+    /// FLUSHes and FUA writes keep the cache-wide promise (under write-back persist they
+    /// commit the persisted dirty map, which also forgets what its writes replaced).
+    /// `live/volume_settings.rs` allows an own policy only where that holds: not under
+    /// ordered or unsafe write-back, and not while a switch drains.
+    pub fn for_volume(self, own: Option<WriteMode>) -> Policy {
+        match own {
+            Some(mode) if mode != self.mode => {
+                let drain = self.drain.or(self.mode.is_write_back().then_some(self.mode));
+                Policy { mode, drain }
+            }
+            _ => self,
+        }
+    }
+
     /// Writes take the write-back flow (no-overwrite writes to dirty cache blocks).
     pub fn write_back(self) -> bool {
         self.mode.is_write_back()
@@ -223,6 +241,26 @@ mod tests {
                 assert_eq!(cell.enter().0, p);
             }
         }
+    }
+
+    #[test]
+    fn a_volume_of_its_own_runs_as_a_drain_of_the_cache_wide_write_back_policy() {
+        use WriteMode::*;
+        let p = Policy::plain(WriteBackPersist).for_volume(Some(WriteThrough));
+        assert_eq!(p, Policy { mode: WriteThrough, drain: Some(WriteBackPersist) });
+        assert!(p.persisting() && !p.write_back() && !p.flush_waits());
+        let p = Policy::plain(WriteBackFlush).for_volume(Some(WriteAround));
+        assert!(p.flush_waits() && p.keeps_closed_epochs() && !p.persisting());
+        assert_eq!(
+            Policy::plain(WriteThrough).for_volume(Some(WriteAround)),
+            Policy::plain(WriteAround)
+        );
+        assert_eq!(
+            Policy::plain(WriteBackPersist).for_volume(None),
+            Policy::plain(WriteBackPersist)
+        );
+        let same = Policy::plain(WriteBackFlush).for_volume(Some(WriteBackFlush));
+        assert_eq!(same, Policy::plain(WriteBackFlush));
     }
 
     /// Threads enter and leave while switches store new policies: when a quiesce returns, no

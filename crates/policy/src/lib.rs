@@ -1,7 +1,7 @@
 //! ember's cache decisions, shared by the simulator (`ember sim`) and the real cache
-//! (`ember serve`): replacement orders ([`replacement`]), admission sieves ([`admission`]) and
-//! the sequential cutoff ([`seq_cutoff`]). Nothing here does I/O, spawns
-//! threads or reads a clock: time arrives in each [`Access`].
+//! (`ember serve`): replacement orders ([`replacement`]), admission sieves ([`admission`]),
+//! the sequential cutoff ([`seq_cutoff`]) and the volumes' shares of the cache ([`shares`]).
+//! Nothing here does I/O, spawns threads or reads a clock: time arrives in each [`Access`].
 
 pub mod access;
 pub mod admission;
@@ -14,6 +14,7 @@ pub mod prefetch;
 pub mod replacement;
 pub mod ring;
 pub mod seq_cutoff;
+pub mod shares;
 pub mod slab;
 pub mod warmup;
 

@@ -80,10 +80,7 @@ mod tests {
 
     #[test]
     fn backings() {
-        let b = |name: &str, backing: &str| BackingVolume {
-            name: name.into(),
-            backing: backing.into(),
-        };
+        let b = |name: &str, backing: &str| BackingVolume::new(name, backing);
         assert!(b("web", "/dev/sdb").check().is_ok());
         assert!(b("db", "nbd://h:1/x=y").check().is_ok() && b("db", "nbd://h:1/x").is_nbd());
         assert!(!b("web", "/dev/sdb").is_nbd());

@@ -250,6 +250,8 @@ fn open_engine(
         writeback,
         seq_cutoff,
         cleaning,
+        volumes: own,
+        shares,
     } = plan;
     let engine = Engine::open_with(
         EngineConfig {
@@ -258,6 +260,7 @@ fn open_engine(
             write_mode,
             replacement: Box::new(move |cap| match array_scheme {
                 Some(s) => array_replacement(s, cap),
+                None if shares => crate::config::under_shares(kind, cap),
                 None => ember_policy::replacement::build(kind, cap),
             }),
             admission,
@@ -280,6 +283,10 @@ fn open_engine(
         ));
     }
     engine.set_seq_cutoff(seq_cutoff);
+    for o in &own {
+        crate::control::set_volume_own(&engine, o)
+            .with_context(|| format!("volume {}: its own settings", o.name))?;
+    }
     engine.set_cleaning(&cleaning).map_err(|e| match e {
         EngineError::DirtyLimit(e) => anyhow!(dirty_limit_message(&e)),
         e => anyhow!(e),

@@ -90,7 +90,15 @@ impl ConfigSource {
                     key: Some(k.dotted()),
                     message,
                 },
-                None => ConfigError { file: path.clone(), line: None, key: None, message },
+                None => match crate::config::named_volume_key(&message) {
+                    Some((volume, key)) => ConfigError {
+                        file: path.clone(),
+                        line: crate::config::line_of_volume_key(&text, volume, key),
+                        key: Some(format!("volume.{key}")),
+                        message,
+                    },
+                    None => ConfigError { file: path.clone(), line: None, key: None, message },
+                },
             }
         })?;
         Ok(config)

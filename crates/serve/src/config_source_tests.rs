@@ -28,7 +28,7 @@ log-interval = "20ms"
 "#;
 
 fn flags() -> ServeConfig {
-    ServeConfig::new("flag.img", vec![BackingVolume { name: "f".into(), backing: "f.img".into() }])
+    ServeConfig::new("flag.img", vec![BackingVolume::new("f", "f.img")])
 }
 
 #[test]
@@ -88,4 +88,44 @@ fn errors_name_the_file_the_line_and_the_key() {
     let e = ConfigSource::new(Some(missing.clone()), flags(), &[]).unwrap().load().unwrap_err();
     assert_eq!(e.file, missing);
     assert!(e.message.contains("cannot read"), "{e}");
+}
+
+#[test]
+fn a_volumes_own_settings_are_read_and_a_malformed_one_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |extra: &str| {
+        GOOD.replace("backing = \"web.img\"\n", &format!("backing = \"web.img\"\n{extra}\n"))
+    };
+    let load = |text: &str| {
+        let file = write(dir.path(), text);
+        ConfigSource::new(Some(file), flags(), &[]).unwrap().load()
+    };
+    let c = load(&with(
+        "write-policy = \"write-around\"\nadmission = \"sievestore-c\"\nsieve = { t1 = 3 }\n\
+         seq-cutoff = { policy = \"always\", read = \"1MiB\" }",
+    ))
+    .unwrap();
+    let own = c.volumes[0].own(&c.live, ember_engine::WriteMode::WriteThrough).unwrap();
+    assert_eq!(own.write_mode, Some(ember_engine::WriteMode::WriteAround));
+    assert_eq!(own.sieve.as_ref().map(|s| s.name()), Some("sievestore-c"));
+    let cut = own.seq_cutoff.unwrap();
+    assert_eq!((cut.read_bytes, cut.write_bytes), (1 << 20, 0), "write: the cache-wide 0");
+    // The cache-wide policy named again is no setting of its own.
+    let c = load(&with("write-policy = \"write-through\"")).unwrap();
+    let own = c.volumes[0].own(&c.live, ember_engine::WriteMode::WriteThrough).unwrap();
+    assert_eq!((own.write_mode, own.sieve.is_some(), own.seq_cutoff), (None, false, None));
+
+    let cases = [
+        ("colour = 1", "volume.colour", "unknown field `colour`"),
+        ("seq-cutoff = { read = \"lots\" }", "volume.seq-cutoff", "lots"),
+        ("write-policy = \"write-back-persist\"", "volume.write-policy", "[[volume]] web"),
+        ("write-policy = \"sideways\"", "volume.write-policy", "sideways"),
+        ("admission = \"sievestore-d\"", "volume.admission", "discrete sieve"),
+        ("seq-cutoff = { policy = \"sometimes\" }", "volume.seq-cutoff.policy", "sometimes"),
+    ];
+    for (line, key, says) in cases {
+        let e = load(&with(line)).unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(8), Some(key)), "{line}: {e}");
+        assert!(e.message.contains(says), "{line}: {e}");
+    }
 }

@@ -173,7 +173,7 @@ mod tests {
     }
 
     fn config(device: &Path) -> ServeConfig {
-        ServeConfig::new(device, vec![BackingVolume { name: "db".into(), backing: "b.img".into() }])
+        ServeConfig::new(device, vec![BackingVolume::new("db", "b.img")])
     }
 
     #[test]

@@ -67,6 +67,10 @@ pub(crate) struct EnginePlan {
     pub seq_cutoff: ember_engine::SeqCutoffSettings,
     /// Cleaning control.
     pub cleaning: ember_engine::CleaningConfig,
+    /// The volumes' own settings, for those that hold any.
+    pub volumes: Vec<crate::config::VolumeOwn>,
+    /// Some volume has a share: the replacement policy runs under shares.
+    pub shares: bool,
 }
 
 impl Plan {
@@ -99,6 +103,21 @@ impl Plan {
         let writeback = live.writeback.config()?;
         let seq_cutoff = live.seq_cutoff.settings()?;
         let cleaning = live.cleaning.config()?;
+        let mut volumes = Vec::new();
+        for v in config.volumes.iter().filter(|v| v.has_own_settings()) {
+            volumes.push(v.own(live, write_mode)?);
+        }
+        let shares = config.volumes.iter().any(|v| v.has_share());
+        if let Some(v) = config.volumes.iter().find(|v| v.has_share()) {
+            if array_scheme.is_some() || kind.kind() != ember_policy::Kind::Lru {
+                bail!(
+                    "[[volume]] {}: min-share: shares need the replacement policy lru (it picks its \
+                     victim under the shares' filter); --policy is {}",
+                    v.name,
+                    live.policy
+                );
+            }
+        }
         let workers = config.workers.unwrap_or_else(default_workers).max(1);
         let net = server_config(&live.limits, &config.tls, workers)?;
         Ok(Plan {
@@ -112,6 +131,8 @@ impl Plan {
                 writeback,
                 seq_cutoff,
                 cleaning,
+                volumes,
+                shares,
             },
             warmup,
             memory,

@@ -116,30 +116,52 @@ fn status_get_set_reload_and_stop() {
     assert_eq!(status["max_connections"], 100);
     assert_eq!(status["config_file"], file.display().to_string());
 
-    let got = ok(&sock, Command::Get { key: "max-connections".into() });
+    let got = ok(&sock, Command::Get { key: "max-connections".into(), volume: None });
     assert_eq!((got["value"].clone(), got["live"].clone()), (Value::from(100), Value::from(true)));
-    let set =
-        ok(&sock, Command::Set { key: "max-connections".into(), value: "7".into(), save: false });
+    let set = ok(
+        &sock,
+        Command::Set {
+            key: "max-connections".into(),
+            value: "7".into(),
+            save: false,
+            volume: None,
+        },
+    );
     assert_eq!((set["old"].clone(), set["value"].clone()), (Value::from(100), Value::from(7)));
-    let got = ok(&sock, Command::Get { key: "live.limits.max-connections".into() });
+    let got = ok(&sock, Command::Get { key: "live.limits.max-connections".into(), volume: None });
     assert_eq!((got["value"].clone(), got["from"].clone()), (Value::from(7), Value::from("set")));
     assert_eq!(ok(&sock, Command::Status)["max_connections"], 7);
 
     // A bad value, an unknown key, a setting that needs a restart: refused, nothing changed.
     let e = err(
         &sock,
-        Command::Set { key: "max-connections".into(), value: "many".into(), save: false },
+        Command::Set {
+            key: "max-connections".into(),
+            value: "many".into(),
+            save: false,
+            volume: None,
+        },
     );
     assert!(e.contains("max-connections"), "{e}");
-    let e = err(&sock, Command::Get { key: "colour".into() });
+    let e = err(&sock, Command::Get { key: "colour".into(), volume: None });
     assert!(e.contains("no setting"), "{e}");
-    let e =
-        err(&sock, Command::Set { key: "block-size".into(), value: "8192".into(), save: false });
+    let e = err(
+        &sock,
+        Command::Set { key: "block-size".into(), value: "8192".into(), save: false, volume: None },
+    );
     assert!(e.contains("restart"), "{e}");
     assert_eq!(ok(&sock, Command::Status)["max_connections"], 7);
 
     // --save rewrites the file, keeping its comments.
-    ok(&sock, Command::Set { key: "buffer-budget".into(), value: "128MiB".into(), save: true });
+    ok(
+        &sock,
+        Command::Set {
+            key: "buffer-budget".into(),
+            value: "128MiB".into(),
+            save: true,
+            volume: None,
+        },
+    );
     let saved = std::fs::read_to_string(&file).unwrap();
     assert!(saved.contains("# the test's server") && saved.contains("# connections at once"));
     assert!(saved.contains("buffer-budget = "), "{saved}");
@@ -321,8 +343,12 @@ fn cleaning_control_is_set_live_and_shown_in_status() {
     let cleaning = |sock: &Path| ok(sock, Command::Status)["cleaning"].clone();
     let c = cleaning(&sock);
     assert_eq!((c["flush_rate"].clone(), c["flush_idle_ms"].clone()), (0.into(), 0.into()), "{c}");
-    let set =
-        |key: &str, value: &str| Command::Set { key: key.into(), value: value.into(), save: false };
+    let set = |key: &str, value: &str| Command::Set {
+        key: key.into(),
+        value: value.into(),
+        save: false,
+        volume: None,
+    };
     ok(&sock, set("flush-rate", "64M"));
     ok(&sock, set("flush-idle", "100"));
     ok(&sock, set("dirty-target", "20%"));
@@ -333,7 +359,7 @@ fn cleaning_control_is_set_live_and_shown_in_status() {
     assert_eq!(c["min_rate"], MIB, "{c}");
     let target = c["dirty_target_blocks"].as_u64().unwrap();
     assert!(target > 0, "{c}");
-    let got = ok(&sock, Command::Get { key: "live.cleaning.flush-rate".into() });
+    let got = ok(&sock, Command::Get { key: "live.cleaning.flush-rate".into(), volume: None });
     assert_eq!(got["from"], "set", "{got}");
     // A minimum above the cap, a target above the cache: refused, nothing changed.
     let e = err(&sock, set("flush-min-rate", "128M"));
@@ -346,4 +372,67 @@ fn cleaning_control_is_set_live_and_shown_in_status() {
     }
     assert_eq!(ok(&sock, Command::Stop)["stopping"], true);
     running.wait().unwrap();
+}
+
+/// `get --volume` and `set --volume`: a volume's own write policy, sieve, cutoff and their
+/// fallback to the cache-wide value, the refusals, the status, `--save` into the volume's
+/// table and a reload that changes a volume's table.
+#[test]
+fn a_volumes_own_settings_are_got_set_saved_and_reloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (running, file) = start(dir.path(), false);
+    let sock = dir.path().join("ctl.sock");
+    let get = |key: &str| Command::Get { key: key.into(), volume: Some("disk".into()) };
+    let set = |key: &str, value: &str, save: bool| Command::Set {
+        key: key.into(),
+        value: value.into(),
+        save,
+        volume: Some("disk".into()),
+    };
+    let got = ok(&sock, get("write-policy"));
+    assert_eq!(
+        (got["value"].clone(), got["from"].clone()),
+        (Value::from("write-through"), Value::from("cache-wide"))
+    );
+    let r = ok(&sock, set("write-policy", "write-around", false));
+    assert_eq!((r["old"].clone(), r["value"].clone()), (Value::Null, Value::from("write-around")));
+    let got = ok(&sock, get("write-policy"));
+    assert_eq!(
+        (got["value"].clone(), got["from"].clone()),
+        (Value::from("write-around"), Value::from("volume"))
+    );
+    let status = ok(&sock, Command::Status);
+    assert_eq!(status["volumes"][0]["own_write_policy"], "write-around", "{status}");
+    ok(&sock, set("seq-cutoff-read", "1MiB", true));
+    ok(&sock, set("admission", "wmna", false));
+    let status = ok(&sock, Command::Status);
+    assert_eq!(status["volumes"][0]["own_admission"], "wmna", "{status}");
+    assert_eq!(status["volumes"][0]["own_seq_cutoff"]["read_bytes"], 1 << 20, "{status}");
+    // Refused: a write-back policy of its own, a discrete sieve, a share without shares, an
+    // unknown volume or key.
+    let e = err(&sock, set("write-policy", "write-back-flush", false));
+    assert!(e.contains("cache's"), "{e}");
+    let e = err(&sock, set("admission", "sievestore-d", false));
+    assert!(e.contains("discrete"), "{e}");
+    let e = err(&sock, set("max-share", "10%", false));
+    assert!(e.contains("lru") || e.contains("shares"), "{e}");
+    let e = err(&sock, Command::Get { key: "write-policy".into(), volume: Some("nope".into()) });
+    assert!(e.contains("no volume"), "{e}");
+    assert!(err(&sock, get("max-dirty")).contains("not a volume's own setting"));
+    // Back to the cache-wide value.
+    ok(&sock, set("write-policy", "default", false));
+    assert_eq!(ok(&sock, get("write-policy"))["from"], "cache-wide");
+    // Saved into the volume's table, the comments kept.
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(saved.contains("# connections at once"), "{saved}");
+    let t: toml::Table = saved.parse().unwrap();
+    assert_eq!(t["volume"][0]["seq-cutoff"]["read"].as_str(), Some("1MiB"), "{saved}");
+    // A reload applies a changed [[volume]] table live.
+    let text = saved.replace("name = \"disk\"", "name = \"disk\"\nwrite-policy = \"write-around\"");
+    std::fs::write(&file, text).unwrap();
+    let r = ok(&sock, Command::Reload);
+    assert_eq!(r["applied"], serde_json::json!(["volume.disk"]), "{r}");
+    assert_eq!(r["restart"], serde_json::json!([]), "{r}");
+    assert_eq!(ok(&sock, get("write-policy"))["value"], "write-around");
+    running.shutdown().unwrap();
 }

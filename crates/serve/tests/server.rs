@@ -37,7 +37,7 @@ fn config(dir: &std::path::Path) -> ServeConfig {
     }
     let mut c = ServeConfig::new(
         dir.join("cache.img"),
-        vec![BackingVolume { name: "disk".into(), backing: backing.display().to_string() }],
+        vec![BackingVolume::new("disk", backing.display().to_string())],
     );
     c.cache.size = Some(8 * MIB);
     c.cache.format_if_needed = true;

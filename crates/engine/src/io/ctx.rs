@@ -210,10 +210,12 @@ impl Volume {
     }
 
     /// Enter the drain gate ([`Volume::enter`]) and read the write policy this request runs
-    /// under, registered in its phase: a request that writes, flushes or discards.
+    /// under, registered in its phase: a request that writes, flushes or discards. A volume
+    /// with a write policy of its own runs it (`Policy::for_volume`).
     pub(super) fn enter_policy(&self) -> Result<(Admitted<'_>, Policy), EngineError> {
         let entered = self.enter()?;
         let (policy, pass) = self.inner.policy.enter();
+        let policy = policy.for_volume(self.vol.own_mode());
         Ok((Admitted { _entered: entered, _pass: pass }, policy))
     }
 
@@ -284,7 +286,7 @@ impl Volume {
 
     /// One line for listings: the write policy and the backing device.
     pub fn describe(&self) -> String {
-        let mode = self.inner.policy.load().mode;
+        let mode = self.inner.policy.load().for_volume(self.vol().own_mode()).mode;
         format!("ember {} cache over {}", mode.name(), self.vol().backing.describe())
     }
 }

@@ -1,7 +1,8 @@
 //! Changes while serving, as an operator makes them (`ember ctl`): a flush on demand
 //! ([`flush_all`]), a switch of the write policy ([`switch`] begins it, [`drain`] ends its
 //! drain), the other live settings ([`settings`]: admission sieve, write-back tuning,
-//! replacement policy; [`seq_cutoff`]: the sequential cutoff), the volume set ([`volumes`]:
+//! replacement policy; [`seq_cutoff`]: the sequential cutoff; [`volume_settings`]: a volume's
+//! own write policy, sieve and cutoff), the volume set ([`volumes`]:
 //! attach, uncache, recache, remove), and a snapshot of the whole cache ([`status`]). [`progress`] is the
 //! wait they share. Each is a flow above the core (`Arc<Inner>`), like `wb/`; the engine
 //! handle (`engine.rs`) calls them and owns their threads (the flusher, a drain's finisher).
@@ -18,6 +19,7 @@ pub(crate) mod status;
 pub(crate) mod switch;
 #[cfg(test)]
 mod tests;
+pub(crate) mod volume_settings;
 pub(crate) mod volumes;
 
 pub use flush_all::FlushReport;
@@ -25,6 +27,7 @@ pub use progress::Progress;
 pub use seq_cutoff::SeqCutoffSettings;
 pub use settings::WritebackLimits;
 pub use status::{Draining, Status, VolumeStatus};
+pub use volume_settings::VolumeSettings;
 pub use volumes::VolumeChange;
 
 use crate::layout::WriteMode;

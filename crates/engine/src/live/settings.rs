@@ -28,6 +28,7 @@ use crate::error::EngineError;
 use crate::wb::{CleaningConfig, CleaningError, WritebackConfig};
 use ember_policy::admission::Sieve;
 use ember_policy::replacement::{build, Kind, Spec};
+use ember_policy::Admission as _;
 use serde::Serialize;
 
 /// The write-back tuning in force, in blocks.
@@ -121,7 +122,17 @@ pub(crate) fn set_admission(
 /// comment for which can).
 pub(crate) fn set_replacement(inner: &Inner, spec: Spec) -> Result<(), EngineError> {
     let kind = spec.kind();
-    let current = inner.state.lock().replacement_name();
+    let (current, shared) = {
+        let st = inner.state.lock();
+        (st.replacement_name(), st.replacement_shares().is_some())
+    };
+    if shared {
+        return Err(EngineError::Refused(
+            "the replacement policy runs under the volumes' shares, set up at start; change \
+             it at a restart"
+                .into(),
+        ));
+    }
     if current.parse::<Kind>().is_err() {
         return Err(EngineError::Refused(format!(
             "the array tier's DEMOTE scheme {current} places what clients demote; it changes \

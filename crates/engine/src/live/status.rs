@@ -6,11 +6,13 @@
 
 use super::seq_cutoff::{self, SeqCutoffSettings};
 use super::settings::{limits, WritebackLimits};
+use super::volume_settings::{of_locked, VolumeSettings};
 use crate::cleaning_cell::CleaningStatus;
 use crate::core::Inner;
 use crate::health::HealthStatus;
 use crate::layout::WriteMode;
 use crate::warmup::WarmupStats;
+use ember_policy::Admission as _;
 use serde::Serialize;
 
 /// The whole cache, as of one moment.
@@ -101,6 +103,8 @@ pub struct VolumeStatus {
     pub lost_blocks: u64,
     /// Refused whole until `ember ctl clear-lost` (a lost list restored at start).
     pub refused: bool,
+    /// The settings it holds apart from the cache-wide ones.
+    pub own: VolumeSettings,
 }
 
 /// Take the snapshot.
@@ -112,6 +116,7 @@ pub(crate) fn status(inner: &Inner) -> Status {
         epochs: u64,
         drain_left: u64,
         occupancy: Vec<(u64, u64)>,
+        own: Vec<VolumeSettings>,
         replacement: &'static str,
         admission: &'static str,
         failures: u64,
@@ -126,6 +131,7 @@ pub(crate) fn status(inner: &Inner) -> Status {
             epochs: st.dirty_epoch_count() as u64,
             drain_left: st.drain_left(),
             occupancy: served.iter().map(|v| st.occupancy(v.id)).collect(),
+            own: served.iter().map(|v| of_locked(&st, inner.block_size(), v)).collect(),
             replacement: st.replacement_name(),
             admission: st.admission.name(),
             failures: st.flush_error_gen,
@@ -140,7 +146,8 @@ pub(crate) fn status(inner: &Inner) -> Status {
         .iter()
         .zip(&l.occupancy)
         .zip(&lost)
-        .map(|((v, &(resident_blocks, dirty_blocks)), &lost_of)| {
+        .zip(l.own)
+        .map(|(((v, &(resident_blocks, dirty_blocks)), &lost_of), own)| {
             let s = inner.counters[v.id as usize].snapshot();
             let reads = s.read_hits + s.read_misses;
             VolumeStatus {
@@ -166,6 +173,7 @@ pub(crate) fn status(inner: &Inner) -> Status {
                 degraded_requests: s.degraded_requests,
                 lost_blocks: lost_of.0,
                 refused: lost_of.1,
+                own,
             }
         })
         .collect();

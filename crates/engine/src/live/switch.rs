@@ -130,6 +130,13 @@ pub(crate) fn begin(
     if target == from {
         return Ok(Begun::Done);
     }
+    if super::volume_settings::any_own_write_policy(inner) {
+        return Err(EngineError::Refused(
+            "a volume has a write policy of its own, which runs as a drain of the cache-wide \
+             one: set it back to the cache-wide policy first"
+                .into(),
+        ));
+    }
     if let Some(why) = refusal(inner, target, batch_sieve) {
         return Err(EngineError::Refused(why));
     }

@@ -9,7 +9,7 @@
 //! takes another lock or does I/O.
 
 use super::{CacheState, DEMOTED};
-use ember_policy::Access;
+use ember_policy::{Access, Admission as _};
 
 /// Outcome of an allocation.
 pub(crate) struct Allocation {
@@ -201,7 +201,7 @@ impl CacheState {
             return (DemoteStep::NoRoom, None);
         }
         let (resident, capacity) = (self.index.len(), self.pins.len());
-        if !self.demote_admission.admits(self.admission.as_mut(), acc, resident, capacity) {
+        if !self.demote_admission.admits(&mut self.admission, acc, resident, capacity) {
             return (DemoteStep::Refused, None);
         }
         let Some((outcome, evicted)) = self.replacement.demote(acc) else {

@@ -198,7 +198,7 @@ impl CacheState {
     /// Put the admission sieve `new` in force; returns the replaced one (dropped by the
     /// caller, outside the lock, with everything it counted).
     pub fn replace_admission(&mut self, new: Box<dyn Admission>) -> Box<dyn Admission> {
-        std::mem::replace(&mut self.admission, new)
+        self.admission.replace_default(new)
     }
 
     /// Newest versions resident, and dirty versions, of volume `id`.
@@ -208,6 +208,16 @@ impl CacheState {
             self.resident_by_volume.get(i).copied().unwrap_or(0),
             self.dirty_by_volume.get(i).copied().unwrap_or(0),
         )
+    }
+
+    /// The per-volume shares the replacement policy runs under, if any.
+    pub fn replacement_shares(&self) -> Option<&ember_policy::shares::Shares> {
+        self.replacement.shares()
+    }
+
+    /// [`CacheState::replacement_shares`], to change them.
+    pub fn replacement_shares_mut(&mut self) -> Option<&mut ember_policy::shares::Shares> {
+        self.replacement.shares_mut()
     }
 
     /// The name of the replacement policy in force.

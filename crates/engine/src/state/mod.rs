@@ -75,6 +75,7 @@ pub(crate) use live::Drain;
 pub(crate) use persist::{Change, Persisted};
 
 use crate::layout::MAX_VOLUMES;
+use ember_policy::admission::VolumeSieves;
 use ember_policy::demote::DemoteAdmission;
 use ember_policy::keymap::KeyMap;
 use ember_policy::replacement::Lru;
@@ -114,8 +115,8 @@ pub(crate) struct CacheState {
     /// The replacement order; holds exactly the clean keys of the map. Under an LRU policy
     /// (see the module doc) a zero-capacity placeholder that is never asked to decide.
     pub replacement: Box<dyn Replacement>,
-    /// The admission sieve.
-    pub admission: Box<dyn Admission>,
+    /// The admission sieves: the cache-wide one and the volumes' own.
+    pub admission: VolumeSieves,
     /// The sequential cutoff, asked before the sieve on a miss (off until set).
     pub seq_cutoff: SeqCutoff,
     /// Array tier: whether the sieve decides on DEMOTEs of absent blocks.
@@ -194,7 +195,7 @@ impl CacheState {
             holds: BTreeMap::new(),
             epochs: BTreeMap::new(),
             replacement,
-            admission,
+            admission: VolumeSieves::new(admission),
             seq_cutoff: SeqCutoff::new(SeqCutoffConfig::default()),
             demote_admission: DemoteAdmission::default(),
             vtime: 0,

@@ -25,6 +25,17 @@ impl<A: Admission + ?Sized> CutoffAdmission<A> {
     pub fn cutoff(&self) -> &SeqCutoff {
         &self.cutoff
     }
+
+    /// The cutoff, to give a volume settings of its own
+    /// ([`SeqCutoff::set_volume_config`]).
+    pub fn cutoff_mut(&mut self) -> &mut SeqCutoff {
+        &mut self.cutoff
+    }
+
+    /// The sieve behind the cutoff.
+    pub fn inner(&self) -> &A {
+        &self.inner
+    }
 }
 
 impl<A: Admission + ?Sized> Admission for CutoffAdmission<A> {

@@ -23,6 +23,7 @@ pub mod install;
 pub mod key_hash;
 pub mod ocf_nhit;
 pub mod params;
+pub mod per_volume;
 pub mod prob;
 pub mod randsieve_blkd;
 pub mod randsieve_c;
@@ -32,6 +33,7 @@ pub mod sievestore_d;
 pub mod spec;
 pub mod window;
 pub mod wmna;
+pub mod write_around;
 
 pub use aod::Aod;
 pub use config_error::SieveConfigError;
@@ -44,6 +46,7 @@ pub use ideal::Ideal;
 pub use install::{install, Installation};
 pub use ocf_nhit::{OcfNhit, OcfNhitConfig};
 pub use params::SieveParams;
+pub use per_volume::VolumeSieves;
 pub use prob::Probabilistic;
 pub use randsieve_blkd::RandSieveBlkD;
 pub use randsieve_c::RandSieveC;
@@ -52,6 +55,7 @@ pub use sievestore_c::{SieveStoreC, SieveStoreCConfig};
 pub use sievestore_d::SieveStoreD;
 pub use spec::SieveSpec;
 pub use wmna::Wmna;
+pub use write_around::WriteAround;
 
 /// Decides, per missed block, whether to allocate it in the cache.
 ///

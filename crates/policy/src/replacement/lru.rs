@@ -116,6 +116,10 @@ impl Replacement for Lru {
         victim
     }
 
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        Some(self.q.evict_where(ok))
+    }
+
     fn remove(&mut self, key: u64) -> bool {
         match self.q.find(key) {
             Some(i) => {

@@ -45,6 +45,7 @@ pub mod spec;
 pub(crate) mod testing;
 pub mod two_q;
 pub mod w_tinylfu;
+pub mod with_shares;
 
 pub use arc::Arc;
 pub use cacheus::Cacheus;
@@ -74,6 +75,7 @@ pub use slru::{Slru, SlruInsert};
 pub use spec::{FromSpec, Spec, SpecError};
 pub use two_q::TwoQ;
 pub use w_tinylfu::WTinyLfu;
+pub use with_shares::WithShares;
 
 /// A replacement policy over a fixed number of block slots.
 ///
@@ -130,6 +132,27 @@ pub trait Replacement: Send {
         } else {
             (false, self.insert(access))
         }
+    }
+
+    /// Evict the first resident block, in the policy's own eviction order, that `ok`
+    /// accepts: `Some(Some(key))`, or `Some(None)` if it accepts none (nothing changes).
+    /// How per-volume shares ([`crate::shares`]) steer a policy: the policy keeps its order,
+    /// the shares say which victims are allowed. `None` if the policy cannot (the default):
+    /// it then takes no shares.
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        let _ = ok;
+        None
+    }
+
+    /// The per-volume shares the policy runs under ([`WithShares`]); `None`
+    /// for a policy alone (the default).
+    fn shares_mut(&mut self) -> Option<&mut crate::shares::Shares> {
+        None
+    }
+
+    /// [`Replacement::shares_mut`], to read.
+    fn shares(&self) -> Option<&crate::shares::Shares> {
+        None
     }
 
     /// True if the policy is the array side of Wong & Wilkes' exclusive caching and takes

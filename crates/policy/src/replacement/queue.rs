@@ -152,6 +152,20 @@ impl<M: Copy + Default> Queue<M> {
         key
     }
 
+    /// Remove the node nearest the tail whose key `ok` accepts; its key.
+    pub(crate) fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<u64> {
+        let mut i = self.list.tail;
+        while i != NIL {
+            let node = self.slab.node(i);
+            let (key, prev) = (node.key, node.prev);
+            if ok(key) {
+                return Some(self.remove_node(i));
+            }
+            i = prev;
+        }
+        None
+    }
+
     /// Keys from head (newest) to tail.
     pub(crate) fn keys(&self) -> Vec<u64> {
         self.list.keys(self.slab.nodes())

@@ -23,6 +23,10 @@
 //! - on a miss it asks [`SeqCutoff::cuts`] right after observing that access, with the
 //!   cache's occupancy, and MUST NOT allocate the block when the answer is true;
 //! - accesses that are not a client's (a preload, a DEMOTE) are not observed.
+//!
+//! A volume may have settings of its own ([`SeqCutoff::set_volume_config`]: policy and
+//! thresholds); a volume without them takes the cache-wide ones. The stream count is the
+//! cache's for every volume.
 
 mod table;
 
@@ -153,13 +157,21 @@ pub struct SeqCutoff {
     last: Option<(u64, Op, u64)>,
     /// Blocks cut, per volume.
     cut: HashMap<u32, u64>,
+    /// The volumes with settings of their own (the stream count stays the cache's).
+    volumes: HashMap<u32, SeqCutoffConfig>,
 }
 
 impl SeqCutoff {
     /// A detector with no streams yet.
     pub fn new(cfg: SeqCutoffConfig) -> Self {
         let cfg = SeqCutoffConfig { streams: cfg.streams.max(1), ..cfg };
-        Self { cfg, tables: HashMap::new(), last: None, cut: HashMap::new() }
+        Self {
+            cfg,
+            tables: HashMap::new(),
+            last: None,
+            cut: HashMap::new(),
+            volumes: HashMap::new(),
+        }
     }
 
     /// The current settings.
@@ -178,19 +190,49 @@ impl SeqCutoff {
         self.cfg = cfg;
     }
 
-    /// True when the cutoff can cut anything ([`SeqCutoffConfig::is_active`]).
-    pub fn is_active(&self) -> bool {
-        self.cfg.is_active()
+    /// Settings of `volume`'s own (`None`: the cache-wide ones again). The stream count of
+    /// `cfg` is ignored: every volume tracks the cache's. The volume's streams seen so far
+    /// are kept.
+    pub fn set_volume_config(&mut self, volume: u32, cfg: Option<SeqCutoffConfig>) {
+        match cfg {
+            Some(c) => {
+                self.volumes.insert(volume, c);
+            }
+            None => {
+                self.volumes.remove(&volume);
+            }
+        }
     }
 
-    /// Record one client block access (hit or miss). Does nothing while the cutoff is off,
-    /// so switching it on starts from fresh streams.
+    /// The settings of `volume`'s own, if it has them.
+    pub fn volume_config(&self, volume: u32) -> Option<SeqCutoffConfig> {
+        self.volumes.get(&volume).map(|c| SeqCutoffConfig { streams: self.cfg.streams, ..*c })
+    }
+
+    /// The settings `volume`'s accesses are decided by: its own, else the cache-wide ones.
+    pub fn config_of(&self, volume: u32) -> SeqCutoffConfig {
+        self.volume_config(volume).unwrap_or(self.cfg)
+    }
+
+    /// True when the cutoff can cut anything ([`SeqCutoffConfig::is_active`]), on any
+    /// volume.
+    pub fn is_active(&self) -> bool {
+        self.cfg.is_active() || self.volumes.values().any(SeqCutoffConfig::is_active)
+    }
+
+    /// Record one client block access (hit or miss). Does nothing while the cutoff is off
+    /// for the access's volume, so switching it on starts from fresh streams.
     pub fn observe(&mut self, acc: &Access) {
-        if !self.is_active() {
+        let volume = key_volume(acc.key);
+        let active = if self.volumes.is_empty() {
+            self.cfg.is_active()
+        } else {
+            self.config_of(volume).is_active()
+        };
+        if !active {
             self.last = None;
             return;
         }
-        let volume = key_volume(acc.key);
         let streams = self.cfg.streams;
         let table = self.tables.entry(volume).or_insert_with(|| StreamTable::new(streams));
         let before = table.access(key_block(acc.key), acc.op == Op::Write);
@@ -205,12 +247,13 @@ impl SeqCutoff {
         if key != acc.key || op != acc.op {
             return false;
         }
-        let on = match self.cfg.policy {
+        let cfg = if self.volumes.is_empty() { self.cfg } else { self.config_of(key_volume(key)) };
+        let on = match cfg.policy {
             CutoffPolicy::Always => true,
             CutoffPolicy::Full => resident >= capacity,
             CutoffPolicy::Never => false,
         };
-        let threshold = self.cfg.threshold(op);
+        let threshold = cfg.threshold(op);
         let cut = on && threshold > 0 && before >= threshold;
         if cut {
             *self.cut.entry(key_volume(key)).or_default() += 1;

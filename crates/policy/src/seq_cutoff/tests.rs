@@ -127,3 +127,26 @@ fn policies_parse_by_name() {
     let c = SeqCutoffConfig::from_bytes(CutoffPolicy::Full, 1 << 20, 5000, 4096);
     assert_eq!((c.read_blocks, c.write_blocks), (256, 2));
 }
+
+#[test]
+fn a_volume_with_settings_of_its_own_is_cut_by_them_and_the_others_by_the_cache_wide_ones() {
+    let mut s = always(4, 4, 8);
+    // Volume 1 cuts after 2 blocks, volume 2 never.
+    s.set_volume_config(1, Some(SeqCutoffConfig { read_blocks: 2, ..s.config() }));
+    s.set_volume_config(2, Some(SeqCutoffConfig { policy: CutoffPolicy::Never, ..s.config() }));
+    let cut = |s: &mut SeqCutoff, vol: u32| -> Vec<bool> {
+        (0..6).map(|b| miss(s, read(vol, b))).collect()
+    };
+    assert_eq!(cut(&mut s, 0), [false, false, false, false, true, true]);
+    assert_eq!(cut(&mut s, 1), [false, false, true, true, true, true]);
+    assert_eq!(cut(&mut s, 2), [false; 6]);
+    assert_eq!(s.config_of(1).read_blocks, 2);
+    assert_eq!(s.config_of(3), s.config(), "a volume without settings takes the cache's");
+    // The cache-wide cutoff off, one volume's on: still active.
+    s.set_config(SeqCutoffConfig::default());
+    assert!(s.is_active());
+    assert_eq!(cut(&mut s, 0), [false; 6]);
+    s.set_volume_config(1, None);
+    assert!(!s.is_active());
+    assert_eq!(s.volume_config(1), None);
+}

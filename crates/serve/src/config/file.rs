@@ -158,3 +158,28 @@ pub(crate) fn line_of_key(text: &str, path: &[&str]) -> Option<usize> {
     let span = t.get_key_value(last)?.0.span()?;
     Some(text[..span.start.min(text.len())].matches('\n').count() + 1)
 }
+
+/// The 1-based line of `key` (dotted below the table: `seq-cutoff.read`) in the `[[volume]]`
+/// table whose name is `volume`, else of that table's first key, if the file has it.
+pub(crate) fn line_of_volume_key(text: &str, volume: &str, key: &str) -> Option<usize> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let tables = doc.as_table().get("volume")?.as_array_of_tables()?;
+    let table = tables.iter().find(|t| t.get("name").and_then(|n| n.as_str()) == Some(volume))?;
+    let line = |start: usize| text[..start.min(text.len())].matches('\n').count() + 1;
+    let mut t: &dyn toml_edit::TableLike = table;
+    let parts: Vec<&str> = key.split('.').collect();
+    if let Some((last, tables)) = parts.split_last() {
+        let found = tables
+            .iter()
+            .try_fold(t, |t, p| t.get(p)?.as_table_like())
+            .and_then(|inner| inner.get_key_value(last))
+            .and_then(|(k, _)| k.span());
+        if let Some(span) = found {
+            return Some(line(span.start));
+        }
+        t = table;
+    }
+    let (k, _) = t.iter().next()?;
+    let span = t.get_key_value(k)?.0.span()?;
+    Some(line(span.start))
+}

@@ -126,10 +126,7 @@ mod tests {
     /// and no two keys share a flag or a path.
     #[test]
     fn every_key_is_a_path_of_the_config() {
-        let mut c = ServeConfig::new(
-            "c.img",
-            vec![BackingVolume { name: "v".into(), backing: "b.img".into() }],
-        );
+        let mut c = ServeConfig::new("c.img", vec![BackingVolume::new("v", "b.img")]);
         c.name = Some("n".into());
         c.control = Some("c.sock".into());
         c.metrics = Some("127.0.0.1:0".into());

@@ -18,6 +18,7 @@ mod save;
 mod seq_cutoff;
 mod sieve_file;
 mod units;
+mod volume_own;
 mod warmup;
 
 use std::path::PathBuf;
@@ -27,13 +28,18 @@ use serde::{Deserialize, Serialize};
 
 pub use cleaning::CleaningFileSettings;
 pub(crate) use dirty_limit::blocks_or_percent;
-pub(crate) use file::{command_line, get as get_value, line_of_key, set as set_value};
+pub(crate) use file::{
+    command_line, get as get_value, line_of_key, line_of_volume_key, set as set_value,
+};
 pub use file::{parse_with, ConfigError};
 pub use health::HealthSettings;
 pub use keys::{Key, KEYS};
 pub use live::{LimitSettings, LiveSettings, SieveSettings, WritebackSettings};
-pub use save::save_setting;
+pub use save::{save_new_volume, save_setting, save_volume_setting};
 pub use seq_cutoff::SeqCutoffFileSettings;
+pub use volume_own::{
+    named_volume_key, under_shares, ShareSize, VolumeOwn, VolumeSeqCutoffFile, VolumeSieveFile,
+};
 pub use warmup::WarmupSettings;
 
 /// Everything a server is built from. Its serde form is the config file's (TOML, keys in
@@ -171,8 +177,9 @@ impl CacheSettings {
     }
 }
 
-/// One backing volume, exported under `name`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One backing volume, exported under `name`, with the settings it holds apart from the
+/// cache-wide `[live]` ones (each unset one is the cache-wide value; `volume_own.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct BackingVolume {
     /// Export name (1 to 64 bytes).
@@ -180,6 +187,56 @@ pub struct BackingVolume {
     /// A path (file or block device) or an NBD URI (`nbd://HOST:PORT/EXPORT`,
     /// `nbd+unix:///EXPORT?socket=PATH`).
     pub backing: String,
+    /// Its own write policy: write-through, write-around, or the cache-wide one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_policy: Option<String>,
+    /// Its own admission sieve (a per-miss one), with `sieve` over `[live.sieve]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<String>,
+    /// Its own sieve parameters (a key set here gives it a sieve of its own, `admission`'s
+    /// or else the cache-wide one's).
+    #[serde(default, skip_serializing_if = "VolumeSieveFile::is_empty")]
+    pub sieve: VolumeSieveFile,
+    /// Its own sequential cutoff.
+    #[serde(default, skip_serializing_if = "VolumeSeqCutoffFile::is_empty")]
+    pub seq_cutoff: VolumeSeqCutoffFile,
+    /// At or under this share of the cache ("25%" or a size), no other volume's allocation
+    /// evicts its blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "units::opt_text")]
+    pub min_share: Option<String>,
+    /// At this share of the cache ("25%" or a size), its allocations evict its own blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "units::opt_text")]
+    pub max_share: Option<String>,
+}
+
+impl BackingVolume {
+    /// The volume `name` over `backing`, with the cache-wide settings.
+    pub fn new(name: impl Into<String>, backing: impl Into<String>) -> BackingVolume {
+        BackingVolume {
+            name: name.into(),
+            backing: backing.into(),
+            write_policy: None,
+            admission: None,
+            sieve: VolumeSieveFile::default(),
+            seq_cutoff: VolumeSeqCutoffFile::default(),
+            min_share: None,
+            max_share: None,
+        }
+    }
+
+    /// True if it holds no setting of its own.
+    pub fn has_own_settings(&self) -> bool {
+        self.write_policy.is_some()
+            || self.admission.is_some()
+            || !self.sieve.is_empty()
+            || !self.seq_cutoff.is_empty()
+            || self.has_share()
+    }
+
+    /// True if it has a share of the cache (`min-share` or `max-share`).
+    pub fn has_share(&self) -> bool {
+        self.min_share.is_some() || self.max_share.is_some()
+    }
 }
 
 /// Where the NBD server listens. With neither address, TCP 127.0.0.1:10809.
@@ -282,10 +339,7 @@ mod tests {
 
     #[test]
     fn a_config_round_trips_through_serde_and_fills_in_defaults() {
-        let mut c = ServeConfig::new(
-            "cache.img",
-            vec![BackingVolume { name: "web".into(), backing: "/dev/sdb".into() }],
-        );
+        let mut c = ServeConfig::new("cache.img", vec![BackingVolume::new("web", "/dev/sdb")]);
         c.tls.mode = TlsMode::Require;
         c.live.writeback.max_dirty = Some("25%".into());
         let text = serde_json::to_string(&c).unwrap();

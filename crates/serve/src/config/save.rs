@@ -12,21 +12,97 @@ use super::keys::Key;
 
 /// Set `key` to `value` in the config file `file`, atomically, keeping everything else.
 pub fn save_setting(file: &Path, key: &Key, value: &toml::Value) -> anyhow::Result<()> {
+    let (_, mut doc) = read(file)?;
+    put(doc.as_table_mut(), key.path, Some(value), false)
+        .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    replace_atomically(file, doc.to_string().as_bytes())
+}
+
+/// Set `path` (below the table: `["seq-cutoff", "read"]`) to `value` in the `[[volume]]`
+/// table named `volume` of the config file `file` (`None`: remove the key, so the
+/// cache-wide value applies), atomically, keeping everything else.
+pub fn save_volume_setting(
+    file: &Path,
+    volume: &str,
+    path: &[&str],
+    value: Option<&toml::Value>,
+) -> anyhow::Result<()> {
+    let (_, mut doc) = read(file)?;
+    let table = doc
+        .get_mut("volume")
+        .and_then(toml_edit::Item::as_array_of_tables_mut)
+        .and_then(|a| a.iter_mut().find(|t| t.get("name").and_then(|n| n.as_str()) == Some(volume)))
+        .ok_or_else(|| {
+            anyhow!("{}: no [[volume]] table named {volume:?} to save into", file.display())
+        })?;
+    // A new table inside a `[[volume]]` entry is written inline, so it stays with its entry.
+    put(table, path, value, true).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    replace_atomically(file, doc.to_string().as_bytes())
+}
+
+/// Add a `[[volume]]` table naming `name` over `backing` to the config file `file`, after
+/// its other volumes, atomically, keeping everything else. Refused if the file has a table
+/// of that name already.
+pub fn save_new_volume(file: &Path, name: &str, backing: &str) -> anyhow::Result<()> {
+    let (_, mut doc) = read(file)?;
+    if doc.get("volume").is_none() {
+        doc.insert("volume", toml_edit::Item::ArrayOfTables(Default::default()));
+    }
+    let tables = doc
+        .get_mut("volume")
+        .and_then(toml_edit::Item::as_array_of_tables_mut)
+        .ok_or_else(|| anyhow!("{}: `volume` is not an array of tables", file.display()))?;
+    if tables.iter().any(|t| t.get("name").and_then(|n| n.as_str()) == Some(name)) {
+        return Err(anyhow!(
+            "{}: a [[volume]] table named {name:?} is there already",
+            file.display()
+        ));
+    }
+    let mut t = toml_edit::Table::new();
+    t.insert("name", toml_edit::value(name));
+    t.insert("backing", toml_edit::value(backing));
+    tables.push(t);
+    replace_atomically(file, doc.to_string().as_bytes())
+}
+
+fn read(file: &Path) -> anyhow::Result<(String, toml_edit::DocumentMut)> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("{}: cannot read the config file", file.display()))?;
-    let mut doc: toml_edit::DocumentMut =
-        text.parse().with_context(|| format!("{}: not TOML", file.display()))?;
-    let (last, tables) = key.path.split_last().ok_or_else(|| anyhow!("an empty key"))?;
-    let mut table: &mut dyn toml_edit::TableLike = doc.as_table_mut();
+    let doc = text.parse().with_context(|| format!("{}: not TOML", file.display()))?;
+    Ok((text, doc))
+}
+
+/// Set (or, with `None`, remove) `path` in `table`, creating the tables on the way (`inline`:
+/// as inline tables) and keeping the comments around an old value.
+fn put(
+    table: &mut dyn toml_edit::TableLike,
+    path: &[&str],
+    value: Option<&toml::Value>,
+    inline: bool,
+) -> anyhow::Result<()> {
+    let (last, tables) = path.split_last().ok_or_else(|| anyhow!("an empty key"))?;
+    let mut table = table;
     for p in tables {
         if table.get(p).is_none() {
-            table.insert(p, toml_edit::Item::Table(toml_edit::Table::new()));
+            if value.is_none() {
+                return Ok(());
+            }
+            let new = if inline {
+                toml_edit::Item::Value(toml_edit::Value::InlineTable(Default::default()))
+            } else {
+                toml_edit::Item::Table(toml_edit::Table::new())
+            };
+            table.insert(p, new);
         }
         table = table
             .get_mut(p)
             .and_then(toml_edit::Item::as_table_like_mut)
-            .ok_or_else(|| anyhow!("{}: {p} is not a table", file.display()))?;
+            .ok_or_else(|| anyhow!("{p} is not a table"))?;
     }
+    let Some(value) = value else {
+        table.remove(last);
+        return Ok(());
+    };
     let new = edit_value(value)?;
     match table.get_mut(last) {
         Some(toml_edit::Item::Value(old)) => {
@@ -39,7 +115,7 @@ pub fn save_setting(file: &Path, key: &Key, value: &toml::Value) -> anyhow::Resu
             table.insert(last, toml_edit::Item::Value(new));
         }
     }
-    replace_atomically(file, doc.to_string().as_bytes())
+    Ok(())
 }
 
 /// A `toml` value as a `toml_edit` one.
@@ -100,5 +176,35 @@ mod tests {
         let t: toml::Table = after.parse().unwrap();
         assert_eq!(t["live"]["writeback"]["max-dirty"].as_str(), Some("30%"));
         assert!(!dir.path().join(".ember.toml.ember-save").exists());
+    }
+
+    #[test]
+    fn a_volumes_setting_is_saved_into_its_own_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ember.toml");
+        let text = "[[volume]]\nname = \"a\"\nbacking = \"a.img\"\n\n[[volume]]\nname = \"b\" # logs\nbacking = \"b.img\"\n";
+        std::fs::write(&file, text).unwrap();
+        let wa = toml::Value::String("write-around".into());
+        save_volume_setting(&file, "b", &["write-policy"], Some(&wa)).unwrap();
+        let read = toml::Value::String("1MiB".into());
+        save_volume_setting(&file, "b", &["seq-cutoff", "read"], Some(&read)).unwrap();
+        let after = std::fs::read_to_string(&file).unwrap();
+        assert!(after.contains("name = \"b\" # logs"), "{after}");
+        let t: toml::Table = after.parse().unwrap();
+        let b = &t["volume"][1];
+        assert_eq!(b["write-policy"].as_str(), Some("write-around"));
+        assert_eq!(b["seq-cutoff"]["read"].as_str(), Some("1MiB"));
+        assert!(t["volume"][0].get("write-policy").is_none());
+        save_volume_setting(&file, "b", &["write-policy"], None).unwrap();
+        let t: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
+        assert!(t["volume"][1].get("write-policy").is_none());
+        assert!(save_volume_setting(&file, "c", &["write-policy"], Some(&wa)).is_err());
+        save_new_volume(&file, "c", "c.img").unwrap();
+        let after = std::fs::read_to_string(&file).unwrap();
+        assert!(after.contains("name = \"b\" # logs"), "{after}");
+        let t: toml::Table = after.parse().unwrap();
+        assert_eq!(t["volume"][2]["name"].as_str(), Some("c"));
+        assert_eq!(t["volume"][2]["backing"].as_str(), Some("c.img"));
+        assert!(save_new_volume(&file, "c", "other.img").is_err(), "one table a name");
     }
 }

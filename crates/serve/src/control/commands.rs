@@ -60,6 +60,8 @@ enum Group {
 
 #[path = "volume_commands.rs"]
 mod volume_commands;
+#[path = "volume_settings.rs"]
+mod volume_settings;
 
 fn group(key: &Key) -> Option<Group> {
     match key.path {
@@ -87,7 +89,12 @@ fn table(config: &ServeConfig) -> Result<toml::Table, String> {
 
 fn from_table(t: toml::Table) -> Result<ServeConfig, String> {
     use serde::Deserialize;
-    ServeConfig::deserialize(toml::Value::Table(t)).map_err(|e| e.message().trim().to_string())
+    ServeConfig::deserialize(toml::Value::Table(t)).map_err(from_table_err)
+}
+
+/// A deserialization error of a table, as a message.
+fn from_table_err(e: toml::de::Error) -> String {
+    e.message().trim().to_string()
 }
 
 /// `text` as the TOML value a file would hold: a number, a boolean, or else a string.
@@ -133,11 +140,17 @@ impl Control {
         match command {
             Command::Status => serde_json::to_value(self.status()).map_err(|e| e.to_string()),
             Command::Flush { volume } => self.flush(volume.as_deref(), progress),
-            Command::Get { key } => self.get(key),
-            Command::Set { key, value, save } => self.set(key, value, *save, progress),
+            Command::Get { key, volume: Some(v) } => self.get_volume(v, key),
+            Command::Get { key, volume: None } => self.get(key),
+            Command::Set { key, value, save, volume: Some(v) } => {
+                self.set_volume(v, key, value, *save)
+            }
+            Command::Set { key, value, save, volume: None } => {
+                self.set(key, value, *save, progress)
+            }
             Command::Reload => self.reload(progress),
             Command::Stop => Ok(json!({ "stopping": true })),
-            Command::Attach { volume, backing } => self.attach(volume, backing),
+            Command::Attach { volume, backing, save } => self.attach(volume, backing, *save),
             Command::Uncache { volume } => self.uncache(volume, progress),
             Command::Recache { volume } => self.recache(volume),
             Command::Remove { volume, force } => self.remove(volume, *force, progress),
@@ -378,6 +391,11 @@ impl Control {
             .collect();
         let keys = changed(&old_t, &file_t);
         let plan = Plan::check(&file).map_err(|e| format!("{e:#}"))?;
+        // The volumes' own settings first (a volume's write policy of its own must be gone
+        // before the cache-wide one switches); the volume set itself needs a restart.
+        let volumes = self.reload_volumes(&old, &file, &plan);
+        let keys: Vec<&Key> =
+            keys.into_iter().filter(|k| !(k.flag == "backing" && volumes.is_some())).collect();
         let mut groups: Vec<Group> = keys.iter().filter_map(|k| group(k)).collect();
         groups.sort();
         groups.dedup();
@@ -407,12 +425,19 @@ impl Control {
                 None => remove_value(&mut now_t, k.path),
             }
         }
-        let now = from_table(now_t)?;
-        let applied: Vec<_> = keys
+        let mut now = from_table(now_t)?;
+        let mut applied: Vec<String> = keys
             .iter()
             .filter(|k| k.live && !kept.iter().any(|x| x.flag == k.flag))
-            .map(|k| k.flag)
+            .map(|k| k.flag.to_string())
             .collect();
+        if let Some(v) = volumes {
+            for i in v.kept {
+                now.volumes[i] = old.volumes[i].clone();
+            }
+            applied.extend(v.applied);
+            refused.extend(v.refused);
+        }
         {
             let mut s = self.state.lock();
             s.config = now;

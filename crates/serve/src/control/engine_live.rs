@@ -1,6 +1,7 @@
 //! What the control commands ask of the engine while it serves, in one place: flush every
 //! dirty block now, switch the write policy, replace the admission sieve, retune write-back,
-//! change the replacement policy, set the sequential cutoff, set cleaning control. Each function is the whole contract the control plane
+//! change the replacement policy, set the sequential cutoff, set cleaning control, set a volume's
+//! own settings. Each function is the whole contract the control plane
 //! relies on, written as rules; the engine's live-change API carries them out.
 //!
 //! A change the engine cannot make live (a discrete sieve, a replacement policy that cannot
@@ -90,5 +91,40 @@ pub(crate) fn set_cleaning(
 /// cannot take over the resident blocks MUST be refused with the reason.
 pub(crate) fn set_replacement(engine: &Engine, spec: Spec) -> anyhow::Result<()> {
     engine.set_replacement(spec)?;
+    Ok(())
+}
+
+/// Put `own`, a volume's own settings, in force, each unset one as the cache-wide value:
+/// its write policy, a fresh sieve of its own, its sequential cutoff.
+///
+/// - MUST refuse, with the engine's reason and nothing of that setting changed, a write
+///   policy the volume cannot run apart from the cache (a write-back one, any under ordered
+///   or unsafe write-back, any while a switch drains) and a discrete sieve.
+pub(crate) fn set_volume_own(
+    engine: &Engine,
+    own: &crate::config::VolumeOwn,
+) -> anyhow::Result<()> {
+    let name = own.name.as_str();
+    let sieve = own.sieve.as_ref().map(SieveSpec::build).transpose()?;
+    engine.set_volume_write_mode(name, own.write_mode)?;
+    engine.set_volume_admission(name, sieve)?;
+    engine.set_volume_seq_cutoff(name, own.seq_cutoff)?;
+    set_volume_shares(engine, own)
+}
+
+/// Put `own`'s share of the cache in force (none: no share), in blocks of the cache.
+///
+/// - MUST refuse, with nothing changed, limits that do not fit, and a share when the
+///   replacement policy was not built under shares (at start).
+pub(crate) fn set_volume_shares(
+    engine: &Engine,
+    own: &crate::config::VolumeOwn,
+) -> anyhow::Result<()> {
+    let stats = engine.stats();
+    let limits = own.share_limits(stats.capacity_blocks, u64::from(stats.block_size));
+    let had = engine.volume_settings(&own.name)?.max_share_blocks.is_some();
+    if limits.is_some() || had {
+        engine.set_volume_shares(&own.name, limits)?;
+    }
     Ok(())
 }

@@ -14,6 +14,7 @@ mod status;
 
 pub use client::{default_socket, find_socket, request, RUN_DIR};
 pub use commands::Control;
+pub(crate) use engine_live::set_volume_own;
 pub use health_view::HealthView;
 pub use protocol::{parse_request, Command, Progress, Reply, Request, MAX_REQUEST, VERSION};
 pub use socket::{allowed, peer_credentials, ControlSocket, IDLE, MAX_CONNECTIONS};

@@ -40,6 +40,9 @@ pub enum Command {
         /// The setting: its `ember serve` flag's name (`write-policy`) or its key
         /// (`live.write-policy`).
         key: String,
+        /// One volume's own setting (the key in its `[[volume]]` table, or the flag).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        volume: Option<String>,
     },
     /// Change a setting while serving.
     Set {
@@ -50,6 +53,9 @@ pub enum Command {
         /// Also write it into the config file (atomically, keeping its comments).
         #[serde(default)]
         save: bool,
+        /// Set one volume's own setting (`default` as the value: the cache-wide one again).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        volume: Option<String>,
     },
     /// Read the config file again and apply what can change live.
     Reload,
@@ -61,6 +67,10 @@ pub enum Command {
         volume: String,
         /// Its backing: a path or an NBD URI, as `--backing NAME=SPEC` takes it.
         backing: String,
+        /// Also add its `[[volume]]` table to the config file (atomically, keeping its
+        /// comments).
+        #[serde(default)]
+        save: bool,
     },
     /// Write back and drop a volume's blocks; it stays exported, served from backing.
     Uncache {
@@ -114,9 +124,9 @@ impl Command {
         match self {
             Command::Status | Command::Reload | Command::Stop => &[],
             Command::Flush { .. } => &["volume"],
-            Command::Get { .. } => &["key"],
-            Command::Set { .. } => &["key", "value", "save"],
-            Command::Attach { .. } => &["volume", "backing"],
+            Command::Get { .. } => &["key", "volume"],
+            Command::Set { .. } => &["key", "value", "save", "volume"],
+            Command::Attach { .. } => &["volume", "backing", "save"],
             Command::Uncache { .. } | Command::Recache { .. } => &["volume"],
             Command::Remove { .. } => &["volume", "force"],
             Command::ClearLost { .. } => &["volume"],
@@ -254,11 +264,17 @@ mod tests {
             Command::Status,
             Command::Flush { volume: None },
             Command::Flush { volume: Some("web".into()) },
-            Command::Get { key: "write-policy".into() },
-            Command::Set { key: "max-dirty".into(), value: "30%".into(), save: true },
+            Command::Get { key: "write-policy".into(), volume: None },
+            Command::Set { key: "max-dirty".into(), value: "30%".into(), save: true, volume: None },
+            Command::Set {
+                key: "write-policy".into(),
+                value: "write-around".into(),
+                save: false,
+                volume: Some("db".into()),
+            },
             Command::Reload,
             Command::Stop,
-            Command::Attach { volume: "c".into(), backing: "/srv/c.img".into() },
+            Command::Attach { volume: "c".into(), backing: "/srv/c.img".into(), save: true },
             Command::Uncache { volume: "a".into() },
             Command::Recache { volume: "a".into() },
             Command::Remove { volume: "b".into(), force: true },

@@ -125,6 +125,27 @@ pub struct VolumeStatus {
     /// Refused whole until `ember ctl clear-lost` (lost blocks restored at start).
     #[serde(default)]
     pub refused: bool,
+    /// Cache blocks holding the newest version of one of its blocks.
+    #[serde(default)]
+    pub resident_blocks: u64,
+    /// Its own write policy (none: the cache-wide one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_write_policy: Option<String>,
+    /// Its own admission sieve (none: the cache-wide one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_admission: Option<String>,
+    /// Its own sequential cutoff (none: the cache-wide one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_seq_cutoff: Option<serde_json::Value>,
+    /// Its min share of the cache, in blocks (none: no share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_share_blocks: Option<u64>,
+    /// Its max share of the cache, in blocks (none: no share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_share_blocks: Option<u64>,
+    /// Its clean blocks as the shares count them (with shares).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_occupancy: Option<u64>,
 }
 
 fn ratio(hits: u64, misses: u64) -> f64 {
@@ -153,6 +174,13 @@ impl VolumeStatus {
             degraded_requests: s.degraded_requests,
             lost_blocks: 0,
             refused: false,
+            resident_blocks: 0,
+            own_write_policy: None,
+            own_admission: None,
+            own_seq_cutoff: None,
+            min_share_blocks: None,
+            max_share_blocks: None,
+            share_occupancy: None,
         }
     }
 }
@@ -202,6 +230,15 @@ impl Status {
                 let mut v = VolumeStatus::new(name, backing, state, s);
                 v.lost_blocks = src.engine.lost_blocks(name);
                 v.refused = src.engine.is_refused(name);
+                v.resident_blocks = src.engine.volume_occupancy(name).map_or(0, |o| o.0);
+                if let Ok(own) = src.engine.volume_settings(name) {
+                    v.own_write_policy = own.write_policy.map(|m| m.name().to_string());
+                    v.own_admission = own.admission;
+                    v.own_seq_cutoff = own.seq_cutoff.and_then(|c| serde_json::to_value(c).ok());
+                    v.min_share_blocks = own.min_share_blocks;
+                    v.max_share_blocks = own.max_share_blocks;
+                    v.share_occupancy = own.share_occupancy;
+                }
                 v
             })
             .collect();

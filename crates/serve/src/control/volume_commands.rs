@@ -7,12 +7,13 @@
 //!
 //! Each runs under the lock `set` and `reload` hold, and keeps the configuration in force
 //! (`status`'s backings) in step: an attached volume joins its volumes, a removed one leaves
-//! them. Neither is written to the config file: a restart names its volumes, and the cache
-//! device's record decides what a difference means (docs/reference/layout.md).
+//! them. Neither is written to the config file unless `attach` is asked to save (its
+//! `[[volume]]` table appended, as `set --save` writes a key): a restart names its volumes,
+//! and the cache device's record decides what a difference means (docs/reference/layout.md).
 
 use super::Control;
 use crate::backing::open_backing;
-use crate::config::BackingVolume;
+use crate::config::{save_new_volume, BackingVolume};
 use ember_engine::VolumeChange;
 use serde_json::{json, Value};
 
@@ -27,9 +28,9 @@ fn reply(c: &VolumeChange) -> Value {
 }
 
 impl Control {
-    pub(super) fn attach(&self, name: &str, backing: &str) -> Result<Value, String> {
+    pub(super) fn attach(&self, name: &str, backing: &str, save: bool) -> Result<Value, String> {
         let _changing = self.changing.lock();
-        let b = BackingVolume { name: name.to_string(), backing: backing.to_string() };
+        let b = BackingVolume::new(name, backing);
         b.check().map_err(|e| format!("{e:#}"))?;
         if self.engine.volume(name).is_some() {
             return Err(format!("volume {name:?} is already exported"));
@@ -47,8 +48,19 @@ impl Control {
             state.config.volumes.push(b);
         }
         tracing::info!(volume = name, backing, slot = change.slot, "volume attached");
+        if save {
+            let Some(file) = self.source.as_ref().and_then(|s| s.file()) else {
+                return Err(format!(
+                    "{name} is attached, but not saved: the server was started without a \
+                     config file"
+                ));
+            };
+            save_new_volume(file, name, backing)
+                .map_err(|e| format!("{name} is attached, but {e:#}"))?;
+        }
         let mut r = reply(&change);
         r["backing"] = Value::from(backing);
+        r["saved"] = Value::from(save);
         Ok(r)
     }
 
