@@ -97,7 +97,9 @@ fuzz:
 
 ## The soak (docs/design/testing.md): `ember serve` (write-back-persist and write-through)
 ## over a failing, delaying nbdkit backing and a plain file, 8 verifying clients with abrupt
-## disconnects, a SIGKILL + restart of each server every RESTART_EVERY seconds. Fails on any lost
+## disconnects, a SIGKILL + restart of each server every RESTART_EVERY seconds, and one failure of
+## the write-through server's cache device (degraded mode, then back to caching at a restart on
+## the healed device). Fails on any lost
 ## or wrong byte, unexpected error, or RSS/fd growth. Then DEGRADED_TRIALS cache-device failures
 ## (scripts/degraded_trials.py: the cache file's file system fails or hangs under a verifying
 ## client, every write policy). `make test` runs a one-minute version

@@ -19,6 +19,15 @@ Layout of one run (every process is started by this script and stopped by its pi
   a WRITE and a READ in flight.
 * every RESTART_MIN..RESTART_MAX seconds, each server is killed with SIGKILL and restarted on
   the same cache file (its clients wait, then check their whole region).
+* one cache-device failure (`--cache-failure on`, the default): the write-through (or
+  write-around) server keeps its cache file on a file system that fails on demand (nbdkit's
+  `error` filter behind nbdfuse, as scripts/degraded_trials.py does) with a state directory.
+  At a time drawn in the first half of the run the file system starts failing with EIO; the
+  server must go degraded (its state file says so) and serve every request from backing with
+  no client-visible error; a few seconds later the device comes back and the server is killed
+  and restarted on it with `--reformat-failed-cache` (back to caching, cold). The write-back
+  policies' lost blocks under a cache failure are the trials' subject (degraded_trials.py),
+  since there reads of the lost blocks fail by design.
 
 The checker (`Model` in soaklib/checker.py) tracks, per 512-byte sector, the set of values
 the NBD contract allows:
@@ -67,7 +76,7 @@ except ImportError:  # a pyenv or venv python3 without the Debian module: use th
 
 from soaklib.checker import SECTOR, fill
 from soaklib.client import COUNTERS, client_main
-from soaklib.servers import Nbdkit, Server
+from soaklib.servers import FailingCache, Nbdkit, Server, can_fail_a_cache
 
 
 
@@ -126,6 +135,9 @@ def main() -> int:
     p.add_argument("--fd-slack", type=int, default=16)
     p.add_argument("--serve-arg", action="append", default=[],
                    help="extra argument for every ember serve (repeat)")
+    p.add_argument("--cache-failure", choices=["on", "off"], default="on",
+                   help="fail the cache device of the write-through (or write-around) server "
+                   "once, at a time drawn in the first half of the run")
     a = p.parse_args()
 
     def size(s: str) -> int:
@@ -153,6 +165,17 @@ def main() -> int:
           f"delay, volumes {a.volume_size}, caches {a.cache_size}, workdir {work}", flush=True)
 
     rng = random.Random(a.seed)
+    # Its own draws, so the SIGKILL schedule of a seed is the same with or without it.
+    fail_rng = random.Random(a.seed + 1)
+    failing_policy = next((p for p in policies if p in ("write-through", "write-around")), None)
+    if a.cache_failure == "on" and failing_policy and not can_fail_a_cache():
+        print("soak: no cache-device failure: nbdkit, nbdfuse, fusermount3 or /dev/fuse "
+              "missing", flush=True)
+        failing_policy = None
+    if a.cache_failure == "off":
+        failing_policy = None
+    caches: list[FailingCache] = []
+    cache_failures: list[dict] = []
     kits, servers, exports = [], [], []
     procs, done, harness_problems, client_server = [], {}, [], {}
     clean, clean2, warm_starts, counters = [False], [False], [], {}
@@ -164,7 +187,11 @@ def main() -> int:
             prefill(fimg, 2 * i + 1, vol)
             kit = Nbdkit(work, f"s{i}", img, cfg)
             kits.append(kit)
-            srv = Server(i, work, ember, pol, cfg, kit, fimg, a.serve_arg)
+            failing = None
+            if pol == failing_policy and not caches:
+                failing = FailingCache(work, f"s{i}", size(a.cache_size))
+                caches.append(failing)
+            srv = Server(i, work, ember, pol, cfg, kit, fimg, a.serve_arg, failing)
             srv.start()
             servers.append(srv)
             print(f"soak: {srv.name}: {srv.starts[-1] if srv.starts else '?'}", flush=True)
@@ -204,20 +231,81 @@ def main() -> int:
 
         next_kill = [time.time() + pause() for _ in servers]
         end = time.time() + a.duration
+        # The cache-device failure: (server, when it fails, how long it serves degraded).
+        fail_plan = None
+        for i, s in enumerate(servers):
+            if s.failing:
+                fail_plan = {"server": i, "at": time.time() + fail_rng.uniform(0.2, 0.5)
+                             * a.duration, "degraded_for": fail_rng.uniform(3.0, 8.0)}
+
+        def restart(i: int, s: Server, why: str):
+            shared["gen"][i].value += 1  # before the kill: clients see why they broke
+            s.kill()
+            if s.failing:
+                s.failing.heal()  # the device comes back (reformatted at the start)
+            time.sleep(1.0)  # nbdkit finishes what the dead server had in flight
+            s.start()
+            shared["up"][i].value = shared["gen"][i].value
+            print(f"soak: {time.time() - t_start:7.0f} s  SIGKILL #{s.restarts} of "
+                  f"{s.name}{why}; restarted: {s.starts[-1].split(', ')[0]}", flush=True)
+            next_kill[i] = time.time() + pause()
+
+        def cache_failure_step(final: bool):
+            """Advance the cache-device failure: fail it, see the switch, bring it back."""
+            if fail_plan is None or fail_plan.get("done"):
+                return
+            i = fail_plan["server"]
+            s = servers[i]
+            now = time.time()
+            if "failed" not in fail_plan:
+                if final or now < fail_plan["at"]:
+                    return
+                s.failing.fail()
+                fail_plan["failed"] = now
+                print(f"soak: {now - t_start:7.0f} s  the cache device of {s.name} fails "
+                      f"(EIO from its file system)", flush=True)
+                return
+            if "switched" not in fail_plan:
+                if s.degraded():
+                    fail_plan["switched"] = now
+                    print(f"soak: {now - t_start:7.0f} s  {s.name} serves degraded, "
+                          f"{now - fail_plan['failed']:.2f} s after the failure", flush=True)
+                elif now - fail_plan["failed"] > 30 or final:
+                    harness_problems.append(
+                        f"{s.name}: no switch to degraded mode within "
+                        f"{now - fail_plan['failed']:.0f} s of the cache device failing")
+                    fail_plan["switched"] = None
+                else:
+                    return
+            if not final and fail_plan["switched"] is not None and \
+                    now < fail_plan["switched"] + fail_plan["degraded_for"]:
+                return
+            restart(i, s, " (the cache device came back)")
+            fail_plan["done"] = True
+            cache_failures.append({
+                "server": s.name, "at_s": round(fail_plan["failed"] - t_start, 1),
+                "switch_s": None if fail_plan["switched"] is None
+                else round(fail_plan["switched"] - fail_plan["failed"], 3),
+                "degraded_s": None if fail_plan["switched"] is None
+                else round(time.time() - fail_plan["switched"], 1),
+                "restart": s.starts[-1] if s.starts else "?",
+                "healthy_after": not s.degraded(),
+            })
+            if s.degraded():
+                harness_problems.append(f"{s.name}: still degraded after the restart on the "
+                                        "reformatted cache device")
         last_report = time.time()
         while time.time() < end:
             for s in servers:
                 s.sample()
+            cache_failure_step(final=time.time() >= end - 5)
+            failing_now = fail_plan is not None and "failed" in fail_plan \
+                and not fail_plan.get("done")
             for i, s in enumerate(servers):
+                if failing_now and fail_plan["server"] == i:
+                    continue  # its failure ends in its own restart
                 if time.time() >= next_kill[i] and time.time() < end - 5:
-                    shared["gen"][i].value += 1  # before the kill: clients see why they broke
-                    s.kill()
-                    time.sleep(1.0)  # nbdkit finishes what the dead server had in flight
-                    s.start()
-                    shared["up"][i].value = shared["gen"][i].value
-                    print(f"soak: {time.time() - t_start:7.0f} s  SIGKILL #{s.restarts} of "
-                          f"{s.name}; restarted: {s.starts[-1].split(', ')[0]}", flush=True)
-                    next_kill[i] = time.time() + pause()
+                    restart(i, s, "")
             if time.time() - last_report > 60:
                 last_report = time.time()
                 txt = ", ".join(
@@ -228,10 +316,13 @@ def main() -> int:
                 print(f"soak: {time.time() - t_start:7.0f} s  {txt}", flush=True)
             if not all(pr.is_alive() for pr in procs):
                 break
-            time.sleep(1.0)
+            # Watched closely while a failed cache device awaits its switch.
+            time.sleep(0.1 if failing_now and "switched" not in fail_plan else 1.0)
 
         # Final phase: faults off, clients check their regions on the live servers, then a
-        # clean SIGTERM, a warm restart, and one more check.
+        # clean SIGTERM, a warm restart, and one more check. A cache failure still under way
+        # ends first (the device comes back, the server restarts on it).
+        cache_failure_step(final=True)
         for k in kits:
             k.faults_off()
         shared["stop"].set()
@@ -271,6 +362,8 @@ def main() -> int:
                 s.proc.wait()
         for k in kits:
             k.stop()
+        for c in caches:
+            c.stop()
 
     # ---- report
     total: dict[str, int] = {k: 0 for k in COUNTERS}
@@ -306,6 +399,10 @@ def main() -> int:
     for k in ["eio_read", "eio_write", "eio_trim", "eio_zero", "eio_flush"]:
         line("  " + k, total[k])
     line("SIGKILL restarts", sum(s.restarts for s in servers))
+    line("cache-device failures", len(cache_failures))
+    for f in cache_failures:
+        line(f"  {f['server']} at {f['at_s']} s", f"degraded after {f['switch_s']} s, for "
+             f"{f['degraded_s']} s; then {f['restart'].split(', ')[0]}")
     line("start failures (retried)", sum(s.start_failures for s in servers))
     line("requests in flight at a SIGKILL", total["in_flight_at_kill"])
     line("region checks after SIGKILL", total["crash_checks"])
@@ -331,7 +428,8 @@ def main() -> int:
         line(f"{s.name} starts", kinds)
         c = counters.get(s.name, {})
         for key in ["read_hits", "read_misses", "io_errors", "flush_errors", "flushed_blocks",
-                    "journal_commits", "persist_checkpoints", "write_through_fallbacks"]:
+                    "journal_commits", "persist_checkpoints", "write_through_fallbacks",
+                    "degraded_requests"]:
             if f"ember_cache_{key}_total" in c:
                 line(f"{s.name} engine {key}", int(c[f"ember_cache_{key}_total"]))
     growth_fail = []
@@ -378,6 +476,7 @@ def main() -> int:
         "counters": total,
         "counters_by_server": {s.name: per_server.get(s.idx, {}) for s in servers}, "faults_injected": injected,
         "faults_injected_by_kind": injected_by, "restarts": sum(s.restarts for s in servers),
+        "cache_failures": cache_failures,
         "start_failures": sum(s.start_failures for s in servers),
         "starts": {s.name: s.starts for s in servers}, "engine": counters,
         "flatness": summary_flat, "warm_restart": warm_starts,

@@ -3,6 +3,7 @@ backing, and `ember serve` with its starts, kills, RSS/fd samples and metrics.""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -73,16 +74,82 @@ class Nbdkit:
                 self.proc.wait()
 
 
+class FailingCache:
+    """A cache file on a file system that fails on demand: nbdkit's file plugin over an image
+    behind its `error` filter (EIO on every request while `trigger` exists), exported as a
+    file through nbdfuse. `fail()` turns the fault on, `heal()` off (the device comes back;
+    ember never trusts it again without `--reformat-failed-cache`)."""
+
+    def __init__(self, work: str, name: str, size: int):
+        self.image = os.path.join(work, f"{name}.failing-cache.img")
+        self.trigger = os.path.join(work, f"{name}.cache-fails")
+        self.socket = os.path.join(work, f"{name}.cache.sock")
+        self.mnt = os.path.join(work, f"{name}.cache-mnt")
+        self.path = os.path.join(self.mnt, "cache.img")
+        self.procs: list[subprocess.Popen] = []
+        with open(self.image, "wb") as f:
+            f.truncate(size)
+        os.makedirs(self.mnt, exist_ok=True)
+        log = open(os.path.join(work, f"{name}.cache-nbdkit.log"), "w")
+        self.procs.append(subprocess.Popen(
+            ["nbdkit", "-f", "--exit-with-parent", "-U", self.socket, "--filter=error", "file",
+             self.image, "error=EIO", "error-rate=100%", f"error-file={self.trigger}"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
+        self._wait(lambda: os.path.exists(self.socket), "nbdkit")
+        log = open(os.path.join(work, f"{name}.nbdfuse.log"), "w")
+        self.procs.append(subprocess.Popen(
+            ["nbdfuse", self.path, "--unix", self.socket],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
+        self._wait(lambda: os.path.exists(self.path) and os.path.getsize(self.path) > 0,
+                   "nbdfuse")
+
+    def _wait(self, pred, what: str):
+        deadline = time.time() + 20
+        while not pred():
+            if any(p.poll() is not None for p in self.procs) or time.time() > deadline:
+                self.stop()
+                raise RuntimeError(f"{what} did not start for the failing cache")
+            time.sleep(0.05)
+
+    def fail(self):
+        open(self.trigger, "w").close()
+
+    def heal(self):
+        if os.path.exists(self.trigger):
+            os.unlink(self.trigger)
+
+    def stop(self):
+        subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+
+def can_fail_a_cache() -> bool:
+    """nbdkit, nbdfuse and fusermount3 are installed, and FUSE is usable."""
+    import shutil
+    tools = all(shutil.which(t) for t in ("nbdkit", "nbdfuse", "fusermount3"))
+    return tools and os.path.exists("/dev/fuse")
+
+
 class Server:
-    """One `ember serve` and its history."""
+    """One `ember serve` and its history. With `failing` (a [`FailingCache`]) its cache file
+    lives there, with a state directory so a failure is remembered across restarts."""
 
     def __init__(self, idx: int, work: str, ember: str, policy: str, cfg, nbdkit: Nbdkit,
-                 file_image: str, extra: list[str]):
+                 file_image: str, extra: list[str], failing: FailingCache | None = None):
         self.idx, self.ember, self.policy = idx, ember, policy
         self.name = f"s{idx}-{policy}"
         self.socket = os.path.join(work, f"{self.name}.sock")
-        self.cache = os.path.join(work, f"{self.name}.cache.img")
+        self.cache = failing.path if failing else os.path.join(work, f"{self.name}.cache.img")
         self.log = os.path.join(work, f"{self.name}.log")
+        self.failing = failing
+        self.state_dir = os.path.join(work, f"{self.name}.state")
         self.args = [
             ember, "serve", "--cache", self.cache, "--cache-size", cfg["cache_size"],
             "--format-if-needed", "--write-policy", policy,
@@ -90,6 +157,9 @@ class Server:
             "--backing", f"file={file_image}",
             "--unix", self.socket, "--metrics", "127.0.0.1:0",
         ] + extra
+        if failing:
+            # A restart after the failure reformats the healed device (it starts cold).
+            self.args += ["--state-dir", self.state_dir, "--reformat-failed-cache"]
         self.proc = None
         self.metrics = None
         self.starts: list[str] = []  # the "start …" line of each incarnation
@@ -145,6 +215,14 @@ class Server:
         for line in proc.stdout:
             logf.write(line)
         logf.flush()
+
+    def degraded(self) -> bool:
+        """The state file says the cache device was given up."""
+        try:
+            with open(os.path.join(self.state_dir, "ember.state.json")) as f:
+                return bool(json.load(f).get("degraded", False))
+        except (OSError, ValueError):
+            return False
 
     def kill(self):
         for k, v in self.scrape().items():  # a moment before the kill

@@ -1,8 +1,8 @@
 //! NBD_CMD_CACHE through `ember serve` with a real client: nbdsh (libnbd) sees
-//! NBD_FLAG_SEND_CACHE, a CACHE longer than `--max-payload` succeeds, the `cache_loads`
-//! counter grows by the blocks loaded (not the hits or misses), and a later READ of the
-//! range hits every block; a CACHE of a range already cached loads nothing, and a write
-//! after the load is read back, not the loaded bytes.
+//! NBD_FLAG_SEND_CACHE, a CACHE longer than `--max-payload` succeeds (its reply comes before
+//! the load ends), the `cache_loads` counter grows by the blocks loaded (not the hits or
+//! misses), and a READ of the range once loaded hits every block; a CACHE of a range already
+//! cached loads nothing, and a write after the load is read back, not the loaded bytes.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
@@ -32,12 +32,19 @@ fn nbdsh_cache_loads_the_range_and_a_later_read_hits() {
     ]);
     let uri = serve.uri("disk");
     // 1 MiB at 1 MiB: 256 blocks in one CACHE, sixteen times the maximum payload; then
-    // again (nothing to load), then a read of the range (in reads of the maximum payload), a
-    // write inside it, a third CACHE and a read of the written block.
+    // again (nothing to load). The replies come before the loads end: wait for the counter.
     let script = "assert h.can_cache()\n\
                   h.cache(1 << 20, 1 << 20)\n\
-                  h.cache(1 << 20, 1 << 20)\n\
-                  before = b''.join(h.pread(65536, (1 << 20) + i * 65536) for i in range(16))\n\
+                  h.cache(1 << 20, 1 << 20)\n";
+    run(nbdsh().args(["-u", &uri, "-c", script]), MIN);
+    let loads = || metric(&scrape(&serve.metrics), "ember_cache_cache_loads_total") as u64;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while loads() < 256 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // A read of the range (in reads of the maximum payload), a write inside it, a third
+    // CACHE and a read of the written block.
+    let script = "before = b''.join(h.pread(65536, (1 << 20) + i * 65536) for i in range(16))\n\
                   h.pwrite(b'\\x5a' * 4096, (1 << 20) + 8192)\n\
                   h.cache(1 << 20, 1 << 20)\n\
                   got = h.pread(4096, (1 << 20) + 8192)\n\

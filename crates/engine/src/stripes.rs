@@ -119,6 +119,17 @@ impl Stripes {
         self.take(Self::covering(volume, blocks))
     }
 
+    /// Lock every stripe covering `blocks` of `volume` if none is taken now; `None` (nothing
+    /// held) if one is, or once the table is poisoned. For a request served on a thread that
+    /// must not wait (a degraded read answered on the connection's reader).
+    pub fn try_lock(&self, volume: u32, blocks: Range<u64>) -> Option<Held<'_>> {
+        let mut held = Held { guards: SmallVec::new(), poisoned: &self.poisoned };
+        for i in Self::covering(volume, blocks) {
+            held.guards.push(self.locks[i].try_lock()?);
+        }
+        (!self.is_poisoned()).then_some(held)
+    }
+
     /// Lock the stripes of arbitrary (volume, block) pairs, in ascending stripe order (the
     /// flusher's batches); fails once the table is poisoned.
     pub fn lock_keys(&self, keys: impl Iterator<Item = (u32, u64)>) -> io::Result<Held<'_>> {

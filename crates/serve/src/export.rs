@@ -3,13 +3,14 @@
 //! engine (its volumes by name; the empty name is the first volume).
 
 use crate::clients::{ClientToken, Clients};
+use crate::prefetch::{load_in_pieces, Loads};
 use crate::stale::{Session, StaleGuard};
 use ember_engine::{Engine, EngineError, HitRead, HitStart, Volume};
 use ember_nbd::{Export, ExportError, ExportFlags, ExportSet, FastRead, ReadBuf, ReadStart};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::os::fd::RawFd;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The NBD error of an engine error: I/O errors are EIO, invalid requests EINVAL, a request
 /// during shutdown ESHUTDOWN; anything else (layout, configuration) is reported as EIO.
@@ -26,14 +27,15 @@ pub fn to_export_error(e: EngineError) -> ExportError {
 /// [`EngineExports::get`]), with the connection's [`Session`] for the stale rule of DEMOTE.
 /// The third field says whether the volume takes DEMOTEs: only then are reads and writes
 /// tracked for the stale rule. The fourth is the connection's hold on the export name
-/// ([`Clients`]), when the export set counts its clients.
-pub struct VolumeExport(pub Volume, Session, bool, Option<ClientToken>);
+/// ([`Clients`]), when the export set counts its clients. The fifth is the server's loader of
+/// NBD_CMD_CACHE ranges (`prefetch.rs`); without one a CACHE is loaded before its reply.
+pub struct VolumeExport(pub Volume, Session, bool, Option<ClientToken>, Option<Arc<Loads>>);
 
 impl VolumeExport {
     /// The volume as an export, with a session under `guard`.
     pub fn new(volume: Volume, guard: Arc<StaleGuard>) -> Self {
         let tracked = volume.accepts_demote();
-        Self(volume, Session::new(guard), tracked, None)
+        Self(volume, Session::new(guard), tracked, None, None)
     }
 
     /// The volume's blocks `offset..offset + len` touches.
@@ -111,14 +113,15 @@ impl Export for VolumeExport {
 
     /// A hit, served in one state-lock section ([`Volume::read_if_resident`]). A cache device
     /// read with O_DIRECT waits on its medium, so there only an `idle` connection's hit is
-    /// served at once (nothing else of it waits behind the device read).
+    /// served at once (nothing else of it waits behind the device read). A degraded cache
+    /// reads no device: its READs are answered at once when backing has the bytes in memory.
     fn read_if_fast(
         &self,
         offset: u64,
         buf: &mut [u8],
         idle: bool,
     ) -> Option<Result<(), ExportError>> {
-        if !idle && !self.0.hits_from_memory() {
+        if !idle && !self.0.hits_from_memory() && !self.0.passes_through() {
             return None;
         }
         if !self.2 {
@@ -205,14 +208,18 @@ impl Export for VolumeExport {
         self.0.flush().map_err(to_export_error)
     }
 
-    /// NBD_CMD_CACHE is taken: the range is loaded chunk by chunk before the reply
-    /// ([`Volume::load`]).
+    /// NBD_CMD_CACHE is taken: the range is queued for the server's loader and the reply
+    /// sent at once; with the queue full (or no loader) it is loaded chunk by chunk before
+    /// the reply ([`Volume::load`], `prefetch.rs`).
     fn can_cache(&self) -> bool {
         true
     }
 
     fn cache(&self, offset: u64, len: u64) -> Result<(), ExportError> {
-        self.0.load(offset, len).map(|_| ()).map_err(to_export_error)
+        if self.4.as_ref().is_some_and(|l| l.queue(&self.0, offset, len)) {
+            return Ok(());
+        }
+        load_in_pieces(&self.0, offset, len).map(|_| ()).map_err(to_export_error)
     }
 
     fn trim(&self, offset: u64, len: u64, fua: bool) -> Result<(), ExportError> {
@@ -231,14 +238,20 @@ impl Export for VolumeExport {
 }
 
 /// The volumes of an engine as the export set of an NBD server, with each volume's
-/// [`StaleGuard`] and the connections to each ([`Clients`]). The set follows the engine's:
-/// a volume attached while serving is exported at once, a removed one is no longer found.
-pub struct EngineExports(pub Arc<Engine>, Mutex<HashMap<String, Arc<StaleGuard>>>, Arc<Clients>);
+/// [`StaleGuard`] and the connections to each ([`Clients`]), and the loader of NBD_CMD_CACHE
+/// ranges, started at the first connection. The set follows the engine's: a volume attached
+/// while serving is exported at once, a removed one is no longer found.
+pub struct EngineExports(
+    pub Arc<Engine>,
+    Mutex<HashMap<String, Arc<StaleGuard>>>,
+    Arc<Clients>,
+    OnceLock<Option<Arc<Loads>>>,
+);
 
 impl EngineExports {
     /// The export set of `engine`.
     pub fn new(engine: Arc<Engine>) -> Self {
-        Self(engine, Mutex::new(HashMap::new()), Arc::new(Clients::default()))
+        Self(engine, Mutex::new(HashMap::new()), Arc::new(Clients::default()), OnceLock::new())
     }
 
     /// The connections to each export.
@@ -265,6 +278,7 @@ impl ExportSet for EngineExports {
         let token = self.2.join(volume.name());
         let mut export = VolumeExport::new(volume, guard);
         export.3 = Some(token);
+        export.4 = self.3.get_or_init(|| Loads::start().map(Arc::new)).clone();
         Some(Arc::new(export))
     }
 

@@ -50,6 +50,7 @@ pub mod net;
 pub mod notify;
 mod plan;
 mod policies;
+mod prefetch;
 mod preload_progress;
 mod run;
 mod running;

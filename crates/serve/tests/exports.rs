@@ -70,3 +70,57 @@ fn read_if_fast_serves_hits_and_respects_the_direct_rule() {
         engine.shutdown().unwrap();
     }
 }
+
+/// NBD_CMD_CACHE replies before its load ends, and a loaded block never overwrites a later
+/// write: a CACHE of a block and a WRITE of it sent at once (the load races the write), then
+/// a read, many times over, under each policy that updates or bypasses the cache on a write;
+/// the loads still count.
+#[test]
+fn a_cache_then_a_write_of_the_same_block_reads_back_the_write() {
+    for mode in [WriteMode::WriteThrough, WriteMode::WriteAround, WriteMode::WriteBackFlush] {
+        let cache: Arc<dyn Device> = Arc::new(MemDevice::new(16 * MIB));
+        format(cache.as_ref(), &[("a", MIB)], None);
+        let backing: Arc<dyn Device> = Arc::new(MemDevice::from_bytes(vec![7u8; MIB as usize]));
+        let engine = Arc::new(
+            open_lru(cache, vec![("a", backing)], mode, WritebackConfig::default()).unwrap(),
+        );
+        let export = EngineExports::new(engine.clone()).get("a").unwrap();
+        let blocks = MIB / 4096;
+        for round in 0..400u64 {
+            let b = round % blocks;
+            let data = vec![(round % 251) as u8 + 1; 4096];
+            export.cache(b * 4096, 4096).unwrap();
+            export.write(b * 4096, &data, false).unwrap();
+            let mut got = vec![0u8; 4096];
+            export.read(b * 4096, &mut got).unwrap();
+            assert!(got == data, "{mode}: round {round}, block {b}: the write is read back");
+        }
+        // A long CACHE, queued, then loaded in the background.
+        export.cache(0, MIB).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while engine.stats().total.cache_loads == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(engine.stats().total.cache_loads > 0, "{mode}: loads are counted");
+        let _ = engine.shutdown();
+    }
+}
+
+/// A degraded cache reads no device: on an O_DIRECT-like cache a busy connection's READ is
+/// answered at once from backing's memory (a pass-through, no worker), with backing's bytes.
+#[test]
+fn a_degraded_read_is_answered_at_once_even_on_a_direct_cache() {
+    let cache: Arc<dyn Device> = Arc::new(OnTheMedium::new(16 * MIB));
+    format(cache.as_ref(), &[("a", MIB)], None);
+    let content: Vec<u8> = (0..MIB).map(|i| (i % 241) as u8).collect();
+    let backing: Arc<dyn Device> = Arc::new(MemDevice::from_bytes(content.clone()));
+    let engine = Arc::new(
+        open_lru(cache, vec![("a", backing)], WriteMode::WriteThrough, Default::default()).unwrap(),
+    );
+    let export = EngineExports::new(engine.clone()).get("a").unwrap();
+    let mut buf = vec![0u8; 4096];
+    assert!(export.read_if_fast(8192, &mut buf, false).is_none(), "a miss while healthy");
+    assert!(engine.degrade("test"));
+    export.read_if_fast(8192, &mut buf, false).expect("answered at once").unwrap();
+    assert_eq!(buf, content[8192..12288]);
+}

@@ -41,6 +41,19 @@ pub trait Device: Send + Sync {
     /// Fill `buf` with the bytes at `offset`. `offset + buf.len()` must not exceed the size.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
 
+    /// Fill `buf` with the bytes at `offset` only if that needs no wait on the medium (they
+    /// are in memory: a memory device, a file's page cache). `None`: they are not at hand,
+    /// or the read failed; nothing is promised about `buf` then and the caller reads with
+    /// [`Device::read_at`], where it may wait and where a failure is reported. The default
+    /// says `None`: a device that cannot tell never answers from here.
+    ///
+    /// An implementation MUST NOT block on the medium, and MUST return `Some(Ok(()))` only
+    /// with all of `buf` filled.
+    fn read_if_cached(&self, offset: u64, buf: &mut [u8]) -> Option<io::Result<()>> {
+        let _ = (offset, buf);
+        None
+    }
+
     /// Read several ranges, `reads[i]` = (offset, buffer), calling `done(i, outcome)` for
     /// each. The reads may be in flight at once (an O_DIRECT file submits them together
     /// through io_uring); the default reads them one after another with [`Device::read_at`].

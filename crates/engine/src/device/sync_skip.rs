@@ -57,6 +57,10 @@ impl Device for SyncSkip {
         self.inner.read_at(offset, buf)
     }
 
+    fn read_if_cached(&self, offset: u64, buf: &mut [u8]) -> Option<io::Result<()>> {
+        self.inner.read_if_cached(offset, buf)
+    }
+
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         self.wrote(self.inner.write_at(offset, data))
     }

@@ -91,6 +91,12 @@ pub(crate) fn write_record(inner: &Inner) -> io::Result<()> {
 }
 
 impl Volume {
+    /// Whether the cache device was given up: every request goes to backing, and a READ
+    /// may be answered at once from backing's memory ([`Volume::read_if_resident`]).
+    pub fn passes_through(&self) -> bool {
+        !self.inner.health.is_healthy()
+    }
+
     /// Is the cache no longer healthy? Then the switch is made (or waited for) and the
     /// caller serves the request degraded.
     #[inline]
@@ -149,6 +155,50 @@ impl Volume {
             ctr.backing_read_bytes.fetch_add(hi - lo, Relaxed);
         }
         Ok(())
+    }
+
+    /// READ, degraded, answered at once on the caller's thread (the connection's reader):
+    /// a pass-through to backing that waits on nothing. Served only when the switch is made,
+    /// the range is one chunk, its stripes are free, no block of it is listed, and backing
+    /// has the bytes in memory ([`crate::device::Device::read_if_cached`]). `None`: nothing
+    /// was done, no counter; the caller serves it the ordinary way ([`Volume::read`]), which
+    /// also reports a listed block and a failed read.
+    pub(super) fn read_degraded_at_once(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Option<Result<(), EngineError>> {
+        let inner = &self.inner;
+        if !inner.health.is_degraded() {
+            return None;
+        }
+        let bs = inner.block_size();
+        let len = buf.len() as u64;
+        let end = offset.checked_add(len)?;
+        if len == 0 || end > self.vol().size {
+            return None;
+        }
+        let (first, stop) = (offset / bs, end.div_ceil(bs));
+        if stop - first > CHUNK_BLOCKS {
+            return None;
+        }
+        let _pass = match self.enter() {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
+        let vol = self.vol();
+        // Free stripes only: a write of these blocks in flight is waited for on the ordinary
+        // path, never on this thread.
+        let _held = inner.stripes.try_lock(vol.id, first..stop)?;
+        if inner.health.first_lost(vol.id, first..stop).is_some() {
+            return None;
+        }
+        vol.backing.read_if_cached(offset, buf)?.ok()?;
+        self.count_read(offset, len);
+        let ctr = self.counters();
+        ctr.degraded_requests.fetch_add(1, Relaxed);
+        ctr.backing_read_bytes.fetch_add(len, Relaxed);
+        Some(Ok(()))
     }
 
     /// WRITE, degraded: to backing (synced with `fua`).

@@ -247,3 +247,36 @@ fn a_hung_cache_device_times_out_and_write_through_goes_on_from_backing() {
     let h = e.health();
     assert_eq!((h.state, h.cause.clone()), ("degraded", Some(DegradeCause::Timeout)), "{h:?}");
 }
+
+#[test]
+fn a_degraded_read_is_answered_at_once_from_backing_memory_except_a_listed_block() {
+    let (_cache, backing, e) = engine(WriteMode::WriteBackFlush);
+    let v = e.volume("v").unwrap();
+    v.write(0, &block(0x41), false).unwrap();
+    backing.write_at(5 * BS, &block(0x55)).unwrap();
+    let mut buf = block(0);
+    assert!(v.read_if_resident(5 * BS, &mut buf).is_none(), "a miss while healthy");
+    assert!(e.degrade("operator test"));
+    let before = e.status().volumes[0].degraded_requests;
+    assert!(matches!(v.read_if_resident(5 * BS, &mut buf), Some(Ok(()))));
+    assert_eq!(buf, block(0x55));
+    assert_eq!(e.status().volumes[0].degraded_requests, before + 1);
+    // A listed block is left to the ordinary path, which says EIO.
+    assert!(v.read_if_resident(0, &mut buf).is_none());
+    assert!(read_block(&v, 0).is_err());
+    // A stripe held by a request in flight: declined, never waited for.
+    {
+        let _held = e.inner.stripes.lock(0, 5..6).unwrap();
+        assert!(v.read_if_resident(5 * BS, &mut buf).is_none());
+    }
+    // Several at once (the run of an O_DIRECT cache's reader).
+    let (mut a, mut b) = (block(0), block(0));
+    let mut reads = [
+        crate::HitRead { offset: 5 * BS, buf: &mut a, outcome: None },
+        crate::HitRead { offset: 0, buf: &mut b, outcome: None },
+    ];
+    v.read_hits(&mut reads);
+    assert!(matches!(reads[0].outcome, Some(Ok(()))));
+    assert!(reads[1].outcome.is_none());
+    assert_eq!(a, block(0x55));
+}

@@ -126,9 +126,15 @@ impl Volume {
             || len64 / bs > CHUNK_BLOCKS
             || offset.checked_add(len64).is_none_or(|e| e > size)
             || tag >= MAX_TAGS
-            || !inner.health.is_healthy()
         {
             return HitStart::Declined(buf);
+        }
+        if !inner.health.is_healthy() {
+            // Degraded: a pass-through to backing, answered at once where it can be.
+            return match self.read_degraded_at_once(offset, buf.as_mut_slice()) {
+                Some(r) => HitStart::Done(buf, r),
+                None => HitStart::Declined(buf),
+            };
         }
         let first = offset / bs;
         let n = (len64 / bs) as usize;

@@ -40,7 +40,9 @@ impl Volume {
     /// one state-lock section that both checks and pins (no separate probe), with no heap
     /// allocation. `None`: some block is not resident (or the range is empty, longer than
     /// one chunk, or outside the volume) and nothing was done, no counter and no replacement
-    /// update; the caller then calls [`Volume::read`] (where it may wait on backing).
+    /// update; the caller then calls [`Volume::read`] (where it may wait on backing). In
+    /// degraded mode the same holds of backing: served if backing has the bytes in memory
+    /// and none is on the lost list, else `None`.
     pub fn read_if_resident(&self, offset: u64, buf: &mut [u8]) -> Option<Result<(), EngineError>> {
         let bs = self.inner.block_size();
         let len = buf.len() as u64;
@@ -50,8 +52,13 @@ impl Volume {
         }
         let first = offset / bs;
         let stop = end.div_ceil(bs);
-        if stop - first > CHUNK_BLOCKS || !self.inner.health.is_healthy() {
+        if stop - first > CHUNK_BLOCKS {
             return None;
+        }
+        if !self.inner.health.is_healthy() {
+            // Degraded: a pass-through to backing, at once when backing has the bytes in
+            // memory (`io/degraded.rs`).
+            return self.read_degraded_at_once(offset, buf);
         }
         let _pass = match self.enter() {
             Ok(p) => p,
