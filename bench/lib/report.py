@@ -10,7 +10,12 @@ docs/reproductions.md: each published table or figure beside ember's numbers, wi
 commands that produced them: bench/results/reproduce/*.json (`make reproduce`) and the
 `reproductions` of the latest bench results (bench/demote-live, bench/thesis-ch6).
 
-Usage: bench/lib/report.py [--results DIR] [--docs DIR]
+docs/reference/laboratory.md: the speed and memory columns of the replacement-policy table,
+from bench/sim-throughput's and bench/sim-policies' latest results (bench/lib/policy_table.py);
+the page's other text is left as it is. `--check` writes nothing and fails if that table
+differs from what it would write.
+
+Usage: bench/lib/report.py [--results DIR] [--docs DIR] [--check]
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import policy_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -202,9 +210,23 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--docs", default=str(ROOT / "docs"))
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; fail if the policy table is not what it would write")
     a = ap.parse_args(argv)
     results, docs = Path(a.results), Path(a.docs)
     latest = load(results)
+    lab = docs / "reference" / "laboratory.md"
+    if a.check:
+        page = lab.read_text()
+        if policy_table.render(page, latest) != page:
+            print(f"report: the policy table of {lab} is not what `make report` writes from "
+                  f"{results}: run `make report`", file=sys.stderr)
+            return 1
+        print(f"report: the policy table of {lab} is up to date")
+        return 0
+    if lab.exists():
+        page = lab.read_text()
+        lab.write_text(policy_table.render(page, latest))
     docs.mkdir(parents=True, exist_ok=True)
     (docs / "benchmarks.md").write_text(benchmarks(latest))
     (docs / "reproductions.md").write_text(reproductions(results, latest))

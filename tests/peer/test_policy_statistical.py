@@ -116,10 +116,18 @@ def test_cacheus_is_within_its_stated_gap_of_libcachesim(exe: Path, peer_data: P
     assert problems == []
 
 
+# The size at which each policy's seeds 7 and 8 are compared: 400 blocks, but 1000 for
+# `wtinylfu:lcs`, whose seed only picks the sketch's hashes; at 400 blocks (800 counters a row)
+# both seeds' sketches give the same decisions on this trace (96,602 misses each), at 1000
+# they do not (94,811 and 95,253).
+SEED_SIZE = {"wtinylfu:lcs": 1000}
+
+
 def test_the_same_seed_repeats_and_seeds_differ(exe: Path, peer_data: Path) -> None:
     keys = peer.read_oracle_general_keys(peer_data / "cloudPhysicsIO.oracleGeneral.bin")
     for e, _ in [*POLICIES, CACHEUS]:
-        specs = [f"{e}:seed=7@400", f"{e}:seed=8@400"]
+        c = SEED_SIZE.get(e, 400)
+        specs = [f"{e}:seed=7@{c}", f"{e}:seed=8@{c}"]
         a = _ember_ratios(exe, keys, specs)
         b = _ember_ratios(exe, keys, specs)
         assert a == b, e

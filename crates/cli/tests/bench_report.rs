@@ -123,3 +123,102 @@ fn make_report_writes_one_table_per_bench_and_the_reproductions() {
     assert!(rep.contains("| random | 46.2 | 46 |"), "{rep}");
     assert!(rep.contains("ember demote t.ember --experiment"), "{rep}");
 }
+
+/// docs/reference/laboratory.md's policy table holds, in its speed and memory columns, what
+/// `make report` writes from the recorded results in bench/results/.
+#[test]
+fn the_policy_table_in_the_docs_is_what_make_report_writes() {
+    let out = Command::new("python3")
+        .current_dir(repo_root())
+        .args(["bench/lib/report.py", "--check"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A figure of a fixture result: the name, whose, and the rounds' values.
+fn figure(name: &str, who: &str, values: &[f64]) -> serde_json::Value {
+    serde_json::json!({"name": name, "who": who, "values": values})
+}
+
+/// The policy table's speed column is ember's best round over libCacheSim's at 1 % and 10 %,
+/// naming the measured form when it is not the row's default; a policy without a peer gives
+/// ember's throughput; the simulator's bytes come from the memory notes and the real cache
+/// adds the engine's 43; a policy with no result says so; the hand-written columns and the
+/// rest of the page stay as they are.
+#[test]
+fn make_report_fills_the_policy_tables_speed_and_memory_columns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let results = dir.path().join("results");
+    std::fs::create_dir_all(&results).expect("mkdir");
+    let note = |spec: &str, bytes: &str| {
+        format!(
+            "{spec} memory (counting allocator, 10% of the blocks): {spec}: capacity 100000 \
+             blocks, 100000 resident, 5 misses, peak heap 1 bytes, {bytes} bytes per cached block"
+        )
+    };
+    let doc = serde_json::json!({
+        "bench": "sim-policies", "date": "2026-01-01T00:00:00+00:00",
+        "figures": [
+            figure("lfuda:lcs 1% ember", "ember", &[8.0, 10.0]),
+            figure("lfuda:lcs 1% libCacheSim", "peer", &[2.0, 4.0]),
+            figure("lfuda:lcs 10% ember", "ember", &[6.0]),
+            figure("lfuda:lcs 10% libCacheSim", "peer", &[2.0]),
+            figure("car 1% ember", "ember", &[9.5]),
+            figure("car 10% ember", "ember", &[7.25]),
+        ],
+        "notes": [note("lfuda:lcs", "68.2"), note("car", "80.0"), note("lhd", "94.4")],
+    });
+    std::fs::write(results.join("sim-policies-x-testbox.json"), doc.to_string()).expect("write");
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(docs.join("reference")).expect("mkdir");
+    let begin = "<!-- policy table: the last three columns are written by `make report` \
+                 (bench/lib/policy_table.py) from bench/results/; edit the others here -->";
+    let page = format!(
+        "# Page\n\nBefore.\n\n{begin}\n\n| policy | paper | parameters | exactness | a | b | c \
+         |\n|---|---|---|---|---|---|---|\n| `lfuda` | Arlitt | `variant` (paper\\|lcs) | exact \
+         | old | old | old |\n| `car` | Bansal | | none | | | |\n| `lhd` | Beckmann | | within \
+         | | | |\n| `mq` | Zhou | | exact | 1 | 2 | 3 |\n\n<!-- end of the policy table -->\n\nAfter.\n"
+    );
+    let lab = docs.join("reference/laboratory.md");
+    std::fs::write(&lab, &page).expect("write");
+    let args = [
+        "bench/lib/report.py",
+        "--results",
+        results.to_str().expect("utf-8"),
+        "--docs",
+        docs.to_str().expect("utf-8"),
+    ];
+    python(&results, &args);
+    let got = std::fs::read_to_string(&lab).expect("laboratory.md");
+    let rows: Vec<&str> = got.lines().filter(|l| l.starts_with("| `")).collect();
+    assert_eq!(
+        rows,
+        [
+            "| `lfuda` | Arlitt | `variant` (paper\\|lcs) | exact | 2.5 / 3.0 (`lfuda:lcs`) \
+             | 68 (+ 24 a distinct count; `lfuda:lcs`) | 111 |",
+            "| `car` | Bansal | | none | no peer; ember 9.5 / 7.2 M req/s | 80 | 123 |",
+            "| `lhd` | Beckmann | | within | not recorded yet | 94 (38 of them the fixed 3.84 \
+             MB of class tables at 100,000 blocks) | 137 |",
+            "| `mq` | Zhou | | exact | not recorded yet | not recorded yet | not recorded yet |",
+        ],
+        "{got}"
+    );
+    assert!(got.starts_with("# Page\n\nBefore.\n\n") && got.ends_with("-->\n\nAfter.\n"), "{got}");
+    // Written once, the page passes the check; changed by hand, it does not.
+    let mut check = args.to_vec();
+    check.push("--check");
+    python(&results, &check);
+    std::fs::write(&lab, got.replace("| 111 |", "| 112 |")).expect("write");
+    let out = Command::new("python3")
+        .current_dir(repo_root())
+        .args(&check)
+        .output()
+        .expect("python3 runs");
+    assert!(!out.status.success(), "a hand-edited measured column passes the check");
+}

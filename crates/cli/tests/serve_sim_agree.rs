@@ -284,8 +284,8 @@ fn frequency_and_lru_k_policies_agree_with_the_simulator() {
     );
 }
 
-/// The randomized policies (Random, Hyperbolic, LeCaR, W-TinyLFU in the paper's form,
-/// CACHEUS in the paper's form and libCacheSim's, LHD), each with its default seed and another, give
+/// The randomized policies (Random, Hyperbolic, LeCaR, W-TinyLFU and CACHEUS in the paper's
+/// form and libCacheSim's, LHD), each with its default seed and another, give
 /// exactly the simulator's counters at queue depth 1 on multi-block and single-block
 /// requests: the same seed makes the same decisions in the real cache, under write-through
 /// and write-around. A victim drawn among the blocks a request has just allocated (likely
@@ -305,13 +305,14 @@ fn seeded_policies_agree_with_the_simulator() {
             "lecar:seed=9",
             "wtinylfu",
             "wtinylfu:window=10%:seed=9",
+            "wtinylfu:lcs",
             "cacheus",
             "cacheus:seed=9",
             "cacheus:lcs",
             "lhd",
             "lhd:samples=8:seed=9",
         ],
-        &["random", "hyperbolic", "lecar", "wtinylfu", "cacheus", "lhd"],
+        &["random", "hyperbolic", "lecar", "wtinylfu", "wtinylfu:lcs", "cacheus", "lhd"],
     );
 }
 

@@ -277,6 +277,47 @@ mod tests {
         }
     }
 
+    /// Every policy (each with its default parameters, and libCacheSim's variants) changes
+    /// its resident set on an access only as the access reports: a hit changes nothing, a
+    /// miss adds the key and removes at most the one block [`super::Replacement::insert`]
+    /// returns. The real cache frees a cache block only for a block the policy reports, so a
+    /// block that left unreported would stay cached there while the simulator misses it.
+    /// (Seen failing with `wtinylfu:lcs` when a winning window candidate's swap with the
+    /// main victim went on to the next candidate: several blocks left, one was reported.)
+    #[test]
+    fn every_policy_reports_each_block_that_leaves() {
+        use std::collections::HashSet;
+        let keys = super::testing::skewed_keys(30_000, 3000, 0x2545_F491_4F6C_DD1D);
+        let mut specs: Vec<super::Spec> = super::Kind::ALL
+            .iter()
+            .filter(|k| !k.needs_oracle())
+            .map(|&k| super::Spec::new(k))
+            .collect();
+        for extra in ["wtinylfu:lcs", "cacheus:lcs", "lfuda:lcs", "mq:lcs", "slru:4:lcs"] {
+            specs.push(extra.parse().unwrap_or_else(|e| panic!("{extra}: {e}")));
+        }
+        for spec in specs.iter().filter(|s| !s.evicts_on_hits()) {
+            for cap in [1usize, 64, 500] {
+                let mut p = super::build(spec, cap);
+                let mut model: HashSet<u64> = HashSet::new();
+                for (t, &k) in keys.iter().enumerate() {
+                    let (hit, left) = p.access(&crate::Access::read(k, t as u64));
+                    assert_eq!(hit, model.contains(&k), "{spec} {cap} at {t}: hit");
+                    if !hit {
+                        model.insert(k);
+                        if let Some(v) = left {
+                            assert!(model.remove(&v), "{spec} {cap} at {t}: {v} left twice");
+                        }
+                    }
+                    assert_eq!(p.len(), model.len(), "{spec} {cap} at {t}: unreported eviction");
+                    if t % 97 == 0 {
+                        assert!(model.iter().all(|&m| p.contains(m)), "{spec} {cap} at {t}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn next_vtimes_points_at_the_next_occurrence() {
         assert_eq!(

@@ -24,11 +24,12 @@
 //! in what it counts (misses, main-cache hits, and each candidate when compared; window hits
 //! not), in its sketch (a counting Bloom filter of unbounded counters halved after 32 times
 //! the main size main-cache hits) and in its window, which grows to the whole cache while
-//! the cache fills and then drains: a full cache compares window candidates with main
-//! victims until a candidate loses (each winner swaps with the victim), so the window
-//! shrinks below its share. `variant=lcs` reproduces these rules (with this sketch's
-//! counters saturating at 255); on cloudPhysicsIO the paper's form misses up to about one
-//! point less. libCacheSim's takes no seed: the peer tests compare the mean miss ratio of
+//! the cache fills: the first eviction moves window candidates into the main cache until it
+//! is full, and from then on each insertion makes room with one comparison (a winning
+//! candidate swaps with the main victim, a losing one leaves), so exactly one block leaves
+//! per insertion, as the real cache needs. `variant=lcs` reproduces these rules (with this
+//! sketch's counters saturating at 255); on cloudPhysicsIO the paper's form misses up to
+//! about one point less. libCacheSim's takes no seed: the peer tests compare the mean miss ratio of
 //! `wtinylfu:lcs` over five seeds with it.
 //!
 //! Memory: one index and one slab for the three lists (about 48 bytes a block) and the
@@ -139,9 +140,10 @@ impl WTinyLfu {
         self.lists[PROBATION as usize].len + self.lists[PROTECTED as usize].len
     }
 
-    /// libCacheSim's room-making: window candidates move into a main cache with room, or
-    /// win against main victims, until one loses and leaves (or the window is empty and the
-    /// main victim leaves). Returns the block that left.
+    /// libCacheSim's room-making: window candidates move into a main cache with room until
+    /// it is full; then the window's candidate either wins against the main victim, which
+    /// leaves while the candidate takes its place, or loses and leaves itself (or, with the
+    /// window empty, the main victim leaves). Exactly one block leaves; returns it.
     fn lcs_make_room(&mut self) -> Option<u64> {
         loop {
             let candidate = self.lists[WINDOW as usize].tail;
@@ -167,9 +169,11 @@ impl WTinyLfu {
                 return Some(self.drop_slot(candidate));
             };
             if self.sketch.estimate(key) > self.sketch.estimate(self.slab.key(v)) {
-                self.drop_slot(v);
+                // The winner takes the victim's place: one block has left, room is made.
+                let left = self.drop_slot(v);
                 self.move_to(candidate, PROBATION);
                 self.sketch.add(key);
+                return Some(left);
             } else {
                 self.sketch.add(key);
                 return Some(self.drop_slot(candidate));
