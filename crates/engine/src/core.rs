@@ -30,10 +30,12 @@ use std::sync::Arc;
 /// switch or its drain's end, `live/`) → `ordered_direct` (ordered write-back) → the stripe
 /// locks of a chunk (`stripes`, ascending) → `persist` (the journal cursor; a FUA write under
 /// write-back persist runs its barrier with its stripes held) → `state` → nothing else;
-/// `persist` → `superblock` (a checkpoint commit). `state` and `superblock` are never held
+/// `persist` → `superblock` (a checkpoint commit); `seq_cutoff` → `state` (a change of the
+/// cutoff; `status` takes `seq_cutoff` alone). `state` and `superblock` are never held
 /// together. A request enters the gate, then the policy's phase (`policy`), before any of
 /// them and leaves after; `cv` waits on `state`. The flusher holds its batch's stripes only
-/// to pin, mark and read it, none across its backing I/O (`wb/flusher.rs`). No request takes
+/// to pin, mark and read it, none across its backing I/O (`wb/flusher.rs`), and while it holds
+/// in-flight marks not yet synced it only tries them (`wb/sync_group.rs`). No request takes
 /// `switch`, so a switch waiting for the requests of the old policy holds nothing they need
 /// (except `persist`, which a switch into write-back persist holds so that no barrier
 /// commits before its checkpoint; the old policy's requests never take it).
@@ -48,6 +50,11 @@ pub(crate) struct Inner {
     /// Serializes live switches of the write policy and the end of their drains.
     pub switch: Mutex<()>,
     pub state: Mutex<CacheState>,
+    /// The state's occupancy counters by volume, read without its lock (`status`).
+    pub occupancy: Arc<crate::state::Occupancy>,
+    /// A copy of the sequential cutoff's settings the state holds, read without the state
+    /// lock (`live/seq_cutoff.rs` writes both).
+    pub seq_cutoff: Mutex<ember_policy::seq_cutoff::SeqCutoffConfig>,
     pub stripes: Stripes,
     pub gate: Gate,
     /// Served volumes, in configuration and attach order (`volume_set.rs`).

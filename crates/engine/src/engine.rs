@@ -280,9 +280,16 @@ impl Engine {
         }
     }
 
-    /// A snapshot of the counters.
+    /// Dirty block versions now (all epochs), read without the state lock (counters the
+    /// dirty map keeps): cheap enough to poll while serving.
+    pub fn dirty_blocks(&self) -> u64 {
+        self.inner.occupancy.dirty_total()
+    }
+
+    /// A snapshot of the counters. Reads atomics only (the occupancy counters the state
+    /// keeps), never the state lock the request paths take.
     pub fn stats(&self) -> Stats {
-        let resident = self.inner.state.lock().len() as u64;
+        let resident = self.inner.occupancy.resident_total();
         let mut total = crate::stats::VolumeStats::default();
         let names = self.inner.volume_names.read().clone();
         let volumes = names

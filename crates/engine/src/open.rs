@@ -325,6 +325,8 @@ pub(crate) fn open(
         geometry: g,
         policy: PolicyCell::new(write_mode),
         switch: Mutex::new(()),
+        occupancy: state.occupancy_counters(),
+        seq_cutoff: Mutex::new(state.seq_cutoff.config()),
         state: Mutex::new(state),
         stripes: Stripes::new(),
         gate: Gate::default(),

@@ -36,7 +36,8 @@ impl Default for SeqCutoffSettings {
 /// The settings in force.
 pub(crate) fn get(inner: &Inner) -> SeqCutoffSettings {
     let bs = inner.block_size();
-    let cfg = inner.state.lock().seq_cutoff.config();
+    // The copy beside the state: `status` reads it without the lock every request takes.
+    let cfg = *inner.seq_cutoff.lock();
     SeqCutoffSettings {
         policy: cfg.policy,
         read_bytes: cfg.read_blocks * bs,
@@ -50,7 +51,12 @@ pub(crate) fn set(inner: &Inner, s: SeqCutoffSettings) -> SeqCutoffSettings {
     let mut cfg =
         SeqCutoffConfig::from_bytes(s.policy, s.read_bytes, s.write_bytes, inner.block_size());
     cfg.streams = s.streams.max(1);
-    inner.state.lock().seq_cutoff.set_config(cfg);
+    let mut copy = inner.seq_cutoff.lock();
+    let mut st = inner.state.lock();
+    st.seq_cutoff.set_config(cfg);
+    *copy = st.seq_cutoff.config();
+    drop(st);
+    drop(copy);
     get(inner)
 }
 

@@ -1,7 +1,8 @@
 //! `Engine::status`: a serializable snapshot of the cache and each volume, cheap enough to
 //! take every 100 ms while serving at full rate. It reads the counters (atomics; the read
-//! path's per-thread shards folded), the write policy word, and under the state lock only
-//! a few fields the state keeps current (occupancy per volume, the dirty map's size, the
+//! path's per-thread shards folded), the occupancy counters (atomics the state keeps: blocks
+//! resident and dirty, per volume), the write policy word, and under the state lock only a
+//! few fields the state keeps current (the number of dirty epochs, a drain's count, the
 //! names of the policies, the last flusher error): it never walks the index or the dirty map.
 
 use super::seq_cutoff::{self, SeqCutoffSettings};
@@ -111,11 +112,8 @@ pub struct VolumeStatus {
 pub(crate) fn status(inner: &Inner) -> Status {
     let policy = inner.policy.load();
     struct Locked {
-        resident: u64,
-        dirty: u64,
         epochs: u64,
         drain_left: u64,
-        occupancy: Vec<(u64, u64)>,
         own: Vec<VolumeSettings>,
         replacement: &'static str,
         admission: &'static str,
@@ -126,11 +124,8 @@ pub(crate) fn status(inner: &Inner) -> Status {
     let l = {
         let st = inner.state.lock();
         Locked {
-            resident: st.len() as u64,
-            dirty: st.dirty_len() as u64,
             epochs: st.dirty_epoch_count() as u64,
             drain_left: st.drain_left(),
-            occupancy: served.iter().map(|v| st.occupancy(v.id)).collect(),
             own: served.iter().map(|v| of_locked(&st, inner.block_size(), v)).collect(),
             replacement: st.replacement_name(),
             admission: st.admission.name(),
@@ -142,9 +137,10 @@ pub(crate) fn status(inner: &Inner) -> Status {
         let l = inner.health.lost.lock();
         served.iter().map(|v| (l.count(v.id), l.refused(v.id))).collect()
     };
+    let occupancy: Vec<(u64, u64)> = served.iter().map(|v| inner.occupancy.volume(v.id)).collect();
     let volumes = served
         .iter()
-        .zip(&l.occupancy)
+        .zip(&occupancy)
         .zip(&lost)
         .zip(l.own)
         .map(|(((v, &(resident_blocks, dirty_blocks)), &lost_of), own)| {
@@ -187,8 +183,8 @@ pub(crate) fn status(inner: &Inner) -> Status {
         cleaning: inner.cleaning.status(),
         block_size: inner.geometry.block_size,
         capacity_blocks: inner.geometry.data_blocks,
-        resident_blocks: l.resident,
-        dirty_blocks: l.dirty,
+        resident_blocks: inner.occupancy.resident_total(),
+        dirty_blocks: inner.occupancy.dirty_total(),
         dirty_epochs: l.epochs,
         flush_failures: l.failures,
         last_flush_error: l.error,

@@ -567,3 +567,59 @@ fn the_status_counts_per_volume_without_walking_the_map() {
     e.flush_all(&mut |_| {}).unwrap();
     assert_eq!(e.status().volumes[0].dirty_blocks, 0);
 }
+
+/// The status reads occupancy counters the index and the dirty map keep (atomics, no state
+/// lock); after every kind of change (allocation, rewrite in a later epoch, TRIM, write
+/// zeroes, flush, eviction, background flushing) they equal a recount of the index and the
+/// dirty map.
+#[test]
+fn the_status_occupancy_equals_a_recount_after_every_kind_of_change() {
+    for mode in [WriteMode::WriteBackFlush, WriteMode::WriteBackPersist, WriteMode::WriteThrough] {
+        // A cache smaller than the volume, so allocations evict; background flushing above
+        // 45 % dirty.
+        let cache = Arc::new(MemDevice::new(256 << 10));
+        format(cache.as_ref());
+        let wb = WritebackConfig {
+            max_dirty: Some(DirtyLimit::Percent(90.0)),
+            min_dirty: Some(DirtyLimit::Percent(45.0)),
+            ..lazy()
+        };
+        let e = open(cache, Arc::new(MemDevice::new(VOL)), mode, wb).unwrap();
+        assert!(e.geometry().data_blocks < BLOCKS, "{:?}", e.geometry());
+        let v = e.volume("v").unwrap();
+        let mut r = rand::rngs::StdRng::seed_from_u64(7);
+        let mut buf = vec![0u8; 4 * BS as usize];
+        let check = |what: &str| {
+            // Under the state lock, the counters' only writer is held off.
+            let st = e.inner.state.lock();
+            let counted = e.inner.occupancy.volume(0);
+            assert_eq!(counted, st.recount_occupancy(0), "{what}");
+            let totals = (e.inner.occupancy.resident_total(), e.inner.occupancy.dirty_total());
+            assert_eq!(totals, (st.len() as u64, st.dirty_len() as u64), "{what}");
+        };
+        for i in 0..600 {
+            let b = r.gen_range(0..BLOCKS - 4);
+            let n = r.gen_range(1..=4u64);
+            match r.gen_range(0..10) {
+                0..=3 => v.write(b * BS, &vec![i as u8; (n * BS) as usize], false).unwrap(),
+                4..=6 => v.read(b * BS, &mut buf[..(n * BS) as usize]).unwrap(),
+                7 => v.trim(b * BS, n * BS, false).unwrap(),
+                8 => v.write_zeroes(b * BS, n * BS, false, false).unwrap(),
+                _ => v.flush().unwrap(),
+            }
+            if i % 50 == 49 {
+                e.flush_all(&mut |_| {}).unwrap();
+            }
+            check(&format!("{mode} after step {i}"));
+        }
+        // Nothing dirty, the flusher at rest: the status itself equals the recount.
+        e.flush_all(&mut |_| {}).unwrap();
+        let s = e.status();
+        let (resident, dirty) = e.inner.state.lock().recount_occupancy(0);
+        assert_eq!((s.volumes[0].resident_blocks, s.volumes[0].dirty_blocks), (resident, 0));
+        assert_eq!((s.resident_blocks, s.dirty_blocks, dirty), (resident, 0, 0), "{mode}");
+        assert_eq!((e.stats().resident_blocks, e.dirty_blocks()), (resident, 0), "{mode}");
+        assert!(resident > 0, "{mode}");
+        e.shutdown().unwrap();
+    }
+}

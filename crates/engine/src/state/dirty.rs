@@ -10,7 +10,6 @@
 //! takes another lock or does I/O.
 
 use super::CacheState;
-use crate::layout::key_volume;
 use ember_trace::Op;
 
 /// The newest version of a block, as [`CacheState::slot`] reports it.
@@ -90,9 +89,7 @@ impl CacheState {
 
     pub(super) fn dirty_insert(&mut self, epoch: u64, key: u64, c: u32) {
         if self.dirty.insert((epoch, key), c).is_none() {
-            if let Some(n) = self.dirty_by_volume.get_mut(key_volume(key) as usize) {
-                *n += 1;
-            }
+            self.occupancy.dirty(key, 1);
         }
         self.dirty_by_key.insert((key, epoch));
         self.in_flight.supersede(key, epoch);
@@ -102,9 +99,7 @@ impl CacheState {
         self.dirty_by_key.remove(&(key, epoch));
         let c = self.dirty.remove(&(epoch, key));
         if c.is_some() {
-            if let Some(n) = self.dirty_by_volume.get_mut(key_volume(key) as usize) {
-                *n -= 1;
-            }
+            self.occupancy.dirty(key, -1);
         }
         c
     }

@@ -9,7 +9,6 @@
 //! takes another lock or does I/O.
 
 use super::{CacheState, DEMOTED, DIRTY, PRELOADED};
-use crate::layout::key_volume;
 use ember_policy::{Access, NEVER};
 use ember_trace::Op;
 
@@ -55,9 +54,7 @@ impl CacheState {
         let i = c as usize;
         self.keys[i] = key;
         self.index.insert(key, c);
-        if let Some(n) = self.resident_by_volume.get_mut(key_volume(key) as usize) {
-            *n += 1;
-        }
+        self.occupancy.resident(key, 1);
         self.lists.push_head(c);
         if dirty {
             self.flags[i] |= DIRTY;
@@ -71,9 +68,7 @@ impl CacheState {
     /// (its reference is the caller's to drop).
     pub(super) fn unlist(&mut self, key: u64, c: u32) {
         self.index.remove(key, c);
-        if let Some(n) = self.resident_by_volume.get_mut(key_volume(key) as usize) {
-            *n -= 1;
-        }
+        self.occupancy.resident(key, -1);
         self.lists.remove(c);
         if !self.is_dirty(c) {
             self.clean -= 1;

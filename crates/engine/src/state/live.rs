@@ -203,11 +203,7 @@ impl CacheState {
 
     /// Newest versions resident, and dirty versions, of volume `id`.
     pub fn occupancy(&self, id: u32) -> (u64, u64) {
-        let i = id as usize;
-        (
-            self.resident_by_volume.get(i).copied().unwrap_or(0),
-            self.dirty_by_volume.get(i).copied().unwrap_or(0),
-        )
+        self.occupancy.volume(id)
     }
 
     /// The per-volume shares the replacement policy runs under, if any.

@@ -50,8 +50,8 @@
 //! - `checkpoint.rs`: the map to and from checkpoint entries;
 //! - `live.rs`: what live changes need of the state: a switch's drain (`switch_drain`, its hold on
 //!   the flusher), a flush on demand's closed epochs (`flush_alls`), a new replacement policy
-//!   or admission sieve, and the occupancy per volume (`resident_by_volume`,
-//!   `dirty_by_volume`).
+//!   or admission sieve;
+//! - `occupancy.rs`: the occupancy per volume, counters read without the lock.
 //!
 //! Lock: all of it is under `Inner::state` (`core.rs`: … → `state` → nothing else); a method
 //! runs with that lock held, takes no other lock and does no I/O. The files call downwards
@@ -65,6 +65,7 @@ mod flush;
 mod index;
 mod inflight;
 mod live;
+mod occupancy;
 mod persist;
 mod recency;
 #[cfg(test)]
@@ -74,7 +75,6 @@ pub(crate) use alloc::DemoteStep;
 pub(crate) use live::Drain;
 pub(crate) use persist::{Change, Persisted};
 
-use crate::layout::MAX_VOLUMES;
 use ember_policy::admission::VolumeSieves;
 use ember_policy::demote::DemoteAdmission;
 use ember_policy::keymap::KeyMap;
@@ -83,8 +83,10 @@ use ember_policy::seq_cutoff::{SeqCutoff, SeqCutoffConfig};
 use ember_policy::{Admission, Replacement};
 use fences::Fences;
 use inflight::InFlight;
+pub use occupancy::Occupancy;
 use recency::Recency;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 /// Block flag: the block holds the newest version of its key and it is dirty.
 const DIRTY: u8 = 1;
@@ -160,10 +162,8 @@ pub(crate) struct CacheState {
     /// `Engine::flush_all` calls in progress: while any runs, a rewrite keeps the version of
     /// a closed epoch (the call waits for it to reach backing).
     pub flush_alls: usize,
-    /// Newest versions in the index, by volume.
-    resident_by_volume: [u64; MAX_VOLUMES],
-    /// Dirty versions, by volume.
-    dirty_by_volume: [u64; MAX_VOLUMES],
+    /// Newest versions in the index and dirty versions, by volume (`occupancy.rs`).
+    occupancy: Arc<Occupancy>,
 }
 
 impl CacheState {
@@ -215,8 +215,7 @@ impl CacheState {
             switch_drain: Drain::None,
             switch_hold: None,
             flush_alls: 0,
-            resident_by_volume: [0; MAX_VOLUMES],
-            dirty_by_volume: [0; MAX_VOLUMES],
+            occupancy: Arc::default(),
         };
         st.rebuild_free();
         st

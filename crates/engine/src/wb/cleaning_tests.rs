@@ -106,3 +106,38 @@ fn the_idle_policy_steers_while_requests_come_and_cleans_at_full_speed_once_they
     assert!(e.set_cleaning(&bad).is_err());
     assert_eq!(e.cleaning().flush_idle_ms, 100, "a refused change changes nothing");
 }
+
+/// The idle policy's case that spares the foreground: the dirty count at or below the
+/// target while requests come. The controller then asks for its minimum rate, so background
+/// cleaning writes at most min rate × time plus one batch, however much is dirty above
+/// min dirty; once the requests stop, it cleans at full speed.
+#[test]
+fn at_or_below_the_target_requests_hold_cleaning_to_the_minimum_rate() {
+    let e = dirty_engine();
+    let c = CleaningConfig {
+        flush_idle: Duration::from_millis(100),
+        dirty_target: Some(DirtyLimit::Blocks(BLOCKS)),
+        min_rate: BS,
+        ..Default::default()
+    };
+    e.set_cleaning(&c).unwrap();
+    let v = e.volume("v").unwrap();
+    let mut buf = vec![0u8; BS as usize];
+    let t0 = Instant::now();
+    start_cleaning(&e);
+    while t0.elapsed() < Duration::from_millis(1500) {
+        v.read(0, &mut buf).unwrap();
+        let n = flushed(&e) as f64;
+        let allowed = t0.elapsed().as_secs_f64() + 1.0;
+        assert!(n <= allowed, "{n} blocks flushed after {:?} (at most {allowed})", t0.elapsed());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let s = e.cleaning();
+    assert_eq!((s.state, s.rate), (CleaningState::Steering, Some(BS)), "{s:?}");
+    // Quiet: full speed.
+    let quiet = Instant::now();
+    while e.dirty_stats().dirty_blocks > 0 {
+        assert!(quiet.elapsed() < Duration::from_secs(5), "{:?}", e.cleaning());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

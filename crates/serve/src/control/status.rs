@@ -213,8 +213,8 @@ pub(crate) struct StatusSources<'a> {
 impl Status {
     /// The snapshot now.
     pub(crate) fn read(src: StatusSources<'_>) -> Status {
+        // Counters only (atomics): nothing here takes a lock a request takes.
         let stats = src.engine.stats();
-        let dirty = src.engine.dirty_stats();
         let config = src.config;
         let volumes = stats
             .volumes
@@ -252,7 +252,7 @@ impl Status {
                 block_size: stats.block_size,
                 capacity_blocks: stats.capacity_blocks,
                 resident_blocks: stats.resident_blocks,
-                dirty_blocks: dirty.dirty_blocks,
+                dirty_blocks: src.engine.dirty_blocks(),
             },
             write_policy: src.engine.write_mode().name().to_string(),
             policy: config.live.policy.clone(),
