@@ -34,6 +34,7 @@ use crate::core::{Cursor, Inner};
 use crate::device::{io_context, Device};
 use crate::error::EngineError;
 use crate::layout::{block_key, key_volume, VolumeRecord, VolumeState};
+use crate::stripes::STRIPES;
 use crate::volume_info::VolumeInfo;
 use crate::wb::barrier::{barrier_persist, write_checkpoint};
 use serde::Serialize;
@@ -281,12 +282,23 @@ fn drop_blocks(
         if dirty > 0 {
             written_back += flush_all(inner, progress)?.blocks;
         }
-        let mut st = inner.state.lock();
-        dropped += st.invalidate_range(keys.clone());
-        if st.occupancy(vol.id) == (0, 0) {
-            return Ok((written_back, dropped));
+        let emptied = {
+            let mut st = inner.state.lock();
+            dropped += st.invalidate_range(keys.clone());
+            st.occupancy(vol.id) == (0, 0)
+        };
+        if emptied {
+            // A request that found a block resident before it was dropped may still put it
+            // back (a rewrite, a fill). Wait for every request holding a stripe now: if none
+            // did, none can any more (nothing is resident, and nothing is allocated).
+            inner.stripes.wait_range(vol.id, 0..STRIPES as u64).map_err(EngineError::Io)?;
+            let mut st = inner.state.lock();
+            let again = st.invalidate_range(keys.clone());
+            dropped += again;
+            if again == 0 && st.occupancy(vol.id) == (0, 0) {
+                return Ok((written_back, dropped));
+            }
         }
-        drop(st);
         std::thread::sleep(Duration::from_millis(1));
     }
     Err(EngineError::Io(std::io::Error::other(format!(
