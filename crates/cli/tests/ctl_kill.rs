@@ -152,10 +152,6 @@ fn trial(op: Op, from: &'static str, to: &'static str, check: Check, seed: u64) 
     }
 }
 
-fn trials() -> u64 {
-    std::env::var("EMBER_CTL_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(20)
-}
-
 /// The (from, to) of each of `n` trials of `op`, drawn with `seed`.
 fn plan(op: Op, n: u64, seed: u64) -> Vec<(&'static str, &'static str)> {
     let mut r = Rng::new(seed);

@@ -176,10 +176,6 @@ fn trial(op: Op, policy: &'static str, seed: u64) -> Outcome {
     }
 }
 
-fn trials() -> u64 {
-    std::env::var("EMBER_CTL_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(20)
-}
-
 fn skip() -> bool {
     if have_nbdsh() {
         return false;

@@ -148,6 +148,11 @@ pub fn log_lines(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join("writer.log")).map_or(0, |s| s.lines().count())
 }
 
+/// Trials per operation: `EMBER_CTL_TRIALS` (200 in `make crash-long`), else 20.
+pub fn trials() -> u64 {
+    std::env::var("EMBER_CTL_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(20)
+}
+
 /// One trial's outcome.
 pub struct Outcome {
     /// Where the kill landed.

@@ -64,6 +64,14 @@ pub struct VolumeChange {
     pub took: Duration,
 }
 
+impl VolumeChange {
+    /// The change to `name` in `slot`, begun at `start`, with its (written back, dropped)
+    /// counts.
+    fn of(name: &str, slot: u32, (written_back, dropped): (u64, u64), start: Instant) -> Self {
+        VolumeChange { volume: name.into(), slot, written_back, dropped, took: start.elapsed() }
+    }
+}
+
 /// Record `state` for slot `id` in a new superblock (nothing written if it says so already).
 fn record(inner: &Inner, id: u32, state: VolumeState) -> Result<(), EngineError> {
     let mut sb = inner.superblock.lock();
@@ -141,13 +149,7 @@ pub(crate) fn attach(
     };
     let backing = Arc::new(crate::device::sync_skip::SyncSkip::new(backing));
     inner.volumes.add(Arc::new(VolumeInfo::new(slot, name.to_string(), size, backing, true)));
-    Ok(VolumeChange {
-        volume: name.into(),
-        slot,
-        written_back: 0,
-        dropped: 0,
-        took: start.elapsed(),
-    })
+    Ok(VolumeChange::of(name, slot, (0, 0), start))
 }
 
 /// Stop caching volume `name`, keep serving it from backing: see the module doc. The caller
@@ -168,13 +170,7 @@ pub(crate) fn uncache(
         return Err(e);
     }
     let (written_back, dropped) = drop_blocks(inner, &vol, progress)?;
-    Ok(VolumeChange {
-        volume: name.into(),
-        slot: vol.id,
-        written_back,
-        dropped,
-        took: start.elapsed(),
-    })
+    Ok(VolumeChange::of(name, vol.id, (written_back, dropped), start))
 }
 
 /// Cache volume `name` again (cold).
@@ -185,13 +181,7 @@ pub(crate) fn recache(inner: &Inner, name: &str) -> Result<VolumeChange, EngineE
     let vol = served(inner, name)?;
     record(inner, vol.id, VolumeState::Cached)?;
     set_caching(inner, &vol, true);
-    Ok(VolumeChange {
-        volume: name.into(),
-        slot: vol.id,
-        written_back: 0,
-        dropped: 0,
-        took: start.elapsed(),
-    })
+    Ok(VolumeChange::of(name, vol.id, (0, 0), start))
 }
 
 /// Remove volume `name`: see the module doc. The caller has started the flusher if blocks
@@ -242,13 +232,7 @@ pub(crate) fn remove(
         return Err(undo(e));
     }
     inner.volumes.remove(vol.id);
-    Ok(VolumeChange {
-        volume: name.into(),
-        slot: vol.id,
-        written_back,
-        dropped,
-        took: start.elapsed(),
-    })
+    Ok(VolumeChange::of(name, vol.id, (written_back, dropped), start))
 }
 
 /// Wait until no request of `vol` is in flight (it is closed: none starts).
