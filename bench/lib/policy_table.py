@@ -10,8 +10,11 @@ parameters, exactness against libCacheSim) are written by hand in the page; `mak
   measured in libCacheSim's form names it, CAR, which has no peer, gives ember's throughput);
 - bytes per cached block in the simulator: the policy's peak heap per resident block at 10 %
   of the blocks (crates/sim/examples/policy_memory.rs), from the same benches' notes;
-- the real cache: the engine's own bytes per cache block (ENGINE_BYTES, the sizing that
-  docs/reference/limits.md gives) plus the policy's; LRU is the engine's recency list itself.
+- the real cache: the all-in RSS per cached block of `ember serve` filled under the policy
+  (bench/serve-scale's per-policy rows: the filled server's anonymous RSS over a ready
+  server's, per block); where no such row is recorded, an estimate: the engine's own bytes
+  per cache block (ENGINE_BYTES, the sizing docs/reference/limits.md gives) plus the
+  simulator's bytes of the policy.
 
 A policy without a recorded figure says so. `render` is a pure function of the page and the
 results, so a test can check that the page holds what it writes.
@@ -26,7 +29,7 @@ BEGIN = ("<!-- policy table: the last three columns are written by `make report`
 END = "<!-- end of the policy table -->"
 
 # The benches whose results fill the table.
-BENCHES = ("sim-throughput", "sim-policies")
+BENCHES = ("sim-throughput", "sim-policies", "serve-scale")
 
 # The engine's state per cache block under LRU (docs/reference/limits.md: the index, each
 # block's key, the recency list and free list, flags, pins, persist marks), sized at open.
@@ -35,7 +38,7 @@ ENGINE_BYTES = 43
 COLUMNS = ["policy", "paper", "parameters (default)", "against libCacheSim 0.3.5",
            "speed against libCacheSim (1 % / 10 % of the blocks)",
            "bytes per cached block, simulator",
-           f"real cache (engine's {ENGINE_BYTES} + policy's)"]
+           "bytes per cached block, ember serve (all-in RSS)"]
 
 # What a policy's simulator bytes leave out or depend on.
 MEMORY_NOTES = {
@@ -50,6 +53,8 @@ MEMORY_NOTES = {
 LHD_TABLES = 3_840_000
 
 NOT_RECORDED = "not recorded yet"
+
+SERVE_FIGURE = re.compile(r"all-in RSS per block, (?P<spec>\S+), (?P<m>[0-9.]+)M blocks")
 
 MEMORY_NOTE = re.compile(r"^(?P<spec>\S+) memory \(counting allocator, 10% of the blocks\): "
                          r".*capacity (?P<cap>\d+) blocks.* (?P<bytes>[0-9.]+) bytes per cached "
@@ -82,6 +87,11 @@ def measurements(latest: dict[str, dict]) -> dict[str, dict]:
                 row[pct] = ("ratio", max(f["values"]) / max(peer["values"]))
             else:
                 row[pct] = ("alone", max(f["values"]))
+        for name, f in figures.items():
+            m = SERVE_FIGURE.fullmatch(name)
+            if m and f.get("values"):
+                row = out.setdefault(base(m.group("spec")), {})
+                row["serve"] = (f["values"][0], m.group("m"))
         for note in doc.get("notes", []):
             m = MEMORY_NOTE.match(note)
             if m:
@@ -118,14 +128,17 @@ def memory(name: str, row: dict) -> tuple[str, str]:
         notes.append(f"`{spec}`")
     if notes:
         sim += f" ({'; '.join(notes)})"
-    if name == "lru":
-        real = f"{ENGINE_BYTES} (the engine's recency list)"
-    elif name == "opt":
+    if name == "opt":
         real = "simulation only"
+    elif "serve" in row:
+        real = f"{row['serve'][0]:.0f} (at {row['serve'][1]} M blocks)"
+    elif name == "lru":
+        real = f"estimate {ENGINE_BYTES} (the engine's recency list)"
     else:
-        real = f"{ENGINE_BYTES + round(b)}"
-        if name == "lirs":
-            real += " (`lirs:lcs`: simulation only)"
+        real = f"estimate {ENGINE_BYTES + round(b)} (the engine's {ENGINE_BYTES} + the policy's)"
+    if name == "lirs":
+        real += (" (the paper's form; `lirs:lcs` is simulation only)" if "serve" in row
+                 else " (`lirs:lcs`: simulation only)")
     return sim, real
 
 

@@ -1,4 +1,4 @@
-//! Power-cut trials of the write policies (issue point 2; Qin's table 3.1).
+//! Power-cut trials of the write policies (Qin's table 3.1).
 //!
 //! A seeded client issues random writes (unique random content, whole and partial blocks,
 //! some FUA), reads (checked against what was acknowledged), WRITE_ZEROES, TRIMs and FLUSHes

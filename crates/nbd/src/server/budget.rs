@@ -1,8 +1,8 @@
 //! One byte budget shared by every connection of a server: the READ reply buffers and WRITE
 //! payloads of all requests in flight, so clients that send large requests and never read
-//! the replies cannot make the server hold more than the budget (issue: starvation and
-//! memory). A connection with nothing in flight may always take one request of at most
-//! the guaranteed bytes bytes, so small requests of well-behaved clients are served while
+//! the replies cannot make the server hold more than the budget, nor starve the others of
+//! memory. A connection with nothing in flight may always take one request of at most
+//! the guaranteed bytes, so small requests of well-behaved clients are served while
 //! others hold the whole budget.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
