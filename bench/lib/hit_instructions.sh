@@ -11,6 +11,7 @@
 # reads (a fixed seed: the same requests for every build) and the counters are dumped: the
 # figures cover exactly those N requests, every server thread summed. Prints one line of
 # `EVENT/req=VALUE`; with TOP=K, also the K functions that spent the most instructions.
+# SERVE_ARGS (words) are added to `ember serve`'s arguments, to compare settings of one build.
 # Slow (the server runs some 50 times slower): a tool for comparing builds, not a benchmark.
 set -euo pipefail
 BIN=$1 MODE=$2 DEPTH=$3 N=${4:-5000}
@@ -33,7 +34,7 @@ case $MODE in
 esac
 valgrind --tool=callgrind --cache-sim="${CACHESIM:-no}" --callgrind-out-file="$W/cg.out" \
   "$BIN" serve --cache "$W/cache.img" --cache-size 128M --format-if-needed \
-  --backing "disk=$W/backing.img" --unix "$W/s.sock" "${flags[@]}" >"$W/log" 2>&1 &
+  --backing "disk=$W/backing.img" --unix "$W/s.sock" "${flags[@]}" ${SERVE_ARGS:-} >"$W/log" 2>&1 &
 VP=$!
 for _ in $(seq 600); do grep -q "ember serve: ready" "$W/log" && break; sleep 0.1; done
 grep -q "ember serve: ready" "$W/log" || { cat "$W/log" >&2; exit 1; }
