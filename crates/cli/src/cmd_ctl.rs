@@ -13,6 +13,10 @@ use ember_engine::CleaningState;
 use ember_serve::control::{find_socket, request, Command, Progress, Status};
 use serde_json::Value;
 
+/// What `ember ctl` does, in its help.
+pub const ABOUT: &str =
+    "Operate a running server through its control socket: status, flush, get, set, reload, stop.";
+
 /// Options of `ember ctl`.
 #[derive(Args, Debug)]
 pub struct CtlArgs {

@@ -22,8 +22,7 @@ enum Command {
     Trace(TraceCommand),
     /// Serve a cache device in front of backing volumes over NBD.
     Serve(Box<cmd_serve::ServeArgs>),
-    /// Operate a running server through its control socket: status, flush, get, set,
-    /// reload, stop.
+    #[command(about = cmd_ctl::ABOUT)]
     Ctl(cmd_ctl::CtlArgs),
     /// Start, stop and ask a deployment of `ember serve` tiers (client tiers over an array
     /// tier) named in a topology file, on this machine.
@@ -62,6 +61,23 @@ enum Command {
     Generate(cmd_generate::GenerateCommand),
 }
 
+// `ember ctl` alone. A status poller starts `ember ctl` again and again, and building the
+// whole command line's definition (every subcommand's arguments, a few hundred KiB of heap)
+// was most of what such a start cost; `ember ctl ...` is parsed with this definition only,
+// the same arguments as `Cli`'s `ctl` (a test holds the two help texts equal).
+#[derive(Parser)]
+#[command(
+    name = "ember-ctl",
+    bin_name = "ember ctl",
+    version,
+    propagate_version = true,
+    about = cmd_ctl::ABOUT
+)]
+struct CtlCli {
+    #[command(flatten)]
+    args: cmd_ctl::CtlArgs,
+}
+
 #[derive(Subcommand)]
 enum TraceCommand {
     /// Print requests, reads, writes, volumes, time span and working-set size.
@@ -82,6 +98,14 @@ fn main() {
     }
     if grid_args::asks_policy_help(&argv[1..]) {
         print!("{}", ember_policy::replacement::catalog::help());
+        return;
+    }
+    if argv.get(1).map(String::as_str) == Some("ctl") {
+        let ctl = CtlCli::parse_from(&argv[1..]);
+        if let Err(e) = cmd_ctl::run(ctl.args) {
+            eprintln!("ember: error: {e:#}");
+            std::process::exit(1);
+        }
         return;
     }
     let matches = Cli::command().get_matches_from(argv);
@@ -112,5 +136,26 @@ fn main() {
     if let Err(e) = result {
         eprintln!("ember: error: {e:#}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ember ctl`'s own parser offers what `ember`'s `ctl` subcommand does, word for word.
+    #[test]
+    fn ctl_alone_has_the_same_help_as_embers_ctl() {
+        let mut whole = Cli::command();
+        whole.build();
+        let mut from_whole = whole.find_subcommand_mut("ctl").expect("ctl").clone();
+        let mut alone = CtlCli::command();
+        alone.build();
+        assert_eq!(alone.render_long_help().to_string(), from_whole.render_long_help().to_string());
+        for sub in ["status", "flush", "set", "attach"] {
+            let a = alone.find_subcommand_mut(sub).expect(sub).render_long_help().to_string();
+            let w = from_whole.find_subcommand_mut(sub).expect(sub).render_long_help().to_string();
+            assert_eq!(a, w, "ember ctl {sub} --help");
+        }
     }
 }
