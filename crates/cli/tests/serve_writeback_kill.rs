@@ -180,9 +180,13 @@ fn own_write_policy_trial(seed: u64) {
     serve.stop();
 }
 
+/// Three trials; `EMBER_VOLUME_POLICY_TRIALS=N` runs N (`make crash-long`: 200).
 #[test]
 fn a_write_through_volume_under_write_back_persist_survives_sigkill() {
-    for seed in 5..8 {
+    let n: u64 =
+        std::env::var("EMBER_VOLUME_POLICY_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    for seed in 5..5 + n {
         own_write_policy_trial(seed);
     }
+    println!("a write-through volume under write-back persist: {n} SIGKILL trials passed");
 }
