@@ -46,7 +46,8 @@ pub(crate) fn barrier_flush(inner: &Inner, persisting: bool) -> io::Result<()> {
 
 /// Ordered write-back barrier (Koller et al.; thesis 2.2, table 3.1): close the current
 /// epoch and return at once. The writes of the closed epoch reach backing before any later
-/// one (the flusher takes the oldest epoch first and syncs backing after every batch), but
+/// one (the flusher takes the oldest epoch first and syncs backing after every batch, or
+/// group of batches of that epoch, `sync_group.rs`), but
 /// not by the time the FLUSH is acknowledged: no durability is promised.
 pub(crate) fn barrier_ordered(inner: &Inner, persisting: bool) {
     let mut st = inner.state.lock();
