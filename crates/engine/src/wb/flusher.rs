@@ -252,6 +252,21 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
     }
 }
 
+/// The error of a wait for the flusher's progress once the cache device is given up
+/// (tripped or degraded, `health/`): the flusher writes nothing more back (its dirty blocks
+/// went with the device), so what the wait needs never comes. `None` while healthy. Every
+/// such wait checks it, as it checks the poison: the switch into degraded mode, which also
+/// ends them (`io/degraded.rs`), is made only by the next request, and none may come.
+pub(crate) fn given_up(inner: &Inner) -> Option<io::Error> {
+    (!inner.health.is_healthy()).then(|| {
+        io::Error::other(format!(
+            "the cache device {} was given up (degraded mode): its dirty blocks are not \
+             written back",
+            inner.cache.describe()
+        ))
+    })
+}
+
 /// Wait, on the state lock `st` (released while waiting), until the flusher writes none of
 /// `keys` to backing (see `flush_batch.rs`). The caller holds the stripe locks of the keys (or
 /// a fence over them), so no new mark appears among them once this returns. Fails once the
@@ -287,7 +302,8 @@ pub(crate) fn flush_all_now(inner: &Inner) -> io::Result<()> {
     }
 }
 
-/// Ask the flusher for everything (clean stop) and wait; fails if a batch fails meanwhile.
+/// Ask the flusher for everything (clean stop) and wait; fails if a batch fails meanwhile
+/// or the cache device is given up.
 pub(crate) fn drain(inner: &Inner) -> io::Result<()> {
     let mut st = inner.state.lock();
     st.drain = true;
@@ -300,6 +316,10 @@ pub(crate) fn drain(inner: &Inner) -> io::Result<()> {
                 "flushing dirty blocks to backing failed: {}",
                 st.last_flush_error
             )));
+        }
+        if let Some(e) = given_up(inner) {
+            st.drain = false;
+            return Err(e);
         }
         inner.cv.wait_for(&mut st, Duration::from_millis(100));
     }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// Backing that records its writes and counts its syncs; once armed, holds the next sync
 /// until it is released.
-struct SyncGate {
+pub(super) struct SyncGate {
     inner: Arc<dyn Device>,
     writes: Mutex<Vec<u64>>,
     syncs: AtomicU64,
@@ -25,7 +25,7 @@ struct SyncGate {
 }
 
 impl SyncGate {
-    fn new(inner: Arc<dyn Device>) -> Self {
+    pub(super) fn new(inner: Arc<dyn Device>) -> Self {
         Self {
             inner,
             writes: Mutex::new(Vec::new()),
@@ -36,17 +36,17 @@ impl SyncGate {
             caught: AtomicU64::new(0),
         }
     }
-    fn arm(&self) {
+    pub(super) fn arm(&self) {
         self.caught.store(0, SeqCst);
         *self.held.lock() = true;
         self.armed.store(true, SeqCst);
     }
-    fn release(&self) {
+    pub(super) fn release(&self) {
         *self.held.lock() = false;
         self.cv.notify_all();
     }
     /// Wait until the armed sync arrived, at most 10 s.
-    fn wait_caught(&self) {
+    pub(super) fn wait_caught(&self) {
         let t0 = Instant::now();
         while self.caught.load(SeqCst) == 0 {
             assert!(t0.elapsed() < Duration::from_secs(10), "the flusher never synced backing");
@@ -92,7 +92,7 @@ impl Device for SyncGate {
 }
 
 /// The flusher idles until someone waits for it; batches of 4 blocks.
-fn grouped() -> WritebackConfig {
+pub(super) fn grouped() -> WritebackConfig {
     WritebackConfig {
         max_dirty: Some(DirtyLimit::Blocks(200)),
         min_dirty: Some(DirtyLimit::Blocks(100)),
