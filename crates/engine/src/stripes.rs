@@ -139,6 +139,27 @@ impl Stripes {
         self.take(idx)
     }
 
+    /// Lock the stripes of arbitrary (volume, block) pairs without waiting (the flusher,
+    /// while it holds in-flight marks that a request holding one of these stripes may be
+    /// waiting for): `None`, with nothing held, if any of them is taken; an error once the
+    /// table is poisoned.
+    pub fn try_lock_keys(
+        &self,
+        keys: impl Iterator<Item = (u32, u64)>,
+    ) -> Option<io::Result<Held<'_>>> {
+        let mut idx: Vec<usize> = keys.map(|(v, b)| Self::index(v, b)).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        let mut held = Held { guards: SmallVec::new(), poisoned: &self.poisoned };
+        for i in idx {
+            held.guards.push(self.locks[i].try_lock()?);
+        }
+        if self.is_poisoned() {
+            return Some(Err(poisoned_error()));
+        }
+        Some(Ok(held))
+    }
+
     /// Try to lock the stripes of `keys` without waiting (a hit read whose locks stay held
     /// across the reader's loop, `io/read_hits.rs`: the reader may already hold some of them
     /// for an earlier request, so waiting could deadlock it). The stripe indices held, or

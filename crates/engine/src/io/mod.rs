@@ -107,8 +107,8 @@ impl Volume {
     /// Thesis 4.4.2: at most max_epochs dirty epochs; beyond, a write waits for the flusher
     /// (before taking any block lock, so the flusher can always proceed). The wait ends with
     /// an error when a flusher batch fails meanwhile (backing refuses the writes: the client
-    /// gets EIO instead of waiting forever), when a shutdown begins, or when a panic poisoned
-    /// the engine.
+    /// gets EIO instead of waiting forever), when a shutdown begins, when a panic poisoned
+    /// the engine, or when the cache device is given up (the flusher writes nothing more).
     fn wait_for_epochs(&self) -> Result<(), EngineError> {
         let inner = &self.inner;
         let mut st = inner.state.lock();
@@ -131,6 +131,10 @@ impl Volume {
             if inner.stripes.is_poisoned() {
                 drop(st);
                 return Err(self.fail(crate::stripes::poisoned_error()));
+            }
+            if let Some(e) = crate::wb::flusher::given_up(inner) {
+                drop(st);
+                return Err(self.fail(e));
             }
             inner.cv.wait_for(&mut st, std::time::Duration::from_millis(100));
         }

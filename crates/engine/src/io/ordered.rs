@@ -20,6 +20,7 @@ use super::back::RunTarget;
 use super::ctx::Volume;
 use crate::core::Inner;
 use crate::error::EngineError;
+use crate::wb::flusher::given_up;
 use crate::write_policy::Policy;
 use parking_lot::MutexGuard;
 use std::time::Duration;
@@ -43,7 +44,8 @@ impl Drop for Hold<'_> {
 impl Volume {
     /// Hold the current epoch and wait, holding no stripe lock, until every older epoch
     /// reached backing. The wait ends with an error when a flusher batch fails meanwhile,
-    /// when a shutdown begins, or when a panic poisoned the engine.
+    /// when a shutdown begins, when a panic poisoned the engine, or when the cache device
+    /// is given up (the flusher writes nothing more back).
     pub(super) fn hold_ordered(&self) -> Result<Hold<'_>, EngineError> {
         let inner = &*self.inner;
         let direct = inner.ordered_direct.lock();
@@ -74,6 +76,9 @@ impl Volume {
                 }
                 if inner.stripes.is_poisoned() {
                     break Some(Err(crate::stripes::poisoned_error()));
+                }
+                if let Some(e) = given_up(inner) {
+                    break Some(Err(e));
                 }
                 inner.cv.wait_for(&mut st, Duration::from_millis(100));
             }
@@ -118,7 +123,7 @@ impl Volume {
             } else if inner.stripes.is_poisoned() {
                 Some(crate::stripes::poisoned_error())
             } else {
-                None
+                given_up(inner)
             };
             if let Some(e) = failure {
                 drop(st);
@@ -180,6 +185,10 @@ impl Volume {
             if inner.stripes.is_poisoned() {
                 drop(st);
                 return Err(self.fail(crate::stripes::poisoned_error()));
+            }
+            if let Some(e) = given_up(inner) {
+                drop(st);
+                return Err(self.fail(e));
             }
             inner.cv.wait_for(&mut st, Duration::from_millis(100));
         }

@@ -6,6 +6,7 @@
 use crate::core::Inner;
 use crate::error::EngineError;
 use crate::state::CacheState;
+use crate::wb::flusher::given_up;
 use parking_lot::MutexGuard;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -27,7 +28,8 @@ const EVERY: Duration = Duration::from_millis(100);
 /// `progress` (with the state lock released) at the start, at least every 100 ms, and at the
 /// end. Fails with `what` and the flusher's error when a flusher batch fails after the wait
 /// began (the dirty blocks stay dirty and are retried), with [`EngineError::ShutDown`] when a
-/// shutdown begins, and when the engine is poisoned.
+/// shutdown begins, when the engine is poisoned, and when the cache device is given up (the
+/// flusher writes nothing more back).
 pub(crate) fn wait_written_back(
     inner: &Inner,
     what: &str,
@@ -63,6 +65,9 @@ pub(crate) fn wait_written_back(
         }
         if inner.stripes.is_poisoned() {
             return Err(EngineError::Io(crate::stripes::poisoned_error()));
+        }
+        if let Some(e) = given_up(inner) {
+            return Err(EngineError::Io(e));
         }
         inner.cv.wait_for(&mut st, EVERY);
     }

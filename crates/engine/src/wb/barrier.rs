@@ -2,7 +2,7 @@
 //! 4.4.2) waits until the closed epoch reached backing; write-back persist (thesis 3.2, 4.2.2, 5.3) commits the dirty map's
 //! changes to the journal, or a checkpoint, before the FLUSH is acknowledged.
 
-use super::flusher::sync_all_backing;
+use super::flusher::{given_up, sync_all_backing};
 use crate::core::{Cursor, Inner};
 use crate::device::io_context;
 use crate::layout::epoch::stored;
@@ -15,7 +15,8 @@ use std::time::Duration;
 
 /// Write-back flush barrier (thesis 3.1, 4.4.2): close the current epoch, wait until it and
 /// every older epoch reached backing, sync backing. A flusher error meanwhile fails it (EIO);
-/// the blocks stay dirty and the flusher retries. `persisting`: the persisted dirty map is
+/// the blocks stay dirty and the flusher retries. So does a cache device given up meanwhile
+/// (the flusher writes nothing more back). `persisting`: the persisted dirty map is
 /// kept too (a switch drains write-back persist), so the epoch advances within its window.
 pub(crate) fn barrier_flush(inner: &Inner, persisting: bool) -> io::Result<()> {
     let mut st = inner.state.lock();
@@ -38,6 +39,9 @@ pub(crate) fn barrier_flush(inner: &Inner, persisting: bool) -> io::Result<()> {
         if inner.stripes.is_poisoned() {
             return Err(crate::stripes::poisoned_error());
         }
+        if let Some(e) = given_up(inner) {
+            return Err(e);
+        }
         inner.cv.wait_for(&mut st, Duration::from_millis(100));
     }
     drop(st);
@@ -46,7 +50,8 @@ pub(crate) fn barrier_flush(inner: &Inner, persisting: bool) -> io::Result<()> {
 
 /// Ordered write-back barrier (Koller et al.; thesis 2.2, table 3.1): close the current
 /// epoch and return at once. The writes of the closed epoch reach backing before any later
-/// one (the flusher takes the oldest epoch first and syncs backing after every batch), but
+/// one (the flusher takes the oldest epoch first and syncs backing after every batch, or
+/// group of batches of that epoch, `sync_group.rs`), but
 /// not by the time the FLUSH is acknowledged: no durability is promised.
 pub(crate) fn barrier_ordered(inner: &Inner, persisting: bool) {
     let mut st = inner.state.lock();

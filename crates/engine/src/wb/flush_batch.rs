@@ -1,5 +1,5 @@
-//! One flusher batch (thesis 4.1, 4.4), in three phases (`flusher.rs` reads the next batch
-//! right after the previous one is marked clean):
+//! One flusher batch (thesis 4.1, 4.4), in three phases (`flusher.rs` runs them in turn; a
+//! group of batches someone waits for shares one backing sync, `sync_group.rs`):
 //!
 //! 1. [`prepare`]: under the blocks' stripe locks, pin the versions still dirty and not
 //!    fenced, mark them in flight, read them from the cache device into the batch's buffer
@@ -7,22 +7,25 @@
 //! 2. [`write`]: holding no stripe lock and no pin (a foreground request on these blocks
 //!    waits neither for backing nor for a cache block the flusher holds), write the buffer to
 //!    backing (runs of consecutive blocks of a volume, one write each, several in flight) and
-//!    sync every backing volume it touched;
+//!    sync every backing volume it touched ([`write_unsynced`] leaves the sync to the
+//!    group the batch joins);
 //! 3. [`finish`]: move each version out of the dirty map, once backing holds it durably,
 //!    unless a newer version of its block in its epoch replaced it meanwhile (that one stays
 //!    dirty and is flushed again, after this batch's copy landed); or, if the batch failed,
 //!    leave every version dirty. Either way the in-flight marks go.
 //!
 //! A request that writes one of these blocks to backing directly waits for its in-flight mark
-//! (`flusher::wait_not_flushing`), so a batch's copy never lands after it. The flusher reads
-//! the next batch while this one is written, but writes batches one after the other, each
-//! after the previous one's sync: backing receives them in order, and a batch is never
-//! written after an older one failed ([`abandon`] drops a batch read but not written).
+//! (`flusher::wait_not_flushing`), so a batch's copy never lands after it. The flusher writes
+//! batches one after the other: backing receives them in order, and a batch is never written
+//! after an older one of its group failed. While it holds the in-flight marks of a group not
+//! yet synced, it takes a batch's stripe locks only without waiting ([`try_prepare`]): a
+//! request holding one of them may be waiting for one of those marks.
 
 use crate::clock::now_ns;
 use crate::core::Inner;
 use crate::device::{io_context, AlignedBuf};
 use crate::layout::{key_block, key_volume};
+use crate::stripes::Held;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -43,11 +46,26 @@ pub(crate) struct Prepared {
 /// Phase 1 (see the module comment). Fails, marking nothing, only when the stripe locks
 /// cannot be taken (a poisoned engine).
 pub(crate) fn prepare(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Result<Prepared> {
+    let held =
+        inner.stripes.lock_keys(batch.iter().map(|&(_, k, _)| (key_volume(k), key_block(k))))?;
+    Ok(prepare_held(inner, batch, held))
+}
+
+/// Phase 1 without waiting for a stripe lock: `None`, marking nothing, if a request holds
+/// one of the batch's stripes (see the module comment).
+pub(crate) fn try_prepare(
+    inner: &Inner,
+    batch: &[(u64, u64, u32)],
+) -> Option<io::Result<Prepared>> {
+    let keys = batch.iter().map(|&(_, k, _)| (key_volume(k), key_block(k)));
+    Some(inner.stripes.try_lock_keys(keys)?.map(|held| prepare_held(inner, batch, held)))
+}
+
+/// Phase 1 with the batch's stripe locks `_held` (released on return).
+fn prepare_held(inner: &Inner, batch: &[(u64, u64, u32)], _held: Held<'_>) -> Prepared {
     let mut live = Vec::with_capacity(batch.len());
     let bs = inner.block_size() as usize;
     let mut buf = AlignedBuf::new(batch.len().max(1) * bs);
-    let _held =
-        inner.stripes.lock_keys(batch.iter().map(|&(_, k, _)| (key_volume(k), key_block(k))))?;
     {
         let mut st = inner.state.lock();
         for &(e, k, c) in batch {
@@ -65,22 +83,55 @@ pub(crate) fn prepare(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Result<Pr
     for &(_, _, c) in &live {
         st.unpin(c);
     }
-    Ok(Prepared { live, buf, read_error: read.err() })
+    Prepared { live, buf, read_error: read.err() }
 }
 
-/// Phase 2 (see the module comment); may run on another thread than the other phases.
+impl Prepared {
+    /// Versions marked in flight.
+    pub(crate) fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// No version was marked (every one fenced, or no longer dirty).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    /// Its versions marked in flight, (epoch, key, cache block) ascending by key; the data
+    /// is dropped.
+    pub(crate) fn into_live(self) -> Vec<(u64, u64, u32)> {
+        self.live
+    }
+}
+
+/// Phase 2 (see the module comment).
 pub(crate) fn write(inner: &Inner, p: &Prepared) -> io::Result<()> {
+    let touched = write_unsynced(inner, p)?;
+    sync_volumes(inner, &touched)
+}
+
+/// Phase 2 without the sync: write the batch to backing and return the volumes it touched,
+/// which must be synced before any of its versions is marked clean.
+pub(crate) fn write_unsynced(inner: &Inner, p: &Prepared) -> io::Result<Vec<u32>> {
     if let Some(e) = &p.read_error {
         return Err(io::Error::new(e.kind(), e.to_string()));
     }
     let bs = inner.block_size() as usize;
-    write_live(inner, &p.live, &p.buf.as_slice()[..p.live.len() * bs])
+    write_runs(inner, &p.live, &p.buf.as_slice()[..p.live.len() * bs])
 }
 
 /// Phase 3 (see the module comment), with the outcome of [`write`]. Returns how many
 /// versions were written.
 pub(crate) fn finish(inner: &Inner, p: Prepared, result: io::Result<()>) -> io::Result<usize> {
-    let live = p.live;
+    finish_live(inner, p.live, result)
+}
+
+/// Phase 3 for the versions `live` of a batch, with the outcome of its writes and sync.
+pub(crate) fn finish_live(
+    inner: &Inner,
+    live: Vec<(u64, u64, u32)>,
+    result: io::Result<()>,
+) -> io::Result<usize> {
     let mut st = inner.state.lock();
     let now = now_ns();
     for &(e, k, c) in &live {
@@ -108,11 +159,11 @@ pub(crate) fn finish(inner: &Inner, p: Prepared, result: io::Result<()>) -> io::
     result.map(|()| live.len())
 }
 
-/// Drop a batch read but not written (an older batch failed, or the flusher stops): its
-/// versions stay dirty, its marks go.
-pub(crate) fn abandon(inner: &Inner, p: Prepared) {
+/// Drop the versions `live` of a batch not written, or written but not synced (the flusher
+/// stops): they stay dirty, their marks go.
+pub(crate) fn abandon(inner: &Inner, live: &[(u64, u64, u32)]) {
     let mut st = inner.state.lock();
-    for &(_, k, _) in &p.live {
+    for &(_, k, _) in live {
         st.unmark_flushing(k);
     }
     inner.cv.notify_all();
@@ -146,10 +197,10 @@ fn read_live(inner: &Inner, live: &[(u64, u64, u32)], data: &mut [u8]) -> io::Re
 }
 
 /// Write the batch's data to backing (runs of consecutive blocks of one volume, one write
-/// each, several in flight) and sync every backing volume it touched.
-pub(crate) fn write_live(inner: &Inner, live: &[(u64, u64, u32)], data: &[u8]) -> io::Result<()> {
+/// each, several in flight); returns the volumes it touched, ascending, unsynced.
+fn write_runs(inner: &Inner, live: &[(u64, u64, u32)], data: &[u8]) -> io::Result<Vec<u32>> {
     if live.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let bs = inner.block_size() as usize;
     // Runs of consecutive blocks of one volume, each one backing write.
@@ -203,7 +254,12 @@ pub(crate) fn write_live(inner: &Inner, live: &[(u64, u64, u32)], data: &[u8]) -
     let mut touched: Vec<u32> = runs.iter().map(|r| r.0).collect();
     touched.sort_unstable();
     touched.dedup();
-    for vid in touched {
+    Ok(touched)
+}
+
+/// Sync the backing of each volume of `touched`.
+pub(crate) fn sync_volumes(inner: &Inner, touched: &[u32]) -> io::Result<()> {
+    for &vid in touched {
         if let Some(vol) = inner.volume_by_id(vid) {
             vol.backing
                 .sync()

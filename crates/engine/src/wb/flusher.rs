@@ -2,8 +2,9 @@
 //! first, and marks them clean once backing has them durably; also the synchronous flushes
 //! of open (recovered dirty blocks under another policy) and of a clean stop.
 
-use super::flush_batch::{abandon, finish, flush_batch, prepare, write, Prepared};
+use super::flush_batch::{flush_batch, prepare, try_prepare, write_unsynced, Prepared};
 use super::pace::{batch_blocks, Load, Pacer};
+use super::sync_group::SyncGroup;
 use crate::cleaning_cell::CleaningState;
 use crate::core::{Inner, Limits};
 use crate::device::io_context;
@@ -83,8 +84,8 @@ fn background(
 
 /// What the flusher does next.
 enum Next {
-    /// Write back this batch.
-    Batch(Vec<(u64, u64, u32)>),
+    /// Write back this batch, for this demand.
+    Batch(Vec<(u64, u64, u32)>, Demand),
     /// Nothing now (asked not to wait).
     Nothing,
     /// The engine stops.
@@ -93,8 +94,9 @@ enum Next {
 
 /// The flusher's next batch: what someone waits for first, then paced background cleaning.
 /// With `wait`, waits (on the condition variable) until there is one or the engine stops;
-/// without, looks once. A batch holds no version the flusher has in flight: the one it
-/// reads while the previous is written is of the same epoch (`CacheState::flush_batch`).
+/// without, looks once. A batch holds no version the flusher has in flight: while a sync
+/// group is open, the next batch holds other versions of the same epoch
+/// (`CacheState::flush_batch`).
 fn next(inner: &Inner, pacer: &mut Pacer, origin: Instant, wait: bool) -> Next {
     let mut st = inner.state.lock();
     loop {
@@ -107,14 +109,14 @@ fn next(inner: &Inner, pacer: &mut Pacer, origin: Instant, wait: bool) -> Next {
             Some(Demand::Waited) => {
                 let b = st.flush_batch(lim.batch, lim.lru);
                 if !b.is_empty() {
-                    return Next::Batch(b);
+                    return Next::Batch(b, Demand::Waited);
                 }
                 REST
             }
             Some(Demand::Background) => {
                 let now = origin.elapsed().as_nanos() as u64;
                 match background(inner, &st, &lim, pacer, now) {
-                    Ok(b) => return Next::Batch(b),
+                    Ok(b) => return Next::Batch(b, Demand::Background),
                     Err(pause) => pause,
                 }
             }
@@ -130,40 +132,63 @@ fn next(inner: &Inner, pacer: &mut Pacer, origin: Instant, wait: bool) -> Next {
     }
 }
 
-/// One step: write `pending` (read at the previous step) to backing, sync it and mark it
-/// clean, then read `batch` from the cache device. Returns the outcome of the batch written,
-/// if one was, and the batch read, to be written at the next step. A failed write drops the
-/// batch read ([`abandon`]): its versions stay dirty and are read again after the back-off,
-/// so no batch reaches backing after an older one failed. The steps run in turn: reading
-/// the next batch while the previous one is written and synced makes the two contend where
-/// the cache device and backing share a disk.
-fn step(
-    inner: &Inner,
-    pending: Option<Prepared>,
-    batch: Option<Vec<(u64, u64, u32)>>,
-) -> (Option<io::Result<usize>>, Option<Prepared>) {
-    match (pending, batch) {
-        (None, None) => (None, None),
-        (None, Some(b)) => match prepare(inner, &b) {
-            Ok(q) => (None, Some(q)),
-            Err(e) => (Some(Err(e)), None),
-        },
-        (Some(p), None) => {
-            let r = write(inner, &p);
-            (Some(finish(inner, p, r)), None)
+/// One step for `next`: a batch written to backing (and synced, with the group, when the
+/// group is full or someone else may need its marks gone), or the open group ended.
+/// Returns how many versions were marked clean or written into the group (0: the batch was
+/// all fenced), or the error of a failed batch; `None` when there was nothing to do.
+///
+/// A batch someone waits for joins the open sync group (`sync_group.rs`); a background
+/// batch first ends the group, then is written and synced alone (its pace counts batches).
+/// A failed write ends the group, every version of it left dirty, so no batch reaches
+/// backing after an older one failed.
+fn step(inner: &Inner, group: &mut SyncGroup, next: Next) -> Option<io::Result<usize>> {
+    let (batch, demand) = match next {
+        Next::Stop => {
+            group.abandon(inner);
+            return None;
         }
-        (Some(p), Some(b)) => {
-            let r = write(inner, &p);
-            let outcome = finish(inner, p, r);
-            let q = prepare(inner, &b);
-            match q {
-                Ok(q) if outcome.is_ok() => (Some(outcome), Some(q)),
-                Ok(q) => {
-                    abandon(inner, q);
-                    (Some(outcome), None)
-                }
-                Err(e) => (Some(outcome.and(Err(e))), None),
+        Next::Nothing => return Some(group.end(inner)),
+        Next::Batch(b, d) => (b, d),
+    };
+    if demand == Demand::Background {
+        if let Err(e) = group.end(inner) {
+            return Some(Err(e));
+        }
+        return Some(flush_batch(inner, &batch));
+    }
+    let prepared = if group.is_empty() {
+        prepare(inner, &batch)
+    } else {
+        match try_prepare(inner, &batch) {
+            Some(p) => p,
+            // A request holds a stripe of the batch and may wait for the group's marks.
+            None => match group.end(inner) {
+                Ok(_) => prepare(inner, &batch),
+                Err(e) => return Some(Err(e)),
+            },
+        }
+    };
+    let p: Prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => return Some(Err(group.fail(inner, e))),
+    };
+    if p.is_empty() {
+        // Every version of the batch sits in a TRIM's fence: the flusher waits, so the
+        // group's marks must not.
+        return Some(group.end(inner).map(|_| 0));
+    }
+    match write_unsynced(inner, &p) {
+        Ok(touched) => {
+            let n = p.len();
+            group.push(p.into_live(), &touched);
+            if group.is_full(inner.block_size()) {
+                return Some(group.end(inner));
             }
+            Some(Ok(n))
+        }
+        Err(e) => {
+            group.push(p.into_live(), &[]);
+            Some(Err(group.fail(inner, e)))
         }
     }
 }
@@ -175,31 +200,22 @@ fn step(
 /// a wait for the pace ends at once when someone waits for the flusher (the condition
 /// variable wakes it and the demand is [`Demand::Waited`]).
 ///
-/// Batches (`flush_batch.rs`) are written one after the other, each after the previous one's
-/// sync, and each is marked clean only once its sync returned.
+/// Batches (`flush_batch.rs`) are written one after the other. What someone waits for is
+/// written in sync groups (`sync_group.rs`): several batches, one backing sync, each marked
+/// clean only once that sync returned; a background batch is synced alone.
 pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
     let mut pacer = Pacer::default();
     let origin = Instant::now();
-    let mut pending: Option<Prepared> = None;
+    let mut group = SyncGroup::default();
     loop {
-        let batch = match next(&inner, &mut pacer, origin, pending.is_none()) {
-            Next::Batch(b) => Some(b),
-            Next::Nothing => None,
-            Next::Stop => {
-                if let Some(p) = pending.take() {
-                    abandon(&inner, p);
-                }
-                return;
-            }
-        };
-        let held = pending.take();
-        let stepped =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| step(&inner, held, batch)));
+        let got = next(&inner, &mut pacer, origin, group.is_empty());
+        let stop = matches!(got, Next::Stop);
+        let stepped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            step(&inner, &mut group, got)
+        }));
         let outcome = match stepped {
-            Ok((outcome, next_pending)) => {
-                pending = next_pending;
-                outcome
-            }
+            Ok(_) if stop => return,
+            Ok(outcome) => outcome,
             Err(_) => {
                 // A device (or the engine) panicked during a batch: the table is poisoned,
                 // nothing is served any more; every waiter must learn it (the poison is
@@ -234,6 +250,21 @@ pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
             }
         }
     }
+}
+
+/// The error of a wait for the flusher's progress once the cache device is given up
+/// (tripped or degraded, `health/`): the flusher writes nothing more back (its dirty blocks
+/// went with the device), so what the wait needs never comes. `None` while healthy. Every
+/// such wait checks it, as it checks the poison: the switch into degraded mode, which also
+/// ends them (`io/degraded.rs`), is made only by the next request, and none may come.
+pub(crate) fn given_up(inner: &Inner) -> Option<io::Error> {
+    (!inner.health.is_healthy()).then(|| {
+        io::Error::other(format!(
+            "the cache device {} was given up (degraded mode): its dirty blocks are not \
+             written back",
+            inner.cache.describe()
+        ))
+    })
 }
 
 /// Wait, on the state lock `st` (released while waiting), until the flusher writes none of
@@ -271,7 +302,8 @@ pub(crate) fn flush_all_now(inner: &Inner) -> io::Result<()> {
     }
 }
 
-/// Ask the flusher for everything (clean stop) and wait; fails if a batch fails meanwhile.
+/// Ask the flusher for everything (clean stop) and wait; fails if a batch fails meanwhile
+/// or the cache device is given up.
 pub(crate) fn drain(inner: &Inner) -> io::Result<()> {
     let mut st = inner.state.lock();
     st.drain = true;
@@ -284,6 +316,10 @@ pub(crate) fn drain(inner: &Inner) -> io::Result<()> {
                 "flushing dirty blocks to backing failed: {}",
                 st.last_flush_error
             )));
+        }
+        if let Some(e) = given_up(inner) {
+            st.drain = false;
+            return Err(e);
         }
         inner.cv.wait_for(&mut st, Duration::from_millis(100));
     }

@@ -5,7 +5,8 @@
 //!
 //! Invariants the crash trials check:
 //! - a block leaves the dirty map only once backing holds it *durably* (the flusher syncs
-//!   backing before marking a batch clean) or holds something newer (a write-through
+//!   backing before marking a batch clean; batches someone waits for share one sync,
+//!   `sync_group.rs`) or holds something newer (a write-through
 //!   fallback, TRIM or WRITE_ZEROES, dropped only after their backing I/O completed, which
 //!   began only once no flusher write of the block was in flight);
 //! - write-back flush: a FLUSH closes the current epoch and is acknowledged when no dirty
@@ -33,6 +34,7 @@ pub(crate) mod flush_batch;
 pub(crate) mod flusher;
 pub(crate) mod pace;
 pub(crate) mod rate;
+pub(crate) mod sync_group;
 
 pub use cleaning::{CleaningConfig, CleaningError};
 pub use config::WritebackConfig;
@@ -40,6 +42,10 @@ pub use config::WritebackConfig;
 #[cfg(test)]
 mod cleaning_tests;
 #[cfg(test)]
+mod given_up_tests;
+#[cfg(test)]
 mod race_tests;
+#[cfg(test)]
+mod sync_group_tests;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -1,0 +1,173 @@
+//! Sync groups (`sync_group.rs`): the batches someone waits for share one backing sync; a
+//! power cut between their writes and that sync leaves every one of them dirty (the engine's
+//! power-cut harness, `FaultDevice`, drops the unsynced writes), and ordered write-back still
+//! puts no version of an epoch on backing before the older epoch was synced.
+
+use super::tests::{backing_block, block, devices, open, BS};
+use crate::device::fault::PowerCut;
+use crate::device::FaultDevice;
+use crate::{Device, DirtyLimit, WriteMode, WritebackConfig};
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Backing that records its writes and counts its syncs; once armed, holds the next sync
+/// until it is released.
+pub(super) struct SyncGate {
+    inner: Arc<dyn Device>,
+    writes: Mutex<Vec<u64>>,
+    syncs: AtomicU64,
+    armed: AtomicBool,
+    held: Mutex<bool>,
+    cv: Condvar,
+    caught: AtomicU64,
+}
+
+impl SyncGate {
+    pub(super) fn new(inner: Arc<dyn Device>) -> Self {
+        Self {
+            inner,
+            writes: Mutex::new(Vec::new()),
+            syncs: AtomicU64::new(0),
+            armed: AtomicBool::new(false),
+            held: Mutex::new(false),
+            cv: Condvar::new(),
+            caught: AtomicU64::new(0),
+        }
+    }
+    pub(super) fn arm(&self) {
+        self.caught.store(0, SeqCst);
+        *self.held.lock() = true;
+        self.armed.store(true, SeqCst);
+    }
+    pub(super) fn release(&self) {
+        *self.held.lock() = false;
+        self.cv.notify_all();
+    }
+    /// Wait until the armed sync arrived, at most 10 s.
+    pub(super) fn wait_caught(&self) {
+        let t0 = Instant::now();
+        while self.caught.load(SeqCst) == 0 {
+            assert!(t0.elapsed() < Duration::from_secs(10), "the flusher never synced backing");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    /// The blocks written so far (first block of each write), and forget them.
+    fn take_writes(&self) -> Vec<u64> {
+        let mut w = std::mem::take(&mut *self.writes.lock());
+        w.sort_unstable();
+        w
+    }
+}
+
+impl Device for SyncGate {
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.writes.lock().push(offset / BS);
+        self.inner.write_at(offset, data)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.syncs.fetch_add(1, SeqCst);
+        if self.armed.swap(false, SeqCst) {
+            self.caught.fetch_add(1, SeqCst);
+            let mut h = self.held.lock();
+            while *h {
+                self.cv.wait(&mut h);
+            }
+        }
+        self.inner.sync()
+    }
+    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.inner.trim(offset, len)
+    }
+    fn describe(&self) -> String {
+        "sync gate".into()
+    }
+}
+
+/// The flusher idles until someone waits for it; batches of 4 blocks.
+pub(super) fn grouped() -> WritebackConfig {
+    WritebackConfig {
+        max_dirty: Some(DirtyLimit::Blocks(200)),
+        min_dirty: Some(DirtyLimit::Blocks(100)),
+        max_epochs: 4,
+        batch_blocks: 4,
+        lru_flush_order: false,
+    }
+}
+
+#[test]
+fn a_power_cut_between_a_groups_writes_and_its_sync_leaves_every_block_dirty() {
+    let (cache, mem) = devices();
+    let fault = Arc::new(FaultDevice::new(mem.clone()).unwrap());
+    let gate = Arc::new(SyncGate::new(fault.clone()));
+    let e = open(cache, gate.clone(), WriteMode::WriteBackFlush, grouped()).unwrap();
+    let v = e.volume("v").unwrap();
+    for b in 0..20u64 {
+        v.write(b * BS, &block(30 + b as u8), false).unwrap();
+    }
+    gate.take_writes();
+    gate.arm();
+    let v2 = v.clone();
+    let flush = std::thread::spawn(move || v2.flush());
+    gate.wait_caught();
+    // The five batches were written before one sync, and none is marked clean yet.
+    assert_eq!(gate.take_writes(), vec![0, 4, 8, 12, 16], "one write a batch, all before the sync");
+    assert_eq!(e.dirty_stats().dirty_blocks, 20, "nothing is clean before the sync returned");
+    // The power goes between the writes and the sync: the writes are lost, the sync fails.
+    fault.power_cut(PowerCut::DROP_ALL);
+    gate.release();
+    let err = flush.join().unwrap().unwrap_err();
+    assert!(err.to_string().contains("power") || err.to_string().contains("injected"), "{err}");
+    assert_eq!(e.dirty_stats().dirty_blocks, 20, "every block of the group stays dirty");
+    for b in 0..20u64 {
+        assert_eq!(backing_block(&mem, b), block(0), "block {b}: the cut dropped its write");
+    }
+    // Power back: the flusher writes the group again, and the data reaches backing.
+    fault.revive();
+    let syncs0 = gate.syncs.load(SeqCst);
+    v.flush().unwrap();
+    assert_eq!(e.dirty_stats().dirty_blocks, 0);
+    for b in 0..20u64 {
+        assert_eq!(backing_block(&mem, b), block(30 + b as u8), "block {b}");
+    }
+    let syncs = gate.syncs.load(SeqCst) - syncs0;
+    assert!(syncs < 5, "{syncs} backing syncs for 5 batches: they share one");
+}
+
+#[test]
+fn ordered_write_back_syncs_each_epoch_before_the_next_is_written() {
+    let (cache, mem) = devices();
+    let gate = Arc::new(SyncGate::new(mem.clone()));
+    let e = open(cache, gate.clone(), WriteMode::OrderedWriteBack, grouped()).unwrap();
+    let v = e.volume("v").unwrap();
+    for b in 0..8u64 {
+        v.write(b * BS, &block(1 + b as u8), false).unwrap();
+    }
+    v.flush().unwrap(); // ordered: closes epoch 1, writes nothing back
+    for b in 4..12u64 {
+        v.write(b * BS, &block(50 + b as u8), false).unwrap();
+    }
+    assert_eq!(gate.take_writes(), Vec::<u64>::new());
+    gate.arm();
+    std::thread::scope(|s| {
+        let flush = s.spawn(|| e.flush_all(&mut |_| {}));
+        gate.wait_caught();
+        // At the first sync, only epoch 1's two batches reached backing.
+        assert_eq!(gate.take_writes(), vec![0, 4], "epoch 2 written before epoch 1 was synced");
+        gate.release();
+        flush.join().unwrap().unwrap();
+    });
+    assert_eq!(gate.take_writes(), vec![4, 8], "then epoch 2, in its own group");
+    for b in 0..12u64 {
+        let want = if b < 4 { 1 + b as u8 } else { 50 + b as u8 };
+        assert_eq!(backing_block(&mem, b), block(want), "block {b}");
+    }
+    assert_eq!(e.dirty_stats().dirty_blocks, 0);
+}
