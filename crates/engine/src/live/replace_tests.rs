@@ -156,7 +156,7 @@ fn requests_run_through_a_replacement_and_never_see_wrong_bytes() {
         let (e, stop) = (e.clone(), stop.clone());
         std::thread::spawn(move || {
             let v = e.volume("v").unwrap();
-            let mut model = vec![0u8; 32];
+            let mut model = [0u8; 32];
             let mut i = 0u64;
             while !stop.load(SeqCst) {
                 let b = (i * 7) % 32;
