@@ -27,7 +27,19 @@ What a trial checks:
   starts, a volume with lost blocks is refused until `ember ctl clear-lost`, and then every
   block reads back as backing holds it.
 
-Usage: scripts/degraded_trials.py --ember target/release/ember --trials 20 [--seed N].
+With `--replace serve`, the degraded server then gets a new cache file while it serves (`ember
+ctl replace-cache`): it must say healthy, a block read twice must hit, every byte must be right,
+listed blocks must still read EIO, the state file must name the new device and the same lost
+list, and a restart configured with the failed device must run on the new one (the volume
+refused until `clear-lost` when blocks are listed). With `--replace kill`, the server is killed
+with SIGKILL at a random point of the replacement while the client writes and FLUSHes: the
+restart must run on the new device if the state file names it, else be refused on the failed
+device's record (and run once configured with the new device); either way the lost list is
+the one before the replacement, less blocks rewritten while degraded, and every block not
+listed holds its last FLUSHed write or a later one.
+
+Usage: scripts/degraded_trials.py --ember target/release/ember --trials 20 [--seed N]
+[--policy P] [--fault eio|hang] [--replace none|serve|kill].
 Prints one `trial-json:` line per trial and a `degraded-json:` summary; exits 1 on a failure.
 """
 
@@ -130,8 +142,9 @@ class Ember:
 
 
 class Trial:
-    def __init__(self, ember: str, policy: str, fault: str, seed: int, root: str):
+    def __init__(self, ember: str, policy: str, fault: str, seed: int, root: str, replace: str = "none"):
         self.ember, self.policy, self.fault, self.seed = ember, policy, fault, seed
+        self.replace = replace
         self.rng = random.Random(seed)
         self.dir = tempfile.mkdtemp(prefix=f"trial-{seed}-", dir=root)
         p = lambda n: os.path.join(self.dir, n)  # noqa: E731
@@ -144,7 +157,7 @@ class Trial:
             p("state"),
         )
         self.procs: list[subprocess.Popen] = []
-        self.result: dict = {"policy": policy, "fault": fault, "seed": seed}
+        self.result: dict = {"policy": policy, "fault": fault, "seed": seed, "replace": replace}
         self.problems: list[str] = []
 
     # -- the failing file system ----------------------------------------------------------
@@ -206,10 +219,10 @@ class Trial:
                 p.kill()
 
     # -- ember ----------------------------------------------------------------------------
-    def serve_args(self, *extra: str) -> list[str]:
+    def serve_args(self, *extra: str, cache: str | None = None) -> list[str]:
         return [
             self.ember, "serve",
-            "--cache", self.cache, "--format-if-needed",
+            "--cache", cache or self.cache, "--format-if-needed",
             "--backing", f"disk={self.backing}",
             "--write-policy", self.policy,
             "--unix", self.sock, "--control", self.ctl, "--state-dir", self.state,
@@ -365,6 +378,12 @@ class Trial:
         self.result["wrong_bytes"] = wrong
         if wrong:
             self.problems.append(f"{wrong} wrong bytes")
+        if self.replace == "serve":
+            self.replace_serving(srv, h, model, lost_now)
+            return
+        if self.replace == "kill":
+            self.replace_killed(srv, h, model, lost_now)
+            return
         h.shutdown()
         # A hung device first resumes: a thread stuck in it would hold the process.
         self.heal()
@@ -406,6 +425,188 @@ class Trial:
             self.problems.append("the state file is still there once nothing is lost")
 
 
+    # -- replacing the cache device while serving ------------------------------------------
+    def new_device(self) -> str:
+        new = os.path.join(self.dir, "new.img")
+        with open(new, "wb") as f:
+            f.truncate(32 << 20)
+        return new
+
+    def status(self) -> dict:
+        out = self.ctl_cmd("--json", "status")
+        try:
+            return json.loads(out.stdout)
+        except ValueError:
+            return {}
+
+    def check_region(self, h: nbd.NBD, model: dict[int, set[int]], listed: set[int], when: str) -> int:
+        """Read every block of the region: the model's bytes, EIO for a listed block."""
+        wrong = 0
+        for b in range(REGION):
+            try:
+                got = parse(h.pread(BS, b * BS))
+                if b in listed:
+                    self.problems.append(f"{when}: listed block {b} was read")
+                elif got is None or got[0] != b or got[1] not in model[b]:
+                    wrong += BS
+                else:
+                    model[b] = {got[1]}
+            except nbd.Error:
+                if b not in listed:
+                    self.problems.append(f"{when}: block {b}: a read failed, and it is not listed")
+        return wrong
+
+    def replace_serving(self, srv: Ember, h: nbd.NBD, model: dict[int, set[int]], lost: set[int]):
+        new = self.new_device()
+        t0 = time.time()
+        out = self.ctl_cmd("replace-cache", new)
+        self.result["replace_ms"] = round(1000 * (time.time() - t0))
+        if out.returncode != 0:
+            self.problems.append(f"replace-cache failed: {out.stdout} {out.stderr}")
+            h.shutdown()
+            srv.stop()
+            return
+        st = self.status()
+        if st.get("health", {}).get("state") != "healthy":
+            self.problems.append(f"after replace-cache the status says {st.get('health')}")
+        rec = self.state_record() or {}
+        if rec.get("cache-device") != new or rec.get("replaced") != [self.cache] or rec.get("degraded"):
+            self.problems.append(f"the state file after the replacement: {rec}")
+        if {o // BS for o in rec.get("lost", {}).get("disk", [])} != lost:
+            self.problems.append(f"the lost list changed: {rec.get('lost')} != {sorted(lost)}")
+        hits = lambda: sum(v.get("read_hits", 0) for v in self.status().get("volumes", []))  # noqa: E731
+        before = hits()
+        b = next(x for x in range(REGION) if x not in lost)
+        for _ in range(2):
+            got = parse(h.pread(BS, b * BS))
+            if got is None or got[0] != b or got[1] not in model[b]:
+                self.result["wrong_bytes"] += BS
+        self.result["hits_after_replace"] = hits() - before
+        if hits() <= before:
+            self.problems.append("no read hit after the replacement: the new device does not cache")
+        gen = 1 << 40
+        for _ in range(150):
+            b = self.rng.randrange(REGION)
+            if self.rng.random() < 0.5:
+                gen += 1
+                h.pwrite(block(b, gen), b * BS)
+                model[b] = {gen}
+                if self.rng.random() < 0.2:
+                    h.flush()
+            elif b not in lost:
+                got = parse(h.pread(BS, b * BS))
+                if got is None or got[0] != b or got[1] not in model[b]:
+                    self.result["wrong_bytes"] += BS
+        h.flush()
+        self.result["wrong_bytes"] += self.check_region(h, model, lost, "after the replacement")
+        h.shutdown()
+        # A hung device first resumes: a thread stuck in it would hold the process.
+        self.heal()
+        srv.stop()
+        # A restart configured with the failed device runs on the new one.
+        again = Ember(self.serve_args())
+        if not again.wait_ready():
+            self.problems.append("the restart after the replacement did not start:\n" + again.output())
+            again.stop()
+            return
+        if "replaced by" not in again.output():
+            self.problems.append("the restart does not say it runs on the replacement")
+        self.verify_restarted(again, model, lost, set())
+        if self.result["wrong_bytes"]:
+            self.problems.append(f"{self.result['wrong_bytes']} wrong bytes")
+
+    def verify_restarted(self, srv: Ember, model: dict[int, set[int]], lost: set[int], either: set[int]):
+        """Blocks `lost` must be listed and the volume refused until clear-lost (blocks in
+        `either` may be listed or not), then every block not listed holds a model value."""
+        rec = self.state_record() or {}
+        listed = {o // BS for o in rec.get("lost", {}).get("disk", [])}
+        self.result["listed_after_restart"] = len(listed)
+        if not (lost - either) <= listed <= lost:
+            self.problems.append(f"lost list after the restart {sorted(listed)}, want {sorted(lost)} (either way {sorted(either)})")
+        if listed:
+            try:
+                self.connect().shutdown()
+                self.problems.append("a volume with lost blocks was served after the restart")
+            except nbd.Error:
+                pass
+            out = self.ctl_cmd("clear-lost", "disk")
+            if out.returncode != 0:
+                self.problems.append(f"clear-lost failed: {out.stderr}")
+        h = self.connect()
+        for b in range(REGION):
+            got = parse(h.pread(BS, b * BS))
+            if got is None or got[0] != b:
+                self.problems.append(f"block {b} after the restart: not its own bytes")
+            elif b not in listed and got[1] not in model[b]:
+                self.result["wrong_bytes"] += BS
+                self.problems.append(f"block {b} after the restart: generation {got[1]}, want {sorted(model[b])}")
+        h.shutdown()
+        srv.stop()
+
+    def replace_killed(self, srv: Ember, h: nbd.NBD, model: dict[int, set[int]], lost: set[int]):
+        new = self.new_device()
+        ctl = subprocess.Popen(
+            [self.ember, "ctl", "--control", self.ctl, "replace-cache", new],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        kill_at = self.rng.uniform(0, 0.3)
+        t0 = time.time()
+        gen = 1 << 40
+        written: set[int] = set()
+        window: dict[int, set[int]] = {}
+        # Write and FLUSH until the kill: what a FLUSH acknowledged must survive it.
+        while time.time() - t0 < kill_at:
+            b = self.rng.randrange(REGION)
+            gen += 1
+            window[b] = window.get(b, set(model[b])) | {gen}
+            try:
+                h.pwrite(block(b, gen), b * BS)
+                h.flush()
+                model[b] = {gen}
+            except nbd.Error:
+                model[b] = model[b] | {gen}
+            written.add(b)
+        if self.policy in ("ordered-write-back", "unsafe-write-back"):
+            # A FLUSH promises no durability there: any value since the window began.
+            for b, gens in window.items():
+                model[b] = gens
+        model_after = dict(model)
+        self.heal()
+        srv.proc.kill()
+        srv.proc.wait()
+        ctl.wait(30)
+        self.result["kill_ms"] = round(1000 * kill_at)
+        try:
+            h.shutdown()
+        except nbd.Error:
+            pass
+        rec = self.state_record() or {}
+        committed = rec.get("cache-device") == new
+        self.result["replaced_before_kill"] = committed
+        if committed:
+            again = Ember(self.serve_args())
+            if not again.wait_ready():
+                self.problems.append("the restart on the committed replacement did not start:\n" + again.output())
+                again.stop()
+                return
+        else:
+            if not rec.get("degraded"):
+                self.problems.append(f"killed before the replacement was recorded, the state file says {rec}")
+            again = Ember(self.serve_args())
+            if again.wait_ready(15):
+                self.problems.append("a restart on the failed device was not refused")
+                again.stop()
+                return
+            again = Ember(self.serve_args(cache=new))
+            if not again.wait_ready():
+                self.problems.append("a restart on the new device did not start:\n" + again.output())
+                again.stop()
+                return
+        self.verify_restarted(again, model_after, lost, written)
+        if self.result["wrong_bytes"]:
+            self.problems.append(f"{self.result['wrong_bytes']} wrong bytes")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ember", required=True)
@@ -413,6 +614,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--policy", choices=POLICIES, help="every trial under this policy")
     ap.add_argument("--fault", choices=["eio", "hang"], help="every trial with this fault")
+    ap.add_argument(
+        "--replace", choices=["none", "serve", "kill"], default="none",
+        help="then replace the cache device while serving (kill: SIGKILL during it)",
+    )
     a = ap.parse_args()
     rng = random.Random(a.seed)
     failed = 0
@@ -421,7 +626,7 @@ def main() -> int:
         for n in range(a.trials):
             policy = a.policy or rng.choice(POLICIES)
             fault = a.fault or rng.choice(["eio", "eio", "hang"])
-            t = Trial(a.ember, policy, fault, a.seed * 1000 + n, root)
+            t = Trial(a.ember, policy, fault, a.seed * 1000 + n, root, a.replace)
             try:
                 t.run()
             except Exception as e:  # noqa: BLE001  a harness failure fails the trial

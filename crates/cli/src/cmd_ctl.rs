@@ -124,6 +124,20 @@ pub enum CtlCommand {
         /// The volume.
         volume: String,
     },
+    /// Put a new cache device in place of the one given up (degraded mode), while serving:
+    /// requests in flight against backing finish, then the cache caches again on PATH, cold
+    /// (preloaded from Bonfire's warmup log when the log is its own file). PATH is laid out
+    /// for the running volumes and block size: it must be at least the failed device's size
+    /// (a larger one serves as many blocks until a restart reformats it). The lost list stays:
+    /// its blocks read EIO until clear-lost. Refused while the cache is healthy. A restart
+    /// configured with the failed device runs on PATH (docs/reference/degraded.md).
+    ReplaceCache {
+        /// The new cache device: a file or a block device.
+        path: PathBuf,
+        /// Reformat PATH even if it holds an ember cache (what it holds is forgotten).
+        #[arg(long)]
+        format: bool,
+    },
 }
 
 impl CtlCommand {
@@ -156,6 +170,14 @@ impl CtlCommand {
                 Command::Remove { volume: volume.clone(), force: *force }
             }
             CtlCommand::ClearLost { volume } => Command::ClearLost { volume: volume.clone() },
+            CtlCommand::ReplaceCache { path, format } => Command::ReplaceCache {
+                // The server's working directory is not this one's.
+                path: std::path::absolute(path)
+                    .unwrap_or_else(|_| path.clone())
+                    .to_string_lossy()
+                    .into_owned(),
+                format: *format,
+            },
         }
     }
 }
@@ -274,7 +296,37 @@ pub fn render(command: &CtlCommand, result: &Value) -> anyhow::Result<String> {
                 ""
             }
         ),
+        CtlCommand::ReplaceCache { .. } => replace_lines(result),
     })
+}
+
+/// The reply of `replace-cache`.
+fn replace_lines(r: &Value) -> String {
+    let n = |k: &str| r[k].as_u64().unwrap_or(0);
+    let mut out = format!(
+        "cache device {} replaced by {}{}: caching again, cold, {} blocks in {:.3} s\n",
+        r["old"].as_str().unwrap_or("-"),
+        r["new"].as_str().unwrap_or("-"),
+        if r["reformatted"] == Value::Bool(true) { " (reformatted)" } else { "" },
+        n("data_blocks"),
+        r["seconds"].as_f64().unwrap_or(0.0)
+    );
+    if n("unused_bytes") > 0 {
+        out.push_str(&format!(
+            "{} bytes of it unused until a restart reformats it\n",
+            n("unused_bytes")
+        ));
+    }
+    if n("lost_blocks") > 0 {
+        out.push_str(&format!(
+            "{} blocks are still lost: they read EIO until `ember ctl clear-lost VOLUME`\n",
+            n("lost_blocks")
+        ));
+    }
+    if let Some(w) = r["warmup"].as_str() {
+        out.push_str(&format!("warmup: {w}\n"));
+    }
+    out
 }
 
 fn list(v: &Value) -> String {

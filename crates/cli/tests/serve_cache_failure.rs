@@ -6,6 +6,13 @@
 //! byte, no client error after the switch (none at all under write-through and write-around),
 //! the lost list equal to the blocks dirty at the failure, and the restart rules. 20 trials
 //! here; `EMBER_DEGRADED_TRIALS=N` for more (`make crash-long`).
+//!
+//! Back to caching (`ember ctl replace-cache`): under write-through and write-back-flush, the
+//! degraded server gets a new cache file and must cache again (a block read twice hits), with
+//! every byte right and the lost list unchanged, and a restart configured with the failed
+//! device runs on the new one; and SIGKILL trials at random points of the replacement, under
+//! policies drawn at random, check every FLUSHed byte and the lost list after the restart (3
+//! trials here; half of `EMBER_DEGRADED_TRIALS` under `make crash-long`).
 
 mod serve_support;
 
@@ -32,19 +39,10 @@ fn have_fuse() -> bool {
     ok
 }
 
-#[test]
-fn the_cache_device_fails_under_every_write_policy_and_no_byte_is_wrong() {
-    if !have_fuse() {
-        eprintln!("skipped: nbdkit, nbdfuse or /dev/fuse missing");
-        return;
-    }
-    let trials = std::env::var("EMBER_DEGRADED_TRIALS").unwrap_or_else(|_| "20".into());
-    let n: u64 = trials.parse().unwrap_or(20);
+/// Run the trials script with `args` (`n` trials) and check its summary.
+fn trials(n: u64, args: &[&str]) {
     let out = run_status(
-        Command::new(trials_script())
-            .arg("--ember")
-            .arg(ember())
-            .args(["--trials", &trials, "--seed", "41"]),
+        Command::new(trials_script()).arg("--ember").arg(ember()).args(args),
         Duration::from_secs(120 + 30 * n),
     );
     let text = format!("{}\n{}", out.stdout, out.stderr);
@@ -53,10 +51,47 @@ fn the_cache_device_fails_under_every_write_policy_and_no_byte_is_wrong() {
         .lines()
         .find_map(|l| l.strip_prefix("degraded-json: "))
         .unwrap_or_else(|| panic!("no degraded-json line:\n{text}"));
-    let j: serde_json::Value = serde_json::from_str(summary).expect("degraded-json");
+    let j: serde_json::Value =
+        serde_json::from_str(summary).unwrap_or_else(|e| panic!("degraded-json: {e}\n{text}"));
     assert_eq!(j["trials"].as_u64(), Some(n), "{text}");
     assert_eq!(j["wrong_bytes"].as_u64(), Some(0), "{text}");
     assert_eq!(j["errors_after_switch"].as_u64(), Some(0), "{text}");
     assert_eq!(j["failed"].as_u64(), Some(0), "{text}");
     assert!(out.status.success(), "{text}");
+}
+
+#[test]
+fn the_cache_device_fails_under_every_write_policy_and_no_byte_is_wrong() {
+    if !have_fuse() {
+        eprintln!("skipped: nbdkit, nbdfuse or /dev/fuse missing");
+        return;
+    }
+    let n = std::env::var("EMBER_DEGRADED_TRIALS").unwrap_or_else(|_| "20".into());
+    trials(n.parse().unwrap_or(20), &["--trials", &n, "--seed", "41"]);
+}
+
+#[test]
+fn a_new_cache_device_replaces_the_failed_one_while_serving() {
+    if !have_fuse() {
+        eprintln!("skipped: nbdkit, nbdfuse or /dev/fuse missing");
+        return;
+    }
+    for policy in ["write-through", "write-back-flush"] {
+        let args = ["--trials", "1", "--seed", "43", "--fault", "eio", "--replace", "serve"];
+        trials(1, &[&args[..], &["--policy", policy]].concat());
+    }
+}
+
+#[test]
+fn sigkill_during_replace_cache_loses_nothing_flushed() {
+    if !have_fuse() {
+        eprintln!("skipped: nbdkit, nbdfuse or /dev/fuse missing");
+        return;
+    }
+    let n = std::env::var("EMBER_DEGRADED_TRIALS")
+        .ok()
+        .and_then(|n| n.parse::<u64>().ok())
+        .map_or(3, |n| (n / 2).max(1));
+    let count = n.to_string();
+    trials(n, &["--trials", &count, "--seed", "44", "--fault", "eio", "--replace", "kill"]);
 }

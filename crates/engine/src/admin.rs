@@ -80,6 +80,15 @@ pub(crate) fn format(cache: &dyn Device, spec: &FormatSpec) -> Result<Superblock
             .collect(),
     };
     sb.encode()?; // validates names and counts before touching the device
+    lay_out(cache, &sb)?;
+    Ok(sb)
+}
+
+/// Write the empty layout `sb` describes to `cache`: the other superblock slot, the
+/// checkpoint headers and the journal's first block cleared, synced, then `sb` (synced).
+/// Everything the device held is forgotten.
+pub(crate) fn lay_out(cache: &dyn Device, sb: &Superblock) -> Result<(), EngineError> {
+    let geometry = sb.geometry;
     let bs = geometry.block_size as u64;
     let zero = vec![0u8; bs as usize];
     // Slot 1 (odd sequences) is cleared so no older superblock can outrank this one; the
@@ -104,7 +113,7 @@ pub(crate) fn format(cache: &dyn Device, spec: &FormatSpec) -> Result<Superblock
     }
     cache.sync().map_err(|e| io_context(cache, "format sync", 0, 0, e))?;
     sb.write(cache)?;
-    Ok(sb)
+    Ok(())
 }
 
 /// Read what `cache` holds: geometry, volumes, last shutdown, and occupancy when the last

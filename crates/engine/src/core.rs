@@ -38,9 +38,15 @@ use std::sync::Arc;
 /// in-flight marks not yet synced it only tries them (`wb/sync_group.rs`). No request takes
 /// `switch`, so a switch waiting for the requests of the old policy holds nothing they need
 /// (except `persist`, which a switch into write-back persist holds so that no barrier
-/// commits before its checkpoint; the old policy's requests never take it).
+/// commits before its checkpoint; the old policy's requests never take it). A replacement
+/// of the failed cache device (`live/replace.rs`) takes `volume_change` → `switch`, pauses the
+/// gate (no request inside), then takes `health.sink`, then `persist` → `superblock` and `state`.
 pub(crate) struct Inner {
+    /// The cache device: `watched`, seen as a device.
     pub cache: Arc<dyn Device>,
+    /// The cache device's slot, refilled only by a replacement of a failed device
+    /// (`live/replace.rs`).
+    pub watched: Arc<crate::device::watched::Watched>,
     /// The cache device's health: its errors, degraded mode, the lost list
     /// (`health/`, `io/degraded.rs`).
     pub health: Arc<Health>,

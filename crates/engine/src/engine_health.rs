@@ -1,11 +1,15 @@
 //! The engine handle's side of degraded mode (`health/`, `io/degraded.rs`): the rules that
 //! give the cache device up, the sink its record goes to, the lost list as the operator sees
-//! it (restored at a restart, cleared by `ember ctl clear-lost`).
+//! it (restored at a restart, cleared by `ember ctl clear-lost`), and the way back to
+//! caching: a new device in place of the failed one (`live/replace.rs`).
 
+use crate::device::Device;
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::health::{DegradeCause, DegradedRecord, DegradedSink, HealthConfig, HealthStatus};
 use crate::io::{settle, write_record};
+use crate::live::ReplaceReport;
+use std::sync::Arc;
 
 impl Engine {
     /// Put `config` in force: the error limit and half-life judge the next error, the I/O
@@ -39,6 +43,37 @@ impl Engine {
         let decided = self.inner.health.trip(DegradeCause::Operator, reason.to_string());
         settle(&self.inner);
         decided
+    }
+
+    /// Replace the cache device given up with `device`, while serving (`ember ctl
+    /// replace-cache`): the cache is healthy again, cold, with the lost list unchanged.
+    ///
+    /// - MUST refuse ([`EngineError::Refused`], nothing changed) unless the cache is
+    ///   degraded; a device smaller than the cache's layout; one that holds an ember cache
+    ///   unless `format`; a memory device under a policy it cannot hold.
+    /// - The new device MUST be laid out (the running volume table, geometry and policy; no
+    ///   map) and synced, and the record of the cache as it will be (healthy, the lost list,
+    ///   the new device) MUST have been written durably by `sink`, which becomes the sink, all
+    ///   before the first request uses it: a crash at any point restarts either on the failed
+    ///   device's record or on the new device, never trusting the failed one.
+    /// - Requests in flight against backing MUST finish first (new ones wait, at most
+    ///   `live::replace::DRAIN_WAIT` in all, else it refuses); new requests see the new, empty
+    ///   cache. Nothing of the failed device is read again.
+    /// - The lost list MUST stay as it is: its blocks read EIO until [`Engine::clear_lost`],
+    ///   and a volume refused at start stays refused.
+    /// - Bonfire's preload runs from the warmup log when the log is its own file (not the
+    ///   failed device's region), as at a start without a map ([`ReplaceReport::warmup`]).
+    pub fn replace_cache(
+        &self,
+        device: Arc<dyn Device>,
+        format: bool,
+        sink: DegradedSink,
+    ) -> Result<ReplaceReport, EngineError> {
+        let mut report = crate::live::replace::replace(&self.inner, device, format, sink)?;
+        // The device is in service: a preload that cannot start is said, not an error.
+        report.warmup = crate::warmup::preload_again(&self.inner)
+            .unwrap_or_else(|e| Some(format!("no preload: {e}")));
+        Ok(report)
     }
 
     /// The record as it stands: degraded or not, why, the lost blocks by volume.

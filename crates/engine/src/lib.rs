@@ -52,8 +52,8 @@ pub use health::{DegradeCause, DegradedRecord, DegradedSink, HealthConfig, Healt
 pub use io::{HitRead, HitStart, Volume, CHUNK_BLOCKS};
 pub use layout::{VolumeState, WriteMode};
 pub use live::{
-    Draining, FlushReport, Progress, SeqCutoffSettings, Status, SwitchReport, VolumeChange,
-    VolumeSettings, VolumeStatus, WritebackLimits,
+    Draining, FlushReport, Progress, ReplaceReport, SeqCutoffSettings, Status, SwitchReport,
+    VolumeChange, VolumeSettings, VolumeStatus, WritebackLimits,
 };
 pub use open::{OpenReport, StartKind};
 pub use report::Report;

@@ -318,9 +318,11 @@ pub(crate) fn open(
     }
     // From here on every cache-device I/O is watched: its failures decide degraded mode.
     let health = Arc::new(Health::default());
-    let cache: Arc<dyn Device> = Arc::new(Watched::new(cache, health.clone()));
+    let watched = Arc::new(Watched::new(cache, health.clone()));
+    let cache: Arc<dyn Device> = watched.clone();
     let inner = Arc::new(Inner {
         cache,
+        watched,
         health,
         geometry: g,
         policy: PolicyCell::new(write_mode),

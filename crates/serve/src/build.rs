@@ -92,8 +92,9 @@ impl Server {
             name.as_deref(),
         );
         let prior = crate::degraded::before_open(&config, state, console.as_ref())?;
+        let config = prior.effective(config);
         let engine = Arc::new(open_engine(&config, engine, prior.reformat, console.as_ref())?);
-        crate::degraded::after_open(&engine, &config, prior, console.clone())?;
+        let book = crate::degraded::after_open(&engine, &config, prior, console.clone())?;
         if let Some(w) = &warmup {
             crate::warmup::start(&engine, &config.warmup, w, &console)?;
         }
@@ -134,6 +135,7 @@ impl Server {
             engine.clone(),
             server.shutdown_handle(),
             clients,
+            book,
             config,
             options.source,
             notify.clone(),

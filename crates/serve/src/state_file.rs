@@ -19,17 +19,31 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct StateRecord {
-    /// The cache device as configured (path, or `mem:SIZE`).
+    /// The cache device in service (path, or `mem:SIZE`): the configured one, or the one
+    /// `ember ctl replace-cache` put in its place.
     pub cache_device: PathBuf,
+    /// A replacement of the failed device by this one is under way (`ember ctl
+    /// replace-cache`): until the record names it as `cache_device`, the failed device's
+    /// record holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacing: Option<PathBuf>,
+    /// Failed devices that `cache_device` replaced while serving: a start configured with
+    /// one of them runs on `cache_device` instead (the failed one is never trusted again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced: Vec<PathBuf>,
     /// The engine's record: degraded or not, why, the lost blocks.
     #[serde(flatten)]
     pub record: DegradedRecord,
 }
 
 impl StateRecord {
-    /// Nothing to keep: the cache is healthy and no block is lost.
+    /// Nothing to keep: the cache is healthy, no block is lost, and no failed device is
+    /// named in place of the one in service.
     pub fn is_empty(&self) -> bool {
-        !self.record.degraded && self.record.lost.is_empty()
+        !self.record.degraded
+            && self.record.lost.is_empty()
+            && self.replacing.is_none()
+            && self.replaced.is_empty()
     }
 }
 
@@ -128,6 +142,10 @@ mod tests {
         assert_eq!(f.read().unwrap(), Some(rec.clone()));
         rec.record.degraded = false;
         rec.record.lost.clear();
+        rec.replaced = vec!["/dev/sdy".into()];
+        f.write(&rec).unwrap();
+        assert_eq!(f.read().unwrap(), Some(rec.clone()), "a replaced device is kept");
+        rec.replaced.clear();
         f.write(&rec).unwrap();
         assert!(!f.path().exists());
         assert_eq!(StateFile::locate(None, None, None, None), None);

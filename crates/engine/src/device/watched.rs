@@ -3,30 +3,47 @@
 //! within the configured timeout (`deadline.rs`), and once the cache is no longer healthy
 //! no new I/O reaches the device at all: a dying device is not asked again, and a hung one
 //! cannot hold a request that arrives after the decision.
+//!
+//! The device behind it is a slot: a replacement of the failed device (`live/replace.rs`)
+//! puts a new one in while the cache is degraded, when no I/O reaches the slot. Each I/O
+//! takes its own reference to the device in the slot (no lock is held across an I/O), so a
+//! thread stuck in the failed device never holds the replacement up.
 
 use super::{deadline, Device, Identity, ReadBuf, ReadPart, ReadsDone};
 use crate::health::Health;
+use parking_lot::RwLock;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
 /// The watched cache device.
 pub(crate) struct Watched {
-    inner: Arc<dyn Device>,
+    slot: RwLock<Arc<dyn Device>>,
     health: Arc<Health>,
 }
 
 impl Watched {
     /// Watch `inner` for `health`.
     pub fn new(inner: Arc<dyn Device>, health: Arc<Health>) -> Watched {
-        Watched { inner, health }
+        Watched { slot: RwLock::new(inner), health }
+    }
+
+    /// The device in the slot now.
+    fn dev(&self) -> Arc<dyn Device> {
+        self.slot.read().clone()
+    }
+
+    /// Put `device` in the slot in place of the one there, which is returned. Only while
+    /// the cache is not healthy (no new I/O reaches the slot then).
+    pub fn replace(&self, device: Arc<dyn Device>) -> Arc<dyn Device> {
+        std::mem::replace(&mut *self.slot.write(), device)
     }
 
     /// The error of an I/O asked after the cache was given up.
     fn given_up(&self) -> io::Error {
         io::Error::other(format!(
             "{}: the cache device was given up (degraded mode)",
-            self.inner.describe()
+            self.dev().describe()
         ))
     }
 
@@ -41,7 +58,7 @@ impl Watched {
 
 impl Device for Watched {
     fn size(&self) -> u64 {
-        self.inner.size()
+        self.dev().size()
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
@@ -49,8 +66,8 @@ impl Device for Watched {
             return Err(self.given_up());
         }
         let r = match self.health.io_timeout() {
-            None => self.inner.read_at(offset, buf),
-            Some(t) => deadline::read_at(&self.inner, t, offset, buf),
+            None => self.dev().read_at(offset, buf),
+            Some(t) => deadline::read_at(&self.dev(), t, offset, buf),
         };
         self.note(false, r)
     }
@@ -67,7 +84,7 @@ impl Device for Watched {
             return;
         }
         let health = &self.health;
-        self.inner.read_many(reads, &mut |i, r| {
+        self.dev().read_many(reads, &mut |i, r| {
             if let Err(e) = &r {
                 health.io_failed(false, e);
             }
@@ -87,19 +104,19 @@ impl Device for Watched {
         if !self.health.is_healthy() || self.health.io_timeout().is_some() {
             return Err(buf);
         }
-        self.inner.start_read(buf, parts, tag, now)
+        self.dev().start_read(buf, parts, tag, now)
     }
 
     fn read_room(&self) -> usize {
         if !self.health.is_healthy() || self.health.io_timeout().is_some() {
             return 0;
         }
-        self.inner.read_room()
+        self.dev().read_room()
     }
 
     fn reap_reads(&self, wait: usize, wake: Option<RawFd>, done: &mut ReadsDone<'_>) -> usize {
         let health = &self.health;
-        self.inner.reap_reads(wait, wake, &mut |tag, buf, outcomes| {
+        self.dev().reap_reads(wait, wake, &mut |tag, buf, outcomes| {
             for o in outcomes {
                 if let Err(e) = o {
                     health.io_failed(false, e);
@@ -113,11 +130,11 @@ impl Device for Watched {
         if self.health.io_timeout().is_some() {
             return false;
         }
-        self.inner.register_read_buffer(buf)
+        self.dev().register_read_buffer(buf)
     }
 
     fn unregister_read_buffer(&self, buf: &mut ReadBuf) -> bool {
-        self.inner.unregister_read_buffer(buf)
+        self.dev().unregister_read_buffer(buf)
     }
 
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
@@ -125,8 +142,8 @@ impl Device for Watched {
             return Err(self.given_up());
         }
         let r = match self.health.io_timeout() {
-            None => self.inner.write_at(offset, data),
-            Some(t) => deadline::write_at(&self.inner, t, offset, data),
+            None => self.dev().write_at(offset, data),
+            Some(t) => deadline::write_at(&self.dev(), t, offset, data),
         };
         self.note(false, r)
     }
@@ -136,8 +153,8 @@ impl Device for Watched {
             return Err(self.given_up());
         }
         let r = match self.health.io_timeout() {
-            None => self.inner.sync(),
-            Some(t) => deadline::sync(&self.inner, t),
+            None => self.dev().sync(),
+            Some(t) => deadline::sync(&self.dev(), t),
         };
         self.note(true, r)
     }
@@ -147,8 +164,8 @@ impl Device for Watched {
             return Err(self.given_up());
         }
         let r = match self.health.io_timeout() {
-            None => self.inner.trim(offset, len),
-            Some(t) => deadline::discard(&self.inner, t, offset, len, false),
+            None => self.dev().trim(offset, len),
+            Some(t) => deadline::discard(&self.dev(), t, offset, len, false),
         };
         self.note(false, r)
     }
@@ -158,33 +175,33 @@ impl Device for Watched {
             return Err(self.given_up());
         }
         let r = match self.health.io_timeout() {
-            None => self.inner.write_zeroes(offset, len),
-            Some(t) => deadline::discard(&self.inner, t, offset, len, true),
+            None => self.dev().write_zeroes(offset, len),
+            Some(t) => deadline::discard(&self.dev(), t, offset, len, true),
         };
         self.note(false, r)
     }
 
     fn describe(&self) -> String {
-        self.inner.describe()
+        self.dev().describe()
     }
 
     fn reads_from_memory(&self) -> bool {
-        self.inner.reads_from_memory()
+        self.dev().reads_from_memory()
     }
 
     fn volatile(&self) -> bool {
-        self.inner.volatile()
+        self.dev().volatile()
     }
 
     fn takes_demotes(&self) -> bool {
-        self.inner.takes_demotes()
+        self.dev().takes_demotes()
     }
 
     fn demote(&self, offset: u64, data: &[u8]) -> bool {
-        self.inner.demote(offset, data)
+        self.dev().demote(offset, data)
     }
 
     fn identity(&self) -> io::Result<Identity> {
-        self.inner.identity()
+        self.dev().identity()
     }
 }

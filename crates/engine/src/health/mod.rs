@@ -4,8 +4,9 @@
 //! The cache goes *degraded* on an error that shows the device is gone (ENODEV, ENXIO,
 //! ESHUTDOWN, ENOTCONN, an I/O that did not complete within the timeout), on any failed sync
 //! of the cache device, or once the decayed error count reaches the limit. The decision is
-//! one-way: a degraded cache never uses its device again (its dirty map is stale against
-//! the writes served while degraded); a restart with a new or reformatted device ends it.
+//! one-way for the device: a degraded cache never uses it again (its dirty map is stale
+//! against the writes served while degraded); a new device ends it, put in while serving
+//! (`live/replace.rs`, [`Health::recover`]) or at a restart with a new or reformatted one.
 //!
 //! Three states, one atomic word: healthy; *tripped* (decided, the switch not yet made:
 //! requests wait for it); degraded (every request goes to backing, `io/degraded.rs`). The
@@ -238,6 +239,17 @@ impl Health {
         true
     }
 
+    /// A new cache device replaced the failed one: healthy again, with no decision and no
+    /// error counted against it (the total since the start stays). The lost list is kept.
+    /// Only while no I/O reaches the device (the replacement holds every request back).
+    pub(crate) fn recover(&self) {
+        let mut t = self.tripped.lock();
+        *self.count.lock() = Decaying::new();
+        self.record_failed.store(false, SeqCst);
+        *t = None;
+        self.state.store(HEALTHY, SeqCst);
+    }
+
     /// Change the lost list with `f` (under its lock).
     pub(crate) fn lost_mut<R>(&self, f: impl FnOnce(&mut LostList) -> R) -> R {
         let mut l = self.lost.lock();
@@ -314,6 +326,24 @@ mod tests {
             assert_eq!(h.status().cause, Some(cause));
             assert!(!h.io_failed(sync, &e), "decided once");
         }
+    }
+
+    #[test]
+    fn a_recovered_cache_is_healthy_and_judged_afresh() {
+        let h = Health::new(HealthConfig { error_limit: 2, ..HealthConfig::default() });
+        h.lost_mut(|l| l.insert(0, 7));
+        assert!(!h.io_failed(false, &eio()));
+        assert!(h.io_failed(false, &eio()));
+        h.set_degraded();
+        h.recover();
+        assert!(h.is_healthy());
+        let s = h.status();
+        assert_eq!((s.state, s.cause, s.reason.as_str()), ("healthy", None, ""));
+        assert!(s.errors_decayed < 1e-9, "the failed device's errors are not counted");
+        assert_eq!(s.errors_total, 2, "the total since the start stays");
+        assert_eq!(s.lost_blocks, 1, "the lost list is kept");
+        assert!(!h.io_failed(false, &eio()), "one error of the new device is below the limit");
+        assert!(h.trip(DegradeCause::Operator, "again".into()), "it can be given up again");
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! synced) before any request goes on.
 //!
 //! A read that touches a listed block fails with EIO, never returning the older bytes on
-//! backing. A write goes to backing; a listed block it covers whole becomes current again
+//! backing; so it does once a new device replaced the failed one (`live/replace.rs`), until
+//! `clear-lost`: the healthy read paths look at the list too (one atomic load while it is
+//! empty), and the hit paths decline such a read to the ordinary one, which fails it. A write goes to backing; a listed block it covers whole becomes current again
 //! once backing has it durably (synced) and leaves the list; one it covers in part stays
 //! listed (its other bytes are still lost). TRIM and WRITE_ZEROES follow the same rule.
 //! Every flow holds the stripe locks of its chunk, so it is ordered with the requests that
@@ -109,7 +111,7 @@ impl Volume {
     }
 
     /// The error of a read of listed block `b`.
-    fn lost_error(&self, b: u64) -> EngineError {
+    pub(super) fn lost_error(&self, b: u64) -> EngineError {
         self.counters().lost_reads.fetch_add(1, Relaxed);
         let bs = self.inner.block_size();
         self.fail(io::Error::other(format!(

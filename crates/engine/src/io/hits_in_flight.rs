@@ -137,6 +137,10 @@ impl Volume {
             };
         }
         let first = offset / bs;
+        // A block lost with a replaced device: the ordinary path fails the READ.
+        if inner.health.first_lost(vid, first..first + len64 / bs).is_some() {
+            return HitStart::Declined(buf);
+        }
         let n = (len64 / bs) as usize;
         // At most one device read per block.
         if inner.cache.read_room() < n {

@@ -24,6 +24,11 @@ impl Volume {
         }
         let bs = self.inner.block_size();
         let end = offset + buf.len() as u64;
+        // Blocks lost with a replaced device read EIO until `clear-lost` (`io/degraded.rs`).
+        if let Some(b) = self.inner.health.first_lost(self.vol().id, offset / bs..end.div_ceil(bs))
+        {
+            return Err(self.lost_error(b));
+        }
         let mut pos = offset;
         while pos < end {
             let first = pos / bs;
@@ -59,6 +64,9 @@ impl Volume {
             // Degraded: a pass-through to backing, at once when backing has the bytes in
             // memory (`io/degraded.rs`).
             return self.read_degraded_at_once(offset, buf);
+        }
+        if self.inner.health.first_lost(self.vol().id, first..stop).is_some() {
+            return None;
         }
         let _pass = match self.enter() {
             Ok(p) => p,

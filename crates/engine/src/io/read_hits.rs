@@ -55,6 +55,7 @@ impl Volume {
                 && len.is_multiple_of(bs)
                 && len / bs <= CHUNK_BLOCKS
                 && offset.checked_add(len).is_some_and(|e| e <= size)
+                && inner.health.first_lost(vid, offset / bs..(offset + len) / bs).is_none()
         };
         if !inner.health.is_healthy() {
             // Degraded: each a pass-through to backing, at once where it can be.

@@ -13,6 +13,7 @@
 pub(crate) mod drain;
 pub(crate) mod flush_all;
 pub(crate) mod progress;
+pub(crate) mod replace;
 pub(crate) mod seq_cutoff;
 pub(crate) mod settings;
 pub(crate) mod status;
@@ -24,6 +25,7 @@ pub(crate) mod volumes;
 
 pub use flush_all::FlushReport;
 pub use progress::Progress;
+pub use replace::ReplaceReport;
 pub use seq_cutoff::SeqCutoffSettings;
 pub use settings::WritebackLimits;
 pub use status::{Draining, Status, VolumeStatus};

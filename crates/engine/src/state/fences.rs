@@ -39,6 +39,11 @@ impl Fences {
         self.list.iter().any(|f| f.keys.contains(&key))
     }
 
+    /// Is any fence raised?
+    pub fn covers_any(&self) -> bool {
+        !self.list.is_empty()
+    }
+
     /// Does a fence bar the flush of `key`'s version of `epoch` (a fence over it that is not
     /// an ordered fence of a later epoch)?
     pub fn bars_flush(&self, key: u64, epoch: u64) -> bool {

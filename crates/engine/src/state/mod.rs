@@ -51,7 +51,8 @@
 //! - `live.rs`: what live changes need of the state: a switch's drain (`switch_drain`, its hold on
 //!   the flusher), a flush on demand's closed epochs (`flush_alls`), a new replacement policy
 //!   or admission sieve;
-//! - `occupancy.rs`: the occupancy per volume, counters read without the lock.
+//! - `occupancy.rs`: the occupancy per volume, counters read without the lock;
+//! - `forget.rs`: forgetting the whole map when a new cache device replaces a failed one.
 //!
 //! Lock: all of it is under `Inner::state` (`core.rs`: … → `state` → nothing else); a method
 //! runs with that lock held, takes no other lock and does no I/O. The files call downwards
@@ -62,6 +63,7 @@ mod checkpoint;
 mod dirty;
 mod fences;
 mod flush;
+mod forget;
 mod index;
 mod inflight;
 mod live;

@@ -13,6 +13,7 @@
 //! - [`plan`]: from the log to the blocks to preload (selector, dedupe, sort, merge);
 //! - [`preload`]: the background preloader, foreground first, never over newer data;
 //! - [`start`]: deciding, planning and starting it all on an open engine;
+//! - `again`: the preload of a new cache device put in while serving;
 //! - [`stats`]: what `ember stats` and the metrics show;
 //! - [`options`]: what `ember serve` asks for;
 //! - `host`: what the threads need of the engine (`host::Host`).
@@ -24,6 +25,7 @@
 //!
 //! Not built: a log region inside the cache layout (the log is a separate file).
 
+mod again;
 pub(crate) mod host;
 pub mod log_file;
 pub mod monitor;
@@ -36,6 +38,7 @@ pub(crate) mod start;
 pub mod stats;
 pub(crate) mod writer;
 
+pub(crate) use again::preload_again;
 pub use options::{SnapshotOptions, WarmupOptions, WarmupSize};
 pub use start::WarmupStart;
 pub use stats::{WarmupState, WarmupStats};
@@ -52,6 +55,8 @@ pub(crate) struct Hooks {
     pub sink: OnceLock<Arc<parking_lot::Mutex<writer::LogSink>>>,
     pub counters: Counters,
     pub running: parking_lot::Mutex<Option<start::Running>>,
+    /// The options warmup started with (a replaced cache device preloads by them).
+    pub options: parking_lot::Mutex<Option<WarmupOptions>>,
 }
 
 impl Hooks {

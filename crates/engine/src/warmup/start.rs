@@ -39,6 +39,23 @@ pub(crate) struct Running {
 }
 
 impl Running {
+    /// The preloader is running.
+    pub fn preloading(&self) -> bool {
+        self.preloader.as_ref().is_some_and(|h| !h.is_finished())
+    }
+
+    /// Run `preloader` in place of the one that ended, under the same stop flag.
+    pub fn set_preloader(&mut self, preloader: JoinHandle<()>) {
+        if let Some(h) = self.preloader.replace(preloader) {
+            let _ = h.join();
+        }
+    }
+
+    /// The flag that stops the threads.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
     /// Stop the preloader and the writer (which drains and syncs the log first).
     pub fn stop(mut self) {
         self.stop.store(true, Relaxed);
@@ -229,40 +246,49 @@ pub(crate) fn start<H: Host>(
             .map_err(EngineError::Io)?
     };
     let preloader = if the_plan.blocks > 0 {
-        let (host, stop) = (host.clone(), stop.clone());
-        let runs = the_plan.runs;
-        Some(
-            std::thread::Builder::new()
-                .name("ember-preload".into())
-                .spawn(move || {
-                    let why = super::preload::run(&*host, &runs, source, &stop);
-                    let c = &host.hooks().counters;
-                    let mut line = format!(
-                        "preload {why}: {} blocks preloaded in {:.2} s, {} already cached",
-                        c.preloaded_blocks.load(Relaxed),
-                        c.preload_ns() as f64 / 1e9,
-                        c.skipped_blocks.load(Relaxed)
-                    );
-                    let snap = c.preloaded_snapshot_blocks.load(Relaxed);
-                    let bad = c.snapshot_bad_blocks.load(Relaxed);
-                    if snap > 0 || bad > 0 {
-                        line += &format!(", {snap} from the performance snapshot");
-                    }
-                    if bad > 0 {
-                        line += &format!(
-                            " ({bad} of its copies unreadable or failing their checksum: read \
-                             from backing)"
-                        );
-                    }
-                    c.set_reason(line);
-                })
-                .map_err(EngineError::Io)?,
-        )
+        Some(spawn_preloader(host, the_plan.runs, source, stop.clone())?)
     } else {
         None
     };
     *hooks.running.lock() = Some(Running { stop, writer: Some(writer), preloader });
+    *hooks.options.lock() = Some(opts.clone());
     Ok(WarmupStart { planned_blocks: the_plan.blocks, line })
+}
+
+/// Start the preloader thread over `runs` (from `source`'s snapshot copies where it has
+/// them); its last line goes to the counters' reason.
+pub(super) fn spawn_preloader<H: Host>(
+    host: &Arc<H>,
+    runs: Vec<(u32, u64, u64)>,
+    source: Source,
+    stop: Arc<AtomicBool>,
+) -> Result<JoinHandle<()>, EngineError> {
+    let host = host.clone();
+    std::thread::Builder::new()
+        .name("ember-preload".into())
+        .spawn(move || {
+            let why = super::preload::run(&*host, &runs, source, &stop);
+            let c = &host.hooks().counters;
+            let mut line = format!(
+                "preload {why}: {} blocks preloaded in {:.2} s, {} already cached",
+                c.preloaded_blocks.load(Relaxed),
+                c.preload_ns() as f64 / 1e9,
+                c.skipped_blocks.load(Relaxed)
+            );
+            let snap = c.preloaded_snapshot_blocks.load(Relaxed);
+            let bad = c.snapshot_bad_blocks.load(Relaxed);
+            if snap > 0 || bad > 0 {
+                line += &format!(", {snap} from the performance snapshot");
+            }
+            if bad > 0 {
+                line += &format!(
+                    " ({bad} of its copies unreadable or failing their checksum: read from \
+                     backing)"
+                );
+            }
+            c.set_reason(line);
+        })
+        .map_err(EngineError::Io)
 }
 
 /// The previous run's performance snapshot as a preload source for `p`: the line saying what

@@ -1,6 +1,7 @@
 //! What each control command does ([`Control`]): `status`, `flush`, `get`, `set`,
 //! `reload` and `stop`, over the engine, the NBD server and the configuration in force; the
-//! volume commands (`attach`, `uncache`, `recache`, `remove`) are in `volume_commands.rs`.
+//! volume commands (`attach`, `uncache`, `recache`, `remove`) are in `volume_commands.rs`,
+//! `replace-cache` in `replace_cache.rs`.
 //!
 //! The configuration in force is the config file with the command line over it, and the
 //! `set` values over both until the server stops. `reload` reads the file again: the flags
@@ -23,6 +24,7 @@ use super::status::{Status, StatusSources};
 use crate::clients::Clients;
 use crate::config::{get_value, save_setting, set_value, Key, ServeConfig, KEYS};
 use crate::config_source::ConfigSource;
+use crate::degraded::Bookkeeping;
 use crate::notify::Notifier;
 use crate::plan::Plan;
 
@@ -32,6 +34,8 @@ pub struct Control {
     nbd: ShutdownHandle,
     /// The connections to each export (`remove` refuses to stop one with clients).
     clients: Arc<Clients>,
+    /// Degraded mode's bookkeeping (the state file, the cache device in service).
+    book: Arc<Bookkeeping>,
     source: Option<ConfigSource>,
     state: Mutex<State>,
     /// Held by `set` and `reload` while they change the server.
@@ -58,6 +62,8 @@ enum Group {
     Cleaning,
 }
 
+#[path = "replace_cache.rs"]
+mod replace_cache;
 #[path = "volume_commands.rs"]
 mod volume_commands;
 #[path = "volume_settings.rs"]
@@ -114,6 +120,7 @@ impl Control {
         engine: Arc<Engine>,
         nbd: ShutdownHandle,
         clients: Arc<Clients>,
+        book: Arc<Bookkeeping>,
         config: ServeConfig,
         source: Option<ConfigSource>,
         notify: Arc<Notifier>,
@@ -122,6 +129,7 @@ impl Control {
             engine,
             nbd,
             clients,
+            book,
             source,
             state: Mutex::new(State { config, sets: BTreeMap::new() }),
             changing: Mutex::new(()),
@@ -155,6 +163,7 @@ impl Control {
             Command::Recache { volume } => self.recache(volume),
             Command::Remove { volume, force } => self.remove(volume, *force, progress),
             Command::ClearLost { volume } => super::clear_lost::clear_lost(&self.engine, volume),
+            Command::ReplaceCache { path, format } => self.replace_cache(path, *format),
         }
     }
 

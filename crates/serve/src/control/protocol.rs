@@ -97,6 +97,15 @@ pub enum Command {
         /// The volume.
         volume: String,
     },
+    /// Put a new cache device in place of the one given up (degraded mode): the cache caches
+    /// again, cold; the lost list stays (docs/reference/degraded.md).
+    ReplaceCache {
+        /// The new device: a file or a block device, at least the failed one's size.
+        path: String,
+        /// Reformat it even if it holds an ember cache.
+        #[serde(default)]
+        format: bool,
+    },
 }
 
 impl Command {
@@ -114,6 +123,7 @@ impl Command {
             Command::Recache { .. } => "recache",
             Command::Remove { .. } => "remove",
             Command::ClearLost { .. } => "clear-lost",
+            Command::ReplaceCache { .. } => "replace-cache",
         }
     }
 }
@@ -130,6 +140,7 @@ impl Command {
             Command::Uncache { .. } | Command::Recache { .. } => &["volume"],
             Command::Remove { .. } => &["volume", "force"],
             Command::ClearLost { .. } => &["volume"],
+            Command::ReplaceCache { .. } => &["path", "format"],
         }
     }
 }
@@ -279,6 +290,7 @@ mod tests {
             Command::Recache { volume: "a".into() },
             Command::Remove { volume: "b".into(), force: true },
             Command::ClearLost { volume: "db".into() },
+            Command::ReplaceCache { path: "/dev/sdf".into(), format: true },
         ] {
             let line = Request::new(command.clone()).to_line();
             assert_eq!(parse_request(line.as_bytes()), Ok(Request::new(command)), "{line}");

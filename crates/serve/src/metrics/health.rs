@@ -11,7 +11,7 @@ pub fn render_health(engine: &Engine, out: &mut String) {
     let gauges = [
         (
             "ember_cache_degraded",
-            "1 once the cache device was given up (degraded mode: every request goes to backing).",
+            "1 while the cache device is given up (degraded mode: every request goes to backing).",
             if h.state == "healthy" { 0.0 } else { 1.0 },
         ),
         (
