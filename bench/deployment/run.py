@@ -17,7 +17,8 @@ tier (a cache file of ARRAY_SIZE) over a slow backing: a file behind nbdkit's de
    the old array are refused as stale.
 
 The trace: `ember trace gen multi-client`, two clients, BLOCKS blocks each (a fraction
-SHARED of them shared, Zipf), BLOCKS warm-up and TIMED timed requests per client. Each
+SHARED of them shared), read with PATTERN (random, or zipf with exponent ALPHA), BLOCKS warm-up
+and TIMED timed requests per client. Each
 client's requests are replayed by its own `ember replay` at queue depth 1, the warm-up first,
 then the timed requests, both clients at once; the live mean READ latency is `ember
 replay`'s over the timed READs, the backing reads the array's, over the timed requests.
@@ -27,24 +28,60 @@ configuration 4 the topology says `crash-after-requests` (the end of the warm-up
 laboratory crashes its array there, restarts it from the warmup log it kept of the array's
 READs and writes, and applies the stale rule to the clients' DEMOTEs after the restart.
 
+The default is Wong & Wilkes' setting where exclusive caching pays (section 3.2's RANDOM,
+section 5's disjoint clients): the array is the bottleneck, the clients' caches together
+(2 x 3044 blocks of mem:16M) are about the array's (7108 blocks of a 32M file), and the
+working set, 2 x 6600 blocks read at random, is larger than either but within their sum
+(N_rand = N_c + N_a); 6600 warm-up and 10 x 6600 timed READs a client, as the paper issues
+them. `ember sim --deployment` over the same files (T_a 0.2 ms, T_d 2 ms; inclusive against
+DEMOTE, backing reads over the timed requests) located it:
+
+    CLIENT_MEM ARRAY_SIZE BLOCKS SHARED pattern TIMED | backing reads     | model ms      ratio
+                                                      | inclusive DEMOTE  | incl.  DEMOTE
+    16M        64M        8192   0.5    zipf 1  16384 |     3301    3301  | 0.232  0.250  0.93
+    16M        32M        8192   0.5    zipf 1  16384 |     3305    3306  | 0.232  0.250  0.93
+    16M        32M        9900   0      zipf 1  39600 |    11150    7926  | 0.316  0.265  1.19
+    16M        32M        9900   0      zipf .8 39600 |    21946   11470  | 0.622  0.423  1.47
+    16M        32M        3000   0      random  12000 |     2200    2200  | 0.202  0.202  1.00
+    16M        64M        6600   0      random  26400 |     4868    4868  | 0.293  0.379  0.77
+    16M        32M        6600   0.5    random  26400 |    12055    4849  | 0.565  0.386  1.46
+    16M        32M        6600   0.1    random  26400 |    20195    5117  | 0.873  0.403  2.17
+    16M        32M        6600   0      random  26400 |    21994    4868  | 0.941  0.395  2.38
+    16M        32M        6600   0      random  66000 |    54666    4953  | 0.936  0.289  3.25
+    16M        32M       13200   0      random  52800 |    75754   52849  | 1.589  1.309  1.21
+
+The earlier default (first row) fits the clients' hot set in the array either way: DEMOTE
+gains nothing. A working set within one client's cache (3000) or an array that holds it all
+(64M) leaves nothing to gain either (DEMOTE only pays its transfers); twice the caches' sum
+(13200) gains little; sharing shrinks the gain (section 5: DEMOTE suits disjoint clients);
+Zipf's hot blocks stay in the clients, the paper's ZIPF gaining 1.7x against RANDOM's 7.5x
+(table 3). The default (the tenth row) predicts 11 times fewer backing reads with DEMOTE and
+a mean READ latency 3.25 times lower. The target, >= 2.5, is that prediction less a fifth:
+live, an array hit costs less than the model's 0.2 ms (a Unix socket, not a SAN), which
+favours DEMOTE, while each tier's request overhead adds to both configurations alike and
+narrows the ratio.
+
 Prints a table (configuration, live and simulated mean READ latency, live and simulated
-backing reads, live and simulated array READ hit ratio over the timed requests) and last
-`ratio: X` = the live mean READ latency of the inclusive
+backing reads, live and simulated array READ hit ratio over the timed requests), the
+simulated ratio, and last `ratio: X` = the live mean READ latency of the inclusive
 configuration over that of the best one. Records the result in bench/results/
 (bench/lib/record.py).
 
-Env: CLIENT_MEM (16M), ARRAY_SIZE (64M), BLOCKS (8192), TIMED (16384), SHARED (0.5),
-DELAY (2ms), T_A (0.2), T1 (2), T2 (1), EMBER. A smoke run: BLOCKS=2000 TIMED=2000 DELAY=0ms.
+Env: CLIENT_MEM (16M), ARRAY_SIZE (32M), BLOCKS (6600), TIMED (10 x BLOCKS), SHARED (0),
+PATTERN (random), ALPHA (1.0), DELAY (2ms), T_A (0.2), T1 (2), T2 (1), EMBER. A smoke run:
+BLOCKS=2000 TIMED=2000 DELAY=0ms.
 """
 import json, os, re, shutil, signal, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EMBER = os.environ.get("EMBER", os.path.join(ROOT, "target/release/ember"))
 CLIENT_MEM = os.environ.get("CLIENT_MEM", "16M")
-ARRAY_SIZE = os.environ.get("ARRAY_SIZE", "64M")
-BLOCKS = int(os.environ.get("BLOCKS", "8192"))
-TIMED = int(os.environ.get("TIMED", "16384"))
-SHARED = os.environ.get("SHARED", "0.5")
+ARRAY_SIZE = os.environ.get("ARRAY_SIZE", "32M")
+BLOCKS = int(os.environ.get("BLOCKS", "6600"))
+TIMED = int(os.environ.get("TIMED", str(10 * BLOCKS)))
+SHARED = os.environ.get("SHARED", "0")
+PATTERN = os.environ.get("PATTERN", "random")
+ALPHA = os.environ.get("ALPHA", "1.0")
 DELAY = os.environ.get("DELAY", "2ms")
 T_A = os.environ.get("T_A", "0.2")
 T1, T2 = os.environ.get("T1", "2"), os.environ.get("T2", "1")
@@ -52,7 +89,7 @@ WORK = tempfile.mkdtemp(prefix="ember-deployment.")
 sys.path.insert(0, os.path.join(ROOT, "bench", "lib"))
 from record import Record  # noqa: E402
 
-REC = Record("deployment", peer="ember inclusive NONE-LRU tiers", target=">= 1.5",
+REC = Record("deployment", peer="ember inclusive NONE-LRU tiers", target=">= 2.5",
              title="A deployment of two client tiers over a sieved DEMOTE array, live and "
                    "simulated from the same config files",
              ratio_of="inclusive mean READ latency / the best configuration's (live)")
@@ -191,16 +228,16 @@ def main():
                     disk, f"rdelay={DELAY}"], check=True)
     trace = os.path.join(WORK, "mc.csv")
     ember("trace", "gen", "multi-client", "--clients", "2", "--blocks-per-client", str(BLOCKS), "--sharing",
-          "partial", "--shared-fraction", SHARED, "--pattern", "zipf", "--warmup-per-client", str(BLOCKS),
-          "--timed-per-client", str(TIMED), "--seed", "7", "-o", trace)
+          "partial", "--shared-fraction", SHARED, "--pattern", PATTERN, "--alpha", ALPHA,
+          "--warmup-per-client", str(BLOCKS), "--timed-per-client", str(TIMED), "--seed", "7", "-o", trace)
     lines = open(trace).read().splitlines(keepends=True)
     for k in range(2):
         mine = [l for l in lines if f",client{k}," in l]
         open(os.path.join(WORK, f"client{k}.warm.csv"), "w").writelines(mine[:BLOCKS])
         open(os.path.join(WORK, f"client{k}.timed.csv"), "w").writelines(mine[BLOCKS:])
     print(f"bench/deployment: 2 clients x mem:{CLIENT_MEM}, array {ARRAY_SIZE} file cache, backing "
-          f"rdelay={DELAY}; {BLOCKS} blocks a client ({SHARED} shared), {BLOCKS} warm-up + {TIMED} timed "
-          f"requests a client")
+          f"rdelay={DELAY}; {BLOCKS} blocks a client ({SHARED} shared, {PATTERN}), {BLOCKS} warm-up + "
+          f"{TIMED} timed requests a client")
     print(f"{'configuration':24} {'live ms':>9} {'sim ms':>9} {'live backing':>13} {'sim backing':>12} "
           f"{'live hit%':>9} {'sim hit%':>9}")
     rows, results = [], {}
@@ -224,8 +261,13 @@ def main():
                     "sim backing reads", "live array hit %", "sim array hit %"], rows)
     best = min(r["live_ms"] for n, r in results.items() if n != "inclusive")
     ratio = results["inclusive"]["live_ms"] / best if best > 0 else None
+    sim_best = min(r["sim_ms"] for n, r in results.items() if n != "inclusive")
+    sim_ratio = results["inclusive"]["sim_ms"] / sim_best if sim_best > 0 else None
+    if sim_ratio is not None:
+        REC.figure("simulated ratio (Wong & Wilkes' model)", [sim_ratio], who="ratio")
+        print(f"simulated ratio: {sim_ratio:.2f}")
     REC.note(f"CLIENT_MEM {CLIENT_MEM}, ARRAY_SIZE {ARRAY_SIZE}, BLOCKS {BLOCKS}, TIMED {TIMED}, "
-             f"SHARED {SHARED}, DELAY {DELAY}, T1 {T1}, T2 {T2}")
+             f"SHARED {SHARED}, PATTERN {PATTERN}, ALPHA {ALPHA}, DELAY {DELAY}, T1 {T1}, T2 {T2}")
     REC.write(None if ratio is None else round(ratio, 2))
     if ratio is not None:
         print(f"ratio: {ratio:.2f}")

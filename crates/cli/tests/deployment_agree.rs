@@ -13,14 +13,18 @@
 //! changes nothing here: the clients' blocks are disjoint, the array holds every block the
 //! clients touch (12,000: it never evicts) and its sieve decides per block (the exact
 //! doorkeeper: admit at a block's second miss, a DEMOTE counting as one). A tier whose array
-//! evicts, or a shared block, makes the array's counters depend on that interleaving
-//! (crates/cli/tests/demote_multi_client.rs bounds it). The clock-driven counters (dirty
-//! blocks, flushes) are 0 on both sides: write-through clients leave nothing dirty.
+//! evicts, or a shared block, makes the array's counters depend on that interleaving: with
+//! one client (an evicting array) they are equal again, with shared blocks within 2 %. The
+//! clock-driven counters (dirty blocks, flushes) are 0 on both sides: write-through clients
+//! leave nothing dirty.
 //!
 //! The array's crash: `kill -9` of the array tier between the trace's warm-up and its timed
-//! part, a warm restart from its warmup log while write-back-persist clients reconnect, the
-//! restarted array's READ hit ratio within 5 points of the laboratory's prediction, and no
-//! byte the clients wrote lost.
+//! part, a warm restart from its warmup log while a write-through and a write-back-persist
+//! client reconnect: the restarted array's READ hit ratio within 5 points of the
+//! laboratory's prediction, both clients' DEMOTEs to the new array as predicted (the
+//! write-through one's equal, the write-back one's short by at most its write hits), the
+//! write-back client's dirty writes and flushed blocks within 10 % of the prediction, and
+//! no byte the clients wrote lost.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
@@ -143,7 +147,7 @@ type Check = (String, f64, f64);
 fn a_live_deployment_gives_the_counters_the_laboratory_predicted() {
     let dir = tempfile::tempdir().unwrap();
     let topology = write_deployment(dir.path());
-    let checks = agree(dir.path(), &topology, 2, W, 5);
+    let checks = agree(dir.path(), &topology, 2, W, 5, DISJOINT);
     let get = |n: &str| checks.iter().find(|c| c.0 == n).unwrap().1;
     // Every demoted block reached the client through the array, which counted that miss:
     // the DEMOTE is the block's second miss at the doorkeeper, admitted.
@@ -167,21 +171,70 @@ fn an_evicting_array_refusing_demotes_by_its_sieve_agrees_too() {
     );
     std::fs::write(dir.path().join("array.toml"), array).unwrap();
     let topology = one_client(dir.path());
-    let checks = agree(dir.path(), &topology, 1, 8000, 6);
+    let checks = agree(dir.path(), &topology, 1, 8000, 6, DISJOINT);
     let get = |n: &str| checks.iter().find(|c| c.0 == n).unwrap().1;
     assert!(get("array demotes_refused") > 0.0, "the sieve refused DEMOTEs");
     assert!(get("array demotes_stored") > 0.0 && get("array read_hits") > 0.0);
 }
 
+/// The clients' requests (how their working sets overlap, their writes), how they are
+/// replayed, and how far the array's counters may be from the prediction.
+#[derive(Clone, Copy)]
+struct Workload {
+    /// `ember trace gen multi-client`'s options besides the sizes and the seed.
+    gen: &'static str,
+    /// Replayed at the trace's timestamps (`--timing trace`), not as fast as each goes.
+    timed: bool,
+    /// The array's counters: |live - predicted| at most this fraction of the prediction.
+    array_slack: f64,
+}
+
+/// Disjoint working sets read at random, one request in ten a write: every counter equal.
+const DISJOINT: Workload =
+    Workload { gen: "--sharing disjoint --write-ratio 0.1", timed: false, array_slack: 0.0 };
+
+/// Blocks shared between the clients: half of each client's working set of 6000 blocks is
+/// common to both (`--sharing partial`), read only. Each client tier's counters equal the
+/// prediction still: a client cache sees its own requests alone. The array's depend on the
+/// order the two clients' requests reach it, which the laboratory takes from the trace and
+/// the live array from two replays running side by side: which client reads a shared block
+/// first decides which READ misses and which hits, and whether a DEMOTE of it is stored or
+/// aborted. The replays follow the trace's clock (2000 requests a second each, the clients
+/// interleaved as the trace lists them), so the two orders differ only where a request runs
+/// late; the array's counters agree within 2 % (measured: 4 blocks in about 4000).
+#[test]
+fn shared_blocks_give_the_array_counters_within_a_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    let topology = write_deployment(dir.path());
+    let shared = Workload {
+        gen: "--sharing partial --shared-fraction 0.5 --write-ratio 0 --rate 2000",
+        timed: true,
+        array_slack: 0.02,
+    };
+    let checks = agree(dir.path(), &topology, 2, W, 7, shared);
+    let get = |n: &str| checks.iter().find(|c| c.0 == n).unwrap().1;
+    assert!(get("array demotes_aborted") > 0.0, "both clients demote shared blocks");
+    assert!(get("array read_hits") > 0.0 && get("array demotes_stored") > 0.0);
+}
+
 /// Predict `topology` (its first `clients` client tiers) over a `multi-client` trace of that
-/// many disjoint clients of `blocks` blocks each (seed `seed`), start it, replay each client's part through its tier
-/// at queue depth 1, all at once, stop it, and check every tier's counters equal to the
-/// prediction. Returns them (name, predicted, live).
-fn agree(dir: &Path, topology: &Path, clients: usize, blocks: u64, seed: u64) -> Vec<Check> {
+/// many clients of `blocks` blocks each read at random (seed `seed`, the rest as `work`
+/// says), start it, replay each client's part through its tier at queue depth 1, all at
+/// once, stop it, and check every client tier's counters equal to the prediction and the
+/// array's within `work.array_slack`. Returns them (name, predicted, live).
+fn agree(
+    dir: &Path,
+    topology: &Path,
+    clients: usize,
+    blocks: u64,
+    seed: u64,
+    work: Workload,
+) -> Vec<Check> {
     let trace = dir.join("mc.csv");
     let gen = format!(
-        "multi-client --clients {clients} --blocks-per-client {blocks} --sharing disjoint \
-         --pattern random --timed-per-client {blocks} --write-ratio 0.1 --seed {seed}"
+        "multi-client --clients {clients} --blocks-per-client {blocks} --pattern random \
+         --timed-per-client {blocks} --seed {seed} {}",
+        work.gen
     );
     gen_trace(&gen, &trace);
     // The prediction, before any server runs.
@@ -208,6 +261,7 @@ fn agree(dir: &Path, topology: &Path, clients: usize, blocks: u64, seed: u64) ->
                 .arg("--server")
                 .arg(format!("nbd+unix:///?socket={}", sock.display()))
                 .args(["--queue-depth", "1", "--connections", "1", "--json"])
+                .args(if work.timed { &["--timing", "trace"][..] } else { &[] })
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
@@ -261,9 +315,16 @@ fn agree(dir: &Path, topology: &Path, clients: usize, blocks: u64, seed: u64) ->
     let table: Vec<String> =
         checks.iter().map(|(n, sim, live)| format!("{n}: sim {sim} live {live}")).collect();
     eprintln!("{}\nstale {stale}, received {received}", table.join("\n"));
-    assert_eq!(stale, 0.0, "no client writes another's blocks");
+    if work.array_slack == 0.0 {
+        assert_eq!(stale, 0.0, "no client writes another's blocks");
+    }
     for (n, sim, live) in &checks {
-        assert_eq!(sim, live, "{n}\n{}", table.join("\n"));
+        if n.starts_with("array ") {
+            let slack = work.array_slack * sim;
+            assert!((sim - live).abs() <= slack, "{n} beyond {slack}\n{}", table.join("\n"));
+        } else {
+            assert_eq!(sim, live, "{n}\n{}", table.join("\n"));
+        }
     }
     let sent = checks.iter().filter(|c| c.0.ends_with("demotes_sent")).map(|c| c.1).sum::<f64>();
     assert_eq!(received, sent);
@@ -384,9 +445,9 @@ fn last_metrics_of(log: &Path) -> String {
 /// restarted array's READ hit ratio within 5 points. What may differ, and why: the live log
 /// orders the two clients' requests as they arrived and the write-back client's writes when
 /// its flusher wrote them (the laboratory: trace order, each write at once, so it plans a
-/// few more blocks), and the laboratory's write-back client demotes the victims of its READ
-/// misses where the live one, whose room comes from its flusher's clean list, sent none in
-/// this run. The write-back-persist client loses nothing: after `ember ctl flush` and `ember
+/// few more blocks). Both clients go on demoting to the new array, as predicted (the bounds
+/// below). The write-back client's dirty writes and flushed blocks follow the prediction
+/// within the flusher's clock. The write-back-persist client loses nothing: after `ember ctl flush` and `ember
 /// deploy down` every block the trace wrote holds, on the backing file, the last write of
 /// it, every byte.
 #[test]
@@ -451,7 +512,18 @@ fn an_array_crash_is_predicted_and_its_clients_lose_nothing() {
         assert!(t0.elapsed() < Duration::from_secs(60), "the preload did not finish");
         std::thread::sleep(Duration::from_millis(20));
     }
+    let client_metrics: Vec<String> =
+        (0..2).map(|k| metrics_of(&state.join(format!("client{k}.log")))).collect();
+    // Per client: (DEMOTEs sent, write hits).
+    let counts = |k: usize| {
+        let s = scrape(&client_metrics[k]);
+        let m = |name: &str| metric(&s, &format!("ember_cache_{name}_total"));
+        (m("demotes_sent"), m("write_hits"))
+    };
+    let before: Vec<(f64, f64)> = (0..2).map(counts).collect();
     wait_replays((0..2).map(|k| replay_part(dir.path(), k, &part_file(k, 1), 2)).collect());
+    let since: Vec<(f64, f64)> =
+        (0..2).map(|k| (counts(k).0 - before[k].0, counts(k).1 - before[k].1)).collect();
     let s = scrape(&metrics);
     let m = |name: &str| metric(&s, &format!("ember_{name}"));
     let hits = m("cache_read_hits_total");
@@ -463,7 +535,47 @@ fn an_array_crash_is_predicted_and_its_clients_lose_nothing() {
     // into the array (write-through onto the backing file) before the check below.
     let ctl = state.join("client0.ctl");
     ember_ok(&[Path::new("ctl"), Path::new("--control"), &ctl, Path::new("flush")]);
+    let wb = scrape(&client_metrics[0]);
+    let (dirty, flushed) = (
+        metric(&wb, "ember_cache_dirty_writes_total"),
+        metric(&wb, "ember_cache_flushed_blocks_total"),
+    );
     ember_ok(&[Path::new("deploy"), Path::new("down"), &topology]);
+
+    // The clients' DEMOTEs to the restarted array. The write-through client's equal the
+    // prediction (a client cache sees its own requests alone). The write-back-persist
+    // client demotes too, a little less than predicted, by at most its write hits: live, a
+    // write hit puts the new version in a new block (no-overwrite, thesis 4.1), and in a
+    // full cache that block is a clean one freed without a DEMOTE (as for a dirty write's
+    // miss); the old version's block is then free, so the next READ miss evicts nothing and
+    // demotes nothing. The laboratory's write hit takes no block.
+    let predicted: Vec<f64> =
+        (0..2).map(|k| restart["clients"][k]["demotes_sent"].as_f64().unwrap()).collect();
+    for (k, (live, write_hits)) in since.iter().enumerate() {
+        eprintln!(
+            "client{k}: since the restart, DEMOTEs live {live} predicted {}, write hits live \
+             {write_hits} predicted {}",
+            predicted[k], restart["clients"][k]["write_hits"]
+        );
+    }
+    for (k, (live, _)) in since.iter().enumerate() {
+        assert!(*live > 0.0 && predicted[k] > 0.0, "client{k} demotes after the restart");
+    }
+    assert_eq!(since[1].0, predicted[1], "the write-through client");
+    let (live, write_hits) = since[0];
+    assert!(live <= predicted[0] && predicted[0] - live <= write_hits, "the write-back client");
+    // The write-back client's clock-driven counters, whole run: the laboratory writes every
+    // dirty block back once, at once. Live, a rewrite of a block still dirty coalesces
+    // (flushed once), and a write finding the dirty limit reached goes through instead (not
+    // dirty): both lower the live counts, by the share of writes the flusher's clock left
+    // dirty that long, here under 10 % (measured: 578 dirty writes of 578, 543 flushed).
+    let sim_dirty = sim["clients"][0]["dirty_writes"].as_f64().unwrap();
+    eprintln!(
+        "client0 (write-back-persist): dirty writes live {dirty} predicted {sim_dirty}, \
+               blocks flushed live {flushed}"
+    );
+    assert!(flushed <= dirty && dirty <= sim_dirty, "{flushed} {dirty} {sim_dirty}");
+    assert!(flushed >= 0.9 * sim_dirty, "flushed {flushed} of {sim_dirty} predicted");
 
     let a = &restart["array"];
     let sim_ratio = a["hit_ratio"].as_f64().unwrap();

@@ -3,9 +3,12 @@
 //! - the **client tier** ([`Volume::send_demote`]): a clean block the replacement policy
 //!   evicts to make room for a read miss or a write-through write miss is handed to backing
 //!   as a DEMOTE, when backing takes them (an NBD export that granted `x-ember:demote`).
-//!   Dirty blocks are never evicted, so never demoted. Under the write-back policies a clean
-//!   block the flusher's clean-LRU frees for a dirty write is not demoted (its block goes to
-//!   the free list, where another request may reuse it at once).
+//!   Dirty blocks are never evicted, so never demoted. Under the write-back policies the
+//!   policy's victim is rarely the block freed (dirty blocks hold part of the cache, so the
+//!   policy is seldom full): a read miss then takes the block of the oldest clean block,
+//!   which is demoted all the same. A clean block the flusher's clean-LRU frees for a dirty
+//!   write is not demoted (its block goes to the free list, where another request may reuse
+//!   it at once).
 //! - the **array tier** ([`Volume::demote`]): a DEMOTE received is placed by the replacement
 //!   policy, which is then one of the array schemes (`ember_policy::demote::ArrayReplacement`,
 //!   the simulator's `ArrayCache`); a stored block is written to the cache device as a clean

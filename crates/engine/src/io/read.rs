@@ -174,11 +174,12 @@ impl Volume {
                         c.evictions.fetch_add(1, Relaxed);
                     }
                 }
-                if let (Some(v), Some(c)) = (a.evicted, a.cache_block) {
+                if let (Some(v), Some(c)) = (a.evicted.or(a.reclaimed), a.cache_block) {
                     // The victim's data is still in the block this fill reuses: DEMOTE it
-                    // before the fill overwrites it. (A victim whose block a reader still
-                    // pins went elsewhere, and one this request allocated was never
-                    // filled; neither is demoted.)
+                    // before the fill overwrites it. The victim is the policy's, or the
+                    // oldest clean block when dirty blocks hold the rest (write-back). (A
+                    // victim whose block a reader still pins went elsewhere, and one this
+                    // request allocated was never filled; neither is demoted.)
                     if a.victim_block == Some(c)
                         && adopted != Adopted::Fill
                         && self.demotes_to_backing(v)

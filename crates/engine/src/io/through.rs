@@ -99,7 +99,7 @@ impl Volume {
                         c.evictions.fetch_add(1, Relaxed);
                     }
                 }
-                if let (Some(v), Some(c)) = (a.evicted, a.cache_block) {
+                if let (Some(v), Some(c)) = (a.evicted.or(a.reclaimed), a.cache_block) {
                     // As on a read miss: the clean victim's data is still in the block this
                     // write reuses, so it goes down as a DEMOTE before the write lands.
                     if a.victim_block == Some(c)

@@ -18,8 +18,16 @@ pub(crate) struct Allocation {
     /// Keys evicted to make room.
     pub evicted: Option<u64>,
     /// The cache block the evicted key held (its data stays there until the block is
-    /// written again): the client tier reads its DEMOTE's copy from it.
+    /// written again): the client tier reads its DEMOTE's copy from it. With `reclaimed`, the
+    /// block the reclaimed key held, which is the block allocated.
     pub victim_block: Option<u32>,
+    /// The clean key evicted outside the policy's choice to free the block allocated: the
+    /// policy chose no victim and no block was free, because dirty blocks (or blocks the
+    /// persisted dirty map still names) hold the others, as under the write-back policies.
+    /// The oldest clean block leaves, logged for the counters with every such eviction
+    /// (`evicted_log`), and is the allocation's victim: the client tier demotes it as it
+    /// demotes the policy's (Wong & Wilkes 1.1: a client demotes the clean blocks it ejects).
+    pub reclaimed: Option<u64>,
 }
 
 /// What became of a DEMOTE of one block ([`CacheState::demote_install`]).
@@ -88,7 +96,14 @@ impl CacheState {
     /// Evict up to `tries` clean blocks, oldest first, until one block is free. Returns the
     /// number evicted.
     pub fn evict_clean(&mut self, tries: usize) -> u64 {
+        self.evict_for_room(tries).0
+    }
+
+    /// [`CacheState::evict_clean`], also returning the key whose eviction freed a block and
+    /// that block (None if none came free).
+    fn evict_for_room(&mut self, tries: usize) -> (u64, Option<(u64, u32)>) {
         let mut n = 0;
+        let mut freed = None;
         while self.lists.free_len() == 0 && (n as usize) < tries {
             let Some(c) = self.oldest_clean() else { break };
             let key = self.keys[c as usize];
@@ -99,8 +114,11 @@ impl CacheState {
             self.unlist(key, c);
             self.deref_block(c);
             n += 1;
+            if self.lists.free_len() > 0 {
+                freed = Some((key, c));
+            }
         }
-        n
+        (n, freed)
     }
 
     /// Allocate a cache block for the missed `acc.key` (a clean block: a fill, or a
@@ -132,19 +150,27 @@ impl CacheState {
             self.replacement.insert(acc)
         };
         let victim_block = evicted.and_then(|v| self.get(v));
-        let placed = match self.place_clean(acc.key, evicted, false) {
-            None => victim_block.filter(|c| own.contains(c)).and_then(|c| self.adopt(acc.key, c)),
+        let (placed, reclaimed) = match self.place_clean(acc.key, evicted, false) {
+            (None, _) => {
+                let adopted = victim_block.filter(|c| own.contains(c));
+                (adopted.and_then(|c| self.adopt(acc.key, c)), None)
+            }
             placed => placed,
         };
         match placed {
-            Some(c) => Allocation { cache_block: Some(c), evicted, victim_block },
+            Some(c) => Allocation {
+                cache_block: Some(c),
+                evicted,
+                victim_block: if reclaimed.is_some() { Some(c) } else { victim_block },
+                reclaimed,
+            },
             None => {
                 // Every free block is still pinned by readers of evicted keys, or holds dirty
                 // or persisted data.
                 if !self.recency_policy {
                     self.replacement.remove(acc.key);
                 }
-                Allocation { cache_block: None, evicted, victim_block }
+                Allocation { cache_block: None, evicted, victim_block, reclaimed: None }
             }
         }
     }
@@ -165,22 +191,29 @@ impl CacheState {
 
     /// Give `key`, which the policy just placed (evicting `evicted`), a free block: mapped
     /// clean, pinned, flagged `demoted` or not. If the policy evicted nothing and no block is
-    /// free (dirty blocks live outside the policy), the oldest clean blocks are evicted.
-    /// None if no block could be freed.
-    fn place_clean(&mut self, key: u64, evicted: Option<u64>, demoted: bool) -> Option<u32> {
+    /// free (dirty blocks live outside the policy), the oldest clean blocks are evicted; the
+    /// second value is then the evicted key whose block `key` took. None if no block could
+    /// be freed.
+    fn place_clean(
+        &mut self,
+        key: u64,
+        evicted: Option<u64>,
+        demoted: bool,
+    ) -> (Option<u32>, Option<u64>) {
         if let Some(v) = evicted {
             self.unmap(v);
         }
+        let mut freed = None;
         if self.lists.free_len() == 0 && evicted.is_none() {
-            self.evict_clean(8);
+            freed = self.evict_for_room(8).1;
         }
-        let c = self.lists.free_pop()?;
+        let Some(c) = self.lists.free_pop() else { return (None, None) };
         self.map(key, c, false);
         let i = c as usize;
         self.refs[i] += 1;
         self.pins[i] = 1;
         self.flags[i] = if demoted { DEMOTED } else { 0 };
-        Some(c)
+        (Some(c), freed.filter(|&(_, b)| b == c).map(|(k, _)| k))
     }
 
     /// A DEMOTE of `acc.key` (array tier): the replacement policy places it as its scheme
@@ -210,7 +243,7 @@ impl CacheState {
         if outcome == ember_policy::demote::DemoteOutcome::Aborted {
             return (DemoteStep::NoRoom, None);
         }
-        match self.place_clean(acc.key, evicted, true) {
+        match self.place_clean(acc.key, evicted, true).0 {
             Some(c) => (DemoteStep::Stored(c), evicted),
             None => {
                 self.replacement.remove(acc.key);

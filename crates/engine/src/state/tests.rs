@@ -259,6 +259,42 @@ fn fences_cover_their_key_range_until_lowered() {
     assert!(!st.fenced(15));
 }
 
+/// Under a write-back policy a dirty block holds part of the cache, so the policy is not full
+/// when no block is free: a read miss then takes the block of the oldest clean block, and the
+/// allocation names that key as its victim (the client tier demotes it, Wong & Wilkes 1.1),
+/// with every policy.
+#[test]
+fn a_miss_beside_dirty_blocks_names_the_clean_block_it_reclaimed() {
+    let lru = || state(3);
+    let fifo = || {
+        let fifo = ember_policy::replacement::build(ember_policy::Kind::Fifo, 3);
+        CacheState::new(3, fifo, Box::new(Aod))
+    };
+    for mut st in [lru(), fifo()] {
+        let w = st.access(1, Op::Write, 0);
+        let c1 = st.reserve().unwrap();
+        st.commit_dirty(w.key, c1, 0, false);
+        let mut blocks = Vec::new();
+        for k in [2, 3] {
+            let r = st.access(k, Op::Read, 0);
+            let a = st.allocate(&r);
+            assert_eq!((a.evicted, a.reclaimed), (None, None), "a free block for key {k}");
+            blocks.push(a.cache_block.unwrap());
+            st.unpin(a.cache_block.unwrap());
+        }
+        let r = st.access(4, Op::Read, 0);
+        let a = st.allocate(&r);
+        assert_eq!(a.evicted, None, "the policy holds two clean keys of three: not full");
+        assert_eq!(a.reclaimed, Some(2), "the oldest clean key left for the read miss");
+        assert_eq!((a.cache_block, a.victim_block), (Some(blocks[0]), Some(blocks[0])));
+        assert_eq!(st.take_evicted(), vec![2], "counted once, as a fallback eviction");
+        st.unpin(blocks[0]);
+        // A dirty write's block comes from the same fallback, and names no victim.
+        assert!(st.reserve().is_some());
+        assert_eq!(st.take_evicted(), vec![3]);
+    }
+}
+
 /// Thesis 4.4.1 and 5.1: the clean and dirty lists act as one global LRU, so a block that
 /// was written long ago and then flushed is next in line for eviction, not the newest.
 #[test]
@@ -337,8 +373,8 @@ fn the_recency_list_evicts_as_the_simulators_lru() {
                         None => {
                             let (la, lb) = (a.allocate(&ra), b.allocate(&rb));
                             assert_eq!(
-                                (la.cache_block, la.evicted, la.victim_block),
-                                (lb.cache_block, lb.evicted, lb.victim_block),
+                                (la.cache_block, la.evicted, la.victim_block, la.reclaimed),
+                                (lb.cache_block, lb.evicted, lb.victim_block, lb.reclaimed),
                                 "step {step}: allocation of {key}"
                             );
                             evictions += usize::from(la.evicted.is_some());

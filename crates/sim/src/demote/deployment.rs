@@ -194,6 +194,9 @@ pub struct RestartReport {
     pub preloaded_blocks: u64,
     /// The array's counters from the restart on (every request after the crash).
     pub array: ArrayTierReport,
+    /// Each client tier's counters from the restart on (its DEMOTEs sent to the new array
+    /// among them); READ hit ratios, no latencies.
+    pub clients: Vec<ClientTierReport>,
 }
 
 impl ClientTierReport {
@@ -367,11 +370,16 @@ pub fn simulate_deployment(
                 r.take_off(u);
             }
             let ac = h.array_counters().since(&array_then);
+            let array = array_report(&a.name, &since, &ac);
+            for c in &mut since {
+                c.hit_ratio = ratio(c.read_hits, c.paths.reads);
+            }
             Some(RestartReport {
                 crash,
                 planned_blocks: planned,
                 preloaded_blocks: preloaded,
-                array: array_report(&a.name, &since, &ac),
+                array,
+                clients: since,
             })
         }
     };

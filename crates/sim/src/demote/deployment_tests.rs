@@ -184,6 +184,14 @@ fn an_array_crash_restarts_it_cold_or_warm_from_its_log() {
     assert!(w.array.hit_ratio > c.array.hit_ratio, "warm {:?} cold {:?}", w.array, c.array);
     // Before the crash both runs are the uncrashed one: the counts up to the crash agree.
     assert_eq!(cold.array.reads - c.array.reads, warm.array.reads - w.array.reads);
+    // The clients' counts since the restart: what the restarted array received from them.
+    let sent: u64 = c.clients.iter().map(|x| x.demotes_sent).sum();
+    assert!(sent > 0 && sent == c.array.demotes_received, "{:?}", c.clients);
+    let reads: u64 = c.clients.iter().map(|x| x.paths.reads - x.paths.client_hits).sum();
+    assert_eq!(reads, c.array.reads);
+    for (since, all) in c.clients.iter().zip(&cold.clients) {
+        assert!(since.demotes_sent < all.demotes_sent && since.hit_ratio > 0.0, "{since:?}");
+    }
     m.crash = Some(ArrayCrash { after_requests: 30_000, warmup: None });
     let late = simulate_deployment(trace.iter().copied(), &m, 0);
     assert!(matches!(late, Err(SimError::Invalid(e)) if e.contains("after request 30000")));
