@@ -33,6 +33,8 @@ pub mod mq;
 mod multi_list;
 pub mod opt;
 pub mod params;
+#[cfg(test)]
+mod pinned;
 mod priority_buckets;
 mod queue;
 pub mod random;
