@@ -19,6 +19,7 @@ pub mod clock_pro;
 mod count_min;
 pub mod demote_outcome;
 pub mod fifo;
+mod frequency_buckets;
 pub mod hyperbolic;
 pub mod kind;
 pub mod lecar;
