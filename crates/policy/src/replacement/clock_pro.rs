@@ -34,7 +34,7 @@
 use super::params::{Domain, Param};
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
-use crate::keymap::KeyMap;
+use crate::keymap::{fingerprint, Bucket, KeyMap};
 use crate::slab::{Slab, NIL};
 use crate::Access;
 
@@ -102,6 +102,30 @@ impl ClockPro {
     fn find(&self, key: u64) -> Option<u32> {
         let slab = &self.slab;
         self.map.get(key, |s| slab.key(s))
+    }
+
+    /// The slot of `key` if in the clock (resident or not), else the index bucket to insert
+    /// it at; `fp` is its fingerprint.
+    #[inline(always)]
+    fn lookup_fp(&self, key: u64, fp: u32) -> Result<u32, Bucket> {
+        let slab = &self.slab;
+        self.map.find_fp(key, fp, |s| slab.key(s))
+    }
+
+    /// A miss on `key`, absent from the clock (looked up into `at`): make room, then enter it
+    /// as a cold page in its test period. `HAND_cold` only drops pages, so `key` stays absent
+    /// and `at` valid.
+    #[inline]
+    fn insert_absent(&mut self, at: Bucket, key: u64) -> Option<u64> {
+        if self.m == 0 {
+            return None;
+        }
+        let victim = if self.len() >= self.m { self.run_hand_cold() } else { None };
+        let i = self.slab.alloc(key, Page { status: Status::Cold, referenced: false, test: true });
+        self.map.insert_at(at, i);
+        self.cold += 1;
+        self.link_at_head(i);
+        victim
     }
 
     fn next(&self, i: u32) -> u32 {
@@ -326,6 +350,37 @@ impl Replacement for ClockPro {
             }
         }
         victim
+    }
+
+    #[inline]
+    fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.map.prefetch(key);
+    }
+
+    #[inline]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.map.prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`ClockPro::prefetch_hint`]).
+    #[inline]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        match self.lookup_fp(access.key, hint) {
+            Ok(i) if self.slab.node(i).meta.status != Status::Ghost => {
+                self.slab.node_mut(i).meta.referenced = true;
+                (true, None)
+            }
+            // A non-resident page: `HAND_cold` may end its test period before it returns.
+            Ok(_) => (false, self.insert(access)),
+            Err(at) => (false, self.insert_absent(at, access.key)),
+        }
     }
 
     fn remove(&mut self, key: u64) -> bool {

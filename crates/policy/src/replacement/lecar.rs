@@ -19,15 +19,16 @@
 //! decisions in the simulator and in the real cache. libCacheSim's `LeCaR` takes no seed; the
 //! peer tests compare ember's mean miss ratio over five seeds with libCacheSim's.
 //!
-//! Memory: the [LFU](super::Lfu) layout (68 bytes per block plus about 24 per distinct count),
+//! Memory: the [LFU](super::Lfu) layout (76 bytes per block),
 //! 16 bytes of LRU links per block and two histories of `capacity / 2` entries (about 56
 //! bytes each).
 
+use super::frequency_buckets::FrequencyBuckets;
 use super::params::{Param, SEED};
-use super::priority_buckets::PriorityBuckets;
 use super::queue::Queue;
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
+use crate::keymap::{fingerprint, Bucket};
 use crate::slab::{List, Node, NIL};
 use crate::Access;
 use rand::{Rng, SeedableRng};
@@ -50,7 +51,7 @@ enum Expert {
 #[derive(Clone, Debug)]
 pub struct LeCaR {
     /// Resident blocks by access count (the LFU expert) and the index.
-    b: PriorityBuckets,
+    b: FrequencyBuckets,
     /// The LRU expert's order over the slots of `b`.
     lru: List,
     lru_nodes: Vec<Node<()>>,
@@ -71,7 +72,7 @@ impl LeCaR {
     /// An empty cache of `capacity` blocks drawing with `seed`.
     pub fn new(capacity: usize, seed: u64) -> Self {
         Self {
-            b: PriorityBuckets::with_capacity(capacity),
+            b: FrequencyBuckets::with_capacity(capacity),
             lru: List::new(),
             lru_nodes: vec![Node { key: 0, prev: NIL, next: NIL, meta: () }; capacity],
             history_lru: Queue::with_capacity(capacity / 2),
@@ -117,7 +118,7 @@ impl LeCaR {
     /// Evict one resident block as the drawn expert says; returns its key.
     fn evict(&mut self) -> Option<u64> {
         let by_lru = self.lru.tail;
-        let by_lfu = self.b.min_priority().and_then(|p| self.b.oldest(p))?;
+        let by_lfu = self.b.lowest_oldest()?;
         let (victim, expert) = if by_lru == by_lfu {
             (by_lfu, None)
         } else if (self.rng.gen_range(0..100u32) as f64 / 100.0) < self.w_lru {
@@ -145,6 +146,36 @@ impl LeCaR {
     }
 }
 
+impl LeCaR {
+    /// A hit on resident slot `i`: the LRU expert's newest, one more access for the LFU
+    /// expert (a count that reached `u32::MAX` stays there, its block the newest of it).
+    #[inline]
+    fn hit(&mut self, i: u32) {
+        self.now += 1;
+        self.lru.move_to_head(&mut self.lru_nodes, i);
+        if self.b.count(i) >= u64::from(u32::MAX) {
+            self.b.renew(i);
+        } else {
+            self.b.bump(i);
+        }
+    }
+
+    /// Make absent `key`, looked up into `at`, resident; returns the evicted block. The
+    /// eviction leaves `at` valid (index entries never move).
+    #[inline]
+    fn insert_absent(&mut self, at: Bucket, key: u64) -> Option<u64> {
+        if self.b.capacity() == 0 {
+            return None;
+        }
+        self.now += 1;
+        self.learn(key);
+        let victim = if self.b.is_full() { self.evict() } else { None };
+        let i = self.b.insert(at, key);
+        self.lru.push_head(&mut self.lru_nodes, i);
+        victim
+    }
+}
+
 impl FromSpec for LeCaR {
     fn from_spec(capacity: usize, spec: &Spec) -> Self {
         Self::new(capacity, spec.value("seed", SEED.default) as u64)
@@ -165,46 +196,66 @@ impl Replacement for LeCaR {
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.b.find(key).is_some()
+        self.b.lookup_fp(key, fingerprint(key)).is_ok()
     }
 
     fn lookup(&mut self, access: &Access) -> bool {
-        let Some(i) = self.b.find(access.key) else {
-            return false;
-        };
-        self.now += 1;
-        self.lru.move_to_head(&mut self.lru_nodes, i);
-        let count = self.b.meta(i).count.saturating_add(1);
-        self.b.detach(i);
-        self.b.attach(i, u64::from(count), count);
-        true
+        match self.b.lookup_fp(access.key, fingerprint(access.key)) {
+            Ok(i) => {
+                self.hit(i);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.b.capacity() == 0 {
-            return None;
-        }
-        self.now += 1;
-        self.learn(access.key);
-        let victim = if self.b.is_full() { self.evict() } else { None };
-        match self.b.lookup(access.key) {
-            Err(at) => {
-                let i = self.b.insert(at, access.key, 1, 1);
-                self.lru.push_head(&mut self.lru_nodes, i);
+        match self.b.lookup_fp(access.key, fingerprint(access.key)) {
+            Err(at) => self.insert_absent(at, access.key),
+            Ok(_) => {
+                debug_assert!(false, "insert of a resident block");
+                None
             }
-            Ok(_) => debug_assert!(false, "insert of a resident block"),
         }
-        victim
     }
 
     fn remove(&mut self, key: u64) -> bool {
-        match self.b.find(key) {
-            Some(i) => {
+        match self.b.lookup_fp(key, fingerprint(key)) {
+            Ok(i) => {
                 self.lru.unlink(&mut self.lru_nodes, i);
                 self.b.remove(i);
                 true
             }
-            None => false,
+            Err(_) => false,
+        }
+    }
+
+    #[inline]
+    fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.b.prefetch_fp(fingerprint(key));
+    }
+
+    #[inline]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.b.prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`LeCaR::prefetch_hint`]).
+    #[inline]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        match self.b.lookup_fp(access.key, hint) {
+            Ok(i) => {
+                self.hit(i);
+                (true, None)
+            }
+            Err(at) => (false, self.insert_absent(at, access.key)),
         }
     }
 

@@ -10,24 +10,41 @@
 //! frequency 1, eviction from the head of the lowest non-empty bucket) exactly: the peer
 //! tests compare miss counts on synthetic sequences and on cloudPhysicsIO.
 //!
-//! Memory: 32 bytes of slab node, 16 bytes of hash index and 20 bytes of bucket pool per
-//! block of capacity (68 in all), plus about 24 bytes per distinct count (at most one per
-//! resident block).
+//! The buckets are the O(1) LFU's ([`FrequencyBuckets`]): a hit or an insertion moves a
+//! block between neighbouring buckets, with no search.
+//!
+//! Memory: 24 bytes of slab node, 16 bytes of hash index and 36 bytes of bucket pool per
+//! block of capacity (76 in all).
 
-use super::priority_buckets::{ByPriority, PriorityBuckets};
+use super::frequency_buckets::FrequencyBuckets;
 use super::spec::{FromSpec, Spec};
-use crate::keymap::Bucket;
+use super::Replacement;
+use crate::keymap::{fingerprint, Bucket};
+use crate::Access;
 
 /// Least-frequently-used replacement (in-cache counts, FIFO among equal counts).
 #[derive(Clone, Debug)]
 pub struct Lfu {
-    b: PriorityBuckets,
+    b: FrequencyBuckets,
 }
 
 impl Lfu {
     /// An empty LFU cache of `capacity` blocks.
     pub fn new(capacity: usize) -> Self {
-        Self { b: PriorityBuckets::with_capacity(capacity) }
+        Self { b: FrequencyBuckets::with_capacity(capacity) }
+    }
+
+    /// Make absent `key`, looked up into `at`, resident; returns the evicted block. The
+    /// eviction leaves `at` valid (index entries never move).
+    #[inline(always)]
+    fn insert_absent(&mut self, at: Bucket, key: u64) -> Option<u64> {
+        if self.b.capacity() == 0 {
+            return None;
+        }
+        let victim =
+            if self.b.is_full() { self.b.lowest_oldest().map(|i| self.b.remove(i)) } else { None };
+        self.b.insert(at, key);
+        victim
     }
 }
 
@@ -37,25 +54,84 @@ impl FromSpec for Lfu {
     }
 }
 
-impl ByPriority for Lfu {
-    const NAME: &'static str = "lfu";
-
-    fn buckets(&self) -> &PriorityBuckets {
-        &self.b
+impl Replacement for Lfu {
+    fn name(&self) -> &'static str {
+        "lfu"
     }
 
-    fn buckets_mut(&mut self) -> &mut PriorityBuckets {
-        &mut self.b
+    fn capacity(&self) -> usize {
+        self.b.capacity()
     }
 
-    fn hit(&mut self, i: u32) {
-        let f = self.b.meta(i).priority;
-        self.b.detach(i);
-        self.b.attach(i, f + 1, 0);
+    fn len(&self) -> usize {
+        self.b.len()
     }
 
-    fn admit(&mut self, at: Bucket, key: u64) {
-        self.b.insert(at, key, 1, 0);
+    fn contains(&self, key: u64) -> bool {
+        self.b.lookup_fp(key, fingerprint(key)).is_ok()
+    }
+
+    fn lookup(&mut self, access: &Access) -> bool {
+        match self.b.lookup_fp(access.key, fingerprint(access.key)) {
+            Ok(i) => {
+                self.b.bump(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn insert(&mut self, access: &Access) -> Option<u64> {
+        match self.b.lookup_fp(access.key, fingerprint(access.key)) {
+            Err(at) => self.insert_absent(at, access.key),
+            Ok(_) => {
+                debug_assert!(false, "insert of a resident block");
+                None
+            }
+        }
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        match self.b.lookup_fp(key, fingerprint(key)) {
+            Ok(i) => {
+                self.b.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[inline(always)]
+    fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, key: u64) {
+        self.b.prefetch_fp(fingerprint(key));
+    }
+
+    #[inline(always)]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.b.prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`Lfu::prefetch_hint`]).
+    #[inline(always)]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        match self.b.lookup_fp(access.key, hint) {
+            Ok(i) => {
+                self.b.bump(i);
+                (true, None)
+            }
+            Err(at) => (false, self.insert_absent(at, access.key)),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.b.memory_bytes()
     }
 }
 

@@ -18,7 +18,8 @@
 //! key instead. The peer tests compare `lfuda:lcs` with libCacheSim's `LFUDA` (equal miss
 //! counts); the paper's form is ember's default.
 //!
-//! Memory: as [LFU](super::Lfu), 68 bytes per block of capacity and about 24 per distinct key.
+//! Memory: 68 bytes per block of capacity (32 of slab node, 16 of hash index, 20 of bucket
+//! pool) and about 24 per distinct key.
 
 use super::params::{Param, VARIANT};
 use super::priority_buckets::{ByPriority, PriorityBuckets};

@@ -36,6 +36,8 @@ use super::params::{Domain, Param, SEED};
 use super::queue::Queue;
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
+use crate::keymap::{fingerprint, Bucket};
+use crate::slab::NIL;
 use crate::Access;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -94,8 +96,10 @@ pub struct Lhd {
     evictions: Vec<f32>,
     densities: Vec<f32>,
     samples: usize,
-    /// Blocks that entered looking like victims, a ring.
-    recent: Vec<Option<u64>>,
+    /// Blocks that entered looking like victims, a ring: each key with its slot while it is
+    /// resident, [`NIL`] while it is not (kept up to date as blocks come and go, so the
+    /// ranking needs no index lookup).
+    recent: Vec<Option<(u64, u32)>>,
     recent_head: usize,
     ewma_victim_density: f32,
     explorer_budget: i64,
@@ -201,8 +205,10 @@ impl Lhd {
                 (victim, best) = (Some(i), d);
             }
         }
-        for &k in self.recent.iter().flatten() {
-            let Some(i) = self.q.find(k) else { continue };
+        for &(_, i) in self.recent.iter().flatten() {
+            if i == NIL {
+                continue;
+            }
             let d = self.density(&self.q.node(i).meta);
             if d < best {
                 (victim, best) = (Some(i), d);
@@ -212,6 +218,62 @@ impl Lhd {
             EWMA_DECAY * self.ewma_victim_density + (1.0 - EWMA_DECAY) * best;
         // Every density is finite, so a draw was taken; slot 0 only guards the contract.
         victim.unwrap_or(0)
+    }
+
+    /// `key` is now resident in `slot` ([`NIL`]: no longer resident): the recent admissions
+    /// that name it follow.
+    #[inline]
+    fn recent_moved(&mut self, key: u64, slot: u32) {
+        for e in self.recent.iter_mut().flatten() {
+            if e.0 == key {
+                e.1 = slot;
+            }
+        }
+    }
+
+    /// A hit on resident slot `i`.
+    #[inline]
+    fn hit(&mut self, i: u32) {
+        let mut tag = self.q.node(i).meta;
+        let age = self.age(&tag);
+        self.hits[Self::class(&tag) + age] += 1.0;
+        if tag.explorer {
+            self.explorer_budget += 1;
+        }
+        tag.last_last_hit_age = tag.last_hit_age;
+        tag.last_hit_age = age as u32;
+        self.touch(&mut tag);
+        self.q.node_mut(i).meta = tag;
+        self.tick();
+    }
+
+    /// Make absent `key`, looked up into `at`, resident; returns the evicted block.
+    #[inline]
+    fn insert_absent(&mut self, at: Bucket, key: u64) -> Option<u64> {
+        if self.q.capacity() == 0 {
+            return None;
+        }
+        let (slot, evicted) = if self.q.is_full() {
+            let victim = self.rank();
+            self.replaced(victim);
+            // The lookup's bucket stays valid: `replace_at` inserts before it removes.
+            let old = self.q.replace_at(victim, at, key, Tag::default());
+            self.recent_moved(old, NIL);
+            (victim, Some(old))
+        } else {
+            (self.q.push_new_at(at, key, Tag::default()), None)
+        };
+        self.recent_moved(key, slot);
+        let mut tag = Tag { last_last_hit_age: MAX_AGE as u32, ..Tag::default() };
+        let explore = self.touch(&mut tag);
+        self.q.node_mut(slot).meta = tag;
+        if !explore && !self.recent.is_empty() && self.density(&tag) < self.ewma_victim_density {
+            let n = self.recent.len();
+            self.recent[self.recent_head % n] = Some((key, slot));
+            self.recent_head = (self.recent_head + 1) % n;
+        }
+        self.tick();
+        evicted
     }
 
     /// Count the eviction of slot `i` in its class and give back its explorer budget.
@@ -292,16 +354,21 @@ fn rescale(row: &mut [f32], delta: i64) {
 
 /// The class of a block whose last two hit ages sum to `age`: about `log2(MAX_AGE / age)`,
 /// the top class for 0.
-fn hit_age_class(mut age: u64) -> usize {
+/// (The number of doublings that take `age` to at least `MAX_AGE`, at most `CLASSES - 1`.)
+#[inline]
+fn hit_age_class(age: u64) -> usize {
+    const MAX: u64 = MAX_AGE as u64;
     if age == 0 {
         return CLASSES - 1;
     }
-    let mut log = 0;
-    while age < MAX_AGE as u64 && log < CLASSES - 1 {
-        age <<= 1;
-        log += 1;
+    if age >= MAX {
+        return 0;
     }
-    log
+    // Shifted left by the difference of their bit lengths, `age` has `MAX_AGE`'s length:
+    // one doubling more if it is still below.
+    let shift = age.leading_zeros() - MAX.leading_zeros();
+    let log = shift + u32::from(age << shift < MAX);
+    (log as usize).min(CLASSES - 1)
 }
 
 impl FromSpec for Lhd {
@@ -333,49 +400,23 @@ impl Replacement for Lhd {
     }
 
     fn lookup(&mut self, access: &Access) -> bool {
-        let Some(i) = self.q.find(access.key) else {
-            return false;
-        };
-        let mut tag = self.q.node(i).meta;
-        let age = self.age(&tag);
-        self.hits[Self::class(&tag) + age] += 1.0;
-        if tag.explorer {
-            self.explorer_budget += 1;
+        match self.q.find(access.key) {
+            Some(i) => {
+                self.hit(i);
+                true
+            }
+            None => false,
         }
-        tag.last_last_hit_age = tag.last_hit_age;
-        tag.last_hit_age = age as u32;
-        self.touch(&mut tag);
-        self.q.node_mut(i).meta = tag;
-        self.tick();
-        true
     }
 
     fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.q.capacity() == 0 {
-            return None;
+        match self.q.lookup(access.key) {
+            Err(at) => self.insert_absent(at, access.key),
+            Ok(_) => {
+                debug_assert!(false, "insert of a resident block");
+                None
+            }
         }
-        let Err(at) = self.q.lookup(access.key) else {
-            debug_assert!(false, "insert of a resident block");
-            return None;
-        };
-        let (slot, evicted) = if self.q.is_full() {
-            let victim = self.rank();
-            self.replaced(victim);
-            // The lookup's bucket stays valid: `replace_at` inserts before it removes.
-            (victim, Some(self.q.replace_at(victim, at, access.key, Tag::default())))
-        } else {
-            (self.q.push_new_at(at, access.key, Tag::default()), None)
-        };
-        let mut tag = Tag { last_last_hit_age: MAX_AGE as u32, ..Tag::default() };
-        let explore = self.touch(&mut tag);
-        self.q.node_mut(slot).meta = tag;
-        if !explore && !self.recent.is_empty() && self.density(&tag) < self.ewma_victim_density {
-            let n = self.recent.len();
-            self.recent[self.recent_head % n] = Some(access.key);
-            self.recent_head = (self.recent_head + 1) % n;
-        }
-        self.tick();
-        evicted
     }
 
     fn remove(&mut self, key: u64) -> bool {
@@ -385,9 +426,39 @@ impl Replacement for Lhd {
                     self.explorer_budget += 1;
                 }
                 self.q.remove_node(i);
+                self.recent_moved(key, NIL);
                 true
             }
             None => false,
+        }
+    }
+
+    #[inline]
+    fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.q.map.prefetch(key);
+    }
+
+    #[inline]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.q.map.prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`Lhd::prefetch_hint`]).
+    #[inline]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        match self.q.lookup_fp(access.key, hint) {
+            Ok(i) => {
+                self.hit(i);
+                (true, None)
+            }
+            Err(at) => (false, self.insert_absent(at, access.key)),
         }
     }
 
@@ -409,6 +480,25 @@ mod tests {
         let a = run(&mut Lhd::new(50, 32, 8, 3), &keys);
         assert_eq!(a, run(&mut Lhd::new(50, 32, 8, 3), &keys));
         assert_ne!(a, run(&mut Lhd::new(50, 32, 8, 4), &keys));
+    }
+
+    #[test]
+    fn hit_age_class_counts_the_doublings_to_max_age() {
+        // The definition, doubling by doubling.
+        fn doublings(mut age: u64) -> usize {
+            if age == 0 {
+                return CLASSES - 1;
+            }
+            let mut log = 0;
+            while age < MAX_AGE as u64 && log < CLASSES - 1 {
+                age <<= 1;
+                log += 1;
+            }
+            log
+        }
+        for age in (0..3 * MAX_AGE as u64).chain([u64::from(u32::MAX) * 2, u64::MAX >> 1]) {
+            assert_eq!(hit_age_class(age), doublings(age), "age {age}");
+        }
     }
 
     #[test]

@@ -15,8 +15,11 @@
 //! behaves so: the peer tests find `lruk` (K = 2) equal to it in miss counts on synthetic
 //! sequences and on cloudPhysicsIO at three sizes.
 //!
-//! Memory: the [LFU](super::Lfu) layout (68 bytes per block and about 24 per distinct
-//! priority) plus K access times of 8 bytes per block.
+//! Order: blocks of fewer than K accesses wait in the buckets' low lane (FIFO, below every
+//! block of K accesses), the others in buckets by the time of their K-th most recent access.
+//!
+//! Memory: the priority-bucket layout (68 bytes per block and about 24 per block of K
+//! accesses) plus K access times of 8 bytes per block.
 
 use super::params::{Domain, Param};
 use super::priority_buckets::{ByPriority, PriorityBuckets};
@@ -94,21 +97,36 @@ impl ByPriority for LruK {
         self.now += 1;
         let m = self.b.meta(i);
         let count = m.count.saturating_add(1);
-        // A block below K accesses keeps its insertion time as its priority (FIFO).
+        // A block below K accesses keeps its insertion time as its priority (FIFO): it
+        // stays where it is in the low lane.
         let first = if m.priority < HOT { m.priority } else { 0 };
         let p = self.record(i, count, first);
-        self.b.detach(i);
-        self.b.attach(i, p, count);
+        if p < HOT {
+            self.b.set_count(i, count);
+        } else {
+            self.b.detach(i);
+            self.b.attach(i, p, count);
+        }
     }
 
     fn admit(&mut self, at: Bucket, key: u64) {
         self.now += 1;
-        let i = self.b.insert(at, key, self.now, 1);
+        // One access: below K (the low lane, at its insertion time), or K = 1 (hot at once).
+        let i = if self.k > 1 {
+            self.b.insert_low(at, key, self.now, 1)
+        } else {
+            self.b.insert(at, key, HOT + self.now, 1)
+        };
         let p = self.record(i, 1, self.now);
-        if p != self.now {
-            self.b.detach(i);
-            self.b.attach(i, p, 1);
-        }
+        debug_assert_eq!(p, if self.k > 1 { self.now } else { HOT + self.now });
+    }
+
+    /// The low lane's oldest block (fewer than K accesses, inserted first) leaves first;
+    /// without one, the block of the oldest K-th most recent access.
+    fn evict(&mut self) -> Option<u64> {
+        let b = &mut self.b;
+        let v = b.low_oldest().or_else(|| b.min_priority().and_then(|p| b.oldest(p)));
+        v.map(|i| b.remove(i))
     }
 
     fn extra_memory_bytes(&self) -> usize {

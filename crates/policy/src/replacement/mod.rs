@@ -19,6 +19,7 @@ pub mod clock_pro;
 mod count_min;
 pub mod demote_outcome;
 pub mod fifo;
+mod frequency_buckets;
 pub mod hyperbolic;
 pub mod kind;
 pub mod lecar;
@@ -33,6 +34,8 @@ pub mod mq;
 mod multi_list;
 pub mod opt;
 pub mod params;
+#[cfg(test)]
+mod pinned;
 mod priority_buckets;
 mod queue;
 pub mod random;

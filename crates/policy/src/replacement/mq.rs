@@ -26,7 +26,7 @@
 use super::params::{Domain, Param, VARIANT};
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
-use crate::keymap::KeyMap;
+use crate::keymap::{fingerprint, Bucket, KeyMap};
 use crate::slab::{List, Slab};
 use crate::Access;
 
@@ -111,6 +111,47 @@ impl Mq {
     fn find(&self, key: u64) -> Option<u32> {
         let slab = &self.slab;
         self.map.get(key, |s| slab.key(s))
+    }
+
+    /// The slot of `key` if resident, else the index bucket to insert it at; `fp` is its
+    /// fingerprint.
+    #[inline(always)]
+    fn lookup_fp(&self, key: u64, fp: u32) -> Result<u32, Bucket> {
+        let slab = &self.slab;
+        self.map.find_fp(key, fp, |s| slab.key(s))
+    }
+
+    /// A hit on resident slot `i`: one more access, the MRU end of its count's queue.
+    #[inline]
+    fn hit(&mut self, i: u32) {
+        let m = self.slab.node(i).meta;
+        self.queues[m.queue as usize].unlink(self.slab.nodes_mut(), i);
+        let freq = m.freq.saturating_add(1);
+        self.slab.node_mut(i).meta.freq = freq;
+        let q = self.queue_num(freq);
+        self.link(i, q);
+        self.adjust();
+    }
+
+    /// A miss on `key`, absent (looked up into `at`): make room, then insert it with its
+    /// count from `Qout`. The eviction leaves `at` valid (index entries never move).
+    #[inline]
+    fn insert_absent(&mut self, at: Bucket, key: u64) -> Option<u64> {
+        if self.capacity() == 0 {
+            return None;
+        }
+        let mut ghost = if self.lcs { self.take_ghost(key) } else { None };
+        let victim = if self.map.len() >= self.capacity() { self.evict() } else { None };
+        if !self.lcs {
+            ghost = self.take_ghost(key);
+        }
+        let freq = ghost.map_or(1, |f| f.saturating_add(1));
+        let i = self.slab.alloc(key, Meta { freq, ..Meta::default() });
+        self.map.insert_at(at, i);
+        let q = self.queue_num(freq);
+        self.link(i, q);
+        self.adjust();
+        victim
     }
 
     fn queue_num(&self, mut freq: u32) -> u8 {
@@ -213,36 +254,54 @@ impl Replacement for Mq {
     }
 
     fn lookup(&mut self, access: &Access) -> bool {
-        let Some(i) = self.find(access.key) else {
-            return false;
-        };
-        let m = self.slab.node(i).meta;
-        self.queues[m.queue as usize].unlink(self.slab.nodes_mut(), i);
-        let freq = m.freq.saturating_add(1);
-        self.slab.node_mut(i).meta.freq = freq;
-        let q = self.queue_num(freq);
-        self.link(i, q);
-        self.adjust();
-        true
+        match self.find(access.key) {
+            Some(i) => {
+                self.hit(i);
+                true
+            }
+            None => false,
+        }
     }
 
     fn insert(&mut self, access: &Access) -> Option<u64> {
-        if self.capacity() == 0 {
-            return None;
+        match self.lookup_fp(access.key, fingerprint(access.key)) {
+            Err(at) => self.insert_absent(at, access.key),
+            Ok(_) => {
+                debug_assert!(false, "insert of a resident block");
+                None
+            }
         }
-        let key = access.key;
-        let mut ghost = if self.lcs { self.take_ghost(key) } else { None };
-        let victim = if self.map.len() >= self.capacity() { self.evict() } else { None };
-        if !self.lcs {
-            ghost = self.take_ghost(key);
+    }
+
+    #[inline]
+    fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.prefetch_hint(key);
+    }
+
+    /// Loads the key's index group, and its group in `Qout`'s index (read on a miss).
+    #[inline]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.map.prefetch_fp(fp);
+        self.qout_map.prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`Mq::prefetch_hint`]).
+    #[inline]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        match self.lookup_fp(access.key, hint) {
+            Ok(i) => {
+                self.hit(i);
+                (true, None)
+            }
+            Err(at) => (false, self.insert_absent(at, access.key)),
         }
-        let freq = ghost.map_or(1, |f| f.saturating_add(1));
-        let i = self.slab.alloc(key, Meta { freq, ..Meta::default() });
-        self.map.insert(key, i);
-        let q = self.queue_num(freq);
-        self.link(i, q);
-        self.adjust();
-        victim
     }
 
     fn remove(&mut self, key: u64) -> bool {

@@ -1,6 +1,8 @@
 //! Resident blocks ordered by an integer priority, first in first out among equal
-//! priorities: the state of the priority policies (LFU, LFU-DA, LRU-K), and the one
-//! [`Replacement`] implementation they share ([`ByPriority`]).
+//! priorities: the state of the priority policies (LFU-DA, LRU-K, CACHEUS's CR-LFU), and
+//! the one [`Replacement`] implementation LFU-DA and LRU-K share ([`ByPriority`]). (LFU, whose
+//! priorities only grow by one, has constant-time buckets of its own:
+//! [`FrequencyBuckets`](super::frequency_buckets::FrequencyBuckets).)
 //!
 //! Each block is a slab node indexed by a [`KeyMap`]; the nodes of one priority form a
 //! bucket, a [`List`] whose tail is the block that entered the bucket first. The buckets in
@@ -8,9 +10,14 @@
 //! priority above a given one are found in `O(log b)` for `b` distinct priorities (at most
 //! one per resident block). Bucket lists come from a preallocated pool; the map's own nodes
 //! are the only allocation after construction (a few bytes per distinct priority).
+//!
+//! Blocks whose priorities are known to lie below every bucket's, and to rise in the order the
+//! blocks enter, may instead wait in the *low lane*, one FIFO list outside the map (LRU-K's
+//! blocks of fewer than K accesses, each of its own priority, the time it entered): entering
+//! and leaving it costs no search.
 
 use super::Replacement;
-use crate::keymap::{Bucket, KeyMap};
+use crate::keymap::{fingerprint, Bucket, KeyMap};
 use crate::slab::{List, Slab, NIL};
 use std::collections::BTreeMap;
 
@@ -35,8 +42,13 @@ pub(crate) struct PriorityBuckets {
     free: Vec<u32>,
     /// Priority → bucket slot, for every non-empty bucket.
     order: BTreeMap<u64, u32>,
+    /// The low lane (see the module documentation).
+    lane: List,
     len: usize,
 }
+
+/// The `bucket` of a node in the low lane.
+const LANE: u32 = NIL - 1;
 
 impl PriorityBuckets {
     /// Room for `capacity` blocks.
@@ -48,6 +60,7 @@ impl PriorityBuckets {
             lists: vec![List::new(); buckets],
             free: (0..buckets as u32).rev().collect(),
             order: BTreeMap::new(),
+            lane: List::new(),
             len: 0,
         }
     }
@@ -74,6 +87,19 @@ impl PriorityBuckets {
         self.map.find(key, |s| slab.key(s))
     }
 
+    /// [`PriorityBuckets::lookup`] with `key`'s index fingerprint already computed.
+    #[inline(always)]
+    pub(crate) fn lookup_fp(&self, key: u64, fp: u32) -> Result<u32, Bucket> {
+        let slab = &self.slab;
+        self.map.find_fp(key, fp, |s| slab.key(s))
+    }
+
+    /// Start loading the index group of the key whose fingerprint is `fp`.
+    #[inline(always)]
+    pub(crate) fn prefetch_fp(&self, fp: u32) {
+        self.map.prefetch_fp(fp);
+    }
+
     /// The slot of `key`, if resident.
     #[inline]
     pub(crate) fn find(&self, key: u64) -> Option<u32> {
@@ -93,6 +119,11 @@ impl PriorityBuckets {
         if bucket == NIL {
             return;
         }
+        if bucket == LANE {
+            self.lane.unlink(self.slab.nodes_mut(), i);
+            self.slab.node_mut(i).meta.bucket = NIL;
+            return;
+        }
         let list = &mut self.lists[bucket as usize];
         list.unlink(self.slab.nodes_mut(), i);
         if list.is_empty() {
@@ -104,18 +135,17 @@ impl PriorityBuckets {
 
     /// Put detached slot `i` at the newest end of the bucket of `priority`, with `count`.
     pub(crate) fn attach(&mut self, i: u32, priority: u64, count: u32) {
-        let bucket = match self.order.get(&priority) {
-            Some(&b) => b,
-            None => {
-                // A bucket per distinct priority, each holding a block: the pool (one per
-                // block of capacity) cannot run out while the slab has room.
-                let b = self.free.pop().unwrap_or(NIL);
-                debug_assert!(b != NIL, "bucket pool exhausted");
-                self.lists[b as usize] = List::new();
-                self.order.insert(priority, b);
-                b
+        let (free, lists) = (&mut self.free, &mut self.lists);
+        let bucket = *self.order.entry(priority).or_insert_with(|| {
+            // A bucket per distinct priority, each holding a block: the pool (one per block
+            // of capacity) cannot run out while the slab has room.
+            let b = free.pop().unwrap_or(NIL);
+            debug_assert!(b != NIL, "bucket pool exhausted");
+            if let Some(l) = lists.get_mut(b as usize) {
+                *l = List::new();
             }
-        };
+            b
+        });
         self.lists[bucket as usize].push_head(self.slab.nodes_mut(), i);
         self.slab.node_mut(i).meta = Meta { priority, count, bucket };
     }
@@ -129,6 +159,28 @@ impl PriorityBuckets {
         self.attach(i, priority, count);
         self.len += 1;
         i
+    }
+
+    /// Insert absent `key` (looked up into `at`) at the newest end of the low lane, with
+    /// `priority` (below every bucket's, and above every other priority in the lane) and
+    /// `count`; there must be room. Returns its slot.
+    pub(crate) fn insert_low(&mut self, at: Bucket, key: u64, priority: u64, count: u32) -> u32 {
+        let i = self.slab.alloc(key, Meta { priority, count, bucket: LANE });
+        debug_assert!(i != NIL, "insert into a full PriorityBuckets");
+        self.map.insert_at(at, i);
+        self.lane.push_head(self.slab.nodes_mut(), i);
+        self.len += 1;
+        i
+    }
+
+    /// The slot of the block that entered the low lane first, if any.
+    pub(crate) fn low_oldest(&self) -> Option<u32> {
+        Some(self.lane.tail).filter(|&t| t != NIL)
+    }
+
+    /// Set resident slot `i`'s count, leaving it where it is.
+    pub(crate) fn set_count(&mut self, i: u32, count: u32) {
+        self.slab.node_mut(i).meta.count = count;
     }
 
     /// Remove resident slot `i`; returns its key.
@@ -243,15 +295,42 @@ impl<P: ByPriority> Replacement for P {
     }
 
     fn insert(&mut self, access: &crate::Access) -> Option<u64> {
-        if self.buckets().capacity() == 0 {
-            return None;
-        }
-        let victim = if self.buckets().is_full() { self.evict() } else { None };
         match self.buckets().lookup(access.key) {
-            Err(at) => self.admit(at, access.key),
-            Ok(_) => debug_assert!(false, "insert of a resident block"),
+            Err(at) => insert_absent(self, at, access.key),
+            Ok(_) => {
+                debug_assert!(false, "insert of a resident block");
+                None
+            }
         }
-        victim
+    }
+
+    #[inline]
+    fn access(&mut self, access: &crate::Access) -> (bool, Option<u64>) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.buckets().prefetch_fp(fingerprint(key));
+    }
+
+    #[inline]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.buckets().prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`Replacement::prefetch_hint`]).
+    #[inline]
+    fn access_hinted(&mut self, access: &crate::Access, hint: u32) -> (bool, Option<u64>) {
+        match self.buckets().lookup_fp(access.key, hint) {
+            Ok(i) => {
+                self.hit(i);
+                (true, None)
+            }
+            Err(at) => (false, insert_absent(self, at, access.key)),
+        }
     }
 
     fn remove(&mut self, key: u64) -> bool {
@@ -267,4 +346,16 @@ impl<P: ByPriority> Replacement for P {
     fn memory_bytes(&self) -> usize {
         self.buckets().memory_bytes() + self.extra_memory_bytes()
     }
+}
+
+/// Make absent `key`, looked up into `at`, resident in `p`; returns the evicted block. The
+/// eviction leaves `at` valid (index entries never move).
+#[inline]
+fn insert_absent<P: ByPriority>(p: &mut P, at: Bucket, key: u64) -> Option<u64> {
+    if p.buckets().capacity() == 0 {
+        return None;
+    }
+    let victim = if p.buckets().is_full() { p.evict() } else { None };
+    p.admit(at, key);
+    victim
 }

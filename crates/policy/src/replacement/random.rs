@@ -3,20 +3,21 @@
 //! it RAND) and libCacheSim's `Random`.
 //!
 //! Blocks live in a preallocated slab; a full cache has every slot of the slab in use, so a
-//! uniform slot number is a uniform resident block and needs no separate sample array. The
-//! draws come from a xoshiro256++ generator seeded with `seed=` (default 1): two runs with
-//! the same seed make the same decisions, in the simulator and in the real cache.
+//! uniform slot number is a uniform resident block and needs no separate sample array (nor
+//! any order: the slab's nodes are linked into no list). The draws come from a xoshiro256++
+//! generator seeded with `seed=` (default 1): two runs with the same seed make the same
+//! decisions, in the simulator and in the real cache.
 //!
 //! libCacheSim's `Random` takes no seed; the peer tests compare ember's mean miss ratio over
 //! five seeds with libCacheSim's.
 //!
-//! Memory: the [`Queue`] layout, 32 bytes of slab node and about 16 bytes of hash index per
-//! block of capacity.
+//! Memory: 16 bytes of slab node and about 16 bytes of hash index per block of capacity.
 
 use super::params::{Param, SEED};
-use super::queue::Queue;
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
+use crate::keymap::{fingerprint, Bucket, KeyMap};
+use crate::slab::{Slab, NIL};
 use crate::Access;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -27,14 +28,50 @@ pub const PARAMS: &[Param] = &[SEED];
 /// Random replacement (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct Random {
-    q: Queue<()>,
+    map: KeyMap,
+    slab: Slab<()>,
     rng: Xoshiro256PlusPlus,
 }
 
 impl Random {
     /// An empty cache of `capacity` blocks whose victims are drawn with `seed`.
     pub fn new(capacity: usize, seed: u64) -> Self {
-        Self { q: Queue::with_capacity(capacity), rng: Xoshiro256PlusPlus::seed_from_u64(seed) }
+        Self {
+            map: KeyMap::with_entries(capacity),
+            slab: Slab::with_capacity(capacity),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+        }
+    }
+
+    /// The slot of `key` if resident, else the index bucket to insert it at.
+    #[inline(always)]
+    fn lookup_fp(&self, key: u64, fp: u32) -> Result<u32, Bucket> {
+        let slab = &self.slab;
+        self.map.find_fp(key, fp, |s| slab.key(s))
+    }
+
+    /// Make absent `key`, looked up into `at`, resident; returns the evicted block.
+    #[inline(always)]
+    fn insert_absent(&mut self, at: Bucket, key: u64) -> Option<u64> {
+        let capacity = self.slab.capacity();
+        if capacity == 0 {
+            return None;
+        }
+        if self.slab.live() >= capacity {
+            // Every slot is in use: a uniform slot is a uniform resident block. The new
+            // index entry goes in first, so the bucket is not probed for again.
+            let victim = self.rng.gen_range(0..capacity) as u32;
+            let old = self.slab.key(victim);
+            self.map.insert_at(at, victim);
+            self.map.remove(old, victim);
+            self.slab.node_mut(victim).key = key;
+            Some(old)
+        } else {
+            let i = self.slab.alloc(key, ());
+            debug_assert!(i != NIL, "a slab with room gave no slot");
+            self.map.insert_at(at, i);
+            None
+        }
     }
 }
 
@@ -50,52 +87,70 @@ impl Replacement for Random {
     }
 
     fn capacity(&self) -> usize {
-        self.q.capacity()
+        self.slab.capacity()
     }
 
     fn len(&self) -> usize {
-        self.q.len()
+        self.slab.live()
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.q.find(key).is_some()
+        self.lookup_fp(key, fingerprint(key)).is_ok()
     }
 
     fn lookup(&mut self, access: &Access) -> bool {
-        self.q.find(access.key).is_some()
+        self.contains(access.key)
     }
 
     fn insert(&mut self, access: &Access) -> Option<u64> {
-        let capacity = self.q.capacity();
-        if capacity == 0 {
-            return None;
-        }
-        let Err(at) = self.q.lookup(access.key) else {
-            debug_assert!(false, "insert of a resident block");
-            return None;
-        };
-        if self.q.is_full() {
-            // Every slot is in use: a uniform slot is a uniform resident block.
-            let victim = self.rng.gen_range(0..capacity) as u32;
-            Some(self.q.replace_at(victim, at, access.key, ()))
-        } else {
-            self.q.push_new_at(at, access.key, ());
-            None
+        match self.lookup_fp(access.key, fingerprint(access.key)) {
+            Err(at) => self.insert_absent(at, access.key),
+            Ok(_) => {
+                debug_assert!(false, "insert of a resident block");
+                None
+            }
         }
     }
 
     fn remove(&mut self, key: u64) -> bool {
-        match self.q.find(key) {
-            Some(i) => {
-                self.q.remove_node(i);
+        match self.lookup_fp(key, fingerprint(key)) {
+            Ok(i) => {
+                self.map.remove(key, i);
+                self.slab.release(i);
                 true
             }
-            None => false,
+            Err(_) => false,
+        }
+    }
+
+    #[inline(always)]
+    fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
+        self.access_hinted(access, fingerprint(access.key))
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, key: u64) {
+        self.map.prefetch(key);
+    }
+
+    #[inline(always)]
+    fn prefetch_hint(&self, key: u64) -> u32 {
+        let fp = fingerprint(key);
+        self.map.prefetch_fp(fp);
+        fp
+    }
+
+    /// The hint is the key's index fingerprint ([`Random::prefetch_hint`]).
+    #[inline(always)]
+    fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
+        match self.lookup_fp(access.key, hint) {
+            Ok(_) => (true, None),
+            Err(at) => (false, self.insert_absent(at, access.key)),
         }
     }
 
     fn memory_bytes(&self) -> usize {
-        self.q.memory_bytes()
+        self.map.memory_bytes() + self.slab.memory_bytes()
     }
 }
 
