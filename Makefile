@@ -82,6 +82,8 @@ crash-long: setup
 	    --test ctl_kill -- --nocapture --test-threads=2
 	EMBER_REQUIRE_TOOLS=1 EMBER_CTL_TRIALS=200 $(CARGO) test --release -p ember-cli \
 	    --test ctl_volume_kill -- --nocapture --test-threads=2
+	EMBER_REQUIRE_TOOLS=1 EMBER_UPGRADE_TRIALS=200 $(CARGO) test --release -p ember-cli \
+	    --test layout_fixtures -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
 	    --test writeback_power -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=200 $(CARGO) test --release -p ember-engine \
