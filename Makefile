@@ -85,6 +85,8 @@ crash-long: setup
 	EMBER_VOLUME_POLICY_TRIALS=200 $(CARGO) test --release -p ember-cli \
 	    --test serve_writeback_kill -- --nocapture --exact \
 	    a_write_through_volume_under_write_back_persist_survives_sigkill
+	EMBER_REQUIRE_TOOLS=1 EMBER_UPGRADE_TRIALS=200 $(CARGO) test --release -p ember-cli \
+	    --test layout_fixtures -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=1000 $(CARGO) test --release -p ember-engine \
 	    --test writeback_power -- --nocapture --test-threads=2
 	EMBER_POWER_TRIALS=200 $(CARGO) test --release -p ember-engine \

@@ -81,15 +81,15 @@ pub enum CtlCommand {
     /// Stop the server as SIGTERM does (drain the clients, clean shutdown).
     Stop,
     /// Add an export while serving, with no reformat: the volume is recorded on the cache
-    /// device and served at once, its blocks cold. A restart serves it if its command line
-    /// or config file names it (the config file is changed only with --save).
+    /// device with its backing and served at once, its blocks cold. A restart serves it from
+    /// that record (the config file is changed only with --save).
     Attach {
         /// NAME=BACKING: the export name and its backing (a path or an NBD URI), as
         /// `ember serve --backing` takes them.
         #[arg(value_name = "NAME=BACKING")]
         volume: String,
         /// Also add its `[[volume]]` table to the config file, atomically, keeping its
-        /// comments, so that a restart serves it.
+        /// comments, so that the file names it too.
         #[arg(long)]
         save: bool,
     },

@@ -3,8 +3,10 @@
 //! reads `a` over and over (every read verifies its pattern, none fails); `ember ctl remove b`
 //! while nbdcopy writes to `b` (refused while it is connected, then `--force`: nbdcopy gets
 //! ESHUTDOWN, and `b`'s backing holds every byte written, old or new, none lost); `ember ctl
-//! attach c=PATH` (served at once from its backing); a clean restart naming `a` and `c`
-//! serves the recorded set, `a` still uncached, every byte intact.
+//! attach c=PATH` (served at once from its backing); `ember ctl set --volume c` (not saved);
+//! a clean restart naming `a` and `c` serves the recorded set, `a` still uncached, every byte
+//! intact; a restart from a config file naming no volume serves the same set from the cache
+//! device's records, `c` with the setting it was given, and says so.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
@@ -163,6 +165,8 @@ fn uncache_remove_attach_and_restart_with_real_clients() {
     assert!(out.contains("wrote 1048576/1048576"), "{out}");
     let out = qemu_io(&serve.uri("a"), "write -P 0x65 0 1M; flush");
     assert!(out.contains("wrote 1048576/1048576"), "{out}");
+    let out = ctl(&sock, &["set", "--volume", "c", "write-policy", "write-through"]);
+    assert!(out.status.success(), "{}", out.stderr);
     serve.stop();
 
     // The recorded set, named again: a (uncached) and c; every byte intact.
@@ -174,6 +178,31 @@ fn uncache_remove_attach_and_restart_with_real_clients() {
     .start();
     assert!(!serve.output().contains("recorded now"), "{}", serve.output());
     assert_eq!(volumes(&status(&sock)), pairs(&[("a", "uncached"), ("c", "cached")]));
+    qemu_io(&serve.uri("a"), "read -P 0x65 0 1M; read -P 0x61 1M 3M");
+    qemu_io(&serve.uri("c"), "read -P 0x66 0 1M; read -P 0x64 1M 3M");
+    serve.stop();
+
+    // No volume named (a config file without a [[volume]] table): the cache device's records
+    // are the set, with c's own setting.
+    let cfg = d.join("ember.toml");
+    let text = format!(
+        "control = \"{}\"\n[cache]\ndevice = \"{}\"\n[live]\nwrite-policy = \"write-back-persist\"\n\
+         [live.writeback]\nmax-dirty = \"90%\"\nmin-dirty = \"80%\"\n",
+        sock.display(),
+        cache.display()
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let serve = ServeArgs::default().args(["--config", &cfg.display().to_string()]).start();
+    let said = serve.output();
+    for v in ["a", "c"] {
+        let line = format!("volume {v}: recorded on the cache device, not named: served");
+        assert!(said.contains(&line), "{said}");
+    }
+    let st = status(&sock);
+    assert_eq!(volumes(&st), pairs(&[("a", "uncached"), ("c", "cached")]));
+    let c_status = st["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "c").unwrap();
+    assert_eq!(c_status["own_write_policy"], "write-through", "{st}");
+    assert_eq!(c_status["backing"], c.as_str(), "{st}");
     qemu_io(&serve.uri("a"), "read -P 0x65 0 1M; read -P 0x61 1M 3M");
     qemu_io(&serve.uri("c"), "read -P 0x66 0 1M; read -P 0x64 1M 3M");
     serve.stop();

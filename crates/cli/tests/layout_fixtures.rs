@@ -2,15 +2,19 @@
 //! as that code wrote them) open with this code: never reformatted, never misread. The
 //! write-through image's cached blocks are served and kept; the write-back-persist image, left
 //! by a SIGKILL with 164 dirty blocks, serves their bytes (newer than its backing's) and writes
-//! them back on `ember ctl flush`. A layout change must keep these passing (by upgrading in
-//! place) or refuse the images with a clear error, never serve them wrong.
+//! them back on `ember ctl flush`. The first open upgrades each to layout version 2 in place
+//! (docs/reference/layout.md), and SIGKILL trials during that first open find, after a
+//! restart, every byte right and the cache at version 1 or 2, never reformatted.
+//!
+//! `EMBER_UPGRADE_TRIALS=N` sets the trials per image (default 3; `make crash-long` runs 200).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use ember_testkit::clients::{have_nbdsh, nbdsh};
 use ember_testkit::ember::{ember, ember_stdout};
@@ -18,6 +22,10 @@ use ember_testkit::nbdkit::Nbdkit;
 use ember_testkit::process::run;
 use ember_testkit::serve::ServeArgs;
 use ember_testkit::tools::skip_or_fail;
+use ember_testkit::Rng;
+
+/// The tests of one image share the nbdkit socket its backing's identity names: one at a time.
+static SOCKETS: Mutex<()> = Mutex::new(());
 
 const BLOCK: usize = 4096;
 const BLOCKS: usize = 2048;
@@ -111,6 +119,7 @@ fn serve_image(kind: &str) -> Option<Served> {
     if !have_nbdsh() && skip_or_fail("nbdsh (libnbd-bin) is not installed") {
         return None;
     }
+    let _one = SOCKETS.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let cache = unpack(&format!("{kind}.cache.img"), dir.path());
     let backing = unpack(&format!("{kind}.backing.img"), dir.path());
@@ -160,6 +169,9 @@ fn a_write_through_cache_of_layout_1_serves_its_cached_blocks_and_keeps_them() {
     // resident (and more, from the whole-volume read).
     assert_eq!(after["cache_uuid"], before["cache_uuid"]);
     assert_eq!(after["format_time"], before["format_time"]);
+    assert_eq!(after["version"], 2, "upgraded in place: {after}");
+    assert_eq!(after["geometry"]["records_len"], 128 << 10, "{after}");
+    assert_eq!(after["volumes"][0]["backing"], before_backing(&s.at_start), "{after}");
     let resident = after["occupancy"]["resident_blocks"].as_u64().unwrap_or(0);
     assert!(resident >= 512, "{after}");
 }
@@ -188,6 +200,123 @@ fn a_killed_write_back_persist_cache_of_layout_1_serves_its_dirty_blocks_and_flu
     assert_eq!(after["cache_uuid"], before["cache_uuid"]);
     assert_eq!(after["format_time"], before["format_time"]);
     assert_eq!(after["occupancy"]["dirty_blocks"], 0, "{after}");
+    assert_eq!(after["version"], 2, "upgraded in place: {after}");
+}
+
+/// The backing `ember ctl status` shows for the volume (what the cache device records).
+fn before_backing(status: &serde_json::Value) -> serde_json::Value {
+    status["volumes"][0]["backing"].clone()
+}
+
+/// Trials per image: `EMBER_UPGRADE_TRIALS`, default 3.
+fn upgrade_trials() -> u64 {
+    std::env::var("EMBER_UPGRADE_TRIALS").ok().and_then(|s| s.parse().ok()).unwrap_or(3)
+}
+
+/// The `ember serve` arguments of `kind`'s image in `dir` over the backing at `uri`.
+fn serve_args(kind: &str, cache: &Path, uri: &str) -> ServeArgs {
+    ServeArgs::default()
+        .args(["--cache", &cache.display().to_string(), "--write-policy", kind])
+        .args(["--trust-nbd-backing", "--min-dirty", "100%", "--max-dirty", "100%"])
+        .backing("vol", uri)
+}
+
+/// One trial on a fresh copy of `kind`'s image: `ember serve` killed with SIGKILL `delay`
+/// after it was started (during its first open, which upgrades the layout, or after); then
+/// a restart must serve every byte as the image's writes left it. Returns the layout version
+/// the kill left.
+fn upgrade_trial(kind: &str, delay: Duration) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = unpack(&format!("{kind}.cache.img"), dir.path());
+    let backing = unpack(&format!("{kind}.backing.img"), dir.path());
+    let nbd_dir = PathBuf::from(format!("/tmp/ember-layout-v1-{kind}"));
+    let _ = std::fs::remove_dir_all(&nbd_dir);
+    std::fs::create_dir_all(&nbd_dir).unwrap();
+    let mut nbdkit = Nbdkit::start(&nbd_dir, &["file", &backing.display().to_string()]);
+    let args = serve_args(kind, &cache, &nbdkit.uri()).args(["--listen", "127.0.0.1:0"]);
+    let mut child = Command::new(ember())
+        .arg("serve")
+        .args(args.strs())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(delay);
+    let _ = child.kill();
+    let _ = child.wait();
+    let left = inspect(&cache);
+    let version = left["version"].as_u64().unwrap();
+    assert!(version == 1 || version == 2, "{left}");
+    assert_eq!(left["cache_uuid"], inspect_uuid(kind), "never reformatted");
+    let serve = serve_args(kind, &cache, &nbdkit.uri()).start();
+    let read = read_export(&serve.uri("vol"), dir.path());
+    assert_eq!(
+        wrong_blocks(kind, &read),
+        Vec::<usize>::new(),
+        "killed {delay:?} into the first open (left version {version}):\n{}",
+        serve.output()
+    );
+    serve.stop();
+    nbdkit.stop();
+    let _ = std::fs::remove_dir_all(&nbd_dir);
+    assert_eq!(inspect(&cache)["version"], 2, "the restart upgraded it");
+    version
+}
+
+/// The cache UUID `kind`'s image was made with.
+fn inspect_uuid(kind: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(fixtures().join(format!("{kind}.inspect.json"))).unwrap();
+    serde_json::from_str::<serde_json::Value>(&text).unwrap()["cache_uuid"].clone()
+}
+
+/// SIGKILL trials during the first open of copies of `kind`'s image: the kill lands at a
+/// random time up to a little past the time a first open took to become ready.
+fn upgrade_survives_sigkill(kind: &str, seed: u64) {
+    if !have_nbdsh() && skip_or_fail("nbdsh (libnbd-bin) is not installed") {
+        return;
+    }
+    let _one = SOCKETS.lock().unwrap_or_else(|e| e.into_inner());
+    // How long a first open takes, on a copy that is not killed.
+    let t0 = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = unpack(&format!("{kind}.cache.img"), dir.path());
+    let backing = unpack(&format!("{kind}.backing.img"), dir.path());
+    let nbd_dir = PathBuf::from(format!("/tmp/ember-layout-v1-{kind}"));
+    let _ = std::fs::remove_dir_all(&nbd_dir);
+    std::fs::create_dir_all(&nbd_dir).unwrap();
+    let mut nbdkit = Nbdkit::start(&nbd_dir, &["file", &backing.display().to_string()]);
+    let t1 = Instant::now();
+    let serve = serve_args(kind, &cache, &nbdkit.uri()).start();
+    let open = t1.elapsed();
+    serve.stop();
+    nbdkit.stop();
+    let _ = std::fs::remove_dir_all(&nbd_dir);
+    let mut r = Rng::new(seed);
+    let span = open.as_micros() as u64 * 5 / 4 + 1;
+    let (mut v1, mut v2) = (0, 0);
+    let n = upgrade_trials();
+    for _ in 0..n {
+        match upgrade_trial(kind, Duration::from_micros(r.below(span))) {
+            1 => v1 += 1,
+            _ => v2 += 1,
+        }
+    }
+    println!(
+        "{kind}: {n} SIGKILL trials within {span} us of the start (a first open took {open:?}; \
+         {:?} in all): {v1} left version 1, {v2} version 2; every byte right after each restart",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn sigkill_during_the_upgrade_of_a_write_through_cache_loses_nothing() {
+    upgrade_survives_sigkill("write-through", 40_300_000);
+}
+
+#[test]
+fn sigkill_during_the_upgrade_of_a_killed_write_back_persist_cache_loses_nothing() {
+    upgrade_survives_sigkill("write-back-persist", 40_400_000);
 }
 
 #[test]

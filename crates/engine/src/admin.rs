@@ -76,8 +76,10 @@ pub(crate) fn format(cache: &dyn Device, spec: &FormatSpec) -> Result<Superblock
                 backing_medium: 0,
                 backing_state: 0,
                 state: VolumeState::Cached,
+                recorded: Default::default(),
             })
             .collect(),
+        records: Default::default(),
     };
     sb.encode()?; // validates names and counts before touching the device
     lay_out(cache, &sb)?;
@@ -210,6 +212,9 @@ pub(crate) fn inspect(cache: &dyn Device) -> Result<Report, EngineError> {
                 uuid: v.uuid,
                 size: v.size,
                 cached_blocks: per_volume.as_ref().map(|p| p[i]),
+                state: v.state,
+                backing: v.recorded.backing.clone(),
+                settings: v.recorded.settings.clone(),
             })
             .collect(),
     })

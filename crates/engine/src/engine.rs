@@ -195,15 +195,48 @@ impl Engine {
     /// attach`): its blocks start cold. Returns its slot in the volume table.
     ///
     /// - The volume MUST be recorded in the superblock's volume table (a new superblock, so
-    ///   a crash leaves the table before or after) before it is served.
+    ///   a crash leaves the table before or after) before it is served, with `recorded` (its
+    ///   backing as given and own settings) in the volume records written before it.
     /// - MUST refuse ([`EngineError::Refused`], nothing changed) a name already recorded, a
     ///   name longer than 64 bytes, an empty backing and a full table (32 volumes).
     pub fn attach(
         &self,
         name: &str,
         backing: Arc<dyn Device>,
+        recorded: crate::layout::BackingRecord,
     ) -> Result<VolumeChange, EngineError> {
-        live::volumes::attach(&self.inner, name, backing)
+        live::volumes::attach(&self.inner, name, backing, recorded)
+    }
+
+    /// Record the served volumes' backings as given and their own settings on the cache
+    /// device (`records`: volume name and record; layout version 2's volume records), so a
+    /// restart that does not name a volume can serve it.
+    ///
+    /// - The records MUST be written (and synced) before the superblock that names them: a
+    ///   crash leaves the former records or these.
+    /// - Nothing is written when nothing changed. Returns false when the layout keeps no
+    ///   records (a journal region too small to spare their area).
+    pub fn record_volumes(
+        &self,
+        records: &[(String, crate::layout::BackingRecord)],
+    ) -> Result<bool, EngineError> {
+        live::volumes::record_volumes(&self.inner, records)
+    }
+
+    /// The volumes this cache device records now (slots in use: name, state, size and the
+    /// volume records), as the last superblock written says.
+    pub fn recorded(&self) -> Vec<crate::layout::VolumeRecord> {
+        let sb = self.inner.superblock.lock();
+        sb.volumes.iter().filter(|v| v.in_use()).cloned().collect()
+    }
+
+    /// The volumes `cache` records (slots in use: name, state, size and the volume records),
+    /// read without opening it for service and without modifying it.
+    pub fn recorded_volumes(
+        cache: &dyn Device,
+    ) -> Result<Vec<crate::layout::VolumeRecord>, EngineError> {
+        let sb = crate::layout::Superblock::read(cache)?;
+        Ok(sb.volumes.into_iter().filter(|v| v.in_use()).collect())
     }
 
     /// Stop caching volume `name` while it stays served, from backing (`ember ctl uncache`):

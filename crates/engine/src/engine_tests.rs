@@ -84,7 +84,7 @@ fn read(e: &Volume, off: u64, len: usize) -> Vec<u8> {
 fn format_then_inspect_round_trip() {
     let rig = Rig::mem(1 << 20);
     let r = Engine::inspect(rig.cache.as_ref()).unwrap();
-    assert_eq!(r.version, 1);
+    assert_eq!(r.version, crate::layout::VERSION);
     assert!(r.clean_shutdown);
     assert_eq!(r.last_shutdown, None);
     let occ = r.occupancy.unwrap();

@@ -3,7 +3,7 @@
 //!
 //! - [`device`]: the [`Device`] abstraction and its implementations (file or block device,
 //!   memory, fault-injecting wrapper).
-//! - [`layout`]: the on-device layout, version 1 (superblock, checkpoints, journal, data, the
+//! - [`layout`]: the on-device layout, version 2 (superblock, checkpoints, journal, data, the
 //!   block key encoding, recovery decoding).
 //! - [`Engine`]: format, inspect, open, [`Volume`] handles, stats, shutdown.
 //!
@@ -50,7 +50,7 @@ pub use engine::Engine;
 pub use error::EngineError;
 pub use health::{DegradeCause, DegradedRecord, DegradedSink, HealthConfig, HealthStatus};
 pub use io::{HitRead, HitStart, Volume, CHUNK_BLOCKS};
-pub use layout::{VolumeState, WriteMode};
+pub use layout::{BackingRecord, VolumeState, WriteMode};
 pub use live::{
     Draining, FlushReport, Progress, ReplaceReport, SeqCutoffSettings, Status, SwitchReport,
     VolumeChange, VolumeSettings, VolumeStatus, WritebackLimits,

@@ -1,6 +1,7 @@
 //! Opening a cache for service: check the configured volumes against the superblock, load
 //! the map of the last clean shutdown (warm), recover the persisted dirty map after a crash
-//! under write-back persist, or start cold, then clear the clean flag before the first write.
+//! under write-back persist, or start cold, then clear the clean flag before the first write;
+//! a version-1 cache is then upgraded to version 2 in place (`layout/upgrade.rs`).
 //! Hands the shared core back to [`crate::Engine`]; it does not know the engine handle.
 
 use crate::backing::{check_clean, check_replaced, Stale};
@@ -16,9 +17,10 @@ use crate::health::Health;
 use crate::layout::checkpoint::ENTRY_DIRTY;
 use crate::layout::entry_check::{duplicate_key, EntryCheck, DUPLICATE};
 use crate::layout::superblock::{FLAG_CLEAN, NO_CHECKPOINT};
+use crate::layout::upgrade::upgraded_geometry;
 use crate::layout::{
     key_volume, recover, Checkpoint, LayoutError, MapEntry, Superblock, VolumeState, WriteMode,
-    MAX_VOLUMES,
+    MAX_VOLUMES, VERSION,
 };
 use crate::state::CacheState;
 use crate::stats::Counters;
@@ -64,6 +66,8 @@ pub struct OpenReport {
     /// Volumes the cache device records that this start did not name: kept recorded (their
     /// slot, and any dirty block refuses the start as before), not served.
     pub unserved: Vec<String>,
+    /// The layout upgrade this open made (a version-1 cache is now version 2), if any.
+    pub upgraded: Option<String>,
 }
 
 /// Open a formatted cache device for service: check the volumes; load the map if the
@@ -135,7 +139,10 @@ pub(crate) fn open(
         let caching = rec.state != VolumeState::Uncached;
         infos.push(VolumeInfo::new(id as u32, v.name, rec.size, backing, caching));
     }
-    let g = sb.geometry;
+    // A version-1 cache runs with version 2's geometry from the start (its journal ends
+    // before the records area), and is upgraded once its journal holds nothing live.
+    let upgrading = sb.version < VERSION;
+    let g = if upgrading { upgraded_geometry(&sb.geometry) } else { sb.geometry };
     let cap = g.data_blocks as usize;
     let replacement = replacement(cap);
     if replacement.name() == "opt" {
@@ -196,6 +203,7 @@ pub(crate) fn open(
             dropped_blocks: 0,
             attached: Vec::new(),
             unserved: Vec::new(),
+            upgraded: None,
             reason: format!(
                 "recovered {} dirty blocks after a crash under write-back persist \
                  (checkpoint generation {}, {} journal commits replayed, last generation {})",
@@ -223,6 +231,7 @@ pub(crate) fn open(
             dropped_blocks: 0,
             attached: Vec::new(),
             unserved: Vec::new(),
+            upgraded: None,
             reason: format!("the last shutdown was not clean{lost}"),
         }
     } else if sb.checkpoint_slot == NO_CHECKPOINT {
@@ -232,6 +241,7 @@ pub(crate) fn open(
             dropped_blocks: 0,
             attached: Vec::new(),
             unserved: Vec::new(),
+            upgraded: None,
             reason: "freshly formatted".into(),
         }
     } else {
@@ -277,6 +287,7 @@ pub(crate) fn open(
                     dropped_blocks: dropped,
                     attached: Vec::new(),
                     unserved: Vec::new(),
+                    upgraded: None,
                     reason,
                 }
             }
@@ -294,6 +305,7 @@ pub(crate) fn open(
                 dropped_blocks: 0,
                 attached: Vec::new(),
                 unserved: Vec::new(),
+                upgraded: None,
                 reason: format!("checkpoint unusable: {e}"),
             },
         }
@@ -385,6 +397,33 @@ pub(crate) fn open(
         sb.sequence += 1;
         sb.write(inner.cache.as_ref())?;
     }
+    if upgrading {
+        // The journal holds nothing live now (restarted above under write-back persist,
+        // unused otherwise): the records area may take its tail.
+        let mut sb = inner.superblock.lock();
+        let mut next = sb.clone();
+        let from = next.version;
+        next.upgrade(inner.cache.as_ref())?;
+        next.sequence += 1;
+        next.write(inner.cache.as_ref())?;
+        open_report.upgraded = Some(if next.geometry.records_len > 0 {
+            format!(
+                "layout version {from} upgraded in place to {}: the volume records take the \
+                 last {} KiB of the {} KiB journal region",
+                next.version,
+                next.geometry.records_len >> 10,
+                next.geometry.journal_len >> 10
+            )
+        } else {
+            format!(
+                "layout version {from} upgraded in place to {}: its {} KiB journal cannot spare \
+                 the volume records, so the cache records no backings or settings",
+                next.version,
+                next.geometry.journal_len >> 10
+            )
+        });
+        *sb = next;
+    }
     Ok((inner, open_report))
 }
 
@@ -458,3 +497,7 @@ fn refuse_dirty(name: &str, why: &str, dirty: &[MapEntry], id: u32) -> EngineErr
          dirty blocks"
     ))
 }
+
+#[cfg(test)]
+#[path = "open_upgrade_tests.rs"]
+mod upgrade_tests;

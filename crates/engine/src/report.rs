@@ -27,6 +27,14 @@ pub struct VolumeUsage {
     pub size: u64,
     /// Cached blocks of this volume (None when the last shutdown was not clean).
     pub cached_blocks: Option<u64>,
+    /// What the cache does with it (cached, uncached, removing).
+    pub state: crate::layout::VolumeState,
+    /// Its backing as recorded (layout version 2's volume records; empty: none).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub backing: String,
+    /// Its own settings as recorded (empty: none).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub settings: String,
 }
 
 /// The inspection report.
@@ -108,9 +116,11 @@ impl fmt::Display for Report {
         writeln!(f, "block size     {} bytes", g.block_size)?;
         writeln!(
             f,
-            "regions        checkpoints 2 x {}, journal {}, warmup log {}, data {} blocks ({}) at {}",
+            "regions        checkpoints 2 x {}, journal {} (volume records {}), warmup log {}, \
+             data {} blocks ({}) at {}",
             mib(g.checkpoint_len),
             mib(g.journal_len),
+            mib(g.records_len),
             mib(g.warmup_len),
             g.data_blocks,
             mib(g.data_blocks * bs),
@@ -154,6 +164,15 @@ impl fmt::Display for Report {
         for v in &self.volumes {
             let cached = v.cached_blocks.map_or("-".to_string(), |n| n.to_string());
             writeln!(f, "  {:<24} {:>14} {:>14}  {}", v.name, mib(v.size), cached, v.uuid)?;
+            if v.state != crate::layout::VolumeState::Cached {
+                writeln!(f, "    state      {}", v.state)?;
+            }
+            if !v.backing.is_empty() {
+                writeln!(f, "    backing    {}", v.backing)?;
+            }
+            for line in v.settings.lines() {
+                writeln!(f, "    setting    {line}")?;
+            }
         }
         Ok(())
     }

@@ -123,10 +123,10 @@ fn write_seeds() {
     // device, more volumes than allowed (superblock CRCs zeroed so the harness fills them in).
     let base = input_from_device(cache.as_ref(), 0).unwrap();
     let mut version = base.clone();
-    version[8..12].copy_from_slice(&2u32.to_le_bytes());
+    version[8..12].copy_from_slice(&9u32.to_le_bytes());
     version[4092..4096].fill(0);
     version[4096..8192].fill(0);
-    save("bad-version-2", &version);
+    save("bad-version-9", &version);
     let mut count = base.clone();
     count[180..184].copy_from_slice(&33u32.to_le_bytes());
     count[4092..4096].fill(0);

@@ -74,8 +74,11 @@ impl Server {
     /// Build and start the server `config` describes: when this returns, every export is
     /// served and `ready` has been said. Every setting that can be checked without the
     /// devices is checked before any of them is opened.
-    pub fn start_with(config: ServeConfig, options: Options) -> anyhow::Result<Running> {
+    pub fn start_with(mut config: ServeConfig, options: Options) -> anyhow::Result<Running> {
         let console = options.console;
+        // The volumes the cache device records and the configuration does not name join
+        // it before anything is checked.
+        let unopened = crate::recorded::at_start(&mut config, console.as_ref())?;
         let Plan { engine, warmup, memory, net } = Plan::check(&config)?;
         let name = match &options.source {
             Some(s) => s.name(&config),
@@ -94,6 +97,15 @@ impl Server {
         let prior = crate::degraded::before_open(&config, state, console.as_ref())?;
         let config = prior.effective(config);
         let engine = Arc::new(open_engine(&config, engine, prior.reformat, console.as_ref())?);
+        let open = engine.open_report();
+        for name in open.unserved.iter().filter(|n| !unopened.contains(n)) {
+            console.say(&format!(
+                "volume {name}: recorded on the cache device but not named and not servable \
+                 (being removed, or no backing recorded): kept recorded, not exported (name it \
+                 again to serve it)"
+            ));
+        }
+        crate::recorded::record_served(&engine, &config, console.as_ref());
         let book = crate::degraded::after_open(&engine, &config, prior, console.clone())?;
         if let Some(w) = &warmup {
             crate::warmup::start(&engine, &config.warmup, w, &console)?;
@@ -302,11 +314,8 @@ fn open_engine(
             "volume {name}: not recorded on the cache device: recorded now, cached cold"
         ));
     }
-    for name in &open.unserved {
-        console.say(&format!(
-            "volume {name}: recorded on the cache device but not named: kept recorded, not \
-             exported (name it again to serve it, or `ember ctl remove` it while it is served)"
-        ));
+    if let Some(up) = &open.upgraded {
+        console.say(&format!("cache {}: {up}", config.cache.device.display()));
     }
     let g = engine.geometry();
     console.say(&format!(

@@ -15,7 +15,8 @@
 //!
 //! Building a server, file by file: `config/` (the settings), `plan.rs` (every setting
 //! checked before a device is opened), `backing.rs`, `cache_device.rs`, `policies.rs`,
-//! `writeback.rs`, `tiers.rs`, `warmup.rs` and `preload_progress.rs`, `lab.rs` (the one use
+//! `writeback.rs`, `tiers.rs`, `recorded.rs` (the volume set the cache device records),
+//! `warmup.rs` and `preload_progress.rs`, `lab.rs` (the one use
 //! of the laboratory: the admission registry and `--warmup auto`), `net.rs` (limits, TLS,
 //! listeners), `metrics/`, `memory_return.rs`, `build.rs` ([`Server`]), `running.rs`
 //! ([`Running`]), `signals.rs`, `run.rs` ([`run`]); `console.rs` is where their lines go.
@@ -52,6 +53,7 @@ mod plan;
 mod policies;
 mod prefetch;
 mod preload_progress;
+pub mod recorded;
 mod run;
 mod running;
 mod signals;

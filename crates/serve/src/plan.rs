@@ -24,9 +24,8 @@ impl ServeConfig {
         if self.cache.device.as_os_str().is_empty() {
             anyhow::bail!("--cache: no cache device");
         }
-        if self.volumes.is_empty() {
-            anyhow::bail!("--backing: no volume");
-        }
+        // No volume named is checked at start: the cache device may record some
+        // (`recorded.rs`).
         match self.log_format.as_str() {
             "text" | "json" => {}
             f => anyhow::bail!("--log-format {f}: text or json"),

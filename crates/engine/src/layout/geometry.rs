@@ -16,8 +16,13 @@ pub struct Geometry {
     pub checkpoint_b: u64,
     /// Offset of the logical journal.
     pub journal_offset: u64,
-    /// Length of the logical journal.
+    /// Length of the journal region: the logical journal, then the volume records
+    /// (`records_len` bytes at its tail, layout version 2).
     pub journal_len: u64,
+    /// Bytes at the tail of the journal region that hold the volume records' two copies
+    /// (`layout/volume_records.rs`); 0 in layout version 1 and when the journal is too small
+    /// to spare them.
+    pub records_len: u64,
     /// Offset of the warmup log.
     pub warmup_offset: u64,
     /// Length of the warmup log (0: none).
@@ -84,11 +89,29 @@ impl Geometry {
             checkpoint_b,
             journal_offset,
             journal_len,
+            records_len: super::volume_records::records_len_for(block_size, journal_len),
             warmup_offset,
             warmup_len,
             data_offset,
             data_blocks: n,
         }
+    }
+
+    /// This geometry without a volume-records area (layout version 1's reading of it: the
+    /// whole journal region is journal).
+    pub fn without_records(mut self) -> Self {
+        self.records_len = 0;
+        self
+    }
+
+    /// Offset of the volume records' area (the tail of the journal region).
+    pub fn records_offset(&self) -> u64 {
+        self.journal_offset + self.journal_len - self.records_len
+    }
+
+    /// Bytes of the logical journal proper: the journal region minus the volume records.
+    pub fn journal_bytes(&self) -> u64 {
+        self.journal_len - self.records_len
     }
 
     /// First byte past the data region.
@@ -129,10 +152,14 @@ impl Geometry {
         if fits.is_none() {
             return Err("region sizes overflow 64 bits".into());
         }
-        let expect =
+        let mut expect =
             Self::with_blocks(self.block_size, self.journal_len, self.warmup_len, self.data_blocks);
+        // Version 1 and a journal too small to spare it have no records area.
+        if self.records_len == 0 {
+            expect.records_len = 0;
+        }
         if *self != expect {
-            return Err(format!("regions are not where version 1 puts them: {self:?}"));
+            return Err(format!("regions are not where the layout puts them: {self:?}"));
         }
         if !self.journal_len.is_multiple_of(bs) || !self.warmup_len.is_multiple_of(bs) {
             return Err("regions not block-aligned".into());

@@ -90,9 +90,9 @@ pub fn entries_per_block(block_size: u32) -> usize {
     (block_size as usize - HEADER) / ENTRY_SIZE as usize
 }
 
-/// Journal blocks in the region.
+/// Journal blocks in the region (the volume records at its tail excluded).
 pub fn blocks(geometry: &Geometry) -> u64 {
-    geometry.journal_len / geometry.block_size as u64
+    geometry.journal_bytes() / geometry.block_size as u64
 }
 
 /// Blocks a barrier of `entries` entries (plus its commit) takes.

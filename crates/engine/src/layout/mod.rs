@@ -1,11 +1,12 @@
-//! The cache device layout, version 1 (docs/reference/layout.md has the picture and the reasons).
+//! The cache device layout, version 2 (docs/reference/layout.md has the picture, the reasons
+//! and the version rules; `upgrade.rs` turns a version-1 cache into version 2 in place).
 //!
 //! ```text
 //! offset 0            superblock slot 0 (4 KiB)
 //! offset 4 KiB        superblock slot 1 (4 KiB)      written alternately, newest valid wins
 //! checkpoint A        header block + 16-byte map entries, room for every data block
 //! checkpoint B        the same; a checkpoint is written to the slot not in use
-//! journal             logical journal (thesis 5.3), reserved in v1 for write-back persist
+//! journal             logical journal (thesis 5.3), then the volume records at its tail (v2)
 //! warmup log          Bonfire's warmup log, reserved (may be empty)
 //! data                the cached blocks
 //! ```
@@ -18,18 +19,24 @@ pub mod journal;
 pub mod key;
 pub mod recover;
 pub mod superblock;
+pub mod upgrade;
+pub mod volume_records;
+pub mod volume_records_io;
 pub mod volume_state;
 pub mod volume_table;
+pub mod write_mode;
 
 pub use checkpoint::{Checkpoint, MapEntry};
 pub use geometry::Geometry;
 pub use key::{block_key, key_block, key_volume};
 pub use recover::{epochs_of, recover, Recovered};
 pub use superblock::{Superblock, VolumeRecord, WriteMode};
+pub use volume_records::BackingRecord;
 pub use volume_state::VolumeState;
 
-/// Layout version written by this code.
-pub const VERSION: u32 = 1;
+/// Layout version written by this code (it reads version 1 too, and upgrades it in place at
+/// the first open for service).
+pub const VERSION: u32 = 2;
 /// Size of one superblock slot.
 pub const SUPERBLOCK_SIZE: u64 = 4096;
 /// Most backing volumes one cache device serves.
@@ -54,7 +61,7 @@ pub enum LayoutError {
         detail: String,
     },
     /// The superblock is from a layout version this code cannot read.
-    #[error("{device}: cache layout version {found} is not supported (this ember reads version {VERSION})")]
+    #[error("{device}: cache layout version {found} is not supported (this ember reads versions 1 to {VERSION})")]
     Version {
         /// The device.
         device: String,

@@ -3,6 +3,7 @@
 //! sequence number; the valid slot (magic, version, CRC-32C) with the highest sequence is
 //! current, so a torn superblock write leaves the previous one in force.
 
+use super::volume_records::{BackingRecord, RecordsPointer};
 use super::volume_state::{VolumeState, STATE_TABLE};
 use super::{
     put_u32, put_u64, Geometry, LayoutError, Le, MAX_NAME, MAX_VOLUMES, SUPERBLOCK_SIZE, VERSION,
@@ -10,6 +11,8 @@ use super::{
 use crate::device::Device;
 use serde::Serialize;
 use uuid::Uuid;
+
+pub use super::write_mode::WriteMode;
 
 /// Magic at offset 0 of a superblock slot.
 pub const MAGIC: &[u8; 8] = b"EMBERCSB";
@@ -26,118 +29,11 @@ const IDENTITY_RECORD: usize = 16;
 const _: () = assert!(IDENTITY_TABLE + MAX_VOLUMES * IDENTITY_RECORD <= CRC_AT);
 const _: () = assert!(STATE_TABLE + MAX_VOLUMES <= VOLUME_TABLE);
 const CRC_AT: usize = SUPERBLOCK_SIZE as usize - 4;
-
-/// The write policy a cache ran under (recorded so recovery knows whether dirty data may
-/// exist: only the write-back policies of the next layout user leave any).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum WriteMode {
-    /// Write-through: writes go to backing and to the cache (allocating if admitted).
-    #[default]
-    WriteThrough,
-    /// Write-around: writes go to backing; cached copies are updated, nothing is allocated.
-    WriteAround,
-    /// Write-back flush (thesis 3.1): a FLUSH writes the closed epochs' dirty blocks to
-    /// backing and syncs it before it is acknowledged; survives losing the cache device.
-    WriteBackFlush,
-    /// Write-back persist (thesis 3.2): a FLUSH atomically persists the dirty map on the
-    /// cache device; survives a crash with the cache device intact.
-    WriteBackPersist,
-    /// Ordered write-back (Koller et al., FAST 2013; thesis 2.2 and table 3.1's third row):
-    /// dirty blocks reach backing in epoch order (a FLUSH only closes the epoch and returns
-    /// at once), so after any failure backing holds a consistent older state; acknowledged
-    /// FLUSHes and FUA writes are not durable.
-    OrderedWriteBack,
-    /// Plain write-back that ignores FLUSH and FUA (thesis table 3.1's last row): for
-    /// comparison only, a crash loses acknowledged writes.
-    UnsafeWriteBack,
-}
-
-impl WriteMode {
-    /// The policy's code on the device (superblock offset 52).
-    pub(crate) fn code(self) -> u32 {
-        match self {
-            WriteMode::WriteThrough => 0,
-            WriteMode::WriteAround => 1,
-            WriteMode::WriteBackFlush => 2,
-            WriteMode::WriteBackPersist => 3,
-            WriteMode::UnsafeWriteBack => 4,
-            WriteMode::OrderedWriteBack => 5,
-        }
-    }
-
-    /// The policy of a code read from the device.
-    pub(crate) fn from_code(c: u32) -> Option<Self> {
-        Some(match c {
-            0 => WriteMode::WriteThrough,
-            1 => WriteMode::WriteAround,
-            2 => WriteMode::WriteBackFlush,
-            3 => WriteMode::WriteBackPersist,
-            4 => WriteMode::UnsafeWriteBack,
-            5 => WriteMode::OrderedWriteBack,
-            _ => return None,
-        })
-    }
-
-    /// Name as on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            WriteMode::WriteThrough => "write-through",
-            WriteMode::WriteAround => "write-around",
-            WriteMode::WriteBackFlush => "write-back-flush",
-            WriteMode::WriteBackPersist => "write-back-persist",
-            WriteMode::UnsafeWriteBack => "unsafe-write-back",
-            WriteMode::OrderedWriteBack => "ordered-write-back",
-        }
-    }
-
-    /// Every policy, in the order of thesis table 3.1 (slowest first).
-    pub const ALL: [WriteMode; 6] = [
-        WriteMode::WriteThrough,
-        WriteMode::WriteAround,
-        WriteMode::WriteBackFlush,
-        WriteMode::OrderedWriteBack,
-        WriteMode::WriteBackPersist,
-        WriteMode::UnsafeWriteBack,
-    ];
-
-    /// True for the policies that keep dirty blocks on the cache device.
-    pub fn is_write_back(self) -> bool {
-        matches!(
-            self,
-            WriteMode::WriteBackFlush
-                | WriteMode::WriteBackPersist
-                | WriteMode::UnsafeWriteBack
-                | WriteMode::OrderedWriteBack
-        )
-    }
-
-    /// True for the policies whose dirty blocks reach backing epoch by epoch, so a rewrite
-    /// of a block whose epoch is closed keeps the old version until the flusher wrote it
-    /// (write-back flush, thesis 4.4.2; ordered write-back).
-    pub fn keeps_closed_epochs(self) -> bool {
-        matches!(self, WriteMode::WriteBackFlush | WriteMode::OrderedWriteBack)
-    }
-}
-
-impl std::str::FromStr for WriteMode {
-    type Err = String;
-
-    /// Parse a `--write-policy` value: `write-through`, `write-around`, `write-back-flush`,
-    /// `ordered-write-back`, `write-back-persist` or `unsafe-write-back`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        WriteMode::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = WriteMode::ALL.iter().map(|m| m.name()).collect();
-            format!("unknown write policy {s:?} (one of: {})", names.join(", "))
-        })
-    }
-}
-
-impl std::fmt::Display for WriteMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// Version 2's fields, in bytes version 1 left zero: the records area's length (8), then
+/// the records' copy in force (4), its length (4), generation (8) and CRC (4).
+const RECORDS_AT: usize = 3840;
+const _: () = assert!(IDENTITY_TABLE + MAX_VOLUMES * IDENTITY_RECORD <= RECORDS_AT);
+const _: () = assert!(RECORDS_AT + 28 <= CRC_AT);
 
 /// One backing volume known to the cache device. Its index in the table is the volume number
 /// in block keys (`layout::block_key`).
@@ -166,6 +62,9 @@ pub struct VolumeRecord {
     /// What the cache does with the volume (cached, uncached, being removed, or a free
     /// slot, whose name is empty).
     pub state: VolumeState,
+    /// Its backing as given and its own settings (layout version 2's volume records, read
+    /// apart from the superblock, `layout/volume_records.rs`; empty: none recorded).
+    pub recorded: BackingRecord,
 }
 
 impl VolumeRecord {
@@ -179,6 +78,7 @@ impl VolumeRecord {
             backing_medium: 0,
             backing_state: 0,
             state: VolumeState::Free,
+            recorded: BackingRecord::default(),
         }
     }
 
@@ -230,6 +130,8 @@ pub struct Superblock {
     pub checkpoint_crc: u32,
     /// The backing volumes.
     pub volumes: Vec<VolumeRecord>,
+    /// The volume records' copy in force (version 2; zero: none written).
+    pub records: RecordsPointer,
 }
 
 impl Superblock {
@@ -299,6 +201,15 @@ impl Superblock {
             put_u64(&mut b, id, v.backing_medium);
             put_u64(&mut b, id + 8, v.backing_state);
         }
+        if self.version >= 2 {
+            put_u64(&mut b, RECORDS_AT, g.records_len);
+            put_u32(&mut b, RECORDS_AT + 8, self.records.copy);
+            put_u32(&mut b, RECORDS_AT + 12, self.records.len);
+            put_u64(&mut b, RECORDS_AT + 16, self.records.generation);
+            put_u32(&mut b, RECORDS_AT + 24, self.records.crc);
+        } else if g.records_len != 0 {
+            return Err(LayoutError::Invalid("layout version 1 has no volume records".into()));
+        }
         let crc = crc32c::crc32c(&b[..CRC_AT]);
         put_u32(&mut b, CRC_AT, crc);
         Ok(b)
@@ -321,7 +232,7 @@ impl Superblock {
             )));
         }
         let version = le.u32(8);
-        if version != VERSION {
+        if version != 1 && version != VERSION {
             return Err(SlotError::Version(version));
         }
         let uuid_at = |at: usize| {
@@ -347,6 +258,7 @@ impl Superblock {
             checkpoint_b: le.u64(96),
             journal_offset: le.u64(104),
             journal_len: le.u64(112),
+            records_len: if version >= 2 { le.u64(RECORDS_AT) } else { 0 },
             warmup_offset: le.u64(120),
             warmup_len: le.u64(128),
             data_offset: le.u64(136),
@@ -354,6 +266,22 @@ impl Superblock {
         };
         let device_size = le.u64(40);
         geometry.validate(device_size).map_err(|e| SlotError::Invalid(format!("geometry: {e}")))?;
+        let records = if version >= 2 {
+            RecordsPointer {
+                copy: le.u32(RECORDS_AT + 8),
+                len: le.u32(RECORDS_AT + 12),
+                generation: le.u64(RECORDS_AT + 16),
+                crc: le.u32(RECORDS_AT + 24),
+            }
+        } else {
+            RecordsPointer::default()
+        };
+        if records.copy > 1 || u64::from(records.len) > geometry.records_len / 2 {
+            return Err(SlotError::Invalid(format!(
+                "volume records: copy {} of {} bytes in an area of {}",
+                records.copy, records.len, geometry.records_len
+            )));
+        }
         let count = le.u32(180) as usize;
         if count > MAX_VOLUMES {
             return Err(SlotError::Invalid(format!("{count} volumes (at most {MAX_VOLUMES})")));
@@ -383,6 +311,7 @@ impl Superblock {
                 backing_medium: le.u64(IDENTITY_TABLE + i * IDENTITY_RECORD),
                 backing_state: le.u64(IDENTITY_TABLE + i * IDENTITY_RECORD + 8),
                 state,
+                recorded: BackingRecord::default(),
             });
         }
         let checkpoint_slot = le.u32(152);
@@ -407,10 +336,12 @@ impl Superblock {
             checkpoint_entries: le.u64(168),
             checkpoint_crc: le.u32(176),
             volumes,
+            records,
         })
     }
 
-    /// Read both slots of `dev` and return the current superblock.
+    /// Read both slots of `dev` and return the current superblock, with the volume records
+    /// it names.
     pub fn read(dev: &dyn Device) -> Result<Self, LayoutError> {
         let mut best: Option<Superblock> = None;
         let mut why = Vec::new();
@@ -441,7 +372,7 @@ impl Superblock {
                 Err(e) => why.push(format!("slot {slot}: {e}")),
             }
         }
-        let sb = best.ok_or_else(|| LayoutError::NotFormatted {
+        let mut sb = best.ok_or_else(|| LayoutError::NotFormatted {
             device: dev.describe(),
             detail: why.join("; "),
         })?;
@@ -456,6 +387,7 @@ impl Superblock {
                 ),
             });
         }
+        sb.read_records(dev)?;
         Ok(sb)
     }
 
@@ -520,6 +452,7 @@ mod tests {
                     backing_medium: 0x0123_4567_89ab_cdef,
                     backing_state: u64::MAX,
                     state: VolumeState::Cached,
+                    recorded: Default::default(),
                 },
                 VolumeRecord {
                     name: "web-1".into(),
@@ -529,8 +462,10 @@ mod tests {
                     backing_medium: 0,
                     backing_state: 7,
                     state: VolumeState::Uncached,
+                    recorded: Default::default(),
                 },
             ],
+            records: Default::default(),
         }
     }
 
@@ -583,6 +518,27 @@ mod tests {
             ember_trace::formats::warmup_log::cache_region(&sample().encode().unwrap()),
             None
         );
+    }
+
+    /// Version 1 is read and written as version 1 wrote it: no records area (zeros where
+    /// version 2 keeps its fields); version 2's records pointer round-trips.
+    #[test]
+    fn version_one_reads_as_it_was_and_version_two_keeps_its_records_pointer() {
+        let mut v1 = sample();
+        v1.version = 1;
+        v1.geometry = v1.geometry.without_records();
+        let img = v1.encode().unwrap();
+        assert!(img[RECORDS_AT..RECORDS_AT + 28].iter().all(|&b| b == 0));
+        assert_eq!(Superblock::decode(&img).unwrap(), v1);
+        let mut bad = v1.clone();
+        bad.geometry = sample().geometry;
+        assert!(bad.encode().is_err(), "version 1 has no records area");
+        let mut v2 = sample();
+        v2.records = RecordsPointer { copy: 1, len: 300, generation: 9, crc: 0xabcd };
+        assert_eq!(Superblock::decode(&v2.encode().unwrap()).unwrap(), v2);
+        v2.records.len = 1 << 20;
+        let e = Superblock::decode(&v2.encode().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("volume records"), "{e}");
     }
 
     #[test]
@@ -643,6 +599,7 @@ mod tests {
                 size: 1,
                 fingerprint: 0,
                 state: VolumeState::Cached,
+                recorded: Default::default(),
             })
             .collect();
         assert!(sb.encode().is_err());

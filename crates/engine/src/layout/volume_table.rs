@@ -38,6 +38,7 @@ impl Superblock {
             backing_medium: 0,
             backing_state: 0,
             state: VolumeState::Cached,
+            recorded: Default::default(),
         };
         if let Some(i) = self.volumes.iter().position(|r| !r.in_use()) {
             self.volumes[i] = rec;
@@ -87,8 +88,10 @@ mod tests {
                     backing_medium: 0,
                     backing_state: 0,
                     state: VolumeState::Cached,
+                    recorded: Default::default(),
                 })
                 .collect(),
+            records: Default::default(),
         }
     }
 

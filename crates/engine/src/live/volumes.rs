@@ -16,6 +16,10 @@
 //!   order it with every later request on the block. A write hit during a round makes a new
 //!   dirty version, written back by the next round.
 //! - **recache**: the table says *cached*, then allocation resumes (cold).
+//! - **record**: a volume's backing as given and its own settings go to the volume records
+//!   (layout version 2, `layout/volume_records.rs`): `attach` records them with the slot,
+//!   `ember serve` at start and after `set --volume`; a freed slot's record is cleared. The
+//!   records are written before the superblock that names them, in the same change.
 //! - **remove**: the volume's requests are refused ([`EngineError::ShutDown`]) and the ones
 //!   in flight waited for; the table says *removing*; its blocks are written back and
 //!   dropped as for uncache. Then, while the device names a persisted dirty map (write-back
@@ -33,10 +37,11 @@ use super::Progress;
 use crate::core::{Cursor, Inner};
 use crate::device::{io_context, Device};
 use crate::error::EngineError;
-use crate::layout::{block_key, key_volume, VolumeRecord, VolumeState};
+use crate::layout::{block_key, key_volume, BackingRecord, Superblock, VolumeRecord, VolumeState};
 use crate::stripes::STRIPES;
 use crate::volume_info::VolumeInfo;
 use crate::wb::barrier::{barrier_persist, write_checkpoint};
+use parking_lot::MutexGuard;
 use serde::Serialize;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
@@ -72,6 +77,25 @@ impl VolumeChange {
     }
 }
 
+/// Make `next` the superblock: the volume records first if they changed (to the copy `sb`
+/// does not name, synced), then `next` with the next sequence number.
+fn commit(
+    inner: &Inner,
+    sb: &mut MutexGuard<'_, Superblock>,
+    mut next: Superblock,
+) -> Result<(), EngineError> {
+    let changed = next.volumes.len() != sb.volumes.len()
+        || next.volumes.iter().zip(sb.volumes.iter()).any(|(a, b)| a.recorded != b.recorded);
+    if changed {
+        next.write_records(inner.cache.as_ref())?;
+    }
+    next.sequence += 1;
+    next.write(inner.cache.as_ref())?;
+    set_names(inner, &next);
+    **sb = next;
+    Ok(())
+}
+
 /// Record `state` for slot `id` in a new superblock (nothing written if it says so already).
 fn record(inner: &Inner, id: u32, state: VolumeState) -> Result<(), EngineError> {
     let mut sb = inner.superblock.lock();
@@ -87,11 +111,32 @@ fn record(inner: &Inner, id: u32, state: VolumeState) -> Result<(), EngineError>
     } else {
         rec.state = state;
     }
-    next.sequence += 1;
-    next.write(inner.cache.as_ref())?;
-    set_names(inner, &next);
-    *sb = next;
-    Ok(())
+    commit(inner, &mut sb, next)
+}
+
+/// Record each served volume's backing as given and own settings (`records`: name and
+/// record); one change of the device when any differs from what it records. Returns false
+/// when the layout keeps no records (a journal too small to spare their area): nothing then
+/// reaches the device.
+pub(crate) fn record_volumes(
+    inner: &Inner,
+    records: &[(String, BackingRecord)],
+) -> Result<bool, EngineError> {
+    let _change = inner.volume_change.lock();
+    let mut sb = inner.superblock.lock();
+    let mut next = sb.clone();
+    for (name, rec) in records {
+        let Some(slot) = next.slot_of(name) else {
+            return Err(EngineError::Invalid(format!("no volume {name:?} is recorded")));
+        };
+        next.volumes[slot as usize].recorded = rec.clone();
+    }
+    let kept = next.geometry.records_len > 0;
+    if next.volumes == sb.volumes {
+        return Ok(kept);
+    }
+    commit(inner, &mut sb, next)?;
+    Ok(kept)
 }
 
 /// The names of `sb`'s slots, for the counters.
@@ -123,12 +168,13 @@ fn set_caching(inner: &Inner, vol: &VolumeInfo, on: bool) {
     vol.caching.store(on, SeqCst);
 }
 
-/// Attach `backing` as volume `name`: recorded in a free slot of the table, then served,
-/// cold. Returns its slot.
+/// Attach `backing` as volume `name`: recorded in a free slot of the table with `recorded`
+/// (its backing as given and own settings), then served, cold. Returns its slot.
 pub(crate) fn attach(
     inner: &Inner,
     name: &str,
     backing: Arc<dyn Device>,
+    recorded: BackingRecord,
 ) -> Result<VolumeChange, EngineError> {
     let start = Instant::now();
     let _change = inner.volume_change.lock();
@@ -141,10 +187,8 @@ pub(crate) fn attach(
         let slot =
             next.place_volume(name, size).map_err(|e| EngineError::Refused(e.to_string()))?;
         next.volumes[slot as usize].backing_medium = id.medium_digest();
-        next.sequence += 1;
-        next.write(inner.cache.as_ref())?;
-        set_names(inner, &next);
-        *sb = next;
+        next.volumes[slot as usize].recorded = recorded;
+        commit(inner, &mut sb, next)?;
         slot
     };
     let backing = Arc::new(crate::device::sync_skip::SyncSkip::new(backing));

@@ -65,12 +65,13 @@ fn attach_serves_a_new_volume_cold_and_a_restart_keeps_it() {
     let w = Arc::new(MemDevice::new(VOL));
     let e = open(cache.clone(), v.clone(), WriteMode::WriteBackPersist, WritebackConfig::default())
         .unwrap();
-    let r = e.attach("w", w.clone()).unwrap();
+    let r = e.attach("w", w.clone(), Default::default()).unwrap();
     assert_eq!(r.slot, 1);
     assert_eq!(e.volume_names(), ["v", "w"]);
     let cached = |n: &str| (n.to_string(), VolumeState::Cached);
     assert_eq!(states(cache.as_ref()), [cached("v"), cached("w")]);
-    let e2 = e.attach("v", Arc::new(MemDevice::new(VOL))).unwrap_err().to_string();
+    let e2 =
+        e.attach("v", Arc::new(MemDevice::new(VOL)), Default::default()).unwrap_err().to_string();
     assert!(e2.contains("already recorded"), "{e2}");
     let model = fill(&e, "w", 7);
     e.volume("w").unwrap().flush().unwrap();
@@ -157,7 +158,7 @@ fn remove_writes_back_refuses_requests_and_frees_the_slot_for_the_next_attach() 
     let w = Arc::new(MemDevice::new(VOL));
     let e = open(cache.clone(), v.clone(), WriteMode::WriteBackPersist, WritebackConfig::default())
         .unwrap();
-    e.attach("w", w.clone()).unwrap();
+    e.attach("w", w.clone(), Default::default()).unwrap();
     let vm = fill(&e, "v", 1);
     let wm = fill(&e, "w", 2);
     e.volume("w").unwrap().flush().unwrap();
@@ -171,7 +172,11 @@ fn remove_writes_back_refuses_requests_and_frees_the_slot_for_the_next_attach() 
     assert!(e.volume("w").is_none());
     assert_eq!(states(cache.as_ref())[1], (String::new(), VolumeState::Free));
     let x = Arc::new(MemDevice::new(VOL));
-    assert_eq!(e.attach("x", x.clone()).unwrap().slot, 1, "the free slot is reused");
+    assert_eq!(
+        e.attach("x", x.clone(), Default::default()).unwrap().slot,
+        1,
+        "the free slot is reused"
+    );
     let mut got = vec![0u8; VOL as usize];
     e.volume("x").unwrap().read(0, &mut got).unwrap();
     assert!(got.iter().all(|&b| b == 0), "the new volume sees nothing of the old one");
@@ -199,4 +204,53 @@ fn a_remove_whose_write_back_fails_leaves_the_volume_served_as_it_was() {
     fault.clear_faults();
     assert!(read_all(&e, "v") == model, "served again, every byte");
     e.volume("v").unwrap().write(0, &block(1), false).unwrap();
+}
+
+/// The volume records follow the commands: `attach` records its backing and settings with
+/// the slot, `record_volumes` changes them (nothing written when nothing changed), `remove`
+/// clears them with the slot, and a restart reads what was recorded; a journal too small for
+/// the records' area keeps none, and says so.
+#[test]
+fn the_volume_records_follow_attach_record_and_remove_and_survive_a_restart() {
+    use crate::config::{FormatSpec, VolumeSpec};
+    use crate::layout::BackingRecord;
+    let rec = |b: &str, s: &str| BackingRecord { backing: b.into(), settings: s.into() };
+    let cache = Arc::new(MemDevice::new(2 << 20));
+    let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: VOL }]);
+    spec.journal_bytes = 256 << 10;
+    Engine::format(cache.as_ref(), &spec).unwrap();
+    let v: Arc<dyn Device> = Arc::new(MemDevice::new(VOL));
+    let w: Arc<dyn Device> = Arc::new(MemDevice::new(VOL));
+    let e = open_set(cache.clone(), &[("v", v.clone())], WriteMode::WriteBackPersist).unwrap();
+    let recorded = |c: &dyn Device| -> Vec<(String, BackingRecord)> {
+        Engine::recorded_volumes(c).unwrap().into_iter().map(|r| (r.name, r.recorded)).collect()
+    };
+    assert!(e.record_volumes(&[("v".into(), rec("/dev/v", ""))]).unwrap());
+    e.attach("w", w.clone(), rec("nbd://h/w", "max-share = \"50%\"")).unwrap();
+    assert_eq!(
+        recorded(cache.as_ref()),
+        vec![
+            ("v".to_string(), rec("/dev/v", "")),
+            ("w".to_string(), rec("nbd://h/w", "max-share = \"50%\""))
+        ]
+    );
+    let seq = Superblock::read(cache.as_ref()).unwrap().sequence;
+    assert!(e.record_volumes(&[("v".into(), rec("/dev/v", ""))]).unwrap());
+    assert_eq!(Superblock::read(cache.as_ref()).unwrap().sequence, seq, "nothing changed");
+    e.record_volumes(&[("v".into(), rec("/dev/v", "write-policy = \"write-through\""))]).unwrap();
+    e.remove("w", &mut |_| {}).unwrap();
+    drop(e);
+    let e = open_set(cache.clone(), &[("v", v)], WriteMode::WriteBackPersist).unwrap();
+    assert_eq!(
+        recorded(cache.as_ref()),
+        vec![("v".to_string(), rec("/dev/v", "write-policy = \"write-through\""))]
+    );
+    assert!(e.record_volumes(&[("nope".into(), rec("x", ""))]).is_err());
+    // The test format's 8-block journal cannot spare the area: nothing is kept.
+    let small = Arc::new(MemDevice::new(1 << 20));
+    format(small.as_ref());
+    let b = Arc::new(MemDevice::new(VOL));
+    let e = open(small.clone(), b, WriteMode::WriteThrough, WritebackConfig::default()).unwrap();
+    assert!(!e.record_volumes(&[("v".into(), rec("/dev/v", ""))]).unwrap());
+    assert_eq!(recorded(small.as_ref())[0].1, BackingRecord::default());
 }

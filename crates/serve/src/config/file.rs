@@ -68,9 +68,8 @@ pub fn parse_with(
     if get(&table, &["cache", "device"]).is_none() {
         return Err(missing("no cache device: give `[cache] device` or --cache"));
     }
-    if table.get("volume").and_then(toml::Value::as_array).is_none_or(|v| v.is_empty()) {
-        return Err(missing("no volume: give a `[[volume]]` table (name, backing) or --backing"));
-    }
+    // No `[[volume]]` table is checked at start: the cache device may record the volumes
+    // (`recorded.rs`).
     ServeConfig::deserialize(toml::Value::Table(table)).map_err(|e| missing(e.message().trim()))
 }
 

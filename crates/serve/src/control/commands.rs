@@ -380,8 +380,18 @@ impl Control {
         source: &ConfigSource,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Value, String> {
-        let file = source.load().map_err(|e| e.to_string())?;
+        let mut file = source.load().map_err(|e| e.to_string())?;
         let _changing = self.changing.lock();
+        // The file over the volumes the cache device records and serves, as at start.
+        let served: Vec<_> = self
+            .engine
+            .recorded()
+            .into_iter()
+            .filter(|r| self.engine.volume(&r.name).is_some())
+            .collect();
+        for line in crate::recorded::merge(&mut file, &served).lines {
+            tracing::info!("reload: {line}");
+        }
         let (old, sets) = {
             let s = self.state.lock();
             (s.config.clone(), s.sets.clone())
@@ -446,6 +456,14 @@ impl Control {
             }
             applied.extend(v.applied);
             refused.extend(v.refused);
+        }
+        for v in now.volumes.iter().filter(|v| self.engine.volume(&v.name).is_some()) {
+            if let Err(e) = self.record_volume(v) {
+                refused.push(json!({
+                    "keys": [format!("volume.{}", v.name)],
+                    "reason": format!("in force, but not recorded on the cache device: {e}"),
+                }));
+            }
         }
         {
             let mut s = self.state.lock();

@@ -7,9 +7,11 @@
 //!
 //! Each runs under the lock `set` and `reload` hold, and keeps the configuration in force
 //! (`status`'s backings) in step: an attached volume joins its volumes, a removed one leaves
-//! them. Neither is written to the config file unless `attach` is asked to save (its
-//! `[[volume]]` table appended, as `set --save` writes a key): a restart names its volumes,
-//! and the cache device's record decides what a difference means (docs/reference/layout.md).
+//! them. The cache device records the change (an attached volume's backing as given, in the
+//! same change as its slot), so a restart serves the recorded set whether or not it names
+//! the volume (docs/reference/layout.md, the restart rule); the config file is changed only
+//! when `attach` is asked to save (its `[[volume]]` table appended, as `set --save` writes a
+//! key).
 
 use super::Control;
 use crate::backing::open_backing;
@@ -28,6 +30,12 @@ fn reply(c: &VolumeChange) -> Value {
 }
 
 impl Control {
+    /// Record `v`'s backing as given and its own settings on the cache device.
+    pub(super) fn record_volume(&self, v: &BackingVolume) -> Result<(), String> {
+        let rec = crate::recorded::record_of(v);
+        self.engine.record_volumes(&[(v.name.clone(), rec)]).map(drop).map_err(|e| e.to_string())
+    }
+
     pub(super) fn attach(&self, name: &str, backing: &str, save: bool) -> Result<Value, String> {
         let _changing = self.changing.lock();
         let b = BackingVolume::new(name, backing);
@@ -38,7 +46,8 @@ impl Control {
         let config = self.state.lock().config.clone();
         let dev = open_backing(&b, &config.nbd_backing, config.tiers.queue())
             .map_err(|e| format!("{e:#}"))?;
-        let change = self.engine.attach(name, dev).map_err(|e| {
+        let recorded = crate::recorded::record_of(&b);
+        let change = self.engine.attach(name, dev, recorded).map_err(|e| {
             tracing::warn!(volume = name, error = %e, "attach refused");
             e.to_string()
         })?;

@@ -4,8 +4,9 @@
 //! each falling back to the cache-wide value when unset. A key is named as in the table
 //! (`seq-cutoff.read`) or as the cache-wide flag (`seq-cutoff-read`); the value `default`
 //! unsets it. A `set` is checked as the whole configuration would be, applied to the
-//! engine, kept in the configuration in force, and with `save` written into the volume's
-//! table of the config file.
+//! engine, kept in the configuration in force and recorded on the cache device (a restart
+//! keeps it, unless the configuration then sets the key), and with `save` written into the
+//! volume's table of the config file.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -135,7 +136,11 @@ impl Control {
             .cloned()
             .unwrap_or_else(|| VolumeOwn::cache_wide(volume));
         self.apply_volume(path, &own).map_err(|e| format!("{volume}: {dotted} {text}: {e:#}"))?;
+        let recorded = self.record_volume(&new.volumes[i]);
         self.state.lock().config = new;
+        recorded.map_err(|e| {
+            format!("{volume}: {dotted} is now {text}, but not recorded on the cache device: {e}")
+        })?;
         if save {
             let Some(file) = self.source.as_ref().and_then(|s| s.file()) else {
                 return Err(format!(
