@@ -29,13 +29,14 @@
 //!
 //! History: at most `m` non-resident pages, so a scan cannot grow memory.
 //!
-//! Memory: a node (key, two links, status) and an index entry per page of the clock, `2m + 1`.
+//! Memory: a key, two links and a status (20 bytes) and an index entry per page of the
+//! clock, `2m + 1`.
 
 use super::params::{Domain, Param};
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
 use crate::keymap::{fingerprint, Bucket, KeyMap};
-use crate::slab::{Slab, NIL};
+use crate::slab::NIL;
 use crate::Access;
 
 /// CLOCK-Pro's parameters.
@@ -64,12 +65,88 @@ struct Page {
     test: bool,
 }
 
+/// A page's place in the clock and its status: all a hand reads as it passes.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    /// Towards the head (against the hands), or the page itself when alone.
+    prev: u32,
+    /// The way the hands move.
+    next: u32,
+    meta: Page,
+}
+
+/// The pages of the clock, in two arrays: the links and status the hands walk (12 bytes a
+/// page), and the keys, read only to confirm an index match and when a page leaves.
+#[derive(Clone, Debug)]
+struct Pages {
+    links: Vec<Link>,
+    keys: Vec<u64>,
+    /// Head of the free slots, threaded through `next`.
+    free: u32,
+    capacity: usize,
+}
+
+impl Pages {
+    fn with_capacity(capacity: usize) -> Self {
+        assert!(capacity < NIL as usize, "clock of {capacity} pages exceeds u32 slots");
+        Self {
+            links: Vec::with_capacity(capacity),
+            keys: Vec::with_capacity(capacity),
+            free: NIL,
+            capacity,
+        }
+    }
+
+    #[inline(always)]
+    fn node(&self, i: u32) -> &Link {
+        &self.links[i as usize]
+    }
+
+    #[inline(always)]
+    fn node_mut(&mut self, i: u32) -> &mut Link {
+        &mut self.links[i as usize]
+    }
+
+    #[inline(always)]
+    fn key(&self, i: u32) -> u64 {
+        self.keys[i as usize]
+    }
+
+    /// A free slot for `key` with `meta`, unlinked; [`NIL`] if every slot is taken.
+    fn alloc(&mut self, key: u64, meta: Page) -> u32 {
+        let link = Link { prev: NIL, next: NIL, meta };
+        if self.free != NIL {
+            let i = self.free;
+            self.free = self.links[i as usize].next;
+            self.links[i as usize] = link;
+            self.keys[i as usize] = key;
+            i
+        } else if self.links.len() < self.capacity {
+            self.links.push(link);
+            self.keys.push(key);
+            (self.links.len() - 1) as u32
+        } else {
+            NIL
+        }
+    }
+
+    /// Return slot `i`, out of the clock, to the free slots.
+    fn release(&mut self, i: u32) {
+        self.links[i as usize].next = self.free;
+        self.free = i;
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.capacity * (std::mem::size_of::<Link>() + 8)
+    }
+}
+
 /// CLOCK-Pro replacement (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct ClockPro {
     map: KeyMap,
     /// The clock: `next` is the direction the hands move, from the oldest towards the head.
-    slab: Slab<Page>,
+    slab: Pages,
     hand_hot: u32,
     hand_cold: u32,
     hand_test: u32,
@@ -87,7 +164,7 @@ impl ClockPro {
         let entries = 2 * capacity + 1;
         Self {
             map: KeyMap::with_entries(entries),
-            slab: Slab::with_capacity(entries),
+            slab: Pages::with_capacity(entries),
             hand_hot: NIL,
             hand_cold: NIL,
             hand_test: NIL,

@@ -4,7 +4,7 @@
 //! (`access`, the hinted access, `lookup` then `insert`, `remove`). A change that makes a
 //! policy faster must leave its digests as they are: the same seed, the same decisions.
 
-use super::{Kind, Replacement, Spec};
+use super::{Kind, Spec};
 use crate::Access;
 
 /// FNV-1a over the outcomes, 64 bits.
@@ -26,7 +26,7 @@ impl Digest {
 /// The digest and the number of misses of `spec` at `capacity` over the fixed sequence.
 fn outcomes(spec: &Spec, capacity: usize) -> (u64, u64) {
     let keys = super::testing::skewed_keys(60_000, 4000, 0x9E37_79B9_7F4A_7C15);
-    let mut p = super::build(spec.clone(), capacity);
+    let mut p = super::build(*spec, capacity);
     let (mut d, mut misses) = (Digest::new(), 0u64);
     for (t, &k) in keys.iter().enumerate() {
         let a = Access::read(k, t as u64);
