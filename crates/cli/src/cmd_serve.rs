@@ -300,6 +300,9 @@ pub fn parse_backing(s: &str) -> anyhow::Result<BackingVolume> {
 pub fn given_flags(matches: &ArgMatches) -> Vec<String> {
     matches
         .ids()
+        // clap lists each flattened struct of arguments as a group named after the struct
+        // (`WritebackArgs`): present when one of its flags is, but not a flag itself.
+        .filter(|id| !id.as_str().starts_with(|c: char| c.is_ascii_uppercase()))
         .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
         .map(|id| id.as_str().replace('_', "-"))
         .filter(|f| !matches!(f.as_str(), "config" | "print-config" | "check"))

@@ -177,3 +177,30 @@ fn backings() {
     assert!(parse("=x").is_err());
     assert!(parse("x=").is_err());
 }
+
+/// The flags given on the command line are the settings they name, whatever struct of
+/// arguments they come from (clap also lists each flattened struct as a group: not a flag).
+#[test]
+fn given_flags_are_the_flags_typed() {
+    use clap::{CommandFactory, FromArgMatches};
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+    let matches = Cli::command()
+        .try_get_matches_from([
+            "serve",
+            "--config",
+            "e.toml",
+            "--max-dirty",
+            "75",
+            "--policy",
+            "arc",
+        ])
+        .unwrap();
+    assert!(Cli::from_arg_matches(&matches).is_ok());
+    let mut given = given_flags(&matches);
+    given.sort();
+    assert_eq!(given, ["max-dirty", "policy"]);
+}
