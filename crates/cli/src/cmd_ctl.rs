@@ -92,6 +92,10 @@ pub enum CtlCommand {
         /// comments, so that the file names it too.
         #[arg(long)]
         save: bool,
+        /// One of its own settings, as `set --volume` takes them (write-policy, admission,
+        /// sieve.*, seq-cutoff.*, min-share, max-share); repeat for more.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        settings: Vec<String>,
     },
     /// Stop caching a volume while it stays exported: its dirty blocks are written back
     /// (every volume's, with a progress line), its blocks dropped, and its requests served
@@ -141,8 +145,8 @@ pub enum CtlCommand {
 }
 
 impl CtlCommand {
-    fn request(&self) -> Command {
-        match self {
+    fn request(&self) -> anyhow::Result<Command> {
+        Ok(match self {
             CtlCommand::Status => Command::Status,
             CtlCommand::Flush { volume } => Command::Flush { volume: volume.clone() },
             CtlCommand::Get { key, volume } => {
@@ -156,12 +160,22 @@ impl CtlCommand {
             },
             CtlCommand::Reload => Command::Reload,
             CtlCommand::Stop => Command::Stop,
-            CtlCommand::Attach { volume, save } => {
+            CtlCommand::Attach { volume, save, settings } => {
                 let (name, backing) = volume.split_once('=').unwrap_or((volume.as_str(), ""));
+                let mut own = std::collections::BTreeMap::new();
+                for kv in settings {
+                    let (k, v) = kv.split_once('=').ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "--set {kv:?}: expected KEY=VALUE (--set write-policy=write-through)"
+                        )
+                    })?;
+                    own.insert(k.to_string(), v.to_string());
+                }
                 Command::Attach {
                     volume: name.to_string(),
                     backing: backing.to_string(),
                     save: *save,
+                    settings: own,
                 }
             }
             CtlCommand::Uncache { volume } => Command::Uncache { volume: volume.clone() },
@@ -178,7 +192,7 @@ impl CtlCommand {
                     .into_owned(),
                 format: *format,
             },
-        }
+        })
     }
 }
 
@@ -205,7 +219,7 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
             let _ = std::io::stderr().flush();
         }
     };
-    let reply = request(&socket, args.command.request(), &mut on_progress)?;
+    let reply = request(&socket, args.command.request()?, &mut on_progress)?;
     if shown {
         eprintln!();
     }
@@ -265,12 +279,19 @@ pub fn render(command: &CtlCommand, result: &Value) -> anyhow::Result<String> {
         }
         CtlCommand::Reload => reload_lines(result),
         CtlCommand::Stop => "stopping\n".into(),
-        CtlCommand::Attach { .. } => format!(
-            "attached {} ({}) in slot {}, cold\n",
-            s(&result["volume"]),
-            s(&result["backing"]),
-            s(&result["slot"])
-        ),
+        CtlCommand::Attach { .. } => {
+            let own: Vec<String> = result["settings"]
+                .as_object()
+                .map(|m| m.iter().map(|(k, v)| format!("{k} = {}", s(v))).collect())
+                .unwrap_or_default();
+            format!(
+                "attached {} ({}) in slot {}, cold{}\n",
+                s(&result["volume"]),
+                s(&result["backing"]),
+                s(&result["slot"]),
+                if own.is_empty() { String::new() } else { format!("; {}", own.join(", ")) }
+            )
+        }
         CtlCommand::Uncache { .. } => format!(
             "uncached {}: {} dirty blocks written back, {} blocks dropped in {:.3} s\n",
             s(&result["volume"]),

@@ -158,9 +158,20 @@ fn uncache_remove_attach_and_restart_with_real_clients() {
 
     // Attach c: served at once, from its backing.
     let c = d.join("c.img").display().to_string();
-    let out = ctl(&sock, &["attach", &format!("c={c}")]);
+    let out = ctl(&sock, &["attach", &format!("c={c}"), "--set", "wrong"]);
+    assert!(!out.status.success() && out.stderr.contains("KEY=VALUE"), "{}", out.stderr);
+    let out = ctl(&sock, &["attach", &format!("c={c}"), "--set", "no-such-key=1"]);
+    assert!(
+        !out.status.success() && out.stderr.contains("not a volume's own setting"),
+        "{}",
+        out.stderr
+    );
+    let out = ctl(&sock, &["attach", &format!("c={c}"), "--set", "write-policy=write-around"]);
     assert!(out.status.success(), "{}", out.stderr);
     assert!(out.stdout.contains("attached c"), "{}", out.stdout);
+    assert!(out.stdout.contains("write-policy = write-around"), "{}", out.stdout);
+    let out = ctl(&sock, &["get", "--volume", "c", "write-policy"]);
+    assert!(out.stdout.contains("write-around"), "{}", out.stdout);
     let out = qemu_io(&serve.uri("c"), "read -P 0x64 0 4M; write -P 0x66 0 1M; flush");
     assert!(out.contains("wrote 1048576/1048576"), "{out}");
     let out = qemu_io(&serve.uri("a"), "write -P 0x65 0 1M; flush");

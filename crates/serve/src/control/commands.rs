@@ -158,7 +158,9 @@ impl Control {
             }
             Command::Reload => self.reload(progress),
             Command::Stop => Ok(json!({ "stopping": true })),
-            Command::Attach { volume, backing, save } => self.attach(volume, backing, *save),
+            Command::Attach { volume, backing, save, settings } => {
+                self.attach(volume, backing, *save, settings)
+            }
             Command::Uncache { volume } => self.uncache(volume, progress),
             Command::Recache { volume } => self.recache(volume),
             Command::Remove { volume, force } => self.remove(volume, *force, progress),

@@ -15,6 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// The protocol version this server speaks.
 pub const VERSION: u32 = 1;
@@ -71,6 +72,10 @@ pub enum Command {
         /// comments).
         #[serde(default)]
         save: bool,
+        /// Its own settings, as `set --volume` takes them (key: value), applied once it is
+        /// attached; a key `set --volume` does not know refuses the attach.
+        #[serde(default)]
+        settings: BTreeMap<String, String>,
     },
     /// Write back and drop a volume's blocks; it stays exported, served from backing.
     Uncache {
@@ -136,7 +141,7 @@ impl Command {
             Command::Flush { .. } => &["volume"],
             Command::Get { .. } => &["key", "volume"],
             Command::Set { .. } => &["key", "value", "save", "volume"],
-            Command::Attach { .. } => &["volume", "backing", "save"],
+            Command::Attach { .. } => &["volume", "backing", "save", "settings"],
             Command::Uncache { .. } | Command::Recache { .. } => &["volume"],
             Command::Remove { .. } => &["volume", "force"],
             Command::ClearLost { .. } => &["volume"],
@@ -285,7 +290,12 @@ mod tests {
             },
             Command::Reload,
             Command::Stop,
-            Command::Attach { volume: "c".into(), backing: "/srv/c.img".into(), save: true },
+            Command::Attach {
+                volume: "c".into(),
+                backing: "/srv/c.img".into(),
+                save: true,
+                settings: BTreeMap::from([("write-policy".into(), "write-through".into())]),
+            },
             Command::Uncache { volume: "a".into() },
             Command::Recache { volume: "a".into() },
             Command::Remove { volume: "b".into(), force: true },

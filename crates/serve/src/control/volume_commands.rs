@@ -18,6 +18,7 @@ use crate::backing::open_backing;
 use crate::config::{save_new_volume, BackingVolume};
 use ember_engine::VolumeChange;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 fn reply(c: &VolumeChange) -> Value {
     json!({
@@ -36,7 +37,31 @@ impl Control {
         self.engine.record_volumes(&[(v.name.clone(), rec)]).map(drop).map_err(|e| e.to_string())
     }
 
-    pub(super) fn attach(&self, name: &str, backing: &str, save: bool) -> Result<Value, String> {
+    /// Attach `name` over `backing`, then give it `settings` (as `set --volume` does, saved
+    /// too with `save`). A key that is not a volume's own setting refuses the attach; a value
+    /// refused by its setting leaves the volume attached, and the reply's error says so.
+    pub(super) fn attach(
+        &self,
+        name: &str,
+        backing: &str,
+        save: bool,
+        settings: &BTreeMap<String, String>,
+    ) -> Result<Value, String> {
+        for key in settings.keys() {
+            super::volume_settings::volume_key(key)?;
+        }
+        let mut r = self.attach_cold(name, backing, save)?;
+        let mut applied = serde_json::Map::new();
+        for (key, value) in settings {
+            self.set_volume(name, key, value, save)
+                .map_err(|e| format!("{name} is attached, but its {key} was not set: {e}"))?;
+            applied.insert(key.clone(), Value::from(value.as_str()));
+        }
+        r["settings"] = Value::Object(applied);
+        Ok(r)
+    }
+
+    fn attach_cold(&self, name: &str, backing: &str, save: bool) -> Result<Value, String> {
         let _changing = self.changing.lock();
         let b = BackingVolume::new(name, backing);
         b.check().map_err(|e| format!("{e:#}"))?;

@@ -37,7 +37,7 @@ const VOLUME_KEYS: &[&[&str]] = &[
 ];
 
 /// The path in a `[[volume]]` table of the setting `name`.
-fn volume_key(name: &str) -> Result<&'static [&'static str], String> {
+pub(super) fn volume_key(name: &str) -> Result<&'static [&'static str], String> {
     let dotted = name.trim_start_matches("volume.");
     let found = VOLUME_KEYS.iter().copied().find(|p| p.join(".") == dotted).or_else(|| {
         let key = Key::find(name)?;
