@@ -179,6 +179,9 @@ fn lay_out(
     sb.checkpoint_generation = 0;
     sb.checkpoint_entries = 0;
     sb.checkpoint_crc = 0;
+    // The volume records are written to the new device below: nothing of the failed
+    // device's records area is named until then.
+    sb.records = Default::default();
     sb.encode()?;
     if g.warmup_len > 0 {
         // No warmup log of another cache is read from the new device's region.
@@ -210,6 +213,8 @@ fn lay_out(
             need_checkpoint: false,
         };
     }
+    // The running volumes' records (backings, own settings), then the superblock naming them.
+    sb.write_records(device)?;
     sb.write(device)?;
     Ok((sb, cursor))
 }
