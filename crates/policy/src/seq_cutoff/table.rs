@@ -3,8 +3,11 @@
 //! stream takes a free entry, or replaces the least recently continued stream (Open CAS
 //! keeps its streams in an LRU list the same way).
 //!
-//! A lookup scans the expected blocks (a flat array, `n` words) after trying the most
-//! recently continued stream, which a scan continues on almost every access.
+//! A lookup tries the most recently continued stream, which a scan continues on almost every
+//! access, then asks a small counting filter whether any entry expects the block (a random
+//! access, which continues no stream, stops there), and only then scans the expected blocks
+//! (a flat array, `n` words). The filter counts exactly, so it never hides a stream: the
+//! decisions are those of the scan alone.
 
 /// Marks a write stream in an expected-block tag (block indexes use 48 bits).
 const WRITE: u64 = 1 << 63;
@@ -25,12 +28,23 @@ pub struct StreamTable {
     tail: u32,
     /// Entries at most.
     cap: usize,
+    /// Per filter slot: how many entries expect a block that hashes to it.
+    expecting: Vec<u16>,
+    /// The shift that maps a tag's hash to its filter slot.
+    shift: u32,
+}
+
+/// The filter slot of an expected-block tag (the top bits of a multiplicative hash).
+fn slot(tag: u64, shift: u32) -> usize {
+    (tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
 }
 
 impl StreamTable {
     /// An empty table of `n` streams (at least 1).
     pub fn new(n: usize) -> Self {
         let n = n.max(1);
+        // About 16 slots an entry: a block no stream expects finds its slot empty most times.
+        let slots = (n * 16).next_power_of_two().max(64);
         Self {
             next: Vec::with_capacity(n),
             len: Vec::with_capacity(n),
@@ -39,6 +53,8 @@ impl StreamTable {
             head: NIL,
             tail: NIL,
             cap: n,
+            expecting: vec![0; slots],
+            shift: 64 - slots.trailing_zeros(),
         }
     }
 
@@ -54,6 +70,8 @@ impl StreamTable {
         let tag = block | if write { WRITE } else { 0 };
         let found = if self.head != NIL && self.next[self.head as usize] == tag {
             Some(self.head as usize)
+        } else if self.expecting[slot(tag, self.shift)] == 0 {
+            None
         } else {
             self.next.iter().position(|&t| t == tag)
         };
@@ -61,13 +79,13 @@ impl StreamTable {
             Some(i) => {
                 let before = self.len[i];
                 self.len[i] = before + 1;
-                self.next[i] = tag.wrapping_add(1);
+                self.expect(i, tag.wrapping_add(1));
                 self.touch(i as u32);
                 before
             }
             None => {
                 let i = self.take();
-                self.next[i as usize] = tag.wrapping_add(1);
+                self.expect(i as usize, tag.wrapping_add(1));
                 self.len[i as usize] = 1;
                 self.touch(i);
                 0
@@ -75,11 +93,36 @@ impl StreamTable {
         }
     }
 
+    /// Entry `i` now expects `tag` (the filter's counts follow).
+    fn expect(&mut self, i: usize, tag: u64) {
+        let shift = self.shift;
+        self.expecting[slot(self.next[i], shift)] -= 1;
+        self.expecting[slot(tag, shift)] += 1;
+        self.next[i] = tag;
+    }
+
+    /// The blocks the entries expect (for tests).
+    #[cfg(test)]
+    pub(crate) fn next_blocks(&self) -> impl Iterator<Item = u64> + '_ {
+        self.next.iter().copied()
+    }
+
+    /// The filter's count of every slot, recounted from the entries (for tests).
+    #[cfg(test)]
+    pub(crate) fn filter_is_exact(&self) -> bool {
+        let mut counts = vec![0u16; self.expecting.len()];
+        for &t in &self.next {
+            counts[slot(t, self.shift)] += 1;
+        }
+        counts == self.expecting
+    }
+
     /// An entry for a new stream: a free one, or the least recently continued one.
     fn take(&mut self) -> u32 {
         if self.next.len() < self.cap {
             let i = self.next.len() as u32;
             self.next.push(0);
+            self.expecting[slot(0, self.shift)] += 1;
             self.len.push(0);
             self.newer.push(NIL);
             self.older.push(NIL);
