@@ -6,7 +6,7 @@
 
 use super::host::Host;
 use super::log_file::read_existing;
-use super::plan::{plan, Served};
+use super::plan::plan;
 use super::preload::Source;
 use super::start::spawn_preloader;
 use super::stats::WarmupState;
@@ -34,16 +34,7 @@ pub(crate) fn preload_again<H: Host>(host: &Arc<H>) -> Result<Option<String>, En
         return Ok(Some("no new preload: the earlier one still runs".into()));
     }
     let bs = host.block_size();
-    let served: Vec<Served> = host
-        .volumes()
-        .iter()
-        .map(|v| Served {
-            name: v.name.clone(),
-            id: v.id,
-            size: v.size,
-            medium: v.backing.identity().map(|i| i.medium_digest()).unwrap_or(0),
-        })
-        .collect();
+    let served = super::start::served_volumes(host.as_ref());
     let log = match read_existing(&opts.log, None) {
         Err(why) => {
             return Ok(Some(format!(

@@ -114,16 +114,7 @@ pub(crate) fn start<H: Host>(
         )));
     }
     let bs = host.block_size();
-    let served: Vec<Served> = host
-        .volumes()
-        .iter()
-        .map(|v| Served {
-            name: v.name.clone(),
-            id: v.id,
-            size: v.size,
-            medium: v.backing.identity().map(|i| i.medium_digest()).unwrap_or(0),
-        })
-        .collect();
+    let served = served_volumes(host.as_ref());
     let path = if opts.in_cache {
         format!("{} (its layout's region)", opts.log.display())
     } else {
@@ -253,6 +244,19 @@ pub(crate) fn start<H: Host>(
     *hooks.running.lock() = Some(Running { stop, writer: Some(writer), preloader });
     *hooks.options.lock() = Some(opts.clone());
     Ok(WarmupStart { planned_blocks: the_plan.blocks, line })
+}
+
+/// The volumes `host` serves, as the preload plan names them.
+pub(super) fn served_volumes<H: Host>(host: &H) -> Vec<Served> {
+    host.volumes()
+        .iter()
+        .map(|v| Served {
+            name: v.name.clone(),
+            id: v.id,
+            size: v.size,
+            medium: v.backing.identity().map(|i| i.medium_digest()).unwrap_or(0),
+        })
+        .collect()
 }
 
 /// Start the preloader thread over `runs` (from `source`'s snapshot copies where it has

@@ -79,13 +79,13 @@ impl StreamTable {
             Some(i) => {
                 let before = self.len[i];
                 self.len[i] = before + 1;
-                self.expect(i, tag.wrapping_add(1));
+                self.set_expected(i, tag.wrapping_add(1));
                 self.touch(i as u32);
                 before
             }
             None => {
                 let i = self.take();
-                self.expect(i as usize, tag.wrapping_add(1));
+                self.set_expected(i as usize, tag.wrapping_add(1));
                 self.len[i as usize] = 1;
                 self.touch(i);
                 0
@@ -94,7 +94,7 @@ impl StreamTable {
     }
 
     /// Entry `i` now expects `tag` (the filter's counts follow).
-    fn expect(&mut self, i: usize, tag: u64) {
+    fn set_expected(&mut self, i: usize, tag: u64) {
         let shift = self.shift;
         self.expecting[slot(self.next[i], shift)] -= 1;
         self.expecting[slot(tag, shift)] += 1;
