@@ -403,24 +403,7 @@ class Trial:
             self.problems.append("--reformat-failed-cache did not start:\n" + srv.output())
             srv.stop()
             return
-        if lost_now:
-            try:
-                self.connect().shutdown()
-                self.problems.append("a volume with lost blocks was served after the restart")
-            except nbd.Error:
-                pass
-            out = self.ctl_cmd("clear-lost", "disk")
-            if out.returncode != 0:
-                self.problems.append(f"clear-lost failed: {out.stderr}")
-        h = self.connect()
-        for b in range(REGION):
-            got = parse(h.pread(BS, b * BS))
-            if got is None or got[0] != b:
-                self.problems.append(f"block {b} after the restart: not its own bytes")
-            elif b not in lost_now and got[1] not in model[b]:
-                self.problems.append(f"block {b} after the restart: generation {got[1]}")
-        h.shutdown()
-        srv.stop()
+        self.check_after_restart(srv, lost_now, model)
         if self.state_record() is not None:
             self.problems.append("the state file is still there once nothing is lost")
 
@@ -523,6 +506,12 @@ class Trial:
         self.result["listed_after_restart"] = len(listed)
         if not (lost - either) <= listed <= lost:
             self.problems.append(f"lost list after the restart {sorted(listed)}, want {sorted(lost)} (either way {sorted(either)})")
+        self.check_after_restart(srv, listed, model)
+
+    def check_after_restart(self, srv: Ember, listed: set[int], model: dict[int, set[int]]):
+        """After a restart: a volume with listed blocks is refused until `clear-lost`, then
+        every block holds its own bytes, and every unlisted block a generation written to it
+        (a wrong one counted in wrong_bytes); stops the server."""
         if listed:
             try:
                 self.connect().shutdown()
