@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 record() { python3 bench/lib/record.py "$@"; }
-REC=$(record start hierarchy --peer "ember's plain LRU (as DEMOTE-LRU)" --target "<= 2" \
+REC=$(record start hierarchy --peer "ember's plain LRU (as DEMOTE-LRU)" --target "<= 3" \
   --title "The adaptive array cache (DEMOTE-ADAPT-EXP) against plain LRU, array side alone" \
   --ratio-of "adaptive time / LRU time, median over the runs" -- "$0" "$@")
 log=$(mktemp)
