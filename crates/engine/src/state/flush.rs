@@ -96,19 +96,34 @@ impl CacheState {
     /// holds back the epochs after its own (`live.rs`). Versions of keys the flusher has in
     /// flight are left out: while a batch is written, the next one it reads holds other keys
     /// of the same epoch (the epoch stays the oldest until that batch is marked clean).
+    ///
+    /// In ascending order, the lowest blocks *above the highest one in flight* come first,
+    /// then (from the epoch's start again) those below it: the flusher sweeps the epoch, and
+    /// a batch costs its own length, not a walk past the thousands of versions a sync group
+    /// holds in flight. With nothing in flight, the lowest blocks.
     pub fn flush_batch(&self, max: usize, lru: bool) -> Vec<(u64, u64, u32)> {
         let Some((&e, _)) = self.epochs.first_key_value() else { return Vec::new() };
         if self.first_hold().is_some_and(|h| h < e) {
             return Vec::new();
         }
-        let versions = self
-            .dirty
-            .range((e, 0)..=(e, u64::MAX))
-            .map(|(&(e, k), &c)| (e, k, c))
-            .filter(|v| !self.in_flight.contains(v.1));
+        let versions = |keys: std::ops::RangeInclusive<u64>| {
+            self.dirty
+                .range((e, *keys.start())..=(e, *keys.end()))
+                .map(|(&(e, k), &c)| (e, k, c))
+                .filter(|v| !self.in_flight.contains(v.1))
+        };
         if !lru {
-            return versions.take(max).collect();
+            let Some(high) = self.in_flight.highest().filter(|&k| k < u64::MAX) else {
+                return versions(0..=u64::MAX).take(max).collect();
+            };
+            let mut out: Vec<_> = versions(high + 1..=u64::MAX).take(max).collect();
+            if out.len() < max {
+                let wrapped: Vec<_> = versions(0..=high).take(max - out.len()).collect();
+                out.splice(0..0, wrapped);
+            }
+            return out;
         }
+        let versions = versions(0..=u64::MAX);
         let mut by_age: Vec<(u32, (u64, u64, u32))> = versions
             .map(|v| {
                 let last = if self.get(v.1) == Some(v.2) { self.lists.last(v.2) } else { 0 };

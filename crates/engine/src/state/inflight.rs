@@ -55,6 +55,11 @@ impl InFlight {
         self.keys.contains_key(&key)
     }
 
+    /// The highest key being flushed.
+    pub fn highest(&self) -> Option<u64> {
+        self.keys.last_key_value().map(|(&k, _)| k)
+    }
+
     /// Is any key in `keys` being flushed?
     pub fn any_in(&self, keys: std::ops::Range<u64>) -> bool {
         keys.start < keys.end && self.keys.range(keys).next().is_some()

@@ -533,3 +533,32 @@ fn the_sieve_decides_on_demotes_of_absent_blocks() {
     let b = all.access(9, Op::Read, 0);
     assert!(matches!(all.demote_install(&b).0, DemoteStep::Stored(_)));
 }
+
+#[test]
+fn the_next_batch_starts_above_the_highest_block_in_flight_then_wraps() {
+    let mut st = state(16);
+    for k in [1u64, 2, 3, 4, 5, 6, 7, 8] {
+        let c = st.reserve().unwrap();
+        st.commit_dirty(k, c, 0, true);
+    }
+    let keys = |b: Vec<(u64, u64, u32)>| b.into_iter().map(|v| v.1).collect::<Vec<_>>();
+    assert_eq!(keys(st.flush_batch(3, false)), vec![1, 2, 3], "nothing in flight: the lowest");
+    // A group in flight (keys 2, 3, 5); key 1 was left behind (a fence, say).
+    for k in [2u64, 3, 5] {
+        st.mark_flushing(k, 1);
+    }
+    assert_eq!(keys(st.flush_batch(2, false)), vec![6, 7], "above the highest in flight");
+    assert_eq!(
+        keys(st.flush_batch(5, false)),
+        vec![1, 4, 6, 7, 8],
+        "then from the start, ascending, never a key in flight"
+    );
+    for k in [6u64, 7, 8] {
+        st.mark_flushing(k, 1);
+    }
+    assert_eq!(keys(st.flush_batch(8, false)), vec![1, 4], "only the keys below are left");
+    for k in [1u64, 4] {
+        st.mark_flushing(k, 1);
+    }
+    assert!(st.flush_batch(8, false).is_empty(), "every version in flight");
+}

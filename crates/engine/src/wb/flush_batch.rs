@@ -3,7 +3,8 @@
 //!
 //! 1. [`prepare`]: under the blocks' stripe locks, pin the versions still dirty and not
 //!    fenced, mark them in flight, read them from the cache device into the batch's buffer
-//!    (runs of consecutive cache blocks, one read each) and unpin them;
+//!    (runs of consecutive cache blocks, one read each, in whatever order their keys lie on
+//!    the device) and unpin them;
 //! 2. [`write`]: holding no stripe lock and no pin (a foreground request on these blocks
 //!    waits neither for backing nor for a cache block the flusher holds), write the buffer to
 //!    backing (runs of consecutive blocks of a volume, one write each, several in flight) and
@@ -177,23 +178,45 @@ pub(crate) fn flush_batch(inner: &Inner, batch: &[(u64, u64, u32)]) -> io::Resul
     finish(inner, p, result)
 }
 
-/// Read the batch's pinned versions from the cache device into `data` (runs of consecutive
-/// cache blocks, one read each).
+/// Read the batch's pinned versions from the cache device into `data`, version `i` of
+/// `live` into block `i`: runs of consecutive cache blocks, one read each, whatever the order
+/// of their keys. (A rewrite takes its cache blocks from the free list, most recently freed
+/// first, so a volume rewritten in block order may lie on the cache device in descending
+/// order: read in key order, that is one read a block.) A run whose versions are also
+/// consecutive in `live` is read in place; another is read into a scratch buffer, then each
+/// block copied to its place.
 fn read_live(inner: &Inner, live: &[(u64, u64, u32)], data: &mut [u8]) -> io::Result<()> {
     let bs = inner.block_size() as usize;
-    let mut i = 0;
-    while i < live.len() {
-        let mut j = i + 1;
-        while j < live.len() && live[j].2 == live[j - 1].2.wrapping_add(1) {
-            j += 1;
-        }
-        let off = inner.geometry.block_offset(live[i].2);
-        inner.cache.read_at(off, &mut data[i * bs..j * bs]).map_err(|e| {
-            io_context(inner.cache.as_ref(), "flusher read", off, ((j - i) * bs) as u64, e)
-        })?;
-        i = j;
+    let mut order: Vec<usize> = (0..live.len()).collect();
+    order.sort_unstable_by_key(|&i| live[i].2);
+    let mut scratch: Option<AlignedBuf> = None;
+    for run in cache_runs(live, &order) {
+        let off = inner.geometry.block_offset(live[run[0]].2);
+        let len = run.len() * bs;
+        let in_place = run.windows(2).all(|w| w[1] == w[0] + 1);
+        let read = if in_place {
+            inner.cache.read_at(off, &mut data[run[0] * bs..run[0] * bs + len])
+        } else {
+            let buf = scratch.get_or_insert_with(|| AlignedBuf::new(live.len() * bs));
+            let got = &mut buf.as_mut_slice()[..len];
+            inner.cache.read_at(off, got).map(|()| {
+                for (j, &i) in run.iter().enumerate() {
+                    data[i * bs..(i + 1) * bs].copy_from_slice(&got[j * bs..(j + 1) * bs]);
+                }
+            })
+        };
+        read.map_err(|e| io_context(inner.cache.as_ref(), "flusher read", off, len as u64, e))?;
     }
     Ok(())
+}
+
+/// The runs of `order` (indices of `live`, ascending by cache block) whose cache blocks are
+/// consecutive.
+fn cache_runs<'a>(
+    live: &'a [(u64, u64, u32)],
+    order: &'a [usize],
+) -> impl Iterator<Item = &'a [usize]> + 'a {
+    order.chunk_by(move |&a, &b| live[a].2.checked_add(1) == Some(live[b].2))
 }
 
 /// Write the batch's data to backing (runs of consecutive blocks of one volume, one write

@@ -132,15 +132,16 @@ fn next(inner: &Inner, pacer: &mut Pacer, origin: Instant, wait: bool) -> Next {
     }
 }
 
-/// One step for `next`: a batch written to backing (and synced, with the group, when the
-/// group is full or someone else may need its marks gone), or the open group ended.
+/// One step for `next`: a batch written to backing (its group's sync started when the group
+/// is full, or done at once when someone else may need its marks gone), or the groups ended.
 /// Returns how many versions were marked clean or written into the group (0: the batch was
 /// all fenced), or the error of a failed batch; `None` when there was nothing to do.
 ///
-/// A batch someone waits for joins the open sync group (`sync_group.rs`); a background
-/// batch first ends the group, then is written and synced alone (its pace counts batches).
-/// A failed write ends the group, every version of it left dirty, so no batch reaches
-/// backing after an older one failed.
+/// A batch someone waits for joins the open sync group (`sync_group.rs`); a full group
+/// syncs on a thread of its own while the next one is read and written. A background batch
+/// first ends the groups, then is written and synced alone (its pace counts batches). A
+/// failed write or sync ends the groups, every version of the open one left dirty, so no
+/// batch reaches backing after an older one failed.
 fn step(inner: &Inner, group: &mut SyncGroup, next: Next) -> Option<io::Result<usize>> {
     let (batch, demand) = match next {
         Next::Stop => {
@@ -177,14 +178,18 @@ fn step(inner: &Inner, group: &mut SyncGroup, next: Next) -> Option<io::Result<u
         // group's marks must not.
         return Some(group.end(inner).map(|_| 0));
     }
-    match write_unsynced(inner, &p) {
+    let epoch = batch.first().map_or(0, |v| v.0);
+    let written = group.before_write(inner, epoch).and_then(|_| write_unsynced(inner, &p));
+    match written {
         Ok(touched) => {
             let n = p.len();
             group.push(p.into_live(), &touched);
-            if group.is_full(inner.block_size()) {
-                return Some(group.end(inner));
-            }
-            Some(Ok(n))
+            let marked = if group.is_full(inner.block_size()) {
+                group.rotate(inner)
+            } else {
+                group.poll(inner)
+            };
+            Some(marked.map(|_| n))
         }
         Err(e) => {
             group.push(p.into_live(), &[]);
@@ -202,7 +207,8 @@ fn step(inner: &Inner, group: &mut SyncGroup, next: Next) -> Option<io::Result<u
 ///
 /// Batches (`flush_batch.rs`) are written one after the other. What someone waits for is
 /// written in sync groups (`sync_group.rs`): several batches, one backing sync, each marked
-/// clean only once that sync returned; a background batch is synced alone.
+/// clean only once that sync returned, a full group's sync running while the next group is
+/// read and written; a background batch is synced alone.
 pub(crate) fn flusher(inner: std::sync::Arc<Inner>) {
     let mut pacer = Pacer::default();
     let origin = Instant::now();

@@ -42,6 +42,8 @@ pub use config::WritebackConfig;
 #[cfg(test)]
 mod cleaning_tests;
 #[cfg(test)]
+mod flush_batch_tests;
+#[cfg(test)]
 mod given_up_tests;
 #[cfg(test)]
 mod race_tests;
