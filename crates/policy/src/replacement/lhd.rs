@@ -105,6 +105,7 @@ impl Tag {
 
 impl Default for Tag {
     /// Stamped 0, no hit ages (the top class), no explorer.
+    #[inline]
     fn default() -> Self {
         let mut tag =
             Tag { timestamp: 0, last_hit_age: 0, last_last_hit_age: 0, row: 0, explorer: false };
@@ -186,6 +187,7 @@ impl Lhd {
 
     /// The end of an access to the block whose tag is `tag`: stamp it, maybe make it an
     /// explorer; returns whether the draw said explore.
+    #[inline]
     fn touch(&mut self, tag: &mut Tag) -> bool {
         tag.timestamp = self.now;
         let explore = self.rng.gen_range(0..EXPLORE_ONE_IN) == 0;
@@ -197,6 +199,7 @@ impl Lhd {
     }
 
     /// One access counted: recompute the model every [`RECONFIGURE_EVERY`].
+    #[inline]
     fn tick(&mut self) {
         self.now += 1;
         self.to_reconfigure -= 1;
@@ -284,6 +287,7 @@ impl Lhd {
     }
 
     /// Count the eviction of slot `i` in its class and give back its explorer budget.
+    #[inline]
     fn replaced(&mut self, i: u32) {
         let tag = self.q.node(i).meta;
         let at = Self::class(&tag) + self.age(&tag);
@@ -294,6 +298,7 @@ impl Lhd {
     }
 
     /// Section 4.3: decay the counts, settle the age coarsening, recompute the densities.
+    #[cold]
     fn reconfigure(&mut self) {
         for v in self.hits.iter_mut().chain(self.evictions.iter_mut()) {
             *v *= EWMA_DECAY;
