@@ -17,10 +17,11 @@
 //! - **Learning** (section 4): a full cache follows SR-LRU with probability `w_LRU` and
 //!   CR-LFU otherwise; when both name the same block it leaves without regret. Each expert
 //!   has a history of `capacity / 2` blocks evicted on its advice; a miss on one of them
-//!   multiplies that expert's weight by `e^(−λ)` and normalizes. Every `capacity` accesses
-//!   the learning rate λ moves by gradient on the hit rate (`λ ± |λ · Δλ|`, the sign of
-//!   `Δhit rate / Δλ`); after ten windows without improvement it restarts at a random value
-//!   in `[0.001, 1)`, as it starts.
+//!   multiplies that expert's weight by `e^(−λ)` and normalizes (the draw and the
+//!   histories are LeCaR's, `experts.rs`). Every `capacity` accesses the learning rate λ
+//!   moves by gradient on the hit rate (`λ ± |λ · Δλ|`, the sign of `Δhit rate / Δλ`);
+//!   after ten windows without improvement it restarts at a random value in `[0.001, 1)`,
+//!   as it starts.
 //!
 //! libCacheSim's `Cacheus` (`Cacheus.c`, `SR_LRU.c`, `CR_LFU.c`) departs from the paper and
 //! `variant=lcs` reproduces it: its SR-LRU tests the adaptation flags on a fresh copy of the
@@ -37,6 +38,7 @@
 //! count), 24 bytes of SR/R links per block, H (`capacity` entries) and the two expert
 //! histories (`capacity / 2` entries each), all reserved at construction.
 
+use super::experts::{Expert, Experts};
 use super::params::{Param, SEED, VARIANT};
 use super::priority_buckets::PriorityBuckets;
 use super::queue::Queue;
@@ -73,13 +75,6 @@ struct Hist {
     new: bool,
 }
 
-/// Which expert named an evicted block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Expert {
-    Lru,
-    Lfu,
-}
-
 /// CACHEUS replacement (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct Cacheus {
@@ -93,13 +88,11 @@ pub struct Cacheus {
     sr_target: usize,
     /// SR-LRU's history H.
     history: Queue<Hist>,
-    /// Blocks evicted on each expert's advice.
-    ghost_lru: Queue<()>,
-    ghost_lfu: Queue<()>,
+    /// The weights of SR-LRU and CR-LFU and the blocks evicted on each one's advice.
+    experts: Experts<()>,
     /// Blocks in H flagged new, demoted blocks in SR.
     c_new: u64,
     c_demoted: u64,
-    w_lru: f64,
     lr: f64,
     lr_prev: f64,
     hit_rate_prev: f64,
@@ -124,11 +117,9 @@ impl Cacheus {
             r: List::new(),
             sr_target: (capacity / 2).max(1),
             history: Queue::with_capacity(capacity),
-            ghost_lru: Queue::with_capacity(capacity / 2),
-            ghost_lfu: Queue::with_capacity(capacity / 2),
+            experts: Experts::new(capacity / 2),
             c_new: 0,
             c_demoted: 0,
-            w_lru: 0.5,
             lr,
             lr_prev: 0.0,
             hit_rate_prev: 0.0,
@@ -142,7 +133,7 @@ impl Cacheus {
 
     /// The probability of following SR-LRU.
     pub fn lru_weight(&self) -> f64 {
-        self.w_lru
+        self.experts.w_lru
     }
 
     /// SR's target size.
@@ -197,17 +188,13 @@ impl Cacheus {
 
     /// A miss on `key`: the expert whose history holds it loses weight; the entry leaves.
     fn learn(&mut self, key: u64) {
-        let mut w_lfu = 1.0 - self.w_lru;
-        if let Some(i) = self.ghost_lru.find(key) {
-            self.ghost_lru.remove_node(i);
-            self.w_lru *= (-self.lr).exp();
-        } else if let Some(i) = self.ghost_lfu.find(key) {
-            self.ghost_lfu.remove_node(i);
-            w_lfu *= (-self.lr).exp();
-        } else {
-            return;
+        let Some((expert, ())) = self.experts.regret(key) else { return };
+        let (mut w_lru, mut w_lfu) = (self.experts.w_lru, 1.0 - self.experts.w_lru);
+        match expert {
+            Expert::Lru => w_lru *= (-self.lr).exp(),
+            Expert::Lfu => w_lfu *= (-self.lr).exp(),
         }
-        self.w_lru /= self.w_lru + w_lfu;
+        self.experts.w_lru = w_lru / (w_lru + w_lfu);
     }
 
     /// Move R's oldest blocks to SR's newest end until R fits its target.
@@ -238,7 +225,7 @@ impl Cacheus {
 
     /// An evicted block enters H (its oldest entry leaves if H is full).
     fn remember(&mut self, key: u64, h: Hist) {
-        let (dropped, pushed) = push_bounded(&mut self.history, key, h);
+        let (dropped, pushed) = self.history.push_bounded(key, h);
         if dropped.is_some_and(|old| old.new) {
             self.c_new -= 1;
         }
@@ -251,14 +238,8 @@ impl Cacheus {
     fn evict_slot(&mut self, i: u32, expert: Option<Expert>) -> u64 {
         let (key, h) = self.take(i);
         self.remember(key, h);
-        match expert {
-            Some(Expert::Lru) => {
-                push_bounded(&mut self.ghost_lru, key, ());
-            }
-            Some(Expert::Lfu) => {
-                push_bounded(&mut self.ghost_lfu, key, ());
-            }
-            None => {}
+        if let Some(e) = expert {
+            self.experts.remember(e, key, ());
         }
         key
     }
@@ -267,13 +248,7 @@ impl Cacheus {
     fn evict(&mut self) -> Option<u64> {
         let by_lru = if self.sr.is_empty() { self.r.tail } else { self.sr.tail };
         let by_lfu = self.b.min_priority().and_then(|p| self.b.newest(p))?;
-        let (victim, expert) = if by_lru == by_lfu {
-            (by_lru, None)
-        } else if (self.rng.gen_range(0..100u32) as f64 / 100.0) < self.w_lru {
-            (by_lru, Some(Expert::Lru))
-        } else {
-            (by_lfu, Some(Expert::Lfu))
-        };
+        let (victim, expert) = self.experts.choose(by_lru, by_lfu, &mut self.rng);
         Some(self.evict_slot(victim, expert))
     }
 }
@@ -282,29 +257,6 @@ impl Cacheus {
 /// steps of 0.001.
 fn random_rate(rng: &mut Xoshiro256PlusPlus) -> f64 {
     0.001 + f64::from(rng.gen_range(0..1000u32)) / 1000.0
-}
-
-/// Put `key` at the newest end of history `q`, dropping its oldest entry when full. A key
-/// already there is left as it is. Returns the dropped entry's metadata and whether `key`
-/// went in.
-fn push_bounded<M: Copy + Default>(q: &mut Queue<M>, key: u64, meta: M) -> (Option<M>, bool) {
-    if q.capacity() == 0 {
-        return (None, false);
-    }
-    let Err(_) = q.lookup(key) else { return (None, false) };
-    let mut dropped = None;
-    if q.is_full() {
-        let oldest = q.list.tail;
-        dropped = Some(q.node(oldest).meta);
-        q.remove_node(oldest);
-    }
-    match q.lookup(key) {
-        Err(at) => {
-            q.push_new_at(at, key, meta);
-            (dropped, true)
-        }
-        Ok(_) => (dropped, false),
-    }
 }
 
 impl FromSpec for Cacheus {
@@ -431,8 +383,7 @@ impl Replacement for Cacheus {
         self.b.memory_bytes()
             + std::mem::size_of_val(&*self.nodes)
             + self.history.memory_bytes()
-            + self.ghost_lru.memory_bytes()
-            + self.ghost_lfu.memory_bytes()
+            + self.experts.memory_bytes()
     }
 }
 

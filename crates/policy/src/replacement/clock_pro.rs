@@ -113,6 +113,7 @@ impl Pages {
     }
 
     /// A free slot for `key` with `meta`, unlinked; [`NIL`] if every slot is taken.
+    #[inline(always)]
     fn alloc(&mut self, key: u64, meta: Page) -> u32 {
         let link = Link { prev: NIL, next: NIL, meta };
         if self.free != NIL {
@@ -131,6 +132,7 @@ impl Pages {
     }
 
     /// Return slot `i`, out of the clock, to the free slots.
+    #[inline(always)]
     fn release(&mut self, i: u32) {
         self.links[i as usize].next = self.free;
         self.free = i;
@@ -205,11 +207,13 @@ impl ClockPro {
         victim
     }
 
+    #[inline(always)]
     fn next(&self, i: u32) -> u32 {
         self.slab.node(i).next
     }
 
     /// Put page `i` (not in the clock) at the list head, just behind `HAND_hot`.
+    #[inline(always)]
     fn link_at_head(&mut self, i: u32) {
         if self.hand_hot == NIL {
             let n = self.slab.node_mut(i);
@@ -228,6 +232,7 @@ impl ClockPro {
     }
 
     /// Take page `i` out of the clock; hands on it move on.
+    #[inline(always)]
     fn unlink(&mut self, i: u32) {
         let (prev, next) = (self.slab.node(i).prev, self.slab.node(i).next);
         if next == i {
@@ -243,12 +248,14 @@ impl ClockPro {
         self.slab.node_mut(next).prev = prev;
     }
 
+    #[inline]
     fn move_to_head(&mut self, i: u32) {
         self.unlink(i);
         self.link_at_head(i);
     }
 
     /// Drop page `i` from the clock and the index.
+    #[inline(always)]
     fn drop_page(&mut self, i: u32) {
         self.unlink(i);
         let key = self.slab.key(i);
@@ -257,6 +264,7 @@ impl ClockPro {
     }
 
     /// A test period ends without an access: `mc` shrinks; a non-resident page leaves.
+    #[inline]
     fn end_test(&mut self, i: u32) -> bool {
         self.slab.node_mut(i).meta.test = false;
         self.mc = self.mc.saturating_sub(1).max(1);
@@ -270,6 +278,7 @@ impl ClockPro {
     }
 
     /// A cold page accessed in its test period: `mc` grows.
+    #[inline(always)]
     fn grow_cold_target(&mut self) {
         self.mc = (self.mc + 1).min(self.m.max(1));
     }
@@ -446,8 +455,10 @@ impl Replacement for ClockPro {
         fp
     }
 
-    /// The hint is the key's index fingerprint ([`ClockPro::prefetch_hint`]).
-    #[inline]
+    /// The hint is the key's index fingerprint ([`ClockPro::prefetch_hint`]). Inlined whole
+    /// into a caller's loop: called through a reference, the access cost a function's
+    /// prologue and the `Access` a trip through memory.
+    #[inline(always)]
     fn access_hinted(&mut self, access: &Access, hint: u32) -> (bool, Option<u64>) {
         match self.lookup_fp(access.key, hint) {
             Ok(i) if self.slab.node(i).meta.status != Status::Ghost => {

@@ -8,7 +8,8 @@
 //! Priorities change with time and cannot be kept in an order, hence the sample: `samples=`
 //! draws (default 64, the paper's and libCacheSim's), uniform and with replacement, the first
 //! of the lowest priorities leaving. A full cache has every slot of its slab in use, so a
-//! uniform slot is a uniform resident block. The draws come from a xoshiro256++ generator
+//! uniform slot is a uniform resident block (the sampling is LHD's and Random's too,
+//! `sampled.rs`). The draws come from a xoshiro256++ generator
 //! seeded with `seed=` (default 1): the same seed makes the same decisions in the simulator
 //! and in the real cache.
 //!
@@ -20,10 +21,11 @@
 
 use super::params::{Domain, Param, SEED};
 use super::queue::Queue;
+use super::sampled;
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
 use crate::Access;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Hyperbolic's parameters: the sample size and the seed.
@@ -69,18 +71,14 @@ impl Hyperbolic {
 
     /// The slot of the lowest `n / t` among `samples` uniform draws (the first on ties).
     fn victim(&mut self) -> u32 {
-        let capacity = self.q.capacity();
-        let (mut best, mut best_score) = (0u32, f64::INFINITY);
-        for _ in 0..self.samples {
-            let i = self.rng.gen_range(0..capacity) as u32;
-            let m = self.q.node(i).meta;
-            let age = self.now.saturating_sub(m.entered).max(1);
-            let score = m.n as f64 / age as f64;
-            if score < best_score {
-                (best, best_score) = (i, score);
-            }
-        }
-        best
+        let (q, now) = (&self.q, self.now);
+        let drawn = sampled::draws(&mut self.rng, q.capacity(), self.samples);
+        let (victim, _) = sampled::first_lowest(drawn, f64::INFINITY, |i| {
+            let m = q.node(i).meta;
+            let age = now.saturating_sub(m.entered).max(1);
+            m.n as f64 / age as f64
+        });
+        victim.unwrap_or(0)
     }
 }
 

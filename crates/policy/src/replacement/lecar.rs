@@ -8,7 +8,8 @@
 //! `w_LRU ← w_LRU · e^(−λ · d^t)`, then both weights are normalized (and the same for LFU),
 //! where `t` is the time since the eviction, the learning rate `λ = 0.45` and the discount
 //! `d = 0.005^(1 / capacity)`. When both experts name the same block it leaves without
-//! entering either history.
+//! entering either history. The draw and the histories are CACHEUS's too
+//! (`experts.rs`); the weight update is LeCaR's own.
 //!
 //! The LFU expert counts accesses while a block is resident (a block returning from a
 //! history starts again at 1) and among equal counts names the block that reached its count
@@ -23,15 +24,15 @@
 //! 16 bytes of LRU links per block and two histories of `capacity / 2` entries (about 56
 //! bytes each).
 
+use super::experts::{Expert, Experts};
 use super::frequency_buckets::FrequencyBuckets;
 use super::params::{Param, SEED};
-use super::queue::Queue;
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
 use crate::keymap::{fingerprint, Bucket};
 use crate::slab::{List, Node, NIL};
 use crate::Access;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// LeCaR's parameters: the seed.
@@ -39,13 +40,6 @@ pub const PARAMS: &[Param] = &[SEED];
 
 /// The learning rate λ of the paper and of libCacheSim.
 const LEARNING_RATE: f64 = 0.45;
-
-/// Which expert named an evicted block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Expert {
-    Lru,
-    Lfu,
-}
 
 /// LeCaR replacement (see the module documentation).
 #[derive(Clone, Debug)]
@@ -55,11 +49,8 @@ pub struct LeCaR {
     /// The LRU expert's order over the slots of `b`.
     lru: List,
     lru_nodes: Vec<Node<()>>,
-    /// The blocks each expert evicted, with their eviction times.
-    history_lru: Queue<u64>,
-    history_lfu: Queue<u64>,
-    /// The probability of following the LRU expert (LFU's is `1 − w_lru`).
-    w_lru: f64,
+    /// The experts' weights and the blocks each evicted, with their eviction times.
+    experts: Experts<u64>,
     /// The discount `d` of the regret.
     discount: f64,
     rng: Xoshiro256PlusPlus,
@@ -75,9 +66,7 @@ impl LeCaR {
             b: FrequencyBuckets::with_capacity(capacity),
             lru: List::new(),
             lru_nodes: vec![Node { key: 0, prev: NIL, next: NIL, meta: () }; capacity],
-            history_lru: Queue::with_capacity(capacity / 2),
-            history_lfu: Queue::with_capacity(capacity / 2),
-            w_lru: 0.5,
+            experts: Experts::new(capacity / 2),
             discount: 0.005f64.powf(1.0 / capacity.max(1) as f64),
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             now: 0,
@@ -86,61 +75,37 @@ impl LeCaR {
 
     /// The probability of following the LRU expert.
     pub fn lru_weight(&self) -> f64 {
-        self.w_lru
+        self.experts.w_lru
     }
 
     /// A miss on `key`: if an expert's history holds it, that expert is penalized and the
     /// entry leaves the history.
     fn learn(&mut self, key: u64) {
-        for expert in [Expert::Lru, Expert::Lfu] {
-            let h = match expert {
-                Expert::Lru => &mut self.history_lru,
-                Expert::Lfu => &mut self.history_lfu,
-            };
-            let Some(i) = h.find(key) else { continue };
-            let t = self.now.saturating_sub(h.node(i).meta);
-            h.remove_node(i);
-            let r = self.discount.powf(t as f64);
-            let (mut wrong, right) = match expert {
-                Expert::Lru => (self.w_lru, 1.0 - self.w_lru),
-                Expert::Lfu => (1.0 - self.w_lru, self.w_lru),
-            };
-            wrong = wrong * (-LEARNING_RATE * r).exp() + 1e-10;
-            let s = wrong + right + 2e-10;
-            self.w_lru = match expert {
-                Expert::Lru => wrong / s,
-                Expert::Lfu => (right + 1e-10) / s,
-            };
-            return;
-        }
+        let Some((expert, evicted)) = self.experts.regret(key) else { return };
+        let t = self.now.saturating_sub(evicted);
+        let r = self.discount.powf(t as f64);
+        let w_lru = self.experts.w_lru;
+        let (mut wrong, right) = match expert {
+            Expert::Lru => (w_lru, 1.0 - w_lru),
+            Expert::Lfu => (1.0 - w_lru, w_lru),
+        };
+        wrong = wrong * (-LEARNING_RATE * r).exp() + 1e-10;
+        let s = wrong + right + 2e-10;
+        self.experts.w_lru = match expert {
+            Expert::Lru => wrong / s,
+            Expert::Lfu => (right + 1e-10) / s,
+        };
     }
 
     /// Evict one resident block as the drawn expert says; returns its key.
     fn evict(&mut self) -> Option<u64> {
         let by_lru = self.lru.tail;
         let by_lfu = self.b.lowest_oldest()?;
-        let (victim, expert) = if by_lru == by_lfu {
-            (by_lfu, None)
-        } else if (self.rng.gen_range(0..100u32) as f64 / 100.0) < self.w_lru {
-            (by_lru, Some(Expert::Lru))
-        } else {
-            (by_lfu, Some(Expert::Lfu))
-        };
+        let (victim, expert) = self.experts.choose(by_lru, by_lfu, &mut self.rng);
         self.lru.unlink(&mut self.lru_nodes, victim);
         let key = self.b.remove(victim);
-        let h = match expert {
-            Some(Expert::Lru) => &mut self.history_lru,
-            Some(Expert::Lfu) => &mut self.history_lfu,
-            None => return Some(key),
-        };
-        if h.capacity() > 0 {
-            if h.is_full() {
-                let oldest = h.list.tail;
-                h.remove_node(oldest);
-            }
-            if let Err(at) = h.lookup(key) {
-                h.push_new_at(at, key, self.now);
-            }
+        if let Some(e) = expert {
+            self.experts.remember(e, key, self.now);
         }
         Some(key)
     }
@@ -262,8 +227,7 @@ impl Replacement for LeCaR {
     fn memory_bytes(&self) -> usize {
         self.b.memory_bytes()
             + std::mem::size_of_val(&*self.lru_nodes)
-            + self.history_lru.memory_bytes()
-            + self.history_lfu.memory_bytes()
+            + self.experts.memory_bytes()
     }
 }
 
@@ -303,6 +267,6 @@ mod tests {
         let mut p = LeCaR::new(2, 1);
         run(&mut p, &[1, 2, 3]);
         assert!(!p.contains(1));
-        assert!(p.history_lru.find(1).is_none() && p.history_lfu.find(1).is_none());
+        assert!(!p.experts.remembers(Expert::Lru, 1) && !p.experts.remembers(Expert::Lfu, 1));
     }
 }

@@ -18,7 +18,8 @@
 //!   `samples=` resident blocks drawn uniformly (default 32; 8 until the 50th recomputation,
 //!   which shortens the warm-up) together with the last `admissions=` (default 8) blocks that
 //!   entered looking like victims (a density below the running mean of the victims'); the
-//!   lowest density leaves, the first drawn among equals.
+//!   lowest density leaves, the first drawn among equals (the sampling is Hyperbolic's and
+//!   Random's too, `sampled.rs`).
 //! - **Explorers** (section 5): with probability 1/32 an access makes its block an explorer
 //!   (its density raised by 1, so it stays and teaches the model about long ages), within a
 //!   budget of 1 % of the capacity, and only during the first 50 recomputations.
@@ -34,6 +35,7 @@
 
 use super::params::{Domain, Param, SEED};
 use super::queue::Queue;
+use super::sampled;
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
 use crate::keymap::{fingerprint, Bucket};
@@ -77,14 +79,39 @@ const EXPLORE_ONE_IN: u32 = 32;
 const APP_OFFSET: f32 = CLASSES as f32;
 
 /// What LHD keeps per resident block.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Tag {
     /// The access counter at its last access.
     timestamp: u64,
     /// Its last two hit ages (coarsened).
     last_hit_age: u32,
     last_last_hit_age: u32,
+    /// Where its class's row starts in the per-class tables (`class * MAX_AGE`), set with
+    /// the hit ages it follows from ([`Tag::set_hit_ages`]): a ranking reads it for every
+    /// block it draws.
+    row: u32,
     explorer: bool,
+}
+
+impl Tag {
+    /// Set the last two hit ages, and the class row they give.
+    #[inline]
+    fn set_hit_ages(&mut self, last: u32, last_last: u32) {
+        self.last_hit_age = last;
+        self.last_last_hit_age = last_last;
+        self.row = (hit_age_class(u64::from(last) + u64::from(last_last)) * MAX_AGE) as u32;
+    }
+}
+
+impl Default for Tag {
+    /// Stamped 0, no hit ages (the top class), no explorer.
+    #[inline]
+    fn default() -> Self {
+        let mut tag =
+            Tag { timestamp: 0, last_hit_age: 0, last_last_hit_age: 0, row: 0, explorer: false };
+        tag.set_hit_ages(0, 0);
+        tag
+    }
 }
 
 /// LHD replacement (see the module documentation).
@@ -145,29 +172,22 @@ impl Lhd {
 
     /// The coarsened age of `tag`, at most `MAX_AGE - 1` (an overflow).
     fn age(&self, tag: &Tag) -> usize {
-        (((self.now - tag.timestamp) >> self.shift) as usize).min(MAX_AGE - 1)
+        coarse_age(self.now, self.shift, tag)
     }
 
     /// The table row of `tag`'s class.
+    #[inline(always)]
     fn class(tag: &Tag) -> usize {
-        hit_age_class(u64::from(tag.last_hit_age) + u64::from(tag.last_last_hit_age)) * MAX_AGE
+        tag.row as usize
     }
 
     fn density(&self, tag: &Tag) -> f32 {
-        let age = self.age(tag);
-        if age == MAX_AGE - 1 {
-            return f32::MIN;
-        }
-        let d = self.densities[Self::class(tag) + age];
-        if tag.explorer {
-            d + 1.0
-        } else {
-            d
-        }
+        density(&self.densities, self.now, self.shift, tag)
     }
 
     /// The end of an access to the block whose tag is `tag`: stamp it, maybe make it an
     /// explorer; returns whether the draw said explore.
+    #[inline]
     fn touch(&mut self, tag: &mut Tag) -> bool {
         tag.timestamp = self.now;
         let explore = self.rng.gen_range(0..EXPLORE_ONE_IN) == 0;
@@ -179,6 +199,7 @@ impl Lhd {
     }
 
     /// One access counted: recompute the model every [`RECONFIGURE_EVERY`].
+    #[inline]
     fn tick(&mut self) {
         self.now += 1;
         self.to_reconfigure -= 1;
@@ -197,23 +218,12 @@ impl Lhd {
         } else {
             EARLY_SAMPLES.min(self.samples)
         };
-        let (mut victim, mut best) = (None, f32::MAX);
-        for _ in 0..draws {
-            let i = self.rng.gen_range(0..capacity);
-            let d = self.density(&self.q.node(i).meta);
-            if d < best {
-                (victim, best) = (Some(i), d);
-            }
-        }
-        for &(_, i) in self.recent.iter().flatten() {
-            if i == NIL {
-                continue;
-            }
-            let d = self.density(&self.q.node(i).meta);
-            if d < best {
-                (victim, best) = (Some(i), d);
-            }
-        }
+        let (q, densities, now, shift) = (&self.q, &self.densities, self.now, self.shift);
+        let drawn = sampled::draws(&mut self.rng, capacity, draws);
+        let recent = self.recent.iter().flatten().map(|&(_, i)| i).filter(|&i| i != NIL);
+        let (victim, best) = sampled::first_lowest(drawn.chain(recent), f32::MAX, |i| {
+            density(densities, now, shift, &q.node(i).meta)
+        });
         self.ewma_victim_density =
             EWMA_DECAY * self.ewma_victim_density + (1.0 - EWMA_DECAY) * best;
         // Every density is finite, so a draw was taken; slot 0 only guards the contract.
@@ -240,8 +250,7 @@ impl Lhd {
         if tag.explorer {
             self.explorer_budget += 1;
         }
-        tag.last_last_hit_age = tag.last_hit_age;
-        tag.last_hit_age = age as u32;
+        tag.set_hit_ages(age as u32, tag.last_hit_age);
         self.touch(&mut tag);
         self.q.node_mut(i).meta = tag;
         self.tick();
@@ -264,7 +273,8 @@ impl Lhd {
             (self.q.push_new_at(at, key, Tag::default()), None)
         };
         self.recent_moved(key, slot);
-        let mut tag = Tag { last_last_hit_age: MAX_AGE as u32, ..Tag::default() };
+        let mut tag = Tag::default();
+        tag.set_hit_ages(0, MAX_AGE as u32);
         let explore = self.touch(&mut tag);
         self.q.node_mut(slot).meta = tag;
         if !explore && !self.recent.is_empty() && self.density(&tag) < self.ewma_victim_density {
@@ -277,6 +287,7 @@ impl Lhd {
     }
 
     /// Count the eviction of slot `i` in its class and give back its explorer budget.
+    #[inline]
     fn replaced(&mut self, i: u32) {
         let tag = self.q.node(i).meta;
         let at = Self::class(&tag) + self.age(&tag);
@@ -287,6 +298,7 @@ impl Lhd {
     }
 
     /// Section 4.3: decay the counts, settle the age coarsening, recompute the densities.
+    #[cold]
     fn reconfigure(&mut self) {
         for v in self.hits.iter_mut().chain(self.evictions.iter_mut()) {
             *v *= EWMA_DECAY;
@@ -349,6 +361,30 @@ fn rescale(row: &mut [f32], delta: i64) {
         for v in &mut row[(MAX_AGE >> d)..MAX_AGE - 1] {
             *v = 0.0;
         }
+    }
+}
+
+/// The coarsened age of `tag` at access count `now` with coarsening `shift`, at most
+/// `MAX_AGE - 1` (an overflow).
+#[inline]
+fn coarse_age(now: u64, shift: u32, tag: &Tag) -> usize {
+    (((now - tag.timestamp) >> shift) as usize).min(MAX_AGE - 1)
+}
+
+/// The hit density of the block whose tag is `tag` in the table `densities` (per class and
+/// age), at access count `now` with coarsening `shift`: the lowest for an overflowed age,
+/// one more for an explorer.
+#[inline]
+fn density(densities: &[f32], now: u64, shift: u32, tag: &Tag) -> f32 {
+    let age = coarse_age(now, shift, tag);
+    if age == MAX_AGE - 1 {
+        return f32::MIN;
+    }
+    let d = densities[Lhd::class(tag) + age];
+    if tag.explorer {
+        d + 1.0
+    } else {
+        d
     }
 }
 
@@ -499,6 +535,22 @@ mod tests {
         for age in (0..3 * MAX_AGE as u64).chain([u64::from(u32::MAX) * 2, u64::MAX >> 1]) {
             assert_eq!(hit_age_class(age), doublings(age), "age {age}");
         }
+    }
+
+    #[test]
+    fn each_tag_s_class_row_follows_its_hit_ages() {
+        let mut p = Lhd::new(300, 32, 8, 1);
+        run(&mut p, &skewed_keys(50_000, 2000, 3));
+        assert_eq!(Tag::default().row as usize, (CLASSES - 1) * MAX_AGE);
+        let mut rows = std::collections::HashSet::new();
+        for i in 0..p.q.capacity() as u32 {
+            let t = p.q.node(i).meta;
+            let sum = u64::from(t.last_hit_age) + u64::from(t.last_last_hit_age);
+            assert_eq!(t.row as usize, hit_age_class(sum) * MAX_AGE, "slot {i}");
+            rows.insert(t.row);
+        }
+        assert!(rows.len() >= 2, "{rows:?}");
+        assert_eq!(std::mem::size_of::<Tag>(), 24);
     }
 
     #[test]

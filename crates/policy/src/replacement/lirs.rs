@@ -101,6 +101,7 @@ impl Lirs {
     }
 
     /// Drop node `i` if it is on no list any more.
+    #[inline]
     fn release_if_unlisted(&mut self, i: u32) {
         if self.m.on_none(i) {
             self.m.release(i);
@@ -123,6 +124,7 @@ impl Lirs {
     }
 
     /// Bound S to `2C` entries by dropping the entries that became non-resident earliest.
+    #[inline]
     fn limit_stack(&mut self) {
         while self.m.len(S) > 2 * self.c || (self.m.is_full() && self.m.len(NH) > 0) {
             let Some(t) = self.m.tail(NH) else { break };
@@ -420,6 +422,12 @@ impl Replacement for Lirs {
         } else {
             self.insert_paper(access.key)
         }
+    }
+
+    /// Starts loading the index group of `key`.
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.m.prefetch(key);
     }
 
     fn remove(&mut self, key: u64) -> bool {

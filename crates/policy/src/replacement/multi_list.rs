@@ -49,6 +49,7 @@ impl<M: Copy + Default, const L: usize> MultiList<M, L> {
     }
 
     /// True if no node is free.
+    #[inline]
     pub(crate) fn is_full(&self) -> bool {
         self.map.len() >= self.capacity
     }
@@ -62,6 +63,7 @@ impl<M: Copy + Default, const L: usize> MultiList<M, L> {
 
     /// A new node for `key` (absent), on no list. The caller keeps the pool from filling
     /// ([`MultiList::is_full`]).
+    #[inline]
     pub(crate) fn alloc(&mut self, key: u64, meta: M) -> u32 {
         let node = Node { key, links: [(NIL, NIL); L], member: 0, meta };
         let i = if self.free != NIL {
@@ -78,6 +80,7 @@ impl<M: Copy + Default, const L: usize> MultiList<M, L> {
     }
 
     /// Return node `i`, on no list any more, to the pool.
+    #[inline]
     pub(crate) fn release(&mut self, i: u32) {
         debug_assert_eq!(self.nodes[i as usize].member, 0, "release of a listed node");
         let key = self.nodes[i as usize].key;
@@ -137,6 +140,7 @@ impl<M: Copy + Default, const L: usize> MultiList<M, L> {
     }
 
     /// Put node `i`, not on list `l`, at its head.
+    #[inline(always)]
     pub(crate) fn push_head(&mut self, l: usize, i: u32) {
         debug_assert!(!self.on(l, i));
         let head = self.ends[l].head;
@@ -153,6 +157,7 @@ impl<M: Copy + Default, const L: usize> MultiList<M, L> {
     }
 
     /// Take node `i` off list `l` (a no-op if it is not on it).
+    #[inline(always)]
     pub(crate) fn unlink(&mut self, l: usize, i: u32) {
         if !self.on(l, i) {
             return;
@@ -175,9 +180,16 @@ impl<M: Copy + Default, const L: usize> MultiList<M, L> {
     }
 
     /// Put node `i` at the head of list `l`, taking it off first if it is on it.
+    #[inline(always)]
     pub(crate) fn move_to_head(&mut self, l: usize, i: u32) {
         self.unlink(l, i);
         self.push_head(l, i);
+    }
+
+    /// Start loading the index group of `key` (see [`KeyMap::prefetch`]).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, key: u64) {
+        self.map.prefetch(key);
     }
 
     /// Bytes reserved: the index and the node pool.

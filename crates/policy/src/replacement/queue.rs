@@ -152,6 +152,29 @@ impl<M: Copy + Default> Queue<M> {
         key
     }
 
+    /// Put `key` at the head of a queue used as a bounded history, its oldest entry (the
+    /// tail) leaving when full. A key already there, or a queue of no room, is left as it
+    /// is. Returns the metadata of the entry that left and whether `key` went in.
+    pub(crate) fn push_bounded(&mut self, key: u64, meta: M) -> (Option<M>, bool) {
+        if self.capacity() == 0 {
+            return (None, false);
+        }
+        let Err(_) = self.lookup(key) else { return (None, false) };
+        let mut dropped = None;
+        if self.is_full() {
+            let oldest = self.list.tail;
+            dropped = Some(self.node(oldest).meta);
+            self.remove_node(oldest);
+        }
+        match self.lookup(key) {
+            Err(at) => {
+                self.push_new_at(at, key, meta);
+                (dropped, true)
+            }
+            Ok(_) => (dropped, false),
+        }
+    }
+
     /// Remove the node nearest the tail whose key `ok` accepts; its key.
     pub(crate) fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<u64> {
         let mut i = self.list.tail;

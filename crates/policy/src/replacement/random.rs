@@ -4,9 +4,10 @@
 //!
 //! Blocks live in a preallocated slab; a full cache has every slot of the slab in use, so a
 //! uniform slot number is a uniform resident block and needs no separate sample array (nor
-//! any order: the slab's nodes are linked into no list). The draws come from a xoshiro256++
-//! generator seeded with `seed=` (default 1): two runs with the same seed make the same
-//! decisions, in the simulator and in the real cache.
+//! any order: the slab's nodes are linked into no list; the draw is Hyperbolic's and LHD's,
+//! `sampled.rs`). The draws come from a xoshiro256++ generator seeded with `seed=` (default
+//! 1): two runs with the same seed make the same decisions, in the simulator and in the real
+//! cache.
 //!
 //! libCacheSim's `Random` takes no seed; the peer tests compare ember's mean miss ratio over
 //! five seeds with libCacheSim's.
@@ -14,12 +15,13 @@
 //! Memory: 16 bytes of slab node and about 16 bytes of hash index per block of capacity.
 
 use super::params::{Param, SEED};
+use super::sampled;
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
 use crate::keymap::{fingerprint, Bucket, KeyMap};
 use crate::slab::{Slab, NIL};
 use crate::Access;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Random's parameters: the seed.
@@ -60,7 +62,7 @@ impl Random {
         if self.slab.live() >= capacity {
             // Every slot is in use: a uniform slot is a uniform resident block. The new
             // index entry goes in first, so the bucket is not probed for again.
-            let victim = self.rng.gen_range(0..capacity) as u32;
+            let victim = sampled::draw(&mut self.rng, capacity);
             let old = self.slab.key(victim);
             self.map.insert_at(at, victim);
             self.map.remove(old, victim);
