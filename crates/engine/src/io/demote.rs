@@ -12,7 +12,13 @@
 //! - the **array tier** ([`Volume::demote`]): a DEMOTE received is placed by the replacement
 //!   policy, which is then one of the array schemes (`ember_policy::demote::ArrayReplacement`,
 //!   the simulator's `ArrayCache`); a stored block is written to the cache device as a clean
-//!   block. A DEMOTE never reaches backing.
+//!   block. A DEMOTE never reaches backing. When the cache is full and the block of the
+//!   victim the scheme ejects is still pinned by a request in flight (the fill of a block
+//!   another client's READ just missed, which the DEMOTE scheme puts at the discard end and
+//!   so ejects at the next DEMOTE), the DEMOTE takes that block all the same and writes it
+//!   once the request lets go, so that the array stores what the simulator stores; it is
+//!   aborted for want of room only if the request holds the block past
+//!   [`PINNED_VICTIM_WAIT`].
 
 use super::ctx::Volume;
 use crate::clock::now_ns;
@@ -21,6 +27,12 @@ use crate::layout::{block_key, key_block, key_volume};
 use crate::state::DemoteStep;
 use ember_trace::Op;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+/// The longest a DEMOTE waits for the requests in flight on its victim's cache block (a
+/// fill reading the array's backing, a hit reading the cache device) before it is aborted
+/// for want of room: a few backing reads of a slow disk.
+const PINNED_VICTIM_WAIT: Duration = Duration::from_secs(1);
 
 impl Volume {
     /// Whether an evicted `key` goes down as a DEMOTE: its volume's backing takes them.
@@ -122,15 +134,23 @@ impl Volume {
                 DemoteStep::Refused => {
                     ctr.demotes_refused_sieve.fetch_add(1, Relaxed);
                 }
-                DemoteStep::Stored(c) => {
+                DemoteStep::Stored(c) | DemoteStep::StoredAfterPins(c) => {
+                    let ready =
+                        !matches!(step, DemoteStep::StoredAfterPins(_)) || self.others_unpin(c);
                     let lo = (b * bs - offset) as usize;
-                    let written = inner
-                        .cache
-                        .write_at(inner.geometry.block_offset(c), &data[lo..lo + bs as usize]);
+                    let written = ready
+                        && inner
+                            .cache
+                            .write_at(inner.geometry.block_offset(c), &data[lo..lo + bs as usize])
+                            .is_ok();
                     let mut st = inner.state.lock();
-                    if written.is_ok() {
+                    if written {
                         ctr.demotes_stored.fetch_add(1, Relaxed);
                         ctr.cache_write_bytes.fetch_add(bs, Relaxed);
+                    } else if !ready {
+                        // The victim's requests held the block too long: nothing stored.
+                        st.invalidate_if(key, c);
+                        ctr.demotes_aborted_no_room.fetch_add(1, Relaxed);
                     } else if st.invalidate_if(key, c) {
                         ctr.invalidations.fetch_add(1, Relaxed);
                     }
@@ -139,5 +159,23 @@ impl Volume {
             }
         }
         Ok(())
+    }
+
+    /// A DEMOTE took cache block `c` from a victim that requests in flight still pin
+    /// ([`DemoteStep::StoredAfterPins`]): wait until the caller's pin is the block's last,
+    /// at most [`PINNED_VICTIM_WAIT`]. False if they still pin it then. The caller holds the
+    /// demoted block's stripe lock, and no pin holder waits for it: the victim is another
+    /// block, and its request only finishes its I/O and unpins.
+    fn others_unpin(&self, c: u32) -> bool {
+        let deadline = Instant::now() + PINNED_VICTIM_WAIT;
+        loop {
+            if !self.inner.state.lock().pinned_by_others(c) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 }

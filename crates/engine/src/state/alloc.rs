@@ -44,6 +44,12 @@ pub(crate) enum DemoteStep {
     /// Stored: the block is mapped clean in this cache block, pinned; the caller writes the
     /// data, then unpins (or invalidates on failure).
     Stored(u32),
+    /// Stored as [`DemoteStep::Stored`], in the block of the victim the scheme ejected, which
+    /// requests in flight still pin (a fill of the victim still reading backing, a hit still
+    /// reading the block): the block is the DEMOTE's at once, but the caller writes the data
+    /// only once its own pin is the block's last ([`CacheState::pinned_by_others`]), so the
+    /// fill cannot overwrite it and the hit reads the victim's bytes.
+    StoredAfterPins(u32),
 }
 
 impl CacheState {
@@ -243,13 +249,41 @@ impl CacheState {
         if outcome == ember_policy::demote::DemoteOutcome::Aborted {
             return (DemoteStep::NoRoom, None);
         }
+        let victim_block = evicted.and_then(|v| self.get(v));
         match self.place_clean(acc.key, evicted, true).0 {
             Some(c) => (DemoteStep::Stored(c), evicted),
-            None => {
-                self.replacement.remove(acc.key);
-                (DemoteStep::NoRoom, evicted)
-            }
+            // No free block: the victim's is still pinned by requests in flight (under the
+            // DEMOTE scheme typically the fill of the block another client's READ just
+            // missed, which the scheme put at the discard end). The scheme stored the DEMOTE
+            // and ejected the victim, as the simulator does; the DEMOTE takes that block.
+            None => match victim_block.and_then(|c| self.take_pinned(acc.key, c)) {
+                Some(c) => (DemoteStep::StoredAfterPins(c), evicted),
+                None => {
+                    self.replacement.remove(acc.key);
+                    (DemoteStep::NoRoom, evicted)
+                }
+            },
         }
+    }
+
+    /// Map `key` clean to `c`, the block of a victim just unmapped that only pins of
+    /// requests in flight still hold (no reference, no persist mark), flagged demoted and
+    /// pinned for the caller. None if anything but pins holds `c`.
+    fn take_pinned(&mut self, key: u64, c: u32) -> Option<u32> {
+        let i = c as usize;
+        if self.refs[i] != 0 || self.prefs[i] != 0 || self.pins[i] == 0 {
+            return None;
+        }
+        self.map(key, c, false);
+        self.refs[i] += 1;
+        self.pins[i] += 1;
+        self.flags[i] = DEMOTED;
+        Some(c)
+    }
+
+    /// Whether requests besides the caller, who holds one pin, still pin cache block `c`.
+    pub fn pinned_by_others(&self, c: u32) -> bool {
+        self.pins.get(c as usize).is_some_and(|&p| p > 1)
     }
 
     /// Drop a clean `key` from the map and the policy (TRIM, partial overwrite, failed I/O).
