@@ -24,7 +24,7 @@ use super::ctx::Volume;
 use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_block, key_volume};
-use crate::state::DemoteStep;
+use crate::state::{DemoteStep, TakenBlock};
 use ember_trace::Op;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -135,24 +135,34 @@ impl Volume {
                     ctr.demotes_refused_sieve.fetch_add(1, Relaxed);
                 }
                 DemoteStep::Stored(c) | DemoteStep::StoredAfterPins(c) => {
-                    let ready =
-                        !matches!(step, DemoteStep::StoredAfterPins(_)) || self.others_unpin(c);
+                    let turn = match step {
+                        DemoteStep::StoredAfterPins(_) => self.taken_turn(c, key),
+                        _ => TakenBlock::Write,
+                    };
                     let lo = (b * bs - offset) as usize;
-                    let written = ready
+                    let written = turn == TakenBlock::Write
                         && inner
                             .cache
                             .write_at(inner.geometry.block_offset(c), &data[lo..lo + bs as usize])
                             .is_ok();
                     let mut st = inner.state.lock();
-                    if written {
-                        ctr.demotes_stored.fetch_add(1, Relaxed);
-                        ctr.cache_write_bytes.fetch_add(bs, Relaxed);
-                    } else if !ready {
-                        // The victim's requests held the block too long: nothing stored.
-                        st.invalidate_if(key, c);
-                        ctr.demotes_aborted_no_room.fetch_add(1, Relaxed);
-                    } else if st.invalidate_if(key, c) {
-                        ctr.invalidations.fetch_add(1, Relaxed);
+                    match turn {
+                        TakenBlock::Write if written => {
+                            ctr.demotes_stored.fetch_add(1, Relaxed);
+                            ctr.cache_write_bytes.fetch_add(bs, Relaxed);
+                        }
+                        TakenBlock::Write => {
+                            if st.invalidate_if(key, c) {
+                                ctr.invalidations.fetch_add(1, Relaxed);
+                            }
+                        }
+                        // Stored, and evicted since by the scheme (before its bytes landed).
+                        TakenBlock::Gone => {
+                            ctr.demotes_stored.fetch_add(1, Relaxed);
+                        }
+                        TakenBlock::GaveUp | TakenBlock::Wait => {
+                            ctr.demotes_aborted_no_room.fetch_add(1, Relaxed);
+                        }
                     }
                     st.unpin(c);
                 }
@@ -161,19 +171,21 @@ impl Volume {
         Ok(())
     }
 
-    /// A DEMOTE took cache block `c` from a victim that requests in flight still pin
-    /// ([`DemoteStep::StoredAfterPins`]): wait until the caller's pin is the block's last,
-    /// at most [`PINNED_VICTIM_WAIT`]. False if they still pin it then. The caller holds the
-    /// demoted block's stripe lock, and no pin holder waits for it: the victim is another
-    /// block, and its request only finishes its I/O and unpins.
-    fn others_unpin(&self, c: u32) -> bool {
+    /// A DEMOTE (or a READ miss's fill) took cache block `c` for `key` from a victim that
+    /// requests in flight still pin ([`DemoteStep::StoredAfterPins`],
+    /// `Allocation::after_pins`): wait for its turn ([`CacheState::taken_block_ready`]), at
+    /// most [`PINNED_VICTIM_WAIT`]. The caller holds its own block's stripe lock, and no pin
+    /// holder waits for it: the victim is another block, and its requests only finish their
+    /// I/O (or their own turn) and unpin.
+    ///
+    /// [`CacheState::taken_block_ready`]: crate::state::CacheState::taken_block_ready
+    pub(super) fn taken_turn(&self, c: u32, key: u64) -> TakenBlock {
         let deadline = Instant::now() + PINNED_VICTIM_WAIT;
         loop {
-            if !self.inner.state.lock().pinned_by_others(c) {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
+            let give_up = Instant::now() >= deadline;
+            let turn = self.inner.state.lock().taken_block_ready(c, key, give_up);
+            if turn != TakenBlock::Wait {
+                return turn;
             }
             std::thread::sleep(Duration::from_micros(50));
         }

@@ -1,11 +1,12 @@
-//! The array tier's DEMOTE through the engine's API, where timing decides: a DEMOTE whose
-//! victim's cache block a READ miss is still filling (another client's, reading a slow
-//! backing) is stored as the DEMOTE scheme says, in that block, once the fill lets it go;
-//! the fill's bytes do not overwrite it.
+//! The array tier through the engine's API, where timing decides: a DEMOTE, or a READ miss,
+//! whose victim's cache block a READ miss is still filling (another client's, reading a
+//! slow backing) is placed as the DEMOTE scheme says, in that block, once the fill lets it
+//! go; the fill's bytes do not overwrite it.
 
 use crate::device::{Device, MemDevice};
-use crate::layout::{FormatSpec, VolumeSpec};
-use crate::{Engine, EngineConfig, VolumeConfig, WriteMode, WritebackConfig};
+use crate::{
+    Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode, WritebackConfig,
+};
 use ember_policy::admission::Aod;
 use ember_policy::demote::{ArrayConfig, ArrayReplacement, Scheme};
 use parking_lot::{Condvar, Mutex};
@@ -59,8 +60,10 @@ impl SlowReads {
     }
 }
 
-#[test]
-fn a_demote_whose_victim_is_being_filled_is_stored_once_the_fill_ends() {
+/// An array under DEMOTE over a backing of [`BLOCKS`] blocks (block `b` holds bytes `b`)
+/// whose reads wait while its gate is closed; its cache full of demoted blocks 2.. (the keep
+/// end). Returns the engine, the backing and the cache's blocks.
+fn full_array() -> (Engine, Arc<SlowReads>, u64) {
     let cache = Arc::new(MemDevice::new(1 << 20));
     let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: BLOCKS * BS }]);
     spec.journal_bytes = 8 * BS;
@@ -91,20 +94,38 @@ fn a_demote_whose_victim_is_being_filled_is_stored_once_the_fill_ends() {
         v.demote(b * BS, &vec![0xd0; BS as usize], &fresh).unwrap();
     }
     assert_eq!(e.stats().total.demotes_stored, cap);
-    // A READ miss of block 0 reads the slow backing; the scheme puts block 0 at the discard
-    // end, in the block of the oldest demoted one.
-    backing.set_closed(true);
-    let reader = {
-        let v = v.clone();
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; BS as usize];
-            v.read(0, &mut buf).unwrap();
-            buf
-        })
-    };
-    while backing.arrived.load(SeqCst) == 0 {
+    (e, backing, cap)
+}
+
+/// Read block `b` on another thread; return once the backing has seen `arrived` reads.
+fn read_in_flight(
+    v: &crate::Volume,
+    backing: &SlowReads,
+    b: u64,
+    arrived: u64,
+) -> std::thread::JoinHandle<Vec<u8>> {
+    let v = v.clone();
+    let t = std::thread::spawn(move || {
+        let mut buf = vec![0u8; BS as usize];
+        v.read(b * BS, &mut buf).unwrap();
+        buf
+    });
+    while backing.arrived.load(SeqCst) < arrived {
         std::thread::sleep(Duration::from_millis(1));
     }
+    t
+}
+
+#[test]
+fn a_demote_whose_victim_is_being_filled_is_stored_once_the_fill_ends() {
+    let (e, backing, cap) = full_array();
+    let v = e.volume("v").unwrap();
+    let fresh = |_: u64| true;
+    // A READ miss of block 0 reads the slow backing; the scheme puts block 0 at the discard
+    // end, in the block of the oldest demoted one.
+    let base = backing.arrived.load(SeqCst);
+    backing.set_closed(true);
+    let reader = read_in_flight(&v, &backing, 0, base + 1);
     // Meanwhile another client demotes block 1: the scheme ejects block 0, the discard end,
     // whose cache block the fill still holds.
     let opener = {
@@ -125,5 +146,30 @@ fn a_demote_whose_victim_is_being_filled_is_stored_once_the_fill_ends() {
     v.read(BS, &mut buf).unwrap();
     assert_eq!(e.stats().total.read_hits, hits + 1, "block 1 is cached");
     assert_eq!(buf, vec![0xd1; BS as usize], "with the demoted bytes, not the fill's");
+    e.shutdown().unwrap();
+}
+
+/// Two clients' READ misses at once: the first one's block, at the discard end while it is
+/// filled, is the second one's victim. The second takes that block once the first fill
+/// ends (an allocation-write, as in the simulator), and both read backing's bytes.
+#[test]
+fn a_read_miss_whose_victim_is_being_filled_takes_its_block_once_the_fill_ends() {
+    let (e, backing, _) = full_array();
+    let v = e.volume("v").unwrap();
+    let before = e.stats().total;
+    let base = backing.arrived.load(SeqCst);
+    backing.set_closed(true);
+    let first = read_in_flight(&v, &backing, 0, base + 1);
+    let second = read_in_flight(&v, &backing, 1, base + 2);
+    backing.set_closed(false);
+    assert_eq!(first.join().unwrap(), vec![0u8; BS as usize]);
+    assert_eq!(second.join().unwrap(), vec![1u8; BS as usize]);
+    let s = e.stats().total;
+    assert_eq!(s.allocations_skipped, before.allocations_skipped, "no allocation refused");
+    assert_eq!(s.allocation_writes, before.allocation_writes + 2);
+    let mut buf = vec![0u8; BS as usize];
+    v.read(BS, &mut buf).unwrap();
+    assert_eq!(e.stats().total.read_hits, s.read_hits + 1, "block 1 is cached");
+    assert_eq!(buf, vec![1u8; BS as usize], "with its own bytes, not block 0's");
     e.shutdown().unwrap();
 }
