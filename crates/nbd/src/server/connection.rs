@@ -385,8 +385,7 @@ fn transmission(shared: &Arc<Shared>, socket: Stream, negotiated: Negotiated, jo
         // the export advertises NBD_FLAG_CAN_MULTI_CONN where it is safe).
         // A DEMOTE runs on the reader too, so it is placed before any request the client
         // sent after it (Wong & Wilkes' client demotes, then reads: the array sees the two
-        // in that order, as the simulator does). It costs a cache-device write at most, and
-        // in a full array cache the wait for a request in flight on its victim's block.
+        // in that order, as the simulator does). It costs a cache-device write at most.
         if job.request.command == Command::Demote
             || (job.request.command == Command::Read
                 && conn.export.read_is_fast(job.request.offset, length))
