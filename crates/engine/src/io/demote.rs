@@ -12,15 +12,27 @@
 //! - the **array tier** ([`Volume::demote`]): a DEMOTE received is placed by the replacement
 //!   policy, which is then one of the array schemes (`ember_policy::demote::ArrayReplacement`,
 //!   the simulator's `ArrayCache`); a stored block is written to the cache device as a clean
-//!   block. A DEMOTE never reaches backing.
+//!   block. A DEMOTE never reaches backing. When the cache is full and the block of the
+//!   victim the scheme ejects is still pinned by a request in flight (the fill of a block
+//!   another client's READ just missed, which the DEMOTE scheme puts at the discard end and
+//!   so ejects at the next DEMOTE), the DEMOTE takes that block all the same and writes it
+//!   once the request lets go, so that the array stores what the simulator stores; it is
+//!   aborted for want of room only if the request holds the block past
+//!   [`PINNED_VICTIM_WAIT`].
 
 use super::ctx::Volume;
 use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_block, key_volume};
-use crate::state::DemoteStep;
+use crate::state::{DemoteStep, TakenBlock};
 use ember_trace::Op;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+/// The longest a DEMOTE waits for the requests in flight on its victim's cache block (a
+/// fill reading the array's backing, a hit reading the cache device) before it is aborted
+/// for want of room: a few backing reads of a slow disk.
+const PINNED_VICTIM_WAIT: Duration = Duration::from_secs(1);
 
 impl Volume {
     /// Whether an evicted `key` goes down as a DEMOTE: its volume's backing takes them.
@@ -122,22 +134,60 @@ impl Volume {
                 DemoteStep::Refused => {
                     ctr.demotes_refused_sieve.fetch_add(1, Relaxed);
                 }
-                DemoteStep::Stored(c) => {
+                DemoteStep::Stored(c) | DemoteStep::StoredAfterPins(c) => {
+                    let turn = match step {
+                        DemoteStep::StoredAfterPins(_) => self.taken_turn(c, key),
+                        _ => TakenBlock::Write,
+                    };
                     let lo = (b * bs - offset) as usize;
-                    let written = inner
-                        .cache
-                        .write_at(inner.geometry.block_offset(c), &data[lo..lo + bs as usize]);
+                    let written = turn == TakenBlock::Write
+                        && inner
+                            .cache
+                            .write_at(inner.geometry.block_offset(c), &data[lo..lo + bs as usize])
+                            .is_ok();
                     let mut st = inner.state.lock();
-                    if written.is_ok() {
-                        ctr.demotes_stored.fetch_add(1, Relaxed);
-                        ctr.cache_write_bytes.fetch_add(bs, Relaxed);
-                    } else if st.invalidate_if(key, c) {
-                        ctr.invalidations.fetch_add(1, Relaxed);
+                    match turn {
+                        TakenBlock::Write if written => {
+                            ctr.demotes_stored.fetch_add(1, Relaxed);
+                            ctr.cache_write_bytes.fetch_add(bs, Relaxed);
+                        }
+                        TakenBlock::Write => {
+                            if st.invalidate_if(key, c) {
+                                ctr.invalidations.fetch_add(1, Relaxed);
+                            }
+                        }
+                        // Stored, and evicted since by the scheme (before its bytes landed).
+                        TakenBlock::Gone => {
+                            ctr.demotes_stored.fetch_add(1, Relaxed);
+                        }
+                        TakenBlock::GaveUp | TakenBlock::Wait => {
+                            ctr.demotes_aborted_no_room.fetch_add(1, Relaxed);
+                        }
                     }
                     st.unpin(c);
                 }
             }
         }
         Ok(())
+    }
+
+    /// A DEMOTE (or a READ miss's fill) took cache block `c` for `key` from a victim that
+    /// requests in flight still pin ([`DemoteStep::StoredAfterPins`],
+    /// `Allocation::after_pins`): wait for its turn ([`CacheState::taken_block_ready`]), at
+    /// most [`PINNED_VICTIM_WAIT`]. The caller holds its own block's stripe lock, and no pin
+    /// holder waits for it: the victim is another block, and its requests only finish their
+    /// I/O (or their own turn) and unpin.
+    ///
+    /// [`CacheState::taken_block_ready`]: crate::state::CacheState::taken_block_ready
+    pub(super) fn taken_turn(&self, c: u32, key: u64) -> TakenBlock {
+        let deadline = Instant::now() + PINNED_VICTIM_WAIT;
+        loop {
+            let give_up = Instant::now() >= deadline;
+            let turn = self.inner.state.lock().taken_block_ready(c, key, give_up);
+            if turn != TakenBlock::Wait {
+                return turn;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 }

@@ -13,6 +13,8 @@ mod back;
 mod ctx;
 mod degraded;
 mod demote;
+#[cfg(test)]
+mod demote_tests;
 mod discard;
 pub(crate) mod fill;
 mod hits_in_flight;

@@ -6,7 +6,7 @@ use super::ctx::{adjacent, runs, Adopted, OwnBlocks, Plan, Volume, CHUNK_BLOCKS}
 use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_volume};
-use crate::state::CacheState;
+use crate::state::{CacheState, TakenBlock};
 use ember_policy::Access;
 use ember_trace::Op;
 use std::io;
@@ -123,6 +123,9 @@ impl Volume {
         // and allocations a later miss took before their fill (see `OwnBlocks`).
         let (mut adopted_hits, mut adopted_fills) = (0u64, 0u64);
         let mut own = OwnBlocks::new();
+        // Fills of blocks taken from victims that requests in flight still pin
+        // (`CacheState::allocate_fill`): (index in the chunk, cache block).
+        let mut late: Vec<(usize, u32)> = Vec::new();
         {
             let mut st = inner.state.lock();
             if only_hits {
@@ -162,7 +165,7 @@ impl Volume {
                 // victim (see `CacheState::allocate_within`); that block then takes this
                 // fill, and the earlier block is read from backing instead (it was clean, or
                 // not filled yet), still counted a hit or an allocation.
-                let a = st.allocate_within(&acc, own.as_slice());
+                let a = st.allocate_fill(&acc, own.as_slice());
                 let adopted = own.adopted(a.cache_block, &mut plans[..i]);
                 match adopted {
                     Adopted::Hit => adopted_hits += 1,
@@ -188,6 +191,12 @@ impl Volume {
                     }
                 }
                 match a.cache_block {
+                    // The victim's block, still pinned by its requests: read from backing
+                    // like a pass, filled below once they let go.
+                    Some(c) if a.after_pins => {
+                        own.push(c);
+                        late.push((i, c));
+                    }
                     Some(c) => {
                         own.push(c);
                         plans[i] = Plan::Fill(c);
@@ -234,8 +243,22 @@ impl Volume {
             };
             self.read_io(first, span, plans, buf, filled, (dirty, bad))
         };
+        if result.is_ok() && !late.is_empty() {
+            let buf: &[u8] = match scratch.as_ref() {
+                Some(s) => s.as_slice(),
+                None => &*out,
+            };
+            self.fill_after_pins(first, &late, buf);
+        }
         {
             let mut st = inner.state.lock();
+            for &(i, c) in &late {
+                if result.is_err() {
+                    // Its turn as the block's taker ends unfilled.
+                    st.taken_block_ready(c, block_key(vol.id, first + i as u64), true);
+                }
+                st.unpin(c);
+            }
             for (i, p) in plans.iter().enumerate() {
                 match *p {
                     Plan::Hit(c) => {
@@ -260,6 +283,37 @@ impl Volume {
             out.copy_from_slice(&scratch.as_slice()[skip..skip + out.len()]);
         }
         Ok(true)
+    }
+
+    /// Fill the cache blocks of `late` (chunk index from `first`, cache block), taken from
+    /// victims that requests in flight still pin, with their bytes in `buf` (read from
+    /// backing at the chunk's start), each once those requests let it go. A block they hold
+    /// too long, or whose write fails, is dropped. The caller unpins them.
+    fn fill_after_pins(&self, first: u64, late: &[(usize, u32)], buf: &[u8]) {
+        let inner = &self.inner;
+        let bs = inner.block_size() as usize;
+        let ctr = self.counters();
+        for &(i, c) in late {
+            let key = block_key(self.vol().id, first + i as u64);
+            match self.taken_turn(c, key) {
+                TakenBlock::Write => {
+                    let written = buf.get(i * bs..(i + 1) * bs).is_some_and(|data| {
+                        inner.cache.write_at(inner.geometry.block_offset(c), data).is_ok()
+                    });
+                    if written {
+                        ctr.allocation_writes.fetch_add(1, Relaxed);
+                        ctr.cache_write_bytes.fetch_add(bs as u64, Relaxed);
+                    } else if inner.state.lock().invalidate_if(key, c) {
+                        ctr.invalidations.fetch_add(1, Relaxed);
+                    }
+                }
+                // Allocated, and evicted since by the scheme (before its bytes landed).
+                TakenBlock::Gone => {
+                    ctr.allocation_writes.fetch_add(1, Relaxed);
+                }
+                TakenBlock::GaveUp | TakenBlock::Wait => {}
+            }
+        }
     }
 
     /// A read hit's bookkeeping, under the state lock, once `hit_pin` pinned cache block

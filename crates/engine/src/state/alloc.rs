@@ -28,6 +28,24 @@ pub(crate) struct Allocation {
     /// (`evicted_log`), and is the allocation's victim: the client tier demotes it as it
     /// demotes the policy's (Wong & Wilkes 1.1: a client demotes the clean blocks it ejects).
     pub reclaimed: Option<u64>,
+    /// The block is the victim's, which requests in flight still pin
+    /// ([`CacheState::allocate_fill`]): the caller writes it only once
+    /// [`CacheState::taken_block_ready`] says so. `victim_block` is then None (its data may
+    /// not be there yet: nothing of it is demoted).
+    pub after_pins: bool,
+}
+
+/// What a taker of a cache block may do ([`CacheState::taken_block_ready`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TakenBlock {
+    /// Requests other than the block's takers still pin it.
+    Wait,
+    /// Write the block (then unpin it).
+    Write,
+    /// The taker's key left the block: unpin it without writing.
+    Gone,
+    /// The taker gave up waiting; its key was dropped: unpin the block without writing.
+    GaveUp,
 }
 
 /// What became of a DEMOTE of one block ([`CacheState::demote_install`]).
@@ -44,6 +62,12 @@ pub(crate) enum DemoteStep {
     /// Stored: the block is mapped clean in this cache block, pinned; the caller writes the
     /// data, then unpins (or invalidates on failure).
     Stored(u32),
+    /// Stored as [`DemoteStep::Stored`], in the block of the victim the scheme ejected, which
+    /// requests in flight still pin (a fill of the victim still reading backing, a hit still
+    /// reading the block): the block is the DEMOTE's at once, but the caller writes the data
+    /// only once [`CacheState::taken_block_ready`] says so, when no request but the block's
+    /// takers pins it, so the fill cannot overwrite it and the hit reads the victim's bytes.
+    StoredAfterPins(u32),
 }
 
 impl CacheState {
@@ -139,6 +163,22 @@ impl CacheState {
     /// HIR queue, W-TinyLFU's window) a block the same request just allocated, and the
     /// allocation would be refused for want of a free block.
     pub fn allocate_within(&mut self, acc: &Access, own: &[u32]) -> Allocation {
+        self.allocate_in(acc, own, false)
+    }
+
+    /// [`CacheState::allocate_within`] for a READ miss's fill. Under an array scheme, when
+    /// no block is free and the victim's block is still pinned by requests in flight (other
+    /// than this one), the block goes to `acc.key` all the same
+    /// ([`Allocation::after_pins`]): under DEMOTE a READ miss places its block at the
+    /// discard end, so when the array is full the next READ miss of another client ejects
+    /// the block the first is still filling from backing. The simulator reuses that room at
+    /// once; refusing the allocation would leave the array one allocation-write short.
+    pub fn allocate_fill(&mut self, acc: &Access, own: &[u32]) -> Allocation {
+        self.allocate_in(acc, own, self.replacement.takes_demotes())
+    }
+
+    /// [`CacheState::allocate_within`], taking a victim's pinned block if `take_pinned`.
+    fn allocate_in(&mut self, acc: &Access, own: &[u32], take_pinned: bool) -> Allocation {
         let evicted = if self.recency_policy {
             // LRU's insert: when every cache block holds a clean block, the oldest leaves.
             if self.clean >= self.pins.len() && self.clean > 0 {
@@ -150,19 +190,32 @@ impl CacheState {
             self.replacement.insert(acc)
         };
         let victim_block = evicted.and_then(|v| self.get(v));
+        let mut after_pins = false;
         let (placed, reclaimed) = match self.place_clean(acc.key, evicted, false) {
-            (None, _) => {
-                let adopted = victim_block.filter(|c| own.contains(c));
-                (adopted.and_then(|c| self.adopt(acc.key, c)), None)
-            }
+            (None, _) => match victim_block {
+                Some(c) if own.contains(&c) => (self.adopt(acc.key, c), None),
+                Some(c) if take_pinned => {
+                    let taken = self.take_pinned(acc.key, c, false);
+                    after_pins = taken.is_some();
+                    (taken, None)
+                }
+                _ => (None, None),
+            },
             placed => placed,
         };
         match placed {
             Some(c) => Allocation {
                 cache_block: Some(c),
                 evicted,
-                victim_block: if reclaimed.is_some() { Some(c) } else { victim_block },
+                victim_block: if after_pins {
+                    None
+                } else if reclaimed.is_some() {
+                    Some(c)
+                } else {
+                    victim_block
+                },
                 reclaimed,
+                after_pins,
             },
             None => {
                 // Every free block is still pinned by readers of evicted keys, or holds dirty
@@ -170,7 +223,13 @@ impl CacheState {
                 if !self.recency_policy {
                     self.replacement.remove(acc.key);
                 }
-                Allocation { cache_block: None, evicted, victim_block, reclaimed: None }
+                Allocation {
+                    cache_block: None,
+                    evicted,
+                    victim_block,
+                    reclaimed: None,
+                    after_pins: false,
+                }
             }
         }
     }
@@ -243,12 +302,66 @@ impl CacheState {
         if outcome == ember_policy::demote::DemoteOutcome::Aborted {
             return (DemoteStep::NoRoom, None);
         }
+        let victim_block = evicted.and_then(|v| self.get(v));
         match self.place_clean(acc.key, evicted, true).0 {
             Some(c) => (DemoteStep::Stored(c), evicted),
-            None => {
-                self.replacement.remove(acc.key);
-                (DemoteStep::NoRoom, evicted)
+            // No free block: the victim's is still pinned by requests in flight (under the
+            // DEMOTE scheme typically the fill of the block another client's READ just
+            // missed, which the scheme put at the discard end). The scheme stored the DEMOTE
+            // and ejected the victim, as the simulator does; the DEMOTE takes that block.
+            None => match victim_block.and_then(|c| self.take_pinned(acc.key, c, true)) {
+                Some(c) => (DemoteStep::StoredAfterPins(c), evicted),
+                None => {
+                    self.replacement.remove(acc.key);
+                    (DemoteStep::NoRoom, evicted)
+                }
+            },
+        }
+    }
+
+    /// Map `key` clean to `c`, the block of a victim just unmapped that only pins of
+    /// requests in flight still hold (no reference, no persist mark), flagged `demoted` or
+    /// not and pinned for the caller, who becomes one of its takers: it writes the block once
+    /// [`CacheState::taken_block_ready`] says so. None if anything but pins holds `c`.
+    fn take_pinned(&mut self, key: u64, c: u32, demoted: bool) -> Option<u32> {
+        let i = c as usize;
+        if self.refs[i] != 0 || self.prefs[i] != 0 || self.pins[i] == 0 {
+            return None;
+        }
+        self.map(key, c, false);
+        self.refs[i] += 1;
+        self.pins[i] += 1;
+        self.flags[i] = if demoted { DEMOTED } else { 0 };
+        *self.takers.entry(c).or_insert(0) += 1;
+        Some(c)
+    }
+
+    /// A taker of cache block `c` for `key` ([`CacheState::take_pinned`]) asks whether it
+    /// may write the block: `Gone` if its key left the block meanwhile (evicted, the block
+    /// perhaps taken again: nothing to write, as the simulator places the key and evicts it
+    /// at once); else `Wait` while requests other than the block's takers still pin it, then
+    /// `Write` (it is no longer a taker: a later taker of the block waits for its write).
+    /// With `give_up` it stops waiting: `GaveUp`, its key dropped. Every answer but `Wait`
+    /// ends its turn as a taker; the caller unpins the block after it.
+    pub fn taken_block_ready(&mut self, c: u32, key: u64, give_up: bool) -> TakenBlock {
+        let takers = self.takers.get(&c).copied().unwrap_or(0);
+        let mine = self.get(key) == Some(c);
+        if mine && !give_up && self.pins[c as usize] > takers {
+            return TakenBlock::Wait;
+        }
+        match self.takers.get_mut(&c) {
+            Some(n) if *n > 1 => *n -= 1,
+            _ => {
+                self.takers.remove(&c);
             }
+        }
+        if !mine {
+            TakenBlock::Gone
+        } else if give_up {
+            self.invalidate_if(key, c);
+            TakenBlock::GaveUp
+        } else {
+            TakenBlock::Write
         }
     }
 

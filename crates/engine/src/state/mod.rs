@@ -73,7 +73,7 @@ mod recency;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use alloc::DemoteStep;
+pub(crate) use alloc::{DemoteStep, TakenBlock};
 pub(crate) use live::Drain;
 pub(crate) use persist::{Change, Persisted};
 
@@ -166,6 +166,10 @@ pub(crate) struct CacheState {
     pub flush_alls: usize,
     /// Newest versions in the index and dirty versions, by volume (`occupancy.rs`).
     occupancy: Arc<Occupancy>,
+    /// Cache blocks taken from victims that requests in flight still pinned (array tier,
+    /// `alloc.rs`): how many of the block's pins are its takers', each waiting for the
+    /// others to let go before it writes.
+    takers: HashMap<u32, u32>,
 }
 
 impl CacheState {
@@ -218,6 +222,7 @@ impl CacheState {
             switch_hold: None,
             flush_alls: 0,
             occupancy: Arc::default(),
+            takers: HashMap::new(),
         };
         st.rebuild_free();
         st
