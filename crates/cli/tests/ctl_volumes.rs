@@ -241,7 +241,7 @@ fn shares_change_while_serving_and_attach_checks_its_settings_first() {
         sparse_file(&d.join(format!("{v}.img")), SIZE);
     }
     let sock = d.join("ctl.sock");
-    let serve = ServeArgs::file_cache(&d.join("cache.img"), "16M")
+    let serve = ServeArgs::file_cache(d.join("cache.img"), "16M")
         .backing("a", d.join("a.img").display())
         .backing("b", d.join("b.img").display())
         .args(["--write-policy", "write-through", "--control", &sock.display().to_string()])
