@@ -6,7 +6,8 @@
 //! attach c=PATH` (served at once from its backing); `ember ctl set --volume c` (not saved);
 //! a clean restart naming `a` and `c` serves the recorded set, `a` still uncached, every byte
 //! intact; a restart from a config file naming no volume serves the same set from the cache
-//! device's records, `c` with the setting it was given, and says so.
+//! device's records, `c` with the setting it was given, and says so. And shares changed on a
+//! server started with none, and `attach --set` checked whole before anything is attached.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "integration-test helpers")]
 
 mod serve_support;
@@ -216,5 +217,82 @@ fn uncache_remove_attach_and_restart_with_real_clients() {
     assert_eq!(c_status["backing"], c.as_str(), "{st}");
     qemu_io(&serve.uri("a"), "read -P 0x65 0 1M; read -P 0x61 1M 3M");
     qemu_io(&serve.uri("c"), "read -P 0x66 0 1M; read -P 0x64 1M 3M");
+    serve.stop();
+}
+
+/// The volume `name` of a status reply.
+fn volume<'a>(st: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    st["volumes"].as_array().unwrap().iter().find(|v| v["name"] == name).unwrap()
+}
+
+/// A server started with no share (write-through, LRU) takes one while serving: the cached
+/// blocks are counted at once and none is evicted, the volume's next allocations evict its
+/// own blocks; a share that the minimums would overflow is refused with the reason; clearing
+/// it leaves the blocks cached. An `attach --set` with one refused value attaches nothing
+/// (the volume set stays as it was); a valid one attaches with its share in force.
+#[test]
+fn shares_change_while_serving_and_attach_checks_its_settings_first() {
+    if !have("qemu-io") && skip_or_fail("qemu-io is needed") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for v in ["a", "b", "c"] {
+        sparse_file(&d.join(format!("{v}.img")), SIZE);
+    }
+    let sock = d.join("ctl.sock");
+    let serve = ServeArgs::file_cache(d.join("cache.img"), "16M")
+        .backing("a", d.join("a.img").display())
+        .backing("b", d.join("b.img").display())
+        .args(["--write-policy", "write-through", "--control", &sock.display().to_string()])
+        .start();
+    for v in ["a", "b"] {
+        let out = qemu_io(&serve.uri(v), "read 0 2M");
+        assert!(out.contains("read 2097152/2097152"), "{out}");
+    }
+    let st = status(&sock);
+    assert_eq!(volume(&st, "b")["resident_blocks"], 512, "{st}");
+    assert!(volume(&st, "b")["share_occupancy"].is_null(), "no share yet: {st}");
+
+    let out = ctl(&sock, &["set", "--volume", "b", "max-share", "1M"]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let st = status(&sock);
+    let b = volume(&st, "b");
+    assert_eq!(
+        (b["max_share_blocks"].as_u64(), b["share_occupancy"].as_u64()),
+        (Some(256), Some(512))
+    );
+    assert_eq!(b["resident_blocks"], 512, "nothing evicted: {st}");
+    assert_eq!(volume(&st, "a")["share_occupancy"], 512, "{st}");
+    let out = ctl(&sock, &["set", "--volume", "a", "min-share", "100%"]);
+    assert!(!out.status.success() && out.stderr.contains("min shares add up to"), "{}", out.stderr);
+    // Above its max, b's new blocks take its own room, not a's.
+    let out = qemu_io(&serve.uri("b"), "read 2M 1M");
+    assert!(out.contains("read 1048576/1048576"), "{out}");
+    let st = status(&sock);
+    assert_eq!(volume(&st, "b")["resident_blocks"], 512, "{st}");
+    assert_eq!(volume(&st, "a")["resident_blocks"], 512, "{st}");
+    let out = ctl(&sock, &["set", "--volume", "b", "max-share", "default"]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let st = status(&sock);
+    assert!(volume(&st, "b")["share_occupancy"].is_null(), "{st}");
+    assert_eq!(volume(&st, "b")["resident_blocks"], 512, "{st}");
+
+    // One refused value: nothing attached, the volume set unchanged.
+    let c = format!("c={}", d.join("c.img").display());
+    let before = volumes(&status(&sock));
+    for bad in ["min-share=100%", "write-policy=write-back-persist", "max-share=lots"] {
+        let out = ctl(&sock, &["attach", &c, "--set", "write-policy=write-around", "--set", bad]);
+        assert!(!out.status.success(), "{bad}: {}", out.stdout);
+        assert!(out.stderr.contains("not attached"), "{bad}: {}", out.stderr);
+        assert_eq!(volumes(&status(&sock)), before, "{bad}");
+    }
+    let out =
+        ctl(&sock, &["attach", &c, "--set", "max-share=1M", "--set", "write-policy=write-around"]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let st = status(&sock);
+    assert_eq!(volumes(&st), pairs(&[("a", "cached"), ("b", "cached"), ("c", "cached")]));
+    assert_eq!(volume(&st, "c")["max_share_blocks"], 256, "{st}");
+    assert_eq!(volume(&st, "c")["own_write_policy"], "write-around", "{st}");
     serve.stop();
 }

@@ -542,12 +542,13 @@ impl Engine {
         Some(self.inner.state.lock().occupancy(v.id))
     }
 
-    /// Give volume `name` a share of the cache (`None`: none): the replacement policy must
-    /// have been built under shares (`ember_policy::replacement::WithShares`, by the
-    /// `ReplacementFactory`).
+    /// Give volume `name` a share of the cache (`None`: none). A policy running without
+    /// shares is put under them (`ember_policy::replacement::WithShares`) by the first share,
+    /// under the state lock, with the counts built from the cached clean blocks; the last
+    /// share cleared puts it back alone.
     ///
-    /// - MUST refuse, with nothing changed, limits that do not fit and a policy without
-    ///   shares.
+    /// - MUST refuse, with nothing changed, limits that do not fit (the reason names the
+    ///   volume and the minimums' sum) and a policy that cannot take shares (by name).
     /// - MUST NOT evict anything: later allocations respect the limits.
     pub fn set_volume_shares(
         &self,
@@ -555,6 +556,17 @@ impl Engine {
         limits: Option<ember_policy::shares::ShareLimits>,
     ) -> Result<(), EngineError> {
         live::volume_settings::set_shares(&self.inner, name, limits)
+    }
+
+    /// Would [`Engine::set_volume_shares`] accept `limits` for volume `name` now? A name not
+    /// served is checked as the next volume attached (against the others' minimums). Changes
+    /// nothing.
+    pub fn check_volume_shares(
+        &self,
+        name: &str,
+        limits: Option<ember_policy::shares::ShareLimits>,
+    ) -> Result<(), EngineError> {
+        live::volume_settings::check_shares(&self.inner, name, limits)
     }
 
     /// The settings volume `name` holds apart from the cache-wide ones.

@@ -224,6 +224,15 @@ impl KeyRing {
         self.span = self.len;
     }
 
+    /// The oldest key `ok` accepts, if any (O(span)). Changes nothing.
+    pub fn oldest_where(&self, ok: &mut dyn FnMut(u64) -> bool) -> Option<u64> {
+        (0..self.span)
+            .map(|i| self.wrap(self.tail + i))
+            .filter(|&p| self.is_live(p))
+            .map(|p| self.keys[p])
+            .find(|&k| ok(k))
+    }
+
     /// Keys from newest to oldest (O(capacity); for tests and inspection).
     pub fn keys(&self) -> Vec<u64> {
         (0..self.span)

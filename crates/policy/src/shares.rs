@@ -95,6 +95,12 @@ impl Shares {
         Ok(())
     }
 
+    /// Take every volume's limits from `from` (checked there, for a cache of the same
+    /// capacity); the occupancy stays.
+    pub fn copy_limits(&mut self, from: &Shares) {
+        self.limits.clone_from(&from.limits);
+    }
+
     /// `volume`'s limits, if it has any.
     pub fn limits(&self, volume: u32) -> Option<ShareLimits> {
         self.limits.get(volume as usize).copied().flatten()

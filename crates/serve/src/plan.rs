@@ -108,11 +108,13 @@ impl Plan {
         }
         let shares = config.volumes.iter().any(|v| v.has_share());
         if let Some(v) = config.volumes.iter().find(|v| v.has_share()) {
-            if array_scheme.is_some() || kind.kind() != ember_policy::Kind::Lru {
+            use ember_policy::replacement::WithShares;
+            if array_scheme.is_some() || !WithShares::takes(kind) {
                 bail!(
-                    "[[volume]] {}: min-share: shares need the replacement policy lru (it picks its \
-                     victim under the shares' filter); --policy is {}",
+                    "[[volume]] {}: a share needs a replacement policy that picks its victim \
+                     under the shares' filter ({}); --policy is {}",
                     v.name,
+                    WithShares::policies().join(", "),
                     live.policy
                 );
             }

@@ -408,14 +408,15 @@ fn a_volumes_own_settings_are_got_set_saved_and_reloaded() {
     let status = ok(&sock, Command::Status);
     assert_eq!(status["volumes"][0]["own_admission"], "wmna", "{status}");
     assert_eq!(status["volumes"][0]["own_seq_cutoff"]["read_bytes"], 1 << 20, "{status}");
-    // Refused: a write-back policy of its own, a discrete sieve, a share without shares, an
-    // unknown volume or key.
+    // Refused: a write-back policy of its own, a discrete sieve, a share that would reserve
+    // the whole cache, an unknown volume or key.
     let e = err(&sock, set("write-policy", "write-back-flush", false));
     assert!(e.contains("cache's"), "{e}");
     let e = err(&sock, set("admission", "sievestore-d", false));
     assert!(e.contains("discrete"), "{e}");
-    let e = err(&sock, set("max-share", "10%", false));
-    assert!(e.contains("lru") || e.contains("shares"), "{e}");
+    let e = err(&sock, set("min-share", "100%", false));
+    assert!(e.contains("min shares add up to"), "{e}");
+    assert!(ok(&sock, get("min-share"))["value"].is_null(), "nothing changed");
     let e = err(&sock, Command::Get { key: "write-policy".into(), volume: Some("nope".into()) });
     assert!(e.contains("no volume"), "{e}");
     assert!(err(&sock, get("max-dirty")).contains("not a volume's own setting"));

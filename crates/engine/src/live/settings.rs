@@ -16,7 +16,8 @@
 //!   cap makes write-back-flush writes wait.
 //! - *Replacement*: LRU, FIFO, CLOCK and SIEVE take the resident clean blocks in the order of
 //!   their last access (LRU is the engine's own recency list, so switching to it is
-//!   immediate); nothing cached is lost. ARC, SLRU, 2Q and S3-FIFO keep state that the
+//!   immediate); nothing cached is lost. Under the volumes' shares, the new policy takes
+//!   them over, with the limits in force. ARC, SLRU, 2Q and S3-FIFO keep state that the
 //!   resident set does not hold (ghost lists, the split between their segments and queues,
 //!   ARC's target), so switching to them is refused; OPT needs the future; an array tier's
 //!   DEMOTE scheme places what clients demote and changes only at a restart.
@@ -27,7 +28,8 @@ use crate::core::Inner;
 use crate::error::EngineError;
 use crate::wb::{CleaningConfig, CleaningError, WritebackConfig};
 use ember_policy::admission::Sieve;
-use ember_policy::replacement::{build, Kind, Spec};
+use ember_policy::replacement::{build, Kind, Spec, WithShares};
+use ember_policy::shares::Shares;
 use ember_policy::Admission as _;
 use serde::Serialize;
 
@@ -126,13 +128,6 @@ pub(crate) fn set_replacement(inner: &Inner, spec: Spec) -> Result<(), EngineErr
         let st = inner.state.lock();
         (st.replacement_name(), st.replacement_shares().is_some())
     };
-    if shared {
-        return Err(EngineError::Refused(
-            "the replacement policy runs under the volumes' shares, set up at start; change \
-             it at a restart"
-                .into(),
-        ));
-    }
     if current.parse::<Kind>().is_err() {
         return Err(EngineError::Refused(format!(
             "the array tier's DEMOTE scheme {current} places what clients demote; it changes \
@@ -172,11 +167,33 @@ pub(crate) fn set_replacement(inner: &Inner, spec: Spec) -> Result<(), EngineErr
             )))
         }
     }
-    // Built outside the lock: its index is sized for every cache block.
-    let new = build(spec, inner.geometry.data_blocks as usize);
+    // Built outside the lock: its index is sized for every cache block. Under shares, the
+    // new policy takes them over: wrapped with no limit while the resident blocks are put in
+    // (so none is evicted), then given the old policy's limits.
+    let capacity = inner.geometry.data_blocks as usize;
+    let mut new = build(spec, capacity);
+    if shared {
+        new = match WithShares::new(new, Shares::new(capacity)) {
+            Some(w) => Box::new(w),
+            None => {
+                return Err(EngineError::Refused(format!(
+                    "{kind} cannot take the volumes' shares; the policies that can: {}",
+                    WithShares::policies().join(", ")
+                )))
+            }
+        };
+    }
     let old = {
         let mut st = inner.state.lock();
+        if st.replacement_shares().is_some() != shared {
+            return Err(EngineError::Refused(
+                "a volume's share was set or cleared meanwhile: change the policy again".into(),
+            ));
+        }
         let old = st.replace_policy(new, now_ns());
+        if let (Some(was), Some(now)) = (old.shares(), st.replacement_shares_mut()) {
+            now.copy_limits(was);
+        }
         inner.count_evictions(&mut st);
         old
     };

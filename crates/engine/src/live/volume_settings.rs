@@ -12,13 +12,15 @@
 //! - *Admission*: a per-miss sieve of its own (`ember_policy::admission::VolumeSieves`),
 //!   fresh, counting that volume's accesses only. Discrete sieves stay cache-wide.
 //! - *Shares*: a minimum and a maximum of the clean blocks the replacement policy holds
-//!   (`ember_policy::shares`), when the policy was built under shares at start (the
-//!   caller wraps it); dirty blocks live outside the policy and are not counted.
+//!   (`ember_policy::shares`); the first share set while serving puts the policy under
+//!   shares, the last one cleared takes it out (both under the state lock, keeping the
+//!   cached blocks). Dirty blocks live outside the policy and are not counted.
 //! - *Sequential cutoff*: policy and thresholds of its own
 //!   (`ember_policy::seq_cutoff::SeqCutoff::set_volume_config`); the stream count is the
 //!   cache's.
 
 use super::seq_cutoff::SeqCutoffSettings;
+use crate::clock::now_ns;
 use crate::core::Inner;
 use crate::error::EngineError;
 use crate::layout::WriteMode;
@@ -26,7 +28,7 @@ use crate::state::CacheState;
 use crate::volume_info::VolumeInfo;
 use ember_policy::admission::Sieve;
 use ember_policy::seq_cutoff::SeqCutoffConfig;
-use ember_policy::shares::ShareLimits;
+use ember_policy::shares::{ShareLimits, Shares};
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -174,24 +176,80 @@ pub(crate) fn set_seq_cutoff(
     Ok(of(inner, &v))
 }
 
-/// Give volume `name` the share `limits` of the cache (`None`: none). Refused when the
-/// replacement policy was not built under shares (they are set up at start) and when the
-/// limits do not fit (min above max, minimums filling the cache).
+/// Give volume `name` the share `limits` of the cache (`None`: none). A replacement policy
+/// running without shares is put under them first, under the state lock, with the counts
+/// built from the clean blocks it holds ([`CacheState::put_under_shares`]); once no volume
+/// has a limit, it runs alone again ([`CacheState::take_out_of_shares`]). Nothing is
+/// evicted: later allocations respect the limits. Refused, with nothing changed, when the
+/// limits do not fit (min above max, the minimums filling the cache) and when the policy
+/// cannot take shares.
 pub(crate) fn set_shares(
     inner: &Inner,
     name: &str,
     limits: Option<ShareLimits>,
 ) -> Result<(), EngineError> {
     let v = served(inner, name)?;
+    let refused =
+        |e: ember_policy::shares::ShareError| EngineError::Refused(format!("volume {name}: {e}"));
     let mut st = inner.state.lock();
+    let mut dropped = None;
+    if st.replacement_shares().is_none() {
+        let Some(l) = limits else { return Ok(()) };
+        // Checked on empty shares first: the policy is wrapped only for limits that fit.
+        Shares::new(inner.geometry.data_blocks as usize).set(v.id, Some(l)).map_err(refused)?;
+        dropped = st.put_under_shares(now_ns()).map_err(EngineError::Refused)?;
+    }
     let Some(shares) = st.replacement_shares_mut() else {
-        return Err(EngineError::Refused(
-            "the replacement policy runs without shares: give a volume min-share or \
-             max-share in the config file and restart (shares need lru)"
-                .into(),
-        ));
+        return Err(EngineError::Refused("the replacement policy runs without shares".into()));
     };
-    shares.set(v.id, limits).map_err(|e| EngineError::Refused(format!("volume {name}: {e}")))
+    shares.set(v.id, limits).map_err(refused)?;
+    if !shares.is_active() {
+        dropped = st.take_out_of_shares(now_ns());
+    }
+    drop(st);
+    drop(dropped);
+    Ok(())
+}
+
+/// Would [`set_shares`] accept `limits` for volume `name` now (a name not served: as a
+/// volume attached next)? Changes nothing.
+pub(crate) fn check_shares(
+    inner: &Inner,
+    name: &str,
+    limits: Option<ShareLimits>,
+) -> Result<(), EngineError> {
+    let mut st = inner.state.lock();
+    if limits.is_some() && st.replacement_shares().is_none() && !st.takes_shares() {
+        return Err(EngineError::Refused(format!(
+            "the replacement policy {} cannot take shares",
+            st.replacement_name()
+        )));
+    }
+    let mut shares = st
+        .replacement_shares()
+        .cloned()
+        .unwrap_or_else(|| Shares::new(inner.geometry.data_blocks as usize));
+    drop(st);
+    let id = match inner.volumes.by_name(name) {
+        Some(v) => v.id,
+        None => (0u32..)
+            .find(|&i| shares.limits(i).is_none() && inner.volumes.iter().all(|v| v.id != i))
+            .unwrap_or(0),
+    };
+    shares.set(id, limits).map_err(|e| EngineError::Refused(format!("volume {name}: {e}")))
+}
+
+/// Volume slot `id` left the cache: its share, if any, goes (and with the last one, the
+/// policy's shares).
+pub(crate) fn forget_share(inner: &Inner, id: u32) {
+    let mut st = inner.state.lock();
+    let Some(shares) = st.replacement_shares_mut() else { return };
+    if shares.limits(id).is_none() || shares.set(id, None).is_err() {
+        return;
+    }
+    let dropped = if shares.is_active() { None } else { st.take_out_of_shares(now_ns()) };
+    drop(st);
+    drop(dropped);
 }
 
 #[cfg(test)]

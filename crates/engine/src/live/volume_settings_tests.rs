@@ -25,6 +25,18 @@ fn open_two(
     mode: WriteMode,
     shares: bool,
 ) -> Engine {
+    open_two_under(cache, a, b, mode, Kind::Lru, shares)
+}
+
+/// [`open_two`] with replacement policy `kind`.
+fn open_two_under(
+    cache: &Arc<MemDevice>,
+    a: &Arc<MemDevice>,
+    b: &Arc<MemDevice>,
+    mode: WriteMode,
+    kind: Kind,
+    shares: bool,
+) -> Engine {
     let volumes = [("a", a), ("b", b)]
         .into_iter()
         .map(|(n, d)| VolumeConfig { name: n.into(), backing: d.clone() })
@@ -35,11 +47,11 @@ fn open_two(
             volumes,
             write_mode: mode,
             replacement: Box::new(move |cap| {
-                let lru = build(Kind::Lru, cap);
+                let policy = build(kind, cap);
                 if shares {
-                    Box::new(WithShares::new(lru, Shares::new(cap)).unwrap())
+                    Box::new(WithShares::new(policy, Shares::new(cap)).unwrap())
                 } else {
-                    lru
+                    policy
                 }
             }),
             admission: Box::new(Aod),
@@ -112,9 +124,71 @@ fn what_a_volume_cannot_hold_of_its_own_is_refused() {
     // The cache-wide policy named: nothing of its own.
     e.set_volume_write_mode("a", Some(WriteMode::WriteBackFlush)).unwrap();
     assert_eq!(e.volume_settings("a").unwrap().write_policy, None);
-    let shares = e.set_volume_shares("a", Some(ShareLimits { min_blocks: 0, max_blocks: 4 }));
-    assert!(shares.unwrap_err().to_string().contains("without shares"));
+    // Shares that do not fit: a min above its max, minimums that would fill the cache.
+    let l = |min, max| Some(ShareLimits { min_blocks: min, max_blocks: max });
+    let over = e.set_volume_shares("a", l(5, 4)).unwrap_err().to_string();
+    assert!(over.contains("above max share"), "{over}");
+    let cap = e.stats().capacity_blocks;
+    e.set_volume_shares("a", l(cap / 2, cap)).unwrap();
+    let full = e.set_volume_shares("b", l(cap - cap / 2, cap)).unwrap_err().to_string();
+    assert!(full.contains("min shares add up to") && full.contains("volume b"), "{full}");
+    assert_eq!(e.volume_settings("b").unwrap().min_share_blocks, None, "nothing changed");
     e.shutdown().unwrap();
+    // A policy that cannot walk its order under a filter takes no share, by name.
+    let cache = Arc::new(MemDevice::new(2 << 20));
+    format_two(cache.as_ref());
+    let e = open_two_under(&cache, &a, &b, WriteMode::WriteThrough, Kind::Arc, false);
+    let arc = e.set_volume_shares("a", l(0, 4)).unwrap_err().to_string();
+    assert!(arc.contains("arc cannot take shares") && arc.contains("sieve"), "{arc}");
+    assert_eq!(e.volume_settings("a").unwrap().share_occupancy, None, "still alone");
+    e.shutdown().unwrap();
+}
+
+/// A share set while serving, on a cache started without any (LRU over the recency list,
+/// and FIFO): the policy is put under shares with the cached blocks counted, nothing is
+/// evicted, the next allocations respect the share; clearing the last share puts the
+/// policy back alone, with its blocks.
+#[test]
+fn a_share_set_while_serving_puts_the_policy_under_shares() {
+    for kind in [Kind::Lru, Kind::Fifo] {
+        let cache = Arc::new(MemDevice::new(2 << 20));
+        format_two(cache.as_ref());
+        let (a, b) = (Arc::new(MemDevice::new(VOL)), Arc::new(MemDevice::new(VOL)));
+        let e = open_two_under(&cache, &a, &b, WriteMode::WriteThrough, kind, false);
+        assert_eq!(e.inner.state.lock().recency_policy(), kind == Kind::Lru);
+        for i in 0..8 {
+            read(&e, "a", i);
+            read(&e, "b", i);
+        }
+        let l = |min, max| Some(ShareLimits { min_blocks: min, max_blocks: max });
+        e.set_volume_shares("b", l(0, 4)).unwrap();
+        let s = e.volume_settings("b").unwrap();
+        assert_eq!((s.max_share_blocks, s.share_occupancy), (Some(4), Some(8)), "{kind}");
+        assert_eq!(e.volume_settings("a").unwrap().share_occupancy, Some(8), "{kind}");
+        assert_eq!(e.volume_occupancy("b"), Some((8, 0)), "{kind}: nothing evicted");
+        // Above its max, b's allocations evict its own oldest blocks.
+        for i in 8..12 {
+            read(&e, "b", i);
+        }
+        assert_eq!(e.volume_occupancy("b"), Some((8, 0)), "{kind}");
+        assert_eq!(e.volume_occupancy("a"), Some((8, 0)), "{kind}");
+        let b_id = e.inner.volumes.by_name("b").unwrap().id;
+        let st = e.inner.state.lock();
+        let held: Vec<bool> =
+            (0..12).map(|i| st.get(crate::layout::block_key(b_id, i)).is_some()).collect();
+        drop(st);
+        assert_eq!(held, [[false; 4], [true; 4], [true; 4]].concat(), "{kind}");
+        // The last share cleared: the policy runs alone again, keeping its blocks.
+        e.set_volume_shares("b", None).unwrap();
+        assert_eq!(e.volume_settings("b").unwrap().share_occupancy, None, "{kind}");
+        assert_eq!(e.inner.state.lock().recency_policy(), kind == Kind::Lru, "{kind}");
+        assert_eq!(e.volume_occupancy("b"), Some((8, 0)), "{kind}");
+        for i in 8..12 {
+            read(&e, "b", i);
+        }
+        assert_eq!(e.stats().total.read_hits, 4, "{kind}: its blocks stayed cached");
+        e.shutdown().unwrap();
+    }
 }
 
 #[test]

@@ -276,6 +276,7 @@ pub(crate) fn remove(
         return Err(undo(e));
     }
     inner.volumes.remove(vol.id);
+    super::volume_settings::forget_share(inner, vol.id);
     Ok(VolumeChange::of(name, vol.id, (written_back, dropped), start))
 }
 

@@ -163,6 +163,8 @@ fn remove_writes_back_refuses_requests_and_frees_the_slot_for_the_next_attach() 
     let wm = fill(&e, "w", 2);
     e.volume("w").unwrap().flush().unwrap();
     let handle = e.volume("w").unwrap();
+    let share = ember_policy::shares::ShareLimits { min_blocks: 4, max_blocks: 8 };
+    e.set_volume_shares("w", Some(share)).unwrap();
     assert!(e.status().volumes[1].dirty_blocks > 0 || w.snapshot() == wm);
     let r = e.remove("w", &mut |_| {}).unwrap();
     assert_eq!(r.slot, 1);
@@ -177,6 +179,9 @@ fn remove_writes_back_refuses_requests_and_frees_the_slot_for_the_next_attach() 
         1,
         "the free slot is reused"
     );
+    let x_settings = e.volume_settings("x").unwrap();
+    assert_eq!(x_settings.min_share_blocks, None, "the removed volume's share went with it");
+    assert_eq!(x_settings.share_occupancy, None, "no share left: the policy runs alone");
     let mut got = vec![0u8; VOL as usize];
     e.volume("x").unwrap().read(0, &mut got).unwrap();
     assert!(got.iter().all(|&b| b == 0), "the new volume sees nothing of the old one");

@@ -2,7 +2,8 @@
 //! (`switch_drain`, `persist_upto`, `switch_hold`), the closed epochs a flush on demand waits for
 //! (`flush_alls`, read by the dirty map's `commit_dirty`), advancing the epoch within the
 //! stored window (`layout::epoch`), entering and leaving write-back persist's persisted map,
-//! a new replacement policy rebuilt from the resident set, a new admission sieve, and the
+//! a new replacement policy rebuilt from the resident set, the policy put under per-volume
+//! shares and taken out of them, a new admission sieve, and the
 //! occupancy per volume (`resident_by_volume`, `dirty_by_volume`, kept by the index and the
 //! dirty map). Calls the dirty map, the flusher's side, persist and the index.
 //!
@@ -214,6 +215,76 @@ impl CacheState {
     /// [`CacheState::replacement_shares`], to change them.
     pub fn replacement_shares_mut(&mut self) -> Option<&mut ember_policy::shares::Shares> {
         self.replacement.shares_mut()
+    }
+
+    /// Put the replacement policy in force under per-volume shares with no limits yet,
+    /// keeping every resident block and the policy's order: LRU over the recency list
+    /// becomes an LRU of every clean block, oldest access first (as
+    /// [`CacheState::replace_policy`] builds it), any other policy is wrapped as it stands,
+    /// its clean blocks counted per volume. Nothing is evicted. Refused, with nothing
+    /// changed, when the policy cannot pick a victim under the shares' filter (the message
+    /// names it and the policies that can). Returns the replaced policy, if any (dropped
+    /// by the caller, outside the lock).
+    pub fn put_under_shares(
+        &mut self,
+        time_ns: u64,
+    ) -> Result<Option<Box<dyn Replacement>>, String> {
+        use ember_policy::replacement::WithShares;
+        use ember_policy::shares::Shares;
+        let capacity = self.pins.len();
+        if self.replacement.shares().is_some() {
+            return Ok(None);
+        }
+        if self.recency_policy {
+            let Some(lru) = WithShares::new(Box::new(Lru::new(capacity)), Shares::new(capacity))
+            else {
+                return Err("lru cannot take shares".into());
+            };
+            return Ok(Some(self.replace_policy(Box::new(lru), time_ns)));
+        }
+        if self.replacement.evict_where(&mut |_| false).is_none() {
+            return Err(format!(
+                "the replacement policy {} cannot take shares (its victim is not the first of \
+                 an order that a filter can walk); the policies that can: {}",
+                self.replacement.name(),
+                WithShares::policies().join(", ")
+            ));
+        }
+        let mut shares = Shares::new(capacity);
+        for c in self.lists.oldest_first() {
+            let key = self.keys[c as usize];
+            if self.flags[c as usize] & DIRTY == 0 && self.replacement.contains(key) {
+                shares.inserted(key);
+            }
+        }
+        let alone = std::mem::replace(&mut self.replacement, Box::new(Lru::new(0)));
+        match WithShares::new(alone, shares) {
+            Some(w) => self.replacement = Box::new(w),
+            None => return Err("the replacement policy cannot take shares".into()),
+        }
+        Ok(None)
+    }
+
+    /// True if the replacement policy in force can run under shares (LRU over the recency
+    /// list can; any other if it picks a victim under a filter).
+    pub fn takes_shares(&mut self) -> bool {
+        self.recency_policy
+            || self.replacement.shares().is_some()
+            || self.replacement.evict_where(&mut |_| false).is_some()
+    }
+
+    /// The replacement policy out of its shares (none has a limit any more), keeping every
+    /// resident block: an LRU goes back to being the recency list, any other runs alone as
+    /// it stands. Returns what the caller drops outside the lock.
+    pub fn take_out_of_shares(&mut self, time_ns: u64) -> Option<Box<dyn Replacement>> {
+        let inner = self.replacement.take_unshared()?;
+        if inner.recency_only() {
+            // The emptied wrapper leaves; the recency list is the order again.
+            let lru = Box::new(Lru::new(self.pins.len()));
+            drop(self.replace_policy(lru, time_ns));
+            return Some(inner);
+        }
+        Some(std::mem::replace(&mut self.replacement, inner))
     }
 
     /// The name of the replacement policy in force.

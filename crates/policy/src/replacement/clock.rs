@@ -15,6 +15,7 @@ use super::queue::Queue;
 use super::spec::{FromSpec, Spec};
 use super::Replacement;
 use crate::keymap::Bucket;
+use crate::slab::NIL;
 use crate::Access;
 
 /// CLOCK's parameters: the counter's width and new blocks' counter (libCacheSim's
@@ -145,6 +146,32 @@ impl Replacement for Clock {
             }
             None => false,
         }
+    }
+
+    /// The hand as alone, past the blocks the filter refuses: those keep their place and
+    /// their counter (this allocation may not take them, so it does not age them either).
+    /// An accepted block with a non-zero counter is decremented and passes behind the hand;
+    /// the first accepted block at zero leaves. With every block accepted, the same victim
+    /// and the same order as CLOCK alone.
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        let mut i = self.q.list.tail;
+        while i != NIL {
+            let n = self.q.node(i);
+            let (key, f, prev) = (n.key, n.meta, n.prev);
+            if !ok(key) {
+                i = prev;
+                continue;
+            }
+            if f == 0 {
+                return Some(Some(self.q.remove_node(i)));
+            }
+            self.q.node_mut(i).meta = f - 1;
+            self.q.move_to_head(i);
+            // Passed behind the hand: the walk goes on towards the head, where the passed
+            // blocks now stand; the head itself comes round again.
+            i = if prev == NIL { i } else { prev };
+        }
+        Some(None)
     }
 
     #[inline(always)]

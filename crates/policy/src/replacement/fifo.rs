@@ -61,6 +61,15 @@ impl Replacement for Fifo {
         self.ring.remove(key)
     }
 
+    /// The oldest block the filter accepts; the blocks it refuses keep their place.
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        let victim = self.ring.oldest_where(ok);
+        if let Some(k) = victim {
+            self.ring.remove(k);
+        }
+        Some(victim)
+    }
+
     #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         self.access_hinted(access, fingerprint(access.key))

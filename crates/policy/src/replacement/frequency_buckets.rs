@@ -182,6 +182,25 @@ impl FrequencyBuckets {
         (low != NIL).then(|| self.buckets[low as usize].blocks.tail)
     }
 
+    /// The slot of the first block in [`FrequencyBuckets::lowest_oldest`]'s order (lowest
+    /// count, then the one that reached it first) that `ok` accepts. O(blocks passed).
+    pub(crate) fn lowest_oldest_where(&self, ok: &mut dyn FnMut(u64) -> bool) -> Option<u32> {
+        let mut b = self.lowest;
+        while b != NIL {
+            let bucket = &self.buckets[b as usize];
+            let mut i = bucket.blocks.tail;
+            while i != NIL {
+                let n = self.slab.node(i);
+                if ok(n.key) {
+                    return Some(i);
+                }
+                i = n.prev;
+            }
+            b = bucket.higher;
+        }
+        None
+    }
+
     /// Remove resident slot `i`; returns its key.
     #[inline(always)]
     pub(crate) fn remove(&mut self, i: u32) -> u64 {

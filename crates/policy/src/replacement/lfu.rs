@@ -101,6 +101,12 @@ impl Replacement for Lfu {
         }
     }
 
+    /// LFU's order past the blocks the filter refuses: the lowest count first, the block
+    /// that reached it first among equals. The refused blocks keep their count and place.
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        Some(self.b.lowest_oldest_where(ok).map(|i| self.b.remove(i)))
+    }
+
     #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         self.access_hinted(access, fingerprint(access.key))

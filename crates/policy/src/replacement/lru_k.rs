@@ -129,6 +129,13 @@ impl ByPriority for LruK {
         v.map(|i| b.remove(i))
     }
 
+    /// LRU-K's order past the blocks the filter refuses: the blocks of fewer than K
+    /// accesses, inserted first first, then the oldest K-th most recent access. The refused
+    /// blocks keep their history and place.
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        Some(self.b.first_where(ok).map(|i| self.b.remove(i)))
+    }
+
     fn extra_memory_bytes(&self) -> usize {
         self.history.len() * 8
     }

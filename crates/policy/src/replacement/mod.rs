@@ -144,6 +144,12 @@ pub trait Replacement: Send {
     /// How per-volume shares ([`crate::shares`]) steer a policy: the policy keeps its order,
     /// the shares say which victims are allowed. `None` if the policy cannot (the default):
     /// it then takes no shares.
+    ///
+    /// - MUST pick, when `ok` accepts every block, the victim an insertion into the full
+    ///   cache would evict (so shares that never bind change little), and leave the
+    ///   policy as that eviction would, short of the new block.
+    /// - MUST leave the blocks `ok` refuses resident where they stand in the order.
+    /// - MUST call `ok` as often as it likes (it has no side effect).
     fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
         let _ = ok;
         None
@@ -157,6 +163,12 @@ pub trait Replacement: Send {
 
     /// [`Replacement::shares_mut`], to read.
     fn shares(&self) -> Option<&crate::shares::Shares> {
+        None
+    }
+
+    /// The policy a [`WithShares`] runs under the shares, taken out of it (the wrapper is
+    /// left empty, to be dropped); `None` for a policy alone (the default).
+    fn take_unshared(&mut self) -> Option<Box<dyn Replacement>> {
         None
     }
 

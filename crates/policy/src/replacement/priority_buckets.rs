@@ -217,6 +217,25 @@ impl PriorityBuckets {
         Some(self.lists[b as usize].tail).filter(|&t| t != NIL)
     }
 
+    /// The slot of the first block `ok` accepts in the order of eviction: the low lane from
+    /// the block that entered it first, then each bucket from the lowest priority, each from
+    /// the block that entered it first. O(blocks and buckets passed).
+    pub(crate) fn first_where(&self, ok: &mut dyn FnMut(u64) -> bool) -> Option<u32> {
+        let nodes = self.slab.nodes();
+        let mut walk = |mut i: u32| {
+            while i != NIL {
+                let n = &nodes[i as usize];
+                if ok(n.key) {
+                    return Some(i);
+                }
+                i = n.prev;
+            }
+            None
+        };
+        walk(self.lane.tail)
+            .or_else(|| self.order.values().find_map(|&b| walk(self.lists[b as usize].tail)))
+    }
+
     /// The slot of the block that entered the bucket of priority `p` last.
     pub(crate) fn newest(&self, p: u64) -> Option<u32> {
         let &b = self.order.get(&p)?;
@@ -262,6 +281,13 @@ pub(crate) trait ByPriority: Send {
 
     /// A block of priority `priority` was removed on request ([`Replacement::remove`]).
     fn removed(&mut self, _priority: u64) {}
+
+    /// [`Replacement::evict_where`]: `None` (takes no shares) unless the policy says what
+    /// its first victim under a filter is.
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        let _ = ok;
+        None
+    }
 
     /// Bytes of the policy's own state beside the buckets.
     fn extra_memory_bytes(&self) -> usize {
@@ -331,6 +357,10 @@ impl<P: ByPriority> Replacement for P {
             }
             Err(at) => (false, insert_absent(self, at, access.key)),
         }
+    }
+
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        ByPriority::evict_where(self, ok)
     }
 
     fn remove(&mut self, key: u64) -> bool {

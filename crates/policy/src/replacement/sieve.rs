@@ -117,6 +117,39 @@ impl Replacement for Sieve {
         }
     }
 
+    /// The hand as alone, past the blocks the filter refuses: those keep their visited bit
+    /// (this allocation may not take them, so it does not clear it). An accepted visited
+    /// block has its bit cleared; the first accepted unvisited block leaves, and the hand
+    /// rests on its newer neighbour. With every block accepted, the same victim and hand as
+    /// SIEVE alone.
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        let len = self.q.len();
+        if len == 0 {
+            return Some(None);
+        }
+        let mut i = if self.hand == NIL { self.q.list.tail } else { self.hand };
+        let (mut accepted, mut steps) = (false, 0usize);
+        loop {
+            let n = self.q.node(i);
+            let (key, visited, prev) = (n.key, n.meta, n.prev);
+            if ok(key) {
+                if !visited {
+                    break;
+                }
+                accepted = true;
+                self.q.node_mut(i).meta = false;
+            }
+            steps += 1;
+            if steps >= len && !accepted {
+                // A whole round and the filter accepted nothing: nothing changed.
+                return Some(None);
+            }
+            i = if prev == NIL { self.q.list.tail } else { prev };
+        }
+        self.hand = self.q.node(i).prev;
+        Some(Some(self.q.remove_node(i)))
+    }
+
     #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.q.lookup(access.key) {

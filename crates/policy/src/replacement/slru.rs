@@ -236,6 +236,28 @@ impl Replacement for Slru {
         }
     }
 
+    /// SLRU's eviction order past the blocks the filter refuses: the probationary segment
+    /// from its LRU end, then each protected segment from its LRU end, lowest first (where
+    /// the cascade would bring their blocks). The refused blocks keep their place. The new
+    /// block's segment (`lcs` placement: the lowest with room) is chosen after the eviction.
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        for seg in 0..self.segments.len() {
+            let mut i = self.segments[seg].tail;
+            while i != crate::slab::NIL {
+                let n = self.slab.node(i);
+                let (key, prev) = (n.key, n.prev);
+                if ok(key) {
+                    self.segments[seg].unlink(self.slab.nodes_mut(), i);
+                    self.map.remove(key, i);
+                    self.slab.release(i);
+                    return Some(Some(key));
+                }
+                i = prev;
+            }
+        }
+        Some(None)
+    }
+
     #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.find(access.key) {

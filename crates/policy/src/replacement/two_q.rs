@@ -194,6 +194,35 @@ impl Replacement for TwoQ {
         }
     }
 
+    /// `reclaimfor` past the blocks the filter refuses: the queue it would reclaim from
+    /// first, from its oldest (`A1in`) or LRU (`Am`) end, then the other queue the same way.
+    /// A block taken from `A1in` leaves its key in `A1out`, as alone. The refused blocks
+    /// keep their place. The new block's `A1out` check comes after the eviction, so a key
+    /// that the eviction's own push drops from a full `A1out` (its oldest) enters `A1in`.
+    fn evict_where(&mut self, ok: &mut dyn FnMut(u64) -> bool) -> Option<Option<u64>> {
+        let ain_first = self.ain.len > self.kin || self.am.is_empty();
+        for from_ain in [ain_first, !ain_first] {
+            let mut i = if from_ain { self.ain.tail } else { self.am.tail };
+            while i != crate::slab::NIL {
+                let n = self.slab.node(i);
+                let (key, prev) = (n.key, n.prev);
+                if ok(key) {
+                    if from_ain {
+                        self.ain.unlink(self.slab.nodes_mut(), i);
+                        self.aout.push(key);
+                    } else {
+                        self.am.unlink(self.slab.nodes_mut(), i);
+                    }
+                    self.map.remove(key, i);
+                    self.slab.release(i);
+                    return Some(Some(key));
+                }
+                i = prev;
+            }
+        }
+        Some(None)
+    }
+
     #[inline(always)]
     fn access(&mut self, access: &Access) -> (bool, Option<u64>) {
         match self.find(access.key) {

@@ -1,10 +1,31 @@
-//! A replacement policy under the volumes' [`Shares`] (`crate::shares`): an allocation that must make room asks the policy
-//! for its first victim the shares allow ([`Replacement::evict_where`]), then inserts into
-//! the room. Everything else passes through. Its cost on a hit is one virtual call more
-//! than the policy alone; on an allocation, the policy's walk past the blocks the shares
-//! protect.
+//! A replacement policy under the volumes' [`Shares`] (`crate::shares`): an allocation that
+//! must make room asks the policy for its first victim the shares allow
+//! ([`Replacement::evict_where`]), then inserts into the room. Everything else passes
+//! through. Its cost on a hit is one virtual call more than the policy alone; on an
+//! allocation, the policy's walk past the blocks the shares protect.
+//!
+//! What "the first victim the shares allow" means is each policy's own, written on its
+//! `evict_where`; every one keeps the blocks the shares refuse where they stand, and with
+//! every block allowed picks the victim the policy alone would:
+//!
+//! - LRU, FIFO: the least recently used (inserted) allowed block.
+//! - CLOCK: the hand as alone, past refused blocks without aging them (their counter stays);
+//!   an allowed block with a non-zero counter is decremented and passes behind the hand.
+//! - SIEVE: the hand as alone, past refused blocks without clearing their visited bit.
+//! - SLRU: the probationary segment from its LRU end, then each protected segment upwards.
+//! - 2Q: the queue `reclaimfor` would take from, then the other, each from its old end.
+//! - LFU: the lowest count, the block that reached it first among equals.
+//! - LRU-K: the blocks of fewer than K accesses, inserted first first, then the oldest K-th
+//!   most recent access.
+//!
+//! The others are refused with shares ([`WithShares::takes`]): their victim depends on the
+//! block being inserted (ARC's and CAR's `REPLACE` look it up in a ghost list, LIRS and
+//! CLOCK-Pro move it between resident and non-resident status) or on state that walking past
+//! refused blocks would have to change in a way the paper does not define (S3-FIFO's moves
+//! from `S` to `M`, MQ's queues, LFU-DA's age set by its victim, the sampled and learned
+//! ones).
 
-use super::Replacement;
+use super::{Kind, Replacement, Spec};
 use crate::shares::Shares;
 use crate::Access;
 use ember_trace::key_volume;
@@ -16,11 +37,24 @@ pub struct WithShares {
 }
 
 impl WithShares {
-    /// `inner`, empty, under `shares`; `None` if `inner` cannot pick a victim under a filter
+    /// `inner` under `shares`, whose occupancy MUST count exactly `inner`'s resident blocks
+    /// (none for an empty policy); `None` if `inner` cannot pick a victim under a filter
     /// (only the policies that implement [`Replacement::evict_where`] take shares).
     pub fn new(mut inner: Box<dyn Replacement>, shares: Shares) -> Option<WithShares> {
-        inner.evict_where(&mut |_| false)?;
+        if !takes_filter(inner.as_mut()) {
+            return None;
+        }
         Some(WithShares { inner, shares })
+    }
+
+    /// True if a policy of `spec` takes shares.
+    pub fn takes(spec: impl Into<Spec>) -> bool {
+        takes_filter(super::build(spec, 1).as_mut())
+    }
+
+    /// The policies that take shares, by name (for a refusal's message).
+    pub fn policies() -> Vec<&'static str> {
+        Kind::ALL.iter().filter(|k| Self::takes(**k)).map(|k| k.name()).collect()
     }
 
     /// Make room for a block of `volume` if the shares say so; the evicted block.
@@ -35,6 +69,12 @@ impl WithShares {
         }
         victim
     }
+}
+
+/// True if `p` picks a victim under a filter (asked with a filter that refuses every block,
+/// which changes nothing).
+fn takes_filter(p: &mut dyn Replacement) -> bool {
+    p.evict_where(&mut |_| false).is_some()
 }
 
 impl Replacement for WithShares {
@@ -104,6 +144,12 @@ impl Replacement for WithShares {
 
     fn shares(&self) -> Option<&Shares> {
         Some(&self.shares)
+    }
+
+    fn take_unshared(&mut self) -> Option<Box<dyn Replacement>> {
+        let empty = Box::new(super::Lru::new(0));
+        self.shares = Shares::new(0);
+        Some(std::mem::replace(&mut self.inner, empty))
     }
 
     fn memory_bytes(&self) -> usize {
@@ -185,5 +231,98 @@ mod tests {
         }
         // A policy without a filtered eviction takes no shares.
         assert!(WithShares::new(build(Spec::from(Kind::Arc), 8), Shares::new(8)).is_none());
+    }
+
+    /// The policies that take shares, each checked by the tests below.
+    const TAKING: &[&str] = &["lru", "fifo", "clock", "sieve", "slru", "2q", "lfu", "lruk"];
+
+    #[test]
+    fn the_policies_that_take_shares_are_named() {
+        assert_eq!(WithShares::policies(), TAKING);
+        assert!(!WithShares::takes(Kind::Arc) && !WithShares::takes(Kind::S3Fifo));
+    }
+
+    /// Each policy's filtered eviction, with every block allowed, picks the victim its own
+    /// insertion would, and leaves the same state: a twin that evicts through
+    /// `evict_where` before each insertion into a full cache gives the same outcomes as the
+    /// policy alone on a skewed trace. (2Q is checked with its ghost queue off: its new
+    /// block's `A1out` lookup comes after the eviction, see `TwoQ::evict_where`.)
+    #[test]
+    fn an_eviction_that_allows_every_block_is_the_policys_own() {
+        let keys = crate::replacement::testing::skewed_keys(20_000, 400, 0x9E37_79B9);
+        for name in TAKING {
+            let spec: Spec =
+                if *name == "2q" { "2q:kout=0".parse().unwrap() } else { name.parse().unwrap() };
+            for cap in [1usize, 7, 64] {
+                let (mut alone, mut twin) = (build(spec, cap), build(spec, cap));
+                for (t, &k) in keys.iter().enumerate() {
+                    let a = Access::read(k, t as u64);
+                    let want = alone.access(&a);
+                    let got = if twin.lookup(&a) {
+                        (true, None)
+                    } else {
+                        let v = if twin.len() >= cap {
+                            twin.evict_where(&mut |_| true).unwrap()
+                        } else {
+                            None
+                        };
+                        assert_eq!(twin.insert(&a), None, "{name} {cap} at {t}: room was made");
+                        (false, v)
+                    };
+                    assert_eq!(got, want, "{name} {cap} at {t}");
+                }
+            }
+        }
+    }
+
+    /// Under every policy that takes shares: a volume at its min keeps its blocks through
+    /// another volume's scan, a volume at its max never holds more, and a filter that
+    /// allows nothing changes nothing.
+    #[test]
+    fn every_policy_keeps_a_min_share_through_a_scan_and_holds_a_max_share() {
+        for name in TAKING {
+            let spec: Spec = name.parse().unwrap();
+            let mut shares = Shares::new(20);
+            shares.set(1, Some(ShareLimits { min_blocks: 8, max_blocks: 20 })).unwrap();
+            shares.set(2, Some(ShareLimits { min_blocks: 0, max_blocks: 5 })).unwrap();
+            let mut c = WithShares::new(build(spec, 20), shares).unwrap();
+            for _ in 0..3 {
+                for b in 0..8 {
+                    c.access(&read(1, b));
+                }
+            }
+            for b in 0..300 {
+                c.access(&read(0, b));
+                if b % 3 == 0 {
+                    c.access(&read(2, b));
+                }
+                let s = c.shares().unwrap();
+                assert!(s.occupancy(2) <= 5, "{name}: volume 2 above its max at {b}");
+                assert_eq!(
+                    s.occupancy(0) + s.occupancy(1) + s.occupancy(2),
+                    c.len() as u64,
+                    "{name}: counts"
+                );
+                assert!(c.len() <= 20);
+            }
+            assert_eq!(resident_of(&c, 1, 0..8), 8, "{name}: the min share survives the scan");
+            let two = c.shares().unwrap().occupancy(2);
+            assert!((1..=5).contains(&two), "{name}: volume 2 holds {two}");
+            let before = c.len();
+            assert_eq!(c.evict_where(&mut |_| false), Some(None), "{name}");
+            assert_eq!(c.len(), before, "{name}: a refusing filter evicts nothing");
+        }
+    }
+
+    #[test]
+    fn a_policy_taken_out_of_its_shares_keeps_its_blocks() {
+        let mut c = lru_with(4, &[(1, 2, 4)]);
+        for b in 0..3 {
+            c.access(&read(1, b));
+        }
+        let mut inner = c.take_unshared().unwrap();
+        assert_eq!(inner.len(), 3);
+        assert!(inner.contains(block_key(1, 2)));
+        assert!(inner.take_unshared().is_none(), "a policy alone");
     }
 }

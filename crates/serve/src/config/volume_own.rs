@@ -297,7 +297,8 @@ mod opt_nanos {
 
 /// The replacement policy `kind` over `capacity` blocks under the volumes' shares (their
 /// limits set once the volumes are known), or alone if it cannot take shares (the plan
-/// refuses shares with such a policy first).
+/// refuses shares with such a policy first; a share set while serving puts a policy
+/// started alone under shares then).
 pub fn under_shares(
     kind: ember_policy::replacement::Spec,
     capacity: usize,

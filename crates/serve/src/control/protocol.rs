@@ -72,8 +72,9 @@ pub enum Command {
         /// comments).
         #[serde(default)]
         save: bool,
-        /// Its own settings, as `set --volume` takes them (key: value), applied once it is
-        /// attached; a key `set --volume` does not know refuses the attach.
+        /// Its own settings, as `set --volume` takes them (key: value), applied together
+        /// once it is attached; a key `set --volume` does not know, or a value its setting
+        /// refuses, refuses the attach (checked before anything is attached).
         #[serde(default)]
         settings: BTreeMap<String, String>,
     },

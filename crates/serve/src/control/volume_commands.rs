@@ -13,9 +13,11 @@
 //! when `attach` is asked to save (its `[[volume]]` table appended, as `set --save` writes a
 //! key).
 
+use super::volume_settings::with_value;
 use super::Control;
 use crate::backing::open_backing;
-use crate::config::{save_new_volume, BackingVolume};
+use crate::config::{save_new_volume, save_volume_setting, BackingVolume, VolumeOwn};
+use crate::plan::Plan;
 use ember_engine::VolumeChange;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -38,8 +40,11 @@ impl Control {
     }
 
     /// Attach `name` over `backing`, then give it `settings` (as `set --volume` does, saved
-    /// too with `save`). A key that is not a volume's own setting refuses the attach; a value
-    /// refused by its setting leaves the volume attached, and the reply's error says so.
+    /// too with `save`). Every setting is checked before anything is attached, as the whole
+    /// configuration with the volume would be (and a share against the cache's): a key
+    /// that is not a volume's own setting, or a value its setting refuses, attaches nothing.
+    /// The settings are then applied together: if the engine still refuses one, the volume
+    /// stays attached with none of them, and the error says which.
     pub(super) fn attach(
         &self,
         name: &str,
@@ -47,22 +52,109 @@ impl Control {
         save: bool,
         settings: &BTreeMap<String, String>,
     ) -> Result<Value, String> {
+        let mut paths = Vec::new();
         for key in settings.keys() {
-            super::volume_settings::volume_key(key)?;
+            paths.push(super::volume_settings::volume_key(key)?);
         }
+        let _changing = self.changing.lock();
+        if save && self.source.as_ref().and_then(|s| s.file()).is_none() {
+            return Err(format!(
+                "{name} is not attached: not saved: the server was started without a config file"
+            ));
+        }
+        let checked = if settings.is_empty() {
+            None
+        } else {
+            Some(self.check_attach(name, backing, settings, &paths)?)
+        };
         let mut r = self.attach_cold(name, backing, save)?;
-        let mut applied = serde_json::Map::new();
-        for (key, value) in settings {
-            self.set_volume(name, key, value, save)
-                .map_err(|e| format!("{name} is attached, but its {key} was not set: {e}"))?;
-            applied.insert(key.clone(), Value::from(value.as_str()));
+        let Some((volume, own, stored)) = checked else {
+            r["settings"] = Value::Object(serde_json::Map::new());
+            return Ok(r);
+        };
+        let mut groups: Vec<&[&str]> = Vec::new();
+        for (key, path) in settings.keys().zip(&paths) {
+            let group = &path[..1];
+            if groups.contains(&group) {
+                continue;
+            }
+            if let Err(e) = self.apply_volume(group, &own) {
+                // None of them in force: each group applied so far back to the cache-wide.
+                let wide = VolumeOwn::cache_wide(name);
+                for g in &groups {
+                    let _ = self.apply_volume(g, &wide);
+                }
+                return Err(format!(
+                    "{name} is attached, with none of its settings: its {key} was not set: {e:#}"
+                ));
+            }
+            groups.push(group);
         }
+        self.record_volume(&volume)
+            .map_err(|e| format!("{name} is attached with its settings, but not recorded: {e}"))?;
+        {
+            let mut state = self.state.lock();
+            if let Some(v) = state.config.volumes.iter_mut().find(|v| v.name == name) {
+                *v = volume;
+            }
+        }
+        if save {
+            if let Some(file) = self.source.as_ref().and_then(|s| s.file()) {
+                for (path, value) in paths.iter().zip(&stored) {
+                    save_volume_setting(file, name, path, value.as_ref())
+                        .map_err(|e| format!("{name} is attached with its settings, but {e:#}"))?;
+                }
+            }
+        }
+        let applied: serde_json::Map<String, Value> =
+            settings.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))).collect();
+        tracing::info!(volume = name, settings = ?settings, "attached volume's settings applied");
         r["settings"] = Value::Object(applied);
         Ok(r)
     }
 
+    /// Check `settings` (at `paths`) for volume `name` over `backing` before it is attached:
+    /// the volume with them, its own settings, and each value as stored.
+    #[allow(clippy::type_complexity, reason = "one private result")]
+    fn check_attach(
+        &self,
+        name: &str,
+        backing: &str,
+        settings: &BTreeMap<String, String>,
+        paths: &[&'static [&'static str]],
+    ) -> Result<(BackingVolume, VolumeOwn, Vec<Option<toml::Value>>), String> {
+        let refused = |e: String| format!("{name} is not attached: {e}");
+        let plain = BackingVolume::new(name, backing);
+        let mut t = toml::Table::try_from(&plain).map_err(|e| e.to_string())?;
+        let mut volume = plain;
+        let mut stored = Vec::new();
+        for ((key, text), path) in settings.iter().zip(paths) {
+            let (v, next, value) =
+                with_value(name, &t, path, text).map_err(|e| refused(format!("its {key}: {e}")))?;
+            (volume, t) = (v, next);
+            stored.push(value);
+        }
+        let mut config = self.state.lock().config.clone();
+        config.volumes.retain(|v| v.name != name);
+        config.volumes.push(volume.clone());
+        let plan = Plan::check(&config).map_err(|e| refused(format!("{e:#}")))?;
+        let own = plan
+            .engine
+            .volumes
+            .iter()
+            .find(|o| o.name == name)
+            .cloned()
+            .unwrap_or_else(|| VolumeOwn::cache_wide(name));
+        let stats = self.engine.stats();
+        let limits = own.share_limits(stats.capacity_blocks, u64::from(stats.block_size));
+        if limits.is_some() {
+            self.engine.check_volume_shares(name, limits).map_err(|e| refused(e.to_string()))?;
+        }
+        Ok((volume, own, stored))
+    }
+
+    /// Attach `name` over `backing`, with no own setting; the caller holds `changing`.
     fn attach_cold(&self, name: &str, backing: &str, save: bool) -> Result<Value, String> {
-        let _changing = self.changing.lock();
         let b = BackingVolume::new(name, backing);
         b.check().map_err(|e| format!("{e:#}"))?;
         if self.engine.volume(name).is_some() {

@@ -94,30 +94,7 @@ impl Control {
         let old = self.state.lock().config.clone();
         let i = Self::volume_index(&old, volume)?;
         let old_t = toml::Table::try_from(&old.volumes[i]).map_err(|e| e.to_string())?;
-        let unset = text == "default";
-        let candidates = if unset {
-            vec![None]
-        } else {
-            vec![Some(typed(text)), Some(toml::Value::String(text.to_string()))]
-        };
-        let mut found = None;
-        let mut last_error = String::new();
-        for value in candidates {
-            let mut t = old_t.clone();
-            match &value {
-                Some(v) => set_value(&mut t, path, v.clone()),
-                None => remove_path(&mut t, path),
-            }
-            match BackingVolume::deserialize(toml::Value::Table(t)) {
-                Ok(v) => {
-                    found = Some((v, value));
-                    break;
-                }
-                Err(e) => last_error = from_table_err(e),
-            }
-        }
-        let (new_volume, stored) =
-            found.ok_or_else(|| format!("{volume}: {dotted} {text:?}: {last_error}"))?;
+        let (new_volume, _, stored) = with_value(volume, &old_t, path, text)?;
         let mut new = old.clone();
         new.volumes[i] = new_volume;
         let old_v = get_value(&old_t, path).map(toml_to_json);
@@ -161,7 +138,7 @@ impl Control {
 
     /// Put the group of `path` of `own` in force (a sieve change makes a fresh sieve; the
     /// others leave it).
-    fn apply_volume(&self, path: &[&str], own: &VolumeOwn) -> anyhow::Result<()> {
+    pub(super) fn apply_volume(&self, path: &[&str], own: &VolumeOwn) -> anyhow::Result<()> {
         let name = own.name.as_str();
         match path.first().copied() {
             Some("write-policy") => {
@@ -180,6 +157,35 @@ impl Control {
         }
         Ok(())
     }
+}
+
+/// `t`, a `[[volume]]` table of volume `volume`, with the setting at `path` set to `text`
+/// (`default`: unset), read back as a volume: the volume, its table and the value stored.
+/// The value is taken as the file would hold it (a number, a boolean), else as a string.
+pub(super) fn with_value(
+    volume: &str,
+    t: &toml::Table,
+    path: &[&str],
+    text: &str,
+) -> Result<(BackingVolume, toml::Table, Option<toml::Value>), String> {
+    let candidates = if text == "default" {
+        vec![None]
+    } else {
+        vec![Some(typed(text)), Some(toml::Value::String(text.to_string()))]
+    };
+    let mut last_error = String::new();
+    for value in candidates {
+        let mut t = t.clone();
+        match &value {
+            Some(v) => set_value(&mut t, path, v.clone()),
+            None => remove_path(&mut t, path),
+        }
+        match BackingVolume::deserialize(toml::Value::Table(t.clone())) {
+            Ok(v) => return Ok((v, t, value)),
+            Err(e) => last_error = from_table_err(e),
+        }
+    }
+    Err(format!("{volume}: {} {text:?}: {last_error}", path.join(".")))
 }
 
 /// What a reload did to the volumes' own settings.

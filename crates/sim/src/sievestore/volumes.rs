@@ -59,7 +59,7 @@ pub enum VolumeSimError {
     #[error(transparent)]
     Shares(#[from] ShareError),
     /// Shares under a policy that cannot pick a victim under a filter.
-    #[error("{0}: shares need a policy that picks its victim under a filter (lru)")]
+    #[error("{0}: shares need a policy that picks its victim under a filter ({policies})", policies = WithShares::policies().join(", "))]
     NoShares(String),
 }
 
