@@ -151,8 +151,9 @@ impl SeqCutoffConfig {
 #[derive(Clone, Debug)]
 pub struct SeqCutoff {
     cfg: SeqCutoffConfig,
-    /// One table per volume, made on the volume's first access.
-    tables: HashMap<u32, StreamTable>,
+    /// One table per volume, indexed by the volume number (a small slot index, at most 16
+    /// bits in a key), made on the volume's first access.
+    tables: Vec<Option<Box<StreamTable>>>,
     /// The last observed access: its key, direction and the blocks its stream held before it.
     last: Option<(u64, Op, u64)>,
     /// Blocks cut, per volume.
@@ -165,13 +166,7 @@ impl SeqCutoff {
     /// A detector with no streams yet.
     pub fn new(cfg: SeqCutoffConfig) -> Self {
         let cfg = SeqCutoffConfig { streams: cfg.streams.max(1), ..cfg };
-        Self {
-            cfg,
-            tables: HashMap::new(),
-            last: None,
-            cut: HashMap::new(),
-            volumes: HashMap::new(),
-        }
+        Self { cfg, tables: Vec::new(), last: None, cut: HashMap::new(), volumes: HashMap::new() }
     }
 
     /// The current settings.
@@ -233,10 +228,18 @@ impl SeqCutoff {
             self.last = None;
             return;
         }
-        let streams = self.cfg.streams;
-        let table = self.tables.entry(volume).or_insert_with(|| StreamTable::new(streams));
-        let before = table.access(key_block(acc.key), acc.op == Op::Write);
+        let before = self.table(volume).access(key_block(acc.key), acc.op == Op::Write);
         self.last = Some((acc.key, acc.op, before));
+    }
+
+    /// `volume`'s stream table, made empty on its first access.
+    fn table(&mut self, volume: u32) -> &mut StreamTable {
+        let at = volume as usize;
+        if at >= self.tables.len() {
+            self.tables.resize_with(at + 1, || None);
+        }
+        let streams = self.cfg.streams;
+        self.tables[at].get_or_insert_with(|| Box::new(StreamTable::new(streams)))
     }
 
     /// On a miss of `acc`, observed just before: is it past the cutoff (not to be
