@@ -174,8 +174,8 @@ pub(crate) fn set_replacement(inner: &Inner, spec: Spec) -> Result<(), EngineErr
     let mut new = build(spec, capacity);
     if shared {
         new = match WithShares::new(new, Shares::new(capacity)) {
-            Some(w) => Box::new(w),
-            None => {
+            Ok(w) => Box::new(w),
+            Err(_) => {
                 return Err(EngineError::Refused(format!(
                     "{kind} cannot take the volumes' shares; the policies that can: {}",
                     WithShares::policies().join(", ")

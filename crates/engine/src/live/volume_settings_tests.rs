@@ -49,7 +49,7 @@ fn open_two_under(
             replacement: Box::new(move |cap| {
                 let policy = build(kind, cap);
                 if shares {
-                    Box::new(WithShares::new(policy, Shares::new(cap)).unwrap())
+                    Box::new(WithShares::new(policy, Shares::new(cap)).ok().unwrap())
                 } else {
                     policy
                 }

@@ -236,19 +236,11 @@ impl CacheState {
             return Ok(None);
         }
         if self.recency_policy {
-            let Some(lru) = WithShares::new(Box::new(Lru::new(capacity)), Shares::new(capacity))
+            let Ok(lru) = WithShares::new(Box::new(Lru::new(capacity)), Shares::new(capacity))
             else {
                 return Err("lru cannot take shares".into());
             };
             return Ok(Some(self.replace_policy(Box::new(lru), time_ns)));
-        }
-        if self.replacement.evict_where(&mut |_| false).is_none() {
-            return Err(format!(
-                "the replacement policy {} cannot take shares (its victim is not the first of \
-                 an order that a filter can walk); the policies that can: {}",
-                self.replacement.name(),
-                WithShares::policies().join(", ")
-            ));
         }
         let mut shares = Shares::new(capacity);
         for c in self.lists.oldest_first() {
@@ -259,8 +251,16 @@ impl CacheState {
         }
         let alone = std::mem::replace(&mut self.replacement, Box::new(Lru::new(0)));
         match WithShares::new(alone, shares) {
-            Some(w) => self.replacement = Box::new(w),
-            None => return Err("the replacement policy cannot take shares".into()),
+            Ok(w) => self.replacement = Box::new(w),
+            Err(alone) => {
+                self.replacement = alone;
+                return Err(format!(
+                    "the replacement policy {} cannot take shares (its victim is not the first \
+                     of an order that a filter can walk); the policies that can: {}",
+                    self.replacement.name(),
+                    WithShares::policies().join(", ")
+                ));
+            }
         }
         Ok(None)
     }

@@ -38,13 +38,17 @@ pub struct WithShares {
 
 impl WithShares {
     /// `inner` under `shares`, whose occupancy MUST count exactly `inner`'s resident blocks
-    /// (none for an empty policy); `None` if `inner` cannot pick a victim under a filter
-    /// (only the policies that implement [`Replacement::evict_where`] take shares).
-    pub fn new(mut inner: Box<dyn Replacement>, shares: Shares) -> Option<WithShares> {
+    /// (none for an empty policy); `inner` given back, unchanged, if it cannot pick a
+    /// victim under a filter (only the policies that implement [`Replacement::evict_where`]
+    /// take shares).
+    pub fn new(
+        mut inner: Box<dyn Replacement>,
+        shares: Shares,
+    ) -> Result<WithShares, Box<dyn Replacement>> {
         if !takes_filter(inner.as_mut()) {
-            return None;
+            return Err(inner);
         }
-        Some(WithShares { inner, shares })
+        Ok(WithShares { inner, shares })
     }
 
     /// True if a policy of `spec` takes shares.
@@ -173,7 +177,7 @@ mod tests {
         for &(v, min, max) in limits {
             shares.set(v, Some(ShareLimits { min_blocks: min, max_blocks: max })).unwrap();
         }
-        WithShares::new(build(Spec::from(Kind::Lru), capacity), shares).unwrap()
+        WithShares::new(build(Spec::from(Kind::Lru), capacity), shares).ok().unwrap()
     }
 
     fn resident_of(c: &WithShares, vol: u32, blocks: std::ops::Range<u64>) -> usize {
@@ -230,7 +234,7 @@ mod tests {
             assert_eq!(alone.access(&a), wrapped.access(&a));
         }
         // A policy without a filtered eviction takes no shares.
-        assert!(WithShares::new(build(Spec::from(Kind::Arc), 8), Shares::new(8)).is_none());
+        assert!(WithShares::new(build(Spec::from(Kind::Arc), 8), Shares::new(8)).is_err());
     }
 
     /// The policies that take shares, each checked by the tests below.
@@ -285,7 +289,7 @@ mod tests {
             let mut shares = Shares::new(20);
             shares.set(1, Some(ShareLimits { min_blocks: 8, max_blocks: 20 })).unwrap();
             shares.set(2, Some(ShareLimits { min_blocks: 0, max_blocks: 5 })).unwrap();
-            let mut c = WithShares::new(build(spec, 20), shares).unwrap();
+            let mut c = WithShares::new(build(spec, 20), shares).ok().unwrap();
             for _ in 0..3 {
                 for b in 0..8 {
                     c.access(&read(1, b));

@@ -307,7 +307,7 @@ pub fn under_shares(
     use ember_policy::shares::Shares;
     let shares = Shares::new(capacity);
     match WithShares::new(ember_policy::replacement::build(kind, capacity), shares) {
-        Some(w) => Box::new(w),
-        None => ember_policy::replacement::build(kind, capacity),
+        Ok(w) => Box::new(w),
+        Err(alone) => alone,
     }
 }

@@ -120,7 +120,8 @@ pub fn run_volumes(
             shares.set(v.volume, v.share)?;
         }
         let name = policy.name().to_string();
-        policy = Box::new(WithShares::new(policy, shares).ok_or(VolumeSimError::NoShares(name))?);
+        policy =
+            Box::new(WithShares::new(policy, shares).map_err(|_| VolumeSimError::NoShares(name))?);
     }
     let run = run_continuous(requests, block_size, origin, policy.as_mut(), &mut admission);
     Ok(VolumeRun { run, seq_cutoff_bypasses: admission.inner().cutoff().cut_total() })
