@@ -35,8 +35,11 @@ use crate::device::io_context;
 use std::io;
 use std::thread::JoinHandle;
 
-/// Bytes of batches that share one backing sync (at least one batch).
-pub(crate) const GROUP_BYTES: u64 = 8 << 20;
+/// Bytes of batches that share one backing sync (at least one batch). Each sync also
+/// flushes the backing device's write cache, a cost paid per group, so fewer larger groups
+/// flush faster. The price: a request that writes a block of a syncing group to backing
+/// directly waits for that group's sync, up to one group's write time.
+pub(crate) const GROUP_BYTES: u64 = 32 << 20;
 
 /// A version a batch marked in flight: (epoch, key, cache block).
 type Version = (u64, u64, u32);
