@@ -427,7 +427,13 @@ fn write_crash_deployment(dir: &Path, crash_after: u64) -> PathBuf {
         array.replace("mem:64M", "mem:20M")
             + "\n[warmup]\nlog = \"array.wlog\"\nselector = \"last-k\"\nregion = \"4K\"\n",
     );
+    // The write-back client's flusher cleans every dirty block it can (`min-dirty = 0`,
+    // where the default idles at an eighth of the cache): a dirty block cannot be evicted,
+    // so one left dirty until it is the least recently used would make the live cache eject
+    // the next clean block where the laboratory, which cleans each write at once, ejects it.
+    let tuning = ["\n[live.writeback]\nmin-dirty = \"0\"\n", ""];
     for (k, policy) in [(0, "write-back-persist"), (1, "write-through")] {
+        let tuning = tuning[k];
         w(
             &format!("client{k}.toml"),
             format!(
@@ -447,7 +453,7 @@ unix = "client{k}.sock"
 
 [live]
 write-policy = "{policy}"
-
+{tuning}
 [nbd-backing]
 reconnect = "60s"
 
