@@ -9,6 +9,7 @@ use crate::state::CacheState;
 use crate::wb::barrier::barrier_persist;
 use crate::wb::flusher::wait_not_flushing;
 use crate::write_policy::Policy;
+use ember_policy::demote::Ejection;
 use ember_trace::Op;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
@@ -65,8 +66,11 @@ impl Volume {
         let direct_all = ordered
             && (n as usize > inner.limits.get().max_dirty
                 || (fua && policy.mode == WriteMode::WriteBackFlush));
-        let mut reserved =
-            if ordered && !direct_all { self.reserve_ordered(n as usize)? } else { Vec::new() };
+        let mut reserved = if ordered && !direct_all {
+            self.reserve_ordered(first, n as usize)?
+        } else {
+            Vec::new()
+        };
         // The stripes, and the state with no fence over the chunk: a fence raised after the
         // wait may have passed these stripes already (its wait for older requests), so then
         // everything is let go and the wait starts again.
@@ -203,6 +207,8 @@ impl Volume {
         let span_end = ((first + n) * bs).min(vol.size);
         let partial = |b: u64| b * bs < start || (b + 1) * bs > end;
         let mut reserved: Vec<u32> = Vec::with_capacity(n as usize);
+        // Client tier: (clean key ejected for a new block, that block) to DEMOTE first.
+        let mut demotes: Vec<(u64, u32)> = Vec::new();
         let mut sources: Vec<(usize, u32)> = Vec::new();
         let mut through;
         let misses;
@@ -225,13 +231,26 @@ impl Volume {
                 RunTarget::Backing => true,
             };
             if !through && reserved.is_empty() {
+                let chunk = block_key(vol.id, first)..block_key(vol.id, first + n);
                 while reserved.len() < n as usize {
-                    match st.reserve() {
-                        Some(c) => reserved.push(c),
+                    let key = block_key(vol.id, first + reserved.len() as u64);
+                    let hit = st.get(key).is_some();
+                    match st.reserve_for_write(key) {
+                        Some((c, ejected)) => {
+                            reserved.push(c);
+                            // The clean block ejected for this block's new version, unless
+                            // the chunk itself rewrites it.
+                            if let Some(v) = ejected.filter(|v| !chunk.contains(v)) {
+                                if Ejection::of(true, hit).demoted() && self.demotes_to_backing(v) {
+                                    demotes.push((v, c));
+                                }
+                            }
+                        }
                         None => break,
                     }
                 }
                 if reserved.len() < n as usize {
+                    demotes.clear();
                     for c in reserved.drain(..) {
                         st.unpin(c);
                     }
@@ -266,6 +285,11 @@ impl Volume {
         }
         if through && !around {
             ctr.write_through_fallbacks.fetch_add(n, Relaxed);
+        }
+        // Wong & Wilkes 1.1: a clean block ejected for a new version goes down as a DEMOTE
+        // before the new version is written over its data, as a READ miss's victim does.
+        for (v, c) in demotes {
+            self.send_demote(v, c);
         }
         let result = self.write_wb_io(
             (span_start, span_end),

@@ -1,14 +1,16 @@
 //! Wong & Wilkes' DEMOTE in the real cache (docs/guide/demote.md "Two real tiers"):
 //!
-//! - the **client tier** ([`Volume::send_demote`]): a clean block the replacement policy
-//!   evicts to make room for a read miss or a write-through write miss is handed to backing
-//!   as a DEMOTE, when backing takes them (an NBD export that granted `x-ember:demote`).
-//!   Dirty blocks are never evicted, so never demoted. Under the write-back policies the
-//!   policy's victim is rarely the block freed (dirty blocks hold part of the cache, so the
-//!   policy is seldom full): a read miss then takes the block of the oldest clean block,
-//!   which is demoted all the same. A clean block the flusher's clean-LRU frees for a dirty
-//!   write is not demoted (its block goes to the free list, where another request may reuse
-//!   it at once).
+//! - the **client tier** ([`Volume::send_demote`]): every clean block evicted to make room
+//!   is handed to backing as a DEMOTE, when backing takes them (an NBD export that granted
+//!   `x-ember:demote`), before anything is written over its data: the victim of a read
+//!   miss, of a write-through write miss, and of a write-back write, miss or hit (a write
+//!   hit's new version takes a new block, no-overwrite), as
+//!   `ember_policy::demote::Ejection` says for the laboratory's client too (Wong & Wilkes
+//!   1.1: a client demotes the clean blocks it ejects). Dirty blocks are never evicted, so
+//!   never demoted. Under the write-back policies the policy's victim is rarely the block
+//!   freed (dirty blocks hold part of the cache, so the policy is seldom full): a request
+//!   then takes the block of the oldest clean block, which is demoted all the same. A
+//!   block of the chunk being written is not demoted (its new version is on its way).
 //! - the **array tier** ([`Volume::demote`]): a DEMOTE received is placed by the replacement
 //!   policy, which is then one of the array schemes (`ember_policy::demote::ArrayReplacement`,
 //!   the simulator's `ArrayCache`); a stored block is written to the cache device as a clean

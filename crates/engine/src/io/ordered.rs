@@ -20,8 +20,10 @@ use super::back::RunTarget;
 use super::ctx::Volume;
 use crate::core::Inner;
 use crate::error::EngineError;
+use crate::layout::block_key;
 use crate::wb::flusher::given_up;
 use crate::write_policy::Policy;
+use ember_policy::demote::Ejection;
 use parking_lot::MutexGuard;
 use std::time::Duration;
 
@@ -90,24 +92,42 @@ impl Volume {
         }
     }
 
-    /// Reserve `n` cache blocks for a write (pinned, unmapped), waiting for the flusher,
-    /// holding no lock, while max_dirty is reached or no block can be freed. The same exits
-    /// as [`Volume::hold_ordered`].
-    pub(super) fn reserve_ordered(&self, n: usize) -> Result<Vec<u32>, EngineError> {
+    /// Reserve `n` cache blocks for a write of the chunk's blocks from `first` (pinned,
+    /// unmapped), waiting for the flusher, holding no lock, while max_dirty is reached or no
+    /// block can be freed. A clean block ejected for one of them goes down as a DEMOTE (client
+    /// tier) before the blocks are returned, as in `io/back.rs`. The same exits as
+    /// [`Volume::hold_ordered`].
+    pub(super) fn reserve_ordered(&self, first: u64, n: usize) -> Result<Vec<u32>, EngineError> {
         let inner = &*self.inner;
+        let vol = self.vol().id;
+        let chunk = block_key(vol, first)..block_key(vol, first + n as u64);
         let mut st = inner.state.lock();
         let gen0 = st.flush_error_gen;
         loop {
             if st.dirty_len() == 0 || st.dirty_len() + n <= inner.limits.get().max_dirty {
                 let mut got = Vec::with_capacity(n);
+                let mut demotes = Vec::new();
                 while got.len() < n {
-                    match st.reserve() {
-                        Some(c) => got.push(c),
+                    let key = block_key(vol, first + got.len() as u64);
+                    let hit = st.get(key).is_some();
+                    match st.reserve_for_write(key) {
+                        Some((c, ejected)) => {
+                            got.push(c);
+                            if let Some(v) = ejected.filter(|v| !chunk.contains(v)) {
+                                if Ejection::of(true, hit).demoted() && self.demotes_to_backing(v) {
+                                    demotes.push((v, c));
+                                }
+                            }
+                        }
                         None => break,
                     }
                 }
                 inner.count_evictions(&mut st);
                 if got.len() == n {
+                    drop(st);
+                    for (v, c) in demotes {
+                        self.send_demote(v, c);
+                    }
                     return Ok(got);
                 }
                 for c in got {

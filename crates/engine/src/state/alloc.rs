@@ -103,28 +103,48 @@ impl CacheState {
         Some(c)
     }
 
-    /// Take a free block for a new version, evicting the least recently used clean blocks if
-    /// none is free (the replacement policy then forgets them). The block comes back pinned
-    /// and unreferenced: [`CacheState::commit_dirty`] maps it once its data is written, or
-    /// [`CacheState::unpin`] returns it.
+    /// [`CacheState::reserve_for_write`] for no key in particular (tests).
+    #[cfg(test)]
     pub fn reserve(&mut self) -> Option<u32> {
-        if self.lists.free_len() == 0 {
-            self.evict_clean(8);
+        self.reserve_taking().map(|(c, _)| c)
+    }
+
+    /// Take a free block for the new version of `key`, a write-back write's block
+    /// (no-overwrite: a write hit takes a new block too), evicting the least recently used
+    /// clean blocks if none is free (the replacement policy then forgets them). A clean
+    /// cached version of `key` first becomes the newest block, as a hit does, so the block
+    /// freed is another's, never the old version's (`ember_policy::demote::new_version_room`).
+    /// The block comes back pinned and unreferenced: [`CacheState::commit_dirty`] maps it
+    /// once its data is written, or [`CacheState::unpin`] returns it. With it, the key whose
+    /// eviction freed it, if one was evicted: its data is still in the block, for the client
+    /// tier's DEMOTE (`ember_policy::demote::Ejection`).
+    pub fn reserve_for_write(&mut self, key: u64) -> Option<(u32, Option<u64>)> {
+        if let Some(c) = self.get(key).filter(|&c| !self.is_dirty(c)) {
+            self.lists.move_to_head(c);
         }
+        self.reserve_taking()
+    }
+
+    /// A free block, pinned, evicting clean blocks if none is free; with the evicted key
+    /// whose block it is.
+    fn reserve_taking(&mut self) -> Option<(u32, Option<u64>)> {
+        let freed = if self.lists.free_len() == 0 { self.evict_for_room(8).1 } else { None };
         let c = self.lists.free_pop()?;
         self.pins[c as usize] = 1;
         self.flags[c as usize] = 0;
-        Some(c)
+        Some((c, freed.filter(|&(_, b)| b == c).map(|(k, _)| k)))
     }
 
     /// Evict up to `tries` clean blocks, oldest first, until one block is free. Returns the
     /// number evicted.
+    #[cfg(test)]
     pub fn evict_clean(&mut self, tries: usize) -> u64 {
         self.evict_for_room(tries).0
     }
 
-    /// [`CacheState::evict_clean`], also returning the key whose eviction freed a block and
-    /// that block (None if none came free).
+    /// Evict up to `tries` clean blocks, oldest first, until one block is free. Returns the
+    /// number evicted, and the key whose eviction freed a block and that block (None if none
+    /// came free).
     fn evict_for_room(&mut self, tries: usize) -> (u64, Option<(u64, u32)>) {
         let mut n = 0;
         let mut freed = None;

@@ -562,3 +562,31 @@ fn the_next_batch_starts_above_the_highest_block_in_flight_then_wraps() {
     }
     assert!(st.flush_batch(8, false).is_empty(), "every version in flight");
 }
+
+/// A write-back write's new block in a full cache (no-overwrite): a written clean block
+/// becomes the newest, so a write hit frees the oldest other clean block's block, returned
+/// with its key for the client tier's DEMOTE; once the new version is committed the old
+/// version's block is free, and the next allocation evicts nothing. A write miss takes the
+/// oldest clean block's.
+#[test]
+fn a_write_hits_new_block_ejects_another_clean_block_and_frees_its_own() {
+    let mut st = state(3);
+    let mut blocks = Vec::new();
+    for k in 1..=3 {
+        let a = st.access(k, Op::Read, 0);
+        let c = st.allocate(&a).cache_block.unwrap();
+        st.unpin(c);
+        blocks.push(c);
+    }
+    // Key 1 is the oldest: its write hit takes key 2's block, not its own.
+    let (c, ejected) = st.reserve_for_write(1).unwrap();
+    assert_eq!((c, ejected), (blocks[1], Some(2)));
+    st.commit_dirty(1, c, 0, false);
+    assert_eq!(st.free_len(), 1, "the old version's block");
+    let a = st.access(4, Op::Read, 0);
+    let got = st.allocate(&a);
+    assert_eq!((got.cache_block, got.evicted, got.reclaimed), (Some(blocks[0]), None, None));
+    st.unpin(blocks[0]);
+    let (c, ejected) = st.reserve_for_write(5).unwrap();
+    assert_eq!((c, ejected), (blocks[2], Some(3)), "a write miss: the oldest clean block");
+}

@@ -8,10 +8,14 @@
 //! [`Admission::observe`] with the outcome; on a miss the sieve is told the occupancy and
 //! asked [`Admission::admit`], and an admitted block is inserted (an allocation-write, which
 //! may eject a victim). A write miss under write-around is never allocated (the sieve is not
-//! asked). The ejected victim is what the topology DEMOTEs: every victim of a READ miss, and
-//! the victims of write misses unless the client writes back (the real cache frees a block
-//! for a dirty write through its flusher's clean list, and does not demote it).
+//! asked). A write hit under a write-back policy takes a new block for its new version
+//! (no-overwrite): in a full cache it ejects a victim at once, and the next miss takes the
+//! old version's block without an eviction ([`new_version_room`]). The ejected victim is what
+//! the topology DEMOTEs: every clean block ejected, for a READ miss, a write miss or a write
+//! hit's new version alike ([`Ejection::demoted`], Wong and Wilkes 1.1), as the real client
+//! tier demotes it.
 
+use ember_policy::demote::{new_version_room, Ejection};
 use ember_policy::replacement::Lru;
 use ember_policy::{Access, Admission, Replacement};
 use ember_trace::Op;
@@ -93,10 +97,20 @@ impl ClientCache for SievedClient {
     fn access(&mut self, access: &Access) -> ClientStep {
         let hit = self.policy.lookup(access);
         self.sieve.observe(access, hit);
-        if hit {
-            return ClientStep { hit, ..ClientStep::default() };
-        }
         let write = access.op == Op::Write;
+        if hit {
+            // A write-back write hit's new version takes a block of its own.
+            let ejected = if write && self.writes == ClientWrites::Back {
+                new_version_room(self.policy.as_mut(), access.key)
+            } else {
+                None
+            };
+            return ClientStep {
+                hit,
+                ejected: self.demoted(ejected, Ejection::NewVersion),
+                ..ClientStep::default()
+            };
+        }
         if write && self.writes == ClientWrites::Around {
             return ClientStep::default();
         }
@@ -105,10 +119,15 @@ impl ClientCache for SievedClient {
             return ClientStep { refused: true, ..ClientStep::default() };
         }
         let ejected = self.policy.insert(access);
-        // A write-back client frees a block for a dirty write without demoting its victim.
-        let ejected =
-            ejected.filter(|_| self.demotes && !(write && self.writes == ClientWrites::Back));
+        let ejected = self.demoted(ejected, Ejection::of(write, false));
         ClientStep { hit: false, allocated: true, refused: false, ejected }
+    }
+}
+
+impl SievedClient {
+    /// The block `ejected` by `why`, if the client demotes it.
+    fn demoted(&self, ejected: Option<u64>, why: Ejection) -> Option<u64> {
+        ejected.filter(|_| self.demotes && why.demoted())
     }
 }
 
@@ -131,10 +150,32 @@ mod tests {
         assert!(through.access(&acc(2, Op::Read)).hit);
         let mut around = SievedClient::new(lru(), Box::new(Aod), ClientWrites::Around);
         assert_eq!(around.access(&acc(1, Op::Write)), ClientStep::default());
+        // Write-back: a dirty write's victim is demoted as a READ miss's is; a write hit in
+        // a full cache ejects (and demotes) a victim for its new version, and the next miss
+        // takes the old version's block without ejecting anything.
         let mut back = SievedClient::new(lru(), Box::new(Aod), ClientWrites::Back);
         back.access(&acc(1, Op::Read));
         let s = back.access(&acc(2, Op::Write));
-        assert_eq!((s.allocated, s.ejected), (true, None), "no DEMOTE for a dirty write");
+        assert_eq!((s.allocated, s.ejected), (true, Some(1)), "a dirty write's victim");
+        let two = || ember_policy::replacement::build(ember_policy::Kind::Lru, 2);
+        let mut back = SievedClient::new(two(), Box::new(Aod), ClientWrites::Back);
+        back.access(&acc(1, Op::Read));
+        back.access(&acc(2, Op::Read));
+        let s = back.access(&acc(1, Op::Write));
+        assert_eq!((s.hit, s.allocated, s.ejected), (true, false, Some(2)), "a new version");
+        assert!(back.access(&acc(1, Op::Read)).hit);
+        let s = back.access(&acc(3, Op::Read));
+        assert_eq!((s.allocated, s.ejected), (true, None), "the old version's block");
+        assert_eq!(back.access(&acc(4, Op::Read)).ejected, Some(1));
+        let mut through = SievedClient::new(two(), Box::new(Aod), ClientWrites::Through);
+        through.access(&acc(1, Op::Read));
+        through.access(&acc(2, Op::Read));
+        assert_eq!(through.access(&acc(1, Op::Write)).ejected, None, "written in place");
+        let mut quiet = SievedClient::new(two(), Box::new(Aod), ClientWrites::Back).demoting(false);
+        quiet.access(&acc(1, Op::Read));
+        quiet.access(&acc(2, Op::Read));
+        assert_eq!(quiet.access(&acc(1, Op::Write)).ejected, None);
+        assert!(!quiet.access(&acc(2, Op::Read)).hit, "ejected all the same");
         let mut wmna = SievedClient::new(lru(), Box::new(Wmna), ClientWrites::Through);
         assert!(wmna.access(&acc(1, Op::Write)).refused);
         let mut quiet =
