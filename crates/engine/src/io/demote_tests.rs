@@ -3,13 +3,13 @@
 //! slow backing) is placed as the DEMOTE scheme says, in that block, once the fill lets it
 //! go; the fill's bytes do not overwrite it.
 
-use crate::device::{Device, MemDevice};
+use crate::device::hooked::{unidentified, Door, Hooked, Hooks};
+use crate::device::{Device, Identity, MemDevice};
 use crate::{
     Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode, WritebackConfig,
 };
 use ember_policy::admission::Aod;
 use ember_policy::demote::{ArrayConfig, ArrayReplacement, Scheme};
-use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,62 +19,47 @@ const BS: u64 = 4096;
 const BLOCKS: u64 = 1024;
 
 /// Backing whose reads wait while the gate is closed (counting the reads that arrived).
+#[derive(Default)]
 struct SlowReads {
-    inner: MemDevice,
-    closed: Mutex<bool>,
-    cv: Condvar,
+    door: Door,
     arrived: AtomicU64,
 }
 
-impl Device for SlowReads {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.arrived.fetch_add(1, SeqCst);
-        let mut c = self.closed.lock();
-        while *c {
-            self.cv.wait(&mut c);
-        }
-        drop(c);
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.trim(offset, len)
-    }
+impl Hooks for SlowReads {
     fn describe(&self) -> String {
         "slow reads".into()
+    }
+    fn before_read(&self, _: u64, _: u64) -> std::io::Result<()> {
+        self.arrived.fetch_add(1, SeqCst);
+        self.door.pass();
+        Ok(())
+    }
+    fn identity(&self, _: &dyn Device) -> std::io::Result<Identity> {
+        unidentified()
     }
 }
 
 impl SlowReads {
     fn set_closed(&self, closed: bool) {
-        *self.closed.lock() = closed;
-        self.cv.notify_all();
+        if closed {
+            self.door.close();
+        } else {
+            self.door.open();
+        }
     }
 }
 
 /// An array under DEMOTE over a backing of [`BLOCKS`] blocks (block `b` holds bytes `b`)
 /// whose reads wait while its gate is closed; its cache full of demoted blocks 2.. (the keep
 /// end). Returns the engine, the backing and the cache's blocks.
-fn full_array() -> (Engine, Arc<SlowReads>, u64) {
+fn full_array() -> (Engine, Arc<Hooked<SlowReads>>, u64) {
     let cache = Arc::new(MemDevice::new(1 << 20));
     let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: BLOCKS * BS }]);
     spec.journal_bytes = 8 * BS;
     Engine::format(cache.as_ref(), &spec).unwrap();
     let bytes: Vec<u8> = (0..BLOCKS * BS).map(|i| (i / BS) as u8).collect();
-    let backing = Arc::new(SlowReads {
-        inner: MemDevice::from_bytes(bytes),
-        closed: Mutex::new(false),
-        cv: Condvar::new(),
-        arrived: AtomicU64::new(0),
-    });
+    let backing =
+        Arc::new(Hooked::wrap(Arc::new(MemDevice::from_bytes(bytes)), SlowReads::default()));
     let config = EngineConfig {
         cache,
         volumes: vec![VolumeConfig { name: "v".into(), backing: backing.clone() }],
