@@ -4,7 +4,7 @@
 
 use crate::config::{EngineConfig, FormatSpec, VolumeConfig, VolumeSpec};
 use crate::device::hooked::{Hooked, Hooks};
-use crate::device::{Device, MemDevice};
+use crate::device::MemDevice;
 use crate::warmup::{WarmupOptions, WarmupState};
 use crate::{Engine, StartKind, Volume, WriteMode};
 use ember_policy::admission::Aod;
