@@ -1,7 +1,9 @@
 //! The engine's test device: [`Hooked`] passes every call of the [`Device`] trait to the
-//! device it wraps, after the test's [`Hooks`] for that kind of call: a hook sleeps, waits at
-//! a [`Door`] or in a [`Trap`], counts, records, or fails the call. A test writes only the
-//! hooks it needs; every other call is answered as the wrapped device answers it.
+//! device it wraps, after the test's [`Hooks`] for that kind of call: a hook sleeps, counts,
+//! records, fails the call, or holds it. A test writes only the hooks it needs; every other
+//! call is answered as the wrapped device answers it. [`Door`] is ready-made hooks (reads or
+//! writes wait while it is closed); a [`Trap`] holds the one call that comes after it was
+//! armed.
 //!
 //! | call | hook run first |
 //! |---|---|
@@ -95,21 +97,12 @@ impl<H> Deref for Hooked<H> {
     }
 }
 
+// The calls the hooks precede or answer first, then those passed as they are.
 #[deny(clippy::missing_trait_methods)]
 impl<H: Hooks> Device for Hooked<H> {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.hooks.before_read(offset, buf.len() as u64)?;
         self.inner.read_at(offset, buf)
-    }
-
-    /// Never answers from here (the module's doc says why).
-    fn read_if_cached(&self, offset: u64, buf: &mut [u8]) -> Option<io::Result<()>> {
-        let _ = (offset, buf);
-        None
     }
 
     /// The reads whose hook passed go to the wrapped device together; the others are done
@@ -134,20 +127,51 @@ impl<H: Hooks> Device for Hooked<H> {
     }
 
     /// Starts nothing (the caller then reads another way, where the hook runs) when the
-    /// wrapped device has no room for the parts, or a part's hook fails.
-    fn start_read(
-        &self,
-        buf: ReadBuf,
-        parts: &[ReadPart],
-        tag: u64,
-        now: bool,
-    ) -> Result<(), ReadBuf> {
-        if self.inner.read_room() < parts.len()
-            || parts.iter().any(|p| self.hooks.before_read(p.offset, p.len as u64).is_err())
+    /// wrapped device has no room for the parts `p`, or a part's hook fails.
+    fn start_read(&self, buf: ReadBuf, p: &[ReadPart], tag: u64, now: bool) -> Result<(), ReadBuf> {
+        if self.inner.read_room() < p.len()
+            || p.iter().any(|part| self.hooks.before_read(part.offset, part.len as u64).is_err())
         {
             return Err(buf);
         }
-        self.inner.start_read(buf, parts, tag, now)
+        self.inner.start_read(buf, p, tag, now)
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.hooks.before_write(offset, data.len() as u64)?;
+        self.inner.write_at(offset, data)
+    }
+
+    fn write_zeroes(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.hooks.before_write(offset, len)?;
+        self.inner.write_zeroes(offset, len)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.hooks.before_sync()?;
+        self.inner.sync()
+    }
+
+    fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.hooks.before_trim(offset, len)?;
+        self.inner.trim(offset, len)
+    }
+
+    fn describe(&self) -> String {
+        self.hooks.describe()
+    }
+
+    fn identity(&self) -> io::Result<Identity> {
+        self.hooks.identity(self.inner.as_ref())
+    }
+
+    /// Never answers from here (the module's doc says why).
+    fn read_if_cached(&self, _: u64, _: &mut [u8]) -> Option<io::Result<()>> {
+        None
+    }
+
+    fn size(&self) -> u64 {
+        self.inner.size()
     }
 
     fn read_room(&self) -> usize {
@@ -166,30 +190,6 @@ impl<H: Hooks> Device for Hooked<H> {
         self.inner.unregister_read_buffer(buf)
     }
 
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.hooks.before_write(offset, data.len() as u64)?;
-        self.inner.write_at(offset, data)
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        self.hooks.before_sync()?;
-        self.inner.sync()
-    }
-
-    fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.hooks.before_trim(offset, len)?;
-        self.inner.trim(offset, len)
-    }
-
-    fn write_zeroes(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.hooks.before_write(offset, len)?;
-        self.inner.write_zeroes(offset, len)
-    }
-
-    fn describe(&self) -> String {
-        self.hooks.describe()
-    }
-
     fn reads_from_memory(&self) -> bool {
         self.inner.reads_from_memory()
     }
@@ -205,23 +205,38 @@ impl<H: Hooks> Device for Hooked<H> {
     fn demote(&self, offset: u64, data: &[u8]) -> bool {
         self.inner.demote(offset, data)
     }
-
-    fn identity(&self) -> io::Result<Identity> {
-        self.hooks.identity(self.inner.as_ref())
-    }
 }
 
-/// A door for hooks: while it is closed, every call that passes ([`Door::pass`]) waits
-/// until it opens.
-#[derive(Default)]
+/// Which calls a [`Door`] holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// Reads.
+    Reads,
+    /// Writes (and WRITE_ZEROES).
+    Writes,
+}
+
+/// Hooks that hold one kind of call while the door is closed, until it opens, counting the
+/// calls of that kind that arrived since it closed; a device with a door cannot be
+/// identified ([`unidentified`]).
 pub(crate) struct Door {
+    holds: Held,
+    name: &'static str,
     closed: Mutex<bool>,
     cv: Condvar,
+    /// The calls it holds that arrived since it closed (or since it was made).
+    pub(crate) arrived: AtomicU64,
 }
 
 impl Door {
-    /// Close it: calls that pass from now on wait.
+    /// An open door on `holds`, the device described as `name`.
+    pub(crate) fn new(holds: Held, name: &'static str) -> Door {
+        Door { holds, name, closed: Mutex::new(false), cv: Condvar::new(), arrived: 0.into() }
+    }
+
+    /// Close it: the calls it holds wait from now on, and are counted afresh.
     pub(crate) fn close(&self) {
+        self.arrived.store(0, SeqCst);
         *self.closed.lock() = true;
     }
 
@@ -231,12 +246,31 @@ impl Door {
         self.cv.notify_all();
     }
 
-    /// Wait while it is closed.
-    pub(crate) fn pass(&self) {
-        let mut closed = self.closed.lock();
-        while *closed {
-            self.cv.wait(&mut closed);
+    /// If the door holds calls of `kind`: count this one, and wait while the door is closed.
+    fn pass(&self, kind: Held) -> io::Result<()> {
+        if kind == self.holds {
+            self.arrived.fetch_add(1, SeqCst);
+            let mut closed = self.closed.lock();
+            while *closed {
+                self.cv.wait(&mut closed);
+            }
         }
+        Ok(())
+    }
+}
+
+impl Hooks for Door {
+    fn describe(&self) -> String {
+        self.name.into()
+    }
+    fn before_read(&self, _: u64, _: u64) -> io::Result<()> {
+        self.pass(Held::Reads)
+    }
+    fn before_write(&self, _: u64, _: u64) -> io::Result<()> {
+        self.pass(Held::Writes)
+    }
+    fn identity(&self, _: &dyn Device) -> io::Result<Identity> {
+        unidentified()
     }
 }
 
@@ -380,15 +414,23 @@ mod tests {
     }
 
     #[test]
-    fn a_closed_door_holds_every_call_until_it_opens() {
-        let door = Arc::new(Door::default());
-        door.pass();
-        door.close();
-        let d = door.clone();
-        let held = std::thread::spawn(move || d.pass());
+    fn a_closed_door_holds_the_calls_of_its_kind_until_it_opens() {
+        let mem = Arc::new(MemDevice::new(1 << 16));
+        let dev = Arc::new(Hooked::wrap(mem, Door::new(Held::Writes, "door")));
+        dev.write_at(0, &[1; 8]).unwrap();
+        dev.close();
+        assert_eq!(dev.arrived.load(SeqCst), 0, "counted afresh");
+        let d = dev.clone();
+        let held = std::thread::spawn(move || d.write_at(0, &[2; 8]));
+        dev.read_at(0, &mut [0; 8]).unwrap(); // a read passes
+        while dev.arrived.load(SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         std::thread::sleep(Duration::from_millis(20));
         assert!(!held.is_finished());
-        door.open();
-        held.join().unwrap();
+        dev.open();
+        held.join().unwrap().unwrap();
+        assert_eq!(dev.arrived.load(SeqCst), 1);
+        assert_eq!(dev.identity().unwrap(), unidentified().unwrap());
     }
 }

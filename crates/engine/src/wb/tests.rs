@@ -6,13 +6,13 @@
 
 use crate::config::{EngineConfig, FormatSpec, VolumeConfig, VolumeSpec};
 use crate::device::fault::PowerCut;
-use crate::device::hooked::{unidentified, Door, Hooked, Hooks};
+use crate::device::hooked::{unidentified, Door, Held, Hooked, Hooks};
 use crate::device::{FaultDevice, Identity, IoKind, MemDevice};
 use crate::{Device, DirtyLimit, Engine, EngineError, StartKind, WriteMode, WritebackConfig};
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Lru;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 
 pub(crate) const BS: u64 = 4096;
@@ -20,45 +20,12 @@ pub(crate) const VOL: u64 = 64 * BS;
 
 /// Backing whose writes wait while the gate is closed (counting the writes that arrived since
 /// it closed).
-pub(crate) type Gated = Hooked<WriteGate>;
-
-/// The hooks of [`Gated`].
-#[derive(Default)]
-pub(crate) struct WriteGate {
-    door: Door,
-    pub(crate) arrived: AtomicU64,
-}
+pub(crate) type Gated = Hooked<Door>;
 
 impl Gated {
     /// `inner` behind an open gate.
     pub(crate) fn new(inner: Arc<dyn Device>) -> Self {
-        Hooked::wrap(inner, WriteGate::default())
-    }
-}
-
-impl WriteGate {
-    /// Close the gate: the writes that arrive from now on wait (and are counted afresh).
-    pub(crate) fn close(&self) {
-        self.arrived.store(0, SeqCst);
-        self.door.close();
-    }
-    /// Open the gate, letting the waiting writes go.
-    pub(crate) fn open(&self) {
-        self.door.open();
-    }
-}
-
-impl Hooks for WriteGate {
-    fn describe(&self) -> String {
-        "gated".into()
-    }
-    fn before_write(&self, _: u64, _: u64) -> std::io::Result<()> {
-        self.arrived.fetch_add(1, SeqCst);
-        self.door.pass();
-        Ok(())
-    }
-    fn identity(&self, _: &dyn Device) -> std::io::Result<Identity> {
-        unidentified()
+        Hooked::wrap(inner, Door::new(Held::Writes, "gated"))
     }
 }
 
