@@ -9,6 +9,8 @@
 mod deadline;
 pub mod fault;
 pub mod file;
+#[cfg(test)]
+pub(crate) mod hooked;
 pub mod identity;
 pub mod mem;
 mod registered;

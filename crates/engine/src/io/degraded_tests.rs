@@ -2,6 +2,7 @@
 //! device), hangs (a device that sleeps past the timeout) or is given up by the operator;
 //! what clients see under write-through and write-back, and the lost list.
 
+use crate::device::hooked::{Hooked, Hooks};
 use crate::device::{Device, FaultDevice, IoKind, MemDevice};
 use crate::health::{DegradeCause, DegradedRecord, HealthConfig};
 use crate::wb::tests::{block, format, open, BS, VOL};
@@ -187,46 +188,40 @@ fn a_restored_list_refuses_the_volume_until_cleared() {
 
 /// A memory device whose I/O sleeps far past any timeout once `hang` is set.
 struct Hanging {
-    mem: MemDevice,
     hang: AtomicBool,
 }
 
 impl Hanging {
-    fn wait(&self) {
+    fn wait(&self) -> io::Result<()> {
         if self.hang.load(SeqCst) {
             std::thread::sleep(Duration::from_secs(30));
         }
+        Ok(())
     }
 }
 
-impl Device for Hanging {
-    fn size(&self) -> u64 {
-        self.mem.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.wait();
-        self.mem.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.wait();
-        self.mem.write_at(offset, data)
-    }
-    fn sync(&self) -> io::Result<()> {
-        self.wait();
-        self.mem.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.wait();
-        self.mem.trim(offset, len)
-    }
+impl Hooks for Hanging {
     fn describe(&self) -> String {
         "hanging".into()
+    }
+    fn before_read(&self, _: u64, _: u64) -> io::Result<()> {
+        self.wait()
+    }
+    fn before_write(&self, _: u64, _: u64) -> io::Result<()> {
+        self.wait()
+    }
+    fn before_sync(&self) -> io::Result<()> {
+        self.wait()
+    }
+    fn before_trim(&self, _: u64, _: u64) -> io::Result<()> {
+        self.wait()
     }
 }
 
 #[test]
 fn a_hung_cache_device_times_out_and_write_through_goes_on_from_backing() {
-    let dev = Arc::new(Hanging { mem: MemDevice::new(1 << 20), hang: AtomicBool::new(false) });
+    let hanging = Hanging { hang: AtomicBool::new(false) };
+    let dev = Arc::new(Hooked::wrap(Arc::new(MemDevice::new(1 << 20)), hanging));
     format(dev.as_ref());
     let backing = Arc::new(MemDevice::new(VOL));
     let e = open(dev.clone(), backing, WriteMode::WriteThrough, lazy()).unwrap();

@@ -3,14 +3,14 @@
 //! slow backing) is placed as the DEMOTE scheme says, in that block, once the fill lets it
 //! go; the fill's bytes do not overwrite it.
 
-use crate::device::{Device, MemDevice};
+use crate::device::hooked::{Door, Held, Hooked};
+use crate::device::MemDevice;
 use crate::{
     Engine, EngineConfig, FormatSpec, VolumeConfig, VolumeSpec, WriteMode, WritebackConfig,
 };
 use ember_policy::admission::Aod;
 use ember_policy::demote::{ArrayConfig, ArrayReplacement, Scheme};
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,47 +18,9 @@ const BS: u64 = 4096;
 /// Blocks of the volume: more than the cache holds.
 const BLOCKS: u64 = 1024;
 
-/// Backing whose reads wait while the gate is closed (counting the reads that arrived).
-struct SlowReads {
-    inner: MemDevice,
-    closed: Mutex<bool>,
-    cv: Condvar,
-    arrived: AtomicU64,
-}
-
-impl Device for SlowReads {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.arrived.fetch_add(1, SeqCst);
-        let mut c = self.closed.lock();
-        while *c {
-            self.cv.wait(&mut c);
-        }
-        drop(c);
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.trim(offset, len)
-    }
-    fn describe(&self) -> String {
-        "slow reads".into()
-    }
-}
-
-impl SlowReads {
-    fn set_closed(&self, closed: bool) {
-        *self.closed.lock() = closed;
-        self.cv.notify_all();
-    }
-}
+/// Backing whose reads wait while the gate is closed (counting the reads that arrived since
+/// it closed).
+type SlowReads = Hooked<Door>;
 
 /// An array under DEMOTE over a backing of [`BLOCKS`] blocks (block `b` holds bytes `b`)
 /// whose reads wait while its gate is closed; its cache full of demoted blocks 2.. (the keep
@@ -69,12 +31,8 @@ fn full_array() -> (Engine, Arc<SlowReads>, u64) {
     spec.journal_bytes = 8 * BS;
     Engine::format(cache.as_ref(), &spec).unwrap();
     let bytes: Vec<u8> = (0..BLOCKS * BS).map(|i| (i / BS) as u8).collect();
-    let backing = Arc::new(SlowReads {
-        inner: MemDevice::from_bytes(bytes),
-        closed: Mutex::new(false),
-        cv: Condvar::new(),
-        arrived: AtomicU64::new(0),
-    });
+    let slow = Door::new(Held::Reads, "slow reads");
+    let backing = Arc::new(Hooked::wrap(Arc::new(MemDevice::from_bytes(bytes)), slow));
     let config = EngineConfig {
         cache,
         volumes: vec![VolumeConfig { name: "v".into(), backing: backing.clone() }],
@@ -123,8 +81,8 @@ fn a_demote_whose_victim_is_being_filled_is_stored_once_the_fill_ends() {
     let fresh = |_: u64| true;
     // A READ miss of block 0 reads the slow backing; the scheme puts block 0 at the discard
     // end, in the block of the oldest demoted one.
+    backing.close();
     let base = backing.arrived.load(SeqCst);
-    backing.set_closed(true);
     let reader = read_in_flight(&v, &backing, 0, base + 1);
     // Meanwhile another client demotes block 1: the scheme ejects block 0, the discard end,
     // whose cache block the fill still holds.
@@ -132,7 +90,7 @@ fn a_demote_whose_victim_is_being_filled_is_stored_once_the_fill_ends() {
         let backing = backing.clone();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
-            backing.set_closed(false);
+            backing.open();
         })
     };
     v.demote(BS, &vec![0xd1; BS as usize], &fresh).unwrap();
@@ -157,11 +115,11 @@ fn a_read_miss_whose_victim_is_being_filled_takes_its_block_once_the_fill_ends()
     let (e, backing, _) = full_array();
     let v = e.volume("v").unwrap();
     let before = e.stats().total;
+    backing.close();
     let base = backing.arrived.load(SeqCst);
-    backing.set_closed(true);
     let first = read_in_flight(&v, &backing, 0, base + 1);
     let second = read_in_flight(&v, &backing, 1, base + 2);
-    backing.set_closed(false);
+    backing.open();
     assert_eq!(first.join().unwrap(), vec![0u8; BS as usize]);
     assert_eq!(second.join().unwrap(), vec![1u8; BS as usize]);
     let s = e.stats().total;

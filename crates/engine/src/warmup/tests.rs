@@ -3,7 +3,8 @@
 //! before and during the preload over a slow backing.
 
 use crate::config::{EngineConfig, FormatSpec, VolumeConfig, VolumeSpec};
-use crate::device::{Device, MemDevice};
+use crate::device::hooked::{Hooked, Hooks};
+use crate::device::MemDevice;
 use crate::warmup::{WarmupOptions, WarmupState};
 use crate::{Engine, StartKind, Volume, WriteMode};
 use ember_policy::admission::Aod;
@@ -18,32 +19,16 @@ const VOL_BLOCKS: u64 = 512;
 
 /// A backing whose reads take `delay` (a slow disk), so client writes overlap the preload.
 struct Slow {
-    dev: MemDevice,
     delay: Duration,
 }
 
-impl Device for Slow {
-    fn size(&self) -> u64 {
-        self.dev.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        std::thread::sleep(self.delay);
-        self.dev.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.dev.write_at(offset, data)
-    }
-    fn sync(&self) -> io::Result<()> {
-        Ok(())
-    }
-    fn trim(&self, offset: u64, len: u64) -> io::Result<()> {
-        self.dev.trim(offset, len)
-    }
+impl Hooks for Slow {
     fn describe(&self) -> String {
         "slow memory".into()
     }
-    fn identity(&self) -> io::Result<crate::device::Identity> {
-        self.dev.identity()
+    fn before_read(&self, _: u64, _: u64) -> io::Result<()> {
+        std::thread::sleep(self.delay);
+        Ok(())
     }
 }
 
@@ -53,16 +38,16 @@ fn block(tag: u64, b: u64) -> Vec<u8> {
         .collect()
 }
 
-fn backing(delay: Duration) -> Arc<Slow> {
+fn backing(delay: Duration) -> Arc<Hooked<Slow>> {
     let mut bytes = Vec::with_capacity((VOL_BLOCKS * BS) as usize);
     for b in 0..VOL_BLOCKS {
         bytes.extend(block(0, b));
     }
-    Arc::new(Slow { dev: MemDevice::from_bytes(bytes), delay })
+    Arc::new(Hooked::wrap(Arc::new(MemDevice::from_bytes(bytes)), Slow { delay }))
 }
 
 /// A fresh memory cache of `cache_blocks` data blocks (about) over `backing`.
-fn open(backing: &Arc<Slow>, mode: WriteMode) -> Engine {
+fn open(backing: &Arc<Hooked<Slow>>, mode: WriteMode) -> Engine {
     let cache = Arc::new(MemDevice::new(8 << 20));
     let mut spec = FormatSpec::new(vec![VolumeSpec { name: "a".into(), size: VOL_BLOCKS * BS }]);
     spec.journal_bytes = 0;
@@ -186,7 +171,7 @@ fn client_writes_before_and_during_preload_win() {
         v.flush().unwrap();
         for b in 0..VOL_BLOCKS {
             let mut got = vec![0u8; BS as usize];
-            back.dev.read_at(b * BS, &mut got).unwrap();
+            back.inner().read_at(b * BS, &mut got).unwrap();
             assert!(got == expect[b as usize], "{mode:?}: backing block {b} after FLUSH");
         }
         let s = e.warmup_stats();

@@ -3,36 +3,25 @@
 //! at its own block.
 
 use super::tests::{block, devices, open, BS, VOL};
+use crate::device::hooked::{Hooked, Hooks};
 use crate::layout::block_key;
-use crate::{Device, DirtyLimit, WriteMode, WritebackConfig};
+use crate::{DirtyLimit, WriteMode, WritebackConfig};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 
 /// A cache device that counts its reads.
+#[derive(Default)]
 struct CountingReads {
-    inner: Arc<dyn Device>,
     reads: AtomicU64,
 }
 
-impl Device for CountingReads {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.reads.fetch_add(1, SeqCst);
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.trim(offset, len)
-    }
+impl Hooks for CountingReads {
     fn describe(&self) -> String {
         "counting reads".into()
+    }
+    fn before_read(&self, _: u64, _: u64) -> std::io::Result<()> {
+        self.reads.fetch_add(1, SeqCst);
+        Ok(())
     }
 }
 
@@ -43,7 +32,7 @@ const BATCH: u64 = 16;
 /// the cache blocks the keys had (in key order) and the cache-device reads of the flush.
 fn flush_written_in(order: &[u64]) -> (Vec<u32>, u64) {
     let (cache, mem) = devices();
-    let counting = Arc::new(CountingReads { inner: cache, reads: AtomicU64::new(0) });
+    let counting = Arc::new(Hooked::wrap(cache, CountingReads::default()));
     let wb = WritebackConfig {
         max_dirty: Some(DirtyLimit::Blocks(200)),
         min_dirty: Some(DirtyLimit::Blocks(100)),

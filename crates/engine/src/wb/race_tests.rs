@@ -6,70 +6,45 @@
 //! copy never lands after them; and a version rewritten while in flight stays dirty and is
 //! flushed again. Each test checks every byte of backing and of the volume.
 
-use super::tests::{backing_block, block, devices, format, open, pass_through, BS, VOL};
+use super::tests::{backing_block, block, devices, format, open, BS, VOL};
 use crate::device::fault::PowerCut;
-use crate::device::{FaultDevice, MemDevice};
+use crate::device::hooked::{unidentified, Hooked, Hooks, Trap};
+use crate::device::{FaultDevice, Identity, MemDevice};
 use crate::{Device, DirtyLimit, Engine, Volume, WriteMode, WritebackConfig};
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use parking_lot::Mutex;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 /// Backing that, once armed, holds the next write that arrives until it is released; every
 /// other write, read, sync and discard passes at once.
+#[derive(Default)]
 struct Latch {
-    inner: Arc<dyn Device>,
-    armed: AtomicBool,
-    held: Mutex<bool>,
-    cv: Condvar,
-    caught: AtomicU64,
+    trap: Trap,
 }
 
 impl Latch {
-    fn new(inner: Arc<dyn Device>) -> Self {
-        Self {
-            inner,
-            armed: AtomicBool::new(false),
-            held: Mutex::new(false),
-            cv: Condvar::new(),
-            caught: AtomicU64::new(0),
-        }
-    }
     fn arm(&self) {
-        *self.held.lock() = true;
-        self.armed.store(true, SeqCst);
+        self.trap.arm();
     }
     fn release(&self) {
-        *self.held.lock() = false;
-        self.cv.notify_all();
+        self.trap.release();
     }
     /// Wait until the armed write arrived (the flusher's batch), at most 10 s.
     fn wait_caught(&self) {
-        let t0 = std::time::Instant::now();
-        while self.caught.load(SeqCst) == 0 {
-            assert!(t0.elapsed() < Duration::from_secs(10), "the flusher never wrote to backing");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        self.trap.wait_caught("the flusher never wrote to backing");
     }
 }
 
-impl Device for Latch {
-    pass_through!(inner);
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        if self.armed.swap(false, SeqCst) {
-            self.caught.fetch_add(1, SeqCst);
-            let mut h = self.held.lock();
-            while *h {
-                self.cv.wait(&mut h);
-            }
-        }
-        self.inner.write_at(offset, data)
-    }
-    fn write_zeroes(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.write_zeroes(offset, len)
-    }
+impl Hooks for Latch {
     fn describe(&self) -> String {
         "latch".into()
+    }
+    fn before_write(&self, _: u64, _: u64) -> std::io::Result<()> {
+        self.trap.pass();
+        Ok(())
+    }
+    fn identity(&self, _: &dyn Device) -> std::io::Result<Identity> {
+        unidentified()
     }
 }
 
@@ -87,9 +62,9 @@ fn eager(max_dirty: u64) -> WritebackConfig {
 /// An engine under write-back flush over a [`Latch`]ed memory backing, whose flusher is
 /// stuck in its backing write of `data` (written at `offset`): (backing memory, latch,
 /// engine, volume).
-fn stuck_flush(offset: u64, data: &[u8]) -> (Arc<MemDevice>, Arc<Latch>, Engine, Volume) {
+fn stuck_flush(offset: u64, data: &[u8]) -> (Arc<MemDevice>, Arc<Hooked<Latch>>, Engine, Volume) {
     let (cache, mem) = devices();
-    let latch = Arc::new(Latch::new(mem.clone()));
+    let latch = Arc::new(Hooked::wrap(mem.clone(), Latch::default()));
     let e = open(cache, latch.clone(), WriteMode::WriteBackFlush, eager(200)).unwrap();
     let v = e.volume("v").unwrap();
     latch.arm();
@@ -188,7 +163,7 @@ fn a_write_through_fallback_is_not_overtaken_by_the_flushers_older_copy() {
     format(cache.as_ref());
     let mem = Arc::new(MemDevice::new(VOL));
     let backing = Arc::new(FaultDevice::new(mem.clone()).unwrap());
-    let latch = Arc::new(Latch::new(backing.clone()));
+    let latch = Arc::new(Hooked::wrap(backing.clone(), Latch::default()));
     let e = open(cache.clone(), latch.clone(), WriteMode::WriteBackPersist, eager(4)).unwrap();
     let v = e.volume("v").unwrap();
     latch.arm();
@@ -277,32 +252,26 @@ fn a_version_replaced_in_its_own_cache_block_while_in_flight_stays_dirty() {
 /// Backing that records its writes and syncs in order, each write taking a few
 /// milliseconds (long enough for a next batch's writes to overlap it, were the flusher to
 /// let them).
+#[derive(Default)]
 struct Recorder {
-    inner: Arc<dyn Device>,
     log: Mutex<Vec<Option<u64>>>,
 }
 
-impl Device for Recorder {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        std::thread::sleep(Duration::from_millis(5));
-        self.log.lock().push(Some(offset / BS));
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.log.lock().push(None);
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.trim(offset, len)
-    }
+impl Hooks for Recorder {
     fn describe(&self) -> String {
         "recorder".into()
+    }
+    fn before_write(&self, offset: u64, _: u64) -> std::io::Result<()> {
+        std::thread::sleep(Duration::from_millis(5));
+        self.log.lock().push(Some(offset / BS));
+        Ok(())
+    }
+    fn before_sync(&self) -> std::io::Result<()> {
+        self.log.lock().push(None);
+        Ok(())
+    }
+    fn identity(&self, _: &dyn Device) -> std::io::Result<Identity> {
+        unidentified()
     }
 }
 
@@ -313,7 +282,7 @@ impl Device for Recorder {
 #[test]
 fn background_batches_reach_backing_one_after_the_other_each_after_the_previous_sync() {
     let (cache, mem) = devices();
-    let rec = Arc::new(Recorder { inner: mem.clone(), log: Mutex::new(Vec::new()) });
+    let rec = Arc::new(Hooked::wrap(mem.clone(), Recorder::default()));
     let wb = WritebackConfig { batch_blocks: 4, ..eager(200) };
     let e = open(cache, rec.clone(), WriteMode::WriteBackFlush, wb).unwrap();
     let v = e.volume("v").unwrap();

@@ -8,53 +8,37 @@ use super::sync_group::GROUP_BYTES;
 use super::tests::{backing_block, block, devices, open, BS};
 use crate::config::{FormatSpec, VolumeSpec};
 use crate::device::fault::PowerCut;
-use crate::device::{FaultDevice, IoKind, MemDevice};
+use crate::device::hooked::{unidentified, Hooked, Hooks, Trap};
+use crate::device::{FaultDevice, Identity, IoKind, MemDevice};
 use crate::{Device, DirtyLimit, Engine, WriteMode, WritebackConfig};
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Backing that records its writes and counts its syncs; once armed, holds the next sync
 /// until it is released.
+#[derive(Default)]
 pub(super) struct SyncGate {
-    inner: Arc<dyn Device>,
     writes: Mutex<Vec<u64>>,
     syncs: AtomicU64,
-    armed: AtomicBool,
-    held: Mutex<bool>,
-    cv: Condvar,
-    caught: AtomicU64,
+    trap: Trap,
 }
 
 impl SyncGate {
-    pub(super) fn new(inner: Arc<dyn Device>) -> Self {
-        Self {
-            inner,
-            writes: Mutex::new(Vec::new()),
-            syncs: AtomicU64::new(0),
-            armed: AtomicBool::new(false),
-            held: Mutex::new(false),
-            cv: Condvar::new(),
-            caught: AtomicU64::new(0),
-        }
+    /// `inner` behind a sync gate, not armed.
+    pub(super) fn new(inner: Arc<dyn Device>) -> Hooked<SyncGate> {
+        Hooked::wrap(inner, SyncGate::default())
     }
     pub(super) fn arm(&self) {
-        self.caught.store(0, SeqCst);
-        *self.held.lock() = true;
-        self.armed.store(true, SeqCst);
+        self.trap.arm();
     }
     pub(super) fn release(&self) {
-        *self.held.lock() = false;
-        self.cv.notify_all();
+        self.trap.release();
     }
     /// Wait until the armed sync arrived, at most 10 s.
     pub(super) fn wait_caught(&self) {
-        let t0 = Instant::now();
-        while self.caught.load(SeqCst) == 0 {
-            assert!(t0.elapsed() < Duration::from_secs(10), "the flusher never synced backing");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        self.trap.wait_caught("the flusher never synced backing");
     }
     /// The blocks written so far (first block of each write), and forget them.
     fn take_writes(&self) -> Vec<u64> {
@@ -64,33 +48,21 @@ impl SyncGate {
     }
 }
 
-impl Device for SyncGate {
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.writes.lock().push(offset / BS);
-        self.inner.write_at(offset, data)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.syncs.fetch_add(1, SeqCst);
-        if self.armed.swap(false, SeqCst) {
-            self.caught.fetch_add(1, SeqCst);
-            let mut h = self.held.lock();
-            while *h {
-                self.cv.wait(&mut h);
-            }
-        }
-        self.inner.sync()
-    }
-    fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.inner.trim(offset, len)
-    }
+impl Hooks for SyncGate {
     fn describe(&self) -> String {
         "sync gate".into()
+    }
+    fn before_write(&self, offset: u64, _: u64) -> std::io::Result<()> {
+        self.writes.lock().push(offset / BS);
+        Ok(())
+    }
+    fn before_sync(&self) -> std::io::Result<()> {
+        self.syncs.fetch_add(1, SeqCst);
+        self.trap.pass();
+        Ok(())
+    }
+    fn identity(&self, _: &dyn Device) -> std::io::Result<Identity> {
+        unidentified()
     }
 }
 
@@ -189,10 +161,10 @@ fn big_byte(b: u64) -> u8 {
     (b % 251) as u8 + 1
 }
 
-/// A memory cache of twice [`BIG_BLOCKS`] and 16 MiB more in front of volume `v` of [`BIG_BLOCKS`] (a memory medium behind a
-/// fault device and a sync gate), every block written dirty under write-back flush, the
+/// A memory cache of twice [`BIG_BLOCKS`] and 16 MiB more in front of volume `v` of
+/// [`BIG_BLOCKS`] (a memory medium behind a fault device and a sync gate), every block written dirty under write-back flush, the
 /// flusher idle until someone waits for it; batches of [`BIG_BATCH`] blocks.
-fn big() -> (Engine, Arc<SyncGate>, Arc<FaultDevice>, Arc<MemDevice>) {
+fn big() -> (Engine, Arc<Hooked<SyncGate>>, Arc<FaultDevice>, Arc<MemDevice>) {
     let cache = Arc::new(MemDevice::new(2 * BIG_BLOCKS * BS + (16 << 20)));
     let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: BIG_BLOCKS * BS }]);
     spec.journal_bytes = 8 * BS;

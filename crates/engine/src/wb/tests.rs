@@ -6,72 +6,26 @@
 
 use crate::config::{EngineConfig, FormatSpec, VolumeConfig, VolumeSpec};
 use crate::device::fault::PowerCut;
-use crate::device::{FaultDevice, IoKind, MemDevice};
+use crate::device::hooked::{unidentified, Door, Held, Hooked, Hooks};
+use crate::device::{FaultDevice, Identity, IoKind, MemDevice};
 use crate::{Device, DirtyLimit, Engine, EngineError, StartKind, WriteMode, WritebackConfig};
 use ember_policy::admission::Aod;
 use ember_policy::replacement::Lru;
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 
 pub(crate) const BS: u64 = 4096;
 pub(crate) const VOL: u64 = 64 * BS;
 
-/// `size`, `read_at`, `sync` and `trim` of a test device, passed to its device `$inner`.
-macro_rules! pass_through {
-    ($inner:tt) => {
-        fn size(&self) -> u64 {
-            self.$inner.size()
-        }
-        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-            self.$inner.read_at(offset, buf)
-        }
-        fn sync(&self) -> std::io::Result<()> {
-            self.$inner.sync()
-        }
-        fn trim(&self, offset: u64, len: u64) -> std::io::Result<()> {
-            self.$inner.trim(offset, len)
-        }
-    };
-}
-pub(super) use pass_through;
-
 /// Backing whose writes wait while the gate is closed (counting the writes that arrived since
 /// it closed).
-pub(crate) struct Gated {
-    inner: Arc<dyn Device>,
-    closed: Mutex<bool>,
-    cv: Condvar,
-    pub(crate) arrived: AtomicU64,
-}
+pub(crate) type Gated = Hooked<Door>;
 
 impl Gated {
+    /// `inner` behind an open gate.
     pub(crate) fn new(inner: Arc<dyn Device>) -> Self {
-        Self { inner, closed: Mutex::new(false), cv: Condvar::new(), arrived: AtomicU64::new(0) }
-    }
-    pub(crate) fn close(&self) {
-        self.arrived.store(0, SeqCst);
-        *self.closed.lock() = true;
-    }
-    pub(crate) fn open(&self) {
-        *self.closed.lock() = false;
-        self.cv.notify_all();
-    }
-}
-
-impl Device for Gated {
-    pass_through!(inner);
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.arrived.fetch_add(1, SeqCst);
-        let mut c = self.closed.lock();
-        while *c {
-            self.cv.wait(&mut c);
-        }
-        drop(c);
-        self.inner.write_at(offset, data)
-    }
-    fn describe(&self) -> String {
-        "gated".into()
+        Hooked::wrap(inner, Door::new(Held::Writes, "gated"))
     }
 }
 
@@ -439,25 +393,21 @@ fn dirty_blocks_of_a_volume_not_served_refuse_the_open() {
 }
 
 /// A backing that records the block number of every write, in order.
+#[derive(Default)]
 struct Recorder {
-    inner: Arc<dyn Device>,
     writes: Mutex<Vec<u64>>,
 }
 
-impl Recorder {
-    fn new(inner: Arc<dyn Device>) -> Self {
-        Self { inner, writes: Mutex::new(Vec::new()) }
-    }
-}
-
-impl Device for Recorder {
-    pass_through!(inner);
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.writes.lock().extend((offset / BS)..(offset + data.len() as u64).div_ceil(BS));
-        self.inner.write_at(offset, data)
-    }
+impl Hooks for Recorder {
     fn describe(&self) -> String {
         "recorder".into()
+    }
+    fn before_write(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.writes.lock().extend((offset / BS)..(offset + len).div_ceil(BS));
+        Ok(())
+    }
+    fn identity(&self, _: &dyn Device) -> std::io::Result<Identity> {
+        unidentified()
     }
 }
 
@@ -465,7 +415,7 @@ impl Device for Recorder {
 /// recovered dirty blocks to backing at open, oldest epoch first (one block per batch, so in
 /// order); the backing blocks written, in order.
 fn recovered_flush_order(cache: Arc<dyn Device>, mem: Arc<MemDevice>) -> Vec<u64> {
-    let rec = Arc::new(Recorder::new(mem));
+    let rec = Arc::new(Hooked::wrap(mem, Recorder::default()));
     let e = open(cache, rec.clone(), WriteMode::WriteBackFlush, lazy()).unwrap();
     assert_eq!(e.open_report().loaded_blocks, 2, "{}", e.open_report().reason);
     let order = rec.writes.lock().clone();
@@ -597,22 +547,21 @@ fn dirty_blocks_recovered_after_a_crash_refuse_another_backing() {
 }
 
 /// A backing that cannot be identified (the `Device` default), like an NBD export.
-struct Anonymous(Arc<MemDevice>);
+struct Anonymous;
 
-impl Device for Anonymous {
-    pass_through!(0);
-    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        self.0.write_at(offset, data)
-    }
+impl Hooks for Anonymous {
     fn describe(&self) -> String {
         "anonymous".into()
+    }
+    fn identity(&self, _: &dyn Device) -> std::io::Result<Identity> {
+        unidentified()
     }
 }
 
 #[test]
 fn an_unidentifiable_backing_starts_cold_but_keeps_its_dirty_blocks() {
     let (cache, mem) = devices();
-    let anon = || Arc::new(Anonymous(mem.clone())) as Arc<dyn Device>;
+    let anon = || Arc::new(Hooked::wrap(mem.clone(), Anonymous)) as Arc<dyn Device>;
     let e = open(cache.clone(), anon(), WriteMode::WriteBackPersist, lazy()).unwrap();
     let v = e.volume("v").unwrap();
     v.read(0, &mut block(0)).unwrap(); // block 0 cached clean
