@@ -162,8 +162,9 @@ fn big_byte(b: u64) -> u8 {
 }
 
 /// A memory cache of twice [`BIG_BLOCKS`] and 16 MiB more in front of volume `v` of
-/// [`BIG_BLOCKS`] (a memory medium behind a fault device and a sync gate), every block written dirty under write-back flush, the
-/// flusher idle until someone waits for it; batches of [`BIG_BATCH`] blocks.
+/// [`BIG_BLOCKS`] (a memory medium behind a fault device and a sync gate), every block
+/// written dirty under write-back flush, the flusher idle until someone waits for it;
+/// batches of [`BIG_BATCH`] blocks.
 fn big() -> (Engine, Arc<Hooked<SyncGate>>, Arc<FaultDevice>, Arc<MemDevice>) {
     let cache = Arc::new(MemDevice::new(2 * BIG_BLOCKS * BS + (16 << 20)));
     let mut spec = FormatSpec::new(vec![VolumeSpec { name: "v".into(), size: BIG_BLOCKS * BS }]);
