@@ -151,9 +151,12 @@ impl SeqCutoffConfig {
 #[derive(Clone, Debug)]
 pub struct SeqCutoff {
     cfg: SeqCutoffConfig,
+    /// Whether the cutoff acts, when it is the same for every volume (no volume has
+    /// settings of its own): [`SeqCutoff::observe`] then asks nothing else.
+    uniform: Option<bool>,
     /// One table per volume, indexed by the volume number (a small slot index, at most 16
-    /// bits in a key), made on the volume's first access.
-    tables: Vec<Option<Box<StreamTable>>>,
+    /// bits in a key); a table takes its memory on the volume's first access.
+    tables: Vec<StreamTable>,
     /// The last observed access: its key, direction and the blocks its stream held before it.
     last: Option<(u64, Op, u64)>,
     /// Blocks cut, per volume.
@@ -166,7 +169,19 @@ impl SeqCutoff {
     /// A detector with no streams yet.
     pub fn new(cfg: SeqCutoffConfig) -> Self {
         let cfg = SeqCutoffConfig { streams: cfg.streams.max(1), ..cfg };
-        Self { cfg, tables: Vec::new(), last: None, cut: HashMap::new(), volumes: HashMap::new() }
+        Self {
+            cfg,
+            uniform: Some(cfg.is_active()),
+            tables: Vec::new(),
+            last: None,
+            cut: HashMap::new(),
+            volumes: HashMap::new(),
+        }
+    }
+
+    /// Recompute `uniform` after a change of settings.
+    fn settle(&mut self) {
+        self.uniform = self.volumes.is_empty().then(|| self.cfg.is_active());
     }
 
     /// The current settings.
@@ -183,6 +198,7 @@ impl SeqCutoff {
             self.last = None;
         }
         self.cfg = cfg;
+        self.settle();
     }
 
     /// Settings of `volume`'s own (`None`: the cache-wide ones again). The stream count of
@@ -197,6 +213,7 @@ impl SeqCutoff {
                 self.volumes.remove(&volume);
             }
         }
+        self.settle();
     }
 
     /// The settings of `volume`'s own, if it has them.
@@ -219,27 +236,29 @@ impl SeqCutoff {
     /// for the access's volume, so switching it on starts from fresh streams.
     pub fn observe(&mut self, acc: &Access) {
         let volume = key_volume(acc.key);
-        let active = if self.volumes.is_empty() {
-            self.cfg.is_active()
-        } else {
-            self.config_of(volume).is_active()
+        let active = match self.uniform {
+            Some(active) => active,
+            None => self.config_of(volume).is_active(),
         };
         if !active {
             self.last = None;
             return;
         }
-        let before = self.table(volume).access(key_block(acc.key), acc.op == Op::Write);
+        let table = match self.tables.get_mut(volume as usize) {
+            Some(t) => t,
+            None => self.add_tables(volume),
+        };
+        let before = table.access(key_block(acc.key), acc.op == Op::Write);
         self.last = Some((acc.key, acc.op, before));
     }
 
-    /// `volume`'s stream table, made empty on its first access.
-    fn table(&mut self, volume: u32) -> &mut StreamTable {
-        let at = volume as usize;
-        if at >= self.tables.len() {
-            self.tables.resize_with(at + 1, || None);
-        }
+    /// Tables up to `volume`'s (each empty until its volume's first access); `volume`'s.
+    #[cold]
+    #[inline(never)]
+    fn add_tables(&mut self, volume: u32) -> &mut StreamTable {
         let streams = self.cfg.streams;
-        self.tables[at].get_or_insert_with(|| Box::new(StreamTable::new(streams)))
+        self.tables.resize_with(volume as usize + 1, || StreamTable::new(streams));
+        &mut self.tables[volume as usize]
     }
 
     /// On a miss of `acc`, observed just before: is it past the cutoff (not to be

@@ -4,38 +4,48 @@
 //! keeps its streams in an LRU list the same way). The order is a ring, so replacing the
 //! least recent stream and making it the most recent is one step: the ring turns.
 //!
-//! A lookup tries the most recently continued stream, which a scan continues on almost every
-//! access, then the block's slot in a small hashed index of the expected blocks. Each slot
-//! holds how many entries expect a block that hashes to it and the XOR of their entry
+//! The table holds its `n` entries from its first access on: the ones no stream has taken
+//! yet are free, expect a tag no block has, and sit at the old end of the ring in entry
+//! order, so a new stream takes the first free entry exactly as if the entries were made one
+//! by one, and the least recent stream only once none is free.
+//!
+//! A lookup goes to the block's slot in a small hashed index of the expected blocks. Each
+//! slot holds how many entries expect a block that hashes to it and the XOR of their entry
 //! numbers, both kept exact: a slot no entry hashes to answers "no stream" (a random access
 //! stops there), a slot one entry hashes to names that entry, which continues the stream if
 //! it expects this very block and otherwise none does, and only a slot of two or more entries
-//! (a collision, or two streams expecting one block) scans the entries for the first that
-//! expects it. So every answer is the scan's: the index
-//! never hides a stream nor picks another entry.
+//! (a collision, or two streams expecting one block) tries the most recently continued
+//! stream, then scans the entries for the first that expects it. So every answer is the
+//! scan's: the index never hides a stream nor picks another entry.
+
+use ember_trace::MAX_BLOCK_INDEX;
 
 /// Marks a write stream in an expected-block tag (block indexes use 48 bits).
 const WRITE: u64 = 1 << 63;
-/// No entry (an empty table's head).
-const NIL: u32 = u32::MAX;
+/// Marks a free entry's tag (`FREE | entry`): no block's tag has this bit, even one past
+/// the last block, so no access continues a free entry.
+const FREE: u64 = 1 << 62;
 
 /// The last streams of one volume.
 #[derive(Clone, Debug)]
 pub struct StreamTable {
-    /// The streams, in the order they were made (an entry is reused in place).
+    /// The entries (a stream each, or free), made on the first access.
     entries: Vec<Entry>,
-    /// The most recently continued entry; the recency list is a ring, so the one after it
-    /// towards newer entries is the least recently continued ([`NIL`]: no entry yet).
+    /// The most recently continued entry.
     head: u32,
-    /// Entries at most.
+    /// The least recently continued entry (the head's newer neighbour in the ring): the
+    /// entry the next new stream takes.
+    tail: u32,
+    /// Entries.
     cap: usize,
-    /// Per index slot: the entries that expect a block hashing to it.
+    /// Per index slot: the entries that expect a block hashing to it (empty until the
+    /// first access).
     expecting: Vec<Slot>,
     /// The shift that maps a tag's hash to its index slot.
     shift: u32,
 }
 
-/// One stream.
+/// One stream (or a free entry).
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     /// The block (with [`WRITE`] for a write stream) that continues it.
@@ -72,77 +82,146 @@ impl Slot {
 }
 
 /// The index slot of an expected-block tag (the top bits of a multiplicative hash).
+#[inline]
 fn slot(tag: u64, shift: u32) -> usize {
     (tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
 }
 
 impl StreamTable {
-    /// An empty table of `n` streams (at least 1).
+    /// An empty table of `n` streams (at least 1, at most `u32::MAX`); its memory is taken
+    /// on the first access.
     pub fn new(n: usize) -> Self {
-        let n = n.max(1);
+        let n = n.clamp(1, u32::MAX as usize);
         // About 8 slots an entry: a block finds its slot empty, or holding one entry, almost
         // every time (two or more in under 1 % of the slots while the expected blocks differ).
-        let slots = (n * 8).next_power_of_two().max(64);
+        let slots = n.saturating_mul(8).next_power_of_two().max(64);
         Self {
-            entries: Vec::with_capacity(n),
-            head: NIL,
+            entries: Vec::new(),
+            head: 0,
+            tail: 0,
             cap: n,
-            expecting: vec![Slot::default(); slots],
+            expecting: Vec::new(),
             shift: 64 - slots.trailing_zeros(),
         }
     }
 
     /// Streams the table holds now.
     pub fn streams(&self) -> usize {
-        self.entries.len()
+        self.entries.iter().filter(|e| e.next & FREE == 0).count()
     }
 
-    /// One access to `block` (a write if `write`): continues the stream that expects it or
-    /// starts a new one. Returns the blocks the stream held before this access (0 for a new
-    /// stream).
+    /// One access to `block` (a write if `write`; block indexes are taken modulo 2^48, as in
+    /// a key): continues the stream that expects it or starts a new one. Returns the blocks
+    /// the stream held before this access (0 for a new stream).
+    #[inline]
     pub fn access(&mut self, block: u64, write: bool) -> u64 {
-        let tag = block | if write { WRITE } else { 0 };
-        let head = self.head as usize;
-        let found = if self.entries.get(head).is_some_and(|e| e.next == tag) {
-            Some(head)
-        } else {
-            let at = self.expecting[slot(tag, self.shift)];
-            match at.count {
-                0 => None,
-                1 => Some(at.xor as usize).filter(|&i| self.entries[i].next == tag),
-                _ => self.entries.iter().position(|e| e.next == tag),
-            }
+        let tag = (block & MAX_BLOCK_INDEX) | if write { WRITE } else { 0 };
+        let at = slot(tag, self.shift);
+        let Some(&s) = self.expecting.get(at) else {
+            return self.first_access(tag);
         };
-        match found {
-            Some(i) => {
-                let before = self.entries[i].len;
-                self.entries[i].len = before + 1;
-                self.set_expected(i, tag.wrapping_add(1));
-                self.touch(i as u32);
-                before
-            }
-            None => {
-                let i = self.take();
-                self.set_expected(i, tag.wrapping_add(1));
-                self.entries[i].len = 1;
-                0
+        let found = match s.count {
+            0 => None,
+            1 => Some(s.xor),
+            _ => self.first_expecting(tag),
+        };
+        if let Some(i) = found {
+            if let Some(e) = self.entries.get_mut(i as usize) {
+                if e.next == tag {
+                    let before = e.len;
+                    let next = tag.wrapping_add(1);
+                    e.len = before + 1;
+                    e.next = next;
+                    self.expecting[at].remove(i);
+                    self.expecting[slot(next, self.shift)].add(i);
+                    if i != self.head {
+                        self.touch(i);
+                    }
+                    return before;
+                }
             }
         }
+        self.start(tag);
+        0
     }
 
-    /// Entry `i` now expects `tag` (the index follows).
-    fn set_expected(&mut self, i: usize, tag: u64) {
+    /// A new stream that expects the block after `tag`, in the least recently continued
+    /// entry (a free one while there is one), made the most recent: the ring turns by one.
+    #[inline]
+    fn start(&mut self, tag: u64) {
+        let i = self.tail;
+        let next = tag.wrapping_add(1);
+        let e = &mut self.entries[i as usize];
+        let old = e.next;
+        e.next = next;
+        e.len = 1;
+        self.tail = e.newer;
+        self.head = i;
         let shift = self.shift;
-        let e = &mut self.entries[i];
-        self.expecting[slot(e.next, shift)].remove(i as u32);
-        self.expecting[slot(tag, shift)].add(i as u32);
-        e.next = tag;
+        self.expecting[slot(old, shift)].remove(i);
+        self.expecting[slot(next, shift)].add(i);
     }
 
-    /// The blocks the entries expect (for tests).
+    /// The first access: the entries are made, all free, in a ring whose oldest is entry 0,
+    /// then the access starts the first stream.
+    #[cold]
+    #[inline(never)]
+    fn first_access(&mut self, tag: u64) -> u64 {
+        let n = self.cap as u32;
+        self.entries = (0..n)
+            .map(|i| Entry {
+                next: FREE | u64::from(i),
+                len: 0,
+                newer: if i + 1 == n { 0 } else { i + 1 },
+                older: if i == 0 { n - 1 } else { i - 1 },
+            })
+            .collect();
+        self.expecting = vec![Slot::default(); 1 << (64 - self.shift)];
+        for (i, e) in self.entries.iter().enumerate() {
+            self.expecting[slot(e.next, self.shift)].add(i as u32);
+        }
+        self.tail = 0;
+        self.head = n - 1;
+        self.start(tag);
+        0
+    }
+
+    /// Among two or more entries whose expected blocks hash alike, the one that expects
+    /// `tag`: the most recently continued if it does, else the first.
+    #[inline(never)]
+    fn first_expecting(&self, tag: u64) -> Option<u32> {
+        if self.entries.get(self.head as usize).is_some_and(|e| e.next == tag) {
+            return Some(self.head);
+        }
+        self.entries.iter().position(|e| e.next == tag).map(|i| i as u32)
+    }
+
+    /// Make entry `i`, continued but not the head, the most recent.
+    #[inline(never)]
+    fn touch(&mut self, i: u32) {
+        if i == self.tail {
+            // The ring turns: the tail becomes the head.
+            self.tail = self.entries[i as usize].newer;
+            self.head = i;
+            return;
+        }
+        let e = self.entries[i as usize];
+        // Out of the ring (it holds the head and the tail besides, so it stays closed)...
+        self.entries[e.newer as usize].older = e.older;
+        self.entries[e.older as usize].newer = e.newer;
+        // ... and back in between the tail and the head.
+        let (head, tail) = (self.head, self.tail);
+        self.entries[i as usize].newer = tail;
+        self.entries[i as usize].older = head;
+        self.entries[tail as usize].older = i;
+        self.entries[head as usize].newer = i;
+        self.head = i;
+    }
+
+    /// The blocks the entries' streams expect (for tests).
     #[cfg(test)]
     pub(crate) fn next_blocks(&self) -> impl Iterator<Item = u64> + '_ {
-        self.entries.iter().map(|e| e.next)
+        self.entries.iter().map(|e| e.next).filter(|t| t & FREE == 0)
     }
 
     /// The index's every slot (count and entries) equals a recount from the entries (for
@@ -154,47 +233,5 @@ impl StreamTable {
             slots[slot(e.next, self.shift)].add(i as u32);
         }
         slots == self.expecting
-    }
-
-    /// The entry for a new stream, made the most recent: a free one, or the least recently
-    /// continued one (the ring turns by one: the tail becomes the head).
-    fn take(&mut self) -> usize {
-        let n = self.entries.len();
-        if n < self.cap {
-            let i = n as u32;
-            let mut e = Entry { next: 0, len: 0, newer: i, older: i };
-            if let Some(h) = self.entries.get(self.head as usize).copied() {
-                // Between the tail (the head's newer) and the head.
-                e = Entry { newer: h.newer, older: self.head, ..e };
-                self.entries[h.newer as usize].older = i;
-                self.entries[self.head as usize].newer = i;
-            }
-            self.entries.push(e);
-            self.expecting[slot(0, self.shift)].add(i);
-            self.head = i;
-            n
-        } else {
-            self.head = self.entries[self.head as usize].newer;
-            self.head as usize
-        }
-    }
-
-    /// Make entry `i` the most recent.
-    fn touch(&mut self, i: u32) {
-        if self.head == i {
-            return;
-        }
-        let e = self.entries[i as usize];
-        // Out of the ring (it holds the head besides, so it stays closed)...
-        self.entries[e.newer as usize].older = e.older;
-        self.entries[e.older as usize].newer = e.newer;
-        // ... and back in between the tail and the head.
-        let head = self.head;
-        let tail = self.entries[head as usize].newer;
-        self.entries[i as usize].newer = tail;
-        self.entries[i as usize].older = head;
-        self.entries[tail as usize].older = i;
-        self.entries[head as usize].newer = i;
-        self.head = i;
     }
 }
