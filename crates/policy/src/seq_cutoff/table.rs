@@ -7,7 +7,9 @@
 //! The table holds its `n` entries from its first access on: the ones no stream has taken
 //! yet are free, expect a tag no block has, and sit at the old end of the ring in entry
 //! order, so a new stream takes the first free entry exactly as if the entries were made one
-//! by one, and the least recent stream only once none is free.
+//! by one, and the least recent stream only once none is free. Entries and index slots are
+//! each a power of two in number (entries past the `n` of the ring stay free and outside
+//! it), so an entry or slot number masked by the length is in bounds without a check.
 //!
 //! A lookup goes to the block's slot in a small hashed index of the expected blocks. Each
 //! slot holds how many entries expect a block that hashes to it and the XOR of their entry
@@ -36,13 +38,17 @@ pub struct StreamTable {
     /// The least recently continued entry (the head's newer neighbour in the ring): the
     /// entry the next new stream takes.
     tail: u32,
-    /// Entries.
+    /// Entries in the ring (the table holds the next power of two of them: the ones past
+    /// the ring stay free, so an entry number masked by the table's length needs no bounds
+    /// check).
     cap: usize,
+    /// The blocks the stream of the last access held before it (0: a new stream).
+    held: u64,
     /// Per index slot: the entries that expect a block hashing to it (empty until the
-    /// first access).
+    /// first access; a power of two of them).
     expecting: Vec<Slot>,
-    /// The shift that maps a tag's hash to its index slot.
-    shift: u32,
+    /// Index slots, made on the first access.
+    slots: usize,
 }
 
 /// One stream (or a free entry).
@@ -81,27 +87,30 @@ impl Slot {
     }
 }
 
-/// The index slot of an expected-block tag (the top bits of a multiplicative hash).
+/// The index slot of an expected-block tag among `mask + 1` (a power of two; the high half
+/// of a multiplicative hash, masked).
 #[inline]
-fn slot(tag: u64, shift: u32) -> usize {
-    (tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+fn slot(tag: u64, mask: usize) -> usize {
+    (tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
 }
 
 impl StreamTable {
-    /// An empty table of `n` streams (at least 1, at most `u32::MAX`); its memory is taken
-    /// on the first access.
+    /// An empty table of `n` streams (at least 1, at most 2^31); its memory is taken on the
+    /// first access.
     pub fn new(n: usize) -> Self {
-        let n = n.clamp(1, u32::MAX as usize);
-        // About 8 slots an entry: a block finds its slot empty, or holding one entry, almost
-        // every time (two or more in under 1 % of the slots while the expected blocks differ).
-        let slots = n.saturating_mul(8).next_power_of_two().max(64);
+        let n = n.clamp(1, 1 << 31);
+        // About 16 slots an entry: a block finds its slot empty, or holding one entry, almost
+        // every time (two or more in under 0.2 % of the slots while the expected blocks
+        // differ), so the scan of every entry is rare.
+        let slots = n.saturating_mul(16).next_power_of_two().max(64);
         Self {
             entries: Vec::new(),
             head: 0,
             tail: 0,
             cap: n,
+            held: 0,
             expecting: Vec::new(),
-            shift: 64 - slots.trailing_zeros(),
+            slots,
         }
     }
 
@@ -113,108 +122,144 @@ impl StreamTable {
     /// One access to `block` (a write if `write`; block indexes are taken modulo 2^48, as in
     /// a key): continues the stream that expects it or starts a new one. Returns the blocks
     /// the stream held before this access (0 for a new stream).
-    #[inline]
     pub fn access(&mut self, block: u64, write: bool) -> u64 {
+        self.record(block, write);
+        self.held
+    }
+
+    /// The blocks the stream of the last access held before it ([`StreamTable::access`]'s
+    /// answer).
+    pub fn held(&self) -> u64 {
+        self.held
+    }
+
+    /// [`StreamTable::access`] without the answer, which [`StreamTable::held`] gives. A
+    /// random access (the usual hit) calls nothing: the paths that do end in their call.
+    #[inline(never)]
+    pub fn record(&mut self, block: u64, write: bool) {
         let tag = (block & MAX_BLOCK_INDEX) | if write { WRITE } else { 0 };
-        let at = slot(tag, self.shift);
-        let Some(&s) = self.expecting.get(at) else {
+        if self.entries.is_empty() || self.expecting.is_empty() {
             return self.first_access(tag);
-        };
-        let found = match s.count {
-            0 => None,
-            1 => Some(s.xor),
-            _ => self.first_expecting(tag),
-        };
-        if let Some(i) = found {
-            if let Some(e) = self.entries.get_mut(i as usize) {
-                if e.next == tag {
-                    let before = e.len;
-                    let next = tag.wrapping_add(1);
-                    e.len = before + 1;
-                    e.next = next;
-                    self.expecting[at].remove(i);
-                    self.expecting[slot(next, self.shift)].add(i);
-                    if i != self.head {
-                        self.touch(i);
-                    }
-                    return before;
-                }
+        }
+        // Masks of the lengths (powers of two): in-bounds indexes the compiler can see.
+        let (em, sm) = (self.entries.len() - 1, self.expecting.len() - 1);
+        let at = slot(tag, sm);
+        let s = self.expecting[at];
+        match s.count {
+            0 => {}
+            // The one entry in the slot: masking its number changes nothing.
+            1 if self.entries[s.xor as usize & em].next == tag => {
+                return self.continue_stream(s.xor, at, tag);
             }
+            1 => {}
+            _ => return self.record_among_several(at, tag),
         }
         self.start(tag);
-        0
+    }
+
+    /// Entry `i`, which expects `tag` (index slot `at`), continues its stream.
+    #[inline]
+    fn continue_stream(&mut self, i: u32, at: usize, tag: u64) {
+        let (em, sm) = (self.entries.len().wrapping_sub(1), self.expecting.len().wrapping_sub(1));
+        let e = &mut self.entries[i as usize & em];
+        let next = tag.wrapping_add(1);
+        self.held = e.len;
+        e.len += 1;
+        e.next = next;
+        self.expecting[at & sm].remove(i);
+        self.expecting[slot(next, sm)].add(i);
+        if i != self.head {
+            self.touch(i);
+        }
     }
 
     /// A new stream that expects the block after `tag`, in the least recently continued
     /// entry (a free one while there is one), made the most recent: the ring turns by one.
     #[inline]
     fn start(&mut self, tag: u64) {
+        let (em, sm) = (self.entries.len().wrapping_sub(1), self.expecting.len().wrapping_sub(1));
         let i = self.tail;
         let next = tag.wrapping_add(1);
-        let e = &mut self.entries[i as usize];
+        let e = &mut self.entries[i as usize & em];
         let old = e.next;
         e.next = next;
         e.len = 1;
         self.tail = e.newer;
         self.head = i;
-        let shift = self.shift;
-        self.expecting[slot(old, shift)].remove(i);
-        self.expecting[slot(next, shift)].add(i);
+        self.held = 0;
+        self.expecting[slot(old, sm)].remove(i);
+        self.expecting[slot(next, sm)].add(i);
     }
 
-    /// The first access: the entries are made, all free, in a ring whose oldest is entry 0,
-    /// then the access starts the first stream.
+    /// An access whose index slot `at` holds two or more entries: the most recently
+    /// continued stream continues if it expects `tag`, else the first entry that does, else
+    /// a new stream starts.
+    #[inline(never)]
+    fn record_among_several(&mut self, at: usize, tag: u64) {
+        let head = self.head;
+        let found = if self.entries.get(head as usize).is_some_and(|e| e.next == tag) {
+            Some(head)
+        } else {
+            self.entries.iter().position(|e| e.next == tag).map(|i| i as u32)
+        };
+        match found {
+            Some(i) => self.continue_stream(i, at, tag),
+            None => self.start(tag),
+        }
+    }
+
+    /// The first access: the entries are made, all free, the first `cap` in a ring whose
+    /// oldest is entry 0, then the access starts the first stream.
     #[cold]
     #[inline(never)]
-    fn first_access(&mut self, tag: u64) -> u64 {
+    fn first_access(&mut self, tag: u64) {
         let n = self.cap as u32;
-        self.entries = (0..n)
-            .map(|i| Entry {
-                next: FREE | u64::from(i),
-                len: 0,
-                newer: if i + 1 == n { 0 } else { i + 1 },
-                older: if i == 0 { n - 1 } else { i - 1 },
+        let made = self.cap.next_power_of_two() as u32;
+        self.entries = (0..made)
+            .map(|i| {
+                let (newer, older) = if i < n {
+                    (if i + 1 == n { 0 } else { i + 1 }, if i == 0 { n - 1 } else { i - 1 })
+                } else {
+                    (i, i)
+                };
+                Entry { next: FREE | u64::from(i), len: 0, newer, older }
             })
             .collect();
-        self.expecting = vec![Slot::default(); 1 << (64 - self.shift)];
+        self.expecting = vec![Slot::default(); self.slots];
+        let sm = self.slots - 1;
         for (i, e) in self.entries.iter().enumerate() {
-            self.expecting[slot(e.next, self.shift)].add(i as u32);
+            self.expecting[slot(e.next, sm)].add(i as u32);
         }
         self.tail = 0;
         self.head = n - 1;
         self.start(tag);
-        0
-    }
-
-    /// Among two or more entries whose expected blocks hash alike, the one that expects
-    /// `tag`: the most recently continued if it does, else the first.
-    #[inline(never)]
-    fn first_expecting(&self, tag: u64) -> Option<u32> {
-        if self.entries.get(self.head as usize).is_some_and(|e| e.next == tag) {
-            return Some(self.head);
-        }
-        self.entries.iter().position(|e| e.next == tag).map(|i| i as u32)
     }
 
     /// Make entry `i`, continued but not the head, the most recent.
     #[inline(never)]
     fn touch(&mut self, i: u32) {
+        if self.entries.is_empty() {
+            return;
+        }
+        // Every entry number is below the length, a power of two: masking changes nothing.
+        let em = self.entries.len() - 1;
+        let at = |j: u32| j as usize & em;
         if i == self.tail {
             // The ring turns: the tail becomes the head.
-            self.tail = self.entries[i as usize].newer;
+            self.tail = self.entries[at(i)].newer;
             self.head = i;
             return;
         }
-        let e = self.entries[i as usize];
+        let e = self.entries[at(i)];
         // Out of the ring (it holds the head and the tail besides, so it stays closed)...
-        self.entries[e.newer as usize].older = e.older;
-        self.entries[e.older as usize].newer = e.newer;
+        self.entries[at(e.newer)].older = e.older;
+        self.entries[at(e.older)].newer = e.newer;
         // ... and back in between the tail and the head.
         let (head, tail) = (self.head, self.tail);
-        self.entries[i as usize].newer = tail;
-        self.entries[i as usize].older = head;
-        self.entries[tail as usize].older = i;
-        self.entries[head as usize].newer = i;
+        self.entries[at(i)].newer = tail;
+        self.entries[at(i)].older = head;
+        self.entries[at(tail)].older = i;
+        self.entries[at(head)].newer = i;
         self.head = i;
     }
 
@@ -230,7 +275,7 @@ impl StreamTable {
     pub(crate) fn index_is_exact(&self) -> bool {
         let mut slots = vec![Slot::default(); self.expecting.len()];
         for (i, e) in self.entries.iter().enumerate() {
-            slots[slot(e.next, self.shift)].add(i as u32);
+            slots[slot(e.next, self.expecting.len().wrapping_sub(1))].add(i as u32);
         }
         slots == self.expecting
     }
