@@ -7,10 +7,9 @@
 //! The table holds its `n` entries from its first access on: the ones no stream has taken
 //! yet are free, expect a tag no block has, and sit at the old end of the ring in entry
 //! order, so a new stream takes the first free entry exactly as if the entries were made one
-//! by one, and the least recent stream only once none is free. Entries and index slots are
-//! each a power of two in number (entries past the `n` of the ring stay free and outside
-//! it), so an entry or slot number masked by the length is in bounds, which the compiler
-//! sees: most index checks drop out of the access path.
+//! by one, and the least recent stream only once none is free. Index slots are a power of
+//! two in number, so a slot number masked by the length is in bounds, and an entry number
+//! is at most the last entry's: the compiler sees both, and the access path checks no index.
 //!
 //! A lookup goes to the block's slot in a small hashed index of the expected blocks. Each
 //! slot holds how many entries expect a block that hashes to it and the XOR of their entry
@@ -39,8 +38,7 @@ pub struct StreamTable {
     /// The least recently continued entry (the head's newer neighbour in the ring): the
     /// entry the next new stream takes.
     tail: u32,
-    /// Entries in the ring (the table holds the next power of two of them: the ones past
-    /// the ring stay free).
+    /// Entries.
     cap: usize,
     /// The blocks the stream of the last access held before it (0: a new stream).
     held: u64,
@@ -94,6 +92,14 @@ fn slot(tag: u64, mask: usize) -> usize {
     (tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
 }
 
+/// Entry number `i` as an index of a table whose last entry is `last`: every entry number
+/// is at most `last`, so the minimum is `i` itself, and the compiler sees it in bounds (a
+/// mask of a 32-bit number loses that sight).
+#[inline]
+fn entry(i: u32, last: usize) -> usize {
+    (i as usize).min(last)
+}
+
 impl StreamTable {
     /// An empty table of `n` streams (at least 1, at most 2^31); its memory is taken on the
     /// first access.
@@ -141,14 +147,15 @@ impl StreamTable {
         if self.entries.is_empty() || self.expecting.is_empty() {
             return self.first_access(tag);
         }
-        // Masks of the lengths (powers of two): in-bounds indexes the compiler can see.
+        // The last entry and the mask of the slots (a power of two): in-bounds indexes the
+        // compiler can see.
         let (em, sm) = (self.entries.len() - 1, self.expecting.len() - 1);
         let at = slot(tag, sm);
         let s = self.expecting[at];
         match s.count {
             0 => {}
-            // The one entry in the slot: masking its number changes nothing.
-            1 if self.entries[s.xor as usize & em].next == tag => {
+            // The one entry in the slot.
+            1 if self.entries[entry(s.xor, em)].next == tag => {
                 return self.continue_stream(s.xor, at, tag);
             }
             1 => {}
@@ -161,7 +168,7 @@ impl StreamTable {
     #[inline]
     fn continue_stream(&mut self, i: u32, at: usize, tag: u64) {
         let (em, sm) = (self.entries.len().wrapping_sub(1), self.expecting.len().wrapping_sub(1));
-        let e = &mut self.entries[i as usize & em];
+        let e = &mut self.entries[entry(i, em)];
         let next = tag.wrapping_add(1);
         self.held = e.len;
         e.len += 1;
@@ -180,7 +187,7 @@ impl StreamTable {
         let (em, sm) = (self.entries.len().wrapping_sub(1), self.expecting.len().wrapping_sub(1));
         let i = self.tail;
         let next = tag.wrapping_add(1);
-        let e = &mut self.entries[i as usize & em];
+        let e = &mut self.entries[entry(i, em)];
         let old = e.next;
         e.next = next;
         e.len = 1;
@@ -208,21 +215,18 @@ impl StreamTable {
         }
     }
 
-    /// The first access: the entries are made, all free, the first `cap` in a ring whose
-    /// oldest is entry 0, then the access starts the first stream.
+    /// The first access: the entries are made, all free, in a ring whose oldest is entry 0,
+    /// then the access starts the first stream.
     #[cold]
     #[inline(never)]
     fn first_access(&mut self, tag: u64) {
         let n = self.cap as u32;
-        let made = self.cap.next_power_of_two() as u32;
-        self.entries = (0..made)
-            .map(|i| {
-                let (newer, older) = if i < n {
-                    (if i + 1 == n { 0 } else { i + 1 }, if i == 0 { n - 1 } else { i - 1 })
-                } else {
-                    (i, i)
-                };
-                Entry { next: FREE | u64::from(i), len: 0, newer, older }
+        self.entries = (0..n)
+            .map(|i| Entry {
+                next: FREE | u64::from(i),
+                len: 0,
+                newer: if i + 1 == n { 0 } else { i + 1 },
+                older: if i == 0 { n - 1 } else { i - 1 },
             })
             .collect();
         self.expecting = vec![Slot::default(); self.slots];
@@ -241,9 +245,8 @@ impl StreamTable {
         if self.entries.is_empty() {
             return;
         }
-        // Every entry number is below the length, a power of two: masking changes nothing.
         let em = self.entries.len() - 1;
-        let at = |j: u32| j as usize & em;
+        let at = |j: u32| entry(j, em);
         if i == self.tail {
             // The ring turns: the tail becomes the head.
             self.tail = self.entries[at(i)].newer;
