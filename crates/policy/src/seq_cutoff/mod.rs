@@ -151,11 +151,15 @@ impl SeqCutoffConfig {
 #[derive(Clone, Debug)]
 pub struct SeqCutoff {
     cfg: SeqCutoffConfig,
+    /// Whether the cutoff acts, when it is the same for every volume (no volume has
+    /// settings of its own): [`SeqCutoff::observe`] then asks nothing else.
+    uniform: Option<bool>,
     /// One table per volume, indexed by the volume number (a small slot index, at most 16
-    /// bits in a key), made on the volume's first access.
-    tables: Vec<Option<Box<StreamTable>>>,
-    /// The last observed access: its key, direction and the blocks its stream held before it.
-    last: Option<(u64, Op, u64)>,
+    /// bits in a key); a table takes its memory on the volume's first access.
+    tables: Vec<StreamTable>,
+    /// The last observed access: its key and direction (the blocks its stream held before
+    /// it are its volume's table's [`StreamTable::held`]).
+    last: Option<(u64, Op)>,
     /// Blocks cut, per volume.
     cut: HashMap<u32, u64>,
     /// The volumes with settings of their own (the stream count stays the cache's).
@@ -166,7 +170,19 @@ impl SeqCutoff {
     /// A detector with no streams yet.
     pub fn new(cfg: SeqCutoffConfig) -> Self {
         let cfg = SeqCutoffConfig { streams: cfg.streams.max(1), ..cfg };
-        Self { cfg, tables: Vec::new(), last: None, cut: HashMap::new(), volumes: HashMap::new() }
+        Self {
+            cfg,
+            uniform: Some(cfg.is_active()),
+            tables: Vec::new(),
+            last: None,
+            cut: HashMap::new(),
+            volumes: HashMap::new(),
+        }
+    }
+
+    /// Recompute `uniform` after a change of settings.
+    fn settle(&mut self) {
+        self.uniform = self.volumes.is_empty().then(|| self.cfg.is_active());
     }
 
     /// The current settings.
@@ -183,6 +199,7 @@ impl SeqCutoff {
             self.last = None;
         }
         self.cfg = cfg;
+        self.settle();
     }
 
     /// Settings of `volume`'s own (`None`: the cache-wide ones again). The stream count of
@@ -197,6 +214,7 @@ impl SeqCutoff {
                 self.volumes.remove(&volume);
             }
         }
+        self.settle();
     }
 
     /// The settings of `volume`'s own, if it has them.
@@ -217,39 +235,63 @@ impl SeqCutoff {
 
     /// Record one client block access (hit or miss). Does nothing while the cutoff is off
     /// for the access's volume, so switching it on starts from fresh streams.
+    #[inline]
     pub fn observe(&mut self, acc: &Access) {
         let volume = key_volume(acc.key);
-        let active = if self.volumes.is_empty() {
-            self.cfg.is_active()
-        } else {
-            self.config_of(volume).is_active()
-        };
-        if !active {
+        match self.uniform {
+            Some(true) => {}
+            Some(false) => {
+                self.last = None;
+                return;
+            }
+            None => return self.observe_per_volume(acc),
+        }
+        self.last = Some((acc.key, acc.op));
+        match self.tables.get_mut(volume as usize) {
+            // The key as the block: the table folds it to the block's 48 bits.
+            Some(t) => t.record(acc.key, acc.op == Op::Write),
+            None => self.observe_new_volume(acc),
+        }
+    }
+
+    /// [`SeqCutoff::observe`] while some volume has settings of its own.
+    #[inline(never)]
+    fn observe_per_volume(&mut self, acc: &Access) {
+        if !self.config_of(key_volume(acc.key)).is_active() {
             self.last = None;
             return;
         }
-        let before = self.table(volume).access(key_block(acc.key), acc.op == Op::Write);
-        self.last = Some((acc.key, acc.op, before));
+        self.last = Some((acc.key, acc.op));
+        self.table(key_volume(acc.key)).record(key_block(acc.key), acc.op == Op::Write);
     }
 
-    /// `volume`'s stream table, made empty on its first access.
+    /// [`SeqCutoff::observe`] of a volume beyond the tables made so far.
+    #[cold]
+    #[inline(never)]
+    fn observe_new_volume(&mut self, acc: &Access) {
+        self.table(key_volume(acc.key)).record(key_block(acc.key), acc.op == Op::Write);
+    }
+
+    /// `volume`'s table (the tables up to it made first, each empty until its volume's
+    /// first access).
     fn table(&mut self, volume: u32) -> &mut StreamTable {
         let at = volume as usize;
         if at >= self.tables.len() {
-            self.tables.resize_with(at + 1, || None);
+            let streams = self.cfg.streams;
+            self.tables.resize_with(at + 1, || StreamTable::new(streams));
         }
-        let streams = self.cfg.streams;
-        self.tables[at].get_or_insert_with(|| Box::new(StreamTable::new(streams)))
+        &mut self.tables[at]
     }
 
     /// On a miss of `acc`, observed just before: is it past the cutoff (not to be
     /// allocated)? `resident` of `capacity` cache blocks hold data (the `full` policy acts
     /// only when `resident >= capacity`). A true answer is counted for the volume.
     pub fn cuts(&mut self, acc: &Access, resident: usize, capacity: usize) -> bool {
-        let Some((key, op, before)) = self.last else { return false };
+        let Some((key, op)) = self.last else { return false };
         if key != acc.key || op != acc.op {
             return false;
         }
+        let before = self.tables.get(key_volume(key) as usize).map_or(0, StreamTable::held);
         let cfg = if self.volumes.is_empty() { self.cfg } else { self.config_of(key_volume(key)) };
         let on = match cfg.policy {
             CutoffPolicy::Always => true,

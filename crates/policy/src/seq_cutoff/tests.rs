@@ -77,6 +77,20 @@ fn the_least_recently_continued_stream_is_forgotten() {
     assert_eq!(t.streams(), 2);
 }
 
+/// A block index past 48 bits is folded as in a key, so no access, however large its
+/// block, continues an entry no stream has taken yet.
+#[test]
+fn blocks_are_taken_modulo_48_bits() {
+    let mut t = StreamTable::new(4);
+    assert_eq!(t.access(7 | 1 << 50, false), 0);
+    assert_eq!(t.access(8, false), 1, "continues the stream of block 7");
+    assert_eq!(t.access(1 << 62 | 1, false), 0, "block 1 starts a stream");
+    assert_eq!(t.access(2, false), 1, "and block 2 continues it");
+    assert_eq!(t.access(u64::MAX, false), 0);
+    assert_eq!(t.access(1 << 48, false), 0, "block 0: nothing continues 2^48 - 1");
+    assert_eq!(t.streams(), 4);
+}
+
 #[test]
 fn reverse_and_strided_accesses_are_not_sequential() {
     let mut s = always(2, 2, 8);
