@@ -9,7 +9,6 @@ use crate::state::CacheState;
 use crate::wb::barrier::barrier_persist;
 use crate::wb::flusher::wait_not_flushing;
 use crate::write_policy::Policy;
-use ember_policy::demote::Ejection;
 use ember_trace::Op;
 use std::io;
 use std::sync::atomic::Ordering::Relaxed;
@@ -231,24 +230,8 @@ impl Volume {
                 RunTarget::Backing => true,
             };
             if !through && reserved.is_empty() {
-                let chunk = block_key(vol.id, first)..block_key(vol.id, first + n);
-                while reserved.len() < n as usize {
-                    let key = block_key(vol.id, first + reserved.len() as u64);
-                    let hit = st.get(key).is_some();
-                    match st.reserve_for_write(key) {
-                        Some((c, ejected)) => {
-                            reserved.push(c);
-                            // The clean block ejected for this block's new version, unless
-                            // the chunk itself rewrites it.
-                            if let Some(v) = ejected.filter(|v| !chunk.contains(v)) {
-                                if Ejection::of(true, hit).demoted() && self.demotes_to_backing(v) {
-                                    demotes.push((v, c));
-                                }
-                            }
-                        }
-                        None => break,
-                    }
-                }
+                demotes =
+                    self.reserve_new_versions(&mut st, (vol.id, first, n as usize), &mut reserved);
                 if reserved.len() < n as usize {
                     demotes.clear();
                     for c in reserved.drain(..) {

@@ -26,7 +26,8 @@ use super::ctx::Volume;
 use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_block, key_volume};
-use crate::state::{DemoteStep, TakenBlock};
+use crate::state::{CacheState, DemoteStep, TakenBlock};
+use ember_policy::demote::Ejection;
 use ember_trace::Op;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -40,6 +41,35 @@ impl Volume {
     /// Whether an evicted `key` goes down as a DEMOTE: its volume's backing takes them.
     pub(super) fn demotes_to_backing(&self, key: u64) -> bool {
         self.inner.volume_by_id(key_volume(key)).is_some_and(|v| v.backing.takes_demotes())
+    }
+
+    /// A write-back write's blocks: reserve one for the new version of each block of the
+    /// chunk `first..first + n` of volume `vol` into `got` (pinned, unmapped), stopping short
+    /// when no block can be freed. Returns each clean block ejected for one of them that goes
+    /// down as a DEMOTE (client tier), with the block its data is still in: the caller sends
+    /// them ([`Volume::send_demote`]) before writing over those blocks, or forgets them if it
+    /// lets the blocks go. A block of the chunk itself is not demoted (its new version is on
+    /// its way).
+    pub(super) fn reserve_new_versions(
+        &self,
+        st: &mut CacheState,
+        (vol, first, n): (u32, u64, usize),
+        got: &mut Vec<u32>,
+    ) -> Vec<(u64, u32)> {
+        let chunk = block_key(vol, first)..block_key(vol, first + n as u64);
+        let mut demotes = Vec::new();
+        while got.len() < n {
+            let key = block_key(vol, first + got.len() as u64);
+            let hit = st.get(key).is_some();
+            let Some((c, ejected)) = st.reserve_for_write(key) else { break };
+            got.push(c);
+            if let Some(v) = ejected.filter(|v| !chunk.contains(v)) {
+                if Ejection::of(true, hit).demoted() && self.demotes_to_backing(v) {
+                    demotes.push((v, c));
+                }
+            }
+        }
+        demotes
     }
 
     /// Client tier: DEMOTE evicted `key`, whose data is still in cache block `c` (pinned by

@@ -20,10 +20,8 @@ use super::back::RunTarget;
 use super::ctx::Volume;
 use crate::core::Inner;
 use crate::error::EngineError;
-use crate::layout::block_key;
 use crate::wb::flusher::given_up;
 use crate::write_policy::Policy;
-use ember_policy::demote::Ejection;
 use parking_lot::MutexGuard;
 use std::time::Duration;
 
@@ -100,28 +98,12 @@ impl Volume {
     pub(super) fn reserve_ordered(&self, first: u64, n: usize) -> Result<Vec<u32>, EngineError> {
         let inner = &*self.inner;
         let vol = self.vol().id;
-        let chunk = block_key(vol, first)..block_key(vol, first + n as u64);
         let mut st = inner.state.lock();
         let gen0 = st.flush_error_gen;
         loop {
             if st.dirty_len() == 0 || st.dirty_len() + n <= inner.limits.get().max_dirty {
                 let mut got = Vec::with_capacity(n);
-                let mut demotes = Vec::new();
-                while got.len() < n {
-                    let key = block_key(vol, first + got.len() as u64);
-                    let hit = st.get(key).is_some();
-                    match st.reserve_for_write(key) {
-                        Some((c, ejected)) => {
-                            got.push(c);
-                            if let Some(v) = ejected.filter(|v| !chunk.contains(v)) {
-                                if Ejection::of(true, hit).demoted() && self.demotes_to_backing(v) {
-                                    demotes.push((v, c));
-                                }
-                            }
-                        }
-                        None => break,
-                    }
-                }
+                let demotes = self.reserve_new_versions(&mut st, (vol, first, n), &mut got);
                 inner.count_evictions(&mut st);
                 if got.len() == n {
                     drop(st);
