@@ -437,3 +437,24 @@ fn a_volumes_own_settings_are_got_set_saved_and_reloaded() {
     assert_eq!(ok(&sock, get("write-policy"))["value"], "write-around");
     running.shutdown().unwrap();
 }
+
+/// A socket file replaced behind the server's back (a second server that found it stale
+/// while this one was starting, both after a SIGKILL) neither holds up the stop nor is
+/// removed by it: the stop wakes its own listener, and removes the file only if it is still
+/// the one it bound.
+#[test]
+fn a_replaced_socket_file_neither_hangs_the_stop_nor_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (running, _) = start(dir.path(), false);
+    let sock = dir.path().join("ctl.sock");
+    std::fs::remove_file(&sock).unwrap();
+    let other = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(running.shutdown().is_ok());
+    });
+    let stopped = rx.recv_timeout(std::time::Duration::from_secs(20));
+    assert_eq!(stopped, Ok(true), "the server stops within 20 s");
+    assert!(sock.exists(), "the other listener's socket file is left where it is");
+    drop(other);
+}

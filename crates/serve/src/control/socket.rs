@@ -35,6 +35,12 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 /// The listening control socket and its accepting thread.
 pub struct ControlSocket {
     path: PathBuf,
+    /// The socket file's (device, inode) as bound: the file is removed at close only if the
+    /// path still names it (another server may have replaced a file it found stale).
+    file_id: (u64, u64),
+    /// The listener's descriptor, owned by the accept thread until it ends: close shuts it
+    /// down to wake the thread's `accept`, whatever the path names by then.
+    listener_fd: std::os::unix::io::RawFd,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
@@ -92,6 +98,8 @@ impl ControlSocket {
             .with_context(|| format!("binding the control socket {}", path.display()))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
             .with_context(|| format!("chmod 600 {}", path.display()))?;
+        let file_id = file_id(path).with_context(|| format!("stat {}", path.display()))?;
+        let listener_fd = listener.as_raw_fd();
         let shared = Arc::new(Shared {
             control,
             stop: AtomicBool::new(false),
@@ -103,7 +111,13 @@ impl ControlSocket {
             .name("ember-control".into())
             .spawn(move || accept_loop(listener, s))
             .context("starting the control socket's thread")?;
-        Ok(ControlSocket { path: path.to_path_buf(), shared, thread: Some(thread) })
+        Ok(ControlSocket {
+            path: path.to_path_buf(),
+            file_id,
+            listener_fd,
+            shared,
+            thread: Some(thread),
+        })
     }
 
     /// The socket's path.
@@ -114,15 +128,32 @@ impl ControlSocket {
     /// Stop accepting, end every connection, remove the socket file.
     pub fn close(mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        let _ = UnixStream::connect(&self.path);
+        let ours = file_id(&self.path).is_ok_and(|id| id == self.file_id);
+        // SAFETY: the descriptor is the listener's, which the accept thread owns and closes
+        // only when it ends, after this call (it is joined below); shutting a listening
+        // socket down makes its blocked `accept` return.
+        unsafe { libc::shutdown(self.listener_fd, libc::SHUT_RDWR) };
+        if ours {
+            // Also a connection, for a system where the shutdown does not wake `accept`.
+            let _ = UnixStream::connect(&self.path);
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
         for s in self.shared.open.lock().values() {
             let _ = s.shutdown(Shutdown::Both);
         }
-        let _ = std::fs::remove_file(&self.path);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
+}
+
+/// A file's (device, inode).
+fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path)?;
+    Ok((m.dev(), m.ino()))
 }
 
 fn refuse(mut stream: UnixStream, why: &str) {
