@@ -5,7 +5,7 @@
 //!   `x-ember:demote`), before anything is written over its data: the victim of a read
 //!   miss, of a write-through write miss, and of a write-back write, miss or hit (a write
 //!   hit's new version takes a new block, no-overwrite), as
-//!   `ember_policy::demote::Ejection` says for the laboratory's client too (Wong & Wilkes
+//!   `ember_policy::demote::new_version_room` has the laboratory's client do too (Wong & Wilkes
 //!   1.1: a client demotes the clean blocks it ejects). Dirty blocks are never evicted, so
 //!   never demoted. Under the write-back policies the policy's victim is rarely the block
 //!   freed (dirty blocks hold part of the cache, so the policy is seldom full): a request
@@ -27,7 +27,6 @@ use crate::clock::now_ns;
 use crate::error::EngineError;
 use crate::layout::{block_key, key_block, key_volume};
 use crate::state::{CacheState, DemoteStep, TakenBlock};
-use ember_policy::demote::Ejection;
 use ember_trace::Op;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -60,11 +59,10 @@ impl Volume {
         let mut demotes = Vec::new();
         while got.len() < n {
             let key = block_key(vol, first + got.len() as u64);
-            let hit = st.get(key).is_some();
             let Some((c, ejected)) = st.reserve_for_write(key) else { break };
             got.push(c);
             if let Some(v) = ejected.filter(|v| !chunk.contains(v)) {
-                if Ejection::of(true, hit).demoted() && self.demotes_to_backing(v) {
+                if self.demotes_to_backing(v) {
                     demotes.push((v, c));
                 }
             }

@@ -117,7 +117,7 @@ impl CacheState {
     /// The block comes back pinned and unreferenced: [`CacheState::commit_dirty`] maps it
     /// once its data is written, or [`CacheState::unpin`] returns it. With it, the key whose
     /// eviction freed it, if one was evicted: its data is still in the block, for the client
-    /// tier's DEMOTE (`ember_policy::demote::Ejection`).
+    /// tier's DEMOTE (`ember_policy::demote`'s client side).
     pub fn reserve_for_write(&mut self, key: u64) -> Option<(u32, Option<u64>)> {
         if let Some(c) = self.get(key).filter(|&c| !self.is_dirty(c)) {
             self.lists.move_to_head(c);

@@ -5,9 +5,9 @@
 //! Wong and Wilkes, *My cache or yours?*, section 1.1: "when a client is about to eject a
 //! clean block from its cache (e.g., to make space for a READ), it first tries to return the
 //! block to the array using a DEMOTE". The READ is the paper's example, not a condition (its
-//! workloads are READs only): the array is to hold what the client drops, so a clean block
-//! ejected for any access is demoted, whether a READ miss, a write miss or a write hit's new
-//! version took its room ([`Ejection::demoted`]).
+//! workloads are READs only): the array is to hold what the client drops, so a demoting
+//! client demotes every clean block it ejects, whether a READ miss, a write miss or a write
+//! hit's new version took its room.
 //!
 //! Under a write-back policy a write takes a new cache block even when it hits (Qin's
 //! thesis, 4.1, no-overwrite: the old version stays valid until the new one is written). In
@@ -19,40 +19,9 @@
 
 use crate::replacement::Replacement;
 
-/// What ejects a clean block from a client tier's cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ejection {
-    /// A READ miss's fill.
-    ReadMiss,
-    /// A write miss's allocation-write (write-through, or a write-back policy's dirty
-    /// block).
-    WriteMiss,
-    /// A write hit's new version under a write-back policy (no-overwrite).
-    NewVersion,
-}
-
-impl Ejection {
-    /// The ejection of a block by an access: `write` or a READ, which `hit` or missed.
-    pub fn of(write: bool, hit: bool) -> Self {
-        match (write, hit) {
-            (false, _) => Ejection::ReadMiss,
-            (true, false) => Ejection::WriteMiss,
-            (true, true) => Ejection::NewVersion,
-        }
-    }
-
-    /// Whether a demoting client tier (`--demote`) demotes the clean block this ejects:
-    /// every one, whatever took its room (Wong and Wilkes 1.1).
-    pub fn demoted(self) -> bool {
-        match self {
-            Ejection::ReadMiss | Ejection::WriteMiss | Ejection::NewVersion => true,
-        }
-    }
-}
-
 /// Room for the new version of `key`, resident in `policy` and just looked up, at a write
 /// hit under a write-back policy: if the policy is full, it evicts the block it would evict
-/// next, never `key`, and returns it (a clean block ejected, [`Ejection::NewVersion`]).
+/// next, never `key`, and returns it (a clean block ejected, so demoted).
 /// `key` stays resident; the policy then has one free slot, the old version's block, which
 /// the next insertion takes without an eviction.
 ///
@@ -71,16 +40,6 @@ mod tests {
     use super::*;
     use crate::replacement::{build, Lru};
     use crate::{Access, Kind};
-
-    #[test]
-    fn every_clean_block_ejected_is_demoted() {
-        assert_eq!(Ejection::of(false, false), Ejection::ReadMiss);
-        assert_eq!(Ejection::of(true, false), Ejection::WriteMiss);
-        assert_eq!(Ejection::of(true, true), Ejection::NewVersion);
-        for e in [Ejection::ReadMiss, Ejection::WriteMiss, Ejection::NewVersion] {
-            assert!(e.demoted(), "{e:?}");
-        }
-    }
 
     /// A full LRU of 1, 2, 3: a write hit of 1 ejects 2 (the least recent but 1), keeps 1,
     /// and leaves a free slot, so the next miss ejects nothing and the one after ejects 3.

@@ -6,7 +6,7 @@
 //! array admits DEMOTEs through its sieve ([`DemoteAdmission`]).
 //!
 //! The client side's rule, which clean blocks a client tier ejects and demotes
-//! ([`Ejection`], [`new_version_room`]), is here too, for the real client tier and the
+//! ([`new_version_room`]), is here too, for the real client tier and the
 //! laboratory's alike; the laboratory's client caches and the clients over the array live
 //! in `ember-sim`'s `demote` module.
 
@@ -22,7 +22,7 @@ pub mod segmented_queue;
 pub use crate::replacement::DemoteOutcome;
 pub use array_cache::{ArrayCache, ArrayConfig, DEFAULT_SLRU_PROTECTED};
 pub use array_replacement::ArrayReplacement;
-pub use client_ejection::{new_version_room, Ejection};
+pub use client_ejection::new_version_room;
 pub use demote_admission::{DemoteAdmission, UnknownDemoteAdmission};
 pub use insertion_ghosts::InsertionGhosts;
 pub use scheme::{Scheme, UnknownScheme};

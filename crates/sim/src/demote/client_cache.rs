@@ -12,10 +12,10 @@
 //! (no-overwrite): in a full cache it ejects a victim at once, and the next miss takes the
 //! old version's block without an eviction ([`new_version_room`]). The ejected victim is what
 //! the topology DEMOTEs: every clean block ejected, for a READ miss, a write miss or a write
-//! hit's new version alike ([`Ejection::demoted`], Wong and Wilkes 1.1), as the real client
+//! hit's new version alike (Wong and Wilkes 1.1), as the real client
 //! tier demotes it.
 
-use ember_policy::demote::{new_version_room, Ejection};
+use ember_policy::demote::new_version_room;
 use ember_policy::replacement::Lru;
 use ember_policy::{Access, Admission, Replacement};
 use ember_trace::Op;
@@ -105,11 +105,7 @@ impl ClientCache for SievedClient {
             } else {
                 None
             };
-            return ClientStep {
-                hit,
-                ejected: self.demoted(ejected, Ejection::NewVersion),
-                ..ClientStep::default()
-            };
+            return ClientStep { hit, ejected: self.demoted(ejected), ..ClientStep::default() };
         }
         if write && self.writes == ClientWrites::Around {
             return ClientStep::default();
@@ -119,15 +115,16 @@ impl ClientCache for SievedClient {
             return ClientStep { refused: true, ..ClientStep::default() };
         }
         let ejected = self.policy.insert(access);
-        let ejected = self.demoted(ejected, Ejection::of(write, false));
+        let ejected = self.demoted(ejected);
         ClientStep { hit: false, allocated: true, refused: false, ejected }
     }
 }
 
 impl SievedClient {
-    /// The block `ejected` by `why`, if the client demotes it.
-    fn demoted(&self, ejected: Option<u64>, why: Ejection) -> Option<u64> {
-        ejected.filter(|_| self.demotes && why.demoted())
+    /// The clean block `ejected`, if the client demotes (every one ejected: Wong and Wilkes
+    /// 1.1).
+    fn demoted(&self, ejected: Option<u64>) -> Option<u64> {
+        ejected.filter(|_| self.demotes)
     }
 }
 
