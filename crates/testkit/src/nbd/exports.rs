@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
+use std::thread::ThreadId;
 
 use ember_nbd::{Export, ExportError, MemExport, ReadBuf, ReadStart};
 
@@ -124,21 +125,23 @@ impl Export for FaultyExport {
 }
 
 /// READs a test export "starts" (`Export::start_read`): read at once from a RAM export, their
-/// buffers and tags handed back by the next `Export::reap_reads`, and counted.
+/// buffers and tags handed back by the next `Export::reap_reads` on the thread that started
+/// them (the contract: a connection reaps only its own READs; another connection's reaper,
+/// say one ending, must not take them), and counted.
 #[derive(Default)]
 pub struct PendingReads {
-    reads: Mutex<Vec<(u64, ReadBuf)>>,
+    reads: Mutex<Vec<(ThreadId, u64, ReadBuf)>>,
     started: AtomicU64,
 }
 
 impl PendingReads {
     /// Read `buf.len()` bytes at `offset` of `inner` into `buf` and keep it, with `tag`, for
-    /// the next reap.
+    /// the next reap on this thread.
     pub fn start(&self, inner: &MemExport, offset: u64, mut buf: ReadBuf, tag: u64) -> ReadStart {
         if inner.read(offset, buf.as_mut_slice()).is_err() {
             return ReadStart::Declined(buf);
         }
-        self.reads.lock().unwrap().push((tag, buf));
+        self.reads.lock().unwrap().push((std::thread::current().id(), tag, buf));
         self.started.fetch_add(1, Ordering::SeqCst);
         ReadStart::Started
     }
@@ -148,13 +151,40 @@ impl PendingReads {
         self.started.load(Ordering::SeqCst)
     }
 
-    /// Hand back every READ started since the last reap; how many.
+    /// Hand back every READ this thread started since its last reap; how many.
     pub fn reap(&self, done: &mut dyn FnMut(u64, ReadBuf, Result<(), ExportError>)) -> usize {
-        let reads: Vec<(u64, ReadBuf)> = std::mem::take(&mut *self.reads.lock().unwrap());
-        let n = reads.len();
-        for (tag, buf) in reads {
+        let here = std::thread::current().id();
+        let mine: Vec<(ThreadId, u64, ReadBuf)> = {
+            let mut reads = self.reads.lock().unwrap();
+            let (mine, others) = std::mem::take(&mut *reads).into_iter().partition(|r| r.0 == here);
+            *reads = others;
+            mine
+        };
+        let n = mine.len();
+        for (_, tag, buf) in mine {
             done(tag, buf, Ok(()));
         }
         n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reap hands back only the reaping thread's READs: another thread's reap (a
+    /// connection ending while a new one reads) leaves them for their own thread.
+    #[test]
+    fn a_reap_hands_back_only_this_threads_reads() {
+        let inner = MemExport::new(1 << 16);
+        let pending = PendingReads::default();
+        assert!(matches!(pending.start(&inner, 0, ReadBuf::new(4096), 7), ReadStart::Started));
+        let other = std::thread::scope(|s| {
+            s.spawn(|| pending.reap(&mut |_, _, _| panic!("another thread's READ"))).join()
+        });
+        assert_eq!(other.unwrap(), 0, "another thread reaped this thread's READ");
+        let mut tags = Vec::new();
+        assert_eq!(pending.reap(&mut |tag, _, r| tags.push((tag, r.is_ok()))), 1);
+        assert_eq!(tags, [(7, true)]);
     }
 }
