@@ -304,14 +304,19 @@ pub fn given_flags(matches: &ArgMatches) -> Vec<String> {
         // (`WritebackArgs`): present when one of its flags is, but not a flag itself.
         .filter(|id| !id.as_str().starts_with(|c: char| c.is_ascii_uppercase()))
         .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
-        .map(|id| id.as_str().replace('_', "-"))
-        .filter(|f| !matches!(f.as_str(), "config" | "print-config" | "check"))
-        // --seq-cutoff sets the read and the write threshold (a key each in the file).
-        .flat_map(|f| match f.as_str() {
-            "seq-cutoff" => vec!["seq-cutoff-read".to_string(), "seq-cutoff-write".to_string()],
-            _ => vec![f],
-        })
+        .flat_map(|id| settings_of(&id.as_str().replace('_', "-")))
         .collect()
+}
+
+/// The settings a flag of `ember serve` (its long name) gives: none for the file's own
+/// flags (`--config`, `--print-config`, `--check`), the read and the write threshold for
+/// `--seq-cutoff` (a key each in the file), else the flag's own.
+pub fn settings_of(flag: &str) -> Vec<String> {
+    match flag {
+        "config" | "print-config" | "check" | "help" => vec![],
+        "seq-cutoff" => vec!["seq-cutoff-read".into(), "seq-cutoff-write".into()],
+        _ => vec![flag.to_string()],
+    }
 }
 
 /// Start logging events on stderr, one line each, in `format` (text or json).

@@ -207,8 +207,8 @@ fn given_flags_are_the_flags_typed() {
 
 /// Every flag of `ember serve` but the file's own (`--config`, `--print-config`, `--check`)
 /// is a setting with a key in the config file, so that it overrides the file's key and
-/// `ember ctl get|set` can name it: each flag given alone becomes settings `ConfigSource`
-/// takes, and `given_flags` names no flag that `Key::find` does not know.
+/// `ember ctl get|set` can name it: `settings_of` (what `given_flags` hands `ConfigSource`)
+/// names no setting that `Key::find` does not know.
 #[test]
 fn every_flag_is_a_setting_with_a_key() {
     use clap::CommandFactory;
@@ -221,16 +221,9 @@ fn every_flag_is_a_setting_with_a_key() {
     let mut missing = Vec::new();
     for arg in cmd.get_arguments() {
         let Some(long) = arg.get_long() else { continue };
-        if matches!(long, "config" | "print-config" | "check" | "help") {
-            continue;
-        }
-        let names = match long {
-            "seq-cutoff" => vec!["seq-cutoff-read", "seq-cutoff-write"],
-            _ => vec![long],
-        };
-        for name in names {
-            if ember_serve::config::Key::find(name).is_none() {
-                missing.push(name.to_string());
+        for name in settings_of(long) {
+            if ember_serve::config::Key::find(&name).is_none() {
+                missing.push(name);
             }
         }
     }
