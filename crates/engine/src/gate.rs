@@ -97,7 +97,9 @@ impl Gate {
         self.leave();
     }
 
-    /// Requests in the gate now (the preloader yields while there are any).
+    /// Requests in the gate now (the preloader yields while there are any). An enter that
+    /// is being refused counts for a moment too, so after a close this can read above zero
+    /// until the threads still trying to enter have given up.
     pub fn active(&self) -> u64 {
         self.word.load(SeqCst) & COUNT
     }
@@ -220,10 +222,12 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(2));
             assert!(g.close_and_drain());
             assert_eq!(inside.load(Ordering::SeqCst), 0, "drained while a request was inside");
-            assert_eq!(g.active(), 0);
+            // A refused enter counts itself for a moment before it undoes the count, so
+            // `active` is exact only once no thread is still trying to enter.
             for t in threads {
                 t.join().unwrap();
             }
+            assert_eq!(g.active(), 0, "a refused enter leaves no count behind");
         }
     }
 }
