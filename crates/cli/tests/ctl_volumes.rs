@@ -116,9 +116,16 @@ fn uncache_remove_attach_and_restart_with_real_clients() {
         .spawn()
         .unwrap();
     let mut pipe = copy.stdin.take().unwrap();
+    // The last chunk waits for the removal, so nbdcopy is still connected when it comes,
+    // however slowly the machine runs the steps between.
+    let (removed, last_chunk) = std::sync::mpsc::channel::<()>();
     let feeder = std::thread::spawn(move || {
         let chunk = vec![0x63u8; 64 << 10];
-        for _ in 0..(SIZE / (64 << 10)) {
+        let chunks = SIZE / (64 << 10);
+        for i in 0..chunks {
+            if i + 1 == chunks {
+                let _ = last_chunk.recv_timeout(Duration::from_secs(120));
+            }
             if pipe.write_all(&chunk).is_err() {
                 return;
             }
@@ -148,6 +155,7 @@ fn uncache_remove_attach_and_restart_with_real_clients() {
     assert!(out.status.success(), "{}", out.stderr);
     let reply: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(reply["clients"], 1, "{reply}");
+    let _ = removed.send(());
     let copied = copy.wait_with_output().unwrap();
     feeder.join().unwrap();
     let said = String::from_utf8_lossy(&copied.stderr).to_lowercase();

@@ -13,7 +13,6 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ember_testkit::clients::{have_nbdsh, nbdsh};
@@ -24,8 +23,29 @@ use ember_testkit::serve::ServeArgs;
 use ember_testkit::tools::skip_or_fail;
 use ember_testkit::Rng;
 
-/// The tests of one image share the nbdkit socket its backing's identity names: one at a time.
-static SOCKETS: Mutex<()> = Mutex::new(());
+/// The tests of one image share the nbdkit socket its backing's identity names, so they run
+/// one at a time. The test runner may run them in separate processes (cargo-nextest runs
+/// every test in its own), hence a lock on a file, not a mutex: `flock` on a file opened
+/// anew excludes other threads and other processes alike, and ends when the file closes.
+struct SocketLock(#[allow(dead_code, reason = "held for its lock")] std::fs::File);
+
+impl SocketLock {
+    /// Wait until no other test uses `kind`'s socket.
+    fn take(kind: &str) -> Self {
+        use std::os::fd::AsRawFd;
+        let path = format!("/tmp/ember-layout-v1-{kind}.lock");
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        // SAFETY: flock on a descriptor this File owns; no memory is passed.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+        assert_eq!(rc, 0, "flock {path}: {}", std::io::Error::last_os_error());
+        SocketLock(f)
+    }
+}
 
 const BLOCK: usize = 4096;
 const BLOCKS: usize = 2048;
@@ -119,7 +139,7 @@ fn serve_image(kind: &str) -> Option<Served> {
     if !have_nbdsh() && skip_or_fail("nbdsh (libnbd-bin) is not installed") {
         return None;
     }
-    let _one = SOCKETS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = SocketLock::take(kind);
     let dir = tempfile::tempdir().unwrap();
     let cache = unpack(&format!("{kind}.cache.img"), dir.path());
     let backing = unpack(&format!("{kind}.backing.img"), dir.path());
@@ -276,7 +296,7 @@ fn upgrade_survives_sigkill(kind: &str, seed: u64) {
     if !have_nbdsh() && skip_or_fail("nbdsh (libnbd-bin) is not installed") {
         return;
     }
-    let _one = SOCKETS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = SocketLock::take(kind);
     // How long a first open takes, on a copy that is not killed.
     let t0 = Instant::now();
     let dir = tempfile::tempdir().unwrap();

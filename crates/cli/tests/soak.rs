@@ -139,9 +139,9 @@ fn a_growth_bound_the_server_exceeds_fails_the_soak() {
 }
 
 /// A failed soak in a temporary work directory (no `--workdir`) keeps its logs for the
-/// post-mortem and deletes its images, a few hundred MiB a run. Before this check every CI
-/// run left two such directories (the two negative controls) in /tmp: 46 of them, 9.5 GiB,
-/// had piled up by session 18.
+/// post-mortem and deletes its images, a few hundred MiB a run. Without this check every
+/// run of the tests could leave two such directories (the two negative controls) in /tmp,
+/// and they piled up by the gigabyte.
 fn assert_failed_soak_left_only_logs(text: &str) {
     let work = text
         .lines()

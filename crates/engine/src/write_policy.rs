@@ -271,9 +271,11 @@ mod tests {
         let cell = Arc::new(PolicyCell::new(WriteMode::WriteThrough));
         let settled = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
+        let ran = Arc::new(AtomicU64::new(0));
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let (cell, settled, stop) = (cell.clone(), settled.clone(), stop.clone());
+                let ran = ran.clone();
                 std::thread::spawn(move || {
                     let mut n = 0u64;
                     while !stop.load(SeqCst) {
@@ -289,12 +291,18 @@ mod tests {
                             std::hint::spin_loop();
                         }
                         n += 1;
+                        ran.fetch_add(1, SeqCst);
                     }
                     n
                 })
             })
             .collect();
-        for round in 0..200u32 {
+        // At least 200 rounds, and on until the requests have run a while (threads a loaded
+        // machine schedules late), at most 10 s.
+        let t0 = std::time::Instant::now();
+        let mut round = 0u32;
+        while round < 200 || (ran.load(SeqCst) <= 100 && t0.elapsed() < Duration::from_secs(10)) {
+            round += 1;
             let code = (round % 5) + 1;
             let mode = WriteMode::from_code(code).unwrap();
             let parity = cell.store_new_phase(Policy::plain(mode));

@@ -279,7 +279,7 @@ impl Seen {
 }
 
 /// How long the hostile server waits for the client's next bytes before sending its
-/// replies anyway.
+/// replies anyway, when fuzzing (where every input pays it).
 const CLIENT_IDLE: Duration = Duration::from_millis(100);
 
 /// Where the transmission-phase replies of `input` begin: the first simple or structured
@@ -293,9 +293,13 @@ fn replies_start(input: &[u8]) -> usize {
 /// Serve `input` as the whole byte stream of a hostile server to one connection, and drain
 /// what the client sends until it closes. The bytes before the first reply magic go at once;
 /// the rest waits until the client has sent every request of [`CLIENT_SCRIPT`] (or closed,
-/// or sent nothing for 100 ms), so that replies answer requests, as from a real server;
+/// or sent nothing for `idle`), so that replies answer requests, as from a real server;
 /// then the sending half is closed.
-fn hostile_server(listener: &UnixListener, input: Vec<u8>) -> std::thread::JoinHandle<()> {
+fn hostile_server(
+    listener: &UnixListener,
+    input: Vec<u8>,
+    idle: Duration,
+) -> std::thread::JoinHandle<()> {
     let accepted = listener.accept().map(|(s, _)| s);
     std::thread::spawn(move || {
         let Ok(mut stream) = accepted else { return };
@@ -324,11 +328,7 @@ fn hostile_server(listener: &UnixListener, input: Vec<u8>) -> std::thread::JoinH
             let mut s = seen.0.lock().unwrap_or_else(|p| p.into_inner());
             while !s.closed && s.requests() < CLIENT_SCRIPT.len() {
                 let before = s.bytes.len();
-                s = seen
-                    .1
-                    .wait_timeout(s, CLIENT_IDLE)
-                    .map(|r| r.0)
-                    .unwrap_or_else(|p| p.into_inner().0);
+                s = seen.1.wait_timeout(s, idle).map(|r| r.0).unwrap_or_else(|p| p.into_inner().0);
                 if s.bytes.len() == before && !s.closed {
                     break;
                 }
@@ -344,6 +344,13 @@ fn hostile_server(listener: &UnixListener, input: Vec<u8>) -> std::thread::JoinH
 /// hostile server whose whole byte stream is `input`, run [`CLIENT_SCRIPT`], then list the
 /// exports on a second connection fed the same bytes.
 pub fn client_session(input: &[u8]) -> ClientOutcome {
+    client_session_waiting(input, CLIENT_IDLE)
+}
+
+/// [`client_session`] with the hostile server waiting `idle` for the client's next bytes
+/// (the corpus replay's recorded sessions wait long, so that a loaded machine's pause between
+/// two requests of the script does not send the replies before their requests).
+pub fn client_session_waiting(input: &[u8], idle: Duration) -> ClientOutcome {
     let fixture = client_fixture();
     let listener = fixture.listener.lock().unwrap_or_else(|p| p.into_inner());
     let endpoint = Endpoint::Unix(fixture.socket.clone());
@@ -354,7 +361,7 @@ pub fn client_session(input: &[u8]) -> ClientOutcome {
         let endpoint = endpoint.clone();
         std::thread::spawn(move || ClientBuilder::new().export(EXPORT_NAME).connect(&endpoint))
     };
-    let server = hostile_server(&listener, input.to_vec());
+    let server = hostile_server(&listener, input.to_vec(), idle);
     let connected = connecting.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
     if let Ok(client) = connected {
         outcome.connected = true;
@@ -366,7 +373,7 @@ pub fn client_session(input: &[u8]) -> ClientOutcome {
     let _ = server.join();
 
     let listing = std::thread::spawn(move || crate::Client::list_exports(&endpoint));
-    let server = hostile_server(&listener, input.to_vec());
+    let server = hostile_server(&listener, input.to_vec(), idle);
     if let Ok(list) = listing.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
         outcome.listed = Some(list.len());
     }
@@ -379,8 +386,8 @@ mod tests {
     use super::*;
 
     /// A fixture held in a `static` is never dropped, so its socket directory outlived every
-    /// fuzzing and corpus-replay process: 63 of them had piled up in /tmp by session 18. The
-    /// next process removes the directories of processes that have exited.
+    /// fuzzing and corpus-replay process, and they piled up in /tmp. The next process
+    /// removes the directories of processes that have exited.
     #[test]
     fn a_socket_directory_of_an_exited_process_is_removed() {
         let mut child = std::process::Command::new("true").spawn().expect("run true");

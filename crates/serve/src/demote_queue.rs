@@ -77,10 +77,12 @@ impl DemoteQueue {
 mod tests {
     use super::*;
     use ember_nbd::{ClientBuilder, Export, ExportError, ExportFlags, ExportMap, Server};
+    use std::sync::atomic::AtomicBool;
     use std::time::Duration;
 
-    /// An export that takes DEMOTEs slowly (each holds the connection's reader 300 ms).
-    struct SlowArray;
+    /// An export that holds each DEMOTE (and the connection's reader with it) until the test
+    /// lets it go (at most 30 s).
+    struct SlowArray(Arc<AtomicBool>);
 
     impl Export for SlowArray {
         fn size(&self) -> u64 {
@@ -97,7 +99,10 @@ mod tests {
             true
         }
         fn demote(&self, _: u64, _: &[u8]) -> Result<(), ExportError> {
-            std::thread::sleep(Duration::from_millis(300));
+            let t0 = std::time::Instant::now();
+            while !self.0.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             Ok(())
         }
         fn write(&self, _: u64, _: &[u8], _: bool) -> Result<(), ExportError> {
@@ -118,7 +123,8 @@ mod tests {
     fn a_full_queue_drops_demotes_without_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("array.sock");
-        let set = ExportMap::new().with("disk", "slow array", Arc::new(SlowArray));
+        let release = Arc::new(AtomicBool::new(false));
+        let set = ExportMap::new().with("disk", "slow array", Arc::new(SlowArray(release.clone())));
         let server = Server::builder(Arc::new(set))
             .listen_unix(&sock)
             .unwrap()
@@ -131,8 +137,11 @@ mod tests {
         let q = DemoteQueue::new(2).unwrap();
         let t0 = std::time::Instant::now();
         let sent: Vec<bool> = (0..5).map(|i| q.send(&client, i * 4096, &[7u8; 4096])).collect();
-        assert!(t0.elapsed() < Duration::from_millis(250), "send waited {:?}", t0.elapsed());
+        // No reply can come before the release: a send that waited for room would wait the
+        // array's 30 s.
+        assert!(t0.elapsed() < Duration::from_secs(5), "send waited {:?}", t0.elapsed());
         assert_eq!(sent, [true, true, false, false, false]);
+        release.store(true, Ordering::SeqCst);
         while q.replies().acknowledged.load(Ordering::Relaxed) < 2 {
             assert!(t0.elapsed() < Duration::from_secs(10));
             std::thread::sleep(Duration::from_millis(10));

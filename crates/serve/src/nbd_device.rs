@@ -386,7 +386,17 @@ mod tests {
         });
         // The first attempt reaches the mute peer and waits for its greeting; meanwhile the
         // server comes back under the same name (the mute socket lives on, renamed).
-        std::thread::sleep(Duration::from_millis(500));
+        mute.set_nonblocking(true).unwrap();
+        let _waiting = loop {
+            match mute.accept() {
+                Ok((conn, _)) => break conn,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(t0.elapsed() < Duration::from_secs(10), "no attempt reached it");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        };
         std::fs::rename(&sock, dir.path().join("mute.sock")).unwrap();
         let server = serve(&sock, mem);
         let got = rx.recv_timeout(Duration::from_secs(15));

@@ -279,7 +279,9 @@ impl Hooks for Door {
 #[derive(Default)]
 pub(crate) struct Trap {
     armed: AtomicBool,
-    held: Mutex<bool>,
+    /// Whether a caught call is held, and how many times a held call was let go: a call
+    /// caught before a let-go leaves on it even when the trap holds again at once.
+    held: Mutex<(bool, u64)>,
     cv: Condvar,
     caught: AtomicU64,
 }
@@ -288,22 +290,34 @@ impl Trap {
     /// Arm it for the next call (forgetting the calls caught before).
     pub(crate) fn arm(&self) {
         self.caught.store(0, SeqCst);
-        *self.held.lock() = true;
+        self.held.lock().0 = true;
         self.armed.store(true, SeqCst);
     }
 
     /// Let the caught call go (and the next one, if it was not caught yet).
     pub(crate) fn release(&self) {
-        *self.held.lock() = false;
+        let mut held = self.held.lock();
+        *held = (false, held.1 + 1);
+        self.cv.notify_all();
+    }
+
+    /// Let the caught call go and catch the next one: no call passes between the two.
+    pub(crate) fn release_and_arm(&self) {
+        let mut held = self.held.lock();
+        self.caught.store(0, SeqCst);
+        self.armed.store(true, SeqCst);
+        *held = (true, held.1 + 1);
         self.cv.notify_all();
     }
 
     /// Caught and held, if armed.
     pub(crate) fn pass(&self) {
         if self.armed.swap(false, SeqCst) {
-            self.caught.fetch_add(1, SeqCst);
+            // Counted under the lock: once `wait_caught` saw it, a let-go finds it waiting.
             let mut held = self.held.lock();
-            while *held {
+            self.caught.fetch_add(1, SeqCst);
+            let released = held.1;
+            while held.0 && held.1 == released {
                 self.cv.wait(&mut held);
             }
         }

@@ -175,7 +175,13 @@ fn requests_run_through_a_replacement_and_never_see_wrong_bytes() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     let (_, sink) = records();
     e.replace_cache(Arc::new(MemDevice::new(1 << 20)), false, sink).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    // The worker's writes after the replacement cache on the new device (however slowly a
+    // loaded machine schedules it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while e.stats().resident_blocks == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
     stop.store(true, SeqCst);
     assert!(worker.join().unwrap() > 0);
     assert_eq!(e.health().state, "healthy");
@@ -196,8 +202,12 @@ fn a_warmup_log_in_its_own_file_preloads_the_new_device() {
     for b in 0..8u64 {
         read_block(&v, b).unwrap();
     }
-    // The log writer drains its staging buffer every 10 ms.
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // The log writer drains its staging buffer every 10 ms: wait for the eight records (32
+    // bytes each) to be in the log file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while e.warmup_stats().log_bytes_written < 8 * 32 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert!(e.degrade("operator test"));
     let (_, sink) = records();
     let r = e.replace_cache(Arc::new(MemDevice::new(1 << 20)), false, sink).unwrap();

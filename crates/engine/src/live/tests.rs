@@ -457,7 +457,7 @@ fn a_switch_with_nothing_dirty_is_quick() {
     let cache = Arc::new(MemDevice::new(2 << 20));
     format(cache.as_ref());
     let e = open(cache, Arc::new(MemDevice::new(VOL)), WriteMode::WriteThrough, lazy()).unwrap();
-    let mut slowest = Duration::ZERO;
+    let mut took = Vec::new();
     let mut from = WriteMode::WriteThrough;
     for _ in 0..3 {
         for to in WriteMode::ALL {
@@ -466,12 +466,17 @@ fn a_switch_with_nothing_dirty_is_quick() {
             }
             e.flush_all(&mut |_| {}).unwrap();
             let r = e.set_write_mode(to, &mut |_| {}).unwrap();
-            slowest = slowest.max(r.took);
+            took.push(r.took);
             from = to;
         }
     }
-    println!("slowest switch with nothing dirty: {slowest:?}");
-    assert!(slowest < Duration::from_millis(200), "{slowest:?}");
+    took.sort();
+    let (median, slowest) = (took[took.len() / 2], took[took.len() - 1]);
+    println!("switches with nothing dirty: median {median:?}, slowest {slowest:?}");
+    // The median, since one switch may lose the core to a loaded machine's other work; a
+    // switch that flushed or waited on a timer would take that long every time.
+    assert!(median < Duration::from_millis(50), "{took:?}");
+    assert!(slowest < Duration::from_secs(2), "{took:?}");
 }
 
 #[test]

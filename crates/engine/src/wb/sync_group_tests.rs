@@ -36,6 +36,10 @@ impl SyncGate {
     pub(super) fn release(&self) {
         self.trap.release();
     }
+    /// Let the caught sync go and hold the next one.
+    pub(super) fn release_and_arm(&self) {
+        self.trap.release_and_arm();
+    }
     /// Wait until the armed sync arrived, at most 10 s.
     pub(super) fn wait_caught(&self) {
         self.trap.wait_caught("the flusher never synced backing");
@@ -244,11 +248,11 @@ fn a_failed_sync_while_the_next_group_is_written_leaves_both_groups_dirty() {
         wait_writes(&gate, 2 * (GROUP_BLOCKS / BIG_BATCH) as usize);
         // The held sync (the first group's) fails; every later one succeeds.
         fault.fail_nth(1, &[IoKind::Sync], false);
-        gate.release();
+        // Hold the next sync (the flusher's retry, after a backoff), so nothing is marked
+        // clean before the check, however late this thread runs.
+        gate.release_and_arm();
         let err = flush.join().unwrap().unwrap_err();
         assert!(err.to_string().contains("injected"), "{err}");
-        // Hold the flusher's retry at its first sync, so nothing is marked clean meanwhile.
-        gate.arm();
         assert_eq!(
             e.dirty_stats().dirty_blocks,
             BIG_BLOCKS,

@@ -202,8 +202,10 @@ mod tests {
         let (a, mut b) = UnixStream::pair().unwrap();
         let mut r = SpinRead::new(Stream::Unix(a), US(50));
         r.arm(true);
+        // Ten thousand times the budget: the reader has polled and given up by then even on
+        // a loaded machine.
         let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(500));
             b.write_all(b"late").unwrap();
             b
         });
