@@ -155,8 +155,9 @@ fn clients_that_vanish_with_reads_in_flight_leave_the_server_serving() {
     let c = filled(&serve, 7);
     // A steady reader on its own connection throughout.
     let stop = Arc::new(AtomicBool::new(false));
+    let batches = Arc::new(AtomicU64::new(0));
     let steady = {
-        let (addr, stop) = (serve.nbd.clone(), stop.clone());
+        let (addr, stop, batches) = (serve.nbd.clone(), stop.clone(), batches.clone());
         std::thread::spawn(move || {
             let c = ClientBuilder::new().export("disk").connect_tcp(addr.as_str()).unwrap();
             let mut n = 0u64;
@@ -171,10 +172,17 @@ fn clients_that_vanish_with_reads_in_flight_leave_the_server_serving() {
                     assert_eq!(version_of(b, &r.wait().unwrap()), Some(7), "block {b}");
                 }
                 n += 16;
+                batches.fetch_add(1, Ordering::SeqCst);
             }
             n
         })
     };
+    // The churn starts once the steady reader is served, so it runs throughout.
+    let t0 = Instant::now();
+    while batches.load(Ordering::SeqCst) == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the steady reader was never served");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     // Clients that send 64 READs (hits) and vanish without reading a reply: closed at once,
     // or after the server has started on them.
     for round in 0..40u64 {
